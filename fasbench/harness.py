@@ -1,0 +1,109 @@
+"""The episode loop: policy → concurrent tool execution → observations → report.
+
+One turn = one policy reply. All calls of a turn run concurrently (they are independent
+reads); results come back in call order with their own timings. On the last allowed turn the
+policy is told to stop exploring and answer. The trace is returned whole; callers append it to
+a JSONL file as each episode finishes (see ``run_episodes``).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Protocol
+
+from fasbench.records import Reply, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl, turn_messages
+from fasbench.tools import ToolLimits, Toolset, make_toolset
+from fasbench.tools.base import too_many_calls
+
+
+class Policy(Protocol):
+    """Chooses the tool calls. ``act`` gets the chat so far (OpenAI-style messages) and the tool
+    schemas; ``final`` is True on the last allowed turn."""
+
+    name: str
+
+    def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply: ...
+
+
+@dataclass
+class Limits:
+    """Limits of one episode."""
+
+    max_turns: int = 6  # turns before the episode ends without a report
+    max_calls_per_turn: int = 12  # parallel calls allowed in one turn; extra calls get an error
+    tool: ToolLimits | None = None  # per-call limits (timeout, output cap); None = defaults
+
+
+_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="fasbench-tool")
+
+
+def execute_calls(toolset: Toolset, calls: list[ToolCall], max_calls: int | None = None) -> list[ToolResult]:
+    """Run the calls of one turn concurrently; results in call order."""
+    limit = max_calls if max_calls is not None else toolset.limits.max_calls_per_turn
+    run = calls[:limit]
+    futures = [_POOL.submit(toolset.execute, c) for c in run]
+    results = [f.result() for f in futures]
+    results += [too_many_calls(c, limit) for c in calls[limit:]]
+    return results
+
+
+def initial_messages(toolset: Toolset, query: str, limits: Limits) -> list[dict]:
+    return [
+        {"role": "system", "content": toolset.system_prompt(limits.max_turns, limits.max_calls_per_turn)},
+        {"role": "user", "content": toolset.user_prompt(query)},
+    ]
+
+
+def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limits | None = None) -> Trace:
+    """Run one search episode of ``policy`` on ``task``. ``toolset`` is a Toolset or the name of
+    one, bound to ``task.root``."""
+    limits = limits or Limits()
+    if isinstance(toolset, str):
+        if not task.root:
+            raise ValueError(f"task {task.id} has no corpus root; materialise it first")
+        toolset = make_toolset(toolset, task.root, limits.tool)
+    messages = initial_messages(toolset, task.query, limits)
+    trace = Trace(task_id=task.id, policy=policy.name, toolset=toolset.name, prompt=list(messages),
+                  started_at=time.time(), stop_reason="max_turns")
+    for i in range(limits.max_turns):
+        final = i == limits.max_turns - 1
+        if final:
+            messages.append({"role": "user", "content": toolset.final_turn_note()})
+            trace.meta["final_note_turn"] = i
+        t0 = time.time()
+        try:
+            reply = policy.act(messages, toolset.schemas, final=final)
+        except Exception as e:  # the policy failed: record it, keep what we have
+            trace.stop_reason, trace.error = "policy_error", f"{type(e).__name__}: {e}"
+            break
+        turn = Turn(index=i, text=reply.text, calls=list(reply.calls), prompt_tokens=reply.prompt_tokens,
+                    completion_tokens=reply.completion_tokens, model_started_at=t0, model_ended_at=time.time())
+        turn.tools_started_at = time.time()
+        turn.results = execute_calls(toolset, turn.calls, limits.max_calls_per_turn)
+        turn.tools_ended_at = time.time()
+        trace.turns.append(turn)
+        messages.extend(turn_messages(turn))
+        report = toolset.parse_report(turn.text, turn.calls)
+        if report is not None:
+            trace.report, trace.stop_reason = report, "reported"
+            break
+        if not turn.calls and not final:
+            # A reply with neither calls nor an answer: remind the policy once per turn.
+            messages.append({"role": "user", "content": toolset.final_turn_note()})
+    trace.ended_at = time.time()
+    return trace
+
+
+def run_episodes(tasks: Iterable[Task], policy: Policy, toolset: str, limits: Limits | None = None,
+                 out: str | Path | None = None) -> list[Trace]:
+    """Run episodes one after another, appending each trace to ``out`` as it finishes."""
+    traces = []
+    for task in tasks:
+        tr = run_episode(task, policy, toolset, limits)
+        if out is not None:
+            append_jsonl(out, [tr])
+        traces.append(tr)
+    return traces

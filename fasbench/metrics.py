@@ -1,0 +1,134 @@
+"""Localisation metrics: path normalisation, file- and line-level precision/recall/F-beta,
+Acc@k and Recall@k (as LocAgent defines them), bootstrap confidence intervals."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+_PREFIXES = ("/repo/", "/testbed/", "/workspace/", "repo/", "testbed/")
+
+
+def normalize_path(path: str, root: str | None = None) -> str:
+    """A workspace-relative path with ``/`` separators, whatever prefix the answer used:
+    leading ``/``, ``./``, ``/repo/``, ``/testbed/``, or the workspace's absolute root."""
+    p = str(path).strip().strip("`'\"").replace("\\", "/")
+    if root:
+        r = str(root).rstrip("/") + "/"
+        if p.startswith(r):
+            p = p[len(r):]
+    for pre in _PREFIXES:
+        if p.startswith(pre):
+            p = p[len(pre):]
+            break
+    p = re.sub(r"/+", "/", p)
+    parts = [s for s in p.split("/") if s not in ("", ".")]
+    return "/".join(parts)
+
+
+def merge_ranges(ranges: Iterable[Sequence[int]]) -> list[list[int]]:
+    """Sorted, merged ranges; reversed ranges are put right and non-positive starts raised to 1."""
+    rs = sorted([min(a, b), max(a, b)] for a, b in ranges)
+    out: list[list[int]] = []
+    for a, b in rs:
+        a = max(1, a)
+        if b < a:
+            continue
+        if out and a <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def normalize_files(files: Mapping[str, Sequence[Sequence[int]]], root: str | None = None) -> dict[str, list[list[int]]]:
+    """Normalise the paths of a file → ranges mapping, merging duplicates."""
+    out: dict[str, list] = {}
+    for p, rs in files.items():
+        key = normalize_path(p, root)
+        if not key:
+            continue
+        out.setdefault(key, []).extend(list(r) for r in (rs or []))
+    return {k: merge_ranges(v) for k, v in out.items()}
+
+
+def fbeta(p: float, r: float, beta: float) -> float:
+    """F-beta from precision and recall; 0 when both are 0."""
+    b2 = beta * beta
+    d = b2 * p + r
+    return (1 + b2) * p * r / d if d > 0 else 0.0
+
+
+@dataclass
+class PRF:
+    precision: float
+    recall: float
+    n_pred: int
+    n_gold: int
+    n_hit: int
+
+    def f(self, beta: float = 1.0) -> float:
+        return fbeta(self.precision, self.recall, beta)
+
+
+def set_prf(pred: set, gold: set) -> PRF:
+    """Precision and recall of a predicted set; an empty prediction has precision 0."""
+    hit = len(pred & gold)
+    return PRF(hit / len(pred) if pred else 0.0, hit / len(gold) if gold else 0.0, len(pred), len(gold), hit)
+
+
+def file_prf(pred: Mapping[str, object], gold: Mapping[str, object], root: str | None = None) -> PRF:
+    return set_prf({normalize_path(p, root) for p in pred} - {""}, {normalize_path(p, root) for p in gold} - {""})
+
+
+def line_set(files: Mapping[str, Sequence[Sequence[int]]], root: str | None = None) -> set[tuple[str, int]]:
+    return {(p, i) for p, rs in normalize_files(files, root).items() for a, b in rs for i in range(a, b + 1)}
+
+
+def line_prf(pred: Mapping[str, Sequence[Sequence[int]]], gold: Mapping[str, Sequence[Sequence[int]]],
+             root: str | None = None) -> PRF:
+    """Precision/recall over (path, line) pairs; gold files without line ranges do not count."""
+    return set_prf(line_set(pred, root), line_set(gold, root))
+
+
+def acc_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """LocAgent Acc@k: 1 when every gold file is among the top-k predictions."""
+    g = {normalize_path(p) for p in gold}
+    top = {normalize_path(p) for p in list(ranked)[:k]}
+    return float(bool(g) and g <= top)
+
+
+def recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """Share of the gold files among the top-k predictions."""
+    g = {normalize_path(p) for p in gold}
+    top = {normalize_path(p) for p in list(ranked)[:k]}
+    return len(g & top) / len(g) if g else 0.0
+
+
+def bootstrap_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
+    """Macro mean and its percentile bootstrap (1 − alpha) interval."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(n, x.size))].mean(axis=1)
+    return float(x.mean()), float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = 2000, alpha: float = 0.05,
+                     seed: int = 0) -> dict:
+    """Mean difference a − b over the same tasks, its interval, and the share of resamples where
+    a does not beat b (a one-sided p-value)."""
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired bootstrap needs the same tasks in both runs ({x.size} vs {y.size})")
+    d = x - y
+    if d.size == 0:
+        return {"diff": float("nan"), "lo": float("nan"), "hi": float("nan"), "p_value": float("nan"), "n": 0}
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, d.size, size=(n, d.size))].mean(axis=1)
+    return {"diff": float(d.mean()), "lo": float(np.quantile(means, alpha / 2)),
+            "hi": float(np.quantile(means, 1 - alpha / 2)), "p_value": float((means <= 0).mean()), "n": int(d.size)}

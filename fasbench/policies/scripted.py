@@ -1,0 +1,34 @@
+"""A policy that replays given turns: for tests, the quickstart and golden traces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fasbench.records import Reply, ToolCall
+
+
+@dataclass
+class ScriptedPolicy:
+    """Replays ``turns`` in order; each turn is a Reply or ``{"text": str, "calls": [{"name",
+    "arguments"}]}``. Past the script it replies with empty text (no calls, no answer)."""
+
+    turns: list
+    name: str = "scripted"
+    _i: int = field(default=0, init=False)
+
+    def reset(self) -> None:
+        self._i = 0
+
+    def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
+        if self._i >= len(self.turns):
+            return Reply(text="")
+        t = self.turns[self._i]
+        self._i += 1
+        if isinstance(t, Reply):
+            return t
+        calls = [
+            ToolCall(id=f"call_{self._i}_{j}", name=c["name"], arguments=c.get("arguments", {}))
+            for j, c in enumerate(t.get("calls", []))
+        ]
+        text = t.get("text", "")
+        return Reply(text=text, calls=calls)  # a script has no token counts

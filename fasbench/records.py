@@ -1,0 +1,399 @@
+"""Versioned, JSON-serialisable records shared by every part of the workbench.
+
+Line ranges are 1-based and inclusive: ``[start, end]``. Paths are relative to the
+workspace root, with ``/`` separators. Every record round-trips through
+``to_dict``/``from_dict``; traces are stored one episode per JSONL line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+import warnings
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+SCHEMA_VERSION = 1
+
+Ranges = list[list[int]]  # [[start, end], ...], 1-based inclusive
+
+
+class RecordError(ValueError):
+    """A record could not be built from the given data; the message says which field."""
+
+
+def _check_version(d: dict, kind: str) -> None:
+    v = d.get("schema_version", SCHEMA_VERSION)
+    if v > SCHEMA_VERSION:
+        raise RecordError(f"{kind}: schema_version {v} is newer than this fasbench ({SCHEMA_VERSION})")
+
+
+def _ranges(value: Any, where: str) -> Ranges:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RecordError(f"{where}: expected a list of [start, end] pairs, got {type(value).__name__}")
+    out = []
+    for r in value:
+        if (
+            not isinstance(r, (list, tuple))
+            or len(r) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in r)
+        ):
+            raise RecordError(f"{where}: each range must be [start, end] with integers, got {r!r}")
+        out.append([int(r[0]), int(r[1])])
+    return out
+
+
+def _file_ranges(value: Any, where: str) -> dict[str, Ranges]:
+    if value is None:
+        return {}
+    if isinstance(value, list):  # a bare list of paths: files without line gold
+        return {str(p): [] for p in value}
+    if not isinstance(value, dict):
+        raise RecordError(f"{where}: expected {{path: [[start, end], ...]}}, got {type(value).__name__}")
+    return {str(p): _ranges(r, f"{where}[{p!r}]") for p, r in value.items()}
+
+
+@dataclass
+class Gold:
+    """The answer of a search task.
+
+    edited: files the fix changed, with line ranges (empty list = file without line gold).
+    viewed: files a reference agent looked at before editing (Relace's hybrid reward), or None.
+    source: where the gold came from: "pr" (gold patch), "agent-trace", "git", "manual".
+    variants: other line-range labelings of the edited files, e.g. {"hunk": ..., "changed": ...}.
+    """
+
+    edited: dict[str, Ranges]
+    viewed: set[str] | None = None
+    source: str = "pr"
+    variants: dict[str, dict[str, Ranges]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "edited": self.edited,
+            "viewed": sorted(self.viewed) if self.viewed is not None else None,
+            "source": self.source,
+            "variants": self.variants,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Gold":
+        if not isinstance(d, dict):
+            raise RecordError(f"gold: expected an object, got {type(d).__name__}")
+        if "edited" not in d:
+            raise RecordError("gold: missing field 'edited'")
+        viewed = d.get("viewed")
+        if viewed is not None and not isinstance(viewed, (list, set, tuple)):
+            raise RecordError(f"gold.viewed: expected a list of paths or null, got {type(viewed).__name__}")
+        variants = d.get("variants") or {}
+        return cls(
+            edited=_file_ranges(d["edited"], "gold.edited"),
+            viewed=set(map(str, viewed)) if viewed is not None else None,
+            source=str(d.get("source", "pr")),
+            variants={k: _file_ranges(v, f"gold.variants[{k!r}]") for k, v in variants.items()},
+        )
+
+    def with_variant(self, name: str | None) -> "Gold":
+        """The same gold with its line ranges taken from variant ``name`` (None = as is)."""
+        if not name:
+            return self
+        if name not in self.variants:
+            raise RecordError(f"gold has no line-range variant {name!r} (has {sorted(self.variants)})")
+        edited = {p: self.variants[name].get(p, []) for p in self.edited}
+        return Gold(edited, self.viewed, self.source, self.variants)
+
+
+@dataclass
+class Task:
+    """One search task: a query over a repository at a commit, with its gold answer."""
+
+    id: str
+    query: str
+    repo: str
+    gold: Gold
+    base_commit: str | None = None
+    version: str | None = None
+    root: str | None = None  # local path of the materialised corpus, when known
+    split: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["gold"] = self.gold.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Task":
+        if not isinstance(d, dict):
+            raise RecordError(f"task: expected an object, got {type(d).__name__}")
+        _check_version(d, "task")
+        for k in ("id", "query", "repo", "gold"):
+            if k not in d:
+                raise RecordError(f"task {d.get('id', '?')}: missing field {k!r}")
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["gold"] = Gold.from_dict(d["gold"])
+        kw["schema_version"] = SCHEMA_VERSION
+        return cls(**kw)
+
+
+@dataclass
+class ToolCall:
+    """A tool call as the model emitted it. ``arguments`` is a dict, or the raw string when it
+    was not valid JSON (the harness answers that with an error observation)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ToolCall":
+        return cls(id=str(d.get("id", "")), name=str(d.get("name", "")), arguments=d.get("arguments", {}))
+
+    def arguments_json(self) -> str:
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+
+
+@dataclass
+class ToolResult:
+    call_id: str
+    output: str
+    is_error: bool = False
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    @property
+    def duration(self) -> float:
+        if self.started_at is None or self.ended_at is None:
+            return 0.0
+        return self.ended_at - self.started_at
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ToolResult":
+        return cls(**{k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d})
+
+
+@dataclass
+class Reply:
+    """What a policy returns for one turn: assistant text and zero or more tool calls."""
+
+    text: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass
+class Turn:
+    """One assistant turn and the observations of its (concurrently executed) calls."""
+
+    index: int
+    text: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    model_started_at: float | None = None
+    model_ended_at: float | None = None
+    tools_started_at: float | None = None
+    tools_ended_at: float | None = None
+
+    @property
+    def model_time(self) -> float:
+        if self.model_started_at is None or self.model_ended_at is None:
+            return 0.0
+        return self.model_ended_at - self.model_started_at
+
+    @property
+    def tool_time(self) -> float:
+        if self.tools_started_at is None or self.tools_ended_at is None:
+            return 0.0
+        return self.tools_ended_at - self.tools_started_at
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Turn":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["calls"] = [ToolCall.from_dict(c) for c in d.get("calls", [])]
+        kw["results"] = [ToolResult.from_dict(r) for r in d.get("results", [])]
+        return cls(**kw)
+
+
+@dataclass
+class Report:
+    """The searcher's answer: files with line ranges, and an explanation."""
+
+    files: dict[str, Ranges] = field(default_factory=dict)
+    explanation: str = ""
+
+    def to_dict(self) -> dict:
+        return {"files": self.files, "explanation": self.explanation}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Report":
+        if not isinstance(d, dict):
+            raise RecordError(f"report: expected an object, got {type(d).__name__}")
+        return cls(files=_file_ranges(d.get("files"), "report.files"), explanation=str(d.get("explanation", "")))
+
+
+STOP_REASONS = ("reported", "max_turns", "policy_error")
+
+
+@dataclass
+class Trace:
+    """One episode of a search policy on a task."""
+
+    task_id: str
+    policy: str
+    toolset: str
+    turns: list[Turn] = field(default_factory=list)
+    report: Report | None = None
+    stop_reason: str = "reported"
+    started_at: float | None = None
+    ended_at: float | None = None
+    prompt: list[dict] = field(default_factory=list)  # the messages before the first turn
+    error: str | None = None
+    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    meta: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.turns)
+
+    @property
+    def n_calls(self) -> int:
+        return sum(len(t.calls) for t in self.turns)
+
+    @property
+    def wall_time(self) -> float:
+        if self.started_at is None or self.ended_at is None:
+            return 0.0
+        return self.ended_at - self.started_at
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["report"] = self.report.to_dict() if self.report is not None else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Trace":
+        if not isinstance(d, dict):
+            raise RecordError(f"trace: expected an object, got {type(d).__name__}")
+        _check_version(d, "trace")
+        for k in ("task_id", "policy", "toolset"):
+            if k not in d:
+                raise RecordError(f"trace: missing field {k!r}")
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
+        kw["report"] = Report.from_dict(d["report"]) if d.get("report") is not None else None
+        kw["schema_version"] = SCHEMA_VERSION
+        return cls(**kw)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    def to_messages(self, include_prompt: bool = True) -> list[dict]:
+        """OpenAI-style chat messages: assistant messages with ``tool_calls``, one ``tool``
+        message per result, in call order."""
+        msgs = [dict(m) for m in self.prompt] if include_prompt else []
+        for t in self.turns:
+            msgs.extend(turn_messages(t))
+        return msgs
+
+
+def turn_messages(turn: Turn) -> list[dict]:
+    """The chat messages of one turn: the assistant message, then its tool results."""
+    msg: dict[str, Any] = {"role": "assistant", "content": turn.text or ""}
+    if turn.calls:
+        msg["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}
+            for c in turn.calls
+        ]
+    out = [msg]
+    names = {c.id: c.name for c in turn.calls}
+    for r in turn.results:
+        out.append({"role": "tool", "tool_call_id": r.call_id, "name": names.get(r.call_id, ""), "content": r.output})
+    return out
+
+
+# ---------------------------------------------------------------- JSONL I/O
+
+def append_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
+    """Append records (anything with ``to_dict`` or plain dicts), one per line, flushed and
+    fsynced so that a killed run loses at most the line being written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        for r in records:
+            d = r.to_dict() if hasattr(r, "to_dict") else r
+            f.write(json.dumps(d, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
+    """Yield the JSON objects of a JSONL file (``.gz`` accepted). A truncated last line (a run
+    killed mid-write) is skipped with a warning; a corrupt line elsewhere is an error."""
+    import gzip
+
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        lines = f.readlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as e:
+            if i == len(lines) - 1 and not line.endswith("\n"):
+                warnings.warn(f"{path}: skipping truncated last line {i + 1} ({e})")
+                continue
+            raise RecordError(f"{path}: line {i + 1} is not valid JSON: {e}") from e
+
+
+def read_traces(path: str | os.PathLike) -> list[Trace]:
+    return [Trace.from_dict(d) for d in iter_jsonl(path)]
+
+
+def read_tasks(path: str | os.PathLike) -> list[Task]:
+    out = []
+    for i, d in enumerate(iter_jsonl(path)):
+        try:
+            out.append(Task.from_dict(d))
+        except RecordError as e:
+            raise RecordError(f"{path}: record {i + 1}: {e}") from e
+    return out
+
+
+def write_tasks(path: str | os.PathLike, tasks: Iterable[Task]) -> None:
+    path = Path(path)
+    if path.exists():
+        path.unlink()
+    append_jsonl(path, tasks)
+
+
+def repair_jsonl(path: str | os.PathLike) -> int:
+    """Cut a truncated last line off a JSONL file (before resuming appends). Returns bytes cut."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return 0
+    keep = data.rfind(b"\n") + 1
+    with open(path, "r+b") as f:
+        f.truncate(keep)
+    return len(data) - keep
+
+
+def now() -> float:
+    return time.time()

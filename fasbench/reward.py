@@ -1,0 +1,140 @@
+"""Rewards: pure functions of (gold, report, turns) that return the value, its parts and a reason.
+
+Formulas (see ../shared/DESIGN.md):
+- Relace FAS: ``R = A · P`` with ``A2 = 5·P·R / (4·P + R)`` (F2 over edited files, PR-derived
+  data) or ``A1 = 2·Ps·R / (Ps + R)`` (soft precision over viewed files, hard recall over edited
+  files, agent-trace-derived data), and turn penalty ``P = clip((24 − n) / (24 − 4), 0, 1)``.
+- FastContext file score: ``1[n_cit ≥ 1] · (1 + F0.5 − 0.1 · max(0, (n_pred − n_gt) / n_gt)) + 2·J``
+  with J an optional judge score in [0, 1].
+- F0.5 over files, as Cognition reports its searcher.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from fasbench.metrics import fbeta, file_prf, line_prf, normalize_files
+from fasbench.records import Gold, Report
+
+
+@dataclass
+class Score:
+    value: float
+    parts: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return {"score": self.value, "parts": self.parts, "reason": self.reason}
+
+
+def turn_penalty(n: int | None, free: int = 4, zero: int = 24) -> float:
+    """Relace's turn penalty P = clip((zero − n) / (zero − free), 0, 1): 1 for n ≤ free, 0 for n ≥ zero."""
+    if n is None:
+        return 1.0
+    return min(1.0, max(0.0, (zero - n) / (zero - free)))
+
+
+def _files(report: Report | None, root: str | None) -> dict[str, list]:
+    return normalize_files(report.files, root) if report is not None else {}
+
+
+def relace_f2(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+    """Relace A2 (F2 over edited files) times the turn penalty."""
+    pred = _files(report, root)
+    prf = file_prf(pred, gold.edited, root)
+    a = fbeta(prf.precision, prf.recall, 2.0)
+    p = turn_penalty(turns)
+    reason = (f"{prf.n_hit}/{prf.n_gold} edited files found among {prf.n_pred} cited; "
+              f"F2={a:.3f}; turns={turns if turns is not None else 'n/a'} -> penalty {p:.2f}")
+    if report is None:
+        reason = "no report; " + reason
+    return Score(a * p, {"accuracy": a, "precision": prf.precision, "recall": prf.recall, "turn_penalty": p}, reason)
+
+
+def relace_hybrid(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+    """Relace A1: soft precision against viewed files (a cited file counts when the reference
+    agent viewed or edited it), hard recall against edited files; times the turn penalty.
+    Without viewed gold it falls back to precision against edited files, and says so."""
+    pred = _files(report, root)
+    hard = file_prf(pred, gold.edited, root)
+    soft_set = dict.fromkeys(list(gold.edited) + sorted(gold.viewed or ()), [])
+    soft = file_prf(pred, soft_set, root)
+    ps, r = soft.precision, hard.recall
+    a = 2 * ps * r / (ps + r) if ps + r > 0 else 0.0
+    p = turn_penalty(turns)
+    note = "" if gold.viewed is not None else "gold has no viewed files: soft precision = precision vs edited; "
+    reason = (f"{note}soft precision {soft.n_hit}/{soft.n_pred}, recall {hard.n_hit}/{hard.n_gold}; "
+              f"A1={a:.3f}; penalty {p:.2f}")
+    return Score(a * p, {"accuracy": a, "soft_precision": ps, "recall": r, "turn_penalty": p}, reason)
+
+
+def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
+                judge: Callable[[Gold, Report], float] | None = None) -> Score:
+    """FastContext file score, with the judge term 2·J when a judge is given (else J = 0)."""
+    pred = _files(report, root)
+    n_cit = sum(max(1, len(rs)) for rs in pred.values())
+    prf = file_prf(pred, gold.edited, root)
+    f05 = fbeta(prf.precision, prf.recall, 0.5)
+    n_gt = max(1, prf.n_gold)
+    over = 0.1 * max(0.0, (prf.n_pred - prf.n_gold) / n_gt)
+    base = (1.0 + f05 - over) if n_cit >= 1 else 0.0
+    j = float(judge(gold, report)) if (judge is not None and report is not None) else 0.0
+    reason = (f"{n_cit} citations; F0.5={f05:.3f}; over-citation penalty {over:.3f}"
+              + (f"; judge {j:.2f}" if judge is not None else ""))
+    return Score(base + 2.0 * j, {"cited": float(n_cit >= 1), "f0.5": f05, "over_penalty": over, "judge": j}, reason)
+
+
+def f05(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+    """File-level F0.5 (precision-weighted, as Cognition reports)."""
+    prf = file_prf(_files(report, root), gold.edited, root)
+    v = prf.f(0.5)
+    return Score(v, {"precision": prf.precision, "recall": prf.recall}, f"F0.5={v:.3f}")
+
+
+def file_f1(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+    prf = file_prf(_files(report, root), gold.edited, root)
+    v = prf.f(1.0)
+    return Score(v, {"precision": prf.precision, "recall": prf.recall}, f"file F1={v:.3f}")
+
+
+def line_f1(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+    """Line-level F1 over (path, line) pairs against the edited-line gold."""
+    prf = line_prf(_files(report, root), gold.edited, root)
+    v = prf.f(1.0)
+    return Score(v, {"precision": prf.precision, "recall": prf.recall},
+                 f"{prf.n_hit} of {prf.n_gold} gold lines among {prf.n_pred} cited; F1={v:.3f}")
+
+
+def relace(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+    """Relace's reward by data source: hybrid A1 for agent-trace gold, F2 otherwise."""
+    if gold.source == "agent-trace" and gold.viewed is not None:
+        return relace_hybrid(gold, report, turns, root)
+    return relace_f2(gold, report, turns, root)
+
+
+REWARDS: dict[str, Callable[..., Score]] = {
+    "relace": relace,
+    "relace-f2": relace_f2,
+    "relace-hybrid": relace_hybrid,
+    "fastcontext": fastcontext,
+    "f0.5": f05,
+    "file-f1": file_f1,
+    "line-f1": line_f1,
+}
+
+
+def score_report(name: str, gold: Gold, report: Report | None, turns: int | None = None,
+                 root: str | None = None, **kw) -> Score:
+    if name not in REWARDS:
+        raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(REWARDS)}")
+    return REWARDS[name](gold, report, turns, root, **kw)
+
+
+def score_batch(name: str, golds: Sequence[Gold], reports: Sequence[Report | None],
+                turns: Sequence[int | None] | None = None, **kw) -> list[Score]:
+    """Score many reports at once (the batched form TRL reward functions use)."""
+    if len(golds) != len(reports):
+        raise ValueError(f"{len(golds)} golds for {len(reports)} reports")
+    ts = list(turns) if turns is not None else [None] * len(golds)
+    return [score_report(name, g, r, t, **kw) for g, r, t in zip(golds, reports, ts)]

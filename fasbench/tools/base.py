@@ -1,0 +1,170 @@
+"""The machinery every tool set shares: schemas, argument validation, dispatch, timing.
+
+A tool is a plain function ``fn(ws: Workspace, **arguments) -> str``. It raises
+:class:`ToolError` with a message for the model when the call is wrong; the toolset turns
+every failure (bad JSON, unknown tool, schema violation, tool error, unexpected exception)
+into a :class:`ToolResult` with ``is_error=True``. No exception leaves :meth:`Toolset.execute`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import jsonschema
+
+from fasbench.records import Report, ToolCall, ToolResult
+
+
+class ToolError(Exception):
+    """A failed tool call; the message is shown to the model as the observation."""
+
+
+@dataclass
+class ToolLimits:
+    """Limits applied to every tool call."""
+
+    timeout_s: float = 10.0  # wall-clock limit of one call (subprocesses are killed)
+    max_output_chars: int = 20_000  # observations longer than this are cut, with a note
+    max_file_bytes: int = 2_000_000  # files larger than this are not read whole
+    max_calls_per_turn: int = 12  # calls beyond this in one turn get an error observation
+
+
+@dataclass
+class Workspace:
+    """The sandbox root a tool set works in, with its limits."""
+
+    root: Path
+    limits: ToolLimits = field(default_factory=ToolLimits)
+
+    def __post_init__(self):
+        self.root = Path(self.root).resolve()
+        if not self.root.is_dir():
+            raise ValueError(f"workspace root {self.root} is not a directory")
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    parameters: dict  # JSON schema of the arguments object
+    fn: Callable[..., str]
+
+    def schema(self) -> dict:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+def cap_output(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    nl = cut.rfind("\n")
+    if nl > limit // 2:
+        cut = cut[: nl + 1]
+    return cut + f"\n[output truncated: {len(text) - len(cut)} more characters; narrow the request]"
+
+
+class Toolset:
+    """A named set of tools bound to one workspace.
+
+    Subclasses (one per published tool set) define ``name``, ``tools``, ``answer_tool`` (the
+    tool name that ends the episode, or None when the answer is a text block), the prompts, and
+    ``parse_report``.
+    """
+
+    name: str = ""
+    answer_tool: str | None = None
+
+    def __init__(self, root: str | Path, limits: ToolLimits | None = None):
+        self.ws = Workspace(Path(root), limits or ToolLimits())
+        self.tools: dict[str, Tool] = {t.name: t for t in self.make_tools()}
+
+    # -- to override
+    def make_tools(self) -> list[Tool]:
+        raise NotImplementedError
+
+    def system_prompt(self, max_turns: int, max_calls: int) -> str:
+        raise NotImplementedError
+
+    def user_prompt(self, query: str) -> str:
+        raise NotImplementedError
+
+    def final_turn_note(self) -> str:
+        raise NotImplementedError
+
+    def parse_report(self, text: str, calls: list[ToolCall]) -> Report | None:
+        """The report in an assistant reply, or None when the reply holds none."""
+        raise NotImplementedError
+
+    # -- shared
+    @property
+    def root(self) -> Path:
+        return self.ws.root
+
+    @property
+    def limits(self) -> ToolLimits:
+        return self.ws.limits
+
+    @property
+    def schemas(self) -> list[dict]:
+        return [t.schema() for t in self.tools.values()]
+
+    def is_answer(self, call: ToolCall) -> bool:
+        return self.answer_tool is not None and call.name == self.answer_tool
+
+    def call(self, name: str, arguments: dict | str) -> tuple[str, bool]:
+        """Run one call; returns (observation, is_error)."""
+        r = self.execute(ToolCall(id="cli", name=name, arguments=arguments))
+        return r.output, r.is_error
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        start = time.time()
+        try:
+            out, err = self._dispatch(call), False
+        except ToolError as e:
+            out, err = f"Error: {e}", True
+        except Exception as e:  # a bug in a tool must not end the episode
+            out, err = f"Error: {call.name} failed unexpectedly: {type(e).__name__}: {e}", True
+        out = cap_output(out, self.limits.max_output_chars)
+        return ToolResult(call_id=call.id, output=out, is_error=err, started_at=start, ended_at=time.time())
+
+    def _dispatch(self, call: ToolCall) -> str:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            raise ToolError(f"unknown tool {call.name!r}; available tools: {', '.join(self.tools)}")
+        args = call.arguments
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError as e:
+                raise ToolError(f"arguments of {call.name} are not valid JSON ({e.msg} at position {e.pos})")
+        if not isinstance(args, dict):
+            raise ToolError(f"arguments of {call.name} must be a JSON object, got {type(args).__name__}")
+        try:
+            jsonschema.validate(args, tool.parameters)
+        except jsonschema.ValidationError as e:
+            where = "/".join(map(str, e.absolute_path))
+            raise ToolError(f"invalid arguments for {call.name}{' at ' + where if where else ''}: {e.message}")
+        return tool.fn(self.ws, **args)
+
+
+def too_many_calls(call: ToolCall, limit: int) -> ToolResult:
+    t = time.time()
+    return ToolResult(
+        call_id=call.id,
+        output=f"Error: more than {limit} tool calls in one turn; call {call.name} was not run",
+        is_error=True,
+        started_at=t,
+        ended_at=t,
+    )
+
+
+def obj(properties: dict[str, Any], required: list[str]) -> dict:
+    """A JSON schema for an arguments object that allows no unknown keys."""
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
