@@ -37,6 +37,8 @@ class Limits:
     tool: ToolLimits | None = None  # per-call limits (timeout, output cap); None = defaults
 
 
+NO_CALL_NOTE = "Your reply had no tool call and no answer. Call tools to keep searching, or give your answer."
+
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="fasbench-tool")
 
 
@@ -91,8 +93,7 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
             trace.report, trace.stop_reason = report, "reported"
             break
         if not turn.calls and not final:
-            # A reply with neither calls nor an answer: remind the policy once per turn.
-            messages.append({"role": "user", "content": toolset.final_turn_note()})
+            messages.append({"role": "user", "content": NO_CALL_NOTE})
     trace.ended_at = time.time()
     return trace
 
