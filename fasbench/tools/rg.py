@@ -1,0 +1,137 @@
+"""The ripgrep binary (installed by the ``ripgrep`` PyPI package) and how to run it.
+
+Every tool that searches file contents or lists files goes through :func:`rg_argv`, so that no
+user or machine configuration changes its behaviour: ``--no-config`` plus an environment without
+``RIPGREP_CONFIG_PATH`` (see :func:`fasbench.tools.sandbox.tool_env`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+from fasbench.tools.base import ToolError
+
+#: Flags every harness search uses: no config file, no colours, no error chatter for
+#: unreadable files, and long lines (minified code) cut to a preview.
+BASE_FLAGS = ["--no-config", "--color", "never", "--no-messages", "--max-columns", "400", "--max-columns-preview"]
+
+
+@functools.lru_cache(maxsize=1)
+def rg_binary() -> str:
+    """Absolute path of ``rg``: the venv's scripts dir first (``pip install ripgrep`` puts it
+    there), then ``PATH``."""
+    candidates = [
+        Path(sys.executable).parent / "rg",  # the venv's bin, even when python is a symlink
+        Path(sysconfig.get_path("scripts")) / "rg",
+    ]
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
+    found = shutil.which("rg")
+    if found:
+        return found
+    raise ToolError(
+        "ripgrep (rg) is not installed; install it with `pip install --only-binary=ripgrep ripgrep`"
+    )
+
+
+def rg_argv(*args: str) -> list[str]:
+    """``rg`` with the harness's fixed flags followed by ``args``."""
+    return [rg_binary(), *BASE_FLAGS, *args]
+
+
+#: Output lines the first, parallel pass may produce before it gives up and reruns sorted:
+#: PARALLEL_FACTOR times the lines wanted, at least PARALLEL_MIN (a query with many more matches
+#: than are shown is cheaper to answer with the sorted, early-stopped pass).
+PARALLEL_FACTOR = 20
+PARALLEL_MIN = 1000
+
+
+def _key(path: str) -> list[str]:
+    return path.split("/")  # component-wise: the order of ``rg --sort path``
+
+
+def _strip(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+def _arrange(text: str, paths_only: bool) -> list[str]:
+    """rg output sorted by path (component-wise), paths without a leading ``./``. Search output
+    must come from ``--null`` (path NUL rest); a file's lines keep their order, files are joined
+    by ``--`` when rg used context separators."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if paths_only:
+        return sorted((_strip(ln) for ln in lines if ln), key=_key)
+    groups: dict[str, list[str | None]] = {}
+    cur, seps = None, False
+    for ln in lines:
+        if "\x00" in ln:
+            cur, rest = ln.split("\x00", 1)
+            groups.setdefault(cur, []).append(rest)
+        elif ln == "--" and cur is not None:
+            seps = True
+            groups[cur].append(None)
+    out: list[str] = []
+    for i, p in enumerate(sorted(groups, key=_key)):
+        g = groups[p]
+        while g and g[0] is None:
+            g.pop(0)
+        while g and g[-1] is None:
+            g.pop()
+        if i and seps:
+            out.append("--")
+        name = _strip(p)
+        for rest in g:
+            if rest is None:
+                out.append("--")
+                continue
+            m = re.match(r"\d+([:-])", rest)
+            out.append(f"{name}{m.group(1) if m else ':'}{rest}")
+    return out
+
+
+def run_rg(ws, args: list[str], max_lines: int | None = None, cwd=None, paths_only: bool = False) -> tuple[list[str], bool]:
+    """Run ``rg args`` in the workspace root (or ``cwd``); returns (lines, cut): the output
+    sorted by path, at most ``max_lines`` lines, ``cut`` when there were more. ``paths_only``:
+    the output is one path a line (``--files``, ``--files-with-matches``); otherwise the
+    harness adds ``--null`` to split paths from line numbers reliably.
+
+    Deterministic and fast: a parallel (unsorted) pass collects the whole output when it has at
+    most ``max(PARALLEL_FACTOR * max_lines, PARALLEL_MIN)`` lines and sorts it here; a bigger
+    output is rerun with
+    ``--sort path`` (single-threaded, but stopped after ``max_lines`` lines), which gives the
+    same first lines. No match gives ([], False); an rg error raises ToolError."""
+    from fasbench.tools.sandbox import Stage, decode, run_pipeline
+
+    null = [] if paths_only else ["--null"]
+
+    def run(extra: list[str], limit: int | None):
+        r = run_pipeline(ws, [Stage(rg_argv(*extra, *null, *args))], max_lines=limit,
+                         max_bytes=16 * 2**20, cwd=cwd)
+        if r.timed_out:
+            raise ToolError(f"search timed out after {ws.limits.timeout_s:g}s; narrow the pattern or the path")
+        if not r.cut and r.returncode not in (0, 1):
+            raise ToolError(decode(r.stderr).strip() or f"ripgrep failed with exit status {r.returncode}")
+        return r
+
+    r = run([], max(PARALLEL_FACTOR * (max_lines or 0), PARALLEL_MIN))
+    if r.cut:
+        r = run(["--sort", "path"], max_lines)
+        text = decode(r.stdout)
+        if r.cut:
+            text = text[: text.rfind("\n") + 1]  # drop a partial last line
+    else:
+        text = decode(r.stdout)
+    lines = _arrange(text, paths_only)
+    cut = r.cut
+    if max_lines is not None and len(lines) > max_lines:
+        lines, cut = lines[:max_lines], True
+    return lines, cut

@@ -1,0 +1,309 @@
+"""The workspace sandbox: path resolution, text file reading, subprocess running.
+
+- :func:`resolve` turns a path as a model writes it (``src/a.py``, ``/src/a.py``, ``./src/a.py``,
+  ``/repo/src/a.py``, or the absolute root path) into a real path inside the root; ``..``
+  escapes and symlinks leading out of the root are refused.
+- :func:`read_lines` streams the requested lines of a text file with notes for binary,
+  non-UTF-8, huge files and very long lines.
+- :func:`run_pipeline` runs argv lists (no shell) chained with pipes, with a time limit, an
+  output cap, and a stripped environment (:func:`tool_env`).
+
+The read-only ``bash`` checker lives in :mod:`fasbench.tools.bash`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fasbench.tools.base import ToolError, Workspace
+
+MAX_LINE_CHARS = 2000  # longer lines are cut in file views, with a marker
+
+
+# ---------------------------------------------------------------- paths
+
+def _relative_spelling(root: Path, path: str) -> str:
+    """The workspace-relative part of a path spelled in any accepted way."""
+    p = path.strip()
+    rs = str(root)
+    if p == rs or p.startswith(rs + "/"):
+        return p[len(rs):].lstrip("/")
+    if (p == "/repo" or p.startswith("/repo/")) and not (root / "repo").is_dir():
+        p = p[len("/repo"):]
+    while p.startswith("./"):
+        p = p[2:]
+    return p.lstrip("/")
+
+
+def is_inside(root: Path, real: Path | str) -> bool:
+    real = str(real)
+    rs = str(root)
+    return real == rs or real.startswith(rs.rstrip("/") + "/")
+
+
+def resolve(ws: Workspace, path: str, *, must_exist: bool = True, kind: str = "any") -> Path:
+    """The real path of ``path`` inside the workspace; ToolError when it escapes the root, does
+    not exist (when ``must_exist``), or is not of ``kind`` ("file", "dir" or "any")."""
+    if not isinstance(path, str):
+        raise ToolError(f"path must be a string, got {type(path).__name__}")
+    if "\x00" in path:
+        raise ToolError("path contains a NUL character")
+    rel = _relative_spelling(ws.root, path)
+    real = Path(os.path.realpath(ws.root / rel))
+    if not is_inside(ws.root, real):
+        raise ToolError(
+            f"path {path!r} is outside the workspace (paths are relative to the repository root; "
+            "'..' and symlinks may not leave it)"
+        )
+    if must_exist and not real.exists():
+        raise ToolError(f"path {path!r} does not exist in the workspace")
+    if kind == "file" and real.is_dir():
+        raise ToolError(f"{path!r} is a directory, not a file")
+    if kind == "file" and real.exists() and not real.is_file():
+        raise ToolError(f"{path!r} is not a regular file")
+    if kind == "dir" and real.exists() and not real.is_dir():
+        raise ToolError(f"{path!r} is a file, not a directory")
+    return real
+
+
+def display(ws: Workspace, real: Path) -> str:
+    """The root-relative spelling of a real path (``.`` for the root)."""
+    rel = os.path.relpath(real, ws.root)
+    return "." if rel == "." else rel
+
+
+# ---------------------------------------------------------------- reading files
+
+@dataclass
+class Lines:
+    """Some lines of a file: ``lines`` are (number, text) pairs."""
+
+    lines: list[tuple[int, str]]
+    total: int  # lines in the whole file
+    notes: list[str]
+    stopped_at: int | None = None  # last line shown when the output budget ran out
+
+
+def read_lines(ws: Workspace, real: Path, start: int, end: int, label: str) -> Lines:
+    """Lines ``start..end`` (1-based inclusive; end -1 = to the end) of a text file, streamed
+    so that a huge file is never held in memory, cut when the shown text would exceed the
+    output limit. Binary files (a NUL byte in the first 8 KiB) raise ToolError."""
+    size = real.stat().st_size
+    notes: list[str] = []
+    with open(real, "rb") as f:
+        if b"\x00" in f.read(8192):
+            raise ToolError(f"{label} is a binary file ({size} bytes); it cannot be shown as text")
+        f.seek(0)
+        if size > ws.limits.max_file_bytes:
+            notes.append(f"[note: {label} is a large file ({size / 1e6:.1f} MB); only the requested lines were read]")
+        out: list[tuple[int, str]] = []
+        budget = max(100, ws.limits.max_output_chars - 400)  # room for the notes
+        used = 0
+        bad_utf8 = long_lines = False
+        stopped_at = None
+        consumed = 0  # lines the loop took from the file
+        for raw in f:
+            consumed += 1
+            n = consumed
+            if n < start:
+                continue
+            if end != -1 and n > end:
+                break
+            raw = raw.rstrip(b"\n").rstrip(b"\r")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text, bad_utf8 = raw.decode("utf-8", errors="replace"), True
+            if len(text) > MAX_LINE_CHARS:
+                text, long_lines = text[:MAX_LINE_CHARS] + " …[line cut]", True
+            used += len(text) + 8
+            if used > budget and out:
+                stopped_at = out[-1][0]
+                break
+            out.append((n, text))
+        # the lines not taken: counted, not decoded
+        total, last = consumed, b""
+        while chunk := f.read(1 << 20):
+            total += chunk.count(b"\n")
+            last = chunk[-1:]
+        if last and last != b"\n":
+            total += 1
+    if bad_utf8:
+        notes.append(f"[note: {label} is not valid UTF-8; undecodable bytes are shown as \ufffd]")
+    if long_lines:
+        notes.append(f"[note: lines longer than {MAX_LINE_CHARS} characters were cut]")
+    return Lines(out, total, notes, stopped_at)
+
+
+# ---------------------------------------------------------------- subprocesses
+
+_ENV_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def tool_env(ws: Workspace) -> dict[str, str]:
+    """A stripped environment for tool subprocesses: no user config (git, ripgrep), no pager,
+    no network prompts, git confined to the workspace (it may not discover a repository above
+    the root), UTF-8 locale."""
+    from fasbench.tools.rg import rg_binary
+
+    path = os.path.dirname(rg_binary()) + ":" + _ENV_PATH
+    return {
+        "PATH": path,
+        "LC_ALL": "C.UTF-8",
+        "LANG": "C.UTF-8",
+        "HOME": "/nonexistent",
+        "XDG_CONFIG_HOME": "/nonexistent",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CEILING_DIRECTORIES": str(ws.root.parent),
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_NO_LAZY_FETCH": "1",
+        "GIT_ALLOW_PROTOCOL": "file",
+    }
+
+
+@dataclass
+class Stage:
+    """One process of a pipeline. Streams: "out" (to the next stage / the result), "err" (the
+    collected stderr, shown after the output), "null" (discarded)."""
+
+    argv: list[str]
+    stdin_path: Path | None = None
+    stdout: str = "out"
+    stderr: str = "err"
+
+
+@dataclass
+class ProcResult:
+    stdout: bytes
+    stderr: bytes
+    returncode: int | None  # of the last stage; None when killed
+    timed_out: bool = False
+    cut: bool = False  # stopped early at max_bytes / max_lines
+
+
+def _kill(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def run_pipeline(
+    ws: Workspace,
+    stages: list[Stage],
+    *,
+    max_bytes: int | None = None,
+    max_lines: int | None = None,
+    timeout: float | None = None,
+    deadline: float | None = None,
+    cwd: Path | None = None,
+) -> ProcResult:
+    """Run ``stages`` chained with pipes in the workspace root. Stops (killing every process)
+    after ``timeout`` seconds, or once the output passes ``max_bytes`` or ``max_lines`` lines
+    (``cut``). No shell is involved: argv lists are executed directly. ``cwd`` (a directory
+    already resolved inside the workspace) defaults to the root."""
+    if timeout is None:
+        timeout = ws.limits.timeout_s
+    deadline = min(deadline or float("inf"), time.monotonic() + timeout)
+    if max_bytes is None:
+        max_bytes = ws.limits.max_output_chars * 4
+    env = tool_env(ws)
+    errf = tempfile.TemporaryFile()
+    procs: list[subprocess.Popen] = []
+    prev = None
+    try:
+        for i, st in enumerate(stages):
+            last = i == len(stages) - 1
+            opened = open(st.stdin_path, "rb") if st.stdin_path is not None else None
+            stdin = opened or (prev if prev is not None else subprocess.DEVNULL)
+            stdout = {"out": subprocess.PIPE, "null": subprocess.DEVNULL, "err": errf}[st.stdout]
+            stderr = {"err": errf, "null": subprocess.DEVNULL, "out": subprocess.STDOUT}[st.stderr]
+            if st.stderr == "out" and st.stdout == "null":
+                stderr = subprocess.DEVNULL
+            try:
+                p = subprocess.Popen(
+                    st.argv, cwd=cwd or ws.root, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                    start_new_session=True, close_fds=True,
+                )
+            except OSError as e:
+                raise ToolError(f"could not start {os.path.basename(st.argv[0])}: {e.strerror or e}")
+            finally:
+                if opened is not None:
+                    opened.close()
+                if prev is not None:
+                    prev.close()
+                    prev = None
+            procs.append(p)
+            prev = p.stdout if (not last and st.stdout == "out") else None
+            if last and st.stdout != "out":
+                prev = None
+        last_proc = procs[-1]
+        buf = bytearray()
+        state = {"cut": False}
+
+        def reader():
+            if last_proc.stdout is None:
+                return
+            nl = 0
+            while True:
+                chunk = last_proc.stdout.read1(65536)
+                if not chunk:
+                    return
+                buf.extend(chunk)
+                if max_lines is not None:
+                    nl += chunk.count(b"\n")
+                    if nl > max_lines:
+                        state["cut"] = True
+                        _kill(procs)
+                        return
+                if len(buf) > max_bytes:
+                    state["cut"] = True
+                    _kill(procs)
+                    return
+
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        t.join(max(0.0, deadline - time.monotonic()))
+        timed_out = t.is_alive()
+        if not timed_out:
+            for p in procs:
+                try:
+                    p.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    break
+        if timed_out:
+            _kill(procs)
+            t.join(2)
+        for p in procs:
+            try:
+                p.wait(timeout=2)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+        errf.seek(0)
+        err = errf.read(max_bytes)
+        rc = None if (timed_out or state["cut"]) else last_proc.returncode
+        return ProcResult(bytes(buf), err, rc, timed_out=timed_out, cut=state["cut"])
+    finally:
+        _kill(procs)
+        for p in procs:
+            if p.stdout is not None:
+                p.stdout.close()
+        errf.close()
+
+
+def decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
