@@ -1,0 +1,107 @@
+"""``fasbench data …``: build task files, materialise corpora, mine a git history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def register(app: typer.Typer) -> None:
+    data = typer.Typer(no_args_is_help=True, help="task sets and corpora")
+    app.add_typer(data, name="data")
+
+    @data.command("tasks")
+    def tasks_cmd(
+        source: str = typer.Option(..., "--source", help="swebench-lite | swebench-verified | agent-traces"),
+        out: Path = typer.Option(..., "--out", help="output JSONL (.gz accepted by readers)"),
+        split: Optional[str] = typer.Option(None, "--split", help="train | dev | test (default: all)"),
+        rebuild: bool = typer.Option(False, "--rebuild", help="build from the raw data, not data/tasks/"),
+    ):
+        """Write the Task records of a source, one JSON per line."""
+        from fasbench.data import SOURCES, build_tasks, load_tasks
+        from fasbench.records import write_tasks
+
+        if source not in SOURCES:
+            _fail(f"unknown --source {source!r}; choose one of {', '.join(SOURCES)}")
+        try:
+            ts = build_tasks(source) if rebuild else load_tasks(source)
+        except ValueError as e:
+            _fail(str(e))
+        if split:
+            ts = [t for t in ts if t.split == split]
+        write_tasks(out, ts)
+        typer.echo(f"{len(ts)} tasks -> {out}")
+
+    @data.command("corpus")
+    def corpus_cmd(
+        tasks: Path = typer.Option(..., "--tasks", help="Task JSONL"),
+        ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
+        mode: Optional[str] = typer.Option(None, "--mode", help="offline | online (default: offline if a release is picked)"),
+        manifest: Optional[Path] = typer.Option(None, "--manifest", help="append one JSON line per task here"),
+        out: Optional[Path] = typer.Option(None, "--out", help="write the usable tasks (root set, gold relocated)"),
+    ):
+        """Materialise each task's corpus; prints per task: id, located yes/no, corpus path or reason."""
+        from fasbench.data.corpus import materialize_many
+        from fasbench.records import RecordError, read_tasks, write_tasks
+
+        if not tasks.exists():
+            _fail(f"--tasks {tasks} does not exist")
+        try:
+            ts = read_tasks(tasks)
+        except RecordError as e:
+            _fail(str(e))
+        if ids:
+            known = {t.id for t in ts}
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                _fail(f"--ids not in {tasks}: {', '.join(unknown)}")
+            ts = [t for t in ts if t.id in set(ids)]
+        ok, rows = materialize_many(ts, mode=mode, manifest=manifest, progress=False)
+        for r in rows:
+            where = r["root"] if r["located"] else f"{r['reason']}: {r['detail']}"
+            typer.echo(f"{r['id']}\t{'located' if r['located'] else 'dropped'}\t{r.get('status')}\t{where}")
+        typer.echo(f"{len(ok)}/{len(rows)} located", err=True)
+        if out:
+            write_tasks(out, ok)
+
+    @data.command("mine-git")
+    def mine_git_cmd(
+        repo_path: Path = typer.Argument(..., help="a local git repository"),
+        out: Path = typer.Option(..., "--out", help="output Task JSONL"),
+        rev: str = typer.Option("HEAD", "--rev"),
+        max_commits: Optional[int] = typer.Option(None, "--max-commits"),
+        max_files: int = typer.Option(20, "--max-files", help="skip commits changing more files"),
+        max_lines: int = typer.Option(1000, "--max-lines", help="skip commits changing more lines"),
+    ):
+        """Turn a repository's commits into search tasks (message -> query, old-file hunks -> gold)."""
+        import collections
+
+        from fasbench.data.gitmine import GitError, mine
+        from fasbench.data.splits import assign
+        from fasbench.records import write_tasks
+
+        try:
+            ts, skipped = mine(repo_path, rev=rev, max_commits=max_commits, max_files=max_files, max_lines=max_lines)
+        except GitError as e:
+            _fail(str(e))
+        write_tasks(out, assign(ts))
+        why = collections.Counter(s["reason"] for s in skipped)
+        typer.echo(f"{len(ts)} tasks -> {out}; skipped: {dict(why)}")
+
+    @data.command("ship")
+    def ship_cmd(
+        corpora: bool = typer.Option(False, "--corpora", help="also materialise every SWE-bench task offline "
+                                     "and write data/tasks/offline_manifest.jsonl.gz (downloads ~300 MB)"),
+    ):
+        """Rebuild data/tasks/<source>.jsonl.gz (and the offline manifest) from the raw data."""
+        from fasbench.data.ship import ship
+
+        for line in ship(corpora=corpora):
+            typer.echo(line)

@@ -1,0 +1,325 @@
+"""Materialise the repository of a task in the cache and put its gold on that tree.
+
+Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
+
+- **online** (exact): ``git clone`` once per repository into ``git/<owner>__<name>``, then a detached
+  worktree at ``base_commit`` in ``worktrees/<owner>__<name>@<sha12>``. The clone URL comes from
+  ``task.meta["clone_url"]``, else ``FASBENCH_GIT_URL`` (a template with ``{repo}``, e.g.
+  ``file:///mirrors/{repo}``), else ``https://github.com/{repo}.git``. The gold needs no relocation.
+- **offline**: the PyPI sdist of the release picked for the task's (repository, version) (the last
+  release before it; table in ``data/swebench/corpora_picks.tsv`` from ../shared/data/CORPORA.md),
+  fetched with ``pip download --no-deps --no-binary :all: --no-build-isolation NAME==R``; when pip
+  cannot prepare the metadata the same file is fetched straight from PyPI's simple API (sha256
+  checked). Unpacked once per release into ``sdist/<name>-<R>/``. The gold is then relocated hunk
+  by hunk (patches.relocate); tasks whose gold cannot be placed are dropped with a reason.
+
+``materialize(task)`` returns a copy of the task with ``root`` set and gold relocated, or raises
+``CorpusError`` whose ``reason`` is one of ``DROP_REASONS``. ``materialize_many`` does a batch and
+appends a manifest line per task (``manifest.jsonl``: id, corpus, status, reason, detail).
+"""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+import zipfile
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+from fasbench.data.files import find_data
+from fasbench.data.patches import parse_diff, relocate
+from fasbench.paths import cache_dir
+from fasbench.records import Gold, Task, append_jsonl
+
+DROP_REASONS = (
+    "no-pick",  # no release picked for this (repo, version)
+    "sdist-unavailable",  # neither pip nor the direct download gave an sdist
+    "file-missing",  # a gold file is not in the tree
+    "already-applied",  # the release already contains the fix
+    "hunk-not-found",  # a hunk's context cannot be found (fuzz <= 2)
+    "no-patch",  # the task carries no diff to relocate
+    "clone-failed",  # online: git clone / worktree failed
+)
+PYPI_SIMPLE = os.environ.get("FASBENCH_PYPI_SIMPLE", "https://pypi.org/simple")
+PIP_TIMEOUT = int(os.environ.get("FASBENCH_PIP_TIMEOUT", "300"))  # seconds for one pip download
+
+
+class CorpusError(RuntimeError):
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason, self.detail = reason, detail
+
+
+def root_dir() -> Path:
+    return cache_dir("corpora")
+
+
+@contextmanager
+def _lock(name: str):
+    path = root_dir() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------- release picks
+
+
+@lru_cache(maxsize=1)
+def picks() -> dict[tuple[str, str], tuple[str, str]]:
+    """``{(repo short name, SWE-bench version): (PyPI name, release)}``."""
+    out = {}
+    lines = find_data("swebench/corpora_picks.tsv").read_text(encoding="utf-8").splitlines()
+    cols = lines[0].split("\t")
+    for line in lines[1:]:
+        r = dict(zip(cols, line.split("\t")))
+        out[(r["repo_short"], r["version"])] = (r["pypi"], r["release"])
+    return out
+
+
+def pick_for(task: Task) -> tuple[str, str] | None:
+    if not task.version:
+        return None
+    return picks().get((task.repo.split("/")[-1], str(task.version)))
+
+
+# ---------------------------------------------------------------- sdists
+
+
+def _sdist_file(d: Path) -> Path | None:
+    files = [p for p in d.iterdir() if p.name.endswith((".tar.gz", ".zip", ".tar.bz2", ".tgz"))] if d.is_dir() else []
+    return files[0] if files else None
+
+
+def _pip_download(name: str, release: str, dest: Path) -> tuple[bool, str]:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation",
+           "--disable-pip-version-check", "-q", f"{name}=={release}", "-d", str(dest)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return False, f"pip timed out after {PIP_TIMEOUT}s"
+    if p.returncode == 0 and _sdist_file(dest):
+        return True, ""
+    err = (p.stderr or p.stdout).strip().splitlines()
+    return False, " | ".join(err[-3:])[:500]
+
+
+def _direct_download(name: str, release: str, dest: Path) -> str:
+    """Fetch the sdist file from PyPI's simple API (PEP 691 JSON) without building anything."""
+    norm = name.lower().replace("_", "-").replace(".", "-")
+    req = urllib.request.Request(f"{PYPI_SIMPLE}/{norm}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        files = json.load(r)["files"]
+    stems = {f"{n}-{release}" for n in (name, name.lower(), norm, norm.replace("-", "_"), name.replace("-", "_"))}
+    cands = [f for f in files if any(f["filename"] == s + ext for s in stems for ext in (".tar.gz", ".zip", ".tgz"))]
+    if not cands:
+        raise CorpusError("sdist-unavailable", f"PyPI lists no sdist for {name}=={release}")
+    f = sorted(cands, key=lambda f: not f["filename"].endswith(".tar.gz"))[0]
+    out = dest / f["filename"]
+    tmp = out.with_suffix(".part")
+    with urllib.request.urlopen(f["url"], timeout=300) as r, open(tmp, "wb") as w:
+        shutil.copyfileobj(r, w)
+    want = f.get("hashes", {}).get("sha256")
+    if want and hashlib.sha256(tmp.read_bytes()).hexdigest() != want:
+        tmp.unlink()
+        raise CorpusError("sdist-unavailable", f"sha256 mismatch for {f['filename']}")
+    tmp.rename(out)
+    return f["filename"]
+
+
+def _unpack(archive: Path, dest: Path) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + ".tmp"))
+    try:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as z:
+                z.extractall(tmp)
+        else:
+            with tarfile.open(archive) as t:
+                t.extractall(tmp, filter="data")
+        tops = list(tmp.iterdir())
+        top = tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp
+        if dest.exists():
+            shutil.rmtree(dest)
+        top.rename(dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
+    """The unpacked sdist of ``name==release`` (downloaded and unpacked once; safe across processes).
+    ``method``: ``auto`` (pip, then direct), ``pip`` or ``direct``. Info in ``<tree>.json``."""
+    if method not in ("auto", "pip", "direct"):
+        raise ValueError(f"unknown download method {method!r}; choose auto, pip or direct")
+    key = f"{name.lower()}-{release}"
+    tree, info_path = root_dir() / "sdist" / key, root_dir() / "sdist" / f"{key}.json"
+    if tree.is_dir() and info_path.exists():
+        return tree
+    with _lock(key):
+        if tree.is_dir() and info_path.exists():
+            return tree
+        if info_path.exists():
+            info = json.loads(info_path.read_text())
+            if info.get("error") and info.get("method") == method:
+                raise CorpusError("sdist-unavailable", info["error"])
+        info_path.parent.mkdir(parents=True, exist_ok=True)
+        dl = root_dir() / "downloads" / key
+        dl.mkdir(parents=True, exist_ok=True)
+        info = {"name": name, "release": release, "method": None, "pip_error": "", "error": "", "seconds": 0.0}
+        t0 = time.time()
+        if not _sdist_file(dl):
+            ok = False
+            if method in ("auto", "pip"):
+                ok, info["pip_error"] = _pip_download(name, release, dl)
+                info["method"] = "pip" if ok else None
+            if not ok and method in ("auto", "direct"):
+                try:
+                    _direct_download(name, release, dl)
+                    info["method"] = "direct"
+                except (CorpusError, OSError, ValueError, KeyError) as e:
+                    info["error"] = f"direct download: {e}"
+            if not _sdist_file(dl):
+                info["error"] = info["error"] or info["pip_error"] or "no sdist saved"
+                info["method"] = method
+                info_path.write_text(json.dumps(info))
+                raise CorpusError("sdist-unavailable", info["error"])
+        else:
+            info["method"] = "cached"
+        archive = _sdist_file(dl)
+        info["file"], info["bytes"] = archive.name, archive.stat().st_size
+        _unpack(archive, tree)
+        info["seconds"] = round(time.time() - t0, 2)
+        info_path.write_text(json.dumps(info))
+    return tree
+
+
+# ---------------------------------------------------------------- git
+
+
+def clone_url(task: Task) -> str:
+    if task.meta.get("clone_url"):
+        return str(task.meta["clone_url"])
+    tmpl = os.environ.get("FASBENCH_GIT_URL", "https://github.com/{repo}.git")
+    return tmpl.format(repo=task.repo)
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise CorpusError("clone-failed", f"git {' '.join(args[:2])}: {p.stderr.strip()[:300]}")
+    return p.stdout
+
+
+def git_worktree(task: Task, url: str | None = None) -> Path:
+    """A detached worktree of ``task.repo`` at ``task.base_commit`` (clone once per repository)."""
+    if not task.base_commit:
+        raise CorpusError("clone-failed", f"task {task.id} has no base_commit")
+    slug = task.repo.strip("/").replace("/", "__")
+    clone = root_dir() / "git" / slug
+    wt = root_dir() / "worktrees" / f"{slug}@{task.base_commit[:12]}"
+    with _lock(f"git-{slug}"):
+        if wt.is_dir():
+            return wt
+        if not (clone / ".git").exists():
+            clone.parent.mkdir(parents=True, exist_ok=True)
+            _git("clone", "--quiet", "--no-checkout", url or clone_url(task), str(clone))
+        try:
+            _git("cat-file", "-e", f"{task.base_commit}^{{commit}}", cwd=clone)
+        except CorpusError:
+            _git("fetch", "--quiet", "origin", cwd=clone)
+        _git("worktree", "add", "--quiet", "--detach", str(wt), task.base_commit, cwd=clone)
+    return wt
+
+
+# ---------------------------------------------------------------- materialise
+
+
+def _check_files(gold: Gold, root: Path) -> None:
+    missing = [p for p, r in gold.edited.items() if r and not (root / p).is_file()]
+    if missing:
+        raise CorpusError("file-missing", "missing: " + ", ".join(missing))
+
+
+def _filter_viewed(t: Task, root: Path) -> None:
+    if t.gold.viewed is not None:
+        keep = {p for p in t.gold.viewed if (root / p).is_file()}
+        t.meta["viewed_not_in_corpus"] = len(t.gold.viewed) - len(keep)
+        t.gold.viewed = keep
+
+
+def materialize(task: Task, mode: str | None = None, method: str = "auto") -> Task:
+    """A copy of ``task`` with ``root`` set to its corpus and the gold placed on it.
+
+    ``mode``: ``offline`` (PyPI sdist, gold relocated), ``online`` (git worktree at base_commit) or
+    None: ``FASBENCH_CORPUS_MODE`` if set, else offline when a release is picked for the task,
+    else online. Raises ``CorpusError`` (``.reason`` in ``DROP_REASONS``) when the task is dropped."""
+    mode = mode or os.environ.get("FASBENCH_CORPUS_MODE") or ("offline" if pick_for(task) else "online")
+    if mode not in ("offline", "online"):
+        raise ValueError(f"unknown corpus mode {mode!r}; choose offline or online")
+    t = copy.deepcopy(task)
+    if mode == "online":
+        root = git_worktree(t)
+        _check_files(t.gold, root)
+        _filter_viewed(t, root)
+        t.root = str(root)
+        t.meta["corpus"] = {"mode": "online", "commit": t.base_commit, "status": "exact"}
+        return t
+    pk = pick_for(t)
+    if pk is None:
+        raise CorpusError("no-pick", f"no release picked for ({t.repo}, {t.version})")
+    patch = t.meta.get("patch")
+    if not patch:
+        raise CorpusError("no-patch", f"task {t.id} has no meta['patch'] to relocate")
+    root = sdist_tree(*pk, method=method)
+    rel = relocate(parse_diff(patch), root)
+    if not rel.located:
+        raise CorpusError(rel.status, rel.detail)
+    hunk = rel.variants["hunk"]
+    variants = dict(rel.variants)
+    t.gold = Gold(edited={p: hunk[p] for p in t.gold.edited}, viewed=t.gold.viewed, source=t.gold.source,
+                  variants={k: {p: v[p] for p in t.gold.edited} for k, v in variants.items()})
+    _filter_viewed(t, root)
+    t.root = str(root)
+    t.meta["corpus"] = {"mode": "offline", "package": pk[0], "release": pk[1], "status": rel.status,
+                        "max_fuzz": rel.max_fuzz, "offsets": rel.offsets}
+    return t
+
+
+def materialize_many(tasks: list[Task], mode: str | None = None, method: str = "auto",
+                     manifest: str | Path | None = None, progress: bool = True) -> tuple[list[Task], list[dict]]:
+    """Materialise each task; returns (usable tasks, manifest rows) and appends the rows to
+    ``manifest`` when given. Releases are fetched in order of first use."""
+    from tqdm.auto import tqdm
+
+    ok, rows = [], []
+    for task in tqdm(tasks, desc="corpora", disable=not progress):
+        pk = pick_for(task)
+        row = {"id": task.id, "repo": task.repo, "version": task.version,
+               "corpus": f"{pk[0]}=={pk[1]}" if pk else None, "root": None, "located": False}
+        try:
+            t = materialize(task, mode=mode, method=method)
+            ok.append(t)
+            row.update(root=t.root, located=True, status=t.meta["corpus"]["status"], reason=None, detail="")
+        except CorpusError as e:
+            row.update(status="dropped", reason=e.reason, detail=e.detail[:300])
+        rows.append(row)
+        if manifest:
+            append_jsonl(manifest, [row])
+    return ok, rows

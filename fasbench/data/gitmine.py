@@ -1,0 +1,84 @@
+"""Search tasks mined from a git repository's history (for a user's own repository).
+
+Each non-merge commit with a parent becomes a task: query = the commit message, gold = the files it
+changed with old-file ``hunk``/``changed`` ranges (as for PR gold), ``base_commit`` = its parent.
+Skipped, with a reason: merges, root commits, commits touching no code file (``non-code``), huge
+commits (more than ``max_files`` files or ``max_lines`` changed lines), and empty or unparseable
+diffs. ``meta["clone_url"]`` points at the repository so ``corpus.materialize`` can check out the
+parent commit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from fasbench.data.patches import PatchError, gold_variants, parse_diff
+from fasbench.records import Gold, Task
+
+CODE_SUFFIXES = {
+    ".py", ".pyx", ".pxd", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx", ".cu", ".rs", ".go", ".java",
+    ".kt", ".scala", ".js", ".jsx", ".ts", ".tsx", ".mjs", ".rb", ".php", ".cs", ".swift", ".m", ".mm", ".sh",
+    ".bash", ".lua", ".pl", ".r", ".jl", ".hs", ".ml", ".ex", ".exs", ".erl", ".clj", ".dart", ".vue", ".sql",
+}
+
+
+class GitError(RuntimeError):
+    pass
+
+
+def _git(repo: Path, *args: str) -> str:
+    p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace")
+    if p.returncode != 0:
+        raise GitError(f"git {' '.join(args[:3])} in {repo}: {p.stderr.strip()[:300]}")
+    return p.stdout
+
+
+def is_code(path: str) -> bool:
+    return Path(path).suffix.lower() in CODE_SUFFIXES
+
+
+def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = None, max_files: int = 20,
+         max_lines: int = 1000, name: str | None = None) -> tuple[list[Task], list[dict]]:
+    """Tasks from the history of ``rev`` (newest first) and the skipped commits ``[{sha, reason}]``."""
+    repo = Path(repo_path).resolve()
+    if not repo.is_dir():
+        raise GitError(f"{repo_path} is not a directory")
+    _git(repo, "rev-parse", "--git-dir")
+    name = name or repo.name
+    tasks, skipped = [], []
+    for line in _git(repo, "rev-list", "--parents", rev).splitlines():
+        if max_commits is not None and len(tasks) >= max_commits:
+            break
+        sha, *parents = line.split()
+        if len(parents) > 1:
+            skipped.append({"sha": sha, "reason": "merge"})
+            continue
+        if not parents:
+            skipped.append({"sha": sha, "reason": "root-commit"})
+            continue
+        numstat = [l.split("\t") for l in _git(repo, "diff", "--numstat", "--no-renames", parents[0], sha).splitlines()]
+        paths = [n[2] for n in numstat if len(n) == 3]
+        if not paths:
+            skipped.append({"sha": sha, "reason": "empty"})
+            continue
+        if not any(is_code(p) for p in paths):
+            skipped.append({"sha": sha, "reason": "non-code"})
+            continue
+        n_lines = sum(int(a) + int(d) for a, d, _ in (n for n in numstat if len(n) == 3) if a != "-")
+        if len(paths) > max_files or n_lines > max_lines:
+            skipped.append({"sha": sha, "reason": "huge"})
+            continue
+        diff = _git(repo, "diff", "--no-color", "--no-ext-diff", "--no-renames", "-U3", parents[0], sha)
+        try:
+            var = gold_variants(parse_diff(diff))
+        except PatchError:
+            skipped.append({"sha": sha, "reason": "unparseable"})
+            continue
+        msg = _git(repo, "log", "-1", "--format=%B", sha).strip()
+        date = _git(repo, "log", "-1", "--format=%aI", sha).strip()
+        gold = Gold(edited={p: [list(r) for r in rs] for p, rs in var["hunk"].items()}, source="git", variants=var)
+        tasks.append(Task(id=f"{name}@{sha[:12]}", query=msg, repo=name, gold=gold, base_commit=parents[0],
+                          meta={"instance_id": f"{name}@{sha}", "commit": sha, "date": date, "patch": diff,
+                                "clone_url": str(repo)}))
+    return tasks, skipped
