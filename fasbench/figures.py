@@ -6,8 +6,10 @@ Debian's ``chromium``. ``BROWSER_PATH`` points kaleido at it when it is not foun
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -70,12 +72,64 @@ def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, h
     h = height or fig.layout.height or HEIGHT
     spec = out_dir / f"{name}.json"  # kept so that `make figures` can re-export without re-running
     spec.write_text(pio.to_json(fig), encoding="utf-8")
-    paths = []
-    for fmt in formats:
-        p = out_dir / f"{name}.{fmt}"
-        pio.write_image(fig, p, format=fmt, width=w, height=h, scale=3 if fmt == "png" else 1)
-        paths.append(p)
+    paths = [out_dir / f"{name}.{fmt}" for fmt in formats]
+    scales = [3 if fmt == "png" else 1 for fmt in formats]
+    server = _kaleido_server()
+    try:  # all formats in one browser session
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+            pio.write_images([fig] * len(paths), paths, format=list(formats), scale=scales, width=w, height=h)
+        return paths
+    except Exception:
+        if not server:
+            raise
+    _stop_kaleido_server()  # the shared browser died: export the slow way
+    for p, fmt, sc in zip(paths, formats, scales):
+        pio.write_image(fig, p, format=fmt, width=w, height=h, scale=sc)
     return paths
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+_SERVER: bool | None = None  # None: not tried yet; True: kaleido's shared browser is running
+
+
+def _kaleido_server() -> bool:
+    """Start kaleido's persistent browser once per process: each figure then costs about a
+    second instead of a Chromium start per format (~10 s on a busy machine)."""
+    global _SERVER
+    if _SERVER is None and _in_kernel():
+        # Inside a Jupyter kernel the server's browser thread was seen to leave cell executions
+        # without their reply (papermill then waits forever); there each save starts a browser.
+        _SERVER = False
+    if _SERVER is None:
+        try:
+            import kaleido
+
+            kaleido.start_sync_server(silence_warnings=True)
+            atexit.register(_stop_kaleido_server)
+            _SERVER = True
+        except Exception:
+            _SERVER = False
+    return _SERVER
+
+
+def _stop_kaleido_server() -> None:
+    global _SERVER
+    if _SERVER:
+        try:
+            import kaleido
+
+            kaleido.stop_sync_server(silence_warnings=True)
+        except Exception:
+            pass
+    _SERVER = False
 
 
 def export_all(directory: str | Path | None = None) -> list[Path]:

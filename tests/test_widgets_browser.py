@@ -1,0 +1,181 @@
+"""The replay widget in a real browser: JupyterLab serves notebook 07, Chromium (through
+Playwright, the system's /usr/bin/chromium — no downloaded browsers) runs every cell, presses
+Play and moves the slider, and the rendered turn header must follow. A screenshot goes to
+``test-artifacts/`` (git-ignored)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from fasbench.paths import repo_root
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+NOTEBOOK = "07_trace_replay.ipynb"
+
+pytestmark = [
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"chromium is not installed at {CHROMIUM}"),
+    pytest.mark.timeout(300),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _settings(d: Path) -> None:
+    """Lab settings for a test: render every cell (no windowing) and fetch no news."""
+    for plugin, value in (("@jupyterlab/notebook-extension/tracker", {"windowingMode": "none"}),
+                          ("@jupyterlab/apputils-extension/notification", {"fetchNews": "false",
+                                                                          "checkForUpdates": False})):
+        f = d / f"{plugin}.jupyterlab-settings"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(value))
+
+
+def _smoke_copy(dst: Path) -> None:
+    """The notebook with its smallest parameters: one task, no evaluation run (deterministic)."""
+    nb = nbformat.read(repo_root() / "notebooks" / NOTEBOOK, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    src = re.sub(r"(?m)^symbols = .*$", 'symbols = ["BadParameter"]', cell.source)
+    cell.source = re.sub(r"(?m)^run_glob = .*$", 'run_glob = ""', src)
+    nbformat.write(nb, dst)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab")
+    _smoke_copy(root / NOTEBOOK)
+    _settings(root / ".settings")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, FASBENCH_FIGURES=str(root / "figures"), JUPYTER_CONFIG_DIR=str(root / ".config"),
+               JUPYTER_RUNTIME_DIR=str(root / ".runtime"), JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
+    log = open(root / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+         "--ServerApp.allow_root=True", "--LabApp.expose_app_in_browser=True"],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"JupyterLab did not start:\n{(root / 'lab.log').read_text()[-3000:]}")
+                time.sleep(0.5)
+        yield {"url": url, "token": token, "root": root}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+KERNEL_READY = """() => {
+    const w = window.jupyterapp.shell.currentWidget, s = w && w.sessionContext;
+    const k = s && s.session && s.session.kernel;
+    return !!(s && s.isReady && k && k.connectionStatus === 'connected' && k.status === 'idle'); }"""
+
+
+def _until(page, js: str, timeout_s: float, what: str) -> None:
+    """Poll a page condition, accepting any dialog Lab opens meanwhile (the kernel choice)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        dialog = page.locator(".jp-Dialog .jp-mod-accept")
+        if dialog.count():
+            dialog.first.click()
+        elif page.evaluate(js):
+            return
+        page.wait_for_timeout(500)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def _header(replay) -> str:
+    return replay.locator(".fasbench-turn-header").inner_text()
+
+
+def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    artifacts = repo_root() / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=CHROMIUM,
+                                                   headless=True, args=ARGS, viewport={"width": 1500, "height": 1100})
+        page = ctx.pages[0] if ctx.pages else ctx.new_page()
+        try:
+            page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK}?token={lab['token']}")
+            expect(page.locator(".jp-NotebookPanel .jp-Notebook")).to_be_visible(timeout=60_000)
+            _until(page, "() => !!(window.jupyterapp && window.jupyterapp.commands.isEnabled("
+                         "'notebook:run-all-cells'))", 60, "the notebook to open")
+            _until(page, KERNEL_READY, 90, "the notebook's kernel to start")
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            # done: every code cell has an execution count and the browser widget rendered
+            _until(page, """() => {
+                const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(e => e.textContent);
+                return p.length > 0 && p.every(t => /\\[\\d+\\]/.test(t))
+                    && !!document.querySelector('.fasbench-browser-table'); }""", 170, "all cells to run")
+
+            replay = page.locator(".fasbench-replay").first
+            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            tracebacks = [e for e in errors.all_inner_texts() if "Traceback" in e or "Error" in e]
+            assert not tracebacks, tracebacks[0][:2000]
+            assert len(page.locator(".fasbench-replay").all()) >= 4  # the replay, two compared, the browser's
+
+            expect(replay.locator(".fasbench-turn-header")).to_contain_text("Turn 1 / 3")
+            expect(replay.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)  # the timeline drew
+            replay.scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts / "07_trace_replay_turn1.png"))
+            first = _header(replay)
+
+            # Play walks the episode in the browser (Play and slider are linked on the front end).
+            replay.locator(".widget-play button").first.click()
+            expect(replay.locator(".fasbench-turn-header")).to_contain_text("Turn 3 / 3", timeout=30_000)
+            assert _header(replay) != first and "Report" in _header(replay)
+            expect(replay.locator(".widget-readout").first).to_have_text("3")
+            # Play stops itself one tick after the last turn; move the slider only then
+            expect(replay.locator(".widget-play button i").first).to_have_class(re.compile(r"\bfa-play\b"),
+                                                                               timeout=15_000)
+
+            # The slider (keyboard on its handle) moves back; header and call list follow.
+            handle = replay.locator(".fasbench-turn-slider .noUi-handle")
+            handle.focus()
+            handle.press("ArrowLeft")
+            expect(replay.locator(".fasbench-turn-header")).to_contain_text("Turn 2 / 3", timeout=30_000)
+            expect(replay.locator(".fasbench-call")).to_contain_text("view_file")
+            page.wait_for_timeout(1500)  # still turn 2 after a Play interval: nothing else moves it
+            expect(replay.locator(".fasbench-turn-header")).to_contain_text("Turn 2 / 3")
+            expect(replay.locator(".widget-readout").first).to_have_text("2")
+            replay.scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts / "07_trace_replay.png"))
+            replay.screenshot(path=str(artifacts / "07_trace_replay_widget.png"))
+        except Exception:
+            page.screenshot(path=str(artifacts / "07_trace_replay_failure.png"), full_page=True)
+            raise
+        finally:
+            ctx.close()
+    assert (artifacts / "07_trace_replay.png").stat().st_size > 10_000
+    assert sorted(q.name for q in (lab["root"] / "figures").glob("*.png")) == [
+        "07_parallel_vs_sequential.png", "07_trace_files.png", "07_trace_timeline.png"]
