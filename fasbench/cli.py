@@ -17,6 +17,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="fasbench: fa
 # Modules exposing ``register(app: typer.Typer)``; one line per package.
 PLUGINS: list[str] = [
     "fasbench.data.cli",
+    "fasbench.trajectories.cli",
 ]
 
 

@@ -1,0 +1,529 @@
+"""Trajectories → one polars frame per action → shares, first-edit statistics, handoff share.
+
+Definitions (issue 4; FastContext's and Relace's analyses):
+
+- A *turn* is one model call (1-based ``turn``); a turn with k tool calls gives each call
+  ``weight = 1/k`` of the turn. A turn without any call (a format error) is one row with category
+  ``none``: it counts for tokens, not for tool-use turns.
+- *Call tokens* = (prompt + completion tokens of the model call) × weight. *Observation tokens* =
+  the growth of the next prompt beyond this call's prompt and the part of its completion that is fed
+  back (completion − reasoning tokens), clipped at 0 (× weight). The last turn has none.
+- *First edit turn*: the first turn with an action that edits a file the final submission changes
+  (the files the submission modifies; its added files only when it modifies none). Edits are found
+  from the action's named targets (redirections, ``sed -i``, editor tools …), from code that writes
+  files and names the file, and from running a script the agent wrote with code that edits it.
+  Without a submission (Claude Code, traces) it is the first edit outside /tmp.
+- *Exploration before the first edit*: read/search calls (and the turns holding any) in turns before
+  the first edit turn.
+- *Counterfactual handoff share*: tokens of read/search calls before the first edit ÷ all tokens, over
+  trajectories with a first edit — what a search subagent could take over (Relace: ~12%).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from fasbench.trajectories.classify import SHELL_TOOLS, Action, analyze, analyze_call, code_writes
+from fasbench.trajectories.parsers import Trajectory, TrajectoryError, parse_file
+
+CATEGORIES = ("read", "search", "edit", "test", "other")  # plotting order
+EXPLORE = ("read", "search")
+
+# The seeds' published numbers, for side-by-side tables (not computed here).
+SEEDS = {
+    "fastcontext": {
+        "source": "Microsoft FastContext, 300 GPT-5.4 mini-swe-agent trajectories",
+        "read_search_turn_share": 0.562,
+        "read_search_token_share": 0.465,
+        "first_edit_turn_mean": 8.47,
+        "explore_turns_before_median": 6.0,
+        "explore_calls_before_median": 15.5,
+        "explore_turns_before_mean_unresolved": 8.34,
+        "explore_turns_before_mean_resolved": 6.67,
+    },
+    "relace": {
+        "source": "Relace FAS, coding-agent runs on SWE-bench",
+        "search_token_share": 0.566,
+        "handoff_share": 0.12,
+    },
+}
+
+TRAJ_SUFFIXES = (".traj", ".json", ".jsonl")
+LABEL_NAMES = ("resolved.json", "resolved.json.gz")
+METADATA = re.compile(r"^(?:preds\.json|sb-cli-report\.json|results\.json|SOURCE\.md)(?:\.gz)?$|\.report\.json(?:\.gz)?$")
+
+
+# ------------------------------------------------------------------ files and labels
+
+@dataclass
+class FileReport:
+    """What happened to every file the analysis was given or found."""
+
+    parsed: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    partial: list[tuple[str, str]] = field(default_factory=list)  # read, but part was left out
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # not trajectory files (labels, docs)
+    formats: Counter = field(default_factory=Counter)
+    sidechain_lines: int = 0
+
+    def to_dict(self, examples: int = 5) -> dict:
+        by_reason = Counter(_reason_kind(r) for _, r in self.skipped)
+        ignored = Counter(r for _, r in self.ignored)
+        return {
+            "parsed": len(self.parsed),
+            "skipped": len(self.skipped),
+            "skipped_by_reason": dict(by_reason),
+            "skipped_files": [{"path": p, "reason": r} for p, r in self.skipped],
+            "partial_files": [{"path": p, "reason": r} for p, r in self.partial],
+            "ignored": dict(ignored),
+            "ignored_examples": {k: [p for p, r in self.ignored if r == k][:examples] for k in ignored},
+            "formats": dict(self.formats),
+            "sidechain_lines_left_out": self.sidechain_lines,
+        }
+
+
+def _reason_kind(reason: str) -> str:
+    return reason.split(" (", 1)[0]
+
+
+def _is_traj_name(name: str) -> bool:
+    base = name[:-3] if name.endswith(".gz") else name
+    return base.endswith(TRAJ_SUFFIXES)
+
+
+def discover(paths: Iterable[str | Path], report: FileReport) -> list[tuple[Path, str]]:
+    """(file, data set name) for every trajectory file under ``paths`` (files are taken as given;
+    folders are walked, and files that are not trajectories are recorded as ignored)."""
+    out = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f"no such file or folder: {p}")
+        if p.is_file():
+            out.append((p, p.parent.name if p.parent.name != "trajs" else p.parent.parent.name))
+            continue
+        found = []
+        for root, dirs, names in os.walk(p):
+            dirs.sort()
+            in_reports = "eval_reports" in Path(root).relative_to(p).parts
+            for name in sorted(names):
+                f = os.path.join(root, name)
+                if name in LABEL_NAMES:
+                    report.ignored.append((f, "resolved labels"))
+                elif in_reports or METADATA.search(name):
+                    report.ignored.append((f, "run metadata (reports, predictions, SOURCE)"))
+                elif not _is_traj_name(name):
+                    report.ignored.append((f, "not a trajectory file name"))
+                else:
+                    found.append(f)
+        out.extend((Path(f), p.name) for f in sorted(found))
+    return out
+
+
+def load_labels(path: str | Path) -> dict[str, bool]:
+    """Resolved labels near ``path``: ``resolved.json[.gz]`` ({instance_id: bool}), a SWE-bench
+    ``eval_reports/`` folder of ``<id>.report.json[.gz]``, or ``sb-cli-report.json``, looked for in
+    the folder itself and up to two folders above."""
+    p = Path(path)
+    start = p if p.is_dir() else p.parent
+    for d in [start, *list(start.parents)[:2]]:
+        for name in LABEL_NAMES:
+            f = d / name
+            if f.exists():
+                data = json.loads(gzip.decompress(f.read_bytes()) if name.endswith(".gz") else f.read_bytes())
+                if not isinstance(data, dict):
+                    raise ValueError(f"{f}: expected {{instance_id: bool}}")
+                return {str(k): bool(v) for k, v in data.items()}
+        reports = d / "eval_reports"
+        if reports.is_dir():
+            labels = {}
+            for f in sorted(reports.glob("*.report.json*")):
+                iid = f.name.split(".report.json")[0]
+                raw = f.read_bytes()
+                rep = json.loads(gzip.decompress(raw) if f.name.endswith(".gz") else raw)
+                rep = rep.get(iid, rep)
+                labels[iid] = bool(rep.get("resolved"))
+            if labels:
+                return labels
+        sb = d / "sb-cli-report.json"
+        if sb.exists():
+            s = json.loads(sb.read_text(encoding="utf-8"))
+            return {**{i: False for i in s.get("unresolved_ids", [])}, **{i: True for i in s.get("resolved_ids", [])}}
+    return {}
+
+
+# ------------------------------------------------------------------ first edit
+
+_DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
+_PLUS = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
+
+
+def submission_files(diff: str | None) -> list[str]:
+    """Files a unified diff modifies (pre-existing files); its added files if it modifies none."""
+    if not diff:
+        return []
+    heads = list(_DIFF_GIT.finditer(diff))
+    if not heads:
+        return [p for p in dict.fromkeys(_PLUS.findall(diff)) if p != "/dev/null"]
+    modified, added = [], []
+    for i, m in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(diff)
+        header = diff[m.end(): diff.find("@@", m.end(), end) if "@@" in diff[m.end():end] else end]
+        (added if "new file mode" in header else modified).append(m.group(2))
+    return list(dict.fromkeys(modified or added))
+
+
+def _norm(p: str) -> str:
+    p = p.strip().strip("'\"")
+    if p.startswith("/testbed/"):
+        p = p[len("/testbed/"):]
+    while p.startswith("./"):
+        p = p[2:]
+    return p
+
+
+def _hits(paths: Iterable[str], subs: list[str]) -> bool:
+    for p in paths:
+        q = _norm(p)
+        if not q:
+            continue
+        for s in subs:
+            if q == s or q.endswith("/" + s) or s.endswith("/" + q):
+                return True
+    return False
+
+
+def _mentions(text: str, subs: list[str]) -> bool:
+    return any(s in text or s.rsplit("/", 1)[-1] in text for s in subs)
+
+
+def _temp_only(targets: tuple[str, ...]) -> bool:
+    return bool(targets) and all(_norm(t).startswith(("/tmp/", "/dev/", "/var/tmp/")) for t in targets)
+
+
+def _edits_submission(a: Action, call_text: str, subs: list[str], scripts: set[str]) -> bool:
+    for path, body in a.created:  # a script that writes a submitted file, for running later
+        if (not subs or _mentions(body, subs)) and code_writes(body):
+            scripts.add(path.rsplit("/", 1)[-1])
+    if a.category != "edit":
+        return bool(a.runs and scripts and any(r.rsplit("/", 1)[-1] in scripts for r in a.runs))
+    if a.runs and scripts and any(r.rsplit("/", 1)[-1] in scripts for r in a.runs):
+        return True
+    if not subs:
+        return not _temp_only(a.targets)
+    if a.targets and _hits(a.targets, subs):
+        return True
+    if a.code_writes or not a.targets:
+        return _mentions(call_text, subs)
+    return False
+
+
+def _repo(instance_id: str) -> str:
+    m = re.match(r"^(.+?)__(.+)-\d+$", instance_id)
+    return f"{m.group(1)}/{m.group(2)}" if m else ""
+
+
+# ------------------------------------------------------------------ frames
+
+STEP_COLUMNS = (
+    "dataset", "trajectory_id", "instance_id", "repo", "agent", "model", "format", "turn", "call", "n_calls",
+    "tool", "action", "category", "parser", "is_call", "weight", "prompt_tokens", "completion_tokens",
+    "reasoning_tokens", "obs_tokens", "call_tokens", "call_obs_tokens", "tokens_estimated", "resolved",
+    "edits_submission", "first_edit_turn", "before_first_edit",
+)
+
+
+def classify_call(tool: str, action: str, args) -> Action:
+    """The category and effects of one call: shell text by the rubric, other tools by name."""
+    if args is None or tool in SHELL_TOOLS or tool.lower() in SHELL_TOOLS:
+        return analyze(action)
+    return analyze_call(tool, args)
+
+
+_ROW = ("turn", "call", "n_calls", "tool", "action", "category", "parser", "is_call", "weight", "prompt_tokens",
+        "completion_tokens", "reasoning_tokens", "obs_tokens", "call_tokens", "call_obs_tokens", "tokens_estimated",
+        "edits_submission")
+
+
+def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
+    subs = submission_files(traj.submission)
+    scripts: set[str] = set()
+    first_edit = None
+    rows = []
+    turns = traj.turns
+    for ti, t in enumerate(turns):
+        p, c, r = t.prompt_tokens, t.completion_tokens, t.reasoning_tokens or 0
+        total = (p or 0) + (c or 0)
+        obs = t.obs_tokens
+        if obs is None and ti + 1 < len(turns) and p is not None and c is not None:
+            nxt = turns[ti + 1].prompt_tokens
+            if nxt is not None:
+                obs = max(0, nxt - p - (c - r))
+        k = len(t.calls)
+        if not k:
+            rows.append((t.index, 0, 0, None, None, "none", "empty", False, 1.0, p, c, r, obs, float(total),
+                         obs, t.estimated, False))
+            continue
+        w = 1.0 / k
+        for ci, call in enumerate(t.calls):
+            a = analyze(call.action) if call.args is None else classify_call(call.tool, call.action, call.args)
+            if a.category == "edit" or a.created or (a.runs and scripts):
+                hit = _edits_submission(a, call.action, subs, scripts)
+            else:
+                hit = False
+            if hit and first_edit is None:
+                first_edit = t.index
+            rows.append((t.index, ci, k, call.tool, call.action, a.category, a.parser, True, w, p, c, r, obs,
+                         total * w, obs * w if obs is not None else None, t.estimated, hit))
+    n = len(rows)
+    if not n:
+        return
+    for name, values in zip(_ROW, zip(*rows)):
+        cols[name].extend(values)
+    for name, value in (("dataset", dataset), ("trajectory_id", traj.trajectory_id), ("instance_id", traj.instance_id),
+                        ("repo", _repo(traj.instance_id)), ("agent", traj.agent), ("model", traj.model),
+                        ("format", traj.format), ("resolved", traj.resolved), ("first_edit_turn", first_edit)):
+        cols[name].extend([value] * n)
+    cols["before_first_edit"].extend([None] * n if first_edit is None else [row[0] < first_edit for row in rows])
+
+
+def steps_frame(trajs: Iterable[tuple[Trajectory, str]]):
+    """One row per action (see ``STEP_COLUMNS``) from (trajectory, data set) pairs."""
+    import polars as pl
+
+    cols: dict[str, list] = {c: [] for c in STEP_COLUMNS}
+    for traj, dataset in trajs:
+        _rows(traj, dataset, cols)
+    schema = {
+        "turn": pl.Int32, "call": pl.Int32, "n_calls": pl.Int32, "prompt_tokens": pl.Int64,
+        "completion_tokens": pl.Int64, "reasoning_tokens": pl.Int64, "obs_tokens": pl.Int64,
+        "call_tokens": pl.Float64, "call_obs_tokens": pl.Float64, "weight": pl.Float64, "resolved": pl.Boolean,
+        "first_edit_turn": pl.Int32, "before_first_edit": pl.Boolean, "is_call": pl.Boolean,
+        "edits_submission": pl.Boolean, "tokens_estimated": pl.Boolean,
+    }
+    return pl.DataFrame({c: pl.Series(c, cols[c], dtype=schema.get(c, pl.Utf8)) for c in STEP_COLUMNS})
+
+
+def trajectory_frame(steps):
+    """One row per trajectory: sizes, first edit turn, exploration before it, handoff tokens."""
+    import polars as pl
+
+    explore = pl.col("category").is_in(EXPLORE)
+    before = pl.col("before_first_edit").fill_null(False)
+    return (
+        steps.group_by(["dataset", "trajectory_id"], maintain_order=True)
+        .agg(
+            pl.first("instance_id"), pl.first("repo"), pl.first("agent"), pl.first("model"), pl.first("format"),
+            pl.first("resolved"), pl.first("first_edit_turn"),
+            pl.col("turn").n_unique().alias("n_turns"),
+            pl.col("turn").filter(pl.col("is_call")).n_unique().alias("n_tool_turns"),
+            pl.col("is_call").sum().alias("n_calls"),
+            pl.col("call_tokens").sum().alias("tokens"),
+            pl.col("tokens_estimated").any().alias("tokens_estimated"),
+            pl.col("turn").filter(explore & before).n_unique().alias("explore_turns_before"),
+            (explore & before).sum().alias("explore_calls_before"),
+            pl.col("call_tokens").filter(explore & before).sum().alias("handoff_tokens"),
+        )
+        .with_columns(
+            pl.when(pl.col("first_edit_turn").is_null()).then(None).otherwise(pl.col("explore_turns_before"))
+            .alias("explore_turns_before"),
+            pl.when(pl.col("first_edit_turn").is_null()).then(None).otherwise(pl.col("explore_calls_before"))
+            .alias("explore_calls_before"),
+        )
+    )
+
+
+# ------------------------------------------------------------------ summary
+
+def _f(x) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else round(x, 6)
+
+
+_FE_COLS = ("first_edit_turn", "explore_turns_before", "explore_calls_before")
+
+
+def _shares_by(steps, key: str | None) -> dict:
+    """{group: {turn_share, token_share, obs_token_share, read_search_*}} in one pass per measure."""
+    import polars as pl
+
+    keys = [key] if key else []
+    calls = steps.filter(pl.col("is_call"))
+    per = {}
+    for (measure, frame, col) in (("turn_share", calls, "weight"), ("token_share", steps, "call_tokens"),
+                                  ("obs_token_share", steps, "call_obs_tokens")):
+        g = frame.group_by([*keys, "category"]).agg(pl.col(col).sum().alias("v"))
+        for row in g.iter_rows():
+            k = row[0] if key else None
+            per.setdefault(k, {}).setdefault(measure, {})[row[-2]] = row[-1] or 0.0
+    out = {}
+    for k, d in per.items():
+        res = {}
+        for measure in ("turn_share", "token_share", "obs_token_share"):
+            vals = d.get(measure, {})
+            tot = sum(vals.values())
+            cats = list(CATEGORIES) + (["none"] if measure != "turn_share" and "none" in vals else [])
+            res[measure] = {c: _f(vals.get(c, 0.0) / tot) if tot else None for c in cats}
+        for name, src in (("read_search_turn_share", "turn_share"), ("read_search_token_share", "token_share"),
+                          ("read_search_obs_token_share", "obs_token_share")):
+            v = [res[src][c] for c in EXPLORE]
+            res[name] = _f(sum(v)) if all(x is not None for x in v) else None
+        out[k] = res
+    return out
+
+
+def _first_edit_by(trajs, key: str | None) -> dict:
+    """{group: first-edit statistics} over trajectories with a first edit (see the module doc)."""
+    import polars as pl
+
+    fe = pl.col("first_edit_turn").is_not_null()
+    aggs = [pl.len().alias("trajectories"), fe.sum().alias("with_first_edit")]
+    for c in _FE_COLS:
+        x = pl.col(c).filter(fe).cast(pl.Float64)
+        aggs += [x.mean().alias(f"{c}_mean"), x.median().alias(f"{c}_median")]
+    aggs += [pl.col("handoff_tokens").filter(fe).sum().alias("_h"), pl.col("tokens").filter(fe).sum().alias("_t")]
+    g = trajs.group_by(key).agg(aggs) if key else trajs.select(aggs)
+    out = {}
+    for row in g.iter_rows(named=True):
+        k = row.pop(key) if key else None
+        h, t = row.pop("_h"), row.pop("_t")
+        row = {c: (int(v) if c in ("trajectories", "with_first_edit") else _f(v)) for c, v in row.items()}
+        row["without_first_edit"] = row["trajectories"] - row["with_first_edit"]
+        row["handoff_share"] = _f(h / t) if row["with_first_edit"] and t else None
+        out[k] = row
+    return out
+
+
+def _blocks(steps, trajs, key: str | None) -> dict:
+    import polars as pl
+
+    keys = [key] if key else []
+    sh = _shares_by(steps, key)
+    fe = _first_edit_by(trajs, key)
+    size = steps.group_by(keys).agg(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t")) \
+        if key else steps.select(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))
+    sizes = {(r[0] if key else None): (int(r[-2]), _f(r[-1])) for r in size.iter_rows()}
+    out = {}
+    for k in fe:
+        calls, tokens = sizes.get(k, (0, 0.0))
+        out[k] = {**sh.get(k, {}), **fe[k], "calls": calls, "tokens": tokens}
+    return out
+
+
+def block(steps, trajs) -> dict:
+    """Every metric for one set of steps and the matching trajectories."""
+    return _blocks(steps, trajs, None)[None]
+
+
+def _split(steps, trajs, col: str) -> dict:
+    out = _blocks(steps, trajs, col)
+    return {("unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)): v
+            for k, v in out.items()}
+
+
+def shares(steps) -> dict:
+    """Shares of tool-use turns, call tokens and observation tokens per category."""
+    return _shares_by(steps, None).get(None, {})
+
+
+def first_edit_stats(trajs) -> dict:
+    """First edit turn and exploration before it, over trajectories with a first edit."""
+    return _first_edit_by(trajs, None)[None]
+
+
+@dataclass
+class Analysis:
+    steps: object  # polars.DataFrame, one row per action
+    trajectories: object  # polars.DataFrame, one row per trajectory
+    files: FileReport
+
+    def summary(self) -> dict:
+        import polars as pl
+
+        s, t = self.steps, self.trajectories
+        parsers = dict(Counter(s.filter(pl.col("is_call"))["parser"].to_list()))
+        out = {
+            "files": self.files.to_dict(),
+            "trajectories": t.height,
+            "actions": int(s["is_call"].sum()),
+            "turns_without_action": int((~s["is_call"]).sum()),
+            "parsers": parsers,
+            "unparsable_actions": parsers.get("unparsable", 0),
+            "tokens_estimated_share": _f(s["tokens_estimated"].mean()) if s.height else None,
+            "overall": block(s, t) if s.height else {},
+            "by_resolved": _split(s, t, "resolved") if s.height else {},
+            "by_dataset": _split(s, t, "dataset") if s.height else {},
+            "by_repo": _split(s, t, "repo") if s.height else {},
+            "seeds": SEEDS,
+        }
+        from fasbench.trajectories.tokens import TOKENIZER_NAME
+
+        out["estimation_tokenizer"] = TOKENIZER_NAME
+        return out
+
+    def write(self, out_dir: str | Path) -> tuple[Path, Path]:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.steps.write_parquet(out / "steps.parquet")
+        (out / "summary.json").write_text(json.dumps(self.summary(), indent=2), encoding="utf-8")
+        return out / "steps.parquet", out / "summary.json"
+
+
+def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = None, progress: bool = True,
+                limit: int | None = None) -> tuple[list[tuple[Trajectory, str]], FileReport]:
+    """Parse every trajectory under ``paths``; bad files are skipped and recorded with their reason.
+    ``limit`` keeps the first N files of each path (for smoke runs)."""
+    from tqdm.auto import tqdm
+
+    report = FileReport()
+    paths = list(paths)
+    files: list[tuple[Path, str, dict]] = []
+    for p in paths:
+        found = discover([p], report)
+        lab = labels if labels is not None else load_labels(p)
+        files.extend((f, ds, lab) for f, ds in found[:limit])
+    out = []
+    for f, ds, lab in tqdm(files, desc="trajectories", unit="file", disable=not progress or len(files) < 50):
+        try:
+            parsed = parse_file(f)
+        except TrajectoryError as e:
+            report.skipped.append((str(f), str(e)))
+            continue
+        except OSError as e:
+            report.skipped.append((str(f), f"unreadable ({e})"))
+            continue
+        report.parsed.append(str(f))
+        report.formats[parsed.format] += 1
+        report.sidechain_lines += parsed.dropped_lines
+        if parsed.partial:
+            report.partial.append((str(f), parsed.partial))
+        for tr in parsed.trajectories:
+            if tr.resolved is None:
+                tr.resolved = lab.get(tr.instance_id)
+            out.append((tr, ds))
+    return out, report
+
+
+def analyze_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = None, progress: bool = True,
+                  limit: int | None = None) -> Analysis:
+    """Parse, classify and measure every trajectory under ``paths`` (files or folders)."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()  # the loop only allocates (no cycles to free); collections would rescan the kept turns
+    try:
+        trajs, report = parse_paths(paths, labels, progress, limit)
+        steps = steps_frame(trajs)
+    finally:
+        if enabled:
+            gc.enable()
+    return Analysis(steps, trajectory_frame(steps), report)

@@ -1,0 +1,811 @@
+"""One category per coding-agent action: read, search, edit, test or other.
+
+The rubric (issue 4; FastContext's analysis of mini-swe-agent runs):
+
+- read: displays located files: cat, head, tail, ``sed -n``, nl, less, awk printing; SWE-agent
+  open, goto, scroll_*; git show/blame.
+- search: locates: grep/rg/ag/ack/git grep, find, ls, tree; SWE-agent search_dir, search_file,
+  find_file.
+- edit: creates/changes/moves/deletes files: ``sed -i``, ``perl -i``, redirection into a file other
+  than /dev/null, tee, heredoc into a file, patch, git apply, git checkout/restore of paths, mv, cp,
+  rm, mkdir, touch, chmod, python that writes files; SWE-agent edit/create/insert.
+- test: runs code: python scripts, ``python -m``, ``python -c``, pytest, tox, runtests, build/test
+  tools, java, node.
+- other: git status/diff/log, pip, echo, cd alone, submit, exit, empty.
+
+A compound action (``&&``, ``||``, ``;``, ``|``, several lines, subshells, loops, command
+substitutions) takes the highest of its parts in the order edit > test > search > read > other.
+
+Shell text is parsed exactly: heredoc bodies are cut out first; what remains is either in a regular
+subset of the shell grammar (words, simple quotes, ``&& || ; | &``, newlines, plain redirections),
+which a regex lexer tokenises exactly and fast (``lexer``), or it goes to tree-sitter-bash, a full
+bash grammar (subshells, loops, expansions, command substitutions: ``tree-sitter``). On the 27k real
+actions in data/trajectories both give identical results wherever both apply. Where tree-sitter
+reports a syntax error, a tolerant splitter on unquoted operators is used (``fallback``); where even
+that fails the action is ``unparsable`` and classified by its first word. ``Action.parser`` says
+which path was taken so that the analysis can count them. (bashlex was measured first: ~0.5 ms per
+action and parse errors on 17% of the real actions, mostly quoted heredoc delimiters.)
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+from typing import NamedTuple
+
+CATEGORIES = ("edit", "test", "search", "read", "other")  # highest first
+RANK = {c: len(CATEGORIES) - i for i, c in enumerate(CATEGORIES)}  # edit 5 … other 1
+PARSERS = ("tree-sitter", "lexer", "fallback", "unparsable", "tool", "empty")
+
+
+class Action(NamedTuple):
+    """What one action does.
+
+    category: the rubric's category. parts: the category of each simple command, in order.
+    targets: files the action writes, where the command names them. code_writes: code (python -c,
+    a python heredoc, a patch without named files) that writes files it does not name plainly.
+    created: (path, text) for files written from a heredoc (scripts the agent later runs).
+    runs: script paths the action executes (python x.py, bash x.sh, ./x).
+    parser: lexer | tree-sitter | fallback | unparsable | tool | empty. unknown: command names the
+    rubric does not know (classified other).
+    """
+
+    category: str
+    parser: str
+    parts: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    code_writes: bool = False
+    created: tuple[tuple[str, str], ...] = ()
+    runs: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+
+
+def top(categories) -> str:
+    """The highest category of several (``other`` for none)."""
+    best = "other"
+    for c in categories:
+        if RANK[c] > RANK[best]:
+            best = c
+    return best
+
+
+# ------------------------------------------------------------------ command tables
+
+READ = {
+    "cat", "head", "tail", "less", "more", "nl", "bat", "batcat", "view", "od", "hexdump", "xxd", "strings",
+    "wc", "diff", "cmp", "tac", "sort", "uniq", "cut", "column", "fold", "jq", "colordiff", "zcat", "zless",
+    "open", "goto", "scroll_up", "scroll_down",  # SWE-agent
+}
+SEARCH = {
+    "grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "ack-grep", "find", "fd", "fdfind", "ls", "ll", "tree",
+    "locate", "mlocate", "du", "stat", "file", "realpath", "readlink", "which", "whereis", "ctags",
+    "search_dir", "search_file", "find_file",  # SWE-agent
+}
+EDIT = {
+    "mv", "cp", "rm", "rmdir", "mkdir", "touch", "chmod", "chown", "ln", "install", "truncate", "unlink",
+    "dos2unix", "patch", "rsync", "unzip", "edit", "create", "insert", "append",  # last four: SWE-agent
+}
+TEST = {
+    "pytest", "py.test", "tox", "nox", "nosetests", "trial", "coverage", "make", "cmake", "ctest", "ninja",
+    "meson", "npm", "npx", "yarn", "pnpm", "node", "nodejs", "deno", "bun", "tsc", "java", "javac", "mvn",
+    "gradle", "gradlew", "go", "cargo", "rustc", "gcc", "g++", "cc", "clang", "clang++", "ruby", "rspec",
+    "rake", "bundle", "php", "phpunit", "sphinx-build", "django-admin", "mypy", "flake8", "pylint", "ruff",
+    "ipython", "jupyter", "julia", "Rscript", "dotnet", "swift", "scala", "sbt", "lua", "runtests",
+}
+OTHER = {
+    "cd", "pushd", "popd", "echo", "printf", "pwd", "export", "source", ".", "set", "unset", "true", "false",
+    ":", "sleep", "pip", "pip3", "conda", "mamba", "apt", "apt-get", "yum", "brew", "env", "whoami", "date",
+    "clear", "exit", "history", "alias", "kill", "ps", "jobs", "wait", "trap", "yes", "seq", "tr", "test", "[",
+    "[[", "submit", "exit_cost", "exit_forfeit", "exit_context", "exit_format", "skip", "basename", "dirname",
+    "id", "uname", "hostname", "read", "shift", "return", "local", "declare", "eval", "git", "xargs",
+}
+# Wrappers that run the command after them (their own options skipped).
+WRAPPERS = {"sudo", "time", "nohup", "nice", "stdbuf", "command", "exec", "builtin", "timeout", "env", "xvfb-run"}
+NULL_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
+WRITE_OPS = {">", ">>", ">|", "&>", "&>>", ">&"}
+GIT_SEARCH = {"grep", "ls-files", "ls-tree"}
+GIT_READ = {"show", "blame", "cat-file", "annotate"}
+GIT_EDIT = {"apply", "am", "restore", "rm", "mv", "clean", "stash", "reset", "checkout", "cherry-pick",
+            "revert", "merge", "rebase", "pull"}
+
+# Commands whose category does not depend on their arguments.
+_FIXED = {
+    **{n: "other" for n in OTHER - {"git", "xargs", "env"}},
+    **{n: "test" for n in TEST},
+    **{n: "read" for n in READ},
+    **{n: "search" for n in SEARCH - {"find"}},
+}
+_SED_INPLACE = re.compile(r"-[a-zA-Z]*i|--in-place(?:=|$)")
+_SED_SCRIPT_OPT = re.compile(r"-e$|--expression|-f$|-[a-zA-Z]*e$")
+_PERL_INPLACE = re.compile(r"-(?![MmIx])[0-9a-zA-Z]*i")
+_PERL_LOOP = re.compile(r"-[0-9a-zA-Z]*[np]")
+_PY = re.compile(r"^(python[0-9.]*|pypy[0-9.]*)$")
+# open(<one level of parentheses>, 'w' | "a" | 'r+' | mode='wb' …), pathlib writes, file-moving
+# calls. Each pattern starts with a literal so that the regex engine can skip ahead quickly.
+_CODE_WRITES = [
+    re.compile(r"""open\((?:[^()\n]|\([^()\n]*\))*?,\s*(?:mode\s*=\s*)?[bBrRuU]?['"][rbt]*[wax+][rwaxbt+]*['"]"""),
+    re.compile(r"\.write_(?:text|bytes)\("),
+    re.compile(r"shutil\.(?:copy\w*|move|rmtree)\("),
+    re.compile(r"os\.(?:remove|unlink|rename|replace|makedirs|mkdir|rmdir)\("),
+    re.compile(r"\.(?:unlink|touch|to_csv)\("),
+    re.compile(r"inplace\s*=\s*(?:True|1)"),
+]
+_DIFF_TARGET = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
+
+
+def code_writes(code: str) -> bool:
+    """Whether python source writes, moves or deletes files."""
+    return any(p.search(code) for p in _CODE_WRITES)
+
+
+def _is_null(dest: str) -> bool:
+    return dest.startswith(NULL_DEVICES) or dest.lstrip("&").isdigit() or dest in ("-", "")
+
+
+def _nonopts(args: list[str]) -> list[str]:
+    return [a for a in args if not a.startswith("-")]
+
+
+class _Simple:
+    """One simple command as the parser saw it: words, (operator, destination) redirections, and
+    the text of a heredoc it reads."""
+
+    __slots__ = ("words", "redirects", "heredoc")
+
+    def __init__(self, words: list[str], redirects: list[tuple[str, str]] | None = None, heredoc: str | None = None):
+        self.words = words
+        self.redirects = redirects if redirects is not None else []
+        self.heredoc = heredoc
+
+
+class _Acc:
+    __slots__ = ("parts", "targets", "code_writes", "created", "runs", "unknown")
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.targets: list[str] = []
+        self.code_writes = False
+        self.created: list[tuple[str, str]] = []
+        self.runs: list[str] = []
+        self.unknown: list[str] = []
+
+
+def _strip_wrappers(words: list[str]) -> list[str]:
+    w = list(words)
+    while w:
+        head = w[0]
+        if "=" in head and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", head):  # VAR=value cmd
+            w = w[1:]
+        elif head in WRAPPERS:
+            w = w[1:]
+            if head == "timeout":
+                while w and w[0].startswith("-"):
+                    w = w[1:]
+                w = w[1:]  # the duration
+            elif head == "nice" and w[:1] == ["-n"]:
+                w = w[2:]
+            else:
+                while w and w[0].startswith("-"):
+                    w = w[1:]
+        elif head in ("uv", "poetry", "pipenv", "hatch", "pdm", "conda") and len(w) > 1 and w[1] == "run":
+            w = w[2:]
+            while w and w[0].startswith("-"):
+                w = w[1:]
+        elif head == "xargs":
+            w = w[1:]
+            while w and w[0].startswith("-"):
+                opt = w.pop(0)
+                if opt in ("-I", "-n", "-P", "-d", "-L", "-a", "-s", "-E", "-i") and opt != "-i" and w:
+                    w.pop(0)
+        else:
+            break
+    return w
+
+
+def _simple(cmd: _Simple, acc: _Acc) -> str:
+    """Classify one simple command, recording what it writes and runs into ``acc``."""
+    writes = [d for op, d in cmd.redirects if op in WRITE_OPS and not _is_null(d)]
+    if writes:
+        acc.targets.extend(writes)
+        if cmd.heredoc is not None:
+            acc.created.extend((d, cmd.heredoc) for d in writes)
+    words = _strip_wrappers(cmd.words)
+    cat = _command(words, cmd, acc) if words else "other"
+    return "edit" if writes else cat
+
+
+def _command(words: list[str], cmd: _Simple, acc: _Acc) -> str:
+    w0 = words[0]
+    name = w0.rsplit("/", 1)[-1] if "/" in w0 else w0
+    fixed = _FIXED.get(name)
+    if fixed is not None and not w0.startswith(("./", "/")):
+        return fixed
+    args = words[1:]
+    if _PY.match(name):
+        return _python(args, cmd, acc)
+    if name in ("bash", "sh", "zsh", "dash"):
+        if "-c" in args and args.index("-c") + 1 < len(args):
+            sub = analyze(args[args.index("-c") + 1])
+        elif cmd.heredoc is not None and not _nonopts(args):
+            sub = analyze(cmd.heredoc)
+        elif _nonopts(args):
+            acc.runs.append(_nonopts(args)[0])
+            return "test"
+        else:
+            return "other"
+        acc.targets.extend(sub.targets)
+        acc.code_writes |= sub.code_writes
+        acc.created.extend(sub.created)
+        acc.runs.extend(sub.runs)
+        return sub.category
+    if name == "git":
+        return _git(args, cmd, acc)
+    if name == "sed":
+        if any(_SED_INPLACE.match(a) for a in args if a[:1] == "-"):
+            acc.targets.extend(_sed_files(args))
+            return "edit"
+        return "read"
+    if name == "perl":
+        opts = [a for a in args if a[:1] == "-"]
+        if any(_PERL_INPLACE.match(a) for a in opts):
+            acc.code_writes = True
+            acc.targets.extend(a for a in _nonopts(args)[1:])
+            return "edit"
+        return "read" if any(_PERL_LOOP.match(a) for a in opts) else "test"
+    if name in ("awk", "gawk", "mawk"):
+        if "inplace" in args:
+            acc.targets.extend(_nonopts(args)[1:])
+            return "edit"
+        return "read"
+    if name == "tee":
+        files = [a for a in _nonopts(args) if not _is_null(a)]
+        acc.targets.extend(files)
+        if cmd.heredoc is not None:
+            acc.created.extend((f, cmd.heredoc) for f in files)
+        return "edit" if files else "other"
+    if name == "find":
+        for op in ("-exec", "-execdir", "-ok", "-okdir"):
+            if op in args:
+                i = args.index(op) + 1
+                j = i
+                while j < len(args) and args[j] not in (";", "\\;", "+"):
+                    j += 1
+                sub = _Simple([a for a in args[i:j] if a != "{}"])
+                return top(["search", _simple(sub, acc)])
+        if "-delete" in args:
+            acc.code_writes = True
+            return "edit"
+        return "search"
+    if name == "patch" or name == "str_replace_editor" or name == "str_replace_based_edit_tool":
+        if name != "patch":
+            sub = args[0] if args else ""
+            if sub == "view":
+                return "read"
+            acc.targets.extend(_nonopts(args[1:2]))
+            return "edit"
+        if "--dry-run" in args or "-C" in args:
+            return "other"
+        acc.targets.extend(_DIFF_TARGET.findall(cmd.heredoc or ""))
+        if not cmd.heredoc:
+            acc.code_writes = True
+        return "edit"
+    if name in EDIT:
+        files = _nonopts(args)
+        if name in ("chmod", "chown"):
+            files = files[1:]
+        elif name in ("cp", "install", "ln", "rsync"):  # only the destination is written
+            files = files[-1:]
+        acc.targets.extend(files if name != "edit" else [])
+        if name in ("edit", "insert", "append", "unzip", "rsync", "ln", "install"):
+            acc.code_writes = acc.code_writes or name in ("unzip", "rsync")
+        return "edit"
+    if name in SEARCH:
+        return "search"
+    if name in READ:
+        return "read"
+    if name in TEST or name.startswith("runtests") or name.endswith((".py", ".sh")) or words[0].startswith(("./", "/")):
+        if name.endswith((".py", ".sh")) or words[0].startswith(("./", "/")):
+            acc.runs.append(words[0])
+        return "test"
+    if name in OTHER:
+        return "other"
+    acc.unknown.append(name)
+    return "other"
+
+
+def _sed_files(args: list[str]) -> list[str]:
+    """The file operands of a sed command line (the script is the first operand unless -e/-f gave it)."""
+    files, script_given, skip = [], False, False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("-e", "-f", "--expression", "--file"):
+            script_given, skip = True, True
+        elif a.startswith(("--expression=", "--file=")) or (a[:1] == "-" and _SED_SCRIPT_OPT.match(a)):
+            script_given = True
+            skip = a[:1] == "-" and not a.startswith("--") and a.endswith(("e", "f"))
+        elif a[:1] != "-":
+            files.append(a)
+    return files if script_given else files[1:]
+
+
+def _python(args: list[str], cmd: _Simple, acc: _Acc) -> str:
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-V", "--version", "-h", "--help"):
+            return "other"
+        if a == "-m":
+            mod = args[i + 1] if i + 1 < len(args) else ""
+            return "other" if mod in ("pip", "venv", "ensurepip", "site") else "test"
+        if a == "-c" or (a.startswith("-") and not a.startswith("--") and a.endswith("c") and len(a) <= 4):
+            code = args[i + 1] if i + 1 < len(args) else ""
+            if code_writes(code):
+                acc.code_writes = True
+                return "edit"
+            return "test"
+        if a in ("-W", "-X", "-Q"):
+            i += 2
+            continue
+        if a.startswith("-") and a != "-":
+            i += 1
+            continue
+        if a == "-" or a is None:
+            break
+        acc.runs.append(a)  # a script
+        return "test"
+    if cmd.heredoc is not None:  # python - <<EOF / python <<EOF
+        if code_writes(cmd.heredoc):
+            acc.code_writes = True
+            return "edit"
+        return "test"
+    return "test"  # the REPL, or stdin from a pipe/file
+
+
+_SWE_EDIT_BLOCK = re.compile(r"^(edit|insert|append)\b[^\n]*\n.*\bend_of_(edit|insert|append)\s*$", re.S)
+
+
+def _git(args: list[str], cmd: _Simple, acc: _Acc) -> str:
+    a = list(args)
+    while a and a[0].startswith("-"):
+        opt = a.pop(0)
+        if opt in ("-C", "-c") and a:
+            a.pop(0)
+    if not a:
+        return "other"
+    sub, rest = a[0], a[1:]
+    if sub in GIT_SEARCH:
+        return "search"
+    if sub in GIT_READ:
+        return "read"
+    if sub in GIT_EDIT:
+        if sub == "checkout" and any(r in ("-b", "-B", "--orphan") for r in rest):
+            return "other"
+        if sub == "stash" and rest[:1] in (["list"], ["show"]):
+            return "other"
+        if sub == "apply" and any(r in ("--check", "--stat", "--numstat", "--summary") for r in rest):
+            return "other"
+        if sub == "reset" and not ("--hard" in rest or "--" in rest):
+            return "other"
+        if sub == "apply":
+            acc.targets.extend(_DIFF_TARGET.findall(cmd.heredoc or ""))
+            if not cmd.heredoc:
+                acc.code_writes = True
+        elif "--" in rest:
+            acc.targets.extend(rest[rest.index("--") + 1:])
+        elif sub in ("checkout", "restore", "rm", "mv"):
+            acc.targets.extend(_nonopts(rest))
+        else:
+            acc.code_writes = True
+        return "edit"
+    return "other"
+
+
+# ------------------------------------------------------------------ tree-sitter parse
+
+@functools.lru_cache(maxsize=1)
+def _parser():
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|\$'([^']*)'""", re.S)
+_DQ_ESCAPE = re.compile(r'\\([\\"$`])')
+
+
+def _unquote_match(m: re.Match) -> str:
+    for g in m.groups():
+        if g is not None:
+            return g
+    return ""
+
+
+def _unquote(text: str) -> str:
+    if "'" not in text and '"' not in text and "\\" not in text:
+        return text
+    return _QUOTED.sub(_unquote_match, text)
+
+
+def _word(node) -> str:
+    """The shell word a node stands for, quotes removed."""
+    text = node.text.decode("utf-8", "replace")
+    t = node.type
+    if t == "raw_string":
+        return text[1:-1]
+    if t == "string":
+        inner = text[1:-1]
+        return _DQ_ESCAPE.sub(r"\1", inner) if "\\" in inner else inner
+    if t == "word" and "\\" not in text:
+        return text
+    return _unquote(text)
+
+
+_CONTAINERS_SKIP = {"heredoc_body", "comment", "heredoc_start", "heredoc_end"}
+
+
+_WORD_SPECIAL = re.compile(rb"[$`<>\\]")
+_WORDS = re.compile(r"""(?:'[^']*'|"[^"$`\\]*"|[^\s'"\\])+""")
+_WORDS_LINE = re.compile(r"""\s*(?:(?:'[^']*'|"[^"$`\\]*"|[^\s'"\\])++\s*)*+""")
+
+
+class _Walk:
+    """One tree-sitter walk: the simple commands found, and heredoc bodies cut out before parsing."""
+
+    __slots__ = ("out", "bodies", "k")
+
+    def __init__(self, bodies: list[str] | None):
+        self.out: list[_Simple] = []
+        self.bodies = bodies
+        self.k = 0
+
+    def walk(self, node) -> None:
+        t = node.type
+        out = self.out
+        if t == "command":
+            raw = node.text
+            if not _WORD_SPECIAL.search(raw):  # plain words and simple quotes: split them directly
+                text = raw.decode("utf-8", "replace")
+                if _WORDS_LINE.fullmatch(text):
+                    out.append(_Simple([_unquote(w) if ("'" in w or '"' in w) else w for w in _WORDS.findall(text)]))
+                    return
+            words = []
+            redirects: list[tuple[str, str]] = []
+            nesting = b"$(" in raw or b"`" in raw or b"<(" in raw or b">(" in raw
+            skip_args = False
+            for ch in node.named_children:
+                ct = ch.type
+                if ct == "variable_assignment":
+                    self.nested(ch)
+                elif ct == "file_redirect":
+                    redirects.append(_ts_redirect(ch))
+                elif ct == "herestring_redirect":
+                    continue
+                else:
+                    if nesting and ct != "raw_string":
+                        self.nested(ch)
+                    if skip_args:
+                        continue
+                    w = _word(ch)
+                    if not words and w in _FIXED:
+                        skip_args = True  # its category does not depend on the arguments
+                    words.append(w)
+            out.append(_Simple(words, redirects))
+            return
+        if t == "redirected_statement":
+            # Redirections apply to the last simple command of the body (``a && b > f``,
+            # ``a | b > f``); commands after a heredoc start on its line (``cat <<EOF | python``)
+            # come after it.
+            start = len(out)
+            body = node.child_by_field_name("body")
+            if body is not None:
+                self.walk(body)
+            if len(out) == start:
+                out.append(_Simple([]))
+            target = out[-1]
+            for ch in node.named_children:
+                if body is not None and ch.id == body.id:
+                    continue
+                if ch.type == "file_redirect":
+                    target.redirects.append(_ts_redirect(ch))
+                elif ch.type == "heredoc_redirect":
+                    n = len(out)
+                    target.heredoc, inner = self.heredoc(ch)
+                    target.redirects.extend(inner)
+                    if target.words[:1] == ["cat"] and not inner and len(out) > n and out[n].heredoc is None:
+                        out[n].heredoc = target.heredoc  # cat <<EOF | python: python reads the text
+            return
+        if t in _CONTAINERS_SKIP:
+            return
+        for ch in node.named_children:
+            self.walk(ch)
+
+    def nested(self, node) -> None:
+        """Commands inside a word: $(…), `…`, <(…)."""
+        for ch in node.named_children:
+            if ch.type in ("command_substitution", "process_substitution"):
+                self.walk(ch)
+            elif ch.named_child_count:
+                self.nested(ch)
+
+    def heredoc(self, node) -> tuple[str, list[tuple[str, str]]]:
+        body, redirects = "", []
+        for ch in node.named_children:
+            if ch.type == "heredoc_body":
+                body = ch.text.decode("utf-8", "replace")
+            elif ch.type == "file_redirect":
+                redirects.append(_ts_redirect(ch))
+            elif ch.type not in ("heredoc_start", "heredoc_end"):
+                self.walk(ch)  # cat <<EOF | python, cat <<EOF && …
+        if self.bodies is not None and self.k < len(self.bodies):
+            body = self.bodies[self.k]
+            self.k += 1
+        return body, redirects
+
+
+def _ts_redirect(node) -> tuple[str, str]:
+    op, dest = "", ""
+    for ch in node.children:
+        if not ch.is_named:
+            op += ch.type
+        elif ch.type != "file_descriptor":
+            dest = _word(ch)
+    return op.strip(), dest
+
+
+_HD_START = re.compile(r"(?<!<)<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z_0-9.-]*)\2")
+
+
+def _terminator(text: str, word: str, start: int, tabs: bool) -> tuple[int, int] | None:
+    """(start, end after its newline) of the first line at or after ``start`` that is exactly
+    ``word`` (after leading tabs for ``<<-``; a trailing CR allowed)."""
+    n, lw = len(text), len(word)
+    i = text.find(word, start)
+    while i >= 0:
+        b = i
+        if tabs:
+            while b > start and text[b - 1] == "\t":
+                b -= 1
+        e = i + lw
+        if e < n and text[e] == "\r":
+            e += 1
+        if (b == start or text[b - 1] == "\n") and (e == n or text[e] == "\n"):
+            return b, min(e + 1, n)
+        i = text.find(word, i + 1)
+    return None
+
+
+def _cut_heredocs(text: str, keep_end: bool = True) -> tuple[str, list[str] | None]:
+    """The text with heredoc bodies removed (delimiter lines kept), and the bodies in order; the text
+    unchanged and None when it has no heredoc or one is not terminated. Parsing bodies as shell is
+    wasted work: they are most of the bytes of agents' file-writing commands."""
+    m = _HD_START.search(text)
+    if m is None:
+        return text, None
+    parts: list[str] = []
+    bodies: list[str] = []
+    pos = 0
+    while m is not None:
+        eol = text.find("\n", m.end())
+        if eol < 0:
+            return text, None
+        parts.append(text[pos:eol + 1])
+        cur = eol + 1
+        for h in _HD_START.finditer(text, m.start(), eol):  # several heredocs may start on one line
+            span = _terminator(text, h.group(3), cur, bool(h.group(1)))
+            if span is None:
+                return text, None
+            bodies.append(text[cur:span[0]])
+            if keep_end:  # tree-sitter wants the delimiter line; the lexer does not
+                parts.append(text[span[0]:span[1]])
+            cur = span[1]
+        pos = cur
+        m = _HD_START.search(text, pos)
+    parts.append(text[pos:])
+    return "".join(parts), bodies
+
+
+# ------------------------------------------------------------------ tolerant fallback
+
+_TOKEN = re.compile(
+    r"""\s*(?:(?P<op>&&|\|\||;;|[;&|\n]|\(|\))|(?P<redir>\d?(?:>>|>\||&>>|&>|>&|>|<<<|<<-?|<))"""
+    r"""|(?P<word>(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s;&|()<>'"\\])+))""",
+    re.S,
+)
+
+
+def _fallback(text: str) -> list[_Simple]:
+    src, bodies = _cut_heredocs(text)
+    bodies = bodies or []
+    out: list[_Simple] = []
+    cur = _Simple([])
+    pos, pending, nbody = 0, None, 0
+    while pos < len(src):
+        m = _TOKEN.match(src, pos)
+        if not m or m.end() == pos:
+            if src[pos:].strip():
+                raise ValueError(f"cannot tokenise at {pos}: {src[pos:pos + 20]!r}")
+            break
+        pos = m.end()
+        if m.group("op"):
+            if cur.words or cur.redirects:
+                out.append(cur)
+            cur = _Simple([])
+        elif m.group("redir"):
+            pending = m.group("redir").lstrip("0123456789")
+        elif m.group("word") is not None:
+            w = _unquote(m.group("word"))
+            if pending in ("<<", "<<-"):
+                cur.heredoc = bodies[nbody] if nbody < len(bodies) else ""
+                nbody += 1
+            elif pending is not None and pending != "<":
+                cur.redirects.append((pending, w))
+            elif pending is None:
+                cur.words.append(w)
+            pending = None
+    if cur.words or cur.redirects:
+        out.append(cur)
+    return out
+
+
+# ------------------------------------------------------------------ entry points
+
+# Words (plain, '…', "…" without expansions), list/pipe operators and plain redirections: a regular
+# subset of the shell grammar that a regex tokenises exactly. Anything else (expansions, escapes,
+# subshells, braces, heredocs, comments, reserved words) goes to tree-sitter.
+_WORD_RE = r"""(?:[^\s'"\\;&|<>()$`#{}]+|'[^']*'|"[^"$`\\]*")+"""
+_OP_RE = r"""&&|\|\||[;|&\n]"""
+_REDIR_RE = r"""\d?(?:>>|>\||&>>|&>|>&|>)|<<-?(?!<)|<(?![<(])"""
+_TOKENS = re.compile(f"({_OP_RE})|({_REDIR_RE})|({_WORD_RE})")
+# no capturing groups here: 3.11's possessive repeats mis-track them
+_REGULAR = re.compile(f"[ \\t]*(?:(?:{_OP_RE}|{_REDIR_RE}|{_WORD_RE})[ \\t]*)*+")
+RESERVED = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
+            "function", "select", "time", "coproc", "!", "[[", "]]"}
+
+
+def _regular(text: str) -> list[_Simple] | None:
+    """The simple commands of ``text`` when it is in the regular subset (heredoc bodies cut out
+    first), else None."""
+    bodies = None
+    if "<<" in text:
+        text, bodies = _cut_heredocs(text, keep_end=False)
+        if bodies is None:
+            return None
+    if not _REGULAR.fullmatch(text):
+        return None
+    cmds: list[_Simple] = []
+    ops: list[str] = []  # the operator after each command
+    words: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    heredoc = None
+    pending = None
+    k = 0
+    for op, red, word in _TOKENS.findall(text):
+        if word:
+            if pending is not None:
+                if pending[:2] == "<<":
+                    if bodies is None or k >= len(bodies):
+                        return None
+                    heredoc = bodies[k]
+                    k += 1
+                elif pending != "<":
+                    redirects.append((pending, _unquote(word)))
+                pending = None
+            else:
+                if not words and word in RESERVED:
+                    return None
+                words.append(_unquote(word) if ("'" in word or '"' in word) else word)
+        elif pending is not None:
+            return None
+        elif red:
+            pending = red.lstrip("0123456789")
+        else:
+            if words or redirects or heredoc is not None:
+                cmds.append(_Simple(words, redirects, heredoc))
+                ops.append(op)
+            words, redirects, heredoc = [], [], None
+    if pending is not None or (bodies is not None and k != len(bodies)):
+        return None
+    if words or redirects or heredoc is not None:
+        cmds.append(_Simple(words, redirects, heredoc))
+    for i, c in enumerate(cmds[:-1]):  # cat <<EOF | python: python reads the text
+        if (c.heredoc is not None and c.words[:1] == ["cat"] and not c.redirects and ops[i] == "|"
+                and cmds[i + 1].heredoc is None):
+            cmds[i + 1].heredoc = c.heredoc
+    return cmds
+
+
+_PLAIN = re.compile(r"[\w./:=,@%+^~-][\w./:=,@%+^~ -]*\Z")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def analyze(action: str) -> Action:
+    """Classify one shell action (a command line, possibly several lines) and say what it writes."""
+    text = (action or "").strip()
+    if not text:
+        return Action("other", "empty")
+    if _SWE_EDIT_BLOCK.match(text):  # SWE-agent's edit/insert block: its body is code, not shell
+        return Action("edit", "tool", ("edit",))
+    parser = "tree-sitter"
+    if _PLAIN.match(text):  # plain words only: the shell's parse is the split on blanks
+        acc = _Acc()
+        part = _simple(_Simple(text.split()), acc)
+        return Action(part, "lexer", (part,), tuple(acc.targets), acc.code_writes, (), tuple(acc.runs),
+                      tuple(acc.unknown))
+    cmds = _regular(text)
+    if cmds is not None:
+        parser = "lexer"
+    try:
+        if cmds is not None:
+            pass
+        else:
+            src, bodies = _cut_heredocs(text)
+            tree = _parser().parse(src.encode("utf-8"))
+            if tree.root_node.has_error:
+                raise ValueError("tree-sitter parse error")
+            w = _Walk(bodies)
+            w.walk(tree.root_node)
+            cmds = w.out
+    except ValueError:
+        try:
+            cmds = _fallback(text)
+            parser = "fallback"
+        except ValueError:
+            try:
+                first = shlex.split(text.split("\n", 1)[0])[:1]
+            except ValueError:
+                first = text.split()[:1]
+            cmds = [_Simple(first)]
+            parser = "unparsable"
+    acc = _Acc()
+    for c in cmds:
+        acc.parts.append(_simple(c, acc))
+    return Action(
+        top(acc.parts), parser, tuple(acc.parts), tuple(dict.fromkeys(acc.targets)), acc.code_writes,
+        tuple(acc.created), tuple(acc.runs), tuple(acc.unknown),
+    )
+
+
+def classify(action: str) -> str:
+    """The rubric's category of one shell action."""
+    return analyze(action).category
+
+
+# Tool-call agents (Claude Code, SWE-agent's editor tools, fasbench's own tool sets).
+TOOL_CATEGORIES = {
+    "read": {"read", "view_file", "read_file", "open_file", "notebookread", "view", "cat", "open", "goto",
+             "scroll_up", "scroll_down"},
+    "search": {"grep", "glob", "ls", "grep_search", "view_directory", "list_dir", "list_directory", "find_file",
+               "search_dir", "search_file", "codebase_search", "file_search", "search", "find", "list_files"},
+    "edit": {"edit", "multiedit", "write", "notebookedit", "create_file", "write_file", "edit_file", "apply_patch",
+             "str_replace", "insert", "create", "replace_in_file"},
+    "other": {"report_back", "submit", "finish", "think", "todowrite", "todoread", "task", "agent", "exitplanmode",
+              "webfetch", "websearch", "bashoutput", "killshell", "killbash"},
+}
+SHELL_TOOLS = {"bash", "shell", "execute_bash", "run_command", "terminal", "exec", "run", "bash_command",
+               "run_shell_command", "execute_command", "cmd"}
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file")
+
+
+def analyze_call(name: str, arguments) -> Action:
+    """Classify one tool call: shell tools by their command, the others by the tool's name."""
+    n = (name or "").strip()
+    key = n.lower()
+    args = arguments if isinstance(arguments, dict) else {}
+    if key in SHELL_TOOLS:
+        cmd = args.get("command", args.get("cmd", arguments if isinstance(arguments, str) else ""))
+        if isinstance(cmd, list):
+            cmd = " ".join(map(shlex.quote, map(str, cmd)))
+        return analyze(str(cmd))
+    if key in ("str_replace_editor", "str_replace_based_edit_tool", "text_editor"):
+        sub = str(args.get("command", ""))
+        if sub == "view":
+            return Action("read", "tool", ("read",))
+        return Action("edit", "tool", ("edit",), tuple(str(args[k]) for k in _PATH_KEYS if k in args))
+    for cat, names in TOOL_CATEGORIES.items():
+        if key in names:
+            targets = tuple(str(args[k]) for k in _PATH_KEYS if k in args) if cat == "edit" else ()
+            return Action(cat, "tool", (cat,), targets)
+    return Action("other", "tool", ("other",), unknown=(n,))

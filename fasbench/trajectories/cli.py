@@ -1,0 +1,82 @@
+"""``fasbench classify`` and ``fasbench trajectories analyze`` (registered by fasbench.cli's PLUGINS)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def classify_cmd(
+    details: bool = typer.Option(False, "--details", help="print each action's analysis as JSON instead"),
+):
+    """Read actions from stdin, one JSON-encoded string per line; print one category per line."""
+    from fasbench.trajectories.classify import analyze
+
+    for i, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            _fail(f"stdin line {i}: empty; expected a JSON-encoded string such as \"ls -la\"")
+        try:
+            action = json.loads(line)
+        except json.JSONDecodeError as e:
+            _fail(f"stdin line {i}: not JSON ({e}); expected a JSON-encoded string such as \"ls -la\"")
+        if not isinstance(action, str):
+            _fail(f"stdin line {i}: expected a JSON string, got {type(action).__name__}")
+        a = analyze(action)
+        typer.echo(json.dumps(a._asdict()) if details else a.category)
+
+
+def analyze_cmd(
+    paths: List[Path] = typer.Argument(..., help="trajectory files or folders (gzip or plain; formats detected)"),
+    out: Path = typer.Option(..., "--out", help="folder for steps.parquet and summary.json"),
+    labels: Optional[Path] = typer.Option(None, "--labels", help="{instance_id: resolved} JSON[.gz] (default: found "
+                                          "beside the trajectories: resolved.json[.gz], eval_reports/, sb-cli-report.json)"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N files of each path (smoke runs)"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+):
+    """Parse, classify and measure trajectories; write DIR/steps.parquet and DIR/summary.json."""
+    import gzip
+
+    from fasbench.trajectories.analysis import analyze_paths
+
+    for p in paths:
+        if not p.exists():
+            _fail(f"no such file or folder: {p}")
+    lab = None
+    if labels is not None:
+        if not labels.is_file():
+            _fail(f"--labels {labels} is not a file")
+        raw = labels.read_bytes()
+        try:
+            lab = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        except (json.JSONDecodeError, OSError) as e:
+            _fail(f"--labels {labels}: not JSON ({e})")
+        if not isinstance(lab, dict):
+            _fail(f"--labels {labels}: expected an object {{instance_id: true|false}}")
+        lab = {str(k): bool(v) for k, v in lab.items()}
+    a = analyze_paths(paths, labels=lab, progress=not quiet, limit=limit)
+    steps, summary = a.write(out)
+    s = json.loads(summary.read_text(encoding="utf-8"))
+    f = s["files"]
+    o = s["overall"]
+    typer.echo(f"parsed {f['parsed']} files ({s['trajectories']} trajectories, {s['actions']} actions); "
+               f"skipped {f['skipped']}" + (f" {f['skipped_by_reason']}" if f["skipped"] else ""))
+    if o:
+        typer.echo(f"read+search: {o['read_search_turn_share']:.3f} of tool turns, {o['read_search_token_share']:.3f} "
+                   f"of tokens; first edit turn mean {o['first_edit_turn_mean']}")
+    typer.echo(f"wrote {steps} and {summary}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("classify")(classify_cmd)
+    traj = typer.Typer(no_args_is_help=True, help="Main-agent trajectory analysis.")
+    traj.command("analyze")(analyze_cmd)
+    app.add_typer(traj, name="trajectories")

@@ -1,0 +1,485 @@
+"""Main-agent trajectories in five formats → one ``Trajectory`` of turns and calls each.
+
+Formats (``detect`` tells them apart by content, not by name; files may be gzip or plain):
+
+- ``mini-swe-agent-1``: mini-swe-agent v1 ``.traj.json``: one ```bash block per assistant message
+  (a message with zero or several blocks was a format error and ran nothing), usage in
+  ``extra.response.usage``.
+- ``mini-swe-agent-tools``: mini-swe-agent v1.1/v2 (and any OpenAI-style ``messages`` list):
+  assistant ``tool_calls``, ``role: tool`` results.
+- ``swe-agent``: classic SWE-agent ``.traj`` (``trajectory`` steps with ``action``/``observation``,
+  ``history``, ``info``); per-step tokens are not recorded, so they are estimated.
+- ``claude-code``: Claude Code session JSONL (``type: user|assistant``, ``message.content`` blocks
+  ``tool_use``/``tool_result``, ``message.usage``); one turn per API message id; side-chain
+  (sub-agent) lines are left out and counted.
+- ``fasbench-trace``: fasbench's own ``Trace`` JSONL (``fasbench.records``), one trace per line.
+
+A file that cannot be read (bad gzip, invalid or truncated JSON, unknown layout) raises
+``TrajectoryError`` with the reason; ``analysis`` counts it. A JSONL file whose last line was cut
+off mid-write is read without that line and reported as partial.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
+
+FORMATS = ("mini-swe-agent-1", "mini-swe-agent-tools", "swe-agent", "claude-code", "fasbench-trace")
+
+
+class TrajectoryError(ValueError):
+    """A trajectory file could not be parsed; the message is the reason."""
+
+
+@dataclass(slots=True)
+class Call:
+    """One action: a tool name, the raw action text, and the parsed arguments (None for shell text)."""
+
+    tool: str
+    action: str
+    args: dict | None = None
+
+
+@dataclass(slots=True)
+class Turn:
+    """One model call (1-based ``index``) and the calls it made.
+
+    prompt/completion tokens are the model call's; ``reasoning_tokens`` are completion tokens that are
+    not fed back into the next prompt. ``obs_tokens`` is set only where the format gives or estimates
+    the observation directly; otherwise the analysis takes the growth of the next prompt.
+    """
+
+    index: int
+    calls: list[Call] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int = 0
+    obs_tokens: int | None = None
+    estimated: bool = False
+
+
+@dataclass
+class Trajectory:
+    trajectory_id: str
+    instance_id: str
+    agent: str
+    model: str
+    format: str
+    turns: list[Turn]
+    submission: str | None = None
+    resolved: bool | None = None
+    exit_status: str | None = None
+    path: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedFile:
+    trajectories: list[Trajectory]
+    format: str
+    partial: str | None = None  # why some of the file was left out (a truncated last JSONL line)
+    dropped_lines: int = 0  # e.g. Claude Code side-chain lines
+
+
+# ------------------------------------------------------------------ reading
+
+def read_text(path: str | Path) -> str:
+    """The file's text, gunzipped when it starts with the gzip magic."""
+    data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except EOFError as e:
+            raise TrajectoryError(f"truncated gzip ({e})") from e
+        except (OSError, zlib.error) as e:
+            raise TrajectoryError(f"corrupt gzip ({e})") from e
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TrajectoryError(f"not UTF-8 text ({e})") from e
+
+
+def load(path: str | Path) -> tuple[Any, str | None]:
+    """(object or list of JSONL objects, partial-reason). Raises TrajectoryError."""
+    text = read_text(path)
+    if not text.strip():
+        raise TrajectoryError("empty file")
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as e:
+        if e.msg != "Extra data":
+            if e.msg.startswith("Unterminated string") or e.pos >= len(text.rstrip()) - 1:  # ran into EOF
+                raise TrajectoryError(f"truncated JSON ({e.msg} at char {e.pos} of {len(text)})") from e
+            raise TrajectoryError(f"invalid JSON ({e.msg} at line {e.lineno} col {e.colno})") from e
+    lines = text.split("\n")
+    objs, partial = [], None
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            objs.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if i == len(lines) - 1:  # no newline after it: cut off mid-write
+                partial = f"truncated last line {i + 1} ({e.msg})"
+                continue
+            raise TrajectoryError(f"invalid JSONL line {i + 1} ({e.msg})") from e
+    if not objs:
+        raise TrajectoryError(partial or "no JSON objects")
+    return objs, partial
+
+
+def detect(obj: Any) -> str:
+    """The format of a loaded file (see ``FORMATS``); raises TrajectoryError when unknown."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("trajectory"), list):
+            return "swe-agent"
+        msgs = obj.get("messages")
+        if isinstance(msgs, list):
+            fmt = str(obj.get("trajectory_format", ""))
+            if fmt.startswith("mini-swe-agent-1."):
+                return "mini-swe-agent-tools"
+            if fmt == "mini-swe-agent-1":
+                return "mini-swe-agent-1"
+            # other chat logs: tool calls anywhere make them tool-call logs
+            if any(isinstance(m, dict) and m.get("tool_calls") for m in msgs if m.get("role") == "assistant"):
+                return "mini-swe-agent-tools"
+            return "mini-swe-agent-1"
+        if "task_id" in obj and "turns" in obj:
+            return "fasbench-trace"
+        raise TrajectoryError(f"unknown trajectory layout (keys: {', '.join(sorted(obj)[:8])})")
+    if isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
+        first = obj[0]
+        if "task_id" in first and "turns" in first and "policy" in first:
+            return "fasbench-trace"
+        if any(o.get("type") in ("user", "assistant") and isinstance(o.get("message"), dict) for o in obj[:50]):
+            return "claude-code"
+        if isinstance(first.get("role"), str):  # a bare list of chat messages
+            return "mini-swe-agent-tools"
+    raise TrajectoryError(f"unknown trajectory layout ({type(obj).__name__})")
+
+
+def parse_file(path: str | Path) -> ParsedFile:
+    """Parse one trajectory file of any known format. Raises TrajectoryError with the reason."""
+    path = Path(path)
+    obj, partial = load(path)
+    fmt = detect(obj)
+    try:
+        if fmt == "mini-swe-agent-1":
+            trajs, dropped = [_mini_v1(obj, path)], 0
+        elif fmt == "mini-swe-agent-tools":
+            trajs, dropped = [_mini_tools(obj if isinstance(obj, dict) else {"messages": obj}, path)], 0
+        elif fmt == "swe-agent":
+            trajs, dropped = [_swe_agent(obj, path)], 0
+        elif fmt == "claude-code":
+            t, dropped = _claude_code(obj, path)
+            trajs = [t]
+        else:
+            trajs, dropped = _fasbench(obj if isinstance(obj, list) else [obj], path), 0
+    except TrajectoryError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise TrajectoryError(f"{fmt}: malformed ({type(e).__name__}: {e})") from e
+    return ParsedFile(trajs, fmt, partial, dropped)
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suf in (".gz", ".jsonl", ".json", ".traj"):
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+    return name
+
+
+def _text(content) -> str:
+    """Message content as text (strings, or lists of {type: text, text} blocks)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for b in content:
+            if isinstance(b, dict):
+                parts.append(str(b.get("text") or b.get("content") or ""))
+            else:
+                parts.append(str(b))
+        return "\n".join(parts)
+    return str(content)
+
+
+def _usage(m: dict) -> dict | None:
+    extra = m.get("extra")
+    if extra:
+        resp = extra.get("response")
+        if isinstance(resp, dict):
+            u = resp.get("usage")
+            if isinstance(u, dict):
+                return u
+    u = m.get("usage")
+    return u if isinstance(u, dict) else None
+
+
+def _apply_usage(turn: Turn, u: dict | None) -> None:
+    if not u:
+        return
+    turn.prompt_tokens = u["prompt_tokens"] if "prompt_tokens" in u else u.get("input_tokens")
+    turn.completion_tokens = u["completion_tokens"] if "completion_tokens" in u else u.get("output_tokens")
+    details = u.get("completion_tokens_details")
+    if details and isinstance(details, dict):
+        turn.reasoning_tokens = int(details.get("reasoning_tokens") or 0)
+
+
+def _estimate_chat(turns: list[Turn], msgs: list[dict], assistant_idx: list[int]) -> None:
+    """Fill missing prompt/completion tokens from the chat messages with the offline tokenizer."""
+    if all(t.prompt_tokens is not None and t.completion_tokens is not None for t in turns):
+        return
+    sizes = count_tokens_batch([_msg_text(m) for m in msgs])
+    prefix = [0]
+    for s in sizes:
+        prefix.append(prefix[-1] + s)
+    for t, i in zip(turns, assistant_idx):
+        if t.prompt_tokens is None or t.completion_tokens is None:
+            t.prompt_tokens, t.completion_tokens, t.estimated = prefix[i], sizes[i], True
+
+
+def _msg_text(m: dict) -> str:
+    s = _text(m.get("content"))
+    for tc in m.get("tool_calls") or []:
+        fn = tc.get("function") or {}
+        s += "\n" + str(fn.get("name", "")) + " " + str(fn.get("arguments", ""))
+    return s
+
+
+def _model_of(info: dict, msgs: list[dict]) -> str:
+    cfg = info.get("config") or {}
+    model = (cfg.get("model") or {}).get("model_name") if isinstance(cfg.get("model"), dict) else None
+    if not model:
+        for m in msgs:
+            resp = (m.get("extra") or {}).get("response") if isinstance(m, dict) else None
+            if isinstance(resp, dict) and resp.get("model"):
+                return str(resp["model"])
+    return str(model or "")
+
+
+_BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)  # mini-swe-agent v1's own action regex
+
+
+def _bash_blocks(text: str) -> list[str]:
+    """``_BASH_BLOCK.findall(text)`` with str.find instead of the regex's character-by-character
+    lazy scan (the same matches, several times faster on long commands)."""
+    out = []
+    i = text.find("```bash")
+    n = len(text)
+    while i >= 0:
+        j = i + 7
+        k = j
+        while k < n and text[k] in " \t\n\r\f\v":
+            k += 1
+        # ``\s*\n``: greedy, so the rightmost newline of the run first; then the lazy body
+        found = None
+        p = text.rfind("\n", j, k)
+        while p >= j:
+            q = text.find("\n```", p + 1)
+            if q >= 0:
+                found = (p + 1, q)
+                break
+            p = text.rfind("\n", j, p)
+        if found is None:
+            i = text.find("```bash", i + 1)
+            continue
+        out.append(text[found[0]:found[1]])
+        i = text.find("```bash", found[1] + 4)
+    return out
+
+
+def _mini_v1(d: dict, path: Path) -> Trajectory:
+    info = d.get("info") or {}
+    msgs = d["messages"]
+    turns, idx = [], []
+    for i, m in enumerate(msgs):
+        if m.get("role") != "assistant":
+            continue
+        content = m.get("content")
+        blocks = _bash_blocks(content if isinstance(content, str) else _text(content))
+        t = Turn(len(turns) + 1, [Call("bash", blocks[0])] if len(blocks) == 1 else [])
+        _apply_usage(t, _usage(m))
+        turns.append(t)
+        idx.append(i)
+    _estimate_chat(turns, msgs, idx)
+    return Trajectory(
+        trajectory_id=_stem(path), instance_id=str(d.get("instance_id") or _stem(path)),
+        agent=f"mini-swe-agent {info.get('mini_version', '')}".strip(), model=_model_of(info, msgs),
+        format="mini-swe-agent-1", turns=turns, submission=info.get("submission"),
+        exit_status=info.get("exit_status"), path=str(path),
+    )
+
+
+def _mini_tools(d: dict, path: Path) -> Trajectory:
+    info = d.get("info") or {}
+    msgs = d["messages"]
+    turns, idx = [], []
+    submission = info.get("submission")
+    for i, m in enumerate(msgs):
+        if m.get("role") == "exit" and submission is None:
+            submission = (m.get("extra") or {}).get("submission") or m.get("content")
+        if m.get("role") != "assistant":
+            continue
+        t = Turn(len(turns) + 1)
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or tc
+            name = str(fn.get("name", ""))
+            raw = fn.get("arguments", {})
+            if isinstance(raw, str):
+                try:
+                    args = json.loads(raw) if raw.strip() else {}
+                except json.JSONDecodeError:
+                    args = raw
+            else:
+                args = raw
+            action = args.get("command", args.get("cmd")) if isinstance(args, dict) else None
+            t.calls.append(Call(name, str(action) if action is not None else (
+                raw if isinstance(raw, str) else json.dumps(raw)), args if isinstance(args, dict) else None))
+        _apply_usage(t, _usage(m))
+        turns.append(t)
+        idx.append(i)
+    _estimate_chat(turns, msgs, idx)
+    return Trajectory(
+        trajectory_id=_stem(path), instance_id=str(d.get("instance_id") or _stem(path)),
+        agent=f"mini-swe-agent {info.get('mini_version', '')}".strip() if info else "chat",
+        model=_model_of(info, msgs), format="mini-swe-agent-tools", turns=turns, submission=submission,
+        exit_status=info.get("exit_status"), path=str(path),
+    )
+
+
+SWE_AGENT_TOOLS = {"open", "goto", "scroll_up", "scroll_down", "search_dir", "search_file", "find_file", "edit",
+                   "create", "insert", "append", "submit", "str_replace_editor", "filemap"}
+
+
+def _swe_agent(d: dict, path: Path) -> Trajectory:
+    info = d.get("info") or {}
+    steps = d["trajectory"]
+    history = d.get("history") or []
+    prefix_texts = []
+    for m in history:
+        if m.get("role") == "assistant" and not m.get("is_demo"):
+            break
+        prefix_texts.append(_text(m.get("content")))
+    texts = []
+    for s in steps:
+        texts.append(str(s.get("response") or (str(s.get("thought") or "") + "\n" + str(s.get("action") or ""))))
+        texts.append(str(s.get("observation") or ""))
+    sizes = count_tokens_batch(prefix_texts + texts)
+    prompt = sum(sizes[: len(prefix_texts)])
+    sizes = sizes[len(prefix_texts):]
+    turns = []
+    open_file = None
+    for i, s in enumerate(steps):
+        action = str(s.get("action") or "").strip()
+        first = action.split(None, 1)[0] if action else ""
+        tool = first if first in SWE_AGENT_TOOLS else "bash"
+        t = Turn(i + 1, [Call(tool, action)] if action else [], prompt, sizes[2 * i], 0, sizes[2 * i + 1], True)
+        state = s.get("state")
+        if isinstance(state, str):
+            try:
+                state = json.loads(state)
+            except json.JSONDecodeError:
+                state = None
+        if tool == "edit" and open_file and t.calls:
+            t.calls[0].args = {"path": open_file}  # SWE-agent's edit changes the open file
+        if isinstance(state, dict) and state.get("open_file") not in (None, "n/a"):
+            open_file = state["open_file"]
+        prompt += sizes[2 * i] + sizes[2 * i + 1]
+        turns.append(t)
+    model = ""
+    rc = d.get("replay_config")
+    if isinstance(rc, str):
+        try:
+            rc = json.loads(rc)
+        except json.JSONDecodeError:
+            rc = None
+    if isinstance(rc, dict):
+        model = str(((rc.get("agent") or {}).get("model") or {}).get("name", ""))
+    return Trajectory(
+        trajectory_id=_stem(path), instance_id=_stem(path), agent="swe-agent", model=model, format="swe-agent",
+        turns=turns, submission=info.get("submission"), exit_status=info.get("exit_status"), path=str(path),
+        meta={"model_stats": info.get("model_stats")},
+    )
+
+
+def _claude_code(lines: list[dict], path: Path) -> tuple[Trajectory, int]:
+    turns: list[Turn] = []
+    by_id: dict[str, Turn] = {}
+    dropped = 0
+    model, session = "", ""
+    for o in lines:
+        if o.get("type") not in ("user", "assistant"):
+            continue
+        if o.get("isSidechain"):
+            dropped += 1
+            continue
+        session = session or str(o.get("sessionId") or "")
+        msg = o.get("message") or {}
+        if o["type"] != "assistant":
+            continue
+        mid = str(msg.get("id") or o.get("requestId") or o.get("uuid") or len(turns))
+        t = by_id.get(mid)
+        if t is None:
+            t = by_id[mid] = Turn(len(turns) + 1)
+            turns.append(t)
+        model = str(msg.get("model") or model)
+        content = msg.get("content")
+        for b in content if isinstance(content, list) else []:
+            if isinstance(b, dict) and b.get("type") == "tool_use":
+                args = b.get("input") if isinstance(b.get("input"), dict) else {}
+                name = str(b.get("name", ""))
+                action = args.get("command") if name == "Bash" else json.dumps(args, ensure_ascii=False)
+                t.calls.append(Call(name, str(action or ""), args))
+        u = msg.get("usage")
+        if isinstance(u, dict):
+            p = sum(int(u.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens",
+                                                  "cache_read_input_tokens"))
+            t.prompt_tokens = max(t.prompt_tokens or 0, p)
+            t.completion_tokens = max(t.completion_tokens or 0, int(u.get("output_tokens") or 0))
+    for t in turns:
+        if t.prompt_tokens is None:
+            t.prompt_tokens, t.completion_tokens, t.estimated = 0, count_tokens(
+                " ".join(c.action for c in t.calls)), True
+    if not turns:
+        raise TrajectoryError("claude-code: no assistant messages")
+    return Trajectory(
+        trajectory_id=_stem(path), instance_id=session or _stem(path), agent="claude-code", model=model,
+        format="claude-code", turns=turns, path=str(path),
+    ), dropped
+
+
+def _fasbench(objs: list[dict], path: Path) -> list[Trajectory]:
+    from fasbench.records import RecordError, Trace
+
+    out = []
+    for k, o in enumerate(objs):
+        try:
+            tr = Trace.from_dict(o)
+        except RecordError as e:
+            raise TrajectoryError(f"fasbench-trace record {k + 1}: {e}") from e
+        turns = []
+        for j, turn in enumerate(tr.turns):
+            t = Turn(j + 1, [Call(c.name, c.arguments_json(), c.arguments if isinstance(c.arguments, dict) else None)
+                             for c in turn.calls], turn.prompt_tokens, turn.completion_tokens)
+            turns.append(t)
+        if any(t.prompt_tokens is None or t.completion_tokens is None for t in turns):
+            msgs = tr.to_messages()
+            idx = [i for i, m in enumerate(msgs) if m.get("role") == "assistant"]
+            _estimate_chat(turns, msgs, idx)
+        out.append(Trajectory(
+            trajectory_id=tr.trace_id, instance_id=tr.task_id, agent=tr.policy, model=str(tr.meta.get("model", "")),
+            format="fasbench-trace", turns=turns, path=str(path), exit_status=tr.stop_reason,
+            meta={"toolset": tr.toolset},
+        ))
+    return out

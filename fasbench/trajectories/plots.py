@@ -1,0 +1,81 @@
+"""Figures and tables of the trajectory analysis (FastContext's Fig. 2 pair, the seeds' numbers)."""
+
+from __future__ import annotations
+
+from fasbench.trajectories.analysis import CATEGORIES, SEEDS
+
+# (label, seed, seed's value, how to read ours from a summary)
+SEED_ROWS = [
+    ("read+search share of tool-use turns", "FastContext", SEEDS["fastcontext"]["read_search_turn_share"],
+     lambda s: s["overall"]["read_search_turn_share"]),
+    ("read+search share of tokens", "FastContext", SEEDS["fastcontext"]["read_search_token_share"],
+     lambda s: s["overall"]["read_search_token_share"]),
+    ("search share of tokens (ours: read+search)", "Relace", SEEDS["relace"]["search_token_share"],
+     lambda s: s["overall"]["read_search_token_share"]),
+    ("first edit turn, mean", "FastContext", SEEDS["fastcontext"]["first_edit_turn_mean"],
+     lambda s: s["overall"]["first_edit_turn_mean"]),
+    ("exploration turns before first edit, median", "FastContext",
+     SEEDS["fastcontext"]["explore_turns_before_median"], lambda s: s["overall"]["explore_turns_before_median"]),
+    ("exploration calls before first edit, median", "FastContext",
+     SEEDS["fastcontext"]["explore_calls_before_median"], lambda s: s["overall"]["explore_calls_before_median"]),
+    ("exploration turns before first edit, mean, unresolved", "FastContext",
+     SEEDS["fastcontext"]["explore_turns_before_mean_unresolved"],
+     lambda s: s["by_resolved"].get("false", {}).get("explore_turns_before_mean")),
+    ("exploration turns before first edit, mean, resolved", "FastContext",
+     SEEDS["fastcontext"]["explore_turns_before_mean_resolved"],
+     lambda s: s["by_resolved"].get("true", {}).get("explore_turns_before_mean")),
+    ("handoff share: read+search tokens before the first edit", "Relace", SEEDS["relace"]["handoff_share"],
+     lambda s: s["overall"]["handoff_share"]),
+]
+
+
+def seeds_table(summaries: dict[str, dict]):
+    """A polars frame: each seed number beside ours for every summary (name → summary)."""
+    import polars as pl
+
+    rows = []
+    for label, seed, value, get in SEED_ROWS:
+        row = {"metric": label, "seed": seed, "seed value": value}
+        for name, s in summaries.items():
+            v = get(s)
+            row[name] = None if v is None else round(float(v), 3)
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def fig2(summary: dict, trajectories, title: str):
+    """FastContext's Fig. 2 pair for one data set. Left: share of tool-use turns and of tokens by
+    category. Right: exploration turns and calls before the first edit, resolved vs unresolved."""
+    import plotly.graph_objects as go
+    import polars as pl
+    from plotly.subplots import make_subplots
+
+    from fasbench.figures import CATEGORY_COLORS
+
+    o = summary["overall"]
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
+                        subplot_titles=("Share by category", "Exploration before the first edit"))
+    cats = list(CATEGORIES) + (["none"] if o["token_share"].get("none") else [])  # turns without an action
+    colors = {**CATEGORY_COLORS, "none": "#CCCCCC"}
+    for measure, name, pattern in (("turn_share", "tool-use turns", ""), ("token_share", "tokens", "/")):
+        vals = [o[measure].get(c) for c in cats]
+        fig.add_trace(go.Bar(x=[c if c != "none" else "no action" for c in cats], y=vals, name=name,
+                             marker_pattern_shape=pattern, marker_color=[colors[c] for c in cats],
+                             text=["" if v is None else f"{v:.0%}" for v in vals], textposition="outside",
+                             legendgroup="left"), row=1, col=1)
+    t = trajectories.filter(pl.col("first_edit_turn").is_not_null())
+    box_colors = {True: "#009E73", False: "#D55E00", None: "#999999"}
+    for resolved in (True, False, None):
+        sub = t.filter(pl.col("resolved").is_null() if resolved is None else pl.col("resolved") == resolved)
+        if not sub.height:
+            continue
+        label = {True: "resolved", False: "unresolved", None: "no label"}[resolved]
+        xs = ["turns"] * sub.height + ["calls"] * sub.height
+        ys = sub["explore_turns_before"].to_list() + sub["explore_calls_before"].to_list()
+        fig.add_trace(go.Box(x=xs, y=ys, name=f"{label} (n={sub.height})", marker_color=box_colors[resolved],
+                             boxmean=True, legendgroup="right"), row=1, col=2)
+    fig.update_layout(title=title, barmode="group", boxmode="group", width=1000, height=450,
+                      legend=dict(orientation="h", y=-0.15), margin=dict(t=95))
+    fig.update_yaxes(tickformat=".0%", title_text="share", row=1, col=1)
+    fig.update_yaxes(title_text="before the first edit", row=1, col=2)
+    return fig
