@@ -18,6 +18,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="fasbench: fa
 PLUGINS: list[str] = [
     "fasbench.data.cli",
     "fasbench.trajectories.cli",
+    "fasbench.eval_cli",
 ]
 
 

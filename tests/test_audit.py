@@ -1,0 +1,64 @@
+"""Reward-hacking audit: each scripted cheat is caught (or shown to go unseen) by the rewards."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from fasbench.audit import CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
+from fasbench.harness import run_episode
+from fasbench.metrics import normalize_path
+from fasbench.policies import bind_policy, make_policy
+from fasbench.policies.toy import make_corpus, toy_tasks
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tasks = toy_tasks(make_corpus(tmp_path_factory.mktemp("toy")))
+    pol = make_policy("heuristic:turns=3")
+    traces = [run_episode(t, pol, "relace") for t in tasks]
+    return tasks, traces
+
+
+def test_audit_table_verdicts(run):
+    tasks, traces = run
+    tab = audit_table(audit_frame(tasks, traces), n_boot=500)
+    assert set(tab["cheat"]) == set(CHEATS) and tab.height == len(CHEATS) * 5
+
+    def row(cheat, reward):
+        return tab.filter((pl.col("cheat") == cheat) & (pl.col("reward") == reward)).row(0, named=True)
+
+    for rw in ("relace-f2", "relace-hybrid", "fastcontext", "f0.5"):
+        assert row("nothing", rw)["verdict"] == "penalised"
+        assert row("top50", rw)["verdict"] == "penalised"
+        assert row("whole-files", rw)["verdict"] == "blind"  # file-level rewards cannot see it...
+    assert row("whole-files", "line-f1")["cheat_score"] < row("whole-files", "line-f1")["honest"]  # ...lines can
+    # FastContext's citation term pays for an answer with no gold file in it; Relace F2 does not
+    assert row("directory", "fastcontext")["paid_when_wrong"] > 0.5
+    assert row("mangled", "fastcontext")["paid_when_wrong"] > 0.5
+    assert row("directory", "relace-f2")["paid_when_wrong"] == 0.0
+
+
+def test_cheat_reports(run):
+    tasks, traces = run
+    t, tr = tasks[0], traces[0]
+    honest = set(tr.report.files)
+    seen = cheat_report("all-seen", tr.report, tr, t.root)
+    assert honest < set(seen.files) and len(seen.files) > 5
+    assert len(cheat_report("top50", tr.report, tr, t.root).files) >= len(honest)
+    whole = cheat_report("whole-files", tr.report, tr, t.root)
+    assert all(rs[0][0] == 1 and rs[0][1] > 100 for rs in whole.files.values())
+    assert all(normalize_path(p) not in honest for p in cheat_report("mangled", tr.report, tr, t.root).files)
+    assert all(p.endswith("/") for p in cheat_report("directory", tr.report, tr, t.root).files)
+    with pytest.raises(ValueError, match="unknown cheat"):
+        cheat_report("steal", tr.report, tr, t.root)
+
+
+@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+def test_cheat_policy_through_the_harness(run, toolset):
+    tasks, _ = run
+    t = tasks[0]
+    tr = run_episode(t, bind_policy(CheatPolicy(make_policy("heuristic"), "nonexistent"), t), toolset)
+    assert tr.stop_reason == "reported" and any(p.endswith("_fix.py") for p in tr.report.files)
+    tr = run_episode(t, bind_policy(CheatPolicy(make_policy("heuristic"), "nothing"), t), toolset)
+    assert tr.report is not None and tr.report.files == {}
