@@ -19,6 +19,7 @@ PLUGINS: list[str] = [
     "fasbench.data.cli",
     "fasbench.trajectories.cli",
     "fasbench.eval_cli",
+    "fasbench.sft.cli",
 ]
 
 

@@ -1,0 +1,338 @@
+"""SFT examples in TRL's conversational format (``messages`` + ``tools``) from harness episodes.
+
+Four sources (FastContext's three plus real reference traces):
+
+- ``multiturn_traj``: whole episodes of a reference policy (``heuristic`` by default, any
+  ``make_policy`` spec), kept when their reward reaches ``min_reward``;
+- ``reference_traj``: the exploration prefix of real mini-swe-agent trajectories, converted and
+  re-executed in the harness (``fasbench.sft.reference``), reporting the files the agent edited;
+- ``parallel_toolcalls``: first turns only (prompt → one assistant turn with 1–6 distinct calls),
+  taken from the episodes of the two sources above;
+- ``linerange``: one parallel turn viewing the gold files around the gold ranges (observations from
+  the harness, with line numbers), then the report with the tight gold ranges.
+
+Every conversation is exactly what the harness showed the policy (same prompts, tool schemas,
+truncation, and the harness's own reminder/last-turn notes). Splits follow the task splits: the
+``train`` and ``dev`` datasets are built from train and dev tasks only; test tasks are refused.
+Episodes are appended to ``<out>/episodes.jsonl`` as they finish, so an interrupted build resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl, turn_messages
+
+SOURCES = ("multiturn_traj", "reference_traj", "parallel_toolcalls", "linerange")
+
+
+@dataclass
+class BuildConfig:
+    """How to build an SFT data set (the ``build:`` block of a profile)."""
+
+    out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
+    toolset: str = "relace"  # relace | fastcontext: the tool set the student will use
+    task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (fasbench.data.load_tasks)
+    reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
+    policy: str = "heuristic"  # reference policy spec for multiturn_traj (fasbench.policies.make_policy)
+    reward: str = "relace"  # reward used to filter episodes (fasbench.reward.REWARDS)
+    min_reward: float = 0.3  # episodes below this reward are not used
+    max_tasks: dict[str, int] = field(default_factory=lambda: {"train": 40, "dev": 10})  # per split, per source
+    task_ids: list[str] = field(default_factory=list)  # restrict to these task ids (tests, debugging)
+    mix: dict[str, float] = field(default_factory=lambda: {s: 1.0 for s in SOURCES})  # share kept of each source
+    max_turns: int = 4  # harness turns of policy episodes (the prompt says so)
+    reference_max_turns: int = 8  # harness turns for re-executed reference traces
+    max_calls_per_turn: int = 6  # parallel calls per turn (and the parallel_toolcalls cap)
+    max_output_chars: int = 4000  # observation cap (evaluation must use the same)
+    linerange_context: int = 15  # lines viewed around each gold range in linerange examples
+    seed: int = 0  # sampling of the mix
+
+
+def limits(cfg: BuildConfig, max_turns: int | None = None):
+    from fasbench.harness import Limits
+    from fasbench.tools import ToolLimits
+
+    return Limits(max_turns=max_turns or cfg.max_turns, max_calls_per_turn=cfg.max_calls_per_turn,
+                  tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn))
+
+
+# ---------------------------------------------------------------- traces → messages
+
+
+def episode_messages(trace: Trace, toolset) -> list[dict]:
+    """The conversation the policy saw, ending with its last assistant message: the prompt, each
+    turn, and the notes the harness inserted (the last-turn note, the reminder after a turn with
+    neither calls nor answer). Tool results after the final report are dropped."""
+    from fasbench import harness
+
+    msgs = [dict(m) for m in trace.prompt]
+    note = {"role": "user", "content": toolset.final_turn_note()}
+    # the reminder after a turn with neither calls nor answer (must mirror harness.run_episode)
+    nudge = {"role": "user", "content": getattr(harness, "NO_CALL_NOTE", None) or toolset.final_turn_note()}
+    final_turn = trace.meta.get("final_note_turn")
+    for i, t in enumerate(trace.turns):
+        if final_turn == i:
+            msgs.append(dict(note))
+        tm = turn_messages(t)
+        last = i == len(trace.turns) - 1
+        if last and trace.report is not None:
+            msgs.append(tm[0])
+            break
+        msgs.extend(tm)
+        if not t.calls and not last:
+            msgs.append(dict(nudge))
+    return msgs
+
+
+def _example(msgs: list[dict], tools: list[dict], source: str, task: Task, trace: Trace | None) -> dict:
+    from fasbench.models import to_template_messages
+
+    msgs = to_template_messages(msgs)
+    n_asst = [m for m in msgs if m["role"] == "assistant"]
+    return {"messages": msgs, "tools": tools, "source": source, "task_id": task.id, "split": task.split or "",
+            "n_turns": len(n_asst), "n_calls": sum(len(m.get("tool_calls") or []) for m in n_asst),
+            "trace_id": trace.trace_id if trace else ""}
+
+
+def first_turn_example(trace: Trace, tools: list[dict], task: Task, max_calls: int = 6) -> dict | None:
+    """``parallel_toolcalls``: the prompt and the first assistant turn, with 1–``max_calls``
+    distinct calls (duplicates removed); None when the first turn has no call or too many."""
+    if not trace.turns:
+        return None
+    t0 = trace.turns[0]
+    seen, calls = set(), []
+    for c in t0.calls:
+        key = (c.name, c.arguments_json())
+        if key not in seen and isinstance(c.arguments, dict):
+            seen.add(key)
+            calls.append(c)
+    if not 1 <= len(calls) <= max_calls:
+        return None
+    from fasbench.records import Turn
+
+    msg = turn_messages(Turn(index=0, text=t0.text, calls=calls))[0]
+    return _example([dict(m) for m in trace.prompt] + [msg], tools, "parallel_toolcalls", task, trace)
+
+
+# ---------------------------------------------------------------- episodes per source
+
+
+def _dialect(toolset: str):
+    from fasbench.policies.dialect import Dialect
+
+    return Dialect(toolset)
+
+
+def reference_episode(task: Task, cfg: BuildConfig) -> tuple[Trace | None, dict]:
+    """A real trajectory's exploration re-executed in the harness on ``task.root``; returns the
+    trace (None when nothing converted) and conversion counts."""
+    from fasbench.harness import run_episode
+    from fasbench.policies.scripted import ScriptedPolicy
+    from fasbench.sft.reference import convert_actions, trajectory_actions
+
+    conv = convert_actions(trajectory_actions(task), cfg.toolset, task.query, Path(task.root),
+                           cfg.max_calls_per_turn)
+    info = {"n_actions": conv.n_actions, "n_converted": conv.n_converted,
+            "unconvertible": dict(conv.unconvertible), "n_turns_converted": len(conv.turns)}
+    if not conv.turns:
+        return None, info
+    turns = [{"text": "", "calls": g} for g in conv.turns[: cfg.reference_max_turns - 1]]
+    report = _dialect(cfg.toolset).report("report", task.gold.edited,
+                                          "Files the task's fix changes, with the relevant line ranges.")
+    turns.append(report)
+    tr = run_episode(task, ScriptedPolicy(turns, name="reference"), cfg.toolset,
+                     limits(cfg, max_turns=len(turns)))
+    tr.meta.update(info)
+    return tr, info
+
+
+def linerange_episode(task: Task, cfg: BuildConfig) -> Trace | None:
+    """One turn viewing the gold files around the gold ranges, then the tight report."""
+    from fasbench.harness import run_episode
+    from fasbench.policies.scripted import ScriptedPolicy
+
+    d = _dialect(cfg.toolset)
+    calls = []
+    for i, (path, ranges) in enumerate(task.gold.edited.items()):
+        for a, b in ranges:
+            calls.append(d.view(f"v{i}", path, a - cfg.linerange_context, b + cfg.linerange_context))
+    files = {p: r for p, r in task.gold.edited.items() if r}
+    if not calls or not files or len(calls) > cfg.max_calls_per_turn:
+        return None
+    from fasbench.records import Reply
+
+    turns = [Reply(text="", calls=calls), d.report("report", files, "The exact lines that need to change.")]
+    return run_episode(task, ScriptedPolicy(turns, name="linerange"), cfg.toolset, limits(cfg, max_turns=3))
+
+
+def _score(task: Task, trace: Trace, reward: str) -> float:
+    from fasbench.reward import score_report
+
+    return score_report(reward, task.gold, trace.report, turns=trace.n_turns, root=task.root).value
+
+
+# ---------------------------------------------------------------- the build
+
+
+def _tasks(cfg: BuildConfig, kind: str, split: str) -> list[Task]:
+    from fasbench.data import load_tasks
+
+    if split == "test":
+        raise ValueError("SFT data never uses test tasks")
+    if kind == "reference":
+        tasks = [t for t in load_tasks("agent-traces", split=split) if t.meta.get("agent_run") in cfg.reference_runs]
+    else:
+        tasks = load_tasks(cfg.task_source, split=split)
+    if cfg.task_ids:
+        tasks = [t for t in tasks if t.id in set(cfg.task_ids)]
+    return tasks
+
+
+def _materialized(tasks: list[Task], limit: int, desc: str) -> list[Task]:
+    """Up to ``limit`` tasks with their corpus (tasks whose corpus cannot be built are skipped)."""
+    from tqdm.auto import tqdm
+
+    from fasbench.data.corpus import CorpusError, materialize
+
+    out = []
+    with tqdm(total=limit, desc=desc) as bar:
+        for t in tasks:
+            if len(out) >= limit:
+                break
+            try:
+                out.append(materialize(t))
+                bar.update(1)
+            except (CorpusError, OSError, ValueError):
+                continue
+    return out
+
+
+def build(cfg: BuildConfig, out: str | Path) -> dict:
+    """Run the episodes (resuming from ``out/episodes.jsonl``), turn them into examples, apply the
+    mix and deduplicate, and save a ``datasets.DatasetDict`` (train/dev) to ``out/dataset``.
+    Returns the statistics also written to ``out/stats.json``."""
+    from tqdm.auto import tqdm
+
+    from fasbench.policies import bind_policy, make_policy
+    from fasbench.tools import make_toolset
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "episodes.jsonl"
+    repair_jsonl(log)
+    done = {(r["kind"], r["task_id"]) for r in iter_jsonl(log)} if log.exists() else set()
+    stats: dict[str, Any] = {"config": asdict(cfg), "unconvertible": Counter(), "episodes": Counter(),
+                             "dropped": Counter()}
+    policy = make_policy(cfg.policy) if "multiturn_traj" in cfg.mix else None
+    for split, limit in cfg.max_tasks.items():
+        jobs = []
+        if cfg.mix.get("multiturn_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0 or cfg.mix.get("linerange", 0) > 0:
+            for t in _materialized(_tasks(cfg, "policy", split), limit, f"{split} corpora"):
+                if cfg.mix.get("multiturn_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0:
+                    jobs.append(("policy", t))
+                if cfg.mix.get("linerange", 0) > 0:
+                    jobs.append(("linerange", t))
+        if cfg.mix.get("reference_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0:
+            for t in _materialized(_tasks(cfg, "reference", split), limit, f"{split} reference corpora"):
+                jobs.append(("reference", t))
+        for kind, t in tqdm(jobs, desc=f"{split} episodes"):
+            if (kind, t.id) in done:
+                continue
+            rec: dict[str, Any] = {"kind": kind, "task_id": t.id, "split": split, "task": t.to_dict(), "trace": None}
+            try:
+                if kind == "policy":
+                    from fasbench.harness import run_episode
+
+                    tr = run_episode(t, bind_policy(policy, t), cfg.toolset, limits(cfg))
+                elif kind == "reference":
+                    tr, info = reference_episode(t, cfg)
+                    rec["conversion"] = info
+                else:
+                    tr = linerange_episode(t, cfg)
+                rec["trace"] = tr.to_dict() if tr is not None else None
+            except Exception as e:  # one bad task must not stop the build; it is counted
+                rec["error"] = f"{type(e).__name__}: {e}"
+            append_jsonl(log, [rec])
+            done.add((kind, t.id))
+    # examples from every logged episode
+    examples: dict[str, list[dict]] = {"train": [], "dev": []}
+    for r in iter_jsonl(log):
+        if r["split"] not in examples or r["split"] not in cfg.max_tasks:
+            continue
+        if r.get("conversion"):
+            stats["unconvertible"].update(r["conversion"]["unconvertible"])
+        if r.get("trace") is None:
+            stats["dropped"][f"{r['kind']}: {r['error'] if r.get('error') else 'no episode'}"] += 1
+            continue
+        task, tr = Task.from_dict(r["task"]), Trace.from_dict(r["trace"])
+        if cfg.task_ids and task.id not in cfg.task_ids:
+            continue
+        ts = make_toolset(tr.toolset, task.root)
+        tools = ts.schemas
+        stats["episodes"][r["kind"]] += 1
+        if tr.report is None or _score(task, tr, cfg.reward) < cfg.min_reward:
+            stats["dropped"][f"{r['kind']}: reward < {cfg.min_reward}"] += 1
+            continue
+        src = {"policy": "multiturn_traj", "reference": "reference_traj", "linerange": "linerange"}[r["kind"]]
+        examples[r["split"]].append(_example(episode_messages(tr, ts), tools, src, task, tr))
+        if r["kind"] in ("policy", "reference"):
+            ex = first_turn_example(tr, tools, task, cfg.max_calls_per_turn)
+            if ex is not None:
+                examples[r["split"]].append(ex)
+    stats["examples"] = {}
+    final: dict[str, list[dict]] = {}
+    rng = random.Random(cfg.seed)
+    for split, exs in examples.items():
+        seen, uniq = set(), []
+        for ex in exs:
+            key = hashlib.sha256(json.dumps(ex["messages"], sort_keys=True).encode()).hexdigest()
+            if key not in seen:
+                seen.add(key)
+                uniq.append(ex)
+        mixed = []
+        for src in SOURCES:
+            pool = [e for e in uniq if e["source"] == src]
+            ratio = cfg.mix.get(src, 0.0)
+            k = round(len(pool) * ratio)
+            mixed += rng.sample(pool, min(k, len(pool))) + [rng.choice(pool) for _ in range(max(0, k - len(pool)))]
+        rng.shuffle(mixed)
+        final[split] = mixed
+        stats["examples"][split] = dict(Counter(e["source"] for e in mixed))
+    save_dataset(final, out / "dataset")
+    stats = {k: dict(v) if isinstance(v, Counter) else v for k, v in stats.items()}
+    (out / "stats.json").write_text(json.dumps(stats, indent=1))
+    return stats
+
+
+FEATURES_DOC = "messages and tools are List(Json()) so tool-call dicts keep their own keys (no null-padded merge)"
+
+
+def save_dataset(splits: dict[str, list[dict]], path: str | Path):
+    """Save examples as a DatasetDict with ``Json()`` features for messages and tools."""
+    from datasets import Dataset, DatasetDict, Features, Json, List, Value
+
+    feats = Features({"messages": List(Json()), "tools": List(Json()), "source": Value("string"),
+                      "task_id": Value("string"), "split": Value("string"), "n_turns": Value("int32"),
+                      "n_calls": Value("int32"), "trace_id": Value("string")})
+    # empty splits are left out (datasets cannot load an empty saved split back)
+    dd = DatasetDict({s: Dataset.from_list(rows, features=feats) for s, rows in splits.items() if rows})
+    dd.save_to_disk(str(path))
+    return dd
+
+
+def load_dataset(path: str | Path):
+    """The DatasetDict saved by ``build``."""
+    from datasets import load_from_disk
+
+    p = Path(path)
+    if (p / "dataset").is_dir():
+        p = p / "dataset"
+    if not p.exists():
+        raise FileNotFoundError(f"no SFT dataset at {path}; run `fasbench sft build --config …` first")
+    return load_from_disk(str(p))

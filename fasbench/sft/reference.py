@@ -1,0 +1,416 @@
+"""Real main-agent trajectories → harness episodes (FastContext-style reference traces).
+
+The exploration prefix (the actions before the first edit, as ``fasbench.data.agent_traces``
+finds it) of a mini-swe-agent trajectory is turned into tool calls of a harness tool set:
+
+- ``grep``/``egrep``/``rg``/``git grep`` → the grep tool (BRE patterns translated to Rust regex);
+- ``cat`` / ``nl`` / ``sed -n 'A,Bp'`` / ``head`` / ``tail`` (alone or piped) → the view tool with a
+  line range;
+- ``find … -name P`` → a file glob (relace: ``find`` through its read-only bash tool), ``ls`` /
+  ``find`` without ``-name`` → the directory tool (relace ``view_directory``, fastcontext ``Glob``).
+
+Consecutive independent reads are grouped into one parallel turn: a read opens a new turn when it
+targets something that only appeared in the output of a read of the current turn, when an
+unconvertible action (running code, writing a file) comes between, or when the turn is full.
+``cd`` is followed. Every other action is counted by program name in ``unconvertible``, never
+guessed. The calls are then re-executed by the harness on the task's corpus (so observations are
+exactly the harness's), and the final report cites the files the agent went on to edit, with the
+gold line ranges relocated onto the corpus.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import posixpath
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READS = {"grep", "egrep", "fgrep", "rg", "cat", "nl", "sed", "head", "tail", "ls", "find", "git"}
+NOOPS = {"cd", "echo", "pwd", "true", "clear"}
+
+
+@dataclass
+class Conversion:
+    """The tool-call turns of one trajectory's exploration prefix and what could not be converted."""
+
+    turns: list[list[dict]] = field(default_factory=list)  # each: [{"name", "arguments"}, ...]
+    unconvertible: Counter = field(default_factory=Counter)  # program name -> count
+    n_actions: int = 0  # actions in the exploration prefix
+    n_converted: int = 0  # actions that gave at least one call
+
+
+# ---------------------------------------------------------------- shell parsing
+
+
+def pipelines(cmd: str) -> list[list[list[str]]]:
+    """The pipelines of a command line (split on ``;``, ``&&``, ``||``, ``&``, newlines outside
+    quotes), each a list of commands' words (quote-aware). A redirection is kept as one word
+    ``>TARGET`` (``2>&1`` and ``>/dev/null`` dropped); a heredoc raises Unconvertible."""
+    if "<<" in cmd:
+        raise Unconvertible(posixpath.basename(cmd.split()[0]) + " (heredoc)" if cmd.split() else "heredoc")
+    lex = shlex.shlex(cmd.replace("\\\n", " "), posix=True, punctuation_chars=";&|<>")
+    lex.whitespace = " \t\r"
+    try:
+        toks = list(lex)
+    except ValueError:  # unbalanced quotes
+        raise Unconvertible("unparsable command")
+    out: list[list[list[str]]] = []
+    pl: list[list[str]] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if t in (";", "&&", "||", "&", "\n"):
+            if cur:
+                pl.append(cur)
+            if pl:
+                out.append(pl)
+            pl, cur = [], []
+        elif t == "|":
+            if cur:
+                pl.append(cur)
+            cur = []
+        elif set(t) <= set("<>&") and ">" in t:
+            if cur and cur[-1].isdigit():
+                cur.pop()
+            target = toks[i + 1] if i + 1 < len(toks) else ""
+            i += 1
+            if target not in ("/dev/null", "1", "2") and t not in (">&",):
+                cur.append(">" + target)
+        else:
+            cur.append(t)
+        i += 1
+    if cur:
+        pl.append(cur)
+    if pl:
+        out.append(pl)
+    return out
+
+
+def bre_to_rust(pattern: str, mode: str = "bre") -> str:
+    """A grep pattern as a Rust regex: ``bre`` (grep default) swaps escaped/unescaped meta
+    characters, ``ere`` (-E, rg) is kept, ``fixed`` (-F) is escaped."""
+    if mode == "fixed":
+        return re.escape(pattern)
+    if mode == "ere":
+        return pattern
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            n = pattern[i + 1]
+            out.append(n if n in "|(){}+?" else "\\" + n)
+            i += 2
+            continue
+        out.append("\\" + c if c in "|(){}+?" else c)
+        i += 1
+    return "".join(out)
+
+
+def _rel(path: str, cwd: str) -> str | None:
+    """A repository-relative path ('.' for the root), or None outside /testbed."""
+    full = posixpath.normpath(posixpath.join(cwd, path))
+    if full == "/testbed":
+        return "."
+    if not full.startswith("/testbed/"):
+        return None
+    return full[len("/testbed/"):]
+
+
+def _opts(words: list[str], with_value: set[str]) -> tuple[dict[str, str | bool], list[str]]:
+    """Options ({flag: value or True}) and operands; ``--x=v`` and bundled ``-rn`` understood."""
+    opts: dict[str, str | bool] = {}
+    ops: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "--":
+            ops += words[i + 1:]
+            break
+        if w.startswith("--") and "=" in w:
+            k, v = w.split("=", 1)
+            opts[k] = v
+        elif w in with_value and i + 1 < len(words):
+            opts[w] = words[i + 1]
+            i += 1
+        elif w.startswith("-") and len(w) > 1 and not w[1:].isdigit():
+            if w.startswith("--"):
+                opts[w] = True
+            else:
+                for ch in w[1:]:
+                    opts["-" + ch] = True
+        elif re.fullmatch(r"-\d+", w):
+            opts["-n"] = w[1:]
+        else:
+            ops.append(w)
+        i += 1
+    return opts, ops
+
+
+# ---------------------------------------------------------------- one pipeline → calls
+
+
+class Unconvertible(Exception):
+    """An action that is not a read the tool sets can express; the message names the program."""
+
+
+def _grep_calls(words: list[str], cwd: str, toolset: str) -> list[dict]:
+    prog = words[0]
+    args = words[1:]
+    if prog == "git":
+        args = args[1:]
+    opts, ops = _opts(args, {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude", "-g", "-t",
+                             "--exclude-dir", "--glob", "--type"})
+    pat = opts.get("-e")
+    if not isinstance(pat, str):
+        if not ops:
+            raise Unconvertible(prog)
+        pat, ops = ops[0], ops[1:]
+    mode = "fixed" if opts.get("-F") or prog == "fgrep" else "ere" if opts.get("-E") or prog in ("egrep", "rg") or opts.get("-P") else "bre"
+    if prog == "git" and not opts.get("-E") and not opts.get("-F"):
+        mode = "bre"
+    pattern = bre_to_rust(pat, mode)
+    if opts.get("-w"):
+        pattern = rf"\b(?:{pattern})\b"
+    ignore = bool(opts.get("-i"))
+    include = opts.get("--include") or opts.get("-g") or opts.get("--glob")
+    include = include if isinstance(include, str) else None
+    paths = [_rel(o, cwd) for o in ops] or ["."]
+    if any(p is None for p in paths):
+        raise Unconvertible(prog + " (outside the repository)")
+    calls = []
+    for p in paths:
+        if toolset == "relace":
+            glob = include
+            if p != ".":
+                is_file = "." in posixpath.basename(p) and not p.endswith("/")
+                glob = p if is_file else p.rstrip("/") + "/**" + ("/" + include if include else "")
+            a: dict = {"query": pattern, "case_sensitive": not ignore}
+            if glob:
+                a["include_pattern"] = glob
+            calls.append({"name": "grep_search", "arguments": a})
+        else:
+            a = {"pattern": pattern, "path": p,
+                 "output_mode": "files_with_matches" if opts.get("-l") else "content"}
+            if include:
+                a["glob"] = include
+            if ignore:
+                a["-i"] = True
+            for k in ("-A", "-B", "-C"):
+                if isinstance(opts.get(k), str) and opts[k].isdigit():
+                    a[k] = min(int(opts[k]), 100)
+            calls.append({"name": "Grep", "arguments": a})
+    return calls
+
+
+def _view(path: str, start: int, end: int | None, toolset: str) -> dict:
+    if toolset == "relace":
+        return {"name": "view_file", "arguments": {"path": path, "view_range": [start, end if end else -1]}}
+    a: dict = {"path": path, "offset": start}
+    if end:
+        a["limit"] = end - start + 1
+    return {"name": "Read", "arguments": a}
+
+
+_SED_RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
+
+
+def _sed_ranges(script: str) -> list[tuple[int, int]]:
+    out = []
+    for part in script.split(";"):
+        m = _SED_RANGE.match(part.strip())
+        if not m:
+            raise Unconvertible("sed (script)")
+        a = int(m.group(1))
+        out.append((a, int(m.group(2) or a)))
+    return out
+
+
+def _file_lines(root: Path | None, path: str) -> int | None:
+    if root is None:
+        return None
+    try:
+        with open(root / path, "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return None
+
+
+def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | None = None) -> list[dict]:
+    """The tool calls of one pipeline; raises Unconvertible for anything but a read."""
+    first = cmds[0]
+    prog = posixpath.basename(first[0])
+    for c in cmds:
+        if any(w.startswith(">") for w in c):
+            raise Unconvertible(prog + " (writes a file)")
+    if prog in ("grep", "egrep", "fgrep", "rg") or (prog == "git" and len(first) > 1 and first[1] == "grep"):
+        return _grep_calls(first, cwd, toolset)
+    if prog in ("cat", "nl", "head", "tail") or (prog == "sed" and "-n" in first):
+        if prog == "sed":
+            opts, ops = _opts(first[1:], {"-e"})
+            script = opts.get("-e") if isinstance(opts.get("-e"), str) else (ops.pop(0) if ops else "")
+            ranges = _sed_ranges(script)
+        else:
+            opts, ops = _opts(first[1:], {"-n", "-c", "-b", "-s", "-w"})
+            n = int(opts["-n"]) if isinstance(opts.get("-n"), str) and opts["-n"].lstrip("+").isdigit() else 10
+            ranges = [(1, n)] if prog == "head" else [(-n, -1)] if prog == "tail" else [(1, 0)]
+        if prog in ("cat", "nl") and len(cmds) == 2 and posixpath.basename(cmds[1][0]) in ("grep", "egrep", "rg"):
+            return _grep_calls(cmds[1] + ops, cwd, toolset)  # nl FILE | grep PAT == grep PAT FILE
+        # the rest of the pipeline narrows the range: | sed -n 'A,Bp' | head -n N
+        for c in cmds[1:]:
+            p2 = posixpath.basename(c[0])
+            if p2 == "sed" and "-n" in c:
+                o2, a2 = _opts(c[1:], {"-e"})
+                ranges = _sed_ranges(o2["-e"] if isinstance(o2.get("-e"), str) else (a2[0] if a2 else ""))
+            elif p2 == "head":
+                o2, _ = _opts(c[1:], {"-n"})
+                n = int(o2["-n"]) if isinstance(o2.get("-n"), str) and o2["-n"].isdigit() else 10
+                ranges = [(a, min(b, a + n - 1) if b > 0 else a + n - 1) for a, b in ranges[:1]]
+            elif p2 in ("grep", "wc", "awk", "sort", "uniq", "cut", "tr", "xargs"):
+                raise Unconvertible(f"{prog} | {p2}")
+        if not ops:
+            raise Unconvertible(prog + " (no file)")
+        calls = []
+        for o in ops:
+            p = _rel(o, cwd)
+            if p is None or p == ".":
+                raise Unconvertible(prog + " (outside the repository)")
+            for a, b in ranges:
+                if a < 0:  # tail -n N: needs the file length
+                    n_lines = _file_lines(root, p)
+                    if n_lines is None:
+                        raise Unconvertible("tail (unknown file length)")
+                    a, b = max(1, n_lines + a + 1), n_lines
+                calls.append(_view(p, a, b if b > 0 else None, toolset))
+        return calls
+    if prog in ("ls", "tree"):
+        opts, ops = _opts(first[1:], {"-I", "-L"})
+        calls = []
+        for o in ops or ["."]:
+            p = _rel(o, cwd)
+            if p is None:
+                raise Unconvertible(prog + " (outside the repository)")
+            if "." in posixpath.basename(p) and p != ".":
+                calls.append({"name": "view_directory", "arguments": {"path": posixpath.dirname(p) or "."}}
+                             if toolset == "relace" else {"name": "Glob", "arguments": {"pattern": posixpath.basename(p),
+                                                                                         "directory": posixpath.dirname(p) or "."}})
+                continue
+            calls.append({"name": "view_directory", "arguments": {"path": p}} if toolset == "relace"
+                         else {"name": "Glob", "arguments": {"pattern": "*", "directory": p}})
+        return calls
+    if prog == "find":
+        if any(posixpath.basename(c[0]) not in ("head", "sort", "tail") for c in cmds[1:]):
+            raise Unconvertible("find | " + posixpath.basename(cmds[1][0]))
+        words = first[1:]
+        starts = []
+        while words and not words[0].startswith(("-", "(", "!")):
+            starts.append(words.pop(0))
+        name = None
+        for i, w in enumerate(words):
+            if w in ("-name", "-iname") and i + 1 < len(words):
+                name = words[i + 1]
+            elif w in ("-exec", "-execdir", "-delete", "-path", "-regex"):
+                raise Unconvertible(f"find {w}")
+        d = _rel(starts[0] if starts else ".", cwd)
+        if d is None:
+            raise Unconvertible("find (outside the repository)")
+        if name is None:
+            return [{"name": "view_directory", "arguments": {"path": d}} if toolset == "relace"
+                    else {"name": "Glob", "arguments": {"pattern": "*", "directory": d}}]
+        if toolset == "relace":
+            return [{"name": "bash", "arguments": {"command": f"find {shlex.quote(d)} -name {shlex.quote(name)} -type f"}}]
+        return [{"name": "Glob", "arguments": {"pattern": name, "directory": d}}]
+    raise Unconvertible(prog)
+
+
+# ---------------------------------------------------------------- grouping into turns
+
+
+def _target(call: dict) -> str:
+    a = call["arguments"]
+    return str(a.get("path") or a.get("query") or a.get("pattern") or a.get("command") or "")
+
+
+def convert_actions(actions: list, toolset: str, query: str = "", root: Path | None = None,
+                    max_calls_per_turn: int = 6) -> Conversion:
+    """Tool-call turns from (command, output) actions (``fasbench.data.agent_traces.Action``)."""
+    conv = Conversion(n_actions=len(actions))
+    cwd = "/testbed"
+    group: list[dict] = []
+    group_out = ""  # outputs of the current turn's original actions
+    seen: set[str] = set()
+
+    def close():
+        nonlocal group, group_out
+        if group:
+            conv.turns.append(group)
+        group, group_out = [], ""
+
+    for act in actions:
+        calls: list[dict] = []
+        bad = None
+        try:
+            pls = pipelines(act.command)
+        except Unconvertible as e:
+            conv.unconvertible[str(e)] += 1
+            close()
+            continue
+        for pl in pls:
+            prog = posixpath.basename(pl[0][0])
+            if prog == "cd" and len(pl) == 1:
+                cwd = posixpath.normpath(posixpath.join(cwd, pl[0][1] if len(pl[0]) > 1 else "/testbed"))
+                continue
+            if prog in NOOPS and not any(w.startswith(">") for c in pl for w in c):
+                continue
+            try:
+                calls += pipeline_calls(pl, cwd, toolset, root)
+            except Unconvertible as e:
+                bad = str(e)
+                break
+        if bad is not None or not calls:
+            if bad is not None:
+                conv.unconvertible[bad] += 1
+                close()  # running code / writing breaks the run of independent reads
+            continue
+        conv.n_converted += 1
+        fresh = []
+        for c in calls:
+            key = json.dumps(c, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                fresh.append(c)
+        if not fresh:
+            continue
+        dependent = any((t := _target(c)) and t in group_out and t not in query for c in fresh)
+        if dependent or len(group) + len(fresh) > max_calls_per_turn:
+            close()
+        group.extend(fresh[:max_calls_per_turn])
+        group_out += act.output
+    close()
+    return conv
+
+
+# ---------------------------------------------------------------- trajectories on disk
+
+
+def trajectory_actions(task) -> list:
+    """The exploration prefix (actions before the first edit) of an agent-traces task's trajectory."""
+    from fasbench.data.agent_traces import RUNS, _trajectory_dir, read_actions
+
+    iid, run = task.meta.get("instance_id"), task.meta.get("agent_run")
+    if not iid or run not in RUNS:
+        raise ValueError(f"task {task.id} is not an agent-traces task (needs meta instance_id and agent_run)")
+    d = _trajectory_dir(RUNS[run][0]) / "trajs"
+    files = sorted(d.glob(f"{iid}.traj.json*"))
+    if not files:
+        raise FileNotFoundError(f"no trajectory for {iid} in {d}")
+    opener = gzip.open if files[0].suffix == ".gz" else open
+    with opener(files[0], "rt", encoding="utf-8") as f:
+        traj = json.load(f)
+    actions = read_actions(traj)
+    first = task.meta.get("first_edit_action")
+    return actions[:first] if first is not None else actions

@@ -1,0 +1,219 @@
+"""SFT with TRL's ``SFTTrainer``: assistant-only loss over the tool chat template, LoRA (PEFT) or
+full fine-tuning, checkpoints that resume. One code path for every profile (tiny, cpu, gpu); a
+profile is a YAML/JSON file with ``build:``, ``train:`` and ``eval:`` blocks
+(``fasbench/configs/sft_<name>.yaml``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from fasbench.paths import cache_dir, repo_root
+from fasbench.sft.data import BuildConfig
+
+
+@dataclass
+class TrainConfig:
+    """The ``train:`` block of a profile. Fields map onto TRL's ``SFTConfig`` / PEFT's ``LoraConfig``."""
+
+    model: str = "tiny"  # tiny | smollm2-offline | a checkpoint dir | a hub id (fasbench.models.load_model)
+    output_dir: str = ""  # "" = cache_dir("runs", "sft-<profile name>"); the final model lands in <it>/final
+    lora: bool = True  # LoRA adapters (merged into the saved final model) or full fine-tuning
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    lora_target_modules: str | list[str] = "all-linear"
+    max_steps: int = -1  # > 0 overrides num_train_epochs
+    num_train_epochs: float = 1.0
+    learning_rate: float = 2e-4
+    lr_scheduler_type: str = "cosine"  # "cosine_with_min_lr" + min_lr for FastContext's 1e-5 → 1e-6
+    min_lr: float | None = None  # floor of cosine_with_min_lr
+    warmup_ratio: float = 0.0  # share of steps warming up (FastContext: 0.1)
+    per_device_train_batch_size: int = 1
+    gradient_accumulation_steps: int = 1
+    max_length: int | None = 2048  # tokens per example (longer ones are truncated)
+    assistant_only_loss: bool = True  # loss on assistant turns only (the tool chat template marks them)
+    gradient_checkpointing: bool = False
+    bf16: bool = False  # bf16 mixed precision (GPU)
+    dtype: str | None = None  # weights dtype at load ("bfloat16" on GPU); None = float32 on CPU
+    logging_steps: int = 1
+    save_steps: int = 10  # checkpoint every N steps (resume picks the last one)
+    save_total_limit: int = 2
+    eval_steps: int | None = None  # evaluate loss on the dev split every N steps (None = no eval)
+    seed: int = 0
+    dataloader_num_workers: int = 0
+    report_to: str | list[str] = "none"  # "tensorboard", "wandb" when installed
+
+
+@dataclass
+class EvalConfig:
+    """The ``eval:`` block: the before/after comparison on dev tasks through the harness."""
+
+    n_tasks: int = 8  # dev tasks (agent-traces + task_source, corpora cached) evaluated
+    max_turns: int = 3
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    source: str = "swebench-verified"  # task source of the dev episodes
+    reward: str = "relace"
+
+
+@dataclass
+class Profile:
+    name: str
+    build: BuildConfig = field(default_factory=BuildConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.build.out) if self.build.out else cache_dir("sft", self.name)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.train.output_dir) if self.train.output_dir else cache_dir("runs", f"sft-{self.name}")
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "build": asdict(self.build), "train": asdict(self.train), "eval": asdict(self.eval)}
+
+
+def _fill(cls, d: dict | None, where: str):
+    d = d or {}
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a mapping, got {type(d).__name__}")
+    known = {f.name for f in fields(cls)}
+    bad = sorted(set(d) - known)
+    if bad:
+        raise ValueError(f"{where}: unknown field(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
+    return cls(**d)
+
+
+def configs_dir() -> Path:
+    return repo_root() / "fasbench" / "configs"
+
+
+def load_profile(name_or_path: str | Path, overrides: dict | None = None) -> Profile:
+    """A profile by name (``tiny``, ``cpu``, ``gpu`` → ``fasbench/configs/sft_<name>.yaml``) or
+    path (.yaml/.yml/.json). ``overrides``: ``{"train": {...}, "build": {...}, "eval": {...}}``."""
+    p = Path(name_or_path)
+    if not p.suffix:
+        p = configs_dir() / f"sft_{name_or_path}.yaml"
+    if not p.exists():
+        avail = sorted(x.stem.removeprefix("sft_") for x in configs_dir().glob("sft_*.yaml"))
+        raise FileNotFoundError(f"no SFT profile {name_or_path!r} ({p}); available: {', '.join(avail)}")
+    text = p.read_text(encoding="utf-8")
+    if p.suffix == ".json":
+        d = json.loads(text)
+    else:
+        import yaml
+
+        d = yaml.safe_load(text)
+    if not isinstance(d, dict):
+        raise ValueError(f"{p}: a profile is a mapping with build/train/eval blocks")
+    for k, v in (overrides or {}).items():
+        d.setdefault(k, {}).update(v)
+    unknown = sorted(set(d) - {"name", "build", "train", "eval"})
+    if unknown:
+        raise ValueError(f"{p}: unknown top-level key(s) {', '.join(unknown)} (expected name, build, train, eval)")
+    return Profile(name=str(d.get("name") or p.stem.removeprefix("sft_")),
+                   build=_fill(BuildConfig, d.get("build"), f"{p}: build"),
+                   train=_fill(TrainConfig, d.get("train"), f"{p}: train"),
+                   eval=_fill(EvalConfig, d.get("eval"), f"{p}: eval"))
+
+
+def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool):
+    """TRL ``SFTConfig`` of a train block (shared by the trainer and the throughput benchmark)."""
+    from trl import SFTConfig
+
+    kw: dict[str, Any] = dict(
+        output_dir=str(output_dir), max_steps=tc.max_steps, num_train_epochs=tc.num_train_epochs,
+        learning_rate=tc.learning_rate, lr_scheduler_type=tc.lr_scheduler_type, warmup_steps=float(tc.warmup_ratio),
+        per_device_train_batch_size=tc.per_device_train_batch_size,
+        gradient_accumulation_steps=tc.gradient_accumulation_steps, max_length=tc.max_length,
+        assistant_only_loss=tc.assistant_only_loss, gradient_checkpointing=tc.gradient_checkpointing,
+        bf16=tc.bf16, logging_steps=tc.logging_steps, save_steps=tc.save_steps,
+        save_total_limit=tc.save_total_limit, seed=tc.seed, report_to=tc.report_to,
+        dataloader_num_workers=tc.dataloader_num_workers, packing=False, dataset_num_proc=None,
+        eval_strategy="steps" if (tc.eval_steps and has_eval) else "no", eval_steps=tc.eval_steps,
+        per_device_eval_batch_size=tc.per_device_train_batch_size, use_cpu=False,
+    )
+    if tc.lr_scheduler_type == "cosine_with_min_lr":
+        kw["lr_scheduler_kwargs"] = {"min_lr": tc.min_lr if tc.min_lr is not None else 0.0}
+    return SFTConfig(**kw)
+
+
+def peft_config(tc: TrainConfig):
+    if not tc.lora:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=tc.lora_r, lora_alpha=tc.lora_alpha, lora_dropout=tc.lora_dropout,
+                      target_modules=tc.lora_target_modules, task_type="CAUSAL_LM")
+
+
+def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
+    """The TRL SFTTrainer of a profile (model loaded, LoRA applied, data from the profile's
+    build folder unless given)."""
+    from trl import SFTTrainer
+
+    from fasbench.models import load_model
+    from fasbench.sft.data import load_dataset
+
+    tc = profile.train
+    if dataset is None:
+        dataset = load_dataset(profile.data_dir)
+    if model is None:
+        model, tokenizer = load_model(tc.model, dtype=tc.dtype, trainable=True)
+    keep = ["messages", "tools"]
+    if "train" not in dataset:
+        raise ValueError(f"the SFT data set at {profile.data_dir} has no train examples; build with more tasks "
+                         "or a lower min_reward")
+    train = dataset["train"].select_columns(keep)
+    if len(train) == 0:
+        raise ValueError(f"the SFT train split at {profile.data_dir} is empty; build with more tasks or a lower min_reward")
+    dev = dataset["dev"].select_columns(keep) if "dev" in dataset and len(dataset["dev"]) else None
+    args = sft_config(tc, profile.run_dir, dev is not None)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train,
+                         eval_dataset=dev if args.eval_strategy != "no" else None,
+                         processing_class=tokenizer, peft_config=peft_config(tc))
+    if len(trainer.train_dataset) == 0:
+        raise ValueError(f"all {len(train)} SFT examples lost their assistant tokens to truncation at max_length="
+                         f"{tc.max_length}; raise train.max_length or lower build.max_output_chars")
+    return trainer
+
+
+def last_checkpoint(run_dir: str | Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(run_dir)) if Path(run_dir).is_dir() else None
+
+
+def train(profile: Profile, resume: bool = True) -> Path:
+    """Train a profile; resumes from the last checkpoint in its run dir. Saves the final model
+    (LoRA merged) with its tokenizer to ``<run_dir>/final`` and the log history to
+    ``<run_dir>/log.jsonl``; returns the final model's folder (loadable by ``load_model``)."""
+    trainer = make_trainer(profile)
+    run_dir = profile.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "profile.json").write_text(json.dumps(profile.to_dict(), indent=1))
+    ckpt = last_checkpoint(run_dir) if resume else None
+    trainer.train(resume_from_checkpoint=ckpt)
+    with open(run_dir / "log.jsonl", "w", encoding="utf-8") as f:
+        for row in trainer.state.log_history:
+            f.write(json.dumps(row) + "\n")
+    final = run_dir / "final"
+    model = trainer.model
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    model.save_pretrained(final)
+    trainer.processing_class.save_pretrained(final)
+    return final
+
+
+def read_log(run_dir: str | Path) -> list[dict]:
+    """The trainer's log history (loss, learning rate, grad norm per logged step)."""
+    p = Path(run_dir) / "log.jsonl"
+    if not p.exists():
+        raise FileNotFoundError(f"no training log at {p}; train the profile first")
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
