@@ -20,6 +20,7 @@ PLUGINS: list[str] = [
     "fasbench.trajectories.cli",
     "fasbench.eval_cli",
     "fasbench.sft.cli",
+    "fasbench.rl_cli",
 ]
 
 

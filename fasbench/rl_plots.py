@@ -1,0 +1,85 @@
+"""Figures of GRPO runs (fasbench/rl.py): training curves, before vs after, incentive landscape."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from fasbench.figures import PALETTE
+
+
+def _band(fig, x, mean, std, name, color, row, col, showlegend=True):
+    up = [m + s for m, s in zip(mean, std)]
+    lo = [m - s for m, s in zip(mean, std)]
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=up + lo[::-1], fill="toself", fillcolor=color,
+                             opacity=0.15, line=dict(width=0), hoverinfo="skip", showlegend=False), row=row, col=col)
+    fig.add_trace(go.Scatter(x=list(x), y=list(mean), mode="lines+markers", name=name, legendgroup=name,
+                             line=dict(color=color), showlegend=showlegend), row=row, col=col)
+
+
+def curves(frame, title: str = "GRPO over the harness") -> go.Figure:
+    """Per step: reward (mean ± std over rollouts) with turns (Relace's reward-and-turns figure),
+    each reward part, and calls per turn."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("reward and turns", "reward parts", "calls per turn"),
+                        specs=[[{"secondary_y": True}, {}, {}]], horizontal_spacing=0.13)
+    x = frame["step"].to_list()
+
+    def ms(k):
+        return frame[f"{k}/mean"].to_list(), frame[f"{k}/std"].to_list()
+
+    _band(fig, x, *ms("episode/reward"), "reward", PALETTE[0], 1, 1)
+    m, _ = ms("episode/turns")
+    fig.add_trace(go.Scatter(x=x, y=m, mode="lines+markers", name="turns", line=dict(color=PALETTE[1], dash="dot")),
+                  row=1, col=1, secondary_y=True)
+    parts = sorted(c[len("reward_parts/"):-len("/mean")] for c in frame.columns
+                   if c.startswith("reward_parts/") and c.endswith("/mean"))
+    for i, p in enumerate(parts):
+        _band(fig, x, *ms(f"reward_parts/{p}"), p, PALETTE[(i + 2) % len(PALETTE)], 1, 2)
+    _band(fig, x, *ms("episode/calls_per_turn"), "calls/turn", PALETTE[7], 1, 3)
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="reward", row=1, col=1)
+    fig.update_yaxes(title_text="turns", row=1, col=1, secondary_y=True)
+    fig.update_layout(title=title, width=1100, height=380, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def before_after(frame, metrics=("reward", "part/accuracy", "turns", "calls_per_turn", "reported")) -> go.Figure:
+    """Mean of each metric per policy (before / after) on the evaluation tasks."""
+    import polars as pl
+
+    metrics = [m for m in metrics if m in frame.columns]
+    agg = frame.group_by("policy", maintain_order=True).agg([pl.col(m).cast(pl.Float64).mean() for m in metrics])
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=metrics)
+    for j, m in enumerate(metrics):
+        fig.add_trace(go.Bar(x=agg["policy"].to_list(), y=agg[m].to_list(), marker_color=PALETTE[:agg.height],
+                             showlegend=False, text=[f"{v:.2f}" for v in agg[m].to_list()], textposition="outside"),
+                      row=1, col=j + 1)
+    fig.update_layout(title=f"before vs after GRPO ({frame['task_id'].n_unique()} tasks)", width=1000, height=360)
+    return fig
+
+
+def landscape(frame, value: str = "reward") -> go.Figure:
+    """Heat map of the mean ``value`` of the heuristic policy over planned turns × calls per turn,
+    beside the mean accuracy and turn penalty per planned turns."""
+    import polars as pl
+
+    agg = frame.group_by(["turns", "calls"]).agg(pl.col(value).mean(), pl.col("accuracy").mean(),
+                                                pl.col("turn_penalty").mean(), pl.col("used_turns").mean())
+    turns = sorted(agg["turns"].unique().to_list())
+    calls = sorted(agg["calls"].unique().to_list())
+    z = [[agg.filter((pl.col("turns") == t) & (pl.col("calls") == c))[value].item() for c in calls] for t in turns]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"mean {value}", "what the penalty pays for"),
+                        column_widths=[0.55, 0.45], horizontal_spacing=0.14)
+    fig.add_trace(go.Heatmap(z=z, x=[str(c) for c in calls], y=[str(t) for t in turns], colorscale="Viridis",
+                             text=[[f"{v:.2f}" for v in r] for r in z], texttemplate="%{text}",
+                             colorbar=dict(x=0.5, len=0.9)), row=1, col=1)
+    by_t = frame.group_by("used_turns").agg(pl.col("accuracy").mean(), pl.col("turn_penalty").mean(),
+                                            pl.col(value).mean()).sort("used_turns")
+    for i, k in enumerate(("accuracy", "turn_penalty", value)):
+        fig.add_trace(go.Scatter(x=by_t["used_turns"].to_list(), y=by_t[k].to_list(), mode="lines+markers", name=k,
+                                 line=dict(color=PALETTE[i])), row=1, col=2)
+    fig.update_xaxes(title_text="parallel calls per search turn", type="category", row=1, col=1)
+    fig.update_yaxes(title_text="planned turns", type="category", row=1, col=1)
+    fig.update_xaxes(title_text="turns used", row=1, col=2)
+    fig.update_layout(title="incentive landscape: heuristic policy scored under the reward", width=1000, height=400)
+    return fig

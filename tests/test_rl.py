@@ -1,0 +1,319 @@
+"""GRPO over the harness (fasbench/rl.py): the environment's tools are the harness's tools, the
+episode and reward are read as evaluation reads them, and a tiny GRPO run trains and resumes.
+
+Corpus: a real git repository built in a tmp dir (tasks mined from its history with
+``fasbench.data.gitmine``; each task's corpus is a real ``git worktree`` at its parent commit)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fasbench.harness import Limits, execute_calls, initial_messages, run_episode
+from fasbench.policies.scripted import ScriptedPolicy
+from fasbench.records import Reply, ToolCall, turn_messages
+from fasbench.reward import score_report
+from fasbench.rl import (EpisodeReward, RLConfig, environment_class, harness_schemas, load_config, read_log,
+                         read_rollouts)
+from fasbench.tools import ToolLimits, make_toolset
+
+# ---------------------------------------------------------------- a real small corpus
+
+
+def _git(root, *a):
+    subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True)
+
+
+def make_repo(root: Path) -> Path:
+    root.mkdir(parents=True)
+    _git(root, "init", "-q")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "t")
+    (root / "calc").mkdir()
+    (root / "calc/__init__.py").write_text("from calc.ops import add, sub\n")
+    ops = textwrap.dedent('''\
+        def add(a, b):
+            """Return a plus b."""
+            return a + b
+
+
+        def sub(a, b):
+            """Return a minus b."""
+            return a + b
+        ''')
+    (root / "calc/ops.py").write_text(ops)
+    (root / "calc/fmt.py").write_text("def show(x):\n    return str(x)\n")
+    (root / "README.md").write_text("# calc\nA small calculator.\n" + "filler line\n" * 300)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "initial calculator")
+    (root / "calc/ops.py").write_text(ops.replace('minus b."""\n    return a + b', 'minus b."""\n    return a - b'))
+    _git(root, "commit", "-qam", "Fix sub: it added instead of subtracting")
+    (root / "calc/fmt.py").write_text("def show(x, digits=2):\n    return f'{x:.{digits}f}'\n")
+    _git(root, "commit", "-qam", "show() should format numbers with a fixed number of digits")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    from fasbench.data.gitmine import mine
+
+    base = tmp_path_factory.mktemp("rlrepo")
+    repo = make_repo(base / "calc-repo")
+    found, _ = mine(repo)
+    assert len(found) == 2
+    for t in found:  # the corpus of a task: a worktree at its parent commit
+        wt = base / f"wt-{t.base_commit[:8]}"
+        _git(repo, "worktree", "add", "-q", "--detach", str(wt), t.base_commit)
+        t.root = str(wt)
+    return found
+
+
+# ---------------------------------------------------------------- tools: same schemas, same observations
+
+_VALIDATION_ONLY = {"default", "minItems", "maxItems", "minimum", "maximum"}
+
+
+def _core(schema):
+    """A JSON schema without what Python type hints cannot express (validation keywords, closed
+    objects); ``["T", "null"]`` written as transformers writes it (``nullable``)."""
+    if isinstance(schema, list):
+        return [_core(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for k, v in schema.items():
+        if k in _VALIDATION_ONLY or (k == "additionalProperties" and v is False):
+            continue
+        if k == "properties":
+            out[k] = {p: _core(s) for p, s in v.items() if p.isidentifier()}
+        elif k == "required":
+            out[k] = [p for p in v if p.isidentifier()]
+        else:
+            out[k] = _core(v)
+    if isinstance(out.get("type"), list) and "null" in out["type"]:
+        rest = [t for t in out["type"] if t != "null"]
+        out["type"] = rest[0] if len(rest) == 1 else rest
+        out["nullable"] = True
+    return out
+
+
+@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+def test_method_schemas_are_the_harness_schemas(toolset):
+    from transformers.utils import get_json_schema
+
+    env = environment_class(toolset, Limits())()
+    schemas = harness_schemas(toolset, Limits())
+    public = sorted(n for n in dir(type(env)) if not n.startswith("_") and n != "reset")
+    assert public == sorted(s["function"]["name"] for s in schemas)
+    for s in schemas:
+        got = get_json_schema(getattr(env, s["function"]["name"]))["function"]
+        assert got["name"] == s["function"]["name"]
+        assert got["description"] == s["function"]["description"]
+        assert got["parameters"] == _core(s["function"]["parameters"])
+
+
+def _same_calls(toolset, root):
+    if toolset == "relace":
+        return [
+            ("grep_search", {"query": "def sub"}),
+            ("grep_search", {"query": "return", "include_pattern": "*.py", "case_sensitive": False}),
+            ("view_file", {"path": "/repo/calc/ops.py", "view_range": [5, 8]}),
+            ("view_file", {"path": "README.md"}),  # long file: the "more lines below" note
+            ("view_file", {"path": "../../etc/passwd"}),  # outside the sandbox
+            ("view_file", {"path": "calc/ops.py", "view_range": [9, 3]}),  # bad range
+            ("view_directory", {"path": "/repo"}),
+            ("bash", {"command": "git log --oneline -3"}),
+            ("bash", {"command": "rm -rf calc"}),  # not allowed
+            ("grep_search", {"query": "x", "bogus": 1}),  # schema violation
+            ("report_back", {"explanation": "sub adds", "files": {"calc/ops.py": [[5, 8]]}}),
+        ]
+    return [
+        ("Grep", {"pattern": "def sub", "output_mode": "content", "-i": True, "-C": 1}),
+        ("Grep", {"pattern": "def", "glob": "*.py"}),
+        ("Glob", {"pattern": "**/*.py"}),
+        ("Read", {"path": "calc/ops.py", "offset": 5, "limit": 4}),
+        ("Read", {"path": "README.md"}),  # long: cut by the output cap, with a note
+        ("Read", {"path": "nope.py"}),
+        ("Read", {"path": "calc/ops.py", "offset": 0}),  # schema violation (minimum 1)
+    ]
+
+
+@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+def test_environment_observations_equal_harness(tasks, toolset):
+    task = tasks[0]
+    lim = Limits(max_turns=3, max_calls_per_turn=20, tool=ToolLimits(max_output_chars=1500))
+    ts = make_toolset(toolset, task.root, lim.tool)
+    env = environment_class(toolset, lim)()
+    env.reset(task=json.dumps(task.to_dict()))
+    env._begin_turn()
+    calls = _same_calls(toolset, task.root)
+    want = execute_calls(ts, [ToolCall(f"c{i}", n, a) for i, (n, a) in enumerate(calls)], 20)
+    got = [getattr(env, n)(**a) for n, a in calls]
+    assert got == [r.output for r in want]
+    assert any(r.is_error for r in want) and not all(r.is_error for r in want)
+    assert any("truncated" in r.output or "more lines below" in r.output or "continue with" in r.output for r in want)
+
+
+def test_calls_per_turn_limit_and_calls_after_report(tasks):
+    task = tasks[1]
+    lim = Limits(max_turns=3, max_calls_per_turn=2)
+    ts = make_toolset("relace", task.root, lim.tool)
+    env = environment_class("relace", lim)()
+    env.reset(task=task.to_dict())
+    env._begin_turn()
+    calls = [ToolCall(f"c{i}", "grep_search", {"query": q}) for i, q in enumerate(["def", "return", "show"])]
+    want = execute_calls(ts, calls, lim.max_calls_per_turn)
+    got = [env.grep_search(**c.arguments) for c in calls]
+    assert got == [r.output for r in want]
+    assert "more than 2 tool calls in one turn" in got[2]
+    env._begin_turn()  # a new turn: the count starts again
+    assert env.grep_search(query="def show") == ts.call("grep_search", {"query": "def show"})[0]
+    env.report_back(explanation="here", files={"calc/fmt.py": [[1, 2]]})
+    env._begin_turn()
+    assert env.grep_search(query="def").startswith("Error: the search already ended with report_back")
+
+
+def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
+    """The same replies through run_episode and through the environment give the same report,
+    turns and reward."""
+    task = tasks[0]
+    lim = Limits(max_turns=4, max_calls_per_turn=4)
+    replies = [
+        Reply("Looking.", [ToolCall("a", "grep_search", {"query": "def show"}), ToolCall("b", "view_directory", {"path": "/repo"})]),
+        Reply("Reading.", [ToolCall("c", "view_file", {"path": "calc/fmt.py"})]),
+        Reply("Done.", [ToolCall("d", "report_back", {"explanation": "show formats", "files": {"calc/fmt.py": [[1, 2]]}})]),
+    ]
+    trace = run_episode(task, ScriptedPolicy(list(replies)), "relace", lim)
+    env = environment_class("relace", lim)()
+    env.reset(task=json.dumps(task.to_dict()))
+    completion = []
+    for r in replies:  # what TRL's loop does: generate (new turn), run each call, append tool messages
+        env._begin_turn()
+        msg = {"role": "assistant", "content": r.text,
+               "tool_calls": [{"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in r.calls]}
+        completion.append(msg)
+        for c in r.calls:
+            completion.append({"role": "tool", "name": c.name, "content": getattr(env, c.name)(**c.arguments)})
+    ep = env._episode(completion)
+    assert ep.report == trace.report and ep.n_turns == trace.n_turns == 3 and ep.n_calls == trace.n_calls
+    assert [r.output for t in ep.turns for r in t.results] == [r.output for t in trace.turns for r in t.results]
+    want = score_report("relace", task.gold, trace.report, trace.n_turns, root=task.root)
+    reward = EpisodeReward("relace", out=None)
+    assert reward([None], [completion], environments=[env]) == [want.value]
+    assert reward.batch[0].parts == want.parts and want.value > 0
+    # the harness's own messages of those turns are what the completion holds
+    assert [m["content"] for m in completion if m["role"] == "tool"] == \
+        [m["content"] for t in trace.turns for m in turn_messages(t)[1:]]
+
+
+def test_config_errors_and_profiles():
+    for p in ("tiny", "cpu", "gpu"):
+        cfg = load_config(p)
+        assert cfg.beta == 0.0 or p != "gpu"
+    gpu = load_config("gpu")
+    assert (gpu.num_generations, gpu.max_turns, gpu.learning_rate, gpu.epsilon, gpu.epsilon_high, gpu.beta) == \
+        (16, 8, 1e-6, 0.2, 0.28, 0.0)
+    from fasbench.rl import grpo_args
+
+    args = grpo_args(gpu, use_cpu=True)  # the GPU profile's TRL config loads here too
+    assert args.max_tool_calling_iterations == 7 and args.use_vllm
+    with pytest.raises(ValueError, match="unknown rl config field"):
+        load_config("tiny", nonsense=1)
+    with pytest.raises(ValueError, match="reward 'nope' unknown"):
+        RLConfig(reward="nope")
+    with pytest.raises(FileNotFoundError, match="no profile"):
+        load_config("no-such-profile")
+
+
+# ---------------------------------------------------------------- a tiny GRPO run
+
+
+def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
+    """Imitation warm-up of the random tiny model on one correct episode per task (a grep, then
+    report_back), so that its GRPO rollouts call the harness tools at all. Cached in the model cache
+    under a hash of the training text (~2 min to build on a quiet 2-core CPU, then reused)."""
+    import hashlib
+
+    import torch
+
+    from fasbench.models import load_model
+    from fasbench.paths import cache_dir
+
+    torch.manual_seed(0)
+    model, tok = load_model("tiny", device="cpu", trainable=True)
+    batches, texts = [], []
+    for t in tasks:
+        ts = make_toolset(cfg.toolset, t.root, cfg.limits.tool)
+        path, ranges = next(iter(t.gold.edited.items()))
+        word = t.query.split()[0].strip(":()")
+        obs = ts.call("grep_search", {"query": word})[0]
+        msgs = initial_messages(ts, t.query, cfg.limits) + [
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"type": "function", "function": {"name": "grep_search", "arguments": {"query": word}}}]},
+            {"role": "tool", "name": "grep_search", "content": obs},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"type": "function", "function": {"name": "report_back",
+                                                  "arguments": {"explanation": "found", "files": {path: ranges}}}}]},
+        ]
+        enc = tok.apply_chat_template(msgs, tools=ts.schemas, return_dict=True, return_assistant_tokens_mask=True)
+        texts.append(tok.decode(enc["input_ids"]))
+        ids = torch.tensor([enc["input_ids"]])
+        labels = ids.clone()
+        labels[torch.tensor([enc["assistant_masks"]]) == 0] = -100
+        batches.append((ids, labels))
+    key = hashlib.sha1(json.dumps([texts, steps, lr]).encode()).hexdigest()[:12]
+    model_dir = cache_dir("models") / f"tiny-rl-warm-{key}"
+    if (model_dir / "config.json").exists():
+        return model_dir
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    for i in range(steps):
+        ids, labels = batches[i % len(batches)]
+        model(input_ids=ids, labels=labels).loss.backward()
+        opt.step()
+        opt.zero_grad()
+    tmp = model_dir.with_name(model_dir.name + f".tmp{__import__('os').getpid()}")
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    tmp.rename(model_dir)
+    return model_dir
+
+
+def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path):
+    import torch
+
+    torch.set_num_threads(1)
+    cfg = load_config("tiny", output_dir=str(tmp_path / "run"), max_steps=2, save_steps=1, report_to="none",
+                      max_turns=2, max_completion_length=192, temperature=0.6)
+    cfg.model = str(teach(tasks, cfg))
+    summary = __import__("fasbench.rl", fromlist=["train"]).train(cfg, tasks)
+    assert summary["global_step"] == 2 and summary["resumed_from"] is None
+    assert summary["weight_delta_l2"] > 0, "GRPO did not change the weights"
+    steps = [r for r in read_log(cfg.out) if r["kind"] == "step"]
+    assert [r["step"] for r in steps] == [1, 2]
+    for r in steps:  # every logged step carries the loss, the reward and each of its parts
+        assert math.isfinite(r["loss"])
+        for k in ("episode/reward", "reward_parts/accuracy", "reward_parts/turn_penalty", "reward_parts/recall",
+                  "episode/turns", "episode/calls_per_turn", "episode/tokens"):
+            assert math.isfinite(r[f"{k}/mean"]) and math.isfinite(r[f"{k}/std"]), k
+    assert any(r["loss"] != 0 for r in steps)
+    rollouts = read_rollouts(cfg.out)
+    assert len(rollouts) == 2 * cfg.per_device_train_batch_size
+    executed = [res for tr in rollouts for t in tr.turns for res in t.results]
+    assert executed, "no rollout called a harness tool"
+    assert any(tr.report is not None for tr in rollouts)
+    for tr in rollouts:  # the logged reward is the evaluation reward of the rebuilt episode
+        task = next(t for t in tasks if t.id == tr.task_id)
+        s = score_report("relace", task.gold, tr.report, tr.n_turns or None, root=task.root)
+        assert tr.meta["score"]["score"] == pytest.approx(s.value)
+
+    # resume: a later call with more steps continues from the last checkpoint
+    cfg.max_steps = 3
+    again = __import__("fasbench.rl", fromlist=["train"]).train(cfg, tasks)
+    assert again["resumed_from"] and again["resumed_from"].endswith("checkpoint-2")
+    assert again["global_step"] == 3 and again["steps_this_call"] == 1
+    assert [r["step"] for r in read_log(cfg.out) if r["kind"] == "step"] == [1, 2, 3]
