@@ -17,10 +17,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="fasbench: fa
 # Modules exposing ``register(app: typer.Typer)``; one line per package.
 PLUGINS: list[str] = [
     "fasbench.data.cli",
-    "fasbench.trajectories.cli",
-    "fasbench.eval_cli",
-    "fasbench.sft.cli",
+    "fasbench.bon.cli",
     "fasbench.rl_cli",
+    "fasbench.eval_cli",
+    "fasbench.trajectories.cli",
+    "fasbench.sft.cli",
 ]
 
 

@@ -1,0 +1,81 @@
+"""``fasbench bon pools`` (build rollout pools, resumable) and ``fasbench bon evaluate`` (the
+cascade / parallel experiment on a pool file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    bon = typer.Typer(no_args_is_help=True, help="budget-aware best-of-N: rollout pools and stopping strategies")
+    app.add_typer(bon, name="bon")
+
+    @bon.command("pools")
+    def pools_cmd(
+        tasks: str = typer.Option(..., "--tasks", help="a task JSONL file or SOURCE[:SPLIT] (fasbench.data)"),
+        n: int = typer.Option(10, "--n", help="rollouts per task"),
+        policy: str = typer.Option("heuristic:temperature=1.0", "--policy",
+                                   help="policy spec; rollout k adds seed=k"),
+        toolset: str = typer.Option("relace", "--toolset"),
+        name: str = typer.Option("heuristic-t1", "--name", help="pool name: <cache>/bon/<name>.jsonl"),
+        limit: Optional[int] = typer.Option(None, "--limit", help="first N tasks only"),
+        reward: str = typer.Option("relace-f2", "--reward"),
+        max_turns: int = typer.Option(6, "--max-turns"),
+    ):
+        """Run N rollouts per task and append them to the pool file (resumes)."""
+        from fasbench.bon.pool import build_pools, pool_path
+        from fasbench.evaluate import ensure_roots, load_task_arg
+        from fasbench.harness import Limits
+        from fasbench.policies import bind_policy, make_policy
+        from fasbench.reward import REWARDS
+
+        if n < 1:
+            raise typer.BadParameter("--n must be >= 1")
+        if reward not in REWARDS:
+            raise typer.BadParameter(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
+        if "seed=" in policy:
+            raise typer.BadParameter("--policy must not set seed: rollout k uses seed=k")
+        ts = ensure_roots(load_task_arg(tasks, limit))
+        sep = "," if ":" in policy else ":"
+        out = pool_path(name)
+        cache: dict = {}
+
+        def make(k: int):
+            if k not in cache:
+                cache[k] = make_policy(f"{policy}{sep}seed={k}")
+            return cache[k]
+
+        build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, bind=bind_policy)
+        typer.echo(str(out))
+
+    @bon.command("evaluate")
+    def evaluate_cmd(
+        pool: Path = typer.Argument(..., help="pool JSONL file (or a name in <cache>/bon)"),
+        selector: str = typer.Option("majority", "--selector"),
+        schedule: str = typer.Option("1,3,5,10", "--schedule", help="cascade pool sizes"),
+        cost: str = typer.Option("tokens", "--cost", help="tokens | est_tokens | tool_time | calls | latency"),
+        success_at: float = typer.Option(0.5, "--success-at"),
+        max_loss: float = typer.Option(1.0, "--max-loss", help="quality points allowed to lose when tuning"),
+        train: str = typer.Option("train,dev", "--train", help="splits that train and tune"),
+        out: Optional[Path] = typer.Option(None, "--out", help="write the full result as JSON here"),
+    ):
+        """Tune cascade and parallel early stopping on the train split; print test-split savings."""
+        from fasbench.bon.experiment import BonConfig, evaluate, result_table, to_dict
+        from fasbench.bon.pool import pool_path, read_pools
+
+        p = pool if pool.exists() else pool_path(str(pool))
+        try:
+            sched = tuple(int(x) for x in schedule.split(","))
+        except ValueError:
+            raise typer.BadParameter(f"--schedule must be comma-separated integers, got {schedule!r}") from None
+        cfg = BonConfig(selector=selector, schedule=sched, cost=cost, success_at=success_at, max_loss=max_loss,
+                        train_splits=tuple(train.split(",")))
+        res = evaluate(read_pools(p, n=sched[-1]), cfg)
+        for row in result_table(res):
+            typer.echo(json.dumps(row))
+        if out:
+            out.write_text(json.dumps(to_dict(res), indent=1), encoding="utf-8")

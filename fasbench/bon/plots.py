@@ -1,0 +1,113 @@
+"""Frontier and reliability figures for a ``BonResult`` (plotly; save with fasbench.figures.save)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from fasbench.bon.experiment import SEED, BonResult
+from fasbench.figures import PALETTE
+
+COLORS = {"cascade": PALETTE[0], "parallel": PALETTE[1], "fixed": "#777777", "seed": PALETTE[3]}
+
+
+def pareto(rows: list[dict], x: str, y: str = "quality") -> list[dict]:
+    """The rows no other row beats on both lower ``x`` and higher ``y``, sorted by ``x``."""
+    rs = sorted(rows, key=lambda r: (r[x], -r[y]))
+    out, best = [], float("-inf")
+    for r in rs:
+        if r[y] > best + 1e-12:
+            out.append(r)
+            best = r[y]
+    return out
+
+
+def frontier(res: BonResult, axis: str = "cost", split: str = "test") -> go.Figure:
+    """Quality (points) against cost or latency relative to always-max-N, over the threshold
+    grids; the train-optimal configurations are starred, the seed paper's reported savings drawn
+    at the baseline's quality."""
+    if axis not in ("cost", "latency"):
+        raise ValueError(f"axis must be cost or latency, got {axis!r}")
+    x = f"{axis}_rel"
+    fig = go.Figure()
+    names = ["cascade", "parallel"]
+    for name in names:
+        s = res.strategies[name]
+        rows = [r for r in s.grid if r["split"] == split]
+        fig.add_trace(go.Scatter(x=[100 * r[x] for r in rows], y=[r["quality"] for r in rows], mode="markers",
+                                 marker=dict(color=COLORS[name], size=5, opacity=0.35), name=f"{name} (grid)",
+                                 text=[f"p={r['p_target']}, g={r['g']}" for r in rows], showlegend=False))
+        fr = pareto(rows, x)
+        fig.add_trace(go.Scatter(x=[100 * r[x] for r in fr], y=[r["quality"] for r in fr], mode="lines",
+                                 line=dict(color=COLORS[name], width=2, shape="hv"), name=f"{name} frontier"))
+        c = next(r for r in rows if r["p_target"] == s.chosen["p_target"] and r["g"] == s.chosen["g"])
+        fig.add_trace(go.Scatter(x=[100 * c[x]], y=[c["quality"]], mode="markers",
+                                 marker=dict(symbol="star", size=15, color=COLORS[name], line=dict(color="black", width=1)),
+                                 name=f"{name}: train-optimal"))
+    fixed = [r for r in res.fixed if r["split"] == split]
+    fig.add_trace(go.Scatter(x=[100 * r[x] for r in fixed], y=[r["quality"] for r in fixed], mode="markers+text+lines",
+                             text=[f"N={r['n']}" for r in fixed], textposition="top center",
+                             marker=dict(color=COLORS["fixed"], size=7), line=dict(color=COLORS["fixed"], dash="dot"),
+                             name="always-N"))
+    qb = next(r["quality"] for r in fixed if r["n"] == max(f["n"] for f in fixed))
+    if axis == "cost":
+        fig.add_trace(go.Scatter(x=[100 * (1 - SEED["cascade_cost_saving"])], y=[qb], mode="markers",
+                                 marker=dict(symbol="diamond-open", size=13, color=COLORS["seed"], line=dict(width=2)),
+                                 name="seed paper: cascade −44% cost"))
+    else:
+        lo, hi = SEED["cascade_latency_increase"]
+        fig.add_trace(go.Scatter(x=[100 * (1 + lo), 100 * (1 + hi)], y=[qb, qb], mode="lines+markers",
+                                 marker=dict(symbol="diamond-open", size=11, color=COLORS["seed"]),
+                                 line=dict(color=COLORS["seed"], width=3), name="seed paper: cascade +20–41% latency"))
+        fig.add_trace(go.Scatter(x=[100 * (1 - SEED["parallel_latency_saving"])], y=[qb], mode="markers",
+                                 marker=dict(symbol="diamond", size=13, color=COLORS["seed"]),
+                                 name="seed paper: parallel −25% latency"))
+    fig.add_hline(y=qb - res.config.max_loss, line=dict(color="#999", dash="dash", width=1),
+                  annotation_text=f"max-N − {res.config.max_loss:g} pt", annotation_position="bottom right")
+    fig.update_layout(title=f"Best-of-N: quality vs {axis} ({split} split, {res.n_test if split == 'test' else res.n_train} tasks)",
+                      xaxis_title=f"{axis} relative to always-max-N (%)", yaxis_title="quality of the selected answer (points)",
+                      legend=dict(x=1.02, y=1, xanchor="left"), width=900, height=460)
+    return fig
+
+
+def reliability_figure(res: BonResult) -> go.Figure:
+    """Reliability of the Resolve-Now classifier on the test states, per strategy."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash"), name="perfect"))
+    for name, s in res.strategies.items():
+        t = s.reliability
+        fig.add_trace(go.Scatter(x=[r["p_mean"] for r in t], y=[r["observed"] for r in t], mode="lines+markers",
+                                 marker=dict(size=[6 + min(14, r["count"] ** 0.5) for r in t], color=COLORS[name]),
+                                 line=dict(color=COLORS[name]),
+                                 name=f"RN, {name} (Brier {s.calibration['rn_brier']:.3f}, ECE {s.calibration['rn_ece']:.3f})"))
+    fig.update_layout(title="Resolve-Now calibration on the test split", xaxis_title="predicted P(success now)",
+                      yaxis_title="observed success rate", xaxis_range=[0, 1], yaxis_range=[0, 1.02])
+    return fig
+
+
+def difficulty_figure(pools, success_at: float = 0.5) -> go.Figure:
+    """Histogram of the per-task share of rollouts that succeed on their own: the heavy tail the
+    budget-aware strategies exploit (many tasks solved by every rollout, some by none)."""
+    rates = [sum(r.quality >= success_at for r in p.rollouts) / p.n for p in pools]
+    fig = go.Figure(go.Histogram(x=rates, xbins=dict(start=-0.05, end=1.05, size=0.1), marker_color=COLORS["cascade"]))
+    fig.update_layout(title=f"Task difficulty: rollouts that succeed on their own ({len(pools)} tasks)",
+                      xaxis_title=f"share of a task's rollouts with quality ≥ {success_at:g}", yaxis_title="tasks",
+                      bargap=0.05)
+    return fig
+
+
+def scaling_figure(pools, selectors: dict, sizes=None) -> go.Figure:
+    """Quality of each selector on the first n rollouts, and the oracle (best single rollout)."""
+    from fasbench.bon.features import select_state
+
+    n_max = min(p.n for p in pools)
+    sizes = list(sizes or range(1, n_max + 1))
+    fig = go.Figure()
+    oracle = [100 * sum(max(r.quality for r in p.rollouts[:n]) for p in pools) / len(pools) for n in sizes]
+    fig.add_trace(go.Scatter(x=sizes, y=oracle, mode="lines+markers", name="oracle (best rollout)",
+                             line=dict(color="#777", dash="dot")))
+    for i, (name, sel) in enumerate(selectors.items()):
+        q = [100 * sum(select_state(p, sel, n, "launch")[1] for p in pools) / len(pools) for n in sizes]
+        fig.add_trace(go.Scatter(x=sizes, y=q, mode="lines+markers", name=name, line=dict(color=PALETTE[i % 8])))
+    fig.update_layout(title="Selected-answer quality against pool size", xaxis_title="rollouts in the pool (N)",
+                      yaxis_title="quality (points)")
+    return fig

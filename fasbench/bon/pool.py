@@ -1,0 +1,267 @@
+"""Rollout pools: N episodes of a stochastic policy per task, summarised and cached as JSONL.
+
+One line per rollout (append-only, so a killed build resumes where it stopped). Each line holds
+what the best-of-N machinery needs and nothing large: the reported files, the searched paths,
+per-rollout quality, cost (reported tokens, an estimate of billed tokens, tool time, calls) and
+latency (episode wall time). Full traces can be kept in a sibling file when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from fasbench.metrics import normalize_files, normalize_path
+from fasbench.paths import cache_dir
+from fasbench.records import Gold, RecordError, Report, Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
+from fasbench.reward import score_report
+
+COSTS = ("tokens", "est_tokens", "tool_time", "calls", "latency")
+PATH_KEYS = ("path", "file_path", "directory", "target_file", "dir_path")
+CHARS_PER_TOKEN = 4.0  # the usual rough ratio for code and English; used only for estimated tokens
+
+
+@dataclass
+class Rollout:
+    """One episode of a pool, summarised. ``index`` is the launch order within the pool."""
+
+    task_id: str
+    index: int
+    seed: int
+    files: dict[str, list[list[int]]] | None  # normalised reported files; None = no report
+    quality: float  # reward of this rollout's own report, without turn penalty (the pool's measure)
+    reward: float  # reward with turn penalty (as the policy would be trained on)
+    latency: float  # episode wall time, seconds
+    turns: int
+    n_calls: int
+    tool_errors: int
+    tool_time: float  # summed per-turn tool wall time, seconds
+    est_tokens: float  # estimated billed tokens: the context re-read every turn + what was written
+    searched: list[str] = field(default_factory=list)  # normalised paths the calls touched
+    tokens: float | None = None  # prompt + completion tokens as the policy reported them
+    confidence: float | None = None  # self-confidence in [0, 1], when the policy gives one
+    stop_reason: str = "reported"
+    trace_id: str = ""
+
+    @property
+    def error_rate(self) -> float:
+        return self.tool_errors / self.n_calls if self.n_calls else 0.0
+
+    @property
+    def file_set(self) -> frozenset[str]:
+        return frozenset(self.files or ())
+
+    def cost(self, kind: str = "tokens") -> float:
+        """Cost of this rollout: ``tokens`` (reported, else estimated), ``est_tokens``,
+        ``tool_time``, ``calls`` or ``latency``."""
+        if kind == "tokens":
+            return float(self.tokens) if self.tokens else float(self.est_tokens)
+        if kind == "est_tokens":
+            return float(self.est_tokens)
+        if kind == "tool_time":
+            return float(self.tool_time)
+        if kind == "calls":
+            return float(self.n_calls)
+        if kind == "latency":
+            return float(self.latency)
+        raise ValueError(f"unknown cost {kind!r}; choose one of {', '.join(COSTS)}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Rollout":
+        known = {f.name for f in fields(cls)}
+        missing = [k for k in ("task_id", "index", "quality", "latency") if k not in d]
+        if missing:
+            raise RecordError(f"rollout: missing field(s) {missing}")
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass
+class Pool:
+    """The rollouts of one task, in launch order, with the gold to score selections against."""
+
+    task_id: str
+    gold: Gold
+    rollouts: list[Rollout]
+    split: str | None = None
+    reward: str = "relace-f2"
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        self.rollouts = sorted(self.rollouts, key=lambda r: r.index)
+
+    @property
+    def n(self) -> int:
+        return len(self.rollouts)
+
+    def quality_of(self, files: dict | None) -> float:
+        """Quality of an answer (a file → ranges mapping) on this task: the pool's reward,
+        without turn penalty (a selection has no turn count of its own)."""
+        report = Report(files=files or {}) if files else None
+        return float(score_report(self.reward, self.gold, report, turns=None).value)
+
+    def finish_order(self) -> list[Rollout]:
+        """Rollouts in the order they would finish if all were launched at once."""
+        return sorted(self.rollouts, key=lambda r: (r.latency, r.index))
+
+    def prefix(self, n: int, order: str = "launch") -> list[Rollout]:
+        if order == "launch":
+            return self.rollouts[:n]
+        if order == "finish":
+            return self.finish_order()[:n]
+        raise ValueError(f"unknown order {order!r}; choose launch or finish")
+
+
+# ------------------------------------------------------------------ from traces
+
+def searched_paths(trace: Trace, root: str | None = None) -> list[str]:
+    """Paths the episode's calls touched (path-like arguments), normalised, sorted."""
+    out = set()
+    for t in trace.turns:
+        for c in t.calls:
+            if not isinstance(c.arguments, dict):
+                continue
+            for k in PATH_KEYS:
+                v = c.arguments.get(k)
+                if isinstance(v, str):
+                    p = normalize_path(v, root)
+                    out.add(p or ".")
+    return sorted(out)
+
+
+def estimate_tokens(trace: Trace) -> float:
+    """Billed tokens an LLM searcher would pay for this episode: each turn re-reads the whole
+    context (prompt, earlier turns and observations) and writes its own message."""
+    ctx = sum(len(str(m.get("content") or "")) for m in trace.prompt)
+    total = 0.0
+    for t in trace.turns:
+        written = len(t.text or "") + sum(len(c.name) + len(c.arguments_json()) for c in t.calls)
+        total += ctx + written
+        ctx += written + sum(len(r.output) for r in t.results)
+    return total / CHARS_PER_TOKEN
+
+
+def summarize(trace: Trace, task: Task, index: int, seed: int, reward: str = "relace-f2") -> Rollout:
+    """The pool line of one episode."""
+    report = trace.report
+    files = normalize_files(report.files, task.root) if report is not None else None
+    rep = Report(files=files) if files is not None else None
+    q = score_report(reward, task.gold, rep, turns=None).value
+    rw = score_report(reward, task.gold, rep, turns=trace.n_turns).value
+    tok = [(t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in trace.turns]
+    conf = trace.meta.get("confidence")
+    return Rollout(
+        task_id=task.id, index=index, seed=seed, files=files, quality=float(q), reward=float(rw),
+        latency=trace.wall_time, turns=trace.n_turns, n_calls=trace.n_calls,
+        tool_errors=sum(r.is_error for t in trace.turns for r in t.results),
+        tool_time=sum(t.tool_time for t in trace.turns), est_tokens=estimate_tokens(trace),
+        searched=searched_paths(trace, task.root), tokens=float(sum(tok)) if any(tok) else None,
+        confidence=float(conf) if isinstance(conf, (int, float)) and math.isfinite(conf) else None,
+        stop_reason=trace.stop_reason, trace_id=trace.trace_id)
+
+
+# ------------------------------------------------------------------ cache
+
+def pool_path(name: str) -> Path:
+    """Where the pool ``name`` lives in the cache: ``<cache>/bon/<name>.jsonl``."""
+    if not name or "/" in name:
+        raise ValueError(f"pool name must be a plain file stem, got {name!r}")
+    return cache_dir("bon") / f"{name}.jsonl"
+
+
+def find_pool(name: str) -> Path:
+    """The pool ``name``: in the cache when built there, else shipped in ``data/bon/<name>.jsonl.gz``."""
+    from fasbench.paths import data_dir
+
+    cached = cache_dir("bon") / f"{name}.jsonl"
+    if cached.exists() and cached.stat().st_size > 0:
+        return cached
+    shipped = data_dir() / "bon" / f"{name}.jsonl.gz"
+    if shipped.exists():
+        return shipped
+    raise FileNotFoundError(f"no pool {name!r}: neither {cached} nor {shipped}; build one with "
+                            f"`fasbench bon pools --tasks ... --name {name}`")
+
+
+def _line(r: Rollout, task: Task, reward: str) -> dict:
+    return {"split": task.split, "reward_name": reward, "gold": task.gold.to_dict(), **r.to_dict()}
+
+
+def build_pools(tasks: Iterable[Task], make_policy: Callable[[int], object], toolset: str, n: int,
+                out: str | Path, limits=None, reward: str = "relace-f2", traces_out: str | Path | None = None,
+                progress: bool = True, bind: Callable | None = None) -> Path:
+    """Run ``n`` rollouts per task (rollout ``k`` is ``make_policy(k)``), appending one line per
+    rollout to ``out`` as it finishes. Rollouts already in ``out`` are skipped (resume). Tasks must
+    have a materialised ``root``. ``bind(policy, task)``, when given, binds a policy to its task
+    (``fasbench.policies.bind_policy``, for policies that need the corpus)."""
+    from tqdm.auto import tqdm
+
+    from fasbench.harness import run_episode
+
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    out = Path(out)
+    repair_jsonl(out)
+    done: set[tuple[str, int]] = set()
+    if out.exists():
+        done = {(d["task_id"], int(d["seed"])) for d in iter_jsonl(out)}
+    tasks = list(tasks)
+    todo = [(t, k) for t in tasks for k in range(n) if (t.id, k) not in done]
+    for task, k in tqdm(todo, desc="rollouts", disable=not progress):
+        if not task.root:
+            raise ValueError(f"task {task.id} has no corpus root; materialise it first")
+        policy = make_policy(k)
+        trace = run_episode(task, bind(policy, task) if bind else policy, toolset, limits)
+        trace.meta.update({"bon_seed": k})
+        if traces_out is not None:
+            append_jsonl(traces_out, [trace])
+        append_jsonl(out, [_line(summarize(trace, task, k, k, reward), task, reward)])
+    return out
+
+
+def read_pools(path: str | Path, n: int | None = None, complete: bool = True) -> list[Pool]:
+    """Pools from a pool JSONL file. With ``n``, keep the first ``n`` rollouts of each task, and
+    with ``complete`` drop tasks with fewer (a build that is still running)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no pool file at {path}")
+    by: dict[str, dict] = {}
+    for i, d in enumerate(iter_jsonl(path)):
+        try:
+            r = Rollout.from_dict(d)
+        except (RecordError, TypeError) as e:
+            raise RecordError(f"{path}: line {i + 1}: {e}") from e
+        e = by.setdefault(r.task_id, {"gold": d.get("gold"), "split": d.get("split"), "reward": d.get("reward_name"),
+                                      "rollouts": {}})
+        e["rollouts"].setdefault(r.index, r)  # a duplicate line (a rerun) keeps the first
+    pools = []
+    for tid, e in by.items():
+        rs = sorted(e["rollouts"].values(), key=lambda r: r.index)
+        if n is not None:
+            if complete and len(rs) < n:
+                continue
+            rs = rs[:n]
+        if e["gold"] is None:
+            raise RecordError(f"{path}: task {tid} has no gold")
+        pools.append(Pool(tid, Gold.from_dict(e["gold"]), rs, e["split"], e["reward"] or "relace-f2"))
+    return sorted(pools, key=lambda p: p.task_id)
+
+
+def write_pools(path: str | Path, pools: Sequence[Pool]) -> Path:
+    """Write pools (e.g. synthetic ones, or a subset to ship) as a pool JSONL file (``.gz`` ok)."""
+    import gzip
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        for p in pools:
+            for r in p.rollouts:
+                d = {"split": p.split, "reward_name": p.reward, "gold": p.gold.to_dict(), **r.to_dict()}
+                f.write(json.dumps(d, ensure_ascii=False) + "\n")
+    return path
