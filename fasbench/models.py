@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from fasbench.paths import cache_dir, repo_root
-from fasbench.records import ToolCall
+from fasbench.records import ToolCall, parse_arguments
 
 OFFLINE = "smollm2-offline"
 TINY = "tiny"
@@ -67,14 +67,7 @@ def to_template_messages(messages: list[dict]) -> list[dict]:
             calls = []
             for c in m["tool_calls"]:
                 fn = dict(c.get("function", c))
-                args = fn.get("arguments", {})
-                if isinstance(args, str):
-                    try:
-                        parsed = json.loads(args) if args.strip() else {}
-                        args = parsed if isinstance(parsed, dict) else args
-                    except json.JSONDecodeError:
-                        pass
-                fn["arguments"] = args
+                fn["arguments"] = parse_arguments(fn.get("arguments", {}))
                 calls.append({"type": "function", "id": c.get("id", ""), "function": fn})
             m["tool_calls"] = calls
         out.append(m)

@@ -143,6 +143,18 @@ class Task:
         return cls(**kw)
 
 
+def parse_arguments(args):
+    """Tool-call arguments as a dict when they are (a JSON string of) an object; anything else
+    is kept as given, so that the harness can tell the model its arguments were malformed."""
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return args
+        return parsed if isinstance(parsed, dict) else args
+    return args
+
+
 @dataclass
 class ToolCall:
     """A tool call as the model emitted it. ``arguments`` is a dict, or the raw string when it

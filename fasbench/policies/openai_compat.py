@@ -16,7 +16,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from fasbench.records import Reply, ToolCall
+from fasbench.records import Reply, ToolCall, parse_arguments
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -33,13 +33,7 @@ def parse_tool_calls(message: dict) -> list[ToolCall]:
     out = []
     for i, c in enumerate(raw):
         fn = c.get("function") or {}
-        args = fn.get("arguments", {})
-        if isinstance(args, str):
-            try:
-                parsed = json.loads(args) if args.strip() else {}
-                args = parsed if isinstance(parsed, dict) else args
-            except json.JSONDecodeError:
-                pass  # keep the raw string: the harness reports it as invalid JSON to the model
+        args = parse_arguments(fn.get("arguments", {}))  # a raw string stays: the harness reports it
         out.append(ToolCall(id=str(c.get("id") or f"call_{i}"), name=str(fn.get("name", "")), arguments=args))
     return out
 
