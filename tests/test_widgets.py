@@ -40,7 +40,9 @@ def hand_trace(policy: str = "p", task_id: str = "task1") -> Trace:
              [ToolResult("e", "Report received", False, T0 + 2.5, T0 + 2.5)],
              300, 10, T0 + 2.2, T0 + 2.5, T0 + 2.5, T0 + 2.5),
     ]
-    return Trace(task_id, policy, "relace", turns, Report({"a.py": [[10, 15]]}), "reported", T0, T0 + 2.6)
+    # a fixed trace id: a random one may contain the words the filter tests search for
+    return Trace(task_id, policy, "relace", turns, Report({"a.py": [[10, 15]]}), "reported", T0, T0 + 2.6,
+                 trace_id=f"trace-{policy}-{task_id}")
 
 
 def hand_task() -> Task:
