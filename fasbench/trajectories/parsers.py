@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fasbench.records import parse_arguments
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
 
 FORMATS = ("mini-swe-agent-1", "mini-swe-agent-tools", "swe-agent", "claude-code", "fasbench-trace")
@@ -336,13 +337,7 @@ def _mini_tools(d: dict, path: Path) -> Trajectory:
             fn = tc.get("function") or tc
             name = str(fn.get("name", ""))
             raw = fn.get("arguments", {})
-            if isinstance(raw, str):
-                try:
-                    args = json.loads(raw) if raw.strip() else {}
-                except json.JSONDecodeError:
-                    args = raw
-            else:
-                args = raw
+            args = parse_arguments(raw)
             action = args.get("command", args.get("cmd")) if isinstance(args, dict) else None
             t.calls.append(Call(name, str(action) if action is not None else (
                 raw if isinstance(raw, str) else json.dumps(raw)), args if isinstance(args, dict) else None))
