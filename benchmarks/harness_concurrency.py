@@ -6,7 +6,9 @@
    formatting) vs raw ``rg`` with the same flags on the same query.
 
 Both are measured side by side in one run, interleaved, median of ``--reps`` repetitions after a
-warm-up. The last line is ``concurrent/sequential=X harness_grep/raw_rg=Y`` (targets: X <= 0.6,
+warm-up. The script also prints the CPU time of the sequential turn (this process and its rg
+children): on C cores no schedule can finish the turn in less than cpu/C seconds, so
+``floor = cpu / (C * sequential)`` is the best ratio this machine allows for X. The last line is ``concurrent/sequential=X harness_grep/raw_rg=Y`` (targets: X <= 0.6,
 Y <= 1.15).
 
     .venv/bin/python benchmarks/harness_concurrency.py [--root DIR] [--reps 5]
@@ -15,6 +17,8 @@ Y <= 1.15).
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sysconfig
@@ -45,6 +49,12 @@ def turn_calls(root: Path) -> list[ToolCall]:
         if p and not (root / p).exists():
             raise SystemExit(f"{root / p} does not exist: this benchmark expects torch, transformers and typer installed")
     return [ToolCall(f"c{i}", n, a) for i, (n, a) in enumerate(calls)]
+
+
+def cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this process and its finished children."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
 def timed(fn) -> float:
@@ -85,9 +95,16 @@ def main() -> None:
     def run_raw(argv):
         subprocess.run(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
 
-    t_seq, t_con, t_h, t_raw = [], [], [], []
+    t_seq, t_con, t_h, t_raw, c_seq = [], [], [], [], []
+
+    def seq():
+        c = cpu_s()
+        for call in calls:
+            fc.execute(call)
+        c_seq.append(cpu_s() - c)
+
     for i in range(args.reps):
-        pair = [("seq", lambda: [fc.execute(c) for c in calls]), ("con", lambda: execute_calls(fc, calls))]
+        pair = [("seq", seq), ("con", lambda: execute_calls(fc, calls))]
         if i % 2:
             pair.reverse()
         for name, fn in pair:
@@ -105,6 +122,10 @@ def main() -> None:
     y = med(t_h) / med(t_raw)
     print(f"median: sequential {med(t_seq):.3f}s concurrent {med(t_con):.3f}s grep_search {med(t_h):.3f}s "
           f"raw rg {med(t_raw):.3f}s")
+    cores = len(os.sched_getaffinity(0))
+    floor = med(c_seq) / (cores * med(t_seq))
+    print(f"sequential turn: {med(c_seq):.3f} CPU s on {cores} cores -> best possible concurrent/sequential "
+          f"{floor:.3f}")
     print(f"concurrent/sequential={x:.3f} harness_grep/raw_rg={y:.3f}")
 
 

@@ -47,10 +47,13 @@ def rg_argv(*args: str) -> list[str]:
 
 
 #: Output lines the first, parallel pass may produce before it gives up and reruns sorted:
-#: PARALLEL_FACTOR times the lines wanted, at least PARALLEL_MIN (a query with many more matches
-#: than are shown is cheaper to answer with the sorted, early-stopped pass).
-PARALLEL_FACTOR = 20
-PARALLEL_MIN = 1000
+#: PARALLEL_FACTOR times the lines wanted, at least PARALLEL_MIN. Once the output is known to be
+#: cut, the sorted pass that stops after the lines wanted is the cheaper way to the same answer:
+#: letting the parallel pass run on (the old factor 20) doubled the CPU time of a whole-tree grep
+#: with a few thousand matches (benchmarks/harness_concurrency.py: 0.44 s -> 0.23 s), and CPU is
+#: what the concurrent calls of a turn compete for.
+PARALLEL_FACTOR = 1
+PARALLEL_MIN = 0
 
 
 def _key(path: str) -> list[str]:
@@ -105,9 +108,8 @@ def run_rg(ws, args: list[str], max_lines: int | None = None, cwd=None, paths_on
     harness adds ``--null`` to split paths from line numbers reliably.
 
     Deterministic and fast: a parallel (unsorted) pass collects the whole output when it has at
-    most ``max(PARALLEL_FACTOR * max_lines, PARALLEL_MIN)`` lines and sorts it here; a bigger
-    output is rerun with
-    ``--sort path`` (single-threaded, but stopped after ``max_lines`` lines), which gives the
+    most ``max(PARALLEL_FACTOR * max_lines, PARALLEL_MIN)`` lines (no limit when ``max_lines`` is
+    None) and sorts it here; a bigger output is rerun with ``--sort path`` (single-threaded, but stopped after ``max_lines`` lines), which gives the
     same first lines. No match gives ([], False); an rg error raises ToolError."""
     from fasbench.tools.sandbox import Stage, decode, run_pipeline
 
@@ -122,8 +124,11 @@ def run_rg(ws, args: list[str], max_lines: int | None = None, cwd=None, paths_on
             raise ToolError(decode(r.stderr).strip() or f"ripgrep failed with exit status {r.returncode}")
         return r
 
-    r = run([], max(PARALLEL_FACTOR * (max_lines or 0), PARALLEL_MIN))
-    if r.cut:
+    if max_lines is None:
+        r = run([], None)
+    else:
+        r = run([], max(PARALLEL_FACTOR * max_lines, PARALLEL_MIN))
+    if r.cut:  # more lines (or bytes) than wanted: the sorted pass gives the first ones
         r = run(["--sort", "path"], max_lines)
         text = decode(r.stdout)
         if r.cut:
