@@ -4,6 +4,9 @@ parallel (a process pool, and a thread pool) vs serial, measured side by side in
 Tasks: ``--tasks FILE`` (JSONL with materialised roots), else the SWE-bench Lite test tasks whose
 offline corpora are already in the cache, else the toy corpus's issues repeated. Last line:
 ``episodes_per_s_parallel/serial=X`` (target X > 1.5 on 2 cores), using the faster parallel backend.
+It also prints how many cores the serial run already keeps busy (the calls of a turn run
+concurrently and rg walks a tree with several threads): with C cores and a serial run using U of
+them on average, no backend can beat ``C / U``.
 
     python benchmarks/eval_throughput.py [--tasks FILE] [--n 50] [--workers 2]
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import tempfile
 import time
 from dataclasses import replace
@@ -43,6 +47,12 @@ def cached_swebench_tasks(n: int) -> list:
     return out
 
 
+def cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its finished children so far."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
 def toy(n: int, tmp: Path) -> list:
     from fasbench.policies.toy import make_corpus, toy_tasks
 
@@ -71,14 +81,19 @@ def main() -> None:
         print(f"{len(tasks)} tasks, policy {a.policy}, {a.workers} workers")
         limits = Limits(max_turns=6)
         run_eval(tasks[:2], a.policy, "relace", tmp / "warm", limits, workers=1, progress=False)  # warm caches
-        times = {}
+        times, cpu = {}, {}
         for backend in ("serial", "process", "thread"):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_s()
             run_eval(tasks, a.policy, "relace", tmp / backend, limits, workers=1 if backend == "serial" else a.workers,
                      backend=backend, progress=False)
             times[backend] = time.perf_counter() - t0
+            cpu[backend] = cpu_s() - c0
             print(f"{backend:8s} {times[backend]:7.2f} s  {len(tasks) / times[backend]:6.2f} episodes/s")
         best = min(("process", "thread"), key=lambda b: times[b])
+        cores = len(os.sched_getaffinity(0))
+        busy = cpu["serial"] / times["serial"]
+        print(f"serial run: {cpu['serial']:.1f} CPU s in {times['serial']:.1f} s = {busy:.2f} of {cores} cores busy "
+              f"-> best possible parallel/serial {cores / busy:.2f}")
         print(f"best parallel backend: {best}")
         print(f"episodes_per_s_parallel/serial={times['serial'] / times[best]:.2f}")
 
