@@ -7,11 +7,12 @@ cells.append(nbf.v4.new_markdown_cell(
     "Reads task sets, corpora and real mini-swe-agent trajectories; builds an SFT data set (cache `sft/<profile>`), "
     "trains with TRL (`runs/sft-<profile>`), writes figures `sft_loss` and `sft_before_after`."))
 params = nbf.v4.new_code_cell(
-    'profile = "tiny"        # tiny (CPU smoke, minutes) | cpu (SmolLM2, a few dozen steps) | gpu\n'
-    'max_steps = 8           # training steps (the cpu profile uses 24)\n'
-    'n_eval_tasks = 2        # dev tasks evaluated before and after\n'
-    'eval_max_turns = 2      # harness turns per evaluation episode\n'
-    'eval_max_new_tokens = 32  # tokens generated per turn')
+    'profile = "tiny"          # tiny (CPU smoke, minutes) | cpu (SmolLM2, ~20 min) | gpu; fasbench/configs/sft_<profile>.yaml\n'
+    '# None = the profile\'s own value\n'
+    'max_steps = None          # training steps\n'
+    'n_eval_tasks = None       # dev tasks evaluated before and after\n'
+    'eval_max_turns = None     # harness turns per evaluation episode\n'
+    'eval_max_new_tokens = None  # tokens generated per turn')
 params.metadata["tags"] = ["parameters"]
 cells.append(params)
 cells.append(nbf.v4.new_code_cell(
@@ -22,9 +23,9 @@ cells.append(nbf.v4.new_code_cell(
     "from fasbench.sft.data import build, load_dataset\n"
     "from fasbench.sft.evaluate import dataset_frame, dataset_stats, dev_tasks, evaluate, summary\n"
     "from fasbench.sft.train import load_profile, read_log, train\n\n"
-    "prof = load_profile(profile, {'train': {'max_steps': max_steps},\n"
-    "                              'eval': {'n_tasks': n_eval_tasks, 'max_turns': eval_max_turns,\n"
-    "                                       'max_new_tokens': eval_max_new_tokens}})\n"
+    "over = {'train': {'max_steps': max_steps},\n"
+    "        'eval': {'n_tasks': n_eval_tasks, 'max_turns': eval_max_turns, 'max_new_tokens': eval_max_new_tokens}}\n"
+    "prof = load_profile(profile, {k: {f: v for f, v in d.items() if v is not None} for k, d in over.items()})\n"
     "stats = build(prof.build, prof.data_dir)   # resumes from the episodes already run\n"
     "print('examples:', stats['examples'])\n"
     "print('dropped:', stats['dropped'])\n"
@@ -52,8 +53,9 @@ cells.append(nbf.v4.new_code_cell(
     "table = pl.DataFrame([{'model': m, **summary([r for r in rows if r['model'] == m])} for m in ('before', 'after')])\n"
     "table"))
 cells.append(nbf.v4.new_code_cell(
-    "metrics = ['wellformed', 'report', 'reward']\n"
-    "names = {'wellformed': 'well-formed calls', 'report': 'parsable report', 'reward': 'reward'}\n"
+    "metrics = ['wellformed', 'report', 'report_wellformed', 'reward']\n"
+    "names = {'wellformed': 'well-formed calls', 'report': 'parsable report',\n"
+    "         'report_wellformed': 'both', 'reward': 'reward'}\n"
     "fig = go.Figure([go.Bar(name=r['model'], x=[names[m] for m in metrics], y=[r[m] for m in metrics],\n"
     "                        text=[f'{r[m]:.2f}' for m in metrics], textposition='outside')\n"
     "                 for r in table.iter_rows(named=True)])\n"

@@ -147,3 +147,26 @@ def test_episode_messages_equal_what_the_policy_saw(tmp_path):
     msgs = episode_messages(tr, make_toolset("relace", tmp_path))
     assert msgs[:-1] == seen[-1]  # notes included: the reminder after turn 2 and the last-turn note
     assert msgs[-1]["tool_calls"][0]["function"]["name"] == "report_back"
+
+
+def test_over_length_drop_keeps_whole_examples_only(real_data, tmp_path):
+    from fasbench.models import load_tokenizer
+    from fasbench.sft.train import drop_long, example_tokens, make_trainer
+
+    _, out, _ = real_data
+    ds = load_dataset(out)["train"]
+    tok = load_tokenizer("tiny")
+    lens = sorted(example_tokens(ex, tok) for ex in ds)
+    assert len(lens) == 2 and lens[0] < lens[1]
+    # a limit between the two lengths keeps exactly the shorter example, whole
+    kept = drop_long(ds, tok, lens[0])
+    assert len(kept) == 1 and example_tokens(kept[0], tok) == lens[0]
+    over = {"build": {"out": str(out)}, "train": {"output_dir": str(tmp_path / "run"), "max_steps": 1,
+                                                  "max_length": lens[0], "over_length": "drop"}}
+    assert len(make_trainer(load_profile("tiny", over)).train_dataset) == 1
+    over["train"]["max_length"] = lens[0] - 1
+    with pytest.raises(ValueError, match="longer than max_length"):
+        make_trainer(load_profile("tiny", over))
+    over["train"]["over_length"] = "cut"
+    with pytest.raises(ValueError, match="over_length"):
+        make_trainer(load_profile("tiny", over))

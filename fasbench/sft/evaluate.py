@@ -19,7 +19,8 @@ def dev_tasks(profile, n: int | None = None) -> list[Task]:
 
 def episode_row(trace: Trace, task: Task, tools: list[dict], reward: str = "relace") -> dict:
     """Per-episode metrics. A call is well-formed when its arguments parsed to a JSON object and
-    its name is one of the tools; ``wellformed`` = the episode made calls and all were well-formed."""
+    its name is one of the tools; ``wellformed`` = the episode made calls and all were well-formed;
+    ``report_wellformed`` = that and a parsable report (the SFT acceptance measure)."""
     from fasbench.models import well_formed
     from fasbench.reward import score_report
 
@@ -29,7 +30,9 @@ def episode_row(trace: Trace, task: Task, tools: list[dict], reward: str = "rela
     return {"task_id": task.id, "policy": trace.policy, "turns": trace.n_turns, "calls": len(calls),
             "calls_per_turn": len(calls) / max(1, trace.n_turns), "wellformed_calls": sum(ok),
             "wellformed": bool(calls) and all(ok), "any_wellformed": any(ok),
-            "report": trace.report is not None, "reward": s.value, "stop_reason": trace.stop_reason,
+            "report": trace.report is not None,
+            "report_wellformed": trace.report is not None and bool(calls) and all(ok),
+            "reward": s.value, "stop_reason": trace.stop_reason,
             "completion_tokens": sum(t.completion_tokens or 0 for t in trace.turns)}
 
 
@@ -69,7 +72,7 @@ def summary(rows: list[dict]) -> dict:
     if not rows:
         return {}
     n = len(rows)
-    keys = ("wellformed", "any_wellformed", "report", "calls_per_turn", "turns", "reward")
+    keys = ("wellformed", "any_wellformed", "report", "report_wellformed", "calls_per_turn", "turns", "reward")
     return {"episodes": n, **{k: sum(float(r[k]) for r in rows) / n for k in keys}}
 
 
@@ -77,15 +80,14 @@ def dataset_frame(dataset, tokenizer):
     """One row per example (split, source, turns, calls, calls per turn, tokens), a polars frame."""
     import polars as pl
 
-    from fasbench.models import to_template_messages
+    from fasbench.sft.train import example_tokens
 
     rows = []
     for split in dataset:
         for ex in dataset[split]:
-            ids = tokenizer.apply_chat_template(to_template_messages(ex["messages"]), tools=ex["tools"], tokenize=True)
-            ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
             rows.append({"split": split, "source": ex["source"], "turns": ex["n_turns"], "calls": ex["n_calls"],
-                         "calls_per_turn": ex["n_calls"] / max(1, ex["n_turns"]), "tokens": len(ids)})
+                         "calls_per_turn": ex["n_calls"] / max(1, ex["n_turns"]),
+                         "tokens": example_tokens(ex, tokenizer)})
     return pl.DataFrame(rows, schema={"split": pl.Utf8, "source": pl.Utf8, "turns": pl.Int64, "calls": pl.Int64,
                                       "calls_per_turn": pl.Float64, "tokens": pl.Int64})
 

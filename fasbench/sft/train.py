@@ -33,7 +33,8 @@ class TrainConfig:
     warmup_ratio: float = 0.0  # share of steps warming up (FastContext: 0.1)
     per_device_train_batch_size: int = 1
     gradient_accumulation_steps: int = 1
-    max_length: int | None = 2048  # tokens per example (longer ones are truncated)
+    max_length: int | None = 2048  # tokens per example
+    over_length: str = "truncate"  # longer examples: "truncate" (TRL cuts the end) | "drop" (left out, counted)
     assistant_only_loss: bool = True  # loss on assistant turns only (the tool chat template marks them)
     gradient_checkpointing: bool = False
     bf16: bool = False  # bf16 mixed precision (GPU)
@@ -152,6 +153,23 @@ def peft_config(tc: TrainConfig):
                       target_modules=tc.lora_target_modules, task_type="CAUSAL_LM")
 
 
+def example_tokens(example: dict, tokenizer) -> int:
+    """Tokens of one conversational example rendered with the tokenizer's (tool) chat template."""
+    from fasbench.models import to_template_messages
+
+    ids = tokenizer.apply_chat_template(to_template_messages(example["messages"]), tools=example["tools"],
+                                        tokenize=True)
+    ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+    return len(ids)
+
+
+def drop_long(dataset, tokenizer, max_length: int):
+    """The examples of ``dataset`` that fit in ``max_length`` tokens whole (so the final report,
+    at the end of an episode, is never cut away by truncation)."""
+    keep = [i for i, ex in enumerate(dataset) if example_tokens(ex, tokenizer) <= max_length]
+    return dataset.select(keep)
+
+
 def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
     """The TRL SFTTrainer of a profile (model loaded, LoRA applied, data from the profile's
     build folder unless given)."""
@@ -173,6 +191,19 @@ def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
     if len(train) == 0:
         raise ValueError(f"the SFT train split at {profile.data_dir} is empty; build with more tasks or a lower min_reward")
     dev = dataset["dev"].select_columns(keep) if "dev" in dataset and len(dataset["dev"]) else None
+    if tc.over_length not in ("truncate", "drop"):
+        raise ValueError(f"train.over_length must be 'truncate' or 'drop', got {tc.over_length!r}")
+    if tc.over_length == "drop" and tc.max_length:
+        n0 = len(train)
+        train = drop_long(train, tokenizer, tc.max_length)
+        print(f"SFT: {n0 - len(train)} of {n0} train examples are longer than max_length={tc.max_length} "
+              "tokens and were left out (train.over_length: drop)")
+        if len(train) == 0:
+            raise ValueError(f"every SFT train example is longer than max_length={tc.max_length}; raise it or lower "
+                             "build.max_output_chars / build.max_turns")
+        if dev is not None:
+            dev = drop_long(dev, tokenizer, tc.max_length)
+            dev = dev if len(dev) else None
     args = sft_config(tc, profile.run_dir, dev is not None)
     trainer = SFTTrainer(model=model, args=args, train_dataset=train,
                          eval_dataset=dev if args.eval_strategy != "no" else None,
