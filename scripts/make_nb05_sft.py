@@ -7,7 +7,7 @@ cells.append(nbf.v4.new_markdown_cell(
     "Reads task sets, corpora and real mini-swe-agent trajectories; builds an SFT data set (cache `sft/<profile>`), "
     "trains with TRL (`runs/sft-<profile>`), writes figures `sft_loss` and `sft_before_after`."))
 params = nbf.v4.new_code_cell(
-    'profile = "tiny"          # tiny (CPU smoke, minutes) | cpu (SmolLM2, ~20 min) | gpu; fasbench/configs/sft_<profile>.yaml\n'
+    'profile = "tiny"          # tiny (CPU smoke, minutes) | cpu (SmolLM2, ~40 min) | gpu; fasbench/configs/sft_<profile>.yaml\n'
     '# None = the profile\'s own value\n'
     'max_steps = None          # training steps\n'
     'n_eval_tasks = None       # dev tasks evaluated before and after\n'
