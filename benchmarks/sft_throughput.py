@@ -19,10 +19,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="cpu", help="SFT profile whose data set is used (built if missing)")
     ap.add_argument("--model", default="smollm2-offline", help="model for both loops (tiny | smollm2-offline | path)")
-    ap.add_argument("--steps", type=int, default=4, help="measured steps on each side")
+    ap.add_argument("--steps", type=int, default=3, help="measured steps on each side")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured steps first on each side")
-    ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--max-length", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--max-length", type=int, default=2560,
+                    help="tokens per example; the cpu data set's prompts alone are ~2k tokens")
     args = ap.parse_args()
 
     import torch
