@@ -88,7 +88,7 @@ def test_tiny_training_loss_falls_and_resumes(real_data, tmp_path):
     _, out, _ = real_data
     run = tmp_path / "run"
     over = {"build": {"out": str(out)}, "train": {"output_dir": str(run), "max_steps": 6, "save_steps": 3,
-                                                  "learning_rate": 5e-3, "per_device_train_batch_size": 2}}
+                                                  "learning_rate": 2e-3, "per_device_train_batch_size": 2}}
     final = train(load_profile("tiny", over))
     assert (final / "config.json").exists() and (run / "checkpoint-6").is_dir()
     losses = [r["loss"] for r in read_log(run) if "loss" in r]
