@@ -469,3 +469,39 @@ def test_search_order_is_deterministic_beyond_the_parallel_bound(tmp_path):
     # a small output (parallel pass, sorted here) has the same order
     assert ok(fc, "Grep", pattern="hit 100$", output_mode="count", head_limit=1000).splitlines() == [
         f"{f}:1" for f in expect_files if f != "a.txt"]
+
+
+# ---------------------------------------------------------------- ignore rules stay inside the workspace
+
+def _git_init(d: Path) -> None:
+    subprocess.run(["git", "-c", "init.defaultBranch=main", "init", "-q"], cwd=d, check=True)
+
+
+def test_ignore_rules_of_directories_above_the_root_do_not_apply(tmp_path):
+    """A corpus kept inside another project's git checkout (an sdist in the project's .cache/)
+    must not lose files to that project's .gitignore; a corpus that is its own checkout keeps
+    its own .gitignore; .ignore files inside the workspace still apply."""
+    outer = tmp_path / "project"
+    (outer / "cache" / "corpus" / "build").mkdir(parents=True)
+    _git_init(outer)
+    (outer / ".gitignore").write_text("build/\n*.log\n")
+    corpus = outer / "cache" / "corpus"
+    (corpus / "build" / "gen.py").write_text("NEEDLE = 1\n")
+    (corpus / "run.log").write_text("NEEDLE in a log\n")
+    (corpus / "main.py").write_text("print(NEEDLE)\n")
+    (corpus / ".gitignore").write_text("main.py\n")  # not a checkout: its .gitignore is only a file
+    (corpus / "skip").mkdir()
+    (corpus / "skip" / "s.py").write_text("NEEDLE skipped\n")
+    (corpus / ".ignore").write_text("skip/\n")
+    want = ["build/gen.py", "main.py", "run.log"]
+
+    rel, fcs = make_toolset("relace", corpus), make_toolset("fastcontext", corpus)
+    hits = ok(rel, "grep_search", query="NEEDLE").splitlines()
+    assert sorted({h.split(":")[0] for h in hits}) == want
+    assert ok(fcs, "Grep", pattern="NEEDLE").splitlines() == want
+    assert "build/gen.py" in ok(fcs, "Glob", pattern="**/*.py").splitlines()
+    assert sorted({h.split(":")[0] for h in ok(rel, "bash", command="rg -l NEEDLE").splitlines()}) == want
+
+    _git_init(corpus)  # now the corpus is a checkout: its own .gitignore applies, the project's still not
+    assert ok(fcs, "Grep", pattern="NEEDLE").splitlines() == ["build/gen.py", "run.log"]
+    assert sorted(ok(rel, "bash", command="rg -l NEEDLE").splitlines()) == ["build/gen.py", "run.log"]

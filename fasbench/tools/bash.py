@@ -371,9 +371,9 @@ def _check_command(ws: Workspace, argv: list[str]) -> list[str]:
     else:
         _check_options(name, args)
     if name == "rg":
-        from fasbench.tools.rg import rg_binary
+        from fasbench.tools.rg import ignore_flags, rg_binary
 
-        return [rg_binary(), "--no-config", *args]
+        return [rg_binary(), "--no-config", *ignore_flags(ws.root), *args]  # confined like the tools' own rg
     exe = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
     if exe is None:
         raise ToolError(f"{name} is not installed on this machine")
