@@ -4,11 +4,11 @@ parallel (a process pool, and a thread pool) vs serial, measured side by side in
 Tasks: ``--tasks FILE`` (JSONL with materialised roots), else the SWE-bench Lite test tasks whose
 offline corpora are already in the cache, else the toy corpus's issues repeated. Last line:
 ``episodes_per_s_parallel/serial=X`` (target X > 1.5 on 2 cores), using the faster parallel backend.
-It also prints how many cores the serial run already keeps busy (the calls of a turn run
-concurrently and rg walks a tree with several threads): with C cores and a serial run using U of
-them on average, a backend that needs the same CPU time cannot beat ``C / U``. This is an estimate,
-not a bound: runs measured here beat it (1.36 against 1.25), so the parallel runs spent less CPU
-or the serial one waited on something other than CPU.
+Every tree is read once before the timed runs (page cache), and each backend runs ``--rounds``
+times in rotated order (medians). The script prints the machine's CPU time of every run
+(``/proc/stat``, so pool workers count; run it on an idle machine): the serial run already keeps
+most cores busy (the calls of a turn run concurrently and rg walks a tree with several threads),
+and a parallel run that needs ``cpu`` CPU seconds cannot finish on C cores in under ``cpu / C``.
 
     python benchmarks/eval_throughput.py [--tasks FILE] [--n 50] [--workers 2]
 """
@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from cpu import cores as n_cores, cpu_s  # benchmarks/cpu.py
+from cpu import cores as n_cores, machine_cpu_s  # benchmarks/cpu.py
 from fasbench.evaluate import run_eval
 from fasbench.harness import Limits
 from fasbench.records import read_tasks
@@ -57,12 +58,25 @@ def toy(n: int, tmp: Path) -> list:
     return [replace(base[i % len(base)], id=f"{base[i % len(base)].id}-{i}") for i in range(n)]
 
 
+def warm(tasks) -> None:
+    """Read every file of every task's tree once, so that no backend pays for a colder page
+    cache than another (the backends run one after another on the same trees)."""
+    import subprocess
+
+    from fasbench.tools.rg import rg_argv
+
+    for root in sorted({t.root for t in tasks}):
+        subprocess.run(rg_argv("-uuu", "--count", "--fixed-strings", "--regexp", "\x01warm\x01", root),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", help="tasks JSONL with corpus roots")
     ap.add_argument("--n", type=int, default=50)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--policy", default="heuristic:turns=3")
+    ap.add_argument("--rounds", type=int, default=2, help="runs of each backend, in rotated order")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -75,24 +89,34 @@ def main() -> None:
         if len(tasks) < a.n:
             print(f"(only {len(tasks)} SWE-bench tasks with cached corpora; using the toy corpus)")
             tasks = toy(a.n, tmp)
-        print(f"{len(tasks)} tasks, policy {a.policy}, {a.workers} workers")
+        print(f"{len(tasks)} tasks, policy {a.policy}, {a.workers} workers, {a.rounds} rounds")
         limits = Limits(max_turns=6)
-        run_eval(tasks[:2], a.policy, "relace", tmp / "warm", limits, workers=1, progress=False)  # warm caches
-        times, cpu = {}, {}
-        for backend in ("serial", "process", "thread"):
-            t0, c0 = time.perf_counter(), cpu_s()
-            run_eval(tasks, a.policy, "relace", tmp / backend, limits, workers=1 if backend == "serial" else a.workers,
-                     backend=backend, progress=False)
-            times[backend] = time.perf_counter() - t0
-            cpu[backend] = cpu_s() - c0
-            print(f"{backend:8s} {times[backend]:7.2f} s  {len(tasks) / times[backend]:6.2f} episodes/s")
-        best = min(("process", "thread"), key=lambda b: times[b])
+        warm(tasks)
+        run_eval(tasks[:2], a.policy, "relace", tmp / "warm", limits, workers=1, progress=False)  # imports, indexes
+        backends = ["serial", "process", "thread"]
+        times: dict[str, list[float]] = {b: [] for b in backends}
+        cpu: dict[str, list[float]] = {b: [] for b in backends}
+        for r in range(a.rounds):
+            order = backends[r % 3:] + backends[: r % 3]  # each backend takes its turn going first
+            for backend in order:
+                t0, c0 = time.perf_counter(), machine_cpu_s()
+                run_eval(tasks, a.policy, "relace", tmp / f"{backend}{r}", limits,
+                         workers=1 if backend == "serial" else a.workers, backend=backend, progress=False)
+                times[backend].append(time.perf_counter() - t0)
+                cpu[backend].append(machine_cpu_s() - c0)
+                print(f"round {r + 1} {backend:8s} {times[backend][-1]:7.2f} s  "
+                      f"{len(tasks) / times[backend][-1]:6.2f} episodes/s  {cpu[backend][-1]:6.1f} CPU s "
+                      f"({cpu[backend][-1] / times[backend][-1]:.2f} cores busy)")
+        med = {b: statistics.median(times[b]) for b in backends}
+        mcpu = {b: statistics.median(cpu[b]) for b in backends}
+        best = min(("process", "thread"), key=lambda b: med[b])
         cores = n_cores()
-        busy = cpu["serial"] / times["serial"]
-        print(f"serial run: {cpu['serial']:.1f} CPU s in {times['serial']:.1f} s = {busy:.2f} of {cores} cores busy "
-              f"-> at the same CPU time, parallel/serial <= {cores / busy:.2f}")
+        print(f"median: " + ", ".join(f"{b} {med[b]:.2f} s / {mcpu[b]:.1f} CPU s" for b in backends))
+        print(f"serial keeps {mcpu['serial'] / med['serial']:.2f} of {cores} cores busy; the {best} run needs "
+              f"{mcpu[best]:.1f} CPU s, which {cores} cores cannot do in under {mcpu[best] / cores:.2f} s: "
+              f"parallel/serial <= {med['serial'] * cores / mcpu[best]:.2f} at that CPU time")
         print(f"best parallel backend: {best}")
-        print(f"episodes_per_s_parallel/serial={times['serial'] / times[best]:.2f}")
+        print(f"episodes_per_s_parallel/serial={med['serial'] / med[best]:.2f}")
 
 
 if __name__ == "__main__":
