@@ -729,8 +729,10 @@ def incentive_landscape(tasks: list[Task], toolset: str = "relace", reward: str 
                         turns: tuple[int, ...] = (2, 3, 4, 6), calls: tuple[int, ...] = (1, 2, 4, 8),
                         max_turns: int | None = None, progress: bool = True):
     """The heuristic policy swept over planned turns × parallel calls per search turn, each episode
-    run through the harness and scored under ``reward``: what the turn penalty pays for.
-    Returns a polars frame (turns, calls, task_id, reward, accuracy, turn_penalty, used_turns, n_calls)."""
+    run through the harness and scored under ``reward``: what the reward pays for.
+    Returns a polars frame (turns, calls, task_id, reward, used_turns, n_calls, then one column per
+    part of the reward: accuracy and turn_penalty under Relace's, cited / f0.5 / over_penalty /
+    judge under FastContext's)."""
     import polars as pl
     from tqdm.auto import tqdm
 
@@ -746,10 +748,13 @@ def incentive_landscape(tasks: list[Task], toolset: str = "relace", reward: str 
             tr = run_episode(t, pol, toolset, lim)
             s = score_report(reward, t.gold, tr.report, tr.n_turns, root=t.root)
             rows.append({"turns": nt, "calls": nc, "task_id": t.id, "reward": s.value,
-                         "accuracy": s.parts.get("accuracy", float("nan")),
-                         "turn_penalty": s.parts.get("turn_penalty", float("nan")),
-                         "used_turns": tr.n_turns, "n_calls": tr.n_calls})
+                         "used_turns": tr.n_turns, "n_calls": tr.n_calls,
+                         **{k: float(v) for k, v in s.parts.items() if k not in LANDSCAPE_COLUMNS}})
     return pl.DataFrame(rows)
+
+
+#: The fixed columns of :func:`incentive_landscape`; the others are the reward's parts.
+LANDSCAPE_COLUMNS = ("turns", "calls", "task_id", "reward", "used_turns", "n_calls")
 
 
 # ====================================================================== before vs after

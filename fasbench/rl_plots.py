@@ -60,26 +60,31 @@ def before_after(frame, metrics=("reward", "part/accuracy", "turns", "calls_per_
 
 def landscape(frame, value: str = "reward") -> go.Figure:
     """Heat map of the mean ``value`` of the heuristic policy over planned turns × calls per turn,
-    beside the mean accuracy and turn penalty per planned turns."""
+    beside the mean reward and each of its parts (the frame's other columns, see
+    ``fasbench.rl.incentive_landscape``) by the turns the episodes used."""
     import polars as pl
 
-    agg = frame.group_by(["turns", "calls"]).agg(pl.col(value).mean(), pl.col("accuracy").mean(),
-                                                pl.col("turn_penalty").mean(), pl.col("used_turns").mean())
+    from fasbench.rl import LANDSCAPE_COLUMNS
+
+    parts = [c for c in frame.columns if c not in LANDSCAPE_COLUMNS and frame[c].drop_nulls().n_unique() > 0
+             and not frame[c].is_nan().all()]
+    agg = frame.group_by(["turns", "calls"]).agg(pl.col(value).mean())
     turns = sorted(agg["turns"].unique().to_list())
     calls = sorted(agg["calls"].unique().to_list())
     z = [[agg.filter((pl.col("turns") == t) & (pl.col("calls") == c))[value].item() for c in calls] for t in turns]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"mean {value}", "what the penalty pays for"),
-                        column_widths=[0.55, 0.45], horizontal_spacing=0.14)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"mean {value}", f"mean {value} and its parts by turns used"),
+                        column_widths=[0.5, 0.5], horizontal_spacing=0.2)
     fig.add_trace(go.Heatmap(z=z, x=[str(c) for c in calls], y=[str(t) for t in turns], colorscale="Viridis",
                              text=[[f"{v:.2f}" for v in r] for r in z], texttemplate="%{text}",
-                             colorbar=dict(x=0.5, len=0.9)), row=1, col=1)
-    by_t = frame.group_by("used_turns").agg(pl.col("accuracy").mean(), pl.col("turn_penalty").mean(),
-                                            pl.col(value).mean()).sort("used_turns")
-    for i, k in enumerate(("accuracy", "turn_penalty", value)):
+                             colorbar=dict(x=0.42, len=0.9, thickness=14)), row=1, col=1)
+    by_t = frame.group_by("used_turns").agg([pl.col(k).mean() for k in [*parts, value]]).sort("used_turns")
+    for i, k in enumerate([*parts, value]):
         fig.add_trace(go.Scatter(x=by_t["used_turns"].to_list(), y=by_t[k].to_list(), mode="lines+markers", name=k,
-                                 line=dict(color=PALETTE[i])), row=1, col=2)
+                                 line=dict(color=PALETTE[i % len(PALETTE)], width=3 if k == value else 2)),
+                      row=1, col=2)
     fig.update_xaxes(title_text="parallel calls per search turn", type="category", row=1, col=1)
     fig.update_yaxes(title_text="planned turns", type="category", row=1, col=1)
-    fig.update_xaxes(title_text="turns used", row=1, col=2)
-    fig.update_layout(title="incentive landscape: heuristic policy scored under the reward", width=1000, height=400)
+    fig.update_xaxes(title_text="turns used", dtick=1, row=1, col=2)
+    fig.update_layout(title="incentive landscape: heuristic policy scored under the reward", width=1000, height=420,
+                      margin=dict(t=90))
     return fig

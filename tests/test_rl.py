@@ -211,6 +211,33 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
         [m["content"] for t in trace.turns for m in turn_messages(t)[1:]]
 
 
+@pytest.mark.parametrize("reward,parts", [("relace", {"accuracy", "turn_penalty"}),
+                                           ("fastcontext", {"cited", "f0.5", "over_penalty"})])
+def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
+    """Each reward's parts get their own columns (no NaN columns borrowed from another reward),
+    the reward recomputed from its parts matches, and the figure plots those parts."""
+    import polars as pl
+
+    from fasbench.policies.toy import make_corpus, toy_tasks
+    from fasbench.rl import LANDSCAPE_COLUMNS, incentive_landscape
+    from fasbench.rl_plots import landscape
+
+    tasks = toy_tasks(make_corpus(tmp_path / "toy"))[:3]
+    land = incentive_landscape(tasks, "relace", reward, turns=(2, 3), calls=(1, 3), progress=False)
+    assert land.height == 2 * 2 * len(tasks)
+    cols = set(land.columns) - set(LANDSCAPE_COLUMNS)
+    assert parts <= cols and not ({"accuracy", "turn_penalty"} & cols if reward == "fastcontext" else {"cited"} & cols)
+    assert not any(land[c].is_nan().any() for c in cols)
+    if reward == "relace":
+        assert (land["reward"] - land["accuracy"] * land["turn_penalty"]).abs().max() < 1e-9
+    else:
+        want = land["cited"] * (1 + land["f0.5"] - land["over_penalty"]) + 2 * land["judge"]
+        assert (land["reward"] - want).abs().max() < 1e-9
+    assert land.filter(pl.col("reward") > 0).height > 0
+    names = {t.name for t in landscape(land).data if t.type == "scatter"}
+    assert names == parts | {"reward"} | (cols - parts)
+
+
 def test_config_errors_and_profiles():
     for p in ("tiny", "cpu", "gpu"):
         cfg = load_config(p)
