@@ -24,11 +24,10 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from fasbench.paths import cache_dir, repo_root
+from fasbench.paths import building, cache_dir, replace_dir, repo_root
 from fasbench.records import ToolCall, parse_arguments
 
 OFFLINE = "smollm2-offline"
@@ -102,16 +101,10 @@ def _atomic_save(target: Path, build) -> Path:
     with FileLock(str(target) + ".lock"):
         if (target / "config.json").exists():
             return target
-        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp", dir=target.parent))
-        try:
+        with building(target) as tmp:
             build(tmp)
             os.chmod(tmp, 0o755)  # mkdtemp makes 0700 folders
-            if target.exists():
-                shutil.rmtree(target)
-            tmp.rename(target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+            replace_dir(tmp, target)
     return target
 
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -30,3 +34,23 @@ def figures_dir() -> Path:
     p = Path(os.environ.get("FASBENCH_FIGURES") or repo_root() / "figures")
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+@contextmanager
+def building(target: Path) -> Iterator[Path]:
+    """A scratch folder next to ``target`` to build it in, removed on exit whatever happens; move
+    the result into place with :func:`replace_dir` so that ``target`` is never half-written."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=target.name + ".tmp"))
+    try:
+        yield tmp
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def replace_dir(src: Path, target: Path) -> None:
+    """Move the finished folder ``src`` to ``target``, replacing an older ``target``."""
+    if target.exists():
+        shutil.rmtree(target)
+    src.rename(target)

@@ -5,13 +5,10 @@ timeouts)."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -20,28 +17,7 @@ from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    import httpx
-
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"{url} not up after {timeout} s")
+from servers import free_port, server, wait_http
 
 
 @pytest.fixture(scope="module")
@@ -58,25 +34,17 @@ def test_transformers_serve_round_trip(toy, tmp_path):
     model = resolve_model(TINY)
     port = free_port()
     exe = Path(sys.executable).parent / "transformers"
-    log = open(tmp_path / "serve.log", "w")
-    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--device", "cpu", model],
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_http(f"http://localhost:{port}/health", proc, 240)
+    log = tmp_path / "serve.log"
+    with server([str(exe), "serve", "--port", str(port), "--device", "cpu", model], log,
+                {**os.environ, "HF_HUB_OFFLINE": "1"}) as proc:
+        wait_http(f"http://localhost:{port}/health", proc, 240, log)
         pol = make_policy(f"openai:model={model},base_url=http://localhost:{port}/v1,max_tokens=16,timeout_s=120,retries=1")
         tr = run_episode(toy[0], pol, "relace", Limits(max_turns=1))
-        assert tr.error is None, tr.error + (tmp_path / "serve.log").read_text()[-2000:]
+        assert tr.error is None, tr.error + log.read_text()[-2000:]
         t = tr.turns[0]
         assert t.prompt_tokens and t.prompt_tokens > 100  # the tool schemas and the task reached the model
         assert t.completion_tokens and 0 < t.completion_tokens <= 16
         assert t.model_time > 0
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 SERVER = textwrap.dedent('''

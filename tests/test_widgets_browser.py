@@ -9,17 +9,15 @@ import json
 import os
 import re
 import secrets
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from fasbench.paths import repo_root
+from servers import free_port, server, wait_http
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -30,12 +28,6 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"chromium is not installed at {CHROMIUM}"),
     pytest.mark.timeout(300),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _settings(d: Path) -> None:
@@ -62,35 +54,17 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     _smoke_copy(root / NOTEBOOK)
     _settings(root / ".settings")
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ, FASBENCH_FIGURES=str(root / "figures"), JUPYTER_CONFIG_DIR=str(root / ".config"),
                JUPYTER_RUNTIME_DIR=str(root / ".runtime"), JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
-    log = open(root / "lab.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-         "--ServerApp.allow_root=True", "--LabApp.expose_app_in_browser=True"],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
+    argv = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+            "--ServerApp.allow_root=True", "--LabApp.expose_app_in_browser=True"]
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"JupyterLab did not start:\n{(root / 'lab.log').read_text()[-3000:]}")
-                time.sleep(0.5)
+    with server(argv, root / "lab.log", env, stop_s=15) as proc:
+        wait_http(f"{url}/api/status?token={token}", proc, 60, root / "lab.log")
         yield {"url": url, "token": token, "root": root}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 KERNEL_READY = """() => {

@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import urllib.request
 import zipfile
@@ -39,7 +38,7 @@ from pathlib import Path
 
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
-from fasbench.paths import cache_dir
+from fasbench.paths import building, cache_dir, replace_dir
 from fasbench.records import Gold, Task, append_jsonl
 
 DROP_REASONS = (
@@ -143,9 +142,7 @@ def _direct_download(name: str, release: str, dest: Path) -> str:
 
 
 def _unpack(archive: Path, dest: Path) -> Path:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + ".tmp"))
-    try:
+    with building(dest) as tmp:
         if archive.name.endswith(".zip"):
             with zipfile.ZipFile(archive) as z:
                 z.extractall(tmp)
@@ -153,13 +150,7 @@ def _unpack(archive: Path, dest: Path) -> Path:
             with tarfile.open(archive) as t:
                 t.extractall(tmp, filter="data")
         tops = list(tmp.iterdir())
-        top = tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp
-        if dest.exists():
-            shutil.rmtree(dest)
-        top.rename(dest)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        replace_dir(tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp, dest)
     return dest
 
 

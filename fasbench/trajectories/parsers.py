@@ -313,13 +313,7 @@ def _mini_v1(d: dict, path: Path) -> Trajectory:
         _apply_usage(t, _usage(m))
         turns.append(t)
         idx.append(i)
-    _estimate_chat(turns, msgs, idx)
-    return Trajectory(
-        trajectory_id=_stem(path), instance_id=str(d.get("instance_id") or _stem(path)),
-        agent=f"mini-swe-agent {info.get('mini_version', '')}".strip(), model=_model_of(info, msgs),
-        format="mini-swe-agent-1", turns=turns, submission=info.get("submission"),
-        exit_status=info.get("exit_status"), path=str(path),
-    )
+    return _mini_trajectory(d, path, turns, idx, "mini-swe-agent-1", info.get("submission"))
 
 
 def _mini_tools(d: dict, path: Path) -> Trajectory:
@@ -344,11 +338,18 @@ def _mini_tools(d: dict, path: Path) -> Trajectory:
         _apply_usage(t, _usage(m))
         turns.append(t)
         idx.append(i)
+    return _mini_trajectory(d, path, turns, idx, "mini-swe-agent-tools", submission)
+
+
+def _mini_trajectory(d: dict, path: Path, turns: list[Turn], idx: list[int], fmt: str, submission) -> Trajectory:
+    """The Trajectory of a mini-swe-agent file (either format) from its parsed turns; ``idx`` are the
+    message indices of the turns (for the token estimates of turns without usage)."""
+    info, msgs = d.get("info") or {}, d["messages"]
     _estimate_chat(turns, msgs, idx)
     return Trajectory(
         trajectory_id=_stem(path), instance_id=str(d.get("instance_id") or _stem(path)),
-        agent=f"mini-swe-agent {info.get('mini_version', '')}".strip() if info else "chat",
-        model=_model_of(info, msgs), format="mini-swe-agent-tools", turns=turns, submission=submission,
+        agent=f"mini-swe-agent {info.get('mini_version', '')}".strip() if info or fmt == "mini-swe-agent-1" else "chat",
+        model=_model_of(info, msgs), format=fmt, turns=turns, submission=submission,
         exit_status=info.get("exit_status"), path=str(path),
     )
 
@@ -380,12 +381,7 @@ def _swe_agent(d: dict, path: Path) -> Trajectory:
         first = action.split(None, 1)[0] if action else ""
         tool = first if first in SWE_AGENT_TOOLS else "bash"
         t = Turn(i + 1, [Call(tool, action)] if action else [], prompt, sizes[2 * i], 0, sizes[2 * i + 1], True)
-        state = s.get("state")
-        if isinstance(state, str):
-            try:
-                state = json.loads(state)
-            except json.JSONDecodeError:
-                state = None
+        state = parse_arguments(s.get("state"))  # a dict, or a JSON string of one
         if tool == "edit" and open_file and t.calls:
             t.calls[0].args = {"path": open_file}  # SWE-agent's edit changes the open file
         if isinstance(state, dict) and state.get("open_file") not in (None, "n/a"):
@@ -393,12 +389,7 @@ def _swe_agent(d: dict, path: Path) -> Trajectory:
         prompt += sizes[2 * i] + sizes[2 * i + 1]
         turns.append(t)
     model = ""
-    rc = d.get("replay_config")
-    if isinstance(rc, str):
-        try:
-            rc = json.loads(rc)
-        except json.JSONDecodeError:
-            rc = None
+    rc = parse_arguments(d.get("replay_config"))  # a dict, or a JSON string of one
     if isinstance(rc, dict):
         model = str(((rc.get("agent") or {}).get("model") or {}).get("name", ""))
     return Trajectory(
