@@ -306,6 +306,7 @@ class HarnessEnv:
         self._log: list[tuple[int, ToolCall, ToolResult]] = []
         self._reported_turn: int | None = None  # the turn whose calls included a valid report
         self._score: Score | None = None
+        self._note_turn: int | None = None  # the turn told to stop exploring and answer
 
     def reset(self, **row) -> None:
         if "task" not in row:
@@ -316,12 +317,22 @@ class HarnessEnv:
             raise ValueError(f"task {self._task.id}: corpus root {self._task.root!r} is not a directory")
         self._toolset = make_toolset(self._toolset_name, self._task.root, self._limits.tool)
         self._turn, self._in_turn, self._log, self._reported_turn, self._score = -1, 0, [], None, None
+        self._note_turn = None
         return None
 
     # -- called by HarnessGRPOTrainer at every generation: calls after it belong to a new turn
     def _begin_turn(self) -> None:
         self._turn += 1
         self._in_turn = 0
+
+    def _final_note(self) -> str | None:
+        """The harness's last-turn note when the turn whose results were just returned is the one
+        before the last allowed turn (run_episode appends it as a user message there); None
+        otherwise, or once the search has ended with a report."""
+        if self._toolset is None or self._reported_turn is not None or self._turn != self._limits.max_turns - 2:
+            return None
+        self._note_turn = self._turn + 1
+        return self._toolset.final_turn_note()
 
     def _call(self, name: str, arguments: dict) -> str:
         if self._toolset is None:
@@ -369,6 +380,8 @@ class HarnessEnv:
                 break
             i += 1
         trace.meta["tool_errors"] = sum(r.is_error for t in trace.turns for r in t.results)
+        if self._note_turn is not None and len(trace.turns) > self._note_turn:  # the note's turn was generated
+            trace.meta["final_note_turn"] = self._note_turn
         return trace
 
 
@@ -467,6 +480,18 @@ def rollout_stats(batch: list[Rollout]) -> dict[str, float]:
 
 # ====================================================================== the trainer
 
+def _rollout_of(completions: list[list[dict]] | None, tool_messages: list[dict]) -> int | None:
+    """Index of the rollout whose messages hold ``tool_messages`` (the same dict objects TRL appended
+    to it this iteration), or None."""
+    if not completions or not tool_messages:
+        return None
+    last = tool_messages[-1]
+    for i, msgs in enumerate(completions):
+        if msgs and msgs[-1] is last:
+            return i
+    return None
+
+
 def _trainer_class():
     from trl import GRPOTrainer
 
@@ -475,8 +500,10 @@ def _trainer_class():
 
     class HarnessGRPOTrainer(GRPOTrainer):
         """GRPOTrainer that (1) renders the harness's exact tool schemas, (2) tells each
-        environment when a new turn starts (for ``max_calls_per_turn``), and (3) logs the
-        episode statistics of every generation batch with TRL's metrics."""
+        environment when a new turn starts (for ``max_calls_per_turn``), (3) appends the harness's
+        last-turn note as a user message after the tool results of the turn before the last, as
+        ``run_episode`` does (environment tokens: masked out of the loss like tool results), and
+        (4) logs the episode statistics of every generation batch with TRL's metrics."""
 
         def __init__(self, *args, harness_tool_schemas: list[dict], episode_reward: EpisodeReward, **kw):
             super().__init__(*args, **kw)
@@ -487,6 +514,24 @@ def _trainer_class():
             for env in self.environments or []:
                 env._begin_turn()
             return super()._generate_single_turn(*args, **kw)
+
+        def _tool_call_loop(self, prompts, prompt_ids, completion_ids, completions, *args, **kw):
+            self._loop_completions = completions  # to find the rollout whose tool results are being rendered
+            try:
+                return super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, *args, **kw)
+            finally:
+                self._loop_completions = None
+
+        def _get_tool_suffix_ids(self, tool_messages):
+            note = None
+            idx = _rollout_of(getattr(self, "_loop_completions", None), tool_messages)
+            if idx is not None and self.environments:
+                note = self.environments[idx]._final_note()
+            if note is None:
+                return super()._get_tool_suffix_ids(tool_messages)
+            msg = {"role": "user", "content": note}
+            self._loop_completions[idx].append(msg)  # the rollout's messages show it, as the harness's do
+            return super()._get_tool_suffix_ids([*tool_messages, msg])
 
         def _generate_and_score_completions(self, inputs):
             self._episode_reward.step = self.state.global_step

@@ -238,6 +238,31 @@ def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
     assert names == parts | {"reward"} | (cols - parts)
 
 
+def test_final_turn_note_only_before_the_last_turn(tasks):
+    """The environment asks for the harness's last-turn note after the tool results of the turn
+    before the last one, not earlier, not after a report; the trainer finds the rollout by the
+    identity of its tool messages."""
+    from fasbench.rl import _rollout_of
+
+    lim = Limits(max_turns=3, max_calls_per_turn=4)
+    env = environment_class("relace", lim)()
+    env.reset(task=json.dumps(tasks[0].to_dict()))
+    notes = []
+    for turn in range(3):
+        env._begin_turn()
+        env.grep_search(query="def add")
+        notes.append(env._final_note())
+    assert notes == [None, make_toolset("relace", tasks[0].root).final_turn_note(), None]
+    env.reset(task=json.dumps(tasks[0].to_dict()))
+    env._begin_turn()
+    env.report_back(explanation="add is here", files={"calc/ops.py": [[1, 3]]})
+    env._begin_turn()
+    assert env._final_note() is None  # the search already ended
+    a, b = {"role": "tool", "name": "x", "content": "same"}, {"role": "tool", "name": "x", "content": "same"}
+    comps = [[{"role": "assistant", "content": ""}, a], [{"role": "assistant", "content": ""}, b]]
+    assert _rollout_of(comps, [b]) == 1 and _rollout_of(comps, [a]) == 0 and _rollout_of(comps, [dict(a)]) is None
+
+
 def test_config_errors_and_profiles():
     for p in ("tiny", "cpu", "gpu"):
         cfg = load_config(p)
@@ -262,7 +287,7 @@ def test_config_errors_and_profiles():
 
 def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
     """Imitation warm-up of the random tiny model on one correct episode per task (a grep, then
-    report_back), so that its GRPO rollouts call the harness tools at all. Cached in the model cache
+    report_back, in the harness's messages), so that its GRPO rollouts call the harness tools at all. Cached in the model cache
     under a hash of the training text (~2 min to build on a quiet 2-core CPU, then reused)."""
     import hashlib
 
@@ -283,6 +308,8 @@ def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
             {"role": "assistant", "content": "", "tool_calls": [
                 {"type": "function", "function": {"name": "grep_search", "arguments": {"query": word}}}]},
             {"role": "tool", "name": "grep_search", "content": obs},
+            # the report turn is the last one: the harness (and the RL trainer) tells the model to answer
+            *([{"role": "user", "content": ts.final_turn_note()}] if cfg.max_turns == 2 else []),
             {"role": "assistant", "content": "", "tool_calls": [
                 {"type": "function", "function": {"name": "report_back",
                                                   "arguments": {"explanation": "found", "files": {path: ranges}}}}]},
@@ -333,6 +360,11 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path):
     executed = [res for tr in rollouts for t in tr.turns for res in t.results]
     assert executed, "no rollout called a harness tool"
     assert any(tr.report is not None for tr in rollouts)
+    # the last turn was told to answer, as run_episode tells it (the note rendered into the prompt by the trainer)
+    last_turn = [tr for tr in rollouts if tr.n_turns == cfg.max_turns]
+    assert last_turn, "no rollout reached the last turn"
+    assert all(tr.meta.get("final_note_turn") == cfg.max_turns - 1 for tr in last_turn)
+    assert not any("final_note_turn" in tr.meta for tr in rollouts if tr.n_turns < cfg.max_turns)
     for tr in rollouts:  # the logged reward is the evaluation reward of the rebuilt episode
         task = next(t for t in tasks if t.id == tr.task_id)
         s = score_report("relace", task.gold, tr.report, tr.n_turns or None, root=task.root)
