@@ -509,6 +509,7 @@ def _trainer_class():
             super().__init__(*args, **kw)
             self._env_tools = {name: list(harness_tool_schemas) for name in self._env_tools}
             self._episode_reward = episode_reward
+            self._loop_completions = None  # the rollouts' messages while TRL's tool loop runs
 
         def _generate_single_turn(self, *args, **kw):
             for env in self.environments or []:
@@ -523,10 +524,8 @@ def _trainer_class():
                 self._loop_completions = None
 
         def _get_tool_suffix_ids(self, tool_messages):
-            note = None
-            idx = _rollout_of(getattr(self, "_loop_completions", None), tool_messages)
-            if idx is not None and self.environments:
-                note = self.environments[idx]._final_note()
+            idx = _rollout_of(self._loop_completions, tool_messages)
+            note = self.environments[idx]._final_note() if idx is not None and self.environments else None
             if note is None:
                 return super()._get_tool_suffix_ids(tool_messages)
             msg = {"role": "user", "content": note}

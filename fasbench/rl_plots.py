@@ -66,8 +66,7 @@ def landscape(frame, value: str = "reward") -> go.Figure:
 
     from fasbench.rl import LANDSCAPE_COLUMNS
 
-    parts = [c for c in frame.columns if c not in LANDSCAPE_COLUMNS and frame[c].drop_nulls().n_unique() > 0
-             and not frame[c].is_nan().all()]
+    parts = [c for c in frame.columns if c not in LANDSCAPE_COLUMNS]
     agg = frame.group_by(["turns", "calls"]).agg(pl.col(value).mean())
     turns = sorted(agg["turns"].unique().to_list())
     calls = sorted(agg["calls"].unique().to_list())

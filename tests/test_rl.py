@@ -287,8 +287,9 @@ def test_config_errors_and_profiles():
 
 def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
     """Imitation warm-up of the random tiny model on one correct episode per task (a grep, then
-    report_back, in the harness's messages), so that its GRPO rollouts call the harness tools at all. Cached in the model cache
-    under a hash of the training text (~2 min to build on a quiet 2-core CPU, then reused)."""
+    report_back, in the harness's messages), so that its GRPO rollouts call the harness tools at
+    all. Cached in the model cache under a hash of the training text (~2 min to build on a quiet
+    2-core CPU, then reused)."""
     import hashlib
 
     import torch

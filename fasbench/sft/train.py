@@ -47,6 +47,10 @@ class TrainConfig:
     dataloader_num_workers: int = 0
     report_to: str | list[str] = "none"  # "tensorboard", "wandb" when installed
 
+    def __post_init__(self):
+        if self.over_length not in ("truncate", "drop"):
+            raise ValueError(f"train.over_length must be 'truncate' or 'drop', got {self.over_length!r}")
+
 
 @dataclass
 class EvalConfig:
@@ -191,8 +195,6 @@ def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
     if len(train) == 0:
         raise ValueError(f"the SFT train split at {profile.data_dir} is empty; build with more tasks or a lower min_reward")
     dev = dataset["dev"].select_columns(keep) if "dev" in dataset and len(dataset["dev"]) else None
-    if tc.over_length not in ("truncate", "drop"):
-        raise ValueError(f"train.over_length must be 'truncate' or 'drop', got {tc.over_length!r}")
     if tc.over_length == "drop" and tc.max_length:
         n0 = len(train)
         train = drop_long(train, tokenizer, tc.max_length)

@@ -313,7 +313,7 @@ def _mini_v1(d: dict, path: Path) -> Trajectory:
         _apply_usage(t, _usage(m))
         turns.append(t)
         idx.append(i)
-    return _mini_trajectory(d, path, turns, idx, "mini-swe-agent-1", info.get("submission"))
+    return _mini_trajectory(d, path, turns, idx, "mini-swe-agent-1", info.get("submission"), "mini-swe-agent")
 
 
 def _mini_tools(d: dict, path: Path) -> Trajectory:
@@ -338,17 +338,19 @@ def _mini_tools(d: dict, path: Path) -> Trajectory:
         _apply_usage(t, _usage(m))
         turns.append(t)
         idx.append(i)
-    return _mini_trajectory(d, path, turns, idx, "mini-swe-agent-tools", submission)
+    return _mini_trajectory(d, path, turns, idx, "mini-swe-agent-tools", submission, "chat")
 
 
-def _mini_trajectory(d: dict, path: Path, turns: list[Turn], idx: list[int], fmt: str, submission) -> Trajectory:
+def _mini_trajectory(d: dict, path: Path, turns: list[Turn], idx: list[int], fmt: str, submission,
+                     agent_without_info: str) -> Trajectory:
     """The Trajectory of a mini-swe-agent file (either format) from its parsed turns; ``idx`` are the
-    message indices of the turns (for the token estimates of turns without usage)."""
+    message indices of the turns (for the token estimates of turns without usage);
+    ``agent_without_info`` names the agent of a file with no ``info`` block."""
     info, msgs = d.get("info") or {}, d["messages"]
     _estimate_chat(turns, msgs, idx)
     return Trajectory(
         trajectory_id=_stem(path), instance_id=str(d.get("instance_id") or _stem(path)),
-        agent=f"mini-swe-agent {info.get('mini_version', '')}".strip() if info or fmt == "mini-swe-agent-1" else "chat",
+        agent=f"mini-swe-agent {info.get('mini_version', '')}".strip() if info else agent_without_info,
         model=_model_of(info, msgs), format=fmt, turns=turns, submission=submission,
         exit_status=info.get("exit_status"), path=str(path),
     )
