@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 
 def register(app) -> None:
@@ -20,20 +21,52 @@ def register(app) -> None:
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
         limit: int = typer.Option(0, "--limit", help="first N tasks only (0 = all)"),
+        ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable; order kept)"),
+        ids_file: Optional[Path] = typer.Option(None, "--ids-file", help="only the task ids listed in this file"),
+        corpus: Optional[str] = typer.Option(None, "--corpus", help="offline | online (default: offline where a "
+                                             "release is picked); tasks not usable on it are excluded"),
     ):
-        """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs."""
+        """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs.
+
+        Only the tasks usable on the chosen corpus kind run; the excluded count and reasons are
+        printed (and written to OUT/excluded.jsonl) before the run starts."""
         from fasbench.evaluate import aggregate, load_task_arg, run_eval
         from fasbench.harness import Limits
+        from fasbench.localization import localization_columns
+        from fasbench.records import RecordError, write_tasks
+        from fasbench.selection import describe_excluded, pick_ids, read_ids_file, usable
 
+        if corpus not in (None, "offline", "online"):
+            typer.echo(f"error: --corpus must be offline or online, got {corpus!r}", err=True)
+            raise typer.Exit(2)
         try:
-            ts = load_task_arg(tasks, limit or None)
+            ts = load_task_arg(tasks, None)
+            chosen = list(ids or []) + (read_ids_file(ids_file) if ids_file else [])
+            if chosen:
+                ts = pick_ids(ts, chosen)
+            ts = ts[:limit] if limit else ts
+            n = len(ts)
+            ts, excluded = usable(ts, corpus)
+            typer.echo(describe_excluded(excluded, n, corpus), err=True)
+            if excluded:
+                out.mkdir(parents=True, exist_ok=True)
+                write_tasks(out / "excluded.jsonl", excluded)
+                for r in excluded[:10]:
+                    typer.echo(f"  {r['id']}: {r['reason']} {r.get('detail', '')[:120]}", err=True)
+            if not ts:
+                raise ValueError("no task left to run")
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
                           workers or None, backend or None)
-        except (ValueError, FileNotFoundError) as e:
+        except (ValueError, FileNotFoundError, RecordError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
         if df.height:
             typer.echo(aggregate(df).to_pandas().to_string(index=False))
+            loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
+            if loc:
+                ci = aggregate(df, loc)
+                ci.write_parquet(out / "summary_ci.parquet")
+                typer.echo(ci.to_pandas().T.to_string(header=False))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
 
     @app.command("compare")

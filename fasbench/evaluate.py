@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from fasbench.harness import Limits, run_episode
+from fasbench.localization import localization_row
 from fasbench.metrics import acc_at_k, bootstrap_ci, file_prf, line_prf, normalize_path, paired_bootstrap
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, read_tasks, repair_jsonl
 from fasbench.reward import REWARDS, score_report
@@ -241,6 +242,7 @@ def summary_row(task: Task, trace: Trace) -> dict:
     row["prompt_tokens"] = int(sum(pt)) if pt else None
     row["completion_tokens"] = int(sum(ct)) if ct else None
     row["gold_files"] = len(gold)
+    row.update(localization_row(task, trace))  # module/function grains, LocAgent Acc@k, SWE-Explore
     return row
 
 

@@ -58,6 +58,34 @@ def _file_ranges(value: Any, where: str) -> dict[str, Ranges]:
     return {str(p): _ranges(r, f"{where}[{p!r}]") for p, r in value.items()}
 
 
+def _entities(value: Any) -> dict[str, list[str]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        raise RecordError("gold.entities: expected {level: [\"path:Qual.name\", ...]}")
+    return {str(k): [str(x) for x in v] for k, v in value.items()}
+
+
+def _region(r: Any, where: str) -> list:
+    if (not isinstance(r, (list, tuple)) or len(r) != 3 or not isinstance(r[0], str)
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in r[1:])):
+        raise RecordError(f"{where}: each region must be [path, start, end] with integer lines, got {r!r}")
+    return [r[0], int(r[1]), int(r[2])]
+
+
+def _explore(value: Any) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RecordError(f"gold.explore: expected an object, got {type(value).__name__}")
+    out: dict[str, list] = {}
+    for k in ("core_files", "optional_files", "modified_files"):
+        out[k] = [str(p) for p in value.get(k) or []]
+    for k in ("core_regions", "optional_regions"):
+        out[k] = [_region(r, f"gold.explore.{k}") for r in value.get(k) or []]
+    return out
+
+
 @dataclass
 class Gold:
     """The answer of a search task.
@@ -66,20 +94,33 @@ class Gold:
     viewed: files a reference agent looked at before editing (Relace's hybrid reward), or None.
     source: where the gold came from: "pr" (gold patch), "agent-trace", "git", "manual".
     variants: other line-range labelings of the edited files, e.g. {"hunk": ..., "changed": ...}.
+    entities: entity gold on the task's corpus (fasbench.entities): {"file"|"module"|"class"|
+        "function": ["path:Qual.name", ...], "added": [...]}; {} when not computed.
+    explore: read-region gold in SWE-Explore's form (fasbench.localization), or None:
+        {"core_files": [path], "core_regions": [[path, start, end]], "optional_files": [path],
+        "optional_regions": [[path, start, end]], "modified_files": [path]}; end -1 = end of file.
+    Both are optional in JSON (records without them load as before).
     """
 
     edited: dict[str, Ranges]
     viewed: set[str] | None = None
     source: str = "pr"
     variants: dict[str, dict[str, Ranges]] = field(default_factory=dict)
+    entities: dict[str, list[str]] = field(default_factory=dict)
+    explore: dict[str, list] | None = None
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "edited": self.edited,
             "viewed": sorted(self.viewed) if self.viewed is not None else None,
             "source": self.source,
             "variants": self.variants,
         }
+        if self.entities:
+            d["entities"] = self.entities
+        if self.explore is not None:
+            d["explore"] = self.explore
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Gold":
@@ -96,6 +137,8 @@ class Gold:
             viewed=set(map(str, viewed)) if viewed is not None else None,
             source=str(d.get("source", "pr")),
             variants={k: _file_ranges(v, f"gold.variants[{k!r}]") for k, v in variants.items()},
+            entities=_entities(d.get("entities")),
+            explore=_explore(d.get("explore")),
         )
 
     def with_variant(self, name: str | None) -> "Gold":
@@ -105,7 +148,7 @@ class Gold:
         if name not in self.variants:
             raise RecordError(f"gold has no line-range variant {name!r} (has {sorted(self.variants)})")
         edited = {p: self.variants[name].get(p, []) for p in self.edited}
-        return Gold(edited, self.viewed, self.source, self.variants)
+        return Gold(edited, self.viewed, self.source, self.variants, self.entities, self.explore)
 
 
 @dataclass

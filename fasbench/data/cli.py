@@ -71,6 +71,29 @@ def register(app: typer.Typer) -> None:
         if out:
             write_tasks(out, ok)
 
+    @data.command("import")
+    def import_cmd(
+        fmt: str = typer.Argument(..., help="swe-explore | locbench"),
+        file: Path = typer.Argument(..., help="the benchmark file (JSONL or a JSON list)"),
+        out: Path = typer.Option(..., "--out", help="output Task JSONL"),
+    ):
+        """Turn another benchmark's gold (SWE-Explore read regions, Loc-Bench entity lists) into tasks.
+
+        Line ranges are relocated onto the corpus when a run materialises it (tasks that cannot be
+        relocated are then excluded with a reason); records unusable as tasks are listed here."""
+        import collections
+
+        from fasbench.data.importers import ImportError_, import_gold
+        from fasbench.records import write_tasks
+
+        try:
+            ts, dropped = import_gold(fmt, file)
+        except (ImportError_, ValueError) as e:
+            _fail(str(e))
+        write_tasks(out, ts)
+        why = dict(collections.Counter(d["reason"] for d in dropped))
+        typer.echo(f"{len(ts)} tasks -> {out}" + (f"; dropped {len(dropped)}: {why}" if dropped else ""))
+
     @data.command("mine-git")
     def mine_git_cmd(
         repo_path: Path = typer.Argument(..., help="a local git repository"),

@@ -38,6 +38,8 @@ from pathlib import Path
 
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
+from fasbench.data.relocate import hunk_anchors, relocate_regions
+from fasbench.entities import entity_gold, file_entities
 from fasbench.paths import building, cache_dir, replace_dir
 from fasbench.records import Gold, Task, append_jsonl
 
@@ -49,6 +51,8 @@ DROP_REASONS = (
     "hunk-not-found",  # a hunk's context cannot be found (fuzz <= 2)
     "no-patch",  # the task carries no diff to relocate
     "clone-failed",  # online: git clone / worktree failed
+    "region-not-relocated",  # an imported read-core region cannot be placed (data/relocate.py)
+    "entity-not-found",  # an imported gold entity (Loc-Bench list) is not in the corpus
 )
 PYPI_SIMPLE = os.environ.get("FASBENCH_PYPI_SIMPLE", "https://pypi.org/simple")
 PIP_TIMEOUT = int(os.environ.get("FASBENCH_PIP_TIMEOUT", "300"))  # seconds for one pip download
@@ -271,7 +275,7 @@ def materialize(task: Task, mode: str | None = None, method: str = "auto") -> Ta
         _filter_viewed(t, root)
         t.root = str(root)
         t.meta["corpus"] = {"mode": "online", "commit": t.base_commit, "status": "exact"}
-        return t
+        return _place_extra(task, t, root, exact=True)
     pk = pick_for(t)
     if pk is None:
         raise CorpusError("no-pick", f"no release picked for ({t.repo}, {t.version})")
@@ -279,7 +283,8 @@ def materialize(task: Task, mode: str | None = None, method: str = "auto") -> Ta
     if not patch:
         raise CorpusError("no-patch", f"task {t.id} has no meta['patch'] to relocate")
     root = sdist_tree(*pk, method=method)
-    rel = relocate(parse_diff(patch), root)
+    files = parse_diff(patch)
+    rel = relocate(files, root)
     if not rel.located:
         raise CorpusError(rel.status, rel.detail)
     hunk = rel.variants["hunk"]
@@ -290,6 +295,39 @@ def materialize(task: Task, mode: str | None = None, method: str = "auto") -> Ta
     t.root = str(root)
     t.meta["corpus"] = {"mode": "offline", "package": pk[0], "release": pk[1], "status": rel.status,
                         "max_fuzz": rel.max_fuzz, "offsets": rel.offsets}
+    anchors = {f.path: hunk_anchors(f, rel.offsets[f.path]) for f in files if f.path in rel.offsets}
+    return _place_extra(task, t, root, exact=False, anchors=anchors, files=files, offsets=rel.offsets)
+
+
+def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | None = None,
+                 files: list | None = None, offsets: dict | None = None) -> Task:
+    """Entity gold (from the patch's changed lines on this tree) and SWE-Explore read regions
+    (relocated with data/relocate.py); imported entity lists are checked against the tree."""
+    t.gold.explore = task.gold.explore
+    if t.gold.explore is not None:
+        ex = dict(t.gold.explore)
+        core = relocate_regions(ex["core_regions"], root, exact=exact, anchors=anchors)
+        if not core.ok:
+            d = core.dropped[0]
+            raise CorpusError("region-not-relocated", f"{len(core.dropped)}/{len(ex['core_regions'])} core regions: "
+                              f"{d['reason']} ({d['detail']})")
+        opt = relocate_regions(ex["optional_regions"], root, exact=exact, anchors=anchors)
+        ex["core_regions"], ex["optional_regions"] = core.regions, opt.regions
+        t.gold.explore = ex
+        t.meta["explore_relocation"] = {"core": core.how, "optional": opt.how, "optional_dropped": len(opt.dropped)}
+    if task.gold.source == "locbench" and task.gold.entities:
+        t.gold.entities = task.gold.entities
+        for name in task.gold.entities.get("function", []) + task.gold.entities.get("class", []):
+            path, _, qual = name.partition(":")
+            if qual and qual not in {e.qualname for e in file_entities(root, path)}:
+                raise CorpusError("entity-not-found", f"{name} not in {root.name}")
+    elif t.meta.get("patch"):
+        if files is None:
+            try:
+                files = parse_diff(t.meta["patch"])
+            except ValueError:
+                return t
+        t.gold.entities = entity_gold(root, files, offsets or {})
     return t
 
 

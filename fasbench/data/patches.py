@@ -39,6 +39,7 @@ class Hunk:
     lead: int  # leading context lines
     trail: int  # trailing context lines
     changed: Ranges  # old-file ranges of the changed lines (see module doc)
+    ops: list[tuple[str, str]] = field(default_factory=list)  # (" " | "-" | "+", text) in diff order
 
 
 @dataclass
@@ -107,7 +108,8 @@ def _hunk(h: unidiff.Hunk) -> Hunk:
     trail = 0
     while trail < len(kinds) - lead and kinds[len(kinds) - 1 - trail] == " ":
         trail += 1
-    return Hunk(h.source_start, h.source_length, old, new, lead, trail, _merge(changed))
+    return Hunk(h.source_start, h.source_length, old, new, lead, trail, _merge(changed),
+                [(k, _text(l)) for k, l in zip(kinds, lines)])
 
 
 def parse_diff(diff: str) -> list[FileDiff]:

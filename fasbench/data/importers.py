@@ -1,0 +1,168 @@
+"""Gold definitions as data: importers that turn other benchmarks' files into fasbench Task JSONL.
+
+``swe-explore``: SWE-Explore-Bench's benchmark JSONL (format documented in the README of
+Last-Humans-Coding-Under-White-Nights/SWE-Explore-Bench): one instance a line,
+``{"instance_id", "ground_truth": {"read_core_files", "read_core_regions": [{"path", "start",
+"end"}], "read_optional_files_map": {model: [path]}, "read_optional_regions_map": {model: [region]},
+"modified_core_files", "main_files"}, "problem_statement"?, "repo"?, "base_commit"?, ...}``.
+The read-core regions become ``gold.explore`` (optional regions and files: the union over models,
+as eval.py takes them). An instance that is a SWE-bench Lite/Verified task takes that task's query,
+repository, version, gold patch (hunk gold, entity gold on materialisation) and split; any other
+needs ``problem_statement`` and a repository (``repo`` or an ``owner__name-N`` id) and is served
+online at its ``base_commit``.
+
+``locbench``: Loc-Bench-style entity lists, as LocAgent's ground-truth files write them: either
+``file_changes: [{"file": path, "changes": {"edited_entities": ["path:Class.method"],
+"edited_modules": ["path:Class"]}}]`` or a flat ``edit_functions: ["path:Class.method", ...]``
+(Loc-Bench on the Hugging Face hub). Functions and modules become ``gold.entities`` (module =
+``path:`` + the first name component when only functions are given, as LocAgent derives it).
+
+Records that cannot become a task are returned as dropped rows with a reason; line ranges are
+placed on the corpus later, by ``fasbench.data.corpus.materialize`` (data/relocate.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from fasbench.data.splits import assign
+from fasbench.records import Gold, Task, iter_jsonl
+
+FORMATS = ("swe-explore", "locbench")
+_ID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*)__(?P<name>.+)-(?P<num>\d+)$")
+
+
+class ImportError_(ValueError):
+    """The input file as a whole cannot be read; the message says why."""
+
+
+def _records(path: str | Path) -> list[dict]:
+    p = Path(path)
+    if not p.is_file():
+        raise ImportError_(f"{p} does not exist")
+    text = p.read_text(encoding="utf-8") if p.suffix != ".gz" else None
+    if text is not None and text.lstrip().startswith("["):
+        data = json.loads(text)
+        if not isinstance(data, list):
+            raise ImportError_(f"{p}: expected a JSON list or JSONL of objects")
+        return data
+    try:
+        return list(iter_jsonl(p))
+    except ValueError as e:
+        raise ImportError_(str(e)) from e
+
+
+def _swebench_tasks() -> dict[str, Task]:
+    from fasbench.data import load_tasks
+
+    out = {}
+    for src in ("swebench-verified", "swebench-lite"):
+        for t in load_tasks(src):
+            out.setdefault(t.id, t)
+    return out
+
+
+def _repo_from_id(iid: str) -> str | None:
+    m = _ID.match(iid)
+    return f"{m['owner']}/{m['name']}" if m else None
+
+
+def _region(r) -> list:
+    if isinstance(r, dict):
+        return [str(r["path"]), int(r["start"]), int(r["end"])]
+    return [str(r[0]), int(r[1]), int(r[2])]
+
+
+def _base_task(rec: dict, known: dict[str, Task], gold_source: str) -> tuple[Task | None, str]:
+    iid = str(rec.get("instance_id") or "")
+    if not iid:
+        return None, "no-instance-id"
+    if iid in known:
+        t = known[iid]
+        return Task(iid, t.query, t.repo, Gold(dict(t.gold.edited), None, t.gold.source, dict(t.gold.variants)),
+                    t.base_commit, t.version, None, t.split, dict(t.meta)), ""
+    query = rec.get("problem_statement") or rec.get("issue")
+    if not query:
+        return None, "no-query"
+    repo = rec.get("repo") or _repo_from_id(iid)
+    if not repo:
+        return None, "no-repo"
+    meta = {k: rec[k] for k in ("repo_dir", "patch", "clone_url") if rec.get(k)}
+    return Task(iid, str(query), str(repo), Gold({}, None, gold_source), rec.get("base_commit"),
+                rec.get("version"), None, None, meta), ""
+
+
+def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
+    known = _swebench_tasks()
+    tasks, dropped = [], []
+    for i, rec in enumerate(_records(path)):
+        gt = rec.get("ground_truth") if isinstance(rec, dict) else None
+        iid = rec.get("instance_id", f"record {i + 1}") if isinstance(rec, dict) else f"record {i + 1}"
+        if not isinstance(gt, dict):
+            dropped.append({"id": iid, "reason": "no-ground-truth"})
+            continue
+        try:
+            core = [_region(r) for r in gt.get("read_core_regions") or []]
+            opt = [_region(r) for regs in (gt.get("read_optional_regions_map") or {}).values() for r in regs]
+        except (KeyError, TypeError, ValueError) as e:
+            dropped.append({"id": iid, "reason": "bad-region", "detail": str(e)})
+            continue
+        if not core:
+            dropped.append({"id": iid, "reason": "empty-core"})  # eval_runner's --skip-empty-core default
+            continue
+        t, why = _base_task(rec, known, "swe-explore")
+        if t is None:
+            dropped.append({"id": iid, "reason": why})
+            continue
+        opt_files = sorted({p for fs in (gt.get("read_optional_files_map") or {}).values() for p in fs})
+        t.gold.explore = {"core_files": list(gt.get("read_core_files") or []), "core_regions": core,
+                          "optional_files": opt_files, "optional_regions": opt,
+                          "modified_files": list(gt.get("modified_core_files") or [])}
+        if not t.gold.edited:
+            t.gold.edited = {p: [] for p in gt.get("modified_core_files") or []}
+        t.meta["gold_import"] = {"format": "swe-explore", "file": str(path), "main_files": gt.get("main_files") or []}
+        tasks.append(t)
+    return assign(tasks), dropped
+
+
+def import_locbench(path: str | Path) -> tuple[list[Task], list[dict]]:
+    known = _swebench_tasks()
+    tasks, dropped = [], []
+    for i, rec in enumerate(_records(path)):
+        iid = rec.get("instance_id", f"record {i + 1}") if isinstance(rec, dict) else f"record {i + 1}"
+        funcs, mods, files = [], [], []
+        for fc in rec.get("file_changes") or []:
+            files.append(fc.get("file"))
+            ch = fc.get("changes") or {}
+            funcs += ch.get("edited_entities") or []
+            mods += ch.get("edited_modules") or []
+        funcs += rec.get("edit_functions") or []
+        if not funcs and not files:
+            dropped.append({"id": iid, "reason": "no-entities"})
+            continue
+        bad = [f for f in funcs if ":" not in f]
+        if bad:
+            dropped.append({"id": iid, "reason": "bad-entity", "detail": f"not path:Qual.name: {bad[0]!r}"})
+            continue
+        mods = mods or [f"{f.split(':', 1)[0]}:{f.split(':', 1)[1].split('.')[0]}" for f in funcs]
+        files = [f for f in files if f] or [f.split(":", 1)[0] for f in funcs]
+        t, why = _base_task(rec, known, "locbench")
+        if t is None:
+            dropped.append({"id": iid, "reason": why})
+            continue
+        t.gold.source = "locbench"
+        if not t.gold.edited:
+            t.gold.edited = {p: [] for p in dict.fromkeys(files)}
+        t.gold.entities = {"file": list(dict.fromkeys(files)), "module": list(dict.fromkeys(mods)),
+                           "function": list(dict.fromkeys(funcs))}
+        t.meta["gold_import"] = {"format": "locbench", "file": str(path)}
+        tasks.append(t)
+    return assign(tasks), dropped
+
+
+def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:
+    if fmt not in FORMATS:
+        raise ImportError_(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return {"swe-explore": import_swe_explore, "locbench": import_locbench}[fmt](path)

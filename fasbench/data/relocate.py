@@ -1,0 +1,125 @@
+"""Relocate any line ranges given on a task's ``base_commit`` onto its corpus (a general range
+relocator; patches.relocate places only the gold patch's own hunks).
+
+A region ``[path, start, end]`` (1-based, inclusive; ``end == -1`` = end of file and ``start < 0``
+= counted from the end, as SWE-Explore writes them) is moved by the first rule that applies:
+
+1. ``exact``: the corpus *is* the base commit (online git worktree): kept as is.
+2. end-relative regions (``end == -1`` or ``start < 0``): kept; they resolve on the corpus file's
+   own length when scored (SWE-Explore resolves them on its snapshot the same way).
+3. the file's base-commit text is known (``old_texts``): lines are matched with difflib
+   (SequenceMatcher over whole lines); the region maps to the corpus lines its matched lines land
+   on, and is dropped when under ``MIN_MATCHED`` of its lines are matched.
+4. the gold patch's hunks were located in that file (``offsets`` from patches.relocate, hunk
+   old-side spans from the diff): a region inside one hunk's old span moves by that hunk's offset;
+   a region between two located hunks (or before the first / after the last) moves by the offset
+   on both sides when they agree (nothing else moved there as far as the anchors show). With only
+   one bracketing hunk (before the first / after the last) the region moves by its offset only
+   when it lies within ``NEAR`` lines of it.
+5. otherwise the region is not relocatable (reason ``region-not-anchored``).
+
+A region whose file is not in the corpus is ``file-missing``. Each dropped region comes back with
+its reason; callers drop the task when a core region cannot be placed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from fasbench.data.patches import FileDiff
+
+MIN_MATCHED = 0.9  # share of a region's lines difflib must match (rule 3)
+NEAR = 50  # lines from a single bracketing hunk within which its offset is trusted (rule 4)
+
+
+@dataclass
+class RegionRelocation:
+    regions: list[list]  # relocated [path, start, end], in input order
+    dropped: list[dict] = field(default_factory=list)  # {"region": [...], "reason": ..., "detail": ...}
+    how: dict[str, int] = field(default_factory=dict)  # rule name -> count
+
+    @property
+    def ok(self) -> bool:
+        return not self.dropped
+
+
+def _difflib_map(old: Sequence[str], new: Sequence[str]) -> dict[int, int]:
+    sm = difflib.SequenceMatcher(None, list(old), list(new), autojunk=False)
+    m: dict[int, int] = {}
+    for a, b, n in sm.get_matching_blocks():
+        for i in range(n):
+            m[a + i + 1] = b + i + 1
+    return m
+
+
+def hunk_anchors(f: FileDiff, offsets: Sequence[int | None]) -> list[tuple[int, int, int]]:
+    """``(old_start, old_end, offset)`` of each located hunk of ``f``, in file order."""
+    out = []
+    for h, off in zip(f.hunks, offsets):
+        if off is None:
+            continue
+        s = h.source_start if h.source_length else max(h.source_start, 1)
+        out.append((s, s + max(h.source_length, 1) - 1, off))
+    return sorted(out)
+
+
+def _by_anchors(s: int, e: int, anchors: list[tuple[int, int, int]]) -> int | None:
+    for a, b, off in anchors:
+        if a <= s and e <= b:
+            return off
+    before = [x for x in anchors if x[1] < s]
+    after = [x for x in anchors if x[0] > e]
+    lo, hi = (before[-1] if before else None), (after[0] if after else None)
+    if lo and hi:
+        return lo[2] if lo[2] == hi[2] else None
+    one = lo or hi
+    if one is None:
+        return None
+    dist = s - one[1] if one is lo else one[0] - e
+    return one[2] if dist <= NEAR else None
+
+
+def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bool = False,
+                     old_texts: Mapping[str, str] | None = None,
+                     anchors: Mapping[str, list[tuple[int, int, int]]] | None = None) -> RegionRelocation:
+    """Move ``regions`` (``[path, start, end]`` on the base commit) onto the tree at ``root``."""
+    root = Path(root)
+    res = RegionRelocation([])
+    maps: dict[str, dict[int, int]] = {}
+    for r in regions:
+        path, s, e = str(r[0]), int(r[1]), int(r[2])
+
+        def keep(ns: int, ne: int, how: str) -> None:
+            res.regions.append([path, ns, ne])
+            res.how[how] = res.how.get(how, 0) + 1
+
+        def drop(reason: str, detail: str = "") -> None:
+            res.dropped.append({"region": [path, s, e], "reason": reason, "detail": detail})
+
+        if not (root / path).is_file():
+            drop("file-missing", path)
+        elif exact:
+            keep(s, e, "exact")
+        elif e == -1 or s < 0:
+            keep(s, e, "end-relative")
+        elif old_texts and path in old_texts:
+            if path not in maps:
+                new = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+                maps[path] = _difflib_map(old_texts[path].splitlines(), new)
+            hit = [maps[path][i] for i in range(s, e + 1) if i in maps[path]]
+            if len(hit) < MIN_MATCHED * (e - s + 1) or not hit:
+                drop("region-changed", f"{len(hit)}/{e - s + 1} lines matched")
+            else:
+                keep(min(hit), max(hit), "difflib")
+        elif anchors and anchors.get(path):
+            off = _by_anchors(s, e, anchors[path])
+            if off is None:
+                drop("region-not-anchored", f"no agreeing gold-patch hunk offsets around {path}:{s}-{e}")
+            else:
+                keep(s + off, e + off, "hunk-offset")
+        else:
+            drop("region-not-anchored", f"{path} has no anchor (not in the gold patch, no base text)")
+    return res

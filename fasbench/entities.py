@@ -1,0 +1,210 @@
+"""Code entities of Python files (functions/methods, classes, modules) and which of them a set of
+line ranges touches: entity gold from a gold patch, and a report's citations mapped to entities.
+
+Names follow LocAgent (gersteinlab/LocAgent, ``utils/eval_metric.py`` and its Loc-Bench files):
+
+- function: ``path:Qual.name`` (``src/a.py:Request.prepare``, ``src/a.py:helper``); a function
+  nested in a function belongs to the outer one (LocAgent's graph has no node for it).
+- class: ``path:Class`` (``path:Outer.Inner`` for a nested class).
+- module: ``path:Top``, the top-level class or function containing the line (LocAgent's
+  ``edited_modules``: the first component of the entity name after the file).
+
+A line outside every def/class (imports, module constants) touches only its file. Entity gold of
+a gold patch (LocAgent ``get_edited_lines``): the entities holding the old-file lines the patch
+removes or modifies, and the line a pure insertion follows (the ``changed`` variant), located on
+the task's corpus after relocation. Functions the patch adds are not in the old tree, so a new
+method gives its class (and module) and a new top-level function gives its file only; the new
+names are kept in ``added`` for reference. Parsing is Python's ``ast`` (the corpora are Python);
+a file that does not parse, or is not ``.py``, contributes its file only.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+LEVELS = ("file", "module", "class", "function")
+
+
+@dataclass(frozen=True)
+class Entity:
+    kind: str  # "function" | "class"
+    qualname: str  # "Class.method", "func", "Outer.Inner"
+    start: int  # first line, decorators included (1-based)
+    end: int  # last line (inclusive)
+    top: str  # the top-level class/function it lives in (LocAgent's module)
+
+
+def _child_stmts(node: ast.AST) -> list[ast.stmt]:
+    out = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.stmt):
+            out.append(child)
+        elif isinstance(child, (ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHandler))):
+            out.extend(c for c in child.body)
+    return out
+
+
+def parse_entities(source: str) -> list[Entity]:
+    """Classes and functions of a Python source, outermost first; [] when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[Entity] = []
+
+    def visit(body: Iterable[ast.stmt], prefix: str, top: str | None, in_function: bool = False) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                q = f"{prefix}{node.name}"
+                t = top or node.name
+                if isinstance(node, ast.ClassDef):
+                    if not in_function:
+                        out.append(Entity("class", q, start, node.end_lineno or node.lineno, t))
+                        visit(node.body, q + ".", t, False)
+                elif not in_function:
+                    out.append(Entity("function", q, start, node.end_lineno or node.lineno, t))
+            elif not in_function:  # if/try/with/for blocks at class or module level
+                visit(_child_stmts(node), prefix, top, in_function)
+
+    visit(tree.body, "", None, False)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _file_entities(path: str, mtime: float) -> tuple[Entity, ...]:
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    return tuple(parse_entities(text))
+
+
+def file_entities(root: str | Path, rel: str) -> list[Entity]:
+    """The entities of ``root/rel`` (cached by modification time); [] for non-Python or missing."""
+    p = Path(root) / rel
+    if not rel.endswith(".py") or not p.is_file():
+        return []
+    return list(_file_entities(str(p), p.stat().st_mtime))
+
+
+def entities_at(entities: Sequence[Entity], start: int, end: int) -> dict[str, list[str]]:
+    """Qualified names of the innermost function, innermost class, and top-level entity of each
+    line in ``[start, end]``, in line order (no path prefix)."""
+    out: dict[str, list[str]] = {"module": [], "class": [], "function": []}
+    if end < start:
+        return out
+    for e in entities:
+        if e.end < start or e.start > end:
+            continue
+        lines = range(max(start, e.start), min(end, e.end) + 1)
+        # e is innermost for a line when no other entity of its kind nests inside e around that line
+        inner = [c for c in entities if c.kind == e.kind and c is not e and e.start <= c.start and c.end <= e.end
+                 and c.qualname.startswith(e.qualname + ".")]
+        if any(not any(c.start <= ln <= c.end for c in inner) for ln in lines):
+            if e.qualname not in out[e.kind]:
+                out[e.kind].append(e.qualname)
+        if e.top not in out["module"]:
+            out["module"].append(e.top)
+    return out
+
+
+def ranges_to_entities(root: str | Path, files: Mapping[str, Sequence[Sequence[int]]]) -> dict[str, list[str]]:
+    """``{"file": [...], "module": [...], "class": [...], "function": [...]}`` touched by the line
+    ranges of ``files`` (in file order, then line order); names as in the module docstring."""
+    out: dict[str, list[str]] = {lv: [] for lv in LEVELS}
+    for path, ranges in files.items():
+        if path not in out["file"]:
+            out["file"].append(path)
+        ents = file_entities(root, path) if root else []
+        for a, b in ranges or []:
+            got = entities_at(ents, int(a), int(b))
+            for lv in ("module", "class", "function"):
+                for q in got[lv]:
+                    name = f"{path}:{q}"
+                    if name not in out[lv]:
+                        out[lv].append(name)
+    return out
+
+
+def _apply(lines: list[str], f, offsets: Sequence[int | None]) -> tuple[list[str], list[int], list[int]]:
+    """The new file of diff ``f`` applied at its located offsets: (new lines, old line numbers
+    removed, new line numbers added). A hunk whose old side is not where its offset says (fuzz)
+    is left out."""
+    new, removed, added, pos = [], [], [], 0  # pos: 0-based index into the old lines
+    for h, off in zip(f.hunks, offsets):
+        if off is None:
+            continue
+        start0 = (h.source_start - 1 if h.source_length else h.source_start) + off
+        if start0 < pos or lines[start0:start0 + len(h.old_lines)] != h.old_lines:
+            continue
+        new.extend(lines[pos:start0])
+        i_old = start0
+        for kind, text in h.ops:  # the hunk's lines in diff order
+            if kind == " ":
+                new.append(text)
+                i_old += 1
+            elif kind == "-":
+                removed.append(i_old + 1)
+                i_old += 1
+            else:
+                new.append(text)
+                added.append(len(new))
+        pos = start0 + len(h.old_lines)
+    new.extend(lines[pos:])
+    return new, removed, added
+
+
+def entity_gold(root: str | Path, files: Sequence, offsets: Mapping[str, Sequence[int | None]]) -> dict:
+    """Entity gold of a gold patch placed on the corpus at ``root`` (``files``: parse_diff output,
+    ``offsets``: per file, per hunk, from patches.relocate; zeros on the exact tree).
+
+    Old-file entities holding a removed or modified line are edited; an added line is attributed in
+    the patched file to its innermost entity: that entity when it exists before the patch (an
+    insertion inside a function edits the function), else its nearest enclosing entity that
+    exists (a new method edits its class; a new top-level function only its file). Returns
+    ``{"file", "module", "class", "function": [...], "added": [new entity names]}``."""
+    out: dict[str, list[str]] = {lv: [] for lv in LEVELS}
+    out["added"] = []
+
+    def add(level: str, name: str) -> None:
+        if name not in out[level]:
+            out[level].append(name)
+
+    root = Path(root)
+    for f in files:
+        if f.created or not (root / f.path).is_file():
+            continue
+        add("file", f.path)
+        if not f.path.endswith(".py"):
+            continue
+        old_text = (root / f.path).read_text(encoding="utf-8", errors="replace")
+        old_lines = old_text.splitlines()
+        old_ents = parse_entities(old_text)
+        new_lines, removed, added = _apply(old_lines, f, offsets.get(f.path) or [0] * len(f.hunks))
+        for ln in removed:
+            for lv, names in entities_at(old_ents, ln, ln).items():
+                for q in names:
+                    add(lv, f"{f.path}:{q}")
+        new_ents = parse_entities("\n".join(new_lines) + "\n")
+        old_names = {(e.kind, e.qualname) for e in old_ents}
+        for ln in added:
+            got = entities_at(new_ents, ln, ln)
+            for lv in ("class", "function"):
+                for q in got[lv]:
+                    if (lv, q) in old_names:
+                        add(lv, f"{f.path}:{q}")
+                        continue
+                    add("added", f"{f.path}:{q}")
+                    parts = q.split(".")
+                    for i in range(len(parts) - 1, 0, -1):  # nearest enclosing entity that existed
+                        parent = ".".join(parts[:i])
+                        kind = next((k for k, n in old_names if n == parent), None)
+                        if kind:
+                            add(kind, f"{f.path}:{parent}")
+                            break
+            for top in got["module"]:
+                if any(n == top for _, n in old_names):
+                    add("module", f"{f.path}:{top}")
+    return out

@@ -1,0 +1,225 @@
+"""Localization metrics at every grain, each with the definition of the work that publishes it, so
+that fasbench numbers can stand beside the field's (notebooks/09_field.ipynb, data/field/).
+
+**Rank.** A report is ranked: its order is the rank. Files rank in the order the report lists them;
+the regions of a report rank file by file, each file's ranges in the order given
+(``ranked_regions``); a file cited without ranges is the whole file (SWE-Explore's
+``path`` = ``path:1-(-1)``). Entities rank by the first region that covers them
+(fasbench.entities maps a range to the functions/classes/modules holding its lines; a whole-file
+citation names the file, no entity). Every metric with a k uses that rank.
+
+Sources and definitions (per task; the summary averages over tasks = macro, with bootstrap CIs):
+
+- ``{file,module,class,function}_precision/recall/f1``: FuseSearch and CodeScout's per-instance
+  P/R/F1 of the predicted set against the gold set, averaged over tasks. An empty prediction
+  scores 0; a task with no gold at a level (e.g. a module-level edit has no function) is left out
+  of that level's average (null), as LocAgent leaves out tasks with empty gold.
+- ``{file,module,function}_acc_at_{k}``: LocAgent Acc@k (``utils/eval_metric.py::acc_at_k``): 1
+  when the gold items among the top k predictions number min(|gold|, k), i.e. every gold item is
+  within the top k (or the top k are all gold when there are more than k gold items).
+- ``{level}_top1``: top-1 accuracy as Agentless/CoSIL report it: the first-ranked item is gold.
+- ``line_precision/recall/f1`` (evaluate.summary_row, FastContext): (path, line) pairs against the
+  gold patch's hunk lines (``gold.edited``).
+- ``explore_line_precision/recall/f1``, ``explore_hit_file_rate``, ``explore_noise_file_rate``,
+  ``explore_hit_region_rate``: SWE-Explore (``eval.py::ExploreEvaluator`` of
+  Last-Humans-Coding-Under-White-Nights/SWE-Explore-Bench, driven by ``eval_runner.py``) against
+  the read-core regions of ``gold.explore``, on the top ``EXPLORE_TOP_K`` regions (its
+  ``--top-k`` region budget; 5 in the published tables). Ported exactly: ``end == -1`` and
+  ``start < 0`` resolve on the file's line count, which eval_runner only knows for gold paths
+  (core and optional regions), so an end-relative prediction on another file counts no lines;
+  precision 0 on no predicted lines; F1 = 2PR/(P+R); hit-file = |predicted files ∩ core files| /
+  |core files| (a file counts when any region names it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from fasbench.entities import entities_at, file_entities
+from fasbench.metrics import normalize_path
+
+KS = (1, 3, 5, 10)
+ENTITY_LEVELS = ("module", "class", "function")
+ACC_LEVELS = ("file", "module", "function")  # LocAgent's three
+EXPLORE_TOP_K = 5
+END_OF_FILE = -1
+
+Region = tuple[str, int, int]
+
+
+# ---------------------------------------------------------------- ranking
+
+
+def ranked_regions(files: Mapping[str, Sequence[Sequence[int]]] | None, root: str | None = None) -> list[Region]:
+    """The report's regions in rank order; a file without ranges is ``(path, 1, -1)``."""
+    out: list[Region] = []
+    for p, rs in (files or {}).items():
+        q = normalize_path(p, root)
+        if not q:
+            continue
+        if not rs:
+            out.append((q, 1, END_OF_FILE))
+        for r in rs or []:
+            out.append((q, int(r[0]), int(r[1])))
+    return out
+
+
+def ranked_items(regions: Sequence[Region], level: str, root: str | None = None) -> list[str]:
+    """Files, or ``path:Qual.name`` entities of ``level``, in the order the regions first cover them."""
+    out: list[str] = []
+    for path, s, e in regions:
+        if level == "file":
+            names = [path]
+        elif e == END_OF_FILE or s < 0 or not root:
+            names = []
+        else:
+            names = [f"{path}:{q}" for q in entities_at(file_entities(root, path), min(s, e), max(s, e))[level]]
+        out.extend(n for n in names if n not in out)
+    return out
+
+
+# ---------------------------------------------------------------- set and rank metrics
+
+
+def set_prf(pred: Iterable[str], gold: Iterable[str]) -> tuple[float, float, float] | None:
+    """Per-instance (P, R, F1) (FuseSearch / CodeScout); None when the gold is empty."""
+    p, g = set(pred), set(gold)
+    if not g:
+        return None
+    hit = len(p & g)
+    prec = hit / len(p) if p else 0.0
+    rec = hit / len(g)
+    return prec, rec, (2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+
+
+def locagent_acc_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float | None:
+    """LocAgent Acc@k: gold hits in the top k == min(|gold|, k); None when the gold is empty."""
+    g = set(gold)
+    if not g:
+        return None
+    seen, top = set(), []
+    for x in ranked:  # duplicates take no extra rank
+        if x not in seen:
+            seen.add(x)
+            top.append(x)
+    hits = sum(1 for x in top[:k] if x in g)
+    return float(hits == min(len(g), k))
+
+
+def top1(ranked: Sequence[str], gold: Iterable[str]) -> float | None:
+    g = set(gold)
+    if not g:
+        return None
+    return float(bool(ranked) and ranked[0] in g)
+
+
+# ---------------------------------------------------------------- SWE-Explore (eval.py, ported)
+
+
+def _resolve(path: str, start: int, end: int, n_lines: Mapping[str, int]) -> tuple[int, int] | None:
+    L = n_lines.get(path)
+    need_L = end == END_OF_FILE or start < 0
+    if need_L and (L is None or L < 1):
+        return None
+    if need_L:
+        e = L if end == END_OF_FILE else end
+        s = (L + start + 1) if start < 0 else start
+        return max(1, min(s, L)), max(1, min(e, L))
+    if end < 1:
+        return None
+    return max(1, start), end
+
+
+def _lines(regions: Iterable[Sequence], n_lines: Mapping[str, int]) -> set[tuple[str, int]]:
+    out = set()
+    for path, s, e in regions:
+        r = _resolve(path, s, e, n_lines)
+        if r:
+            out.update((path, i) for i in range(r[0], r[1] + 1))
+    return out
+
+
+def explore_line_counts(explore: Mapping, root: str | None) -> dict[str, int]:
+    """Line counts of the gold paths (core and optional regions) on the corpus, as eval_runner's
+    ``_build_file_line_counts`` (``len(text.splitlines())``)."""
+    out: dict[str, int] = {}
+    if not root:
+        return out
+    for path in {r[0] for r in list(explore.get("core_regions") or []) + list(explore.get("optional_regions") or [])}:
+        f = Path(root) / path
+        if f.is_file():
+            out[path] = len(f.read_text(errors="ignore").splitlines())
+    return out
+
+
+def explore_metrics(preds: Sequence[Region], explore: Mapping, n_lines: Mapping[str, int],
+                    top_k: int | None = EXPLORE_TOP_K) -> dict[str, float]:
+    """SWE-Explore's per-instance metrics of the top ``top_k`` regions (all when None)."""
+    preds = list(preds)[:top_k] if top_k else list(preds)
+    core_r = [tuple(r) for r in explore.get("core_regions") or []]
+    opt_r = [tuple(r) for r in explore.get("optional_regions") or []]
+    pl, cl = _lines(preds, n_lines), _lines(core_r, n_lines)
+    p = len(pl & cl) / len(pl) if pl else 0.0
+    r = len(pl & cl) / len(cl) if cl else 0.0
+    core_f = set(explore.get("core_files") or [])
+    visited = {x[0] for x in preds}
+    opt_f = set(explore.get("optional_files") or [])
+
+    def overlap(a, b) -> bool:
+        if a[0] != b[0]:
+            return False
+        ra, rb = _resolve(a[0], a[1], a[2], n_lines), _resolve(b[0], b[1], b[2], n_lines)
+        return bool(ra and rb and ra[0] <= rb[1] and rb[0] <= ra[1])
+
+    return {
+        "explore_line_precision": p,
+        "explore_line_recall": r,
+        "explore_line_f1": 2 * p * r / (p + r) if p + r else 0.0,
+        "explore_hit_file_rate": len(visited & core_f) / len(core_f) if core_f else 0.0,
+        "explore_noise_file_rate": len(visited - core_f - opt_f) / len(visited) if visited else 0.0,
+        "explore_hit_region_rate": (sum(any(overlap(c, x) for x in preds) for c in core_r) / len(core_r)
+                                    if core_r else 0.0),
+    }
+
+
+EXPLORE_COLUMNS = ("explore_line_precision", "explore_line_recall", "explore_line_f1", "explore_hit_file_rate",
+                   "explore_noise_file_rate", "explore_hit_region_rate")
+
+
+# ---------------------------------------------------------------- one summary row
+
+
+def localization_row(task, trace) -> dict:
+    """The columns this module adds to a summary.parquet row (None = not defined for the task)."""
+    root = task.root
+    rep = trace.report
+    regions = ranked_regions(rep.files if rep is not None else {}, root)
+    gold_ents = task.gold.entities or {}
+    gold = {"file": [normalize_path(p) for p in task.gold.edited]}
+    for lv in ENTITY_LEVELS:
+        gold[lv] = list(gold_ents.get(lv, [])) if gold_ents else []
+    row: dict = {"entity_gold": bool(gold_ents), "n_regions_reported": len(regions)}
+    for lv in ("file",) + ENTITY_LEVELS:
+        ranked = ranked_items(regions, lv, root)
+        has = lv == "file" or bool(gold_ents)
+        prf = set_prf(ranked, gold[lv]) if has else None
+        if lv != "file":  # file P/R/F are evaluate's file_precision/recall/f1 (same definition)
+            for name, i in (("precision", 0), ("recall", 1), ("f1", 2)):
+                row[f"{lv}_{name}"] = prf[i] if prf else None
+        row[f"{lv}_top1"] = top1(ranked, gold[lv]) if has else None
+        if lv in ACC_LEVELS:
+            for k in KS:
+                row[f"{lv}_acc_at_{k}"] = locagent_acc_at_k(ranked, gold[lv], k) if has else None
+    ex = task.gold.explore
+    if ex is not None and ex.get("core_regions"):
+        row.update(explore_metrics(regions, ex, explore_line_counts(ex, root)))
+    else:
+        row.update({c: None for c in EXPLORE_COLUMNS})
+    return row
+
+
+def localization_columns(df) -> list[str]:
+    """The metric columns of this module present in a summary frame (for aggregate())."""
+    names = [c for c in df.columns if c.startswith("explore_") or c.split("_")[0] in ("file", "module", "class", "function")]
+    return [c for c in names if df[c].dtype.is_numeric() or str(df[c].dtype) == "Null"]
