@@ -130,14 +130,17 @@ def ranges_to_entities(root: str | Path, files: Mapping[str, Sequence[Sequence[i
 
 def _apply(lines: list[str], f, offsets: Sequence[int | None]) -> tuple[list[str], list[int], list[int]]:
     """The new file of diff ``f`` applied at its located offsets: (new lines, old line numbers
-    removed, new line numbers added). A hunk whose old side is not where its offset says (fuzz)
-    is left out."""
+    removed, new line numbers added)."""
     new, removed, added, pos = [], [], [], 0  # pos: 0-based index into the old lines
     for h, off in zip(f.hunks, offsets):
         if off is None:
             continue
         start0 = (h.source_start - 1 if h.source_length else h.source_start) + off
         if start0 < pos or lines[start0:start0 + len(h.old_lines)] != h.old_lines:
+            # placed with fuzz: its removed lines are known (changed ranges + offset), its added
+            # lines are not applied
+            removed.extend(i + off for a, b in h.changed for i in range(a, b + 1)
+                           if any(k == "-" for k, _ in h.ops))
             continue
         new.extend(lines[pos:start0])
         i_old = start0
