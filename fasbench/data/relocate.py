@@ -67,19 +67,19 @@ def hunk_anchors(f: FileDiff, offsets: Sequence[int | None]) -> list[tuple[int, 
 
 
 def _by_anchors(s: int, e: int, anchors: list[tuple[int, int, int]]) -> int | None:
-    for a, b, off in anchors:
-        if a <= s and e <= b:
-            return off
+    """The offset of region [s, e] when the hunks overlapping it and the nearest hunk on each side
+    all moved by the same offset, and each side without a hunk beyond it reaches at most ``NEAR``
+    lines past the outermost anchor; else None."""
+    over = [x for x in anchors if x[0] <= e and s <= x[1]]
     before = [x for x in anchors if x[1] < s]
     after = [x for x in anchors if x[0] > e]
     lo, hi = (before[-1] if before else None), (after[0] if after else None)
-    if lo and hi:
-        return lo[2] if lo[2] == hi[2] else None
-    one = lo or hi
-    if one is None:
+    near = over + [x for x in (lo, hi) if x]
+    if not near or len({x[2] for x in near}) != 1:
         return None
-    dist = s - one[1] if one is lo else one[0] - e
-    return one[2] if dist <= NEAR else None
+    top_gap = 0 if lo else min(x[0] for x in over + ([hi] if hi else [])) - s
+    bottom_gap = 0 if hi else e - max(x[1] for x in over + ([lo] if lo else []))
+    return near[0][2] if max(top_gap, bottom_gap) <= NEAR else None
 
 
 def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bool = False,
