@@ -1,0 +1,156 @@
+"""The field side by side (notebooks/09_field.ipynb): the published results shipped in
+``data/field/published.csv`` (see its SOURCE.md), fasbench runs placed beside them only where the
+metric definitions match, and how the ranking of policies changes with the gold definition.
+
+Gold definitions compared (each a summary.parquet column, fasbench/localization.py):
+``line_f1`` against the gold patch's hunks (FastContext), ``function_f1`` against the patch's
+functions (FuseSearch / CodeScout / LocAgent entity gold), ``explore_line_f1`` against the lines a
+successful repair run read (SWE-Explore's definition; gold from data/read_regions.py or an imported
+SWE-Explore file).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import plotly.graph_objects as go
+import polars as pl
+from plotly.subplots import make_subplots
+
+from fasbench.evaluate import aggregate
+from fasbench.figures import PALETTE
+
+GOLDS = {  # label -> (summary column, what the gold is)
+    "gold-patch hunks": ("line_f1", "line F1 vs the gold patch's hunk lines (FastContext)"),
+    "functions": ("function_f1", "function F1 vs the patch's edited functions (FuseSearch/CodeScout)"),
+    "read regions": ("explore_line_f1", "SWE-Explore line F1 (top-5 regions) vs lines a resolved run read"),
+}
+
+
+def published() -> pl.DataFrame:
+    """The shipped table of published results (data/field/published.csv)."""
+    from fasbench.data.files import find_data
+
+    return pl.read_csv(find_data("field/published.csv"), infer_schema_length=None)
+
+
+def task_benchmarks(tasks) -> set[str]:
+    """Benchmarks the tasks belong to, named as in published.csv."""
+    names = {"verified": "SWE-bench Verified", "lite": "SWE-bench Lite"}
+    return {names[s] for t in tasks for s in t.meta.get("sets", []) if s in names}
+
+
+def corpus_kind(tasks) -> str:
+    """"offline: Django==4.0 (n), …" or "online: exact commit" — what the runs searched."""
+    c: dict[str, int] = {}
+    for t in tasks:
+        m = t.meta.get("corpus") or {}
+        key = f"{m.get('package')}=={m.get('release')}" if m.get("mode") == "offline" else "exact commit"
+        c[key] = c.get(key, 0) + 1
+    kinds = ", ".join(f"{k} ({n})" for k, n in sorted(c.items()))
+    off = any(k != "exact commit" for k in c)
+    return ("offline sdist, an older release than each task's commit (gold relocated): " if off else "online: ") + kinds
+
+
+def beside(df: pl.DataFrame, tasks, n_boot: int = 2000) -> pl.DataFrame:
+    """Published rows whose metric fasbench computes with the same definition, on a benchmark the
+    tasks belong to, each with every fasbench policy's macro mean ×100, its 95% CI, and n."""
+    pub = published().filter(pl.col("fasbench_column").is_in(df.columns)
+                             & pl.col("benchmark").is_in(sorted(task_benchmarks(tasks))))
+    rows = []
+    for col in pub["fasbench_column"].unique(maintain_order=True):
+        sub = df.filter(pl.col(col).is_not_null())
+        if sub.height == 0:
+            continue
+        agg = aggregate(sub, [col], n_boot=n_boot)
+        for p in pub.filter(pl.col("fasbench_column") == col).iter_rows(named=True):
+            for a in agg.iter_rows(named=True):
+                rows.append({"metric": col, "benchmark": p["benchmark"], "published_system": p["model"],
+                             "published": p["value"], "published_n": p["n_tasks"], "fasbench_policy": a["policy"],
+                             "fasbench": round(100 * a[col], 1), "ci_lo": round(100 * a[f"{col}_lo"], 1),
+                             "ci_hi": round(100 * a[f"{col}_hi"], 1), "fasbench_n": a["n"], "gold": p["gold"]})
+    return pl.DataFrame(rows)
+
+
+def caveats(tasks, df: pl.DataFrame) -> list[str]:
+    """What differs between the fasbench numbers and the published ones, computed from the run."""
+    n_read = df.filter(pl.col("explore_line_f1").is_not_null())["task_id"].n_unique() if "explore_line_f1" in df.columns else 0
+    n_fn = df.filter(pl.col("function_f1").is_not_null())["task_id"].n_unique() if "function_f1" in df.columns else 0
+    return [
+        f"tasks: {len(tasks)} SWE-bench instances the offline corpus serves (not the full benchmark); "
+        f"{n_fn} have a function-level gold (module-level-only edits are left out, as LocAgent does)",
+        f"corpus: {corpus_kind(tasks)}",
+        "entities: Python ast on the corpus (LocAgent/CodeScout use their own parsers); a whole-file citation names no entity",
+        f"read regions: {n_read} tasks; one resolved Gemini-3-Pro mini-swe-agent run's reads before its first edit "
+        "(SWE-Explore: consensus of several successful runs, LLM-refined), relocated onto the corpus",
+        "policies: fasbench's LLM-free heuristic and BM25 baselines; the published systems are trained or frontier LLM agents",
+    ]
+
+
+def gold_ranks(df: pl.DataFrame, golds: dict = GOLDS, n_boot: int = 2000) -> pl.DataFrame:
+    """One row per (gold definition, policy): macro mean, CI, n on the tasks that have that gold,
+    and the policy's rank under it (1 = best; ties share the better rank)."""
+    rows = []
+    for label, (col, _) in golds.items():
+        if col not in df.columns:
+            continue
+        sub = df.filter(pl.col(col).is_not_null())
+        if sub.height == 0:
+            continue
+        agg = aggregate(sub, [col], n_boot=n_boot)
+        for a in agg.iter_rows(named=True):
+            rows.append({"gold": label, "metric": col, "policy": a["policy"], "value": a[col], "lo": a[f"{col}_lo"],
+                         "hi": a[f"{col}_hi"], "n": a["n"]})
+    out = pl.DataFrame(rows)
+    return out.with_columns(pl.col("value").rank("min", descending=True).over("gold").cast(pl.Int64).alias("rank"))
+
+
+def rank_figure(ranks: pl.DataFrame, policies: Sequence[str] | None = None) -> go.Figure:
+    """Left: each policy's score under each gold definition (95% CI); right: its rank (bump chart)."""
+    golds = ranks["gold"].unique(maintain_order=True).to_list()
+    policies = list(policies or ranks["policy"].unique(maintain_order=True).to_list())
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("score under each gold (macro mean, 95% CI)",
+                                                        "rank of the policy (1 = best)"), horizontal_spacing=0.12)
+    for i, p in enumerate(policies):
+        s = ranks.filter(pl.col("policy") == p)
+        s = s.join(pl.DataFrame({"gold": golds, "_o": list(range(len(golds)))}), on="gold").sort("_o")
+        c = PALETTE[i % len(PALETTE)]
+        fig.add_trace(go.Scatter(x=s["gold"], y=s["value"], mode="markers+lines", name=p, legendgroup=p,
+                                 marker=dict(color=c, size=9), line=dict(color=c, width=1, dash="dot"),
+                                 error_y=dict(type="data", symmetric=False, array=(s["hi"] - s["value"]).to_list(),
+                                              arrayminus=(s["value"] - s["lo"]).to_list(), color=c)), row=1, col=1)
+        fig.add_trace(go.Scatter(x=s["gold"], y=s["rank"], mode="markers+lines", name=p, legendgroup=p,
+                                 showlegend=False, marker=dict(color=c, size=11), line=dict(color=c, width=2)),
+                      row=1, col=2)
+    fig.update_yaxes(title_text="F1", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="rank", autorange="reversed", dtick=1, row=1, col=2)
+    fig.update_layout(title="Policy ranking across gold definitions", width=1000, height=460,
+                      margin=dict(t=95), legend=dict(orientation="h", y=-0.18))
+    return fig
+
+
+def findings(ranks: pl.DataFrame, side: pl.DataFrame, n_tasks: int) -> str:
+    """The notebook's closing "What we found" Markdown, written from the computed frames."""
+    lines = ["## What we found", ""]
+    order = {g: ranks.filter(pl.col("gold") == g).sort("rank")["policy"].to_list() for g in
+             ranks["gold"].unique(maintain_order=True)}
+    for g, pols in order.items():
+        r = ranks.filter(pl.col("gold") == g).sort("rank")
+        best = r.row(0, named=True)
+        lines.append(f"- **{g}** (`{best['metric']}`, n = {best['n']}): best {best['policy']} "
+                     f"{best['value']:.3f} [{best['lo']:.3f}, {best['hi']:.3f}]; order: {' > '.join(pols)}.")
+    firsts = {g: p[0] for g, p in order.items() if p}
+    same = len(set(firsts.values())) == 1
+    lines.append(f"- The top policy {'is the same' if same else 'changes'} across the {len(order)} gold definitions "
+                 f"({', '.join(f'{g}: {p}' for g, p in firsts.items())}).")
+    if side.height:
+        for col in side["metric"].unique(maintain_order=True):
+            s = side.filter(pl.col("metric") == col)
+            best = s.sort("fasbench", descending=True).row(0, named=True)
+            pub = ", ".join(f"{r['published_system']} {r['published']} ({r['benchmark']})"
+                            for r in s.unique(["published_system", "benchmark"], maintain_order=True).iter_rows(named=True))
+            lines.append(f"- `{col}`: fasbench's best here {best['fasbench_policy']} {best['fasbench']} "
+                         f"[{best['ci_lo']}, {best['ci_hi']}] on n = {best['fasbench_n']} vs published {pub}.")
+    lines.append(f"- These are {n_tasks} offline-usable tasks with LLM-free baselines: read the caveats above before "
+                 "putting a fasbench number beside a published one.")
+    return "\n".join(lines)
