@@ -30,6 +30,8 @@ def register(app) -> None:
 
         Only the tasks usable on the chosen corpus kind run; the excluded count and reasons are
         printed (and written to OUT/excluded.jsonl) before the run starts."""
+        import polars as pl
+
         from fasbench.evaluate import aggregate, load_task_arg, run_eval
         from fasbench.harness import Limits
         from fasbench.localization import localization_columns
@@ -65,8 +67,13 @@ def register(app) -> None:
             loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
             if loc:
                 ci = aggregate(df, loc)
+                n = {(p, m): df.filter(pl.col("policy") == p)[m].drop_nulls().len()
+                     for p in ci["policy"] for m in loc}  # tasks with this gold (null = not defined)
+                ci = ci.with_columns([pl.Series(f"n_{m}", [n[(p, m)] for p in ci["policy"]]) for m in loc])
                 ci.write_parquet(out / "summary_ci.parquet")
-                typer.echo(ci.to_pandas().T.to_string(header=False))
+                rows = [{"policy": r["policy"], "metric": m, "n": n[(r["policy"], m)], "mean": r[m],
+                         "lo": r[f"{m}_lo"], "hi": r[f"{m}_hi"]} for r in ci.iter_rows(named=True) for m in loc]
+                typer.echo(pl.DataFrame(rows).to_pandas().to_string(index=False, float_format="%.3f"))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
 
     @app.command("compare")
