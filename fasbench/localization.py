@@ -17,6 +17,7 @@ Sources and definitions (per task; the summary averages over tasks = macro, with
 - ``{file,module,function}_acc_at_{k}``: LocAgent Acc@k (``utils/eval_metric.py::acc_at_k``): 1
   when the gold items among the top k predictions number min(|gold|, k), i.e. every gold item is
   within the top k (or the top k are all gold when there are more than k gold items).
+  (evaluate's older ``acc_at_{k}`` columns are the untruncated variant: every gold file in the top k.)
 - ``{level}_top1``: top-1 accuracy as Agentless/CoSIL report it: the first-ranked item is gold.
 - ``line_precision/recall/f1`` (evaluate.summary_row, FastContext): (path, line) pairs against the
   gold patch's hunk lines (``gold.edited``).

@@ -301,3 +301,30 @@ def test_import_locbench_entity_lists(tmp_path):
     assert ts[0].query.startswith("requests.get is ALWAYS")  # joined with SWE-bench
     assert ts[1].gold.entities["module"] == ["a.py:f", "a.py:C"] and ts[1].repo == "x/y"
     assert Task.from_dict(ts[1].to_dict()).gold.entities == ts[1].gold.entities
+
+
+def test_locbench_entities_checked_on_the_corpus_and_scored(explore_file, tmp_path, monkeypatch):
+    from fasbench.data.importers import import_gold
+    from fasbench.localization import localization_row
+    from fasbench.records import Report, Trace
+    from fasbench.selection import usable
+
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "c"))
+    f, (s, e) = explore_file
+    rec = json.loads(f.read_text().splitlines()[0])
+    fn = "requests/sessions.py:SessionRedirectMixin.resolve_redirects"
+    base = {k: rec[k] for k in ("repo", "base_commit", "clone_url", "problem_statement")}
+    loc = tmp_path / "loc.jsonl"
+    loc.write_text(json.dumps({**base, "instance_id": "toy__requests-5", "edit_functions": [fn]}) + "\n"
+                   + json.dumps({**base, "instance_id": "toy__requests-6", "edit_functions": ["requests/sessions.py:Nope.x"]})
+                   + "\n")
+    ts, dropped = import_gold("locbench", loc)
+    ok, excluded = usable(ts, "online", progress=False)
+    assert [t.id for t in ok] == ["toy__requests-5"] and excluded[0]["reason"] == "entity-not-found"
+    t = ok[0]
+    assert t.gold.entities["function"] == [fn] and t.gold.entities["module"] == ["requests/sessions.py:SessionRedirectMixin"]
+    tr = Trace(t.id, "p", "relace", report=Report({"requests/utils.py": [[1, 3]], "requests/sessions.py": [[s + 1, s + 2]]}))
+    row = localization_row(t, tr)
+    assert row["function_precision"] == 1.0 and row["function_f1"] == 1.0 and row["function_top1"] == 1.0
+    assert row["file_top1"] == 0.0 and row["file_acc_at_1"] == 0.0 and row["file_acc_at_3"] == 1.0
+    assert row["explore_line_f1"] is None  # no read-region gold for this task
