@@ -4,28 +4,38 @@ from __future__ import annotations
 
 from fasbench.trajectories.analysis import CATEGORIES, SEEDS
 
-# (label, seed, seed's value, how to read ours from a summary)
+FC = f"FastContext: {SEEDS['fastcontext']['source'].split(', ', 1)[1]}"
+RELACE = SEEDS["relace"]
+
+
+def _relace(measure: str, key: str = "value"):
+    return lambda s: (s.get("relace", {}).get(measure) or {}).get(key)
+
+
+# (label, seed with its population, seed's value, how to read ours from a summary)
 SEED_ROWS = [
-    ("read+search share of tool-use turns", "FastContext", SEEDS["fastcontext"]["read_search_turn_share"],
+    ("read+search share of tool-use turns", FC, SEEDS["fastcontext"]["read_search_turn_share"],
      lambda s: s["overall"]["read_search_turn_share"]),
-    ("read+search share of tokens", "FastContext", SEEDS["fastcontext"]["read_search_token_share"],
+    ("read+search share of tokens (whole trajectory)", FC, SEEDS["fastcontext"]["read_search_token_share"],
      lambda s: s["overall"]["read_search_token_share"]),
-    ("search share of tokens (ours: read+search)", "Relace", SEEDS["relace"]["search_token_share"],
-     lambda s: s["overall"]["read_search_token_share"]),
-    ("first edit turn, mean", "FastContext", SEEDS["fastcontext"]["first_edit_turn_mean"],
+    ("tokens before the first non-search call, mean per trajectory", RELACE["populations"]["search_phase_share"],
+     RELACE["search_phase_share"], _relace("search_phase_share")),
+    ("initial search: tokens before the first non-search call, pooled",
+     RELACE["populations"]["initial_search_share"], RELACE["initial_search_share"], _relace("initial_search_share")),
+    ("first edit turn, mean", FC, SEEDS["fastcontext"]["first_edit_turn_mean"],
      lambda s: s["overall"]["first_edit_turn_mean"]),
-    ("exploration turns before first edit, median", "FastContext",
+    ("exploration turns before first edit, median", FC,
      SEEDS["fastcontext"]["explore_turns_before_median"], lambda s: s["overall"]["explore_turns_before_median"]),
-    ("exploration calls before first edit, median", "FastContext",
+    ("exploration calls before first edit, median", FC,
      SEEDS["fastcontext"]["explore_calls_before_median"], lambda s: s["overall"]["explore_calls_before_median"]),
-    ("exploration turns before first edit, mean, unresolved", "FastContext",
+    ("exploration turns before first edit, mean, unresolved", FC,
      SEEDS["fastcontext"]["explore_turns_before_mean_unresolved"],
      lambda s: s["by_resolved"].get("false", {}).get("explore_turns_before_mean")),
-    ("exploration turns before first edit, mean, resolved", "FastContext",
+    ("exploration turns before first edit, mean, resolved", FC,
      SEEDS["fastcontext"]["explore_turns_before_mean_resolved"],
      lambda s: s["by_resolved"].get("true", {}).get("explore_turns_before_mean")),
-    ("handoff share: read+search tokens before the first edit", "Relace", SEEDS["relace"]["handoff_share"],
-     lambda s: s["overall"]["handoff_share"]),
+    ("handoff share: read+search tokens before the first edit of a submitted file", "ours (no seed measure)",
+     None, lambda s: s["overall"]["handoff_share"]),
 ]
 
 
@@ -35,7 +45,7 @@ def seeds_table(summaries: dict[str, dict]):
 
     rows = []
     for label, seed, value, get in SEED_ROWS:
-        row = {"metric": label, "seed": seed, "seed value": value}
+        row = {"metric": label, "seed (population)": seed, "seed value": value}
         for name, s in summaries.items():
             v = get(s)
             row[name] = None if v is None else round(float(v), 3)
