@@ -109,6 +109,16 @@ def test_summary_and_seeds_table_label_relace_correctly(steps, tmp_path):
 
 def test_findings_markdown_has_numbers_seeds_and_caveats(steps):
     md = rm.findings_markdown({"toy": rm.measures(steps, n_boot=200)})
-    assert md.startswith("## What we found") and "| toy | 3 |" in md
+    assert md.startswith("### Relace") and "| toy | 3 |" in md
     assert "56.6%" in md and "~12.0%" in md and "Caveats" in md
     assert "above Relace's ~12%" in md or "consistent with Relace's ~12%" in md
+
+
+def test_what_we_found_for_notebook_01(tmp_path, steps):
+    from fasbench.trajectories.findings import what_we_found
+
+    a = analyze_paths([tmp_path / "set"], progress=False)
+    md = what_we_found({"toy": a}, {"toy": a.summary()}, n_boot=200)
+    assert md.startswith("## What we found") and "| FastContext (seed) | 300 | 56.2% | 46.5% | 8.47 |" in md
+    assert "- toy: 2 of mini-swe-agent; 1 of mini-swe-agent 2.2.7" in md and "| toy | 3 |" in md and "### Relace's two token measures" in md
+    assert "Caveats (all)" in md

@@ -48,6 +48,8 @@ POPULATIONS = {
     "search_phase_share": "Relace: ~1,200 real 'vibe-coding' agent traces (production prompts; not SWE-bench)",
     "initial_search_share": "Relace: SWE-bench Verified traces of its main ('Oracle') agent, 500 tasks",
 }
+POPULATIONS_SHORT = {"search_phase_share": "~1,200 real agent traces<br>(not SWE-bench)",
+                     "initial_search_share": "SWE-bench Verified<br>(Relace's Oracle agent)"}
 # The seed's numbers with their populations (quoted from seed 000, not computed here).
 RELACE_SEEDS = {
     "search_phase_share": 0.566,
@@ -97,7 +99,7 @@ def per_trajectory(steps: pl.DataFrame, basis: str = "consumed") -> pl.DataFrame
         pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share"))
 
 
-def _bootstrap(num: np.ndarray, den: np.ndarray | None, n: int, alpha: float, seed: int,
+def bootstrap_interval(num: np.ndarray, den: np.ndarray | None, n: int, alpha: float, seed: int,
                chunk: int = 100) -> tuple[float, float]:
     """Percentile interval of mean(num) (den None) or sum(num)/sum(den), resampling trajectories;
     resamples are drawn ``chunk`` at a time so memory stays bounded at any number of trajectories."""
@@ -129,8 +131,8 @@ def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed:
     share = t["share"].to_numpy().astype(float)
     num, den = t["search_tokens"].to_numpy().astype(float), t["tokens"].to_numpy().astype(float)
     mean, pooled = float(share.mean()), float(num.sum() / den.sum())
-    m_lo, m_hi = _bootstrap(share, None, n_boot, alpha, seed)
-    p_lo, p_hi = _bootstrap(num, den, n_boot, alpha, seed)
+    m_lo, m_hi = bootstrap_interval(share, None, n_boot, alpha, seed)
+    p_lo, p_hi = bootstrap_interval(num, den, n_boot, alpha, seed)
     with_ns = t.filter(pl.col("has_non_search"))
     cats = with_ns["first_non_search_category"].value_counts(sort=True)
     out.update({
@@ -175,9 +177,9 @@ def _pct(x: float | None) -> str:
 
 
 def findings_markdown(results: dict[str, dict]) -> str:
-    """A "What we found" paragraph block for notebook 01 from ``{name: measures(...)}``: our two
+    """The Relace part of notebook 01's "What we found" (Markdown) from ``{name: measures(...)}``: our two
     measures with their intervals and n beside the seed values and populations, then the caveats."""
-    lines = ["## What we found", "",
+    lines = ["### Relace's two token measures", "",
              "Relace's two token measures, computed on our trajectories (intervals: 95% percentile bootstrap "
              "over trajectories), beside the seed's values and populations:", "",
              "| data set | n | search-phase share (mean) [CI] | pooled | initial-search share (pooled) [CI] "
@@ -209,8 +211,8 @@ def findings_markdown(results: dict[str, dict]) -> str:
                      f"and observation token once instead, {_pct(c.get('initial_search_share'))} (pooled) and "
                      f"{_pct(c.get('search_phase_share'))} (mean per trajectory).")
     lines.append("- The 56.6% comes from vague real-user prompts, not SWE-bench, and is no target for these runs.")
-    lines += ["", "Caveats: our agents (mini-swe-agent with Gemini-3-Pro / DeepSeek) and token counts are not "
-                  "Relace's; the rubric decides what counts as search (reading and searching commands), and Relace "
+    lines += ["", "Caveats (Relace): the agents and token counts here are not Relace's; consumed tokens weight late "
+                  "turns (whose prompts hold the whole history) far more than the early search turns; the rubric decides what counts as search (reading and searching commands), and Relace "
                   "does not say how it classified calls, how it averaged, or whether reasoning tokens count; a "
                   "trajectory that writes a reproduction script early ends its search phase there, as Relace's "
                   "\"bash script for testing\" would."]
