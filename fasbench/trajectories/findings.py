@@ -76,8 +76,7 @@ def what_we_found(runs: dict[str, Analysis], summaries: dict[str, dict], n_boot:
         h = (s.get("overall") or {}).get("handoff_share")
         if h is not None:
             notes.append(f"- {name}: with the boundary at the first edit of a file the submission changes, and reads and "
-                         f"searches only (our handoff share), {100 * h:.1f}% of consumed tokens: where the boundary "
-                         "falls moves the search share more than the population.")
+                         f"searches only (our handoff share; no seed measure), {100 * h:.1f}% of consumed tokens.")
     lines += ["", *notes, "", findings_markdown({n: s["relace"] for n, s in summaries.items() if s.get("relace")}), "",
               "Caveats (all): the agents, models and benchmarks differ from the seeds' (FastContext: GPT-5.4 "
               "mini-swe-agent runs; Relace: its own agent); our categories come from a rubric over shell commands and tool names; "
