@@ -1,4 +1,5 @@
-"""Figures of GRPO runs (fasbench/rl.py): training curves, before vs after, incentive landscape."""
+"""Figures of GRPO runs (fasbench/rl.py): training curves, turns and accuracy over training, before vs
+after, incentive landscape."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from fasbench.figures import PALETTE
+from fasbench.rl_turns import accuracy_part
 
 
 def _band(fig, x, mean, std, name, color, row, col, showlegend=True):
@@ -86,4 +88,32 @@ def landscape(frame, value: str = "reward") -> go.Figure:
     fig.update_xaxes(title_text="turns used", dtick=1, row=1, col=2)
     fig.update_layout(title="incentive landscape: heuristic policy scored under the reward", width=1000, height=420,
                       margin=dict(t=90))
+    return fig
+
+
+def turns_accuracy(frame, title: str = "turns and accuracy over training") -> go.Figure:
+    """Relace's question of a GRPO run, per step from the step log (``rl.log_frame``): turns used
+    (mean ± std over the step's rollouts, left axis) against accuracy — the reward's accuracy part
+    (``rl_turns.accuracy_part``) — and Relace's turn penalty where the reward has one (right axis)."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    x = frame["step"].to_list()
+
+    def ms(k):
+        return frame[f"{k}/mean"].to_list(), frame[f"{k}/std"].to_list()
+
+    _band(fig, x, *ms("episode/turns"), "turns", PALETTE[1], 1, 1)
+    parts = [c[len("reward_parts/"):-len("/mean")] for c in frame.columns
+             if c.startswith("reward_parts/") and c.endswith("/mean")]
+    acc = accuracy_part(parts)
+    for k, name, color, dash in ((acc, f"accuracy ({acc})", PALETTE[0], None),
+                                 ("turn_penalty" if "turn_penalty" in parts else None, "turn penalty", PALETTE[2], "dot")):
+        if k is None:
+            continue
+        m, s = ms(f"reward_parts/{k}")
+        fig.add_trace(go.Scatter(x=x, y=m, mode="lines+markers", name=name, line=dict(color=color, dash=dash),
+                                 error_y=dict(type="data", array=s, visible=True, thickness=1)), secondary_y=True)
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="turns per episode", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text="accuracy / turn penalty", range=[0, 1.05], secondary_y=True)
+    fig.update_layout(title=title, width=800, height=420, legend=dict(orientation="h", y=-0.2))
     return fig
