@@ -122,3 +122,16 @@ def test_what_we_found_for_notebook_01(tmp_path, steps):
     assert md.startswith("## What we found") and "| FastContext (seed) | 300 | 56.2% | 46.5% | 8.47 |" in md
     assert "- toy: 2 of mini-swe-agent; 1 of mini-swe-agent 2.2.7" in md and "| toy | 3 |" in md and "### Relace's two token measures" in md
     assert "Caveats (all)" in md
+
+
+def test_cli_analyze_prints_both_measures_with_their_populations(steps, tmp_path):
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    r = CliRunner().invoke(app, ["trajectories", "analyze", str(tmp_path / "set"), "--out", str(tmp_path / "o"),
+                                 "--quiet"])
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.output.splitlines() if ln.startswith("tokens before the first non-search call"))
+    assert "0.456 mean per trajectory" in line and "~1,200 real agent traces, not SWE-bench" in line
+    assert "0.343 pooled" in line and "SWE-bench Verified" in line and "n=3" in line
