@@ -135,3 +135,13 @@ def test_cli_analyze_prints_both_measures_with_their_populations(steps, tmp_path
     line = next(ln for ln in r.output.splitlines() if ln.startswith("tokens before the first non-search call"))
     assert "0.456 mean per trajectory" in line and "~1,200 real agent traces, not SWE-bench" in line
     assert "0.343 pooled" in line and "SWE-bench Verified" in line and "n=3" in line
+
+
+def test_summary_has_the_measures_per_data_set(tmp_path):
+    for name, traj in (("one", toy("demo__calc-1")), ("two", only_search())):
+        (tmp_path / name).mkdir()
+        _write(tmp_path / name, traj["instance_id"], traj)
+    s = analyze_paths([tmp_path / "one", tmp_path / "two"], progress=False).summary()
+    by = s["relace_by_dataset"]
+    assert by["one"]["search_phase_share"]["value"] == pytest.approx(280 / 1150, abs=1e-6)
+    assert by["two"]["initial_search_share"]["value"] == 1.0 and s["relace"]["n"] == 2

@@ -36,7 +36,7 @@ from typing import Iterable
 
 from fasbench.trajectories.classify import SHELL_TOOLS, Action, analyze, analyze_call, code_writes
 from fasbench.trajectories.parsers import Trajectory, TrajectoryError, parse_file
-from fasbench.trajectories.relace_measures import RELACE_SEEDS, measures as relace_measures
+from fasbench.trajectories.relace_measures import RELACE_SEEDS, measures as relace_measures, measures_by as relace_measures_by
 
 CATEGORIES = ("read", "search", "edit", "test", "other")  # plotting order
 EXPLORE = ("read", "search")
@@ -464,6 +464,7 @@ class Analysis:
             "by_dataset": _split(s, t, "dataset") if s.height else {},
             "by_repo": _split(s, t, "repo") if s.height else {},
             "relace": relace_measures(s) if s.height else {},
+            "relace_by_dataset": relace_measures_by(s, "dataset") if s.height else {},
             "seeds": SEEDS,
         }
         from fasbench.trajectories.tokens import TOKENIZER_NAME
