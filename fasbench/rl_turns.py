@@ -81,7 +81,8 @@ def _fmt(e: dict | None, pct: bool = False) -> str:
 def findings_markdown(summary: dict, trend: dict, cfg, before_after: pl.DataFrame | None = None) -> str:
     """Notebook 06's "What we found" from the run's summary, the rollout trend and (optional) the
     before/after evaluation frame, beside Relace's finding, with caveats."""
-    acc = trend.get("accuracy_part") or "accuracy"
+    part = trend.get("accuracy_part") or "accuracy"
+    acc = "accuracy" if part == "accuracy" else f"accuracy ({part})"
     lines = ["## What we found", "",
              f"GRPO run: {summary.get('global_step')} steps on {summary.get('n_tasks')} tasks from "
              f"`{summary.get('model')}`, reward `{cfg.reward}`, tool set `{cfg.toolset}`, turn limit {cfg.max_turns}, "
@@ -92,7 +93,7 @@ def findings_markdown(summary: dict, trend: dict, cfg, before_after: pl.DataFram
         f, l_ = trend["first"], trend["last"]
         lines += [f"Rollouts of the first logged step(s) {trend['first_steps']} vs the last {trend['last_steps']} "
                   "(mean [95% bootstrap interval] (n rollouts)):", "",
-                  "| | turns | accuracy (" + acc + ") | turn penalty | reward |", "|---|---|---|---|---|",
+                  f"| | turns | {acc} | turn penalty | reward |", "|---|---|---|---|---|",
                   f"| first | {_fmt(f['turns'])} | {_fmt(f['accuracy'])} | {_fmt(f['turn_penalty'])} | {_fmt(f['reward'])} |",
                   f"| last | {_fmt(l_['turns'])} | {_fmt(l_['accuracy'])} | {_fmt(l_['turn_penalty'])} | {_fmt(l_['reward'])} |",
                   ""]
