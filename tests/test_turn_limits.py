@@ -94,7 +94,8 @@ def test_long_profiles_set_up_relaces_turn_penalty(toy):
         assert any("sft-long_" in p for p in cfg.init_from)  # starts from the long-episode warm-up
         prof = load_profile(name)
         assert prof.build.max_turns == prof.build.reference_max_turns == prof.eval.max_turns == 24
-        assert limits(prof.build).max_turns == 24 and prof.build.mix["parallel_toolcalls"] == 0
+        assert limits(prof.build).max_turns == 24
+        assert prof.build.mix["parallel_toolcalls"] == prof.build.mix["reference_traj"] == prof.build.mix["linerange"] == 0
         assert isinstance(make_policy(prof.build.policy), Seq)
         assert f"runs/sft-{prof.name}" in cfg.init_from[0]
     gpu = load_config("long_gpu")
