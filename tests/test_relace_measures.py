@@ -82,6 +82,7 @@ def test_measures_mean_and_pooled(steps):
     assert "1,200" in sp["seed_population"] and "not SWE-bench" in sp["seed_population"]
     assert "SWE-bench Verified" in ini["seed_population"]
     assert m["first_non_search_category"] == {"edit": 1, "test": 1}
+    assert m["ends_before_first_edit"] == 1  # the toy writes its repro script (turn 3) before editing (turn 4)
     assert m["content_basis"]["search_phase_share"] is not None
 
 

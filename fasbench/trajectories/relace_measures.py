@@ -86,7 +86,7 @@ def per_trajectory(steps: pl.DataFrame, basis: str = "consumed") -> pl.DataFrame
         steps.with_columns(before, first.alias("_first"), tok.alias("_tok"))
         .group_by(_KEY, maintain_order=True)
         .agg(
-            pl.first("resolved"),
+            pl.first("resolved"), pl.first("first_edit_turn"),
             pl.col("_tok").sum().alias("tokens"),
             pl.col("_tok").filter(pl.col("_before")).sum().alias("search_tokens"),
             pl.col("_first").any().alias("has_non_search"),
@@ -148,6 +148,8 @@ def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed:
         "alpha": alpha,
         "without_non_search": n - with_ns.height,
         "first_non_search_turn_median": _r(with_ns["first_non_search_turn"].median()) if with_ns.height else None,
+        "ends_before_first_edit": int(with_ns.filter(
+            pl.col("first_edit_turn").is_not_null() & (pl.col("first_non_search_turn") < pl.col("first_edit_turn"))).height),
         "first_non_search_category": dict(zip(cats["first_non_search_category"].to_list(), cats["count"].to_list())),
     })
     return out
@@ -206,6 +208,10 @@ def findings_markdown(results: dict[str, dict]) -> str:
         lo, hi = ini["ci"]
         where = "below" if hi < seed else "above" if lo > seed else "consistent with"
         c = m.get("content_basis") or {}
+        if m.get("ends_before_first_edit") is not None:
+            lines.append(f"- {name}: in {m['ends_before_first_edit']} of {m['n']} trajectories the search phase ends "
+                         "before the first edit of a file the submission changes (the agent first writes or runs "
+                         "something else, e.g. a reproduction script).")
         lines.append(f"- {name}: the initial search takes {_pct(ini['value'])} of the tokens the model consumed, "
                      f"{where} Relace's ~12% on SWE-bench (the population nearest ours); counting each completion "
                      f"and observation token once instead, {_pct(c.get('initial_search_share'))} (pooled) and "
