@@ -161,3 +161,15 @@ def test_turns_accuracy_figure_from_the_step_log():
     fc = frame.rename({"reward_parts/accuracy/mean": "reward_parts/f0.5/mean", "reward_parts/accuracy/std": "reward_parts/f0.5/std"})
     assert "accuracy (f0.5)" in [tr.name for tr in turns_accuracy(fc.drop("reward_parts/turn_penalty/mean",
                                                                           "reward_parts/turn_penalty/std")).data]
+
+
+def test_start_vs_target_shows_the_gap_the_turn_penalty_opens(toy):
+    from fasbench.rl import RLConfig
+    from fasbench.rl_turns import findings_markdown, rollout_frame, start_vs_target, turn_trend
+
+    f = start_vs_target(toy, progress=False)
+    g = {r["policy"]: r for r in f.group_by("policy").agg(pl.col("turns", "accuracy", "reward").mean()).iter_rows(named=True)}
+    seq, par = g["sequential start"], g["parallel target"]
+    assert seq["accuracy"] == par["accuracy"] and seq["turns"] > par["turns"] + 4 and seq["reward"] < par["reward"]
+    md = findings_markdown({}, turn_trend(rollout_frame([])), RLConfig(), setup=f)
+    assert f"Accuracy is equal on {len(toy)} of {len(toy)} tasks" in md and "sequential start: n=5" in md
