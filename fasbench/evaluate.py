@@ -130,7 +130,7 @@ def default_backend(spec: str) -> str:
     ``prepare`` loaded stay in memory, so episodes time retrieval, not index loading); serial for a
     local model; process otherwise."""
     name = spec.split(":", 1)[0]
-    return {"heuristic": "thread", "openai": "thread", "bm25": "thread", "dense": "thread",
+    return {"heuristic": "thread", "sequential": "thread", "openai": "thread", "bm25": "thread", "dense": "thread",
             "hf": "serial"}.get(name, "process")
 
 

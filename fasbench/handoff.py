@@ -2,16 +2,24 @@
 
 - ``citations``: the cited files and line ranges, and the searcher's explanation.
 - ``code``: the citations with the cited code (numbered lines, each range capped).
-- ``code+search``: the code plus a compressed account of the search — one line per tool call
-  (what was searched or viewed and what came back) — which Relace found works best for the main
-  agent.
+- ``code+search``: the code plus a compressed account of the search, turn by turn: the searcher's
+  reasoning (the turn's assistant text) and one line per tool call (what was searched or viewed and
+  what came back). Relace (seed 000, "context handoff"): compressing the FAS trace so that it keeps
+  the *reasoning steps* together with the relevant file sections helped the main agent put the
+  results in context, and it used that handoff for its whole SWE-bench run. Its documentation's exact
+  handoff instructions are not in the seed; what is compressed here is the tool outputs (one line a
+  call), not the reasoning, which is kept whole unless ``max_reasoning_chars`` caps it per turn.
+  The answer itself (FastContext's ``<final_answer>`` block, a ``report_back`` call) is left out of
+  the account: the citations and code above already carry it.
 
-Token counts use a real tokenizer, offline by default (SmolLM2's, via ``fasbench.models``).
+Token counts use a real tokenizer, offline by default (SmolLM2's, via ``fasbench.models``);
+``handoff_tokens`` also counts the reasoning part of each rendering.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -86,8 +94,24 @@ def _call_line(name: str, args: dict, output: str, is_error: bool) -> str:
     return f"{name}"
 
 
-def search_account(trace: Trace) -> str:
-    """One line per tool call, turn by turn (the report call left out)."""
+_ANSWER = re.compile(r"<final_answer>.*?(?:</final_answer>|\Z)|<tool_call>.*?(?:</tool_call>|\Z)", re.S | re.I)
+_THINK = re.compile(r"</?think>", re.I)
+
+
+def reasoning(text: str, max_chars: int | None = None) -> str:
+    """The searcher's reasoning in one turn's assistant text: the answer block and any tool-call
+    markup removed, ``<think>`` tags unwrapped (their content is reasoning), blank lines squeezed;
+    cut at ``max_chars`` with a note when given."""
+    r = _THINK.sub("", _ANSWER.sub("", text or ""))
+    r = re.sub(r"\n\s*\n+", "\n", r).strip()
+    if max_chars is not None and len(r) > max_chars:
+        r = r[:max_chars].rstrip() + f" [... {len(r) - max_chars} more characters]"
+    return r
+
+
+def search_account(trace: Trace, with_reasoning: bool = True, max_reasoning_chars: int | None = None) -> str:
+    """The search turn by turn: the turn's reasoning (``with_reasoning``) and one line per tool call
+    (the report call left out)."""
     lines = []
     for t in trace.turns:
         res = {r.call_id: r for r in t.results}
@@ -97,13 +121,26 @@ def search_account(trace: Trace) -> str:
                 continue
             r = res.get(c.id)
             parts.append(_call_line(c.name, _args(c.arguments), r.output if r else "", bool(r and r.is_error)))
+        why = reasoning(t.text, max_reasoning_chars) if with_reasoning else ""
+        if not parts and not why:
+            continue
+        lines.append(f"Turn {t.index + 1}:")
+        if why:
+            lines.append("  Reasoning: " + why.replace("\n", "\n    "))
         if parts:
-            lines.append(f"Turn {t.index + 1}: " + "; ".join(parts))
+            lines.append("  Calls: " + "; ".join(parts))
     return "\n".join(lines)
 
 
-def render(trace: Trace, root: str | Path | None, fmt: str = "code+search") -> str:
-    """The handoff message in one of ``FORMATS``."""
+def reasoning_of(trace: Trace, max_reasoning_chars: int | None = None) -> list[str]:
+    """The reasoning kept from each turn (empty turns left out), as ``code+search`` renders it."""
+    return [r for r in (reasoning(t.text, max_reasoning_chars) for t in trace.turns) if r]
+
+
+def render(trace: Trace, root: str | Path | None, fmt: str = "code+search",
+           max_reasoning_chars: int | None = None) -> str:
+    """The handoff message in one of ``FORMATS`` (``max_reasoning_chars``: cap per turn of the
+    searcher's reasoning in ``code+search``; None keeps it whole)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown handoff format {fmt!r}; choose one of {', '.join(FORMATS)}")
     parts = [citations(trace, str(root) if root else None)]
@@ -114,7 +151,7 @@ def render(trace: Trace, root: str | Path | None, fmt: str = "code+search") -> s
         if code:
             parts.append(code)
     if fmt == "code+search":
-        acc = search_account(trace)
+        acc = search_account(trace, max_reasoning_chars=max_reasoning_chars)
         if acc:
             parts.append("How the search went:\n" + acc)
     return "\n\n".join(parts)
@@ -132,8 +169,10 @@ def token_counter(tokenizer=None) -> Callable[[str], int]:
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
 
 
-def handoff_tokens(traces: Sequence[Trace], tasks: Sequence[Task], tokenizer=None):
-    """A frame with one row per (trace, format): tokens and characters of the rendering."""
+def handoff_tokens(traces: Sequence[Trace], tasks: Sequence[Task], tokenizer=None,
+                   max_reasoning_chars: int | None = None):
+    """A frame with one row per (trace, format): tokens and characters of the rendering, and the
+    tokens and turns of the searcher's reasoning it carries (only ``code+search`` carries any)."""
     import polars as pl
 
     count = token_counter(tokenizer)
@@ -143,8 +182,12 @@ def handoff_tokens(traces: Sequence[Trace], tasks: Sequence[Task], tokenizer=Non
         task = by_id.get(tr.task_id)
         if task is None:
             continue
+        steps = reasoning_of(tr, max_reasoning_chars)
+        r_tokens = sum(count(r) for r in steps)
         for fmt in FORMATS:
-            text = render(tr, task.root, fmt)
+            text = render(tr, task.root, fmt, max_reasoning_chars)
+            keeps = fmt == "code+search"
             rows.append({"task_id": tr.task_id, "policy": tr.policy, "format": fmt, "tokens": count(text),
-                         "chars": len(text)})
+                         "chars": len(text), "reasoning_tokens": r_tokens if keeps else 0,
+                         "reasoning_turns": len(steps) if keeps else 0})
     return pl.DataFrame(rows)

@@ -8,6 +8,7 @@ a JSONL file as each episode finishes (see ``run_episodes``).
 
 from __future__ import annotations
 
+import numbers
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,9 +33,16 @@ class Policy(Protocol):
 class Limits:
     """Limits of one episode."""
 
-    max_turns: int = 6  # turns before the episode ends without a report
+    max_turns: int = 6  # turns before the episode ends without a report (any n >= 1; Relace's turn penalty
+    # reaches 0 at n = 24, so runs that study it use 24: configs/rl_long_*.yaml)
     max_calls_per_turn: int = 12  # parallel calls allowed in one turn; extra calls get an error
     tool: ToolLimits | None = None  # per-call limits (timeout, output cap); None = defaults
+
+    def __post_init__(self):
+        for k in ("max_turns", "max_calls_per_turn"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"limits: {k} must be an integer >= 1, got {v!r}")
 
 
 NO_CALL_NOTE = "Your reply had no tool call and no answer. Call tools to keep searching, or give your answer."

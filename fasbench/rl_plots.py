@@ -1,4 +1,5 @@
-"""Figures of GRPO runs (fasbench/rl.py): training curves, before vs after, incentive landscape."""
+"""Figures of GRPO runs (fasbench/rl.py): training curves, turns and accuracy over training, before vs
+after, incentive landscape."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from fasbench.figures import PALETTE
+from fasbench.rl_turns import accuracy_part
 
 
 def _band(fig, x, mean, std, name, color, row, col, showlegend=True):
     up = [m + s for m, s in zip(mean, std)]
     lo = [m - s for m, s in zip(mean, std)]
-    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=up + lo[::-1], fill="toself", fillcolor=color,
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=up + lo[::-1], mode="lines", fill="toself", fillcolor=color,
                              opacity=0.15, line=dict(width=0), hoverinfo="skip", showlegend=False), row=row, col=col)
     fig.add_trace(go.Scatter(x=list(x), y=list(mean), mode="lines+markers", name=name, legendgroup=name,
                              line=dict(color=color), showlegend=showlegend), row=row, col=col)
@@ -86,4 +88,45 @@ def landscape(frame, value: str = "reward") -> go.Figure:
     fig.update_xaxes(title_text="turns used", dtick=1, row=1, col=2)
     fig.update_layout(title="incentive landscape: heuristic policy scored under the reward", width=1000, height=420,
                       margin=dict(t=90))
+    return fig
+
+
+def turns_accuracy(frame, title: str = "turns and accuracy over training", max_turns: int | None = None,
+                   free_turns: int = 4) -> go.Figure:
+    """Relace's question of a GRPO run, per step from the step log (``rl.log_frame``): turns used
+    (mean ± std over the step's rollouts, left axis, up to the turn limit ``max_turns`` when given,
+    with Relace's penalty-free zone n <= ``free_turns`` shaded) against accuracy — the reward's
+    accuracy part (``rl_turns.accuracy_part``) — and Relace's turn penalty where the reward has one
+    (right axis)."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    x = frame["step"].to_list()
+
+    def ms(k):
+        return frame[f"{k}/mean"].to_list(), frame[f"{k}/std"].to_list()
+
+    fig.add_shape(type="rect", xref="x domain", yref="y", x0=0, x1=1, y0=0, y1=free_turns, fillcolor="#999999",
+                  opacity=0.18, line_width=0, layer="below")
+    fig.add_annotation(xref="x domain", yref="y", x=0.01, y=free_turns, text=f"no turn penalty (n ≤ {free_turns})",
+                       showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=11, color="#555555"))
+    _band(fig, x, *ms("episode/turns"), "turns", PALETTE[1], 1, 1)
+    parts = [c[len("reward_parts/"):-len("/mean")] for c in frame.columns
+             if c.startswith("reward_parts/") and c.endswith("/mean")]
+    acc = accuracy_part(parts)
+    label = "accuracy" if acc == "accuracy" else f"accuracy ({acc})"
+    for k, name, color, dash in ((acc, label, PALETTE[0], None),
+                                 ("turn_penalty" if "turn_penalty" in parts else None, "turn penalty", PALETTE[2], "dot")):
+        if k is None:
+            continue
+        m, s = ms(f"reward_parts/{k}")
+        fig.add_trace(go.Scatter(x=x, y=m, mode="lines+markers", name=name, line=dict(color=color, dash=dash),
+                                 error_y=dict(type="data", array=s, visible=True, thickness=1)), secondary_y=True)
+    top = max([m + s for m, s in zip(*ms("episode/turns"))] + [max_turns or 0, free_turns + 1])
+    fig.update_xaxes(title_text="step", dtick=1)
+    fig.update_yaxes(title_text="turns per episode", range=[0, top * 1.05], secondary_y=False)
+    fig.update_yaxes(title_text="accuracy / turn penalty", range=[0, 1.05], tickmode="linear", tick0=0, dtick=0.2,
+                     showgrid=False, secondary_y=True)
+    if max_turns:
+        fig.add_hline(y=max_turns, line_dash="dash", line_color="#777777", annotation_text=f"turn limit {max_turns}",
+                      annotation_position="bottom right")
+    fig.update_layout(title=title, width=800, height=420, legend=dict(orientation="h", y=-0.2))
     return fig

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Option("heuristic-t1", "--name", help="pool name: <cache>/bon/<name>.jsonl"),
         limit: Optional[int] = typer.Option(None, "--limit", help="first N tasks only"),
         reward: str = typer.Option("relace-f2", "--reward"),
-        max_turns: int = typer.Option(6, "--max-turns"),
+        max_turns: int = typer.Option(6, "--max-turns", min=1),
     ):
         """Run N rollouts per task and append them to the pool file (resumes)."""
         from fasbench.bon.pool import build_pools, pool_path

@@ -4,7 +4,8 @@ that needs the task itself (the RAG baselines need the corpus) also has ``bind(t
 ``bind_policy`` applies it when present.
 
 ``make_policy("NAME[:key=value,...]")`` builds one from a spec string, e.g. ``heuristic:turns=3``,
-``heuristic:temperature=0.5,seed=3``, ``bm25:k=5``, ``dense``, ``openai:model=gpt-4o-mini,base_url=…``,
+``heuristic:temperature=0.5,seed=3``, ``sequential:per_turn=1,turns=4`` (the heuristic's calls one a
+turn), ``bm25:k=5``, ``dense``, ``openai:model=gpt-4o-mini,base_url=…``,
 ``hf`` (the offline model), ``scripted`` is for tests and is built directly.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from fasbench.policies.scripted import ScriptedPolicy
 
-POLICIES = ("heuristic", "bm25", "dense", "openai", "hf")
+POLICIES = ("heuristic", "sequential", "bm25", "dense", "openai", "hf")
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -92,6 +93,12 @@ def make_policy(spec: str, **overrides):
         from fasbench.policies.heuristic import HeuristicPolicy
 
         return _build(HeuristicPolicy, name, kw, **fixed)
+    if name == "sequential":  # the heuristic's calls, per_turn a turn (Relace's sequential starting point)
+        from fasbench.policies.heuristic import HeuristicPolicy
+        from fasbench.policies.sequential import SequentialPolicy
+
+        per_turn = _convert(kw.pop("per_turn", "1"), int, "policy 'sequential' parameter 'per_turn'")
+        return SequentialPolicy(_build(HeuristicPolicy, name, kw, name=spec.strip()), per_turn, fixed["name"])
     if name in ("bm25", "dense"):
         from fasbench.policies.rag import RagPolicy
 

@@ -1,31 +1,43 @@
-"""Figures and tables of the trajectory analysis (FastContext's Fig. 2 pair, the seeds' numbers)."""
+"""Figures and tables of the trajectory analysis (FastContext's Fig. 2 pair, the seeds' numbers, Relace's
+two token measures)."""
 
 from __future__ import annotations
 
 from fasbench.trajectories.analysis import CATEGORIES, SEEDS
+from fasbench.trajectories.relace_measures import POPULATIONS_SHORT
 
-# (label, seed, seed's value, how to read ours from a summary)
+FC = f"FastContext: {SEEDS['fastcontext']['source'].split(', ', 1)[1]}"
+RELACE = SEEDS["relace"]
+
+
+def _relace(measure: str, key: str = "value"):
+    return lambda s: (s.get("relace", {}).get(measure) or {}).get(key)
+
+
+# (label, seed with its population, seed's value, how to read ours from a summary)
 SEED_ROWS = [
-    ("read+search share of tool-use turns", "FastContext", SEEDS["fastcontext"]["read_search_turn_share"],
+    ("read+search share of tool-use turns", FC, SEEDS["fastcontext"]["read_search_turn_share"],
      lambda s: s["overall"]["read_search_turn_share"]),
-    ("read+search share of tokens", "FastContext", SEEDS["fastcontext"]["read_search_token_share"],
+    ("read+search share of tokens (whole trajectory)", FC, SEEDS["fastcontext"]["read_search_token_share"],
      lambda s: s["overall"]["read_search_token_share"]),
-    ("search share of tokens (ours: read+search)", "Relace", SEEDS["relace"]["search_token_share"],
-     lambda s: s["overall"]["read_search_token_share"]),
-    ("first edit turn, mean", "FastContext", SEEDS["fastcontext"]["first_edit_turn_mean"],
+    ("tokens before the first non-search call, mean per trajectory", RELACE["populations"]["search_phase_share"],
+     RELACE["search_phase_share"], _relace("search_phase_share")),
+    ("initial search: tokens before the first non-search call, pooled",
+     RELACE["populations"]["initial_search_share"], RELACE["initial_search_share"], _relace("initial_search_share")),
+    ("first edit turn, mean", FC, SEEDS["fastcontext"]["first_edit_turn_mean"],
      lambda s: s["overall"]["first_edit_turn_mean"]),
-    ("exploration turns before first edit, median", "FastContext",
+    ("exploration turns before first edit, median", FC,
      SEEDS["fastcontext"]["explore_turns_before_median"], lambda s: s["overall"]["explore_turns_before_median"]),
-    ("exploration calls before first edit, median", "FastContext",
+    ("exploration calls before first edit, median", FC,
      SEEDS["fastcontext"]["explore_calls_before_median"], lambda s: s["overall"]["explore_calls_before_median"]),
-    ("exploration turns before first edit, mean, unresolved", "FastContext",
+    ("exploration turns before first edit, mean, unresolved", FC,
      SEEDS["fastcontext"]["explore_turns_before_mean_unresolved"],
      lambda s: s["by_resolved"].get("false", {}).get("explore_turns_before_mean")),
-    ("exploration turns before first edit, mean, resolved", "FastContext",
+    ("exploration turns before first edit, mean, resolved", FC,
      SEEDS["fastcontext"]["explore_turns_before_mean_resolved"],
      lambda s: s["by_resolved"].get("true", {}).get("explore_turns_before_mean")),
-    ("handoff share: read+search tokens before the first edit", "Relace", SEEDS["relace"]["handoff_share"],
-     lambda s: s["overall"]["handoff_share"]),
+    ("handoff share: read+search tokens before the first edit of a submitted file", "ours (no seed measure)",
+     None, lambda s: s["overall"]["handoff_share"]),
 ]
 
 
@@ -35,7 +47,7 @@ def seeds_table(summaries: dict[str, dict]):
 
     rows = []
     for label, seed, value, get in SEED_ROWS:
-        row = {"metric": label, "seed": seed, "seed value": value}
+        row = {"metric": label, "seed (population)": seed, "seed value": value}
         for name, s in summaries.items():
             v = get(s)
             row[name] = None if v is None else round(float(v), 3)
@@ -78,4 +90,38 @@ def fig2(summary: dict, trajectories, title: str):
                       legend=dict(orientation="h", y=-0.15), margin=dict(t=95))
     fig.update_yaxes(tickformat=".0%", title_text="share", row=1, col=1)
     fig.update_yaxes(title_text="before the first edit", row=1, col=2)
+    return fig
+
+
+def relace_figure(results: dict[str, dict]):
+    """Relace's two token measures: ours per data set (bars, 95% bootstrap intervals) beside the seed's
+    values (hatched bars), each measure in its own panel titled with the seed's population."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from fasbench.figures import PALETTE
+
+    pops = POPULATIONS_SHORT
+    panels = (("search_phase_share", "tokens before the first non-search call<br>mean per trajectory"),
+              ("initial_search_share", "initial search: tokens before the first non-search call<br>pooled"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in panels], horizontal_spacing=0.12)
+    for col, (key, _) in enumerate(panels, start=1):
+        seed = RELACE[key]
+        fig.add_trace(go.Bar(x=[f"Relace (seed)<br>{pops[key]}"], y=[seed],
+                             marker_color="#BBBBBB", marker_pattern_shape="/", text=[f"{seed:.1%}"],
+                             textposition="outside", showlegend=False), row=1, col=col)
+        for i, (name, m) in enumerate(results.items()):
+            v = m.get(key) or {}
+            if v.get("value") is None:
+                continue
+            lo, hi = v["ci"]
+            fig.add_trace(go.Bar(x=[f"{name}<br>n={m['n']}"], y=[v["value"]], marker_color=PALETTE[i % len(PALETTE)],
+                                 error_y=dict(type="data", symmetric=False, array=[hi - v["value"]],
+                                              arrayminus=[v["value"] - lo]),
+                                 text=[f"{v['value']:.1%}"], textposition="outside", showlegend=False),
+                          row=1, col=col)
+    fig.update_yaxes(tickformat=".0%", title_text="share of tokens the model consumed", row=1, col=1)
+    fig.update_yaxes(tickformat=".0%", row=1, col=2)
+    fig.update_layout(title="Relace's token measures: the seed's populations vs ours (95% bootstrap intervals)",
+                      width=1000, height=460, margin=dict(t=110, b=120))
     return fig

@@ -1,0 +1,225 @@
+"""Relace's two token measures of how much of a coding agent's work is search (seed 000, Relace FAS blog).
+
+What the blog says (translated from the seed):
+
+- **56.6%** — "we used a coding agent to solve a set of ~1,200 programming tasks and looked for the first
+  tool call *not* related to search in each trace, e.g. a file-edit tool or some bash script for
+  testing. We found that *on average* search makes up 56.6% of all tokens the model consumes over the
+  whole trace." Population: ~1,200 real "vibe-coding" traces (users' vague instructions, production
+  prompts), Relace's coding agent — *not* SWE-bench.
+- **~12%** — "for SWE-bench traces the *initial search* is only ~12% of the total number of tokens in
+  the whole agent trajectory" (problem statements are detailed and often name the files). Population:
+  SWE-bench Verified traces of Relace's main ("Oracle") agent (500 tasks), in the FAS + Oracle study.
+
+Both are the same boundary — the search phase is everything the agent does before its first
+non-search tool call — measured on different populations; they differ in how the traces are
+combined, which the blog words differently and we therefore implement as two measures:
+
+- ``search_phase_share`` (Relace's 56.6%): per trajectory, tokens before the first non-search call ÷
+  all tokens of that trajectory, then the *mean over trajectories* ("on average").
+- ``initial_search_share`` (Relace's ~12%): tokens before the first non-search call summed over all
+  trajectories ÷ all tokens of all trajectories (*pooled*: the study reports its token totals summed
+  over the run, 890M vs 1.03B).
+
+The other aggregation of each is reported too (``*_pooled`` / ``*_mean``), so a reader sees how much
+the choice moves the number. Choices of ours where the blog is silent:
+
+- *Tokens* are what the model consumes: prompt + completion tokens of each model call (the steps
+  frame's ``call_tokens``; a turn with k calls gives each call 1/k).
+- *Search calls* are the rubric's ``read`` and ``search`` categories (view, cat, grep, find, ls …);
+  every other category (``edit``, ``test``, ``other``: running scripts, installs, submitting) is a
+  non-search call. Turns without a tool call (format errors) do not end the search phase; their tokens
+  count where they fall.
+- The boundary is the first non-search *call*: calls of its own turn listed before it count as search
+  (their 1/k shares), the call itself and everything after it do not.
+- A trajectory without any non-search call is search throughout (share 1); their number is reported
+  (``without_non_search``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+SEARCH = ("read", "search")  # the rubric's categories that count as search
+POPULATIONS = {
+    "search_phase_share": "Relace: ~1,200 real 'vibe-coding' agent traces (production prompts; not SWE-bench)",
+    "initial_search_share": "Relace: SWE-bench Verified traces of its main ('Oracle') agent, 500 tasks",
+}
+POPULATIONS_SHORT = {"search_phase_share": "~1,200 real agent traces<br>(not SWE-bench)",
+                     "initial_search_share": "SWE-bench Verified<br>(Relace's Oracle agent)"}
+# The seed's numbers with their populations (quoted from seed 000, not computed here).
+RELACE_SEEDS = {
+    "search_phase_share": 0.566,
+    "initial_search_share": 0.12,
+    "source": "Relace FAS blog (seed 000)",
+    "populations": POPULATIONS,
+}
+OURS = "fasbench: main-agent trajectories given to the analysis (shipped: SWE-bench mini-swe-agent runs)"
+_KEY = ("dataset", "trajectory_id")
+BASES = ("consumed", "content")
+
+
+def _content_tokens() -> pl.Expr:
+    """Each token the agent's work adds to the trajectory, counted once: every completion and every
+    observation (× the call's 1/k weight); the task prompt is neither search nor later work."""
+    own = pl.col("completion_tokens").fill_null(0) + pl.col("obs_tokens").fill_null(0)
+    return own.cast(pl.Float64) * pl.col("weight")
+
+
+def per_trajectory(steps: pl.DataFrame, basis: str = "consumed") -> pl.DataFrame:
+    """One row per trajectory: ``tokens``, ``search_tokens`` (before the first non-search call),
+    ``share``, the first non-search call's ``turn``/``category``/``action``, and ``has_non_search``.
+    ``steps`` is the analysis's steps frame (rows in trajectory order: turn, then call). ``basis``:
+    ``consumed`` (prompt + completion of every model call, Relace's "tokens the model consumes") or
+    ``content`` (each completion and observation token once, the task prompt left out)."""
+    if basis not in BASES:
+        raise ValueError(f"token basis {basis!r} unknown; choose one of {', '.join(BASES)}")
+    tok = pl.col("call_tokens") if basis == "consumed" else _content_tokens()
+    non_search = pl.col("is_call") & ~pl.col("category").is_in(SEARCH)
+    seen = non_search.cast(pl.Int32).cum_sum().over(_KEY)  # non-search calls up to and including this row
+    before = (seen == 0).alias("_before")
+    first = non_search & (seen == 1)
+    t = (
+        steps.with_columns(before, first.alias("_first"), tok.alias("_tok"))
+        .group_by(_KEY, maintain_order=True)
+        .agg(
+            pl.first("resolved"), pl.first("first_edit_turn"),
+            pl.col("_tok").sum().alias("tokens"),
+            pl.col("_tok").filter(pl.col("_before")).sum().alias("search_tokens"),
+            pl.col("_first").any().alias("has_non_search"),
+            pl.col("turn").filter(pl.col("_first")).first().alias("first_non_search_turn"),
+            pl.col("category").filter(pl.col("_first")).first().alias("first_non_search_category"),
+            pl.col("action").filter(pl.col("_first")).first().alias("first_non_search_action"),
+        )
+    )
+    return t.with_columns(
+        pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share"))
+
+
+def bootstrap_interval(num: np.ndarray, den: np.ndarray | None, n: int, alpha: float, seed: int,
+               chunk: int = 100) -> tuple[float, float]:
+    """Percentile interval of mean(num) (den None) or sum(num)/sum(den), resampling trajectories;
+    resamples are drawn ``chunk`` at a time so memory stays bounded at any number of trajectories."""
+    rng = np.random.default_rng(seed)
+    stats = []
+    for start in range(0, n, chunk):
+        idx = rng.integers(0, num.size, size=(min(chunk, n - start), num.size))
+        stats.append(num[idx].mean(axis=1) if den is None else num[idx].sum(axis=1) / den[idx].sum(axis=1))
+    s = np.concatenate(stats)
+    return float(np.quantile(s, alpha / 2)), float(np.quantile(s, 1 - alpha / 2))
+
+
+def _r(x) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else round(x, 6)
+
+
+def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
+    """Both measures (see the module doc) with percentile bootstrap intervals over trajectories, the
+    other aggregation of each, n, and where the search phase ended."""
+    t = per_trajectory(steps).filter(pl.col("share").is_not_null())
+    n = t.height
+    out: dict = {"n": n, "tokens": "prompt + completion tokens of each model call (1/k per call)",
+                 "search_categories": list(SEARCH), "population": OURS, "seed": RELACE_SEEDS}
+    if not n:
+        return {**out, "search_phase_share": None, "initial_search_share": None}
+    share = t["share"].to_numpy().astype(float)
+    num, den = t["search_tokens"].to_numpy().astype(float), t["tokens"].to_numpy().astype(float)
+    mean, pooled = float(share.mean()), float(num.sum() / den.sum())
+    m_lo, m_hi = bootstrap_interval(share, None, n_boot, alpha, seed)
+    p_lo, p_hi = bootstrap_interval(num, den, n_boot, alpha, seed)
+    with_ns = t.filter(pl.col("has_non_search"))
+    cats = with_ns["first_non_search_category"].value_counts(sort=True)
+    out.update({
+        "search_phase_share": {"value": _r(mean), "ci": [_r(m_lo), _r(m_hi)], "aggregation": "mean over trajectories",
+                               "pooled": _r(pooled), "median": _r(float(np.median(share))),
+                               "seed": RELACE_SEEDS["search_phase_share"],
+                               "seed_population": POPULATIONS["search_phase_share"]},
+        "initial_search_share": {"value": _r(pooled), "ci": [_r(p_lo), _r(p_hi)],
+                                 "aggregation": "pooled: sum over trajectories / sum of all tokens",
+                                 "mean": _r(mean), "seed": RELACE_SEEDS["initial_search_share"],
+                                 "seed_population": POPULATIONS["initial_search_share"]},
+        "content_basis": _content(steps),
+        "alpha": alpha,
+        "without_non_search": n - with_ns.height,
+        "first_non_search_turn_median": _r(with_ns["first_non_search_turn"].median()) if with_ns.height else None,
+        "ends_before_first_edit": int(with_ns.filter(
+            pl.col("first_edit_turn").is_not_null() & (pl.col("first_non_search_turn") < pl.col("first_edit_turn"))).height),
+        "first_non_search_category": dict(zip(cats["first_non_search_category"].to_list(), cats["count"].to_list())),
+    })
+    return out
+
+
+def _content(steps: pl.DataFrame) -> dict:
+    """Both measures with each completion and observation token counted once (a sensitivity check:
+    consumed tokens weight late turns, whose prompts hold the whole history, far more)."""
+    t = per_trajectory(steps, "content").filter(pl.col("share").is_not_null())
+    if not t.height:
+        return {"search_phase_share": None, "initial_search_share": None}
+    return {"search_phase_share": _r(t["share"].mean()),
+            "initial_search_share": _r(t["search_tokens"].sum() / t["tokens"].sum())}
+
+
+def measures_by(steps: pl.DataFrame, key: str, **kw) -> dict:
+    """``measures`` for each value of ``key`` (e.g. ``dataset`` or ``resolved``)."""
+    out = {}
+    for (k,), sub in steps.group_by([key], maintain_order=True):
+        name = "unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)
+        out[name] = measures(sub, **kw)
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def findings_markdown(results: dict[str, dict]) -> str:
+    """The Relace part of notebook 01's "What we found" (Markdown) from ``{name: measures(...)}``: our two
+    measures with their intervals and n beside the seed values and populations, then the caveats."""
+    lines = ["### Relace's two token measures", "",
+             "Relace's two token measures, computed on our trajectories (intervals: 95% percentile bootstrap "
+             "over trajectories), beside the seed's values and populations:", "",
+             "| data set | n | search-phase share (mean) [CI] | pooled | initial-search share (pooled) [CI] "
+             "| no non-search call | first non-search call: turn (median), category |",
+             "|---|---|---|---|---|---|---|"]
+    for name, m in results.items():
+        sp, ini = m.get("search_phase_share"), m.get("initial_search_share")
+        if not sp:
+            lines.append(f"| {name} | {m['n']} | n/a | n/a | n/a | n/a | n/a |")
+            continue
+        top = ", ".join(f"{c} {v}" for c, v in list(m["first_non_search_category"].items())[:3])
+        lines.append(f"| {name} | {m['n']} | {_pct(sp['value'])} [{_pct(sp['ci'][0])}, {_pct(sp['ci'][1])}] | "
+                     f"{_pct(sp['pooled'])} | {_pct(ini['value'])} [{_pct(ini['ci'][0])}, {_pct(ini['ci'][1])}] | "
+                     f"{m['without_non_search']} | {m['first_non_search_turn_median']}; {top} |")
+    lines += ["", f"- Relace, **{_pct(RELACE_SEEDS['search_phase_share'])}** of tokens before the first non-search "
+                  f"call, on average per trace — {POPULATIONS['search_phase_share']}.",
+              f"- Relace, **~{_pct(RELACE_SEEDS['initial_search_share'])}** of tokens in the initial search — "
+              f"{POPULATIONS['initial_search_share']}."]
+    seed = RELACE_SEEDS["initial_search_share"]
+    for name, m in results.items():
+        ini = m.get("initial_search_share")
+        if not ini:
+            continue
+        lo, hi = ini["ci"]
+        where = "below" if hi < seed else "above" if lo > seed else "consistent with"
+        c = m.get("content_basis") or {}
+        if m.get("ends_before_first_edit") is not None:
+            lines.append(f"- {name}: in {m['ends_before_first_edit']} of {m['n']} trajectories the search phase ends "
+                         "before the first edit of a file the submission changes (the agent first writes or runs "
+                         "something else, e.g. a reproduction script).")
+        lines.append(f"- {name}: the initial search takes {_pct(ini['value'])} of the tokens the model consumed, "
+                     f"{where} Relace's ~12% on SWE-bench (the population nearest ours); counting each completion "
+                     f"and observation token once instead, {_pct(c.get('initial_search_share'))} (pooled) and "
+                     f"{_pct(c.get('search_phase_share'))} (mean per trajectory).")
+    lines.append("- The 56.6% comes from vague real-user prompts, not SWE-bench, and is no target for these runs.")
+    lines += ["", "Caveats (Relace): the agents and token counts here are not Relace's; consumed tokens weight late "
+                  "turns (whose prompts hold the whole history) far more than the early search turns; the rubric decides what counts as search (reading and searching commands), and Relace "
+                  "does not say how it classified calls, how it averaged, or whether reasoning tokens count; a "
+                  "trajectory that writes a reproduction script early ends its search phase there, as Relace's "
+                  "\"bash script for testing\" would."]
+    return "\n".join(lines)
