@@ -18,7 +18,7 @@ from fasbench.cli import app
 from fasbench.e2e.localize import functions_at, localization
 from fasbench.records import Gold, Task, write_tasks
 from fasbench.trajectories.analysis import analyze_paths
-from tests.servers import free_port, server, wait_http
+from servers import free_port, server, wait_http
 
 pytest.importorskip("minisweagent")
 

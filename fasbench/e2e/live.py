@@ -44,6 +44,7 @@ except ImportError as _e:  # a clear error where it is used, not at `fasbench` s
     IMPORT_ERROR: ImportError | None = _e
 else:
     IMPORT_ERROR = None
+    litellm.suppress_debug_info = True  # else each call to an unpriced (local) model prints LiteLLM's provider list
 
 SWEBENCH_CONFIG = "config/benchmarks/swebench.yaml"
 CONNECTION_ERRORS = ("APIConnectionError", "ServiceUnavailableError", "Timeout", "InternalServerError")

@@ -108,12 +108,14 @@ def totals(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int = 200
 
 
 def upper_bound(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int = 2000) -> pl.DataFrame:
-    """The ``all`` rule's gross saving over every trajectory with a first edit (search run or not)."""
+    """The ``all`` rule's gross saving over every trajectory with a first edit (search run or not), and the
+    replaced calls' own tokens alone (``calls_share``: Relace's "initial search" share, no context effect)."""
     rows = []
     for key, g in df.group_by(list(by), maintain_order=True):
         r = ratio_ci(g["all_gross"].to_list(), g["total_tokens"].to_list(), n_boot)
+        c = ratio_ci(g["all_saved_calls"].to_list(), g["total_tokens"].to_list(), n_boot)
         t = bootstrap_ci(g["all_replaced_turns"].to_list(), n_boot)
         rows.append({**dict(zip(by, key)), "n": g.height, "gross_share": r[0], "gross_share_lo": r[1],
-                     "gross_share_hi": r[2], "replaced_turns": t[0], "replaced_turns_lo": t[1],
-                     "replaced_turns_hi": t[2]})
+                     "gross_share_hi": r[2], "calls_share": c[0], "calls_share_lo": c[1], "calls_share_hi": c[2],
+                     "replaced_turns": t[0], "replaced_turns_lo": t[1], "replaced_turns_hi": t[2]})
     return pl.DataFrame(rows)
