@@ -184,3 +184,13 @@ def test_totals_have_intervals(toyset):
     row = t.filter((pl.col("rule") == "strict") & (pl.col("format") == "citations")).row(0, named=True)
     assert row["n"] == 2 and row["net_share_lo"] <= row["net_share"] <= row["net_share_hi"]
     assert ratio_ci([1, 2], [10, 10], n=100)[0] == pytest.approx(0.15)
+
+
+def test_upper_bound_splits_own_calls_from_carried_context(toyset):
+    from fasbench.e2e.study import upper_bound
+
+    ub = upper_bound(_frame(toyset), by=("dataset",), n_boot=100).row(0, named=True)
+    # trajectory 1: own calls 110 + 160 + 210 = 480, gross 480 + 50*3 + 50*3 + 60*3 = 960, of 1390 tokens;
+    # trajectory 2: both calls of turn 1 (grep, ls) are pre-edit exploration: 110 of 110 + 210 + 270 tokens
+    assert ub["n"] == 2 and ub["calls_share"] == pytest.approx((480 + 110) / (1390 + 590))
+    assert ub["gross_share"] > ub["calls_share"]
