@@ -41,7 +41,8 @@ def run_search(tasks: Sequence[Task], policy: str, toolset: str, out: str | Path
     """``run_eval`` of ``policy`` on ``tasks`` (resumable); returns (traces, materialised tasks)."""
     out = Path(out)
     run_eval(tasks, policy, toolset, out, limits=Limits(max_turns=max_turns), progress=progress)
-    traces = read_traces(out / "traces.jsonl")
+    want = {t.id for t in tasks}
+    traces = [tr for tr in read_traces(out / "traces.jsonl") if tr.task_id in want]  # the file may hold more
     done = {tr.task_id for tr in traces}
     rooted = ensure_roots([t for t in tasks if t.id in done])
     return traces, rooted
