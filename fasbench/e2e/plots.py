@@ -75,13 +75,15 @@ def resolved_figure(tot: pl.DataFrame, rule: str = "strict", fmt: str = "code+se
 def live_figure(rows: list[dict]) -> go.Figure:
     """Paired differences (search − none) with 95% bootstrap CIs, one panel per metric."""
     rows = [r for r in rows if r.get("n")]
-    fig = make_subplots(rows=1, cols=max(1, len(rows)), subplot_titles=[r["metric"] for r in rows])
+    fig = make_subplots(rows=1, cols=max(1, len(rows)), subplot_titles=[r["metric"] for r in rows],
+                        horizontal_spacing=0.09)
     for j, r in enumerate(rows, 1):
         fig.add_trace(go.Bar(x=["search − none"], y=[r["diff"]], marker_color=PALETTE[0], showlegend=False,
                              error_y=dict(type="data", symmetric=False, array=[r["hi"] - r["diff"]],
                                           arrayminus=[r["diff"] - r["lo"]])), row=1, col=j)
     fig.update_layout(title=f"Live main agent: with vs without the subagent (n={rows[0]['n'] if rows else 0} "
-                      "paired tasks)", height=380, width=max(500, 170 * len(rows)))
+                      "paired tasks)", height=400, width=max(500, 210 * len(rows)), margin=dict(t=95))
+    fig.update_annotations(font_size=11)
     return fig
 
 

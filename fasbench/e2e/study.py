@@ -18,17 +18,25 @@ from fasbench.records import Task, read_traces
 from fasbench.trajectories.analysis import parse_paths, steps_frame
 
 
-def search_tasks(datasets: Sequence[str] | None = None, limit: int | None = None) -> list[Task]:
+def search_tasks(datasets: Sequence[str] | None = None, limit: int | None = None,
+                 download: bool = False) -> list[Task]:
     """The agent-trace tasks (one per shipped trajectory, ``fasbench.data.agent_traces``) whose corpus the
     offline manifest marks as located; ``datasets`` keeps those of the given trajectory folders;
-    ``limit`` the first N of each."""
+    ``limit`` the first N of each; without ``download`` only tasks whose corpus is already in the cache
+    (``fasbench.data.corpus``), so a smoke run does not fetch from PyPI."""
     from fasbench.data import load_tasks
+    from fasbench.data.corpus import pick_for, root_dir
 
+    sdist = root_dir() / "sdist"
+    have = {p.name.lower() for p in sdist.iterdir()} if sdist.exists() else set()
     tasks = load_tasks("agent-traces", usable_only=True)
     out, seen = [], {}
     for t in tasks:
         ds = pair_key(t)[0]
         if datasets is not None and ds not in datasets:
+            continue
+        pk = pick_for(t)
+        if not download and (pk is None or f"{pk[0]}-{pk[1]}".lower() not in have):
             continue
         seen[ds] = seen.get(ds, 0) + 1
         if limit is None or seen[ds] <= limit:
