@@ -103,6 +103,9 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
     records, traces_f = out / "records.jsonl", out / "search_traces.jsonl"
     arms = ARMS if policy is not None else ("none",)
     done = done_pairs(records)
+    if not keep_work:  # copies left by a run killed between an episode's record and its clean-up
+        for tid, arm in done:
+            shutil.rmtree(out / "work" / arm / task_key(tid), ignore_errors=True)
     todo = [(t, a) for t in tasks for a in arms if (t.id, a) not in done]
     rooted = {t.id: t for t in ensure_roots(list({t.id: t for t, _ in todo}.values()), out / "skipped.jsonl")}
     count = token_counter(tokenizer) if policy is not None else None
@@ -137,9 +140,9 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
         rec.update(res, **search_info, diff=diff, patch_source="submission" if res["submission"].strip() else "worktree",
                    wall_s=res["main_wall_s"] + search_info.get("search_wall_s", 0.0),
                    trajectory=str(traj.relative_to(out)), **localization(patch, t.gold, t.root))
-        append_jsonl(records, [rec])
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
+        append_jsonl(records, [rec])  # the commit point: an episode killed before it is run again
         bar.update()
     bar.close()
     return list(iter_jsonl(records))
