@@ -22,6 +22,7 @@ PLUGINS: list[str] = [
     "fasbench.eval_cli",
     "fasbench.trajectories.cli",
     "fasbench.sft.cli",
+    "fasbench.e2e.cli",
 ]
 
 

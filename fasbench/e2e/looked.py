@@ -1,0 +1,209 @@
+"""What a main agent looked at: the files and line ranges each of its shell calls read or searched.
+
+One ``Look`` per file a call showed the agent:
+
+- ``display``: a file operand of cat/head/tail/nl/less/more/sed/awk/bat (``fasbench.data.agent_traces``'s
+  light bash parser, following ``cd``). Lines are known for ``sed -n 'A,Bp' F``, ``head -n N F``
+  (1..N; 10 without ``-n``), ``awk 'NR>=A && NR<=B' F`` and for a pipe from a whole-file display into
+  ``sed -n 'A,Bp'`` / ``head -n N`` (``nl -ba F | sed -n '10,40p'``, ``cat -n F | head -50``); otherwise
+  the look is file-level (``lines=None``: ``cat F``, ``tail F``).
+- ``search-hit``: a ``path:LINE:`` (or ``path-LINE-`` context) line in the output of grep/rg/git grep
+  with line numbers, or ``LINE:`` lines of a grep on one file: those lines of that file.
+- ``search-file``: a file named in the output of grep/rg/find/ls/git ls-files/fd/tree without a line
+  number (the paths ``agent_traces`` extracts; an output naming more than ``MAX_SEARCH_PATHS`` files is a
+  dump, not a search result, and gives no looks).
+
+Paths are repository-relative (``/testbed/`` and ``./`` stripped) and must look like files. The turn
+numbering is the trajectory parser's (``fasbench.trajectories.parsers``): turn k is the k-th assistant
+message, and a mini-swe-agent v1 turn has a call only when it holds exactly one bash block.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from fasbench.data.agent_traces import (
+    DISPLAY, MAX_SEARCH_PATHS, SEARCH, Simple, _norm, _operands, _output_text, _search_paths, _simple_commands,
+)
+from fasbench.records import parse_arguments
+from fasbench.trajectories.parsers import _bash_blocks, _text
+
+
+@dataclass(frozen=True)
+class Look:
+    path: str  # repository-relative
+    lines: tuple[tuple[int, int], ...] | None  # None: the whole file / file-level
+    how: str  # display | search-hit | search-file
+
+
+@dataclass
+class ShellCall:
+    turn: int  # 1-based, as in the parser's turns
+    call: int  # 0-based within the turn
+    command: str
+    output: str
+
+
+# ---------------------------------------------------------------- calls with their outputs
+
+def shell_calls(d: dict) -> list[ShellCall]:
+    """(turn, call, command, output) of a mini-swe-agent trajectory (v1 bash blocks or tool calls)."""
+    msgs = d.get("messages") or []
+    out: list[ShellCall] = []
+    turn = 0
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or m.get("role") != "assistant":
+            continue
+        turn += 1
+        follow = []
+        for n in msgs[i + 1:]:
+            if not isinstance(n, dict) or n.get("role") == "assistant":
+                break
+            if n.get("role") in ("user", "tool"):
+                follow.append(n)
+        if m.get("tool_calls"):
+            by_id = {n.get("tool_call_id"): _text(n.get("content")) for n in follow if n.get("tool_call_id")}
+            plain = [_text(n.get("content")) for n in follow]
+            for k, tc in enumerate(m["tool_calls"]):
+                fn = tc.get("function") or tc
+                args = parse_arguments(fn.get("arguments", {}))
+                cmd = args.get("command", args.get("cmd")) if isinstance(args, dict) else None
+                if cmd is None:
+                    continue
+                obs = by_id.get(tc.get("id"), plain[k] if k < len(plain) else "")
+                out.append(ShellCall(turn, k, str(cmd), obs))
+            continue
+        content = m.get("content")
+        blocks = _bash_blocks(content if isinstance(content, str) else _text(content))
+        if len(blocks) == 1:
+            out.append(ShellCall(turn, 0, blocks[0], _text(follow[0].get("content")) if follow else ""))
+    return out
+
+
+# ---------------------------------------------------------------- line ranges of one display
+
+_SED_RANGE = re.compile(r"^\s*(\d+)\s*(?:,\s*(\d+)\s*)?p\s*;?\s*$")
+_AWK_RANGE = re.compile(r"NR\s*>=?\s*(\d+)\s*&&\s*NR\s*<=?\s*(\d+)")
+_HEAD_N = re.compile(r"^-n?(\d+)$")
+
+
+def _sed_range(words: list[str]) -> tuple[int, int] | None:
+    if "-n" not in words and not any(w.startswith("-n") for w in words[1:]):
+        return None
+    for w in words[1:]:
+        m = _SED_RANGE.match(w)
+        if m:
+            a = int(m.group(1))
+            return a, int(m.group(2) or a)
+    return None
+
+
+def _head_range(words: list[str]) -> tuple[int, int]:
+    for i, w in enumerate(words[1:], 1):
+        if w == "-n" and i + 1 < len(words) and words[i + 1].isdigit():
+            return 1, int(words[i + 1])
+        m = _HEAD_N.match(w)
+        if m:
+            return 1, int(m.group(1))
+    return 1, 10
+
+
+def _range_of(s: Simple) -> tuple[int, int] | None | bool:
+    """The line range a display command restricts its input to; ``False`` when it shows it all."""
+    name = posixpath.basename(s.words[0])
+    if name == "sed":
+        return _sed_range(s.words) or False
+    if name == "head":
+        return _head_range(s.words)
+    if name == "awk":
+        m = _AWK_RANGE.search(" ".join(s.words[1:]))
+        return (int(m.group(1)), int(m.group(2))) if m else False
+    return False
+
+
+_HIT = re.compile(r"^([^\s:]+?)[:-](\d+)[:-]")
+_ONE_FILE_HIT = re.compile(r"^(\d+)[:-]")
+
+
+def _grep_hits(s: Simple, output: str, cwd: str) -> dict[str, set[int]]:
+    name = posixpath.basename(s.words[0])
+    if name not in ("grep", "egrep", "rg", "git"):
+        return {}
+    if name == "git" and (len(s.words) < 2 or s.words[1] != "grep"):
+        return {}
+    hits: dict[str, set[int]] = {}
+    ops = [o for o in _operands(s)] if name != "git" else []
+    single = _norm(ops[0], cwd) if len(ops) == 1 and "-r" not in s.words and "-R" not in s.words else None
+    for line in _output_text(output).splitlines():
+        m = _HIT.match(line)
+        if m:
+            p = _norm(m.group(1), cwd)
+            if p:
+                hits.setdefault(p, set()).add(int(m.group(2)))
+                continue
+        if single:
+            m = _ONE_FILE_HIT.match(line)
+            if m:
+                hits.setdefault(single, set()).add(int(m.group(1)))
+    return hits
+
+
+def _ranges(lines: set[int]) -> tuple[tuple[int, int], ...]:
+    out: list[list[int]] = []
+    for i in sorted(lines):
+        if out and i == out[-1][1] + 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return tuple((a, b) for a, b in out)
+
+
+def call_looks(command: str, output: str, cwd: str = "/testbed") -> list[Look]:
+    """The files (and lines) one shell call showed the agent (see the module doc)."""
+    looks: list[Look] = []
+    prev_files: list[str] = []  # files of the previous display in a pipe, for a later line filter
+    for s in _simple_commands(command):
+        if not s.words:
+            continue
+        name = posixpath.basename(s.words[0])
+        if name == "cd" and len(s.words) > 1:
+            cwd = posixpath.normpath(posixpath.join(cwd, s.words[1]))
+            continue
+        files = [p for p in (_norm(o, cwd) for o in _operands(s)) if p] if name in DISPLAY else []
+        rng = _range_of(s) if name in DISPLAY else False
+        if files and name not in ("grep", "egrep", "rg", "wc"):
+            for p in files:
+                looks.append(Look(p, ((rng[0], rng[1]),) if rng else None, "display"))
+            prev_files = [] if rng else files
+        elif not files and prev_files and rng:  # `nl -ba F | sed -n 'A,Bp'`: narrow the previous look
+            for p in prev_files:
+                looks = [lk for lk in looks if not (lk.path == p and lk.lines is None and lk.how == "display")]
+                looks.append(Look(p, ((rng[0], rng[1]),), "display"))
+            prev_files = []
+        if not files and len(prev_files) == 1 and name in ("grep", "egrep", "rg") and "-n" in " ".join(s.words):
+            shown = {int(m.group(1)) for m in map(_ONE_FILE_HIT.match, _output_text(output).splitlines()) if m}
+            if shown:  # `cat F | grep -n x -A 30`: only the matched (and context) lines of F were shown
+                p = prev_files[0]
+                looks = [lk for lk in looks if not (lk.path == p and lk.lines is None and lk.how == "display")]
+                looks.append(Look(p, _ranges(shown), "search-hit"))
+                prev_files = []
+        hits = _grep_hits(s, output, cwd)
+        for p, ls in hits.items():
+            looks.append(Look(p, _ranges(ls), "search-hit"))
+        if files and name in ("grep", "egrep", "rg") and not hits and _output_text(output).strip():
+            looks.extend(Look(p, None, "search-file") for p in files)  # matches without line numbers
+        if name in SEARCH and (name != "git" or (len(s.words) > 1 and s.words[1] in ("grep", "ls-files"))):
+            found = _search_paths(s, output, cwd)
+            if len(found) <= MAX_SEARCH_PATHS:
+                looks.extend(Look(p, None, "search-file") for p in sorted(found) if p not in hits)
+    written = {t for s in _simple_commands(command) for op, t in s.redirects if op in (">", ">>")}
+    written = {_norm(t, cwd) for t in written}
+    seen, out = set(), []
+    for lk in looks:
+        if lk.path in written or lk in seen:
+            continue
+        seen.add(lk)
+        out.append(lk)
+    return out

@@ -1,0 +1,178 @@
+"""``run_e2e``: the live main agent on the same tasks with and without the search subagent.
+
+Layout of ``out/`` (append-only, resumable):
+
+- ``run.json``: the configuration; a resumed run must match it.
+- ``records.jsonl``: one line per finished (task, arm), written after the episode; a resumed run
+  repairs a truncated last line and skips the (task, arm) pairs it holds, so nothing is lost or run twice.
+- ``search_traces.jsonl``: the subagent's fasbench traces, one per task, appended before the main agent
+  starts; a resumed run reuses a task's trace instead of searching again.
+- ``trajs/<arm>/<task>.traj.json``: mini-swe-agent's own trajectory file (``fasbench trajectories
+  analyze out/trajs/<arm>`` reads it); rewritten when an interrupted episode is rerun.
+- ``work/<arm>/<task>/``: the corpus copy (a git repository at its base state), removed after the
+  episode unless ``keep_work``.
+
+Arms: ``none`` (the main agent alone) always; ``search`` (the subagent's handoff in the task text) when
+``search`` is a policy spec. Metrics per record: exit status, patch (the agent's submission and the
+working tree's ``git diff`` of tracked files), tokens (the endpoint's usage), model calls (turns), wall
+time (the subagent's included in the search arm), and the localisation proxy (``localize.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from tqdm.auto import tqdm
+
+from fasbench.e2e.live import MainConfig, run_main
+from fasbench.e2e.localize import localization
+from fasbench.evaluate import _check_config, ensure_roots
+from fasbench.handoff import FORMATS, render, token_counter
+from fasbench.harness import Limits, run_episode
+from fasbench.metrics import paired_bootstrap
+from fasbench.policies import bind_policy, make_policy
+from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
+
+ARMS = ("none", "search")
+COMPARE = ("edits_gold_file", "gold_file_recall", "gold_function_recall", "tokens", "turns", "wall_s")
+
+
+@dataclass
+class E2EConfig:
+    """What an e2e run directory holds; a resumed run must match it."""
+
+    main: str  # the main agent's spec, openai:model=…,base_url=…
+    search: str  # the subagent's policy spec, or "none"
+    toolset: str = "relace"  # the subagent's tool set
+    handoff: str = "code+search"  # handoff rendering (fasbench.handoff.FORMATS)
+    search_turns: int = 6  # the subagent's turn limit
+
+
+def task_key(task_id: str) -> str:
+    return re.sub(r"[^\w.@-]+", "_", task_id)
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise RuntimeError(f"git {' '.join(args)} in {cwd}: {r.stderr.strip()[:300]}")
+    return r.stdout
+
+
+def prepare_copy(root: str | Path, dest: Path) -> Path:
+    """A fresh copy of the corpus at ``dest``, committed as a git repository (the base for the patch)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(root, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    _git(["init", "-q"], dest)
+    _git(["add", "-A", "-f"], dest)
+    _git(["-c", "user.name=fasbench", "-c", "user.email=fasbench@localhost", "commit", "-q", "--no-verify",
+          "-m", "base"], dest)
+    return dest
+
+
+def done_pairs(records: Path) -> set[tuple[str, str]]:
+    repair_jsonl(records)
+    return {(d["task_id"], d["arm"]) for d in iter_jsonl(records)} if records.exists() else set()
+
+
+def _search_traces(path: Path) -> dict[str, Trace]:
+    repair_jsonl(path)
+    return {d["task_id"]: Trace.from_dict(d) for d in iter_jsonl(path)} if path.exists() else {}
+
+
+def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, toolset: str = "relace",
+            handoff: str = "code+search", search_turns: int = 6, keep_work: bool = False,
+            progress: bool = True, tokenizer=None) -> list[dict]:
+    """Run every (task, arm) not yet in ``out/records.jsonl``; return all records."""
+    from fasbench.e2e.live import parse_main
+
+    cfg: MainConfig = parse_main(main)
+    if handoff not in FORMATS:
+        raise ValueError(f"unknown handoff rendering {handoff!r}; choose one of {', '.join(FORMATS)}")
+    policy = None if search == "none" else make_policy(search)  # fails early on a bad spec
+    out = Path(out)
+    _check_config(out, E2EConfig(main, search, toolset, handoff, search_turns))
+    records, traces_f = out / "records.jsonl", out / "search_traces.jsonl"
+    arms = ARMS if policy is not None else ("none",)
+    done = done_pairs(records)
+    if not keep_work:  # copies left by a run killed between an episode's record and its clean-up
+        for tid, arm in done:
+            shutil.rmtree(out / "work" / arm / task_key(tid), ignore_errors=True)
+    todo = [(t, a) for t in tasks for a in arms if (t.id, a) not in done]
+    rooted = {t.id: t for t in ensure_roots(list({t.id: t for t, _ in todo}.values()), out / "skipped.jsonl")}
+    count = token_counter(tokenizer) if policy is not None else None
+    bar = tqdm(total=len(todo), desc="e2e", unit="episode", disable=not progress)
+    for task, arm in todo:
+        t = rooted.get(task.id)
+        if t is None:
+            bar.update()
+            continue
+        key = task_key(t.id)
+        work = prepare_copy(t.root, out / "work" / arm / key)
+        rec = {"task_id": t.id, "arm": arm, "instance_id": t.meta.get("instance_id", t.id), "repo": t.repo,
+               "main": main, "search": search if arm == "search" else "none", "started_at": time.time()}
+        hand, search_info = None, {}
+        if arm == "search":
+            known = _search_traces(traces_f)
+            tr = known.get(t.id)
+            if tr is None:
+                local = Task.from_dict({**t.to_dict(), "root": str(work)})
+                tr = run_episode(local, bind_policy(policy, local), toolset, Limits(max_turns=search_turns))
+                append_jsonl(traces_f, [tr])
+            hand = render(tr, work, handoff)
+            search_info = {"search_trace_id": tr.trace_id, "search_turns": tr.n_turns, "search_calls": tr.n_calls,
+                           "search_wall_s": tr.wall_time, "search_stop": tr.stop_reason,
+                           "search_tokens": sum((x.prompt_tokens or 0) + (x.completion_tokens or 0) for x in tr.turns),
+                           "handoff_format": handoff, "handoff_tokens": count(hand),
+                           "report_files": sorted(tr.report.files) if tr.report else []}
+        traj = out / "trajs" / arm / f"{key}.traj.json"
+        res = run_main(t.query, work, cfg, traj, t.id, hand, {"arm": arm, **search_info})
+        diff = _git(["diff", "HEAD"], work)
+        patch = res["submission"] if res["submission"].strip() else diff
+        rec.update(res, **search_info, diff=diff, patch_source="submission" if res["submission"].strip() else "worktree",
+                   wall_s=res["main_wall_s"] + search_info.get("search_wall_s", 0.0),
+                   trajectory=str(traj.relative_to(out)), **localization(patch, t.gold, t.root))
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+        append_jsonl(records, [rec])  # the commit point: an episode killed before it is run again
+        bar.update()
+    bar.close()
+    return list(iter_jsonl(records))
+
+
+def load_records(out: str | Path):
+    import polars as pl
+
+    f = Path(out) / "records.jsonl"
+    repair_jsonl(f)
+    return pl.DataFrame(list(iter_jsonl(f)), infer_schema_length=None) if f.exists() else pl.DataFrame()
+
+
+def compare_arms(df, metrics: Sequence[str] = COMPARE, n_boot: int = 2000) -> list[dict]:
+    """Paired bootstrap (search − none) per metric over the tasks both arms finished; a missing value
+    (e.g. no gold function) drops the task for that metric only."""
+    import polars as pl
+
+    if df.height == 0 or "arm" not in df.columns:
+        return []
+    a = df.filter(pl.col("arm") == "search")
+    b = df.filter(pl.col("arm") == "none")
+    rows = []
+    for m in metrics:
+        if m not in df.columns:
+            continue
+        j = a.select("task_id", pl.col(m).cast(pl.Float64).alias("a")).join(
+            b.select("task_id", pl.col(m).cast(pl.Float64).alias("b")), on="task_id").drop_nulls()
+        r = paired_bootstrap(j["a"].to_list(), j["b"].to_list(), n=n_boot)
+        rows.append({"metric": m, "search": float(j["a"].mean()) if j.height else None,
+                     "none": float(j["b"].mean()) if j.height else None, **r})
+    return rows
+
