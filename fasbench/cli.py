@@ -46,15 +46,24 @@ def _load_json_arg(value: str, what: str):
 
 @app.command()
 def tool(
-    call_json: str = typer.Argument(..., help='{"name": ..., "arguments": {...}}'),
-    root: Path = typer.Option(..., "--root", help="workspace root the tool is sandboxed to"),
+    call_json: Optional[str] = typer.Argument(None, help='{"name": ..., "arguments": {...}}'),
+    root: Optional[Path] = typer.Option(None, "--root", help="workspace root the tool is sandboxed to"),
     toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext"),
+    schemas: bool = typer.Option(False, "--schemas", help="print the tool schemas the model sees (JSON) and exit"),
 ):
-    """Run one tool call in a workspace and print {"output", "is_error"} as JSON."""
+    """Run one tool call in a workspace and print {"output", "is_error"} as JSON; or, with
+    --schemas, print the tool set's schemas exactly as they are sent to the model."""
     from fasbench.tools import TOOLSETS, make_toolset
 
     if toolset not in TOOLSETS:
         _fail(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+    if schemas:  # the schemas do not depend on the workspace
+        typer.echo(json.dumps(make_toolset(toolset, root or Path.cwd()).schemas, indent=2, ensure_ascii=False))
+        return
+    if root is None:
+        _fail("--root is required to run a tool call")
+    if call_json is None:
+        _fail("CALL_JSON is required to run a tool call (or pass --schemas)")
     if not root.is_dir():
         _fail(f"--root {root} is not a directory")
     call = _load_json_arg(call_json, "CALL_JSON")
