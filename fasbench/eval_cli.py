@@ -20,6 +20,7 @@ def register(app) -> None:
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
         limit: int = typer.Option(0, "--limit", help="first N tasks only (0 = all)"),
+        judge: str = typer.Option("", "--judge", help="FastContext reward's LLM judge: openai:model=NAME,base_url=URL"),
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs."""
         from fasbench.evaluate import aggregate, load_task_arg, run_eval
@@ -28,7 +29,7 @@ def register(app) -> None:
         try:
             ts = load_task_arg(tasks, limit or None)
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
-                          workers or None, backend or None)
+                          workers or None, backend or None, judge=judge or None)
         except (ValueError, FileNotFoundError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)

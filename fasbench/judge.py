@@ -149,6 +149,7 @@ class Judge:
         self.workers = workers
         self.cache = Path(cache) if cache else cache_dir("judge")
         self.spec = spec or f"openai:model={client.model},base_url={client.base_url}"
+        self._memo: dict[str, Verdict] = {}  # this process's verdicts, failed calls included
 
     def _key(self, body: dict) -> str:
         blob = json.dumps({"base_url": self.client.base_url, "body": body}, sort_keys=True)
@@ -173,6 +174,13 @@ class Judge:
         body = {"model": self.client.model, "messages": judge_messages(query, contents),
                 "max_completion_tokens": MAX_COMPLETION_TOKENS, "stream": False}
         key = self._key(body)
+        if key in self._memo:
+            return self._memo[key]
+        v = self._judge(key, body)
+        self._memo[key] = v
+        return v
+
+    def _judge(self, key: str, body: dict) -> Verdict:
         hit = self._cached(key)
         if hit is not None:
             q, why = parse_judge_result(hit["reply"])
@@ -187,7 +195,8 @@ class Judge:
         return Verdict(q, why, reply)
 
     def score_many(self, items: Sequence[tuple[str, str]]) -> list[Verdict]:
-        """Verdicts for many (query, contents) pairs, ``workers`` calls at a time, in order."""
+        """Verdicts for many (query, contents) pairs, ``workers`` calls at a time, in order. Later
+        :meth:`judge` calls with the same pair reuse them (evaluation and RL prefetch a batch this way)."""
         if len(items) <= 1 or self.workers == 1:
             return [self.judge(q, c) for q, c in items]
         with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:

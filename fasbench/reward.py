@@ -133,6 +133,18 @@ def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, roo
     return Score(value, parts, reason)
 
 
+def judge_requests(items) -> list[tuple[str, str]]:
+    """The (query message, cited contents) pairs :func:`fastcontext` will send the judge for
+    ``items`` = (report, root, query, finish reason) tuples, so that a caller can have them judged
+    concurrently first (``Judge.score_many``); episodes the reward scores 0 are left out."""
+    out = []
+    for report, root, query, fr in items:
+        cited = {p: rs for p, rs in (report.files.items() if report is not None else ()) if rs}
+        if cited and query and _status(fr) != "failed":
+            out.append((query_message(query), citation_contents(cited, root)))
+    return out
+
+
 def episode_kwargs(reward: str, trace, query: str | None = None, judge=None) -> dict:
     """The keyword arguments a reward takes from the episode itself (FastContext's: the finish
     reason, the query and the judge); ``{}`` for the others."""

@@ -178,6 +178,13 @@ def test_bad_judge_specs():
                       ("openai:model=x,workers=many", "not an integer"), ("openai:model=x,colour=red", "no parameter")):
         with pytest.raises(ValueError, match=msg):
             make_judge(spec)
+    from fasbench.rl import RLConfig
+
+    with pytest.raises(ValueError, match="judge applies to the fastcontext reward"):
+        RLConfig(reward="relace", judge="openai:model=x,base_url=http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match="model=NAME"):
+        RLConfig(reward="fastcontext", judge="openai:base_url=http://127.0.0.1:9/v1")
+    assert RLConfig(reward="fastcontext", judge="openai:model=x,base_url=http://127.0.0.1:9/v1").judge
 
 
 def test_cli_score_with_a_real_judge(judge_url, ws, tmp_path):
@@ -210,3 +217,41 @@ def test_cli_entry_point_with_a_real_judge(judge_url, ws, tmp_path):
                         "--report", '{"files": {"/repo/pkg/a.py": [[1, 2]]}}'], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["score"] == pytest.approx(3.8)
+
+
+def _task(ws) -> "Task":
+    from fasbench.records import Task
+
+    return Task(id="t1", query=QUERY, repo="demo", gold=GOLD, root=str(ws))
+
+
+ANSWER = "Found it.\n<final_answer>\n/repo/pkg/a.py:1-2 (defines target)\n</final_answer>"
+
+
+def test_evaluation_and_rl_use_the_judge(judge_url, ws, tmp_path):
+    """evaluate.summarize and rl.EpisodeReward score FastContext's reward with the judge, the
+    episode's own finish reason and the task's query: an exact answer judged 9/10 gives 3.8."""
+    from fasbench.evaluate import summarize
+    from fasbench.harness import Limits, run_episode
+    from fasbench.policies import ScriptedPolicy
+    from fasbench.records import Reply
+    from fasbench.rl import EpisodeReward, environment_class
+
+    task = _task(ws)
+    tr = run_episode(task, ScriptedPolicy([Reply(text=ANSWER)]), "fastcontext", Limits(max_turns=3))
+    assert tr.stop_reason == "reported"
+    j = judge(judge_url, tmp_path)
+    n0 = stats(judge_url)["n"]
+    row = summarize([task], [tr], judge=j).row(0, named=True)
+    assert row["reward_fastcontext"] == pytest.approx(3.8) and row["reward_fastcontext__quality"] == pytest.approx(0.9)
+    assert stats(judge_url)["n"] == n0 + 1  # prefetched once, reused by the row
+    assert summarize([task], [tr]).row(0, named=True)["reward_fastcontext"] == pytest.approx(2.0)  # no judge
+    unanswered = run_episode(task, ScriptedPolicy([]), "fastcontext", Limits(max_turns=2))
+    assert summarize([task], [unanswered], judge=j).row(0, named=True)["reward_fastcontext"] == 0.0
+
+    env = environment_class("fastcontext", Limits(max_turns=3))()
+    env.reset(task=json.dumps(task.to_dict()))
+    env._begin_turn()
+    reward = EpisodeReward("fastcontext", out=None, judge=j)
+    assert reward([None], [[{"role": "assistant", "content": ANSWER}]], environments=[env]) == [pytest.approx(3.8)]
+    assert reward.batch[0].parts["quality"] == pytest.approx(0.9)

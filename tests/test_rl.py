@@ -212,7 +212,7 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
 
 
 @pytest.mark.parametrize("reward,parts", [("relace", {"accuracy", "turn_penalty"}),
-                                           ("fastcontext", {"cited", "f0.5", "over_penalty"})])
+                                           ("fastcontext", {"cited", "score_file", "f0.5", "over_penalty"})])
 def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
     """Each reward's parts get their own columns (no NaN columns borrowed from another reward),
     the reward recomputed from its parts matches, and the figure plots those parts."""
@@ -231,7 +231,7 @@ def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
     if reward == "relace":
         assert (land["reward"] - land["accuracy"] * land["turn_penalty"]).abs().max() < 1e-9
     else:
-        want = land["cited"] * (1 + land["f0.5"] - land["over_penalty"]) + 2 * land["judge"]
+        want = land["cited"] * (1 + land["score_file"] + 2 * land["quality"])  # as released (no judge here)
         assert (land["reward"] - want).abs().max() < 1e-9
     assert land.filter(pl.col("reward") > 0).height > 0
     names = {t.name for t in landscape(land).data if t.type == "scatter"}

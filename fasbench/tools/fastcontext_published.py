@@ -43,7 +43,7 @@ READ_DESCRIPTION = (
     "speculatively read multiple files as a batch that are potentially useful.\n"
     "- If you read a file that exists but has empty contents you will receive 'File is empty.'\n"
     "- Any lines longer than 500 characters will be truncated to 500 characters with '...' appended to the end.\n"
-    "- Any file content that exceeds the 2000 lines will be truncated to 2000 lines with '...' appended to the end.\n"
+    "- Any file content that exceeds the 2000 lines will be truncated to 2000 lines with '...' appended to the end."
 )
 
 GLOB_DESCRIPTION = (
@@ -53,7 +53,7 @@ GLOB_DESCRIPTION = (
     "- Results are capped at 100 paths, and the output says so when it truncates\n"
     "- Use this tool when you need to find files by name patterns\n"
     "- You have the capability to call multiple tools in a single response. It is always better to "
-    "speculatively perform multiple searches as a batch that are potentially useful.\n"
+    "speculatively perform multiple searches as a batch that are potentially useful."
 )
 
 GREP_DESCRIPTION = (
