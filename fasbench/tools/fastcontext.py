@@ -45,7 +45,7 @@ from fasbench.tools.fastcontext_published import (
     GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
     system_prompt, user_prompt,
 )
-from fasbench.tools.rg import ignore_flags, rg_argv
+from fasbench.tools.rg import ignore_flags, rg_argv, run_rg
 from fasbench.tools.sandbox import Stage, decode, display, read_lines, resolve, run_pipeline
 
 
@@ -101,8 +101,8 @@ def read(ws: Workspace, path: str, offset: int = 1, limit: int | None = None, **
 
 
 def _rg(ws: Workspace, args: list[str], max_lines: int | None, cwd=None) -> tuple[list[str], bool]:
-    """Lines of ``rg args`` (at most ``max_lines``; ``cut`` when there were more), run in the
-    workspace with the harness's fixed flags and ignore rules."""
+    """Lines of ``rg args`` in rg's own order (Glob's ``--sort modified``; at most ``max_lines``,
+    ``cut`` when there were more), run in the workspace with the harness's fixed flags and ignore rules."""
     r = run_pipeline(ws, [Stage(rg_argv(*ignore_flags(ws.root), *args))],
                      max_lines=None if max_lines is None else max_lines + 1, max_bytes=16 * 2**20, cwd=cwd)
     if r.timed_out:
@@ -136,19 +136,6 @@ def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) 
     return "\n".join(files)
 
 
-def _heading(lines: list[str]) -> list[str]:
-    """``rg --heading --null`` output → the released layout: a file's path on its own line (as an
-    absolute workspace path), then its lines."""
-    out = []
-    for ln in lines:
-        if "\x00" in ln:
-            p, rest = ln.split("\x00", 1)
-            out += [_abs(p), rest]
-        else:
-            out.append(ln)
-    return out
-
-
 def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None = None,
          output_mode: str = "content", head_limit: float | None = None, type: str | None = None,
          multiline: bool | None = None, **flags) -> str:
@@ -171,19 +158,18 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
                 args += [k, str(int(flags[k]))]
         if flags.get("-n", True):
             args.append("--line-number")
-        args += ["--heading", "--null"]
     elif output_mode == "files_with_matches":
         args.append("--files-with-matches")
     else:
         args.append("--count-matches")
-    args += ["--with-filename", "--sort", "path"]
+    args.append("--with-filename")
     limit = int(head_limit) if head_limit is not None and head_limit > 0 else GREP_HEAD
-    lines, cut = _rg(ws, args, limit)
-    if output_mode == "content":
-        lines = _heading(lines)
-    elif output_mode == "files_with_matches":
+    # sorted by path (run_rg: a parallel pass sorted here, or a sorted pass when the output is big)
+    lines, cut = run_rg(ws, args, max_lines=limit, paths_only=output_mode == "files_with_matches",
+                        heading=_abs if output_mode == "content" else None)
+    if output_mode == "files_with_matches":
         lines = [_abs(ln) for ln in lines]
-    else:
+    elif output_mode == "count":
         lines = [_abs(p) + ":" + n for p, _, n in (ln.rpartition(":") for ln in lines)]
     if not lines:
         return "No matches found"

@@ -28,7 +28,6 @@ from fasbench.tools.rg import run_rg
 from fasbench.tools.sandbox import display, read_lines, resolve
 
 
-
 # ---------------------------------------------------------------- tools
 
 def view_file(ws: Workspace, path: str, view_range: list[int] | None = None) -> str:
