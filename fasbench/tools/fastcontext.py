@@ -83,8 +83,9 @@ def read(ws: Workspace, path: str, offset: int = 1, limit: int | None = None, **
     if offset > got.total:
         raise ToolError(f"offset {offset} is beyond the end of {label} ({got.total} lines)")
     want_end = got.total if end == -1 or end > got.total else end
-    over = want_end - offset + 1 > READ_MAX_LINES
     shown = got.lines[:READ_MAX_LINES]
+    # read.py's "..." marks the 2000-line cut (not the harness's output cap, which has its own note)
+    over = want_end - offset + 1 > READ_MAX_LINES and len(shown) == READ_MAX_LINES
     out = []
     for n, text in shown:
         # read.py cuts a line whose length *with its newline* exceeds 500 characters
