@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from tqdm.auto import tqdm
+
 from fasbench.metrics import normalize_path
 from fasbench.paths import cache_dir
 from fasbench.policies import _build, parse_spec
@@ -194,13 +196,20 @@ class Judge:
         q, why = parse_judge_result(reply)
         return Verdict(q, why, reply)
 
-    def score_many(self, items: Sequence[tuple[str, str]]) -> list[Verdict]:
+    def score_many(self, items: Sequence[tuple[str, str]], progress: bool = True) -> list[Verdict]:
         """Verdicts for many (query, contents) pairs, ``workers`` calls at a time, in order. Later
         :meth:`judge` calls with the same pair reuse them (evaluation and RL prefetch a batch this way)."""
-        if len(items) <= 1 or self.workers == 1:
-            return [self.judge(q, c) for q, c in items]
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
-            return list(pool.map(lambda qc: self.judge(*qc), items))
+        items = list(items)
+        with tqdm(total=len(items), desc="judge", unit="call", disable=len(items) < 2 or not progress) as bar:
+            def one(qc):
+                v = self.judge(*qc)
+                bar.update()
+                return v
+
+            if len(items) <= 1 or self.workers == 1:
+                return [one(qc) for qc in items]
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
+                return list(pool.map(one, items))
 
 
 def make_judge(spec: str) -> Judge:
