@@ -286,10 +286,11 @@ def test_config_errors_and_profiles():
 
 
 def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
-    """Imitation warm-up of the random tiny model on one correct episode per task (a grep, then
-    report_back, in the harness's messages), so that its GRPO rollouts call the harness tools at
-    all. Cached in the model cache under a hash of the training text (~2 min to build on a quiet
-    2-core CPU, then reused)."""
+    """Imitation warm-up of the random tiny model on two episodes per task (a grep, then
+    report_back, in the harness's messages): one reports the gold file, one a wrong file, so that its
+    GRPO rollouts call the harness tools at all and differ in reward (a warm-up that always answers
+    right leaves every group with the same reward, hence no gradient). Cached in the model cache
+    under a hash of the training text (~2 min to build on a quiet 2-core CPU, then reused)."""
     import hashlib
 
     import torch
@@ -300,9 +301,13 @@ def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
     torch.manual_seed(0)
     model, tok = load_model("tiny", device="cpu", trainable=True)
     batches, texts = [], []
+    answers = []
     for t in tasks:
-        ts = make_toolset(cfg.toolset, t.root, cfg.limits.tool)
         path, ranges = next(iter(t.gold.edited.items()))
+        wrong = next(p for p in ("calc/ops.py", "calc/fmt.py") if p != path)
+        answers += [(t, path, ranges), (t, wrong, [[1, 2]])]
+    for t, path, ranges in answers:
+        ts = make_toolset(cfg.toolset, t.root, cfg.limits.tool)
         word = t.query.split()[0].strip(":()")
         obs = ts.call("grep_search", {"query": word})[0]
         msgs = initial_messages(ts, t.query, cfg.limits) + [
