@@ -47,15 +47,24 @@ def _load_json_arg(value: str, what: str):
 
 @app.command()
 def tool(
-    call_json: str = typer.Argument(..., help='{"name": ..., "arguments": {...}}'),
-    root: Path = typer.Option(..., "--root", help="workspace root the tool is sandboxed to"),
+    call_json: Optional[str] = typer.Argument(None, help='{"name": ..., "arguments": {...}}'),
+    root: Optional[Path] = typer.Option(None, "--root", help="workspace root the tool is sandboxed to"),
     toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext"),
+    schemas: bool = typer.Option(False, "--schemas", help="print the tool schemas the model sees (JSON) and exit"),
 ):
-    """Run one tool call in a workspace and print {"output", "is_error"} as JSON."""
+    """Run one tool call in a workspace and print {"output", "is_error"} as JSON; or, with
+    --schemas, print the tool set's schemas exactly as they are sent to the model."""
     from fasbench.tools import TOOLSETS, make_toolset
 
     if toolset not in TOOLSETS:
         _fail(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+    if schemas:  # the schemas do not depend on the workspace
+        typer.echo(json.dumps(make_toolset(toolset, root or Path.cwd()).schemas, indent=2, ensure_ascii=False))
+        return
+    if root is None:
+        _fail("--root is required to run a tool call")
+    if call_json is None:
+        _fail("CALL_JSON is required to run a tool call (or pass --schemas)")
     if not root.is_dir():
         _fail(f"--root {root} is not a directory")
     call = _load_json_arg(call_json, "CALL_JSON")
@@ -72,6 +81,10 @@ def score(
     report: str = typer.Option(..., "--report", help='{"files": {path: [[s, e], ...]}, "explanation": str} or a file'),
     turns: Optional[int] = typer.Option(None, "--turns", help="turns used (for the turn penalty)"),
     reward: str = typer.Option("relace-f2", "--reward", help="relace-f2 | relace-hybrid | fastcontext | …"),
+    judge: Optional[str] = typer.Option(None, "--judge", help="fastcontext: LLM judge, openai:model=NAME,base_url=URL"),
+    query: Optional[str] = typer.Option(None, "--query", help="fastcontext: the task's query (the judge reads it)"),
+    root: Optional[Path] = typer.Option(None, "--root", help="workspace the cited files are read from / resolved against"),
+    finish: str = typer.Option("stop", "--finish", help="fastcontext: how the episode ended: stop | length | abort | error"),
 ):
     """Score a report against gold; prints the score and its parts as JSON."""
     from fasbench.records import Gold, RecordError, Report
@@ -86,7 +99,21 @@ def score(
         _fail(str(e))
     if turns is not None and turns < 0:
         _fail("--turns must be >= 0")
-    s = score_report(reward, g, r, turns=turns)
+    if root is not None and not root.is_dir():
+        _fail(f"--root {root} is not a directory")
+    kw: dict = {}
+    if reward == "fastcontext":
+        from fasbench.judge import make_judge
+
+        if judge is not None and not query:
+            _fail("--judge needs --query (the judge scores the cited lines against the query)")
+        try:
+            kw = {"judge": make_judge(judge) if judge else None, "query": query, "finish_reason": finish}
+        except ValueError as e:
+            _fail(str(e))
+    elif judge is not None:
+        _fail(f"--judge only applies to --reward fastcontext, not {reward!r}")
+    s = score_report(reward, g, r, turns=turns, root=str(root) if root else None, **kw)
     typer.echo(json.dumps(s.to_dict()))
 
 

@@ -25,6 +25,7 @@ def register(app) -> None:
         ids_file: Optional[Path] = typer.Option(None, "--ids-file", help="only the task ids listed in this file"),
         corpus: Optional[str] = typer.Option(None, "--corpus", help="offline | online (default: offline where a "
                                              "release is picked); tasks not usable on it are excluded"),
+        judge: str = typer.Option("", "--judge", help="FastContext reward's LLM judge: openai:model=NAME,base_url=URL"),
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs.
 
@@ -58,7 +59,7 @@ def register(app) -> None:
             if not ts:
                 raise ValueError("no task left to run")
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
-                          workers or None, backend or None)
+                          workers or None, backend or None, judge=judge or None)
         except (ValueError, FileNotFoundError, RecordError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)

@@ -26,7 +26,8 @@ from fasbench.harness import Limits, run_episode
 from fasbench.localization import localization_row
 from fasbench.metrics import acc_at_k, bootstrap_ci, file_prf, line_prf, normalize_path, paired_bootstrap
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, read_tasks, repair_jsonl
-from fasbench.reward import REWARDS, score_report
+from fasbench.judge import make_judge
+from fasbench.reward import REWARDS, episode_kwargs, finish_reason, judge_requests, score_report
 
 KS = (1, 3, 5, 10)
 MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_relace_f2", "turns", "wall_s")
@@ -136,8 +137,10 @@ def default_backend(spec: str) -> str:
 
 def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
              limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
-             progress: bool = True) -> "pl.DataFrame":  # noqa: F821
-    """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary."""
+             progress: bool = True, judge: str | None = None) -> "pl.DataFrame":  # noqa: F821
+    """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary.
+    ``judge``: FastContext's LLM judge (``openai:model=…,base_url=…``) for the ``fastcontext`` reward's
+    quality term (without one that term is 0, and the reward's reason says so)."""
     from tqdm.auto import tqdm
 
     from fasbench.policies import make_policy
@@ -146,6 +149,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     if toolset not in TOOLSETS:
         raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
     main_policy = make_policy(policy)  # fails early on a bad spec
+    the_judge = make_judge(judge) if judge else None  # idem
     limits = limits or Limits()
     out = Path(out)
     _check_config(out, EvalConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn))
@@ -186,7 +190,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
                     append_jsonl(traces, [f.result()])
                     bar.update()
     bar.close()
-    df = summarize(tasks, traces)
+    df = summarize(tasks, traces, judge=the_judge)
     df.write_parquet(out / "summary.parquet")
     return df
 
@@ -209,7 +213,7 @@ def ranked_files(trace: Trace, root: str | None = None) -> list[str]:
     return seen
 
 
-def summary_row(task: Task, trace: Trace) -> dict:
+def summary_row(task: Task, trace: Trace, judge=None) -> dict:
     """One row of summary.parquet: every reward with its parts, P/R/F at file and line level,
     Acc@k / Recall@k, turns, calls, timings and tokens."""
     rep, root, n = trace.report, task.root, trace.n_turns
@@ -217,7 +221,7 @@ def summary_row(task: Task, trace: Trace) -> dict:
                  "toolset": trace.toolset, "trace_id": trace.trace_id, "stop_reason": trace.stop_reason,
                  "error": trace.error}
     for name in REWARDS:
-        s = score_report(name, task.gold, rep, n, root=root)
+        s = score_report(name, task.gold, rep, n, root=root, **episode_kwargs(name, trace, task.query, judge))
         row[f"reward_{_col(name)}"] = float(s.value)
         for part, v in s.parts.items():
             row[f"reward_{_col(name)}__{_col(part)}"] = float(v)
@@ -246,8 +250,10 @@ def summary_row(task: Task, trace: Trace) -> dict:
     return row
 
 
-def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace]) -> "pl.DataFrame":  # noqa: F821
-    """One row per task that has a trace (the first trace of a task wins; duplicates are reported)."""
+def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge=None) -> "pl.DataFrame":  # noqa: F821
+    """One row per task that has a trace (the first trace of a task wins; duplicates are reported).
+    ``judge`` (a :class:`fasbench.judge.Judge`) is asked about every episode at once, concurrently,
+    before the rows are built."""
     import polars as pl
 
     by_id = {t.id: t for t in tasks}
@@ -255,14 +261,18 @@ def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace]) -> "p
         items = (Trace.from_dict(d) for d in iter_jsonl(traces)) if Path(traces).exists() else iter(())
     else:
         items = traces
-    rows, seen, dup = [], set(), 0
+    rows, seen, dup, kept = [], set(), 0, []
     for tr in items:
         if tr.task_id in seen:
             dup += 1
             continue
         if tr.task_id in by_id:
             seen.add(tr.task_id)
-            rows.append(summary_row(by_id[tr.task_id], tr))
+            kept.append(tr)
+    if judge is not None:
+        judge.score_many(judge_requests((tr.report, by_id[tr.task_id].root, by_id[tr.task_id].query,
+                                         finish_reason(tr)) for tr in kept))
+    rows = [summary_row(by_id[tr.task_id], tr, judge) for tr in kept]
     if dup:
         warnings.warn(f"{dup} duplicate traces ignored (first one per task kept)")
     if not rows:

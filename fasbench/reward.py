@@ -4,8 +4,8 @@ Formulas (see ../shared/DESIGN.md):
 - Relace FAS: ``R = A · P`` with ``A2 = 5·P·R / (4·P + R)`` (F2 over edited files, PR-derived
   data) or ``A1 = 2·Ps·R / (Ps + R)`` (soft precision over viewed files, hard recall over edited
   files, agent-trace-derived data), and turn penalty ``P = clip((24 − n) / (24 − 4), 0, 1)``.
-- FastContext file score: ``1[n_cit ≥ 1] · (1 + F0.5 − 0.1 · max(0, (n_pred − n_gt) / n_gt)) + 2·J``
-  with J an optional judge score in [0, 1].
+- FastContext, as released: ``1[n_cit ≥ 1] · (1 + 1[finish = stop] · (F0.5 − 0.1 · max(0, (n_pred − n_gt)
+  / n_gt)) + 2·J)``, 0 for a failed episode, with J = the LLM judge's 0-10 score × 0.1 (fasbench.judge).
 - F0.5 over files, as Cognition reports its searcher.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from fasbench.judge import citation_contents, query_message
 from fasbench.metrics import fbeta, file_prf, line_prf, normalize_files
 from fasbench.records import Gold, Report
 
@@ -69,20 +70,87 @@ def relace_hybrid(gold: Gold, report: Report | None, turns: int | None = None, r
     return Score(a * p, {"accuracy": a, "soft_precision": ps, "recall": r, "turn_penalty": p}, reason)
 
 
+def _status(finish_reason: str | None) -> str:
+    """slime's sample status from the last completion's finish reason, as generate_with_fastcontext.py maps it."""
+    return {"stop": "completed", "length": "truncated", "abort": "aborted"}.get(finish_reason or "", "failed")
+
+
+def finish_reason(trace) -> str:
+    """The release's finish reason for a fasbench episode: ``stop`` when the model answered (a report
+    was parsed), ``tool_calls`` when the turn limit came while it was still calling tools (the
+    release's loop ends there; that status is FAILED), ``error`` when the policy failed."""
+    if trace.stop_reason == "reported":
+        return "stop"
+    return "error" if trace.stop_reason == "policy_error" or trace.error else "tool_calls"
+
+
 def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
-                judge: Callable[[Gold, Report], float] | None = None) -> Score:
-    """FastContext file score, with the judge term 2·J when a judge is given (else J = 0)."""
-    pred = _files(report, root)
-    n_cit = sum(max(1, len(rs)) for rs in pred.values())
-    prf = file_prf(pred, gold.edited, root)
+                judge=None, query: str | None = None, finish_reason: str | None = "stop") -> Score:
+    """FastContext's RL reward as released (``generate_with_fastcontext.py`` ``reward_func``, scores
+    from ``utils.py``):
+
+    - a FAILED episode (finish reason other than stop / length / abort) scores 0 outright;
+    - no citation (no ``path:N`` / ``path:S-E`` line in the answer) scores 0;
+    - otherwise ``1 + score_file + 2·quality``, where ``score_file`` = F0.5 over cited vs gold files
+      − 0.1·max(0, (n_cited − n_gold)/n_gold) (``calculate_explore_score``) counts only when the
+      episode finished with ``stop`` (truncated/aborted → 0), and ``quality`` = the judge's 0-10 score
+      × 0.1, given the query and the contents of the cited lines (:mod:`fasbench.judge`).
+
+    ``judge`` is a :class:`fasbench.judge.Judge` (or None: the quality term is 0 and the reason says
+    so); ``query`` the task's query (needed by a judge); ``root`` the workspace the citations are read
+    from. Deviations: a gold with no file gives no over-citation term (the release divides by 0)."""
+    parts = {"cited": 0.0, "score_file": 0.0, "f0.5": 0.0, "over_penalty": 0.0, "quality": 0.0,
+             "judged": 0.0}
+    status = _status(finish_reason)
+    if status == "failed":
+        return Score(0.0, parts, f"episode failed (finish reason {finish_reason!r}): 0 outright")
+    cited = {p: rs for p, rs in (report.files.items() if report is not None else ()) if rs}
+    n_cit = sum(len(rs) for rs in cited.values())
+    if n_cit < 1:
+        return Score(0.0, parts, "no citation with a line range in the answer: 0"
+                     + ("" if report is not None else " (no answer)"))
+    parts["cited"] = 1.0
+    prf = file_prf(normalize_files(cited, root), gold.edited, root)
     f05 = fbeta(prf.precision, prf.recall, 0.5)
-    n_gt = max(1, prf.n_gold)
-    over = 0.1 * max(0.0, (prf.n_pred - prf.n_gold) / n_gt)
-    base = (1.0 + f05 - over) if n_cit >= 1 else 0.0
-    j = float(judge(gold, report)) if (judge is not None and report is not None) else 0.0
-    reason = (f"{n_cit} citations; F0.5={f05:.3f}; over-citation penalty {over:.3f}"
-              + (f"; judge {j:.2f}" if judge is not None else ""))
-    return Score(base + 2.0 * j, {"cited": float(n_cit >= 1), "f0.5": f05, "over_penalty": over, "judge": j}, reason)
+    over = 0.1 * max(0.0, (prf.n_pred - prf.n_gold) / prf.n_gold) if prf.n_gold else 0.0
+    parts["f0.5"], parts["over_penalty"] = f05, over
+    if status == "completed":
+        parts["score_file"] = f05 - over
+        file_note = f"score_file = F0.5 {f05:.3f} - over-citation {over:.3f}"
+    else:
+        file_note = f"score_file 0 (finish reason {finish_reason!r}, not 'stop')"
+    if judge is None:
+        judge_note = "no judge given: quality 0 (pass --judge openai:model=NAME,base_url=URL)"
+    elif not query:
+        judge_note = "no query given to the judge: quality 0"
+    else:
+        v = judge.judge(query_message(query), citation_contents(cited, root))
+        parts["quality"], parts["judged"] = v.quality, 1.0
+        judge_note = f"judge {v.quality * 10:.0f}/10" + (f" ({v.reason})" if v.reason else "")
+    value = 1.0 + parts["score_file"] + 2.0 * parts["quality"]
+    reason = (f"{n_cit} citations in {prf.n_pred} files ({prf.n_hit}/{prf.n_gold} gold files); {file_note}; "
+              f"{judge_note}; 1 + {parts['score_file']:.3f} + 2·{parts['quality']:.2f} = {value:.3f}")
+    return Score(value, parts, reason)
+
+
+def judge_requests(items) -> list[tuple[str, str]]:
+    """The (query message, cited contents) pairs :func:`fastcontext` will send the judge for
+    ``items`` = (report, root, query, finish reason) tuples, so that a caller can have them judged
+    concurrently first (``Judge.score_many``); episodes the reward scores 0 are left out."""
+    out = []
+    for report, root, query, fr in items:
+        cited = {p: rs for p, rs in (report.files.items() if report is not None else ()) if rs}
+        if cited and query and _status(fr) != "failed":
+            out.append((query_message(query), citation_contents(cited, root)))
+    return out
+
+
+def episode_kwargs(reward: str, trace, query: str | None = None, judge=None) -> dict:
+    """The keyword arguments a reward takes from the episode itself (FastContext's: the finish
+    reason, the query and the judge); ``{}`` for the others."""
+    if reward != "fastcontext":
+        return {}
+    return {"finish_reason": finish_reason(trace), "query": query, "judge": judge}
 
 
 def f05(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:

@@ -37,7 +37,8 @@ from typing import Any, Literal, Optional
 from fasbench.harness import Limits, initial_messages
 from fasbench.paths import cache_dir, repo_root
 from fasbench.records import Task, ToolCall, ToolResult, Trace, Turn, append_jsonl, iter_jsonl
-from fasbench.reward import REWARDS, Score, score_report
+from fasbench.judge import make_judge
+from fasbench.reward import REWARDS, Score, episode_kwargs, finish_reason, judge_requests, score_report
 from fasbench.tools import TOOLSETS, ToolLimits, make_toolset
 from fasbench.tools.base import Tool, too_many_calls
 
@@ -67,6 +68,7 @@ class RLConfig:
     # -- episode: the same limits evaluation uses
     toolset: str = "relace"  # relace | fastcontext
     reward: str = "relace"  # a name in fasbench.reward.REWARDS
+    judge: str = ""  # fastcontext reward: its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)
     max_turns: int = 4  # assistant turns per episode (TRL: max_tool_calling_iterations = max_turns - 1)
     max_calls_per_turn: int = 8  # parallel calls per turn; extra calls get the harness's error
     tool_timeout_s: float = 10.0  # wall-clock limit of one tool call
@@ -106,6 +108,10 @@ class RLConfig:
             raise ValueError(f"rl config: toolset {self.toolset!r} unknown; choose one of {', '.join(TOOLSETS)}")
         if self.reward not in REWARDS:
             raise ValueError(f"rl config: reward {self.reward!r} unknown; choose one of {', '.join(REWARDS)}")
+        if self.judge:
+            if self.reward != "fastcontext":
+                raise ValueError(f"rl config: judge applies to the fastcontext reward, not {self.reward!r}")
+            make_judge(self.judge)  # a bad spec fails here, not at the first reward
         for k in ("max_turns", "max_calls_per_turn", "num_generations", "max_completion_length", "max_steps"):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"rl config: {k} must be >= 1, got {getattr(self, k)}")
@@ -242,6 +248,8 @@ def _hint(schema: dict) -> Any:
         for x in hints[1:]:
             h = h | x
         return Optional[h] if "null" in typ else h
+    if typ == "array" and isinstance(schema.get("prefixItems"), list):  # a fixed-length tuple
+        return tuple[tuple(_hint(x) for x in schema["prefixItems"])]
     if typ == "array":
         return list[_hint(schema["items"])] if isinstance(schema.get("items"), dict) else list
     if typ == "object":
@@ -270,8 +278,9 @@ def _tool_method(tool: Tool):
     def method(self, **arguments):
         return self._call(name, arguments)
 
-    props = tool.parameters.get("properties", {})
-    required = set(tool.parameters.get("required", []))
+    shown = tool.schema()["function"]["parameters"]  # what the model sees (the published schema)
+    props = shown.get("properties", {})
+    required = set(shown.get("required", []))
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     ann = {}
     for p, s in props.items():
@@ -419,13 +428,14 @@ class Rollout:
 class EpisodeReward:
     """TRL reward function: rebuild each rollout's episode and score it with ``fasbench.reward``."""
 
-    def __init__(self, reward: str, out: Path | None = None, log_rollouts: bool = True):
+    def __init__(self, reward: str, out: Path | None = None, log_rollouts: bool = True, judge=None):
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
         self.reward = reward
         self.__name__ = reward.replace(".", "_").replace("-", "_")
         self.out = out
         self.log_rollouts = log_rollouts
+        self.judge = judge  # fasbench.judge.Judge for the fastcontext reward's quality term
         self.batch: list[Rollout] = []  # rollouts of the latest generation batch
         self.step = 0
 
@@ -433,12 +443,16 @@ class EpisodeReward:
         if environments is None:
             raise ValueError("EpisodeReward needs the rollouts' environments (use environment_factory)")
         values, self.batch, traces = [], [], []
-        for comp, env in zip(completions, environments):
-            if isinstance(comp, str):  # non-conversational completions: the whole text is one turn
-                comp = [{"role": "assistant", "content": comp}]
-            tr = env._episode(comp)
+        # non-conversational completions: the whole text is one turn
+        trs = [env._episode([{"role": "assistant", "content": c}] if isinstance(c, str) else c)
+               for c, env in zip(completions, environments)]
+        if self.judge is not None:  # the batch's judge calls at once, concurrently
+            self.judge.score_many(judge_requests((tr.report, env._task.root, env._task.query, finish_reason(tr))
+                                                 for tr, env in zip(trs, environments)))
+        for tr, env in zip(trs, environments):
             n = tr.n_turns if tr.n_turns else None
-            s: Score = score_report(self.reward, env._task.gold, tr.report, n, root=env._task.root)
+            s: Score = score_report(self.reward, env._task.gold, tr.report, n, root=env._task.root,
+                                    **episode_kwargs(self.reward, tr, env._task.query, self.judge))
             env._score = s
             values.append(float(s.value))
             cpt = (tr.n_calls / tr.n_turns) if tr.n_turns else 0.0
@@ -667,7 +681,7 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
 
         peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear",
                                  task_type="CAUSAL_LM")
-    reward = EpisodeReward(cfg.reward, out, cfg.log_rollouts)
+    reward = EpisodeReward(cfg.reward, out, cfg.log_rollouts, make_judge(cfg.judge) if cfg.judge else None)
     limits = cfg.limits
     env_cls = environment_class(cfg.toolset, limits)
     trainer = _trainer_class()(
@@ -775,8 +789,8 @@ def incentive_landscape(tasks: list[Task], toolset: str = "relace", reward: str 
     """The heuristic policy swept over planned turns × parallel calls per search turn, each episode
     run through the harness and scored under ``reward``: what the reward pays for.
     Returns a polars frame (turns, calls, task_id, reward, used_turns, n_calls, then one column per
-    part of the reward: accuracy and turn_penalty under Relace's, cited / f0.5 / over_penalty /
-    judge under FastContext's)."""
+    part of the reward: accuracy and turn_penalty under Relace's, cited / score_file / f0.5 /
+    over_penalty / quality / judged under FastContext's; no judge here, so quality is 0)."""
     import polars as pl
     from tqdm.auto import tqdm
 
@@ -790,7 +804,8 @@ def incentive_landscape(tasks: list[Task], toolset: str = "relace", reward: str 
         pol = HeuristicPolicy(turns=nt, calls=nc)
         for t in tasks:
             tr = run_episode(t, pol, toolset, lim)
-            s = score_report(reward, t.gold, tr.report, tr.n_turns, root=t.root)
+            s = score_report(reward, t.gold, tr.report, tr.n_turns, root=t.root,
+                             **episode_kwargs(reward, tr, t.query))
             rows.append({"turns": nt, "calls": nc, "task_id": t.id, "reward": s.value,
                          "used_turns": tr.n_turns, "n_calls": tr.n_calls,
                          **{k: float(v) for k, v in s.parts.items() if k not in LANDSCAPE_COLUMNS}})
@@ -811,12 +826,14 @@ def evaluate_checkpoint(model: str, tasks: list[Task], cfg: RLConfig, label: str
     from fasbench.policies.hf import make_hf_policy
 
     pol = make_hf_policy(model, max_new_tokens=max_new_tokens, temperature=0.0, name=label or str(model))
+    judge = make_judge(cfg.judge) if cfg.judge else None
     rows = []
     for t in tasks:
         tr = run_episode(t, pol, cfg.toolset, cfg.limits)
         if traces_out is not None:
             append_jsonl(traces_out, [tr])
-        s = score_report(cfg.reward, t.gold, tr.report, tr.n_turns or None, root=t.root)
+        s = score_report(cfg.reward, t.gold, tr.report, tr.n_turns or None, root=t.root,
+                         **episode_kwargs(cfg.reward, tr, t.query, judge))
         rows.append({"policy": label or str(model), "task_id": t.id, "reward": s.value,
                      **{f"part/{k}": v for k, v in s.parts.items()}, "turns": tr.n_turns, "calls": tr.n_calls,
                      "calls_per_turn": tr.n_calls / tr.n_turns if tr.n_turns else 0.0,

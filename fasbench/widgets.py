@@ -188,6 +188,7 @@ def turn_summary(trace: Trace, i: int) -> dict:
 _NUMBERED = re.compile(r"^\s*(\d+)(?:[\t|:→│ ]|$)")
 _GREP_MATCH = re.compile(r"^(.+?):(\d+):")  # ripgrep `path:line:text`
 _GREP_CONTEXT = re.compile(r"^(.+?\.\w+)-(\d+)-")  # ripgrep context lines `path-line-text`
+_HEADED = re.compile(r"^(\d+)[:-]")  # a line below its file's path in `rg --heading` output
 
 
 def _args(call: ToolCall) -> dict:
@@ -247,9 +248,9 @@ def viewed_ranges(call: ToolCall, result: ToolResult | None, root: str | None = 
         s = _as_int(vr[0], 1) if isinstance(vr, (list, tuple)) and vr else 1
         e = _as_int(vr[1], 100) if isinstance(vr, (list, tuple)) and len(vr) > 1 else 100
     else:
-        s = max(1, _as_int(a.get("offset"), 1) or 1)
+        off = _as_int(a.get("offset"), 1) or 1
         limit = _as_int(a.get("limit"), 2000) or 2000
-        e = s + limit - 1
+        s, e = (max(1, off), max(1, off) + limit - 1) if off > 0 else (1, -1)  # < 0: from the end
     output = result.output if result is not None else ""
     nums = _numbered_lines(output, s, e)
     if nums:
@@ -267,10 +268,19 @@ def grep_hits(call: ToolCall, result: ToolResult | None, root: str | None = None
     if call.name not in GREP_TOOLS or result is None or result.is_error:
         return {}
     out: dict[str, list[int]] = {}
+    heading = None  # FastContext's Grep prints `rg --heading` groups: a path line, then `N:` / `N-` lines
     for line in result.output.splitlines():
+        h = _HEADED.match(line)
+        if heading is not None and h:
+            out.setdefault(heading, []).append(int(h.group(1)))
+            continue
         m = _GREP_MATCH.match(line) or _GREP_CONTEXT.match(line)
         if m and not m.group(1).startswith(("[", "Error")):
             out.setdefault(normalize_path(m.group(1), root), []).append(int(m.group(2)))
+        elif line.startswith("/repo/") and " " not in line:
+            heading = normalize_path(line, root)
+        elif line.strip() and line != "--":
+            heading = None
     return out
 
 

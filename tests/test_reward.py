@@ -79,10 +79,31 @@ def test_fastcontext_hand_computed():
     p, r = 2 / 3, 1.0
     f05 = 1.25 * p * r / (0.25 * p + r)
     assert s.value == pytest.approx(1 + f05 - 0.1 * (3 - 2) / 2)
-    judged = score_report("fastcontext", g, rep("a.py", "b.py", "c.py"), judge=lambda gold, report: 0.5)
-    assert judged.value == pytest.approx(s.value + 1.0) and judged.parts["judge"] == 0.5
+    assert "no judge given" in s.reason and s.parts["judged"] == 0.0
     # exact answer: 1 + 1 - 0 = 2
     assert score_report("fastcontext", g, rep("a.py", "b.py")).value == pytest.approx(2.0)
+
+
+def test_fastcontext_finish_reason_as_released():
+    """generate_with_fastcontext.py: score_file counts only after finish reason 'stop'; a
+    truncated/aborted episode keeps the citation point; any other finish is FAILED → 0 outright."""
+    g = Gold(edited={"a.py": [[1, 2]]})
+    assert score_report("fastcontext", g, rep("a.py"), finish_reason="stop").value == pytest.approx(2.0)
+    for fr in ("length", "abort"):
+        s = score_report("fastcontext", g, rep("a.py"), finish_reason=fr)
+        assert s.value == pytest.approx(1.0) and s.parts["score_file"] == 0.0 and s.parts["f0.5"] == 1.0
+    for fr in ("tool_calls", "error", None):
+        assert score_report("fastcontext", g, rep("a.py"), finish_reason=fr).value == 0.0
+
+
+def test_fastcontext_needs_a_line_citation():
+    """utils.parse_final_answer counts only `path:N` / `path:S-E` lines: a bare file is no citation."""
+    g = Gold(edited={"a.py": [[1, 2]]})
+    s = score_report("fastcontext", g, Report(files={"a.py": []}))
+    assert s.value == 0.0 and "no citation" in s.reason
+    # a bare file beside a cited one is not a predicted file either (the release never parses it)
+    s = score_report("fastcontext", g, Report(files={"a.py": [[1, 2]], "b.py": []}))
+    assert s.value == pytest.approx(2.0)
 
 
 def test_f05_and_batch():

@@ -212,7 +212,7 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
 
 
 @pytest.mark.parametrize("reward,parts", [("relace", {"accuracy", "turn_penalty"}),
-                                           ("fastcontext", {"cited", "f0.5", "over_penalty"})])
+                                           ("fastcontext", {"cited", "score_file", "f0.5", "over_penalty"})])
 def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
     """Each reward's parts get their own columns (no NaN columns borrowed from another reward),
     the reward recomputed from its parts matches, and the figure plots those parts."""
@@ -231,7 +231,7 @@ def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
     if reward == "relace":
         assert (land["reward"] - land["accuracy"] * land["turn_penalty"]).abs().max() < 1e-9
     else:
-        want = land["cited"] * (1 + land["f0.5"] - land["over_penalty"]) + 2 * land["judge"]
+        want = land["cited"] * (1 + land["score_file"] + 2 * land["quality"])  # as released (no judge here)
         assert (land["reward"] - want).abs().max() < 1e-9
     assert land.filter(pl.col("reward") > 0).height > 0
     names = {t.name for t in landscape(land).data if t.type == "scatter"}
@@ -286,10 +286,11 @@ def test_config_errors_and_profiles():
 
 
 def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
-    """Imitation warm-up of the random tiny model on one correct episode per task (a grep, then
-    report_back, in the harness's messages), so that its GRPO rollouts call the harness tools at
-    all. Cached in the model cache under a hash of the training text (~2 min to build on a quiet
-    2-core CPU, then reused)."""
+    """Imitation warm-up of the random tiny model on two episodes per task (a grep, then
+    report_back, in the harness's messages): one reports the gold file, one a wrong file, so that its
+    GRPO rollouts call the harness tools at all and differ in reward (a warm-up that always answers
+    right leaves every group with the same reward, hence no gradient). Cached in the model cache
+    under a hash of the training text (~2 min to build on a quiet 2-core CPU, then reused)."""
     import hashlib
 
     import torch
@@ -300,9 +301,13 @@ def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
     torch.manual_seed(0)
     model, tok = load_model("tiny", device="cpu", trainable=True)
     batches, texts = [], []
+    answers = []
     for t in tasks:
-        ts = make_toolset(cfg.toolset, t.root, cfg.limits.tool)
         path, ranges = next(iter(t.gold.edited.items()))
+        wrong = next(p for p in ("calc/ops.py", "calc/fmt.py") if p != path)
+        answers += [(t, path, ranges), (t, wrong, [[1, 2]])]
+    for t, path, ranges in answers:
+        ts = make_toolset(cfg.toolset, t.root, cfg.limits.tool)
         word = t.query.split()[0].strip(":()")
         obs = ts.call("grep_search", {"query": word})[0]
         msgs = initial_messages(ts, t.query, cfg.limits) + [

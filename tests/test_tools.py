@@ -53,28 +53,28 @@ def bad(ts, name, args) -> str:
 def test_view_file_default_range_numbers_lines_and_notes_the_rest(relace):
     out = ok(relace, "view_file", path="src/long.txt")
     lines = out.splitlines()
-    assert lines[0] == "     1\tline 1" and lines[99] == "   100\tline 100"
-    assert "lines 1-100 of 300" in lines[100] and "[101, 200]" in lines[100]
+    assert lines[0] == "1   line 1" and lines[99] == "100   line 100"  # the published `N   code` format
+    assert lines[100] == "... rest of file truncated ..." and len(lines) == 101
 
 
 @pytest.mark.parametrize("spelling", ["src/pkg/auth.py", "/src/pkg/auth.py", "./src/pkg/auth.py", "/repo/src/pkg/auth.py"])
 def test_view_file_path_spellings(relace, repo, spelling):
     out = ok(relace, "view_file", path=spelling, view_range=[4, 5])
-    assert out.splitlines()[:2] == ["     4\tdef Login(user, password):", '     5\t    """Check a user\'s password."""']
+    assert out.splitlines()[:2] == ["4   def Login(user, password):", '5       """Check a user\'s password."""']
 
 
 def test_view_file_absolute_root_path(relace, repo):
     out = ok(relace, "view_file", path=str(repo / "README.md"))
-    assert out.startswith("     1\t# Demo")
+    assert out.startswith("1   # Demo")
 
 
 def test_view_file_ranges(relace):
     assert ok(relace, "view_file", path="src/long.txt", view_range=[299, -1]).splitlines() == [
-        "   299\tline 299", "   300\tline 300"]
+        "299   line 299", "300   line 300"]
     out = ok(relace, "view_file", path="src/long.txt", view_range=[295, 400])  # end beyond EOF: clamped
-    assert out.splitlines()[-2] == "   300\tline 300" and "has 300 lines" in out
+    assert out.splitlines()[-1] == "300   line 300"
     out = ok(relace, "view_file", path="src/long.txt", view_range=[7, 7])
-    assert out.splitlines()[0] == "     7\tline 7" and "more lines below" in out
+    assert out.splitlines() == ["7   line 7", "... rest of file truncated ..."]
 
 
 @pytest.mark.parametrize("rng, msg", [
@@ -92,24 +92,24 @@ def test_view_file_special_files(relace):
     assert ok(relace, "view_file", path="empty.txt") == "empty.txt is empty (0 lines)"
     assert "is a directory" in bad(relace, "view_file", {"path": "src"})
     assert "does not exist" in bad(relace, "view_file", {"path": "nope.py"})
-    assert ok(relace, "view_file", path="link_in", view_range=[1, 1]) == "     1\timport os\n[showing lines 1-1 of 14; 13 more lines below — use view_range [2, 14] or [2, -1] to see more]"
+    assert ok(relace, "view_file", path="link_in", view_range=[1, 1]) == "1   import os\n... rest of file truncated ..."
 
 
 def test_view_file_huge_file_and_output_budget(repo):
     ts = make_toolset("relace", repo, ToolLimits(max_file_bytes=1000, max_output_chars=600))
     out = ok(ts, "view_file", path="src/long.txt", view_range=[250, 252])
-    assert "large file" in out and "   251\tline 251" in out and "of 300" in out
+    assert "large file" in out and "251   line 251" in out and "rest of file truncated" in out
     out = ok(ts, "view_file", path="src/long.txt", view_range=[1, -1])
     assert "output limit reached" in out and len(out) < 900
-    last = [ln for ln in out.splitlines() if "\t" in ln][-1]
-    n = int(last.split("\t")[0])
+    last = [ln for ln in out.splitlines() if "   line" in ln][-1]
+    n = int(last.split("   ")[0])
     assert f"view_range [{n + 1}, ...]" in out
 
 
 def test_view_file_long_lines_are_cut(tmp_path):
     (tmp_path / "min.js").write_text("x" * 5000 + "\nshort\n")
     out = ok(make_toolset("relace", tmp_path), "view_file", path="min.js")
-    assert "[line cut]" in out and "longer than" in out and "     2\tshort" in out
+    assert "[line cut]" in out and "longer than" in out and "2   short" in out
 
 
 # ---------------------------------------------------------------- relace: view_directory
@@ -236,13 +236,37 @@ def test_relace_parse_report(relace):
 
 def test_read_defaults_offset_limit(fc):
     out = ok(fc, "Read", path="src/pkg/auth.py")
-    assert out.splitlines()[3] == "4|def Login(user, password):" and out.splitlines()[-1] == "14|    TOKEN_TTL = 3600"
+    lines = out.splitlines()
+    assert lines[0] == "```src/pkg/auth.py:1-14" and lines[4] == "4|def Login(user, password):"
+    assert lines[-3:] == ["14|    TOKEN_TTL = 3600", "", "```"]  # read.py: every line keeps its newline
     out = ok(fc, "Read", path="/repo/src/long.txt", offset=10, limit=3)
-    assert out.splitlines() == ["10|line 10", "11|line 11", "12|line 12", "[showing lines 10-12 of 300; continue with offset=13]"]
+    assert out == "```/repo/src/long.txt:10-12\n10|line 10\n11|line 11\n12|line 12\n\n```"
     assert "beyond the end" in bad(fc, "Read", {"path": "src/long.txt", "offset": 301})
     assert "binary file" in bad(fc, "Read", {"path": "bin.dat"})
     assert "not valid UTF-8" in ok(fc, "Read", path="latin.txt")
-    assert "invalid arguments" in bad(fc, "Read", {"path": "src/long.txt", "offset": 0})
+    assert ok(fc, "Read", path="empty.txt") == "File is empty."
+    assert bad(fc, "Read", {"path": "src/long.txt", "offset": 0}) == "Error: offset must be a non-zero integer"
+    assert "limit must be a positive integer" in bad(fc, "Read", {"path": "src/long.txt", "limit": 0})
+
+
+def test_read_negative_offset_counts_from_the_end(fc):
+    """read.py @24541aa: -2 starts at the second-to-last line; an over-long one clamps to line 1."""
+    assert ok(fc, "Read", path="src/long.txt", offset=-2).splitlines()[:3] == [
+        "```src/long.txt:299-300", "299|line 299", "300|line 300"]
+    assert ok(fc, "Read", path="src/long.txt", offset=-1, limit=1).splitlines()[:2] == ["```src/long.txt:300-300", "300|line 300"]
+    assert ok(fc, "Read", path="src/pkg/auth.py", offset=-999).splitlines()[1].startswith("1|")
+
+
+def test_read_line_and_file_cuts(tmp_path):
+    """read.py: a line over 500 characters (with its newline) is cut with '...'; more than 2000
+    lines are cut to 2000 with '...' after them."""
+    (tmp_path / "wide.txt").write_text("a" * 499 + "\n" + "b" * 500 + "\n" + "c" * 900 + "\n")
+    (tmp_path / "tall.txt").write_text("".join(f"{i}\n" for i in range(2500)))
+    ts = make_toolset("fastcontext", tmp_path, ToolLimits(max_output_chars=200_000))
+    lines = ok(ts, "Read", path="wide.txt").splitlines()
+    assert lines[1] == "1|" + "a" * 499 and lines[2] == "2|" + "b" * 500 + "..." and lines[3] == "3|" + "c" * 500 + "..."
+    lines = ok(ts, "Read", path="tall.txt").splitlines()
+    assert lines[0] == "```tall.txt:1-2000" and lines[-3:] == ["2000|1999", "...", "```"]
 
 
 def test_read_output_limit_says_where_to_continue(repo):
@@ -250,48 +274,70 @@ def test_read_output_limit_says_where_to_continue(repo):
     out = ok(ts, "Read", path="src/long.txt")
     last = [ln for ln in out.splitlines() if "|" in ln][-1]
     n = int(last.split("|")[0])
-    assert f"continue with offset={n + 1}" in out and n < 300
+    assert f"continue with offset={n + 1}" in out and n < 300 and out.startswith(f"```src/long.txt:1-{n}\n")
 
 
 def test_glob(fc):
-    assert ok(fc, "Glob", pattern="*.py").splitlines() == [
-        "src/pkg/__init__.py", "src/pkg/auth.py", "src/pkg/models.py", "tests/test_auth.py"]
-    assert ok(fc, "Glob", pattern="*.py", directory="tests").splitlines() == ["tests/test_auth.py"]
-    assert ok(fc, "Glob", pattern="pkg/a*.py", directory="/repo/src").splitlines() == ["src/pkg/auth.py"]
-    assert ok(fc, "Glob", pattern="**/*.txt").splitlines() == [".hidden/h.txt", "empty.txt", "latin.txt", "src/long.txt"]
-    assert ok(fc, "Glob", pattern="*.rs").startswith("No files match")
+    """Absolute /repo paths (rg --files /repo/DIR), hidden files left out as rg does by default."""
+    assert sorted(ok(fc, "Glob", pattern="*.py").splitlines()) == [
+        "/repo/src/pkg/__init__.py", "/repo/src/pkg/auth.py", "/repo/src/pkg/models.py", "/repo/tests/test_auth.py"]
+    assert ok(fc, "Glob", pattern="*.py", directory="tests").splitlines() == ["/repo/tests/test_auth.py"]
+    assert ok(fc, "Glob", pattern="pkg/a*.py", directory="/repo/src").splitlines() == ["/repo/src/pkg/auth.py"]
+    assert sorted(ok(fc, "Glob", pattern="**/*.txt").splitlines()) == [
+        "/repo/empty.txt", "/repo/latin.txt", "/repo/src/long.txt"]
+    assert ok(fc, "Glob", pattern="*.rs") == "No files found"
     assert "is a file" in bad(fc, "Glob", {"pattern": "*", "directory": "README.md"})
 
 
-def test_glob_cap(tmp_path):
-    for i in range(205):
-        (tmp_path / f"f{i:03}.py").write_text("")
-    out = ok(make_toolset("fastcontext", tmp_path), "Glob", pattern="*.py")
-    assert len(out.splitlines()) == 201 and "more than 200" in out and out.startswith("f000.py\nf001.py")
+def test_glob_cap_and_modification_time_order(tmp_path):
+    """glob.py @91ae3c0: ``--sort modified`` (oldest first), at most 100 paths, then its note."""
+    for i in range(105):
+        f = tmp_path / f"f{i:03}.py"
+        f.write_text("")
+        os.utime(f, (10_000 - i, 10_000 - i))  # f104 is the oldest
+    out = ok(make_toolset("fastcontext", tmp_path), "Glob", pattern="*.py").splitlines()
+    assert len(out) == 101 and out[:2] == ["/repo/f104.py", "/repo/f103.py"] and out[99] == "/repo/f005.py"
+    assert out[100] == "Results are truncated: showing first 100 results. Consider using a more specific path or pattern."
 
 
 def test_grep_modes(fc):
-    assert ok(fc, "Grep", pattern="Login").splitlines() == [
-        "src/pkg/__init__.py", "src/pkg/auth.py", "tests/test_auth.py"]
+    """grep.py @058b710: content by default, `rg --heading` groups, line numbers on."""
+    assert ok(fc, "Grep", pattern="Login", output_mode="files_with_matches").splitlines() == [
+        "/repo/src/pkg/__init__.py", "/repo/src/pkg/auth.py", "/repo/tests/test_auth.py"]
     assert ok(fc, "Grep", pattern="Login", output_mode="count").splitlines() == [
-        "src/pkg/__init__.py:1", "src/pkg/auth.py:1", "tests/test_auth.py:2"]
-    out = ok(fc, "Grep", pattern="Login", output_mode="content", path="src")
-    assert out.splitlines() == ["src/pkg/__init__.py:1:from .auth import Login", "src/pkg/auth.py:4:def Login(user, password):"]
-    assert ok(fc, "Grep", pattern="login", **{"-i": True}, glob="*.py").splitlines() == [
-        "src/pkg/__init__.py", "src/pkg/auth.py", "src/pkg/models.py", "tests/test_auth.py"]
-    assert ok(fc, "Grep", pattern="login", glob="*.py").splitlines() == ["src/pkg/models.py", "tests/test_auth.py"]
+        "/repo/src/pkg/__init__.py:1", "/repo/src/pkg/auth.py:1", "/repo/tests/test_auth.py:2"]
+    out = ok(fc, "Grep", pattern="Login", path="src")
+    assert out.splitlines() == ["/repo/src/pkg/__init__.py", "1:from .auth import Login", "",
+                                "/repo/src/pkg/auth.py", "4:def Login(user, password):"]
+    assert ok(fc, "Grep", pattern="Login", path="src/pkg/auth.py", **{"-n": False}).splitlines() == [
+        "/repo/src/pkg/auth.py", "def Login(user, password):"]
+    assert ok(fc, "Grep", pattern="login", **{"-i": True}, glob="*.py", output_mode="files_with_matches").splitlines() == [
+        "/repo/src/pkg/__init__.py", "/repo/src/pkg/auth.py", "/repo/src/pkg/models.py", "/repo/tests/test_auth.py"]
+    assert ok(fc, "Grep", pattern="login", type="py", output_mode="files_with_matches").splitlines() == [
+        "/repo/src/pkg/models.py", "/repo/tests/test_auth.py"]
+    assert "unrecognized file type" in bad(fc, "Grep", {"pattern": "x", "type": "nosuchtype"})
+
+
+def test_grep_multiline(fc):
+    out = ok(fc, "Grep", pattern=r"class Auth:\n\s+TOKEN", multiline=True)
+    assert out.splitlines() == ["/repo/src/pkg/auth.py", "13:class Auth:", "14:    TOKEN_TTL = 3600"]
+    assert ok(fc, "Grep", pattern=r"class Auth:\s+TOKEN", multiline=True).splitlines()[1:] == ["13:class Auth:", "14:    TOKEN_TTL = 3600"]
+    assert ok(fc, "Grep", pattern=r"class Auth:\s+TOKEN") == "No matches found"  # one line at a time
 
 
 def test_grep_context_and_head_limit(fc):
     out = ok(fc, "Grep", pattern="TOKEN_TTL", output_mode="content", **{"-B": 1})
-    assert out.splitlines() == ["src/pkg/auth.py-13-class Auth:", "src/pkg/auth.py:14:    TOKEN_TTL = 3600"]
+    assert out.splitlines() == ["/repo/src/pkg/auth.py", "13-class Auth:", "14:    TOKEN_TTL = 3600"]
     out = ok(fc, "Grep", pattern="def check", output_mode="content", path="src/pkg/auth.py", **{"-A": 1})
-    assert out.splitlines() == ["src/pkg/auth.py:9:def check(user, password):", "src/pkg/auth.py-10-    return password == os.environ.get(\"PW\")"]
+    assert out.splitlines() == ["/repo/src/pkg/auth.py", "9:def check(user, password):", "10-    return password == os.environ.get(\"PW\")"]
     out = ok(fc, "Grep", pattern="Auth", output_mode="content", path="src/pkg/auth.py", **{"-C": 1})
-    assert out.splitlines() == ["src/pkg/auth.py-12-", "src/pkg/auth.py:13:class Auth:", "src/pkg/auth.py-14-    TOKEN_TTL = 3600"]
+    assert out.splitlines() == ["/repo/src/pkg/auth.py", "12-", "13:class Auth:", "14-    TOKEN_TTL = 3600"]
     out = ok(fc, "Grep", pattern="line", output_mode="content", head_limit=5)
-    assert len(out.splitlines()) == 6 and "head_limit" in out.splitlines()[-1]
-    assert ok(fc, "Grep", pattern="zzz_none").startswith("No matches")
+    assert len(out.splitlines()) == 6 and out.splitlines()[-1] == "Results truncated to first 5 lines"
+    many = ok(fc, "Grep", pattern="line", path="src/long.txt")  # no head_limit: 100 lines
+    assert len(many.splitlines()) == 101 and many.splitlines()[-1] == "Results truncated to first 100 lines"
+    assert ok(fc, "Grep", pattern="line", path="src/long.txt", head_limit=0) == many  # 0 = the default
+    assert ok(fc, "Grep", pattern="zzz_none") == "No matches found"
     assert "does not exist" in bad(fc, "Grep", {"pattern": "x", "path": "nope"})
     assert "invalid arguments" in bad(fc, "Grep", {"pattern": "x", "output_mode": "lines"})
     assert "invalid arguments" in bad(fc, "Grep", {"pattern": "x", "-A": "2"})
@@ -347,14 +393,12 @@ def test_prompts_and_schemas(repo, name, tools):
     ts = make_toolset(name, repo)
     assert [s["function"]["name"] for s in ts.schemas] == tools
     for s in ts.schemas:
-        assert s["type"] == "function" and s["function"]["parameters"]["additionalProperties"] is False
-    sp = ts.system_prompt(max_turns=4, max_calls=8)
-    assert "up to 8 tool calls" in sp and "at most 4 turns" in sp
-    for t in tools[:3]:
-        assert t in sp
-    assert ("report_back" in sp) if name == "relace" else ("<final_answer>" in sp and "START-END" in sp)
+        assert s["type"] == "function" and s["function"]["parameters"]["type"] == "object"
+    sp = ts.system_prompt(max_turns=4, max_calls=8)  # the published prompts name no limits
+    assert ("report_back" in sp and "4-12 tools in parallel" in sp) if name == "relace" else (
+        "<final_answer>" in sp and "Workspace Path: /repo" in sp and "README.md" in sp)
     assert "where is X" in ts.user_prompt("where is X")
-    assert "last turn" in ts.final_turn_note()
+    assert ts.final_turn_note()  # the text: tests/test_published.py
 
 
 # ---------------------------------------------------------------- malformed calls, limits, concurrency
@@ -382,9 +426,9 @@ def test_malformed_relace_calls(relace, name, args, msg):
     ("read", {"path": "README.md"}, "unknown tool 'read'"),
     ("Read", {"file_path": "README.md"}, "'path' is a required property"),
     ("Grep", {"pattern": "x", "-i": "yes"}, "is not of type 'boolean'"),
-    ("Grep", {"pattern": "x", "head_limit": 0}, "less than the minimum"),
+    ("Grep", {"pattern": "x", "head_limit": -1}, "less than the minimum"),
     ("Glob", {"pattern": ["*.py"]}, "is not of type 'string'"),
-    ("Glob", {"pattern": "*.py", "recursive": True}, "Additional properties"),
+    ("Read", {"path": "README.md", "offset": "2"}, "is not of type 'integer'"),
 ])
 def test_malformed_fastcontext_calls(fc, name, args, msg):
     assert msg in bad(fc, name, args)
@@ -395,7 +439,7 @@ def test_too_many_calls_in_a_turn_and_call_order(relace):
     res = execute_calls(relace, calls, max_calls=3)
     assert [r.call_id for r in res] == ["c0", "c1", "c2", "c3", "c4"]
     assert [r.is_error for r in res] == [False, False, False, True, True]
-    assert res[1].output.startswith("     2\tline 2") and "more than 3 tool calls" in res[3].output
+    assert res[1].output.startswith("2   line 2") and "more than 3 tool calls" in res[3].output
 
 
 def test_bash_timeout(repo):
@@ -425,7 +469,7 @@ def test_cli_tool_command(repo):
     call = json.dumps({"name": "view_file", "arguments": {"path": "README.md", "view_range": [1, 1]}})
     r = runner.invoke(app, ["tool", "--root", str(repo), "--toolset", "relace", call])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output) == {"output": "     1\t# Demo\n[showing lines 1-1 of 3; 2 more lines below — use view_range [2, 3] or [2, -1] to see more]", "is_error": False}
+    assert json.loads(r.output) == {"output": "1   # Demo\n... rest of file truncated ...", "is_error": False}
     call = json.dumps({"name": "bash", "arguments": {"command": "rm README.md"}})
     r = runner.invoke(app, ["tool", "--root", str(repo), "--toolset", "relace", call])
     assert json.loads(r.output)["is_error"] is True and (repo / "README.md").exists()
@@ -439,7 +483,7 @@ def test_cli_entry_point_subprocess(repo):
     p = subprocess.run([str(exe), "tool", "--root", str(repo), "--toolset", "fastcontext", call],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout) == {"output": "src/pkg/auth.py:14:    TOKEN_TTL = 3600", "is_error": False}
+    assert json.loads(p.stdout) == {"output": "/repo/src/pkg/auth.py\n14:    TOKEN_TTL = 3600", "is_error": False}
 
 
 # ---------------------------------------------------------------- deterministic order on big outputs
@@ -463,12 +507,12 @@ def test_search_order_is_deterministic_beyond_the_parallel_bound(tmp_path):
     assert out[:50] == [f"{first}:{j}:hit {j}" for j in range(1, 51)] and "more than 50" in out[-1]
     assert first.startswith("a/")  # a/… before a.b/ and a.txt: rg's component-wise path order
     fc = make_toolset("fastcontext", tmp_path)
-    assert ok(fc, "Grep", pattern="hit", head_limit=1000).splitlines()[:n_files + 1] == expect_files
-    assert ok(fc, "Grep", pattern="hit 7$", output_mode="content", head_limit=5).splitlines()[:5] == [
-        f"{f}:7:hit 7" for f in expect_files[:5]]
-    # a small output (parallel pass, sorted here) has the same order
+    want = ["/repo/" + f for f in expect_files]
+    assert ok(fc, "Grep", pattern="hit", head_limit=1000, output_mode="files_with_matches").splitlines()[:n_files + 1] == want
+    got = ok(fc, "Grep", pattern="hit 7$", output_mode="content", head_limit=15).splitlines()[:14]
+    assert got == [x for f in want[:5] for x in (f, "7:hit 7", "")][:14]
     assert ok(fc, "Grep", pattern="hit 100$", output_mode="count", head_limit=1000).splitlines() == [
-        f"{f}:1" for f in expect_files if f != "a.txt"]
+        f"{f}:1" for f in want if f != "/repo/a.txt"]
 
 
 # ---------------------------------------------------------------- ignore rules stay inside the workspace
@@ -498,10 +542,10 @@ def test_ignore_rules_of_directories_above_the_root_do_not_apply(tmp_path):
     rel, fcs = make_toolset("relace", corpus), make_toolset("fastcontext", corpus)
     hits = ok(rel, "grep_search", query="NEEDLE").splitlines()
     assert sorted({h.split(":")[0] for h in hits}) == want
-    assert ok(fcs, "Grep", pattern="NEEDLE").splitlines() == want
-    assert "build/gen.py" in ok(fcs, "Glob", pattern="**/*.py").splitlines()
+    assert ok(fcs, "Grep", pattern="NEEDLE", output_mode="files_with_matches").splitlines() == ["/repo/" + w for w in want]
+    assert "/repo/build/gen.py" in ok(fcs, "Glob", pattern="**/*.py").splitlines()
     assert sorted({h.split(":")[0] for h in ok(rel, "bash", command="rg -l NEEDLE").splitlines()}) == want
 
     _git_init(corpus)  # now the corpus is a checkout: its own .gitignore applies, the project's still not
-    assert ok(fcs, "Grep", pattern="NEEDLE").splitlines() == ["build/gen.py", "run.log"]
+    assert ok(fcs, "Grep", pattern="NEEDLE", output_mode="files_with_matches").splitlines() == ["/repo/build/gen.py", "/repo/run.log"]
     assert sorted(ok(rel, "bash", command="rg -l NEEDLE").splitlines()) == ["build/gen.py", "run.log"]

@@ -17,8 +17,16 @@ Ranges = list[list[int]]
 
 # `path:line:text` (ripgrep) — also `path-line-text` context lines, which we ignore.
 _GREP_LINE = re.compile(r"^(?P<path>[^:\n]+?):(?P<line>\d+):(?P<text>.*)$")
-# numbered file views: relace `  12\tcode` / `12: code` / `12|code` (fastcontext `LINE|content`)
-_VIEW_LINE = re.compile(r"^\s*(?P<line>\d+)\s*(?:\||:|\t|→)\s?(?P<text>.*)$")
+# a `rg --heading` match / context line below its file's path (FastContext's Grep)
+_HEADED_LINE = re.compile(r"^(?P<line>\d+)(?P<sep>[:-])(?P<text>.*)$")
+# numbered file views: relace `12   code` (three spaces, the published format) / `  12\tcode` /
+# `12: code` / `12|code` (fastcontext `LINE|content`)
+_VIEW_LINE = re.compile(r"^\s*(?P<line>\d+)(?: {3}|\s*(?:\||:|\t|→)\s?)(?P<text>.*)$")
+
+
+def _rel(path: str) -> str:
+    """A path as the tools print it (``./x``, ``/repo/x``) → root-relative."""
+    return path.removeprefix("/repo/").removeprefix("./")
 
 
 def tool_names(tools: list[dict]) -> set[str]:
@@ -31,12 +39,26 @@ def tool_names(tools: list[dict]) -> set[str]:
 
 
 def parse_grep(output: str) -> list[tuple[str, int, str]]:
-    """(path, line, text) of every match line of a grep observation (errors and notes skipped)."""
+    """(path, line, text) of every match line of a grep observation (errors and notes skipped):
+    ``path:line:text`` lines, or ``rg --heading`` groups (a path line, then ``line:text`` lines)."""
     hits = []
+    heading = None
     for line in output.splitlines():
+        h = _HEADED_LINE.match(line)
+        if heading is not None and h:
+            if h.group("sep") == ":":
+                hits.append((heading, int(h.group("line")), h.group("text")))
+            continue
         m = _GREP_LINE.match(line)
         if m and not m.group("path").startswith(("Error", "[")):
-            hits.append((m.group("path").removeprefix("./"), int(m.group("line")), m.group("text")))
+            hits.append((_rel(m.group("path")), int(m.group("line")), m.group("text")))
+            heading = None
+        elif line.startswith("/repo/") and " " not in line:
+            heading = _rel(line)
+        elif not line.strip() or line == "--":
+            continue
+        else:
+            heading = None
     return hits
 
 
@@ -54,7 +76,7 @@ def parse_paths(output: str) -> list[str]:
     """File paths listed one per line (find / Glob output), notes skipped."""
     out = []
     for line in output.splitlines():
-        s = line.strip().removeprefix("./")
+        s = _rel(line.strip())
         if s and not s.startswith(("Error", "[", "(")) and " " not in s and not s.endswith("/"):
             out.append(s)
     return out
@@ -69,9 +91,9 @@ class Dialect:
     # ---- calls
     def grep(self, cid: str, pattern: str, include: str | None = "*.py", ignore_case: bool = False) -> ToolCall:
         if self.name == "relace":
-            args: dict = {"query": pattern, "case_sensitive": not ignore_case}
-            if include:
-                args["include_pattern"] = include
+            # every field, as the published strict schema requires
+            args: dict = {"query": pattern, "case_sensitive": not ignore_case, "exclude_pattern": None,
+                          "include_pattern": include or None}
             return ToolCall(cid, "grep_search", args)
         args = {"pattern": pattern, "output_mode": "content"}
         if include:

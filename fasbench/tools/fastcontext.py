@@ -1,5 +1,22 @@
 """The FastContext tool set (Microsoft): Read, Glob, Grep; the answer is a text block.
 
+Schemas, descriptions, prompts, limits and output formats follow the public FastContext code release
+(see :mod:`fasbench.tools.fastcontext_published` for the files and commits); deviations are listed in
+``fasbench/tools/README.md``. Output formats, as released:
+
+- ``Read``: a fenced block headed by the path as the model wrote it and the line range shown,
+  ```` ```PATH:START-END ````, then ``N|line`` lines; lines over 500 characters are cut with ``...``;
+  at most 2000 lines, then ``...``; a negative ``offset`` counts from the end of the file (-1 = the
+  last line), one beyond the start clamps to line 1; ``offset`` 0 is an error; an empty file gives
+  ``File is empty.``.
+- ``Glob``: ``rg --files DIR --glob PATTERN --sort modified``: absolute paths (``/repo/...``), oldest
+  first, at most 100, then ``Results are truncated: ...``; ``No files found``.
+- ``Grep``: ``rg --heading``: each file's path on its own line, then its ``N:match`` / ``N-context``
+  lines (``-n`` defaults to true), a blank line between files; ``files_with_matches`` one path a line,
+  ``count`` ``path:N`` (``--count-matches``); ``type`` (``rg --type``), ``multiline``
+  (``--multiline --multiline-dotall``); at most ``head_limit`` output lines (100 when not given or 0),
+  then ``Results truncated to first N lines``; ``No matches found``. The default mode is ``content``.
+
 The answer is the assistant text's last ``<final_answer>`` block, one citation a line::
 
     <final_answer>
@@ -14,99 +31,154 @@ ranges: an empty range list), each optionally bulleted (``-``, ``*``, ``1.``), i
 followed by a reason. Lines that do not look like a citation (no ``/`` and no file extension in
 the path) are ignored. Duplicate paths are merged. A block with no closing tag runs to the end
 of the text.
-
-Defaults (documented in the schemas): Read offset 1, limit 2000 lines (the output cap cuts
-earlier, with a note saying where to continue); Glob at most 200 paths; Grep mode
-``files_with_matches`` and ``head_limit`` 100 output lines.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from fasbench.records import Report, ToolCall
-from fasbench.tools.base import Tool, ToolError, Toolset, Workspace, obj
-from fasbench.tools.rg import run_rg
-from fasbench.tools.sandbox import display, read_lines, resolve
-
-READ_LIMIT = 2000
-GLOB_LIMIT = 200
-GREP_HEAD = 100
-MAX_HEAD = 1000
+from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
+from fasbench.tools.fastcontext_published import (
+    FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_DESCRIPTION, GREP_HEAD,
+    GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
+    system_prompt, user_prompt,
+)
+from fasbench.tools.rg import ignore_flags, rg_argv, run_rg
+from fasbench.tools.sandbox import Stage, decode, display, read_lines, resolve, run_pipeline
 
 
 # ---------------------------------------------------------------- tools
 
-def read(ws: Workspace, path: str, offset: int = 1, limit: int = READ_LIMIT) -> str:
+def _abs(rel: str) -> str:
+    """A root-relative path as the release prints it: absolute under the workspace path."""
+    rel = rel[2:] if rel.startswith("./") else rel
+    return WORK_DIR if rel in ("", ".") else f"{WORK_DIR}/{rel}"
+
+
+def _count_lines(real) -> int:
+    """Lines in a file as ``readlines()`` counts them (a last line without a newline counts)."""
+    n, last = 0, b""
+    with open(real, "rb") as f:
+        while chunk := f.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk
+    return n + (1 if last and not last.endswith(b"\n") else 0)
+
+
+def read(ws: Workspace, path: str, offset: int = 1, limit: int | None = None, **_ignored) -> str:
+    if offset == 0:
+        raise ToolError("offset must be a non-zero integer")
+    if limit is not None and limit <= 0:
+        raise ToolError("limit must be a positive integer")
     real = resolve(ws, path, kind="file")
     label = display(ws, real)
-    got = read_lines(ws, real, offset, offset + limit - 1, label)
+    if offset < 0:  # counts back from the end; an over-long one clamps to the first line
+        offset = max(1, _count_lines(real) + offset + 1)
+    end = offset + limit - 1 if limit is not None else -1
+    got = read_lines(ws, real, offset, end, label)
     if got.total == 0:
-        return f"{label} is empty (0 lines)"
+        return "File is empty."
     if offset > got.total:
         raise ToolError(f"offset {offset} is beyond the end of {label} ({got.total} lines)")
-    body = "\n".join(f"{n}|{text}" for n, text in got.lines)
-    last = got.lines[-1][0]
+    want_end = got.total if end == -1 or end > got.total else end
+    shown = got.lines[:READ_MAX_LINES]
+    # read.py's "..." marks the 2000-line cut (not the harness's output cap, which has its own note)
+    over = want_end - offset + 1 > READ_MAX_LINES and len(shown) == READ_MAX_LINES
+    out = []
+    for n, text in shown:
+        # read.py cuts a line whose length *with its newline* exceeds 500 characters
+        if len(text) + 1 > READ_MAX_LINE_LENGTH:
+            text = text[:READ_MAX_LINE_LENGTH] + "..."
+        out.append(f"{n}|{text}\n")
+    last = shown[-1][0]
+    body = "".join(out) + ("..." if over else "")
     notes = list(got.notes)
-    if got.stopped_at is not None:
+    if got.stopped_at is not None and last < want_end:
         notes.append(f"[output limit reached at line {last} of {got.total}; continue with offset={last + 1}]")
-    elif last < got.total:
-        notes.append(f"[showing lines {offset}-{last} of {got.total}; continue with offset={last + 1}]")
-    return body + ("\n" + "\n".join(notes) if notes else "")
+    text = f"```{path}:{offset}-{last}\n{body}\n```"
+    return text + ("\n" + "\n".join(notes) if notes else "")
 
 
-def glob(ws: Workspace, pattern: str, directory: str = ".") -> str:
+def _rg(ws: Workspace, args: list[str], max_lines: int | None, cwd=None) -> tuple[list[str], bool]:
+    """Lines of ``rg args`` in rg's own order (Glob's ``--sort modified``; at most ``max_lines``,
+    ``cut`` when there were more), run in the workspace with the harness's fixed flags and ignore rules."""
+    r = run_pipeline(ws, [Stage(rg_argv(*ignore_flags(ws.root), *args))],
+                     max_lines=None if max_lines is None else max_lines + 1, max_bytes=16 * 2**20, cwd=cwd)
+    if r.timed_out:
+        raise ToolError(f"search timed out after {ws.limits.timeout_s:g}s; narrow the pattern or the path")
+    if not r.cut and r.returncode not in (0, 1):
+        raise ToolError(decode(r.stderr).strip() or f"ripgrep failed with exit status {r.returncode}")
+    text = decode(r.stdout)
+    if r.cut:
+        text = text[: text.rfind("\n") + 1]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    cut = r.cut
+    if max_lines is not None and len(lines) > max_lines:
+        lines, cut = lines[:max_lines], True
+    return lines, cut
+
+
+def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) -> str:
     if not pattern:
         raise ToolError("pattern must not be empty")
-    real = resolve(ws, directory, kind="dir")
+    real = resolve(ws, directory if directory is not None else ".", kind="dir")
     base = display(ws, real)
-    args = ["--files", "--hidden", "--glob", "!.git", "--glob", pattern, "./"]
-    files, cut = run_rg(ws, args, max_lines=GLOB_LIMIT, cwd=real, paths_only=True)
+    files, cut = _rg(ws, ["--files", "--glob", pattern, "--sort", "modified", "./"], GLOB_LIMIT, cwd=real)
     if not files:
-        return f"No files match {pattern!r} in {base}/"
-    if base != ".":
-        files = [f"{base}/{f}" for f in files]
-    out = "\n".join(files)
+        return "No files found"
+    files = [_abs(f[2:] if base == "." else f"{base}/{f[2:]}") if f.startswith("./") else _abs(f) for f in files]
     if cut:
-        out += f"\n[more than {GLOB_LIMIT} files match; showing the first {GLOB_LIMIT} — use a narrower pattern or directory]"
-    return out
+        files.append(f"Results are truncated: showing first {GLOB_LIMIT} results. "
+                     "Consider using a more specific path or pattern.")
+    return "\n".join(files)
 
 
-def grep(
-    ws: Workspace,
-    pattern: str,
-    path: str = ".",
-    glob: str | None = None,
-    output_mode: str = "files_with_matches",
-    head_limit: int | None = None,
-    **flags,
-) -> str:
+def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None = None,
+         output_mode: str = "content", head_limit: float | None = None, type: str | None = None,
+         multiline: bool | None = None, **flags) -> str:
     if not pattern:
         raise ToolError("pattern must not be empty")
-    real = resolve(ws, path)
+    real = resolve(ws, path if path is not None else ".")
     target = display(ws, real)
-    args = ["--with-filename"]
+    args = ["--regexp", pattern, "./" if target == "." else target]
+    if glob:
+        args += ["--glob", glob]
     if flags.get("-i"):
         args.append("--ignore-case")
+    if type:
+        args += ["--type", type]
+    if multiline:
+        args += ["--multiline", "--multiline-dotall"]
     if output_mode == "content":
-        args += ["--line-number", "--no-heading"]
-        for k in ("-A", "-B", "-C"):
+        for k in ("-B", "-A", "-C"):
             if flags.get(k) is not None:
-                args += [k, str(flags[k])]
+                args += [k, str(int(flags[k]))]
+        if flags.get("-n", True):
+            args.append("--line-number")
     elif output_mode == "files_with_matches":
         args.append("--files-with-matches")
     else:
-        args.append("--count")
-    if glob:
-        args += ["--glob", glob]
-    args += ["--regexp", pattern, "./" if target == "." else target]
-    limit = head_limit or GREP_HEAD
-    lines, cut = run_rg(ws, args, max_lines=limit, paths_only=output_mode == "files_with_matches")
+        args.append("--count-matches")
+    args.append("--with-filename")
+    limit = int(head_limit) if head_limit is not None and head_limit > 0 else GREP_HEAD
+    # sorted by path (run_rg: a parallel pass sorted here, or a sorted pass when the output is big)
+    lines, cut = run_rg(ws, args, max_lines=limit, paths_only=output_mode == "files_with_matches",
+                        heading=_abs if output_mode == "content" else None)
+    if output_mode == "files_with_matches":
+        lines = [_abs(ln) for ln in lines]
+    elif output_mode == "count":
+        lines = [_abs(p) + ":" + n for p, _, n in (ln.rpartition(":") for ln in lines)]
     if not lines:
-        return f"No matches for {pattern!r} in {target}" + (f" (glob {glob!r})" if glob else "")
+        return "No matches found"
+    if len(lines) > limit:
+        lines, cut = lines[:limit], True
     out = "\n".join(lines)
     if cut:
-        out += f"\n[output cut at {limit} lines (head_limit); narrow the pattern, path or glob]"
+        out += f"\nResults truncated to first {limit} lines"
     return out
 
 
@@ -161,89 +233,27 @@ class FastContextToolset(Toolset):
 
     def make_tools(self) -> list[Tool]:
         return [
-            Tool(
-                "Read",
-                "Read a text file. Each line is shown as `LINE|content` (1-based line numbers). Reads "
-                f"`limit` lines (default {READ_LIMIT}) from line `offset` (default 1); long output is cut "
-                "with a note saying which offset to continue from. Binary files are refused.",
-                obj(
-                    {
-                        "path": {"type": "string", "description": "File path, relative to the repository root (or /repo/...)."},
-                        "offset": {"type": "integer", "minimum": 1, "default": 1, "description": "First line to read (1-based)."},
-                        "limit": {"type": "integer", "minimum": 1, "default": READ_LIMIT, "description": "Number of lines to read."},
-                    },
-                    ["path"],
-                ),
-                read,
-            ),
-            Tool(
-                "Glob",
-                "Find files by glob pattern (gitignore-style: `*.py` matches at any depth, `src/**/*.ts` "
-                "is relative to `directory`), skipping .gitignored files. Returns paths relative to the "
-                f"repository root, sorted, at most {GLOB_LIMIT}.",
-                obj(
-                    {
-                        "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py` or `test_*.py`."},
-                        "directory": {"type": "string", "default": ".", "description": "Directory to search in (default: the root)."},
-                    },
-                    ["pattern"],
-                ),
-                glob,
-            ),
-            Tool(
-                "Grep",
-                "Search file contents with ripgrep (Rust regex), skipping .gitignored, hidden and binary "
-                "files; results sorted by path. output_mode: `files_with_matches` (default; paths), "
-                "`content` (`path:line:text`, context lines `path-line-text`), or `count` (`path:count`). "
-                f"At most head_limit output lines (default {GREP_HEAD}).",
-                obj(
-                    {
-                        "pattern": {"type": "string", "description": "Regular expression to search for."},
-                        "path": {"type": "string", "default": ".", "description": "File or directory to search (default: the root)."},
-                        "glob": {"type": ["string", "null"], "default": None, "description": "Only search files matching this glob, e.g. `*.py`."},
-                        "output_mode": {
-                            "type": "string", "enum": ["content", "files_with_matches", "count"],
-                            "default": "files_with_matches", "description": "What to return.",
-                        },
-                        "-A": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Lines of context after each match (content mode)."},
-                        "-B": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Lines of context before each match (content mode)."},
-                        "-C": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Lines of context around each match (content mode)."},
-                        "-i": {"type": "boolean", "default": False, "description": "Case-insensitive search."},
-                        "head_limit": {
-                            "type": "integer", "minimum": 1, "maximum": MAX_HEAD, "default": GREP_HEAD,
-                            "description": "Return at most this many output lines.",
-                        },
-                    },
-                    ["pattern"],
-                ),
-                grep,
-            ),
+            Tool("Read", READ_DESCRIPTION, READ_PARAMETERS, read),
+            Tool("Glob", GLOB_DESCRIPTION, GLOB_PARAMETERS, glob),
+            Tool("Grep", GREP_DESCRIPTION, GREP_PARAMETERS, grep),
         ]
 
+    def workspace_listing(self) -> str:
+        """``ls`` of the workspace root, as the release puts in the prompt (``cd WORKSPACE && ls``):
+        names one per line, sorted byte-wise (the C locale), hidden names left out."""
+        return "\n".join(sorted((n for n in os.listdir(self.root) if not n.startswith(".")),
+                                key=lambda n: n.encode("utf-8", "surrogateescape")))
+
     def system_prompt(self, max_turns: int, max_calls: int) -> str:
-        return (
-            "You are a fast code-search subagent. Given a task about a repository, explore it with the tools "
-            "and find the code locations that someone solving the task must read or change.\n\n"
-            "Tools: Read (numbered lines of a file), Glob (find files by name pattern), Grep (ripgrep regex "
-            "search; modes files_with_matches, content, count). Paths are relative to the repository root.\n\n"
-            f"Work in parallel: in every turn make up to {max_calls} tool calls at once — they are independent "
-            "and run concurrently, so batch every search and read you already know you need. You have at most "
-            f"{max_turns} turns; use few of them.\n\n"
-            "When you are done, answer without tool calls, with a block of one citation per line:\n"
-            "<final_answer>\n"
-            "path/to/file.py:START-END (why this range matters)\n"
-            "</final_answer>\n"
-            "Line numbers are 1-based and inclusive; cite precise ranges and no unrelated files."
-        )
+        """The released system.md with the workspace at ``/repo`` and its listing; it names no
+        turn or call limit (the harness enforces them)."""
+        return system_prompt(self.workspace_listing())
 
     def user_prompt(self, query: str) -> str:
-        return f"Task:\n{query}\n\nFind the relevant code locations and answer with a <final_answer> block."
+        return user_prompt(query)
 
     def final_turn_note(self) -> str:
-        return (
-            "This is your last turn. Do not call any more tools: answer now with a <final_answer> block "
-            "listing path:START-END (reason) for the locations you have found."
-        )
+        return FINAL_TURN_MESSAGE
 
     def parse_report(self, text: str, calls: list[ToolCall]) -> Report | None:
         return parse_final_answer(text)

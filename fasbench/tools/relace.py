@@ -1,9 +1,13 @@
 """The Relace FAS tool set: view_file, view_directory, grep_search, bash (read-only), report_back.
 
-Schemas follow Relace's published tool definitions (docs.relace.ai, "Fast Agentic Search"):
-paths may be written ``/repo/...`` (the repository is presented at ``/repo``), root-relative,
-or as the absolute workspace path. The episode ends with a ``report_back`` call whose
-``files`` maps paths to line ranges.
+The schemas the model sees, the system prompt and the user prompt template are Relace's published
+ones, verbatim (https://docs.relace.ai/docs/fast-agentic-search/agent: "Tool Schema Definition",
+"System Prompt", "User Prompt Template"; the published text lives in
+:mod:`fasbench.tools.relace_published`). Where fasbench deviates (what it accepts, notes the
+documentation does not define, a read-only bash) is listed in ``fasbench/tools/README.md``.
+Paths may be written ``/repo/...`` (the repository is presented at ``/repo``), root-relative, or as
+the absolute workspace path. The episode ends with a ``report_back`` call whose ``files`` maps paths
+to line ranges.
 """
 
 from __future__ import annotations
@@ -12,17 +16,16 @@ import json
 import os
 from collections import deque
 
+import jsonschema
+
 from fasbench.records import Report, ToolCall
-from fasbench.tools.base import Tool, ToolError, Toolset, Workspace, obj
-from fasbench.tools.bash import ALLOWED, GIT_SUBCOMMANDS, run_bash
+from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
+from fasbench.tools.bash import run_bash
+from fasbench.tools.relace_published import (
+    DIR_LIMIT, GREP_LIMIT, SCHEMAS, SYSTEM_PROMPT, TRUNCATED_NOTE, VIEW_DEFAULT, user_prompt,
+)
 from fasbench.tools.rg import run_rg
 from fasbench.tools.sandbox import display, read_lines, resolve
-
-VIEW_DEFAULT = [1, 100]
-DIR_LIMIT = 250
-GREP_LIMIT = 50
-
-_RANGE = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
 
 
 # ---------------------------------------------------------------- tools
@@ -40,21 +43,18 @@ def view_file(ws: Workspace, path: str, view_range: list[int] | None = None) -> 
         return f"{label} is empty (0 lines)"
     if start > got.total:
         raise ToolError(f"view_range start {start} is beyond the end of {label} ({got.total} lines)")
-    body = "\n".join(f"{n:>6}\t{text}" for n, text in got.lines)
+    # Relace's documented line format (the view_file description's example and the reference
+    # handler): the number, three spaces, the line.
+    body = "\n".join(f"{n}   {text}" for n, text in got.lines)
     last = got.lines[-1][0]
     notes = list(got.notes)
+    if last < got.total:
+        notes.append(TRUNCATED_NOTE)  # the documented note when the view stops before the end
     if got.stopped_at is not None:
         notes.append(
             f"[output limit reached: showing lines {start}-{last} of {got.total}; "
             f"continue with view_range [{last + 1}, ...]]"
         )
-    elif last < got.total:
-        notes.append(
-            f"[showing lines {start}-{last} of {got.total}; {got.total - last} more lines below — "
-            f"use view_range [{last + 1}, {min(got.total, last + 100)}] or [{last + 1}, -1] to see more]"
-        )
-    elif end != -1 and end > got.total:
-        notes.append(f"[end of file: {label} has {got.total} lines]")
     return body + ("\n" + "\n".join(notes) if notes else "")
 
 
@@ -153,114 +153,52 @@ def report_back(ws: Workspace, explanation: str, files: dict) -> str:
 
 # ---------------------------------------------------------------- the tool set
 
+def _lenient(schema: dict) -> dict:
+    """The published parameters as fasbench validates them: the same properties and types, but a
+    field that has a default may be left out (it takes the default). The published schemas are
+    ``strict`` and list every field as required, so a strict server never produces such a call;
+    SFT data, scripted policies and non-strict servers do. ``view_range`` must hold two numbers."""
+    out = json.loads(json.dumps(schema))
+    props = out["properties"]
+    out["required"] = [k for k in out["required"] if "default" not in props[k] and "null" not in
+                       (props[k].get("type") if isinstance(props[k].get("type"), list) else [])]
+    if "view_range" in props:
+        props["view_range"].update(minItems=2, maxItems=2)
+    return out
+
+
+class PublishedTool(Tool):
+    """A tool whose schema for the model is the published one (with ``strict``), while calls are
+    validated against :func:`_lenient`."""
+
+    def __init__(self, name: str, fn, published: dict):
+        super().__init__(name, published["description"], _lenient(published["parameters"]), fn)
+        self.published = published
+
+    def schema(self) -> dict:
+        return {"type": "function", "function": json.loads(json.dumps(self.published))}
+
+
 class RelaceToolset(Toolset):
     name = "relace"
     answer_tool = "report_back"
 
     def make_tools(self) -> list[Tool]:
-        return [
-            Tool(
-                "view_file",
-                "View the contents of a file, with line numbers (1-based, tab-separated). Shows lines "
-                f"{VIEW_DEFAULT[0]}-{VIEW_DEFAULT[1]} unless view_range is given; a note after the last "
-                "line says when the file continues. Binary files are refused; invalid UTF-8 is shown as \ufffd.",
-                obj(
-                    {
-                        "path": {"type": "string", "description": "Path of a file, e.g. `/repo/src/app.py`."},
-                        "view_range": {
-                            **_RANGE,
-                            "default": VIEW_DEFAULT,
-                            "description": "Lines [start, end] to show, 1-based and inclusive; "
-                            "[start, -1] shows from start to the end of the file.",
-                        },
-                    },
-                    ["path"],
-                ),
-                view_file,
-            ),
-            Tool(
-                "view_directory",
-                "List a directory recursively: paths relative to it, directories with a trailing '/'. "
-                f"At most {DIR_LIMIT} entries (breadth-first, so the top levels come first); hidden entries "
-                "(names starting with '.') only with include_hidden.",
-                obj(
-                    {
-                        "path": {"type": "string", "description": "Path of a directory, e.g. `/repo/` or `/repo/src`."},
-                        "include_hidden": {"type": "boolean", "default": False, "description": "Also list hidden files and directories."},
-                    },
-                    ["path"],
-                ),
-                view_directory,
-            ),
-            Tool(
-                "grep_search",
-                "Search file contents with ripgrep (Rust regex syntax) across the repository, respecting "
-                f".gitignore and skipping hidden and binary files. Returns at most {GREP_LIMIT} matches as "
-                "`path:line:text`, sorted by path.",
-                obj(
-                    {
-                        "query": {"type": "string", "description": "The regex to search for, e.g. `def authenticate`."},
-                        "case_sensitive": {"type": "boolean", "default": True, "description": "Match case exactly."},
-                        "include_pattern": {
-                            "type": ["string", "null"], "default": None,
-                            "description": "Only search files matching this glob, e.g. `*.py` or `src/**/*.ts`.",
-                        },
-                        "exclude_pattern": {
-                            "type": ["string", "null"], "default": None,
-                            "description": "Skip files matching this glob, e.g. `tests/**`.",
-                        },
-                    },
-                    ["query"],
-                ),
-                grep_search,
-            ),
-            Tool(
-                "bash",
-                "Run a read-only shell command in the repository root. Allowed commands: "
-                f"{', '.join(ALLOWED)} (git: {', '.join(GIT_SUBCOMMANDS)}), joined by pipes, ;, && or ||. "
-                "No writing, no redirection except to /dev/null and 2>&1, no command substitution, variables, "
-                "subshells or network. Output is stdout followed by stderr.",
-                obj({"command": {"type": "string", "description": "The command line, e.g. `git log --oneline -5 -- src/app.py`."}}, ["command"]),
-                bash,
-            ),
-            Tool(
-                "report_back",
-                "Finish the search: report the files and line ranges relevant to the query. This ends the episode.",
-                obj(
-                    {
-                        "explanation": {"type": "string", "description": "What you found and why these locations matter."},
-                        "files": {
-                            "type": "object",
-                            "additionalProperties": {"type": "array", "items": _RANGE},
-                            "description": "{path: [[start, end], ...]} with 1-based inclusive line ranges.",
-                        },
-                    },
-                    ["explanation", "files"],
-                ),
-                report_back,
-            ),
-        ]
+        fns = {"view_file": view_file, "view_directory": view_directory, "grep_search": grep_search,
+               "bash": bash, "report_back": report_back}
+        return [PublishedTool(s["name"], fns[s["name"]], s) for s in SCHEMAS]
 
     def system_prompt(self, max_turns: int, max_calls: int) -> str:
-        return (
-            "You are a fast code-search agent. Given a task about a repository, explore it with the tools "
-            "and find the files and line ranges that someone solving the task must read or change.\n\n"
-            "The repository is at /repo; paths may be written /repo/src/x.py or src/x.py.\n"
-            "Tools: view_file (numbered lines of a file), view_directory (recursive listing), grep_search "
-            "(ripgrep regex search), bash (read-only commands such as ls, grep, find, git log), and "
-            "report_back (your final answer).\n\n"
-            f"Work in parallel: in every turn make up to {max_calls} tool calls at once — they are independent "
-            "and run concurrently, so batch every search and view you already know you need. You have at most "
-            f"{max_turns} turns; use few of them.\n\n"
-            "Finish by calling report_back(explanation, files) with files = {path: [[start, end], ...]} "
-            "(1-based inclusive line ranges) covering the code relevant to the task — precise ranges, no "
-            "unrelated files. report_back ends the search."
-        )
+        """Relace's published system prompt, verbatim. It names no turn or call limit ("aim to call
+        4-12 tools in parallel"); the harness enforces ``max_turns``/``max_calls`` itself."""
+        return SYSTEM_PROMPT
 
     def user_prompt(self, query: str) -> str:
-        return f"Repository: /repo\n\nTask:\n{query}\n\nFind the relevant files and line ranges, then call report_back."
+        """Relace's published user prompt template with ``{{repo_root}}`` = ``/repo``."""
+        return user_prompt(query, "/repo")
 
     def final_turn_note(self) -> str:
+        # Relace publishes no last-turn message; this one is fasbench's.
         return (
             "This is your last turn. Do not explore further: call report_back now with the files and line "
             "ranges you have found."
@@ -277,8 +215,6 @@ class RelaceToolset(Toolset):
                 except json.JSONDecodeError:
                     continue
             try:
-                import jsonschema
-
                 jsonschema.validate(args, self.tools[self.answer_tool].parameters)
                 return _report_from_args(args)
             except (jsonschema.ValidationError, ToolError):

@@ -76,10 +76,12 @@ def _strip(path: str) -> str:
     return path[2:] if path.startswith("./") else path
 
 
-def _arrange(text: str, paths_only: bool) -> list[str]:
+def _arrange(text: str, paths_only: bool, heading=None) -> list[str]:
     """rg output sorted by path (component-wise), paths without a leading ``./``. Search output
     must come from ``--null`` (path NUL rest); a file's lines keep their order, files are joined
-    by ``--`` when rg used context separators."""
+    by ``--`` when rg used context separators. ``heading`` (a function of the path): the layout of
+    ``rg --heading`` instead, each file's ``heading(path)`` on its own line above its lines, a blank
+    line between files."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -101,9 +103,15 @@ def _arrange(text: str, paths_only: bool) -> list[str]:
             g.pop(0)
         while g and g[-1] is None:
             g.pop()
+        name = _strip(p)
+        if heading is not None:
+            if i:
+                out.append("")
+            out.append(heading(name))
+            out.extend("--" if rest is None else rest for rest in g)
+            continue
         if i and seps:
             out.append("--")
-        name = _strip(p)
         for rest in g:
             if rest is None:
                 out.append("--")
@@ -113,11 +121,13 @@ def _arrange(text: str, paths_only: bool) -> list[str]:
     return out
 
 
-def run_rg(ws, args: list[str], max_lines: int | None = None, cwd=None, paths_only: bool = False) -> tuple[list[str], bool]:
+def run_rg(ws, args: list[str], max_lines: int | None = None, cwd=None, paths_only: bool = False,
+           heading=None) -> tuple[list[str], bool]:
     """Run ``rg args`` in the workspace root (or ``cwd``); returns (lines, cut): the output
     sorted by path, at most ``max_lines`` lines, ``cut`` when there were more. ``paths_only``:
     the output is one path a line (``--files``, ``--files-with-matches``); otherwise the
-    harness adds ``--null`` to split paths from line numbers reliably.
+    harness adds ``--null`` to split paths from line numbers reliably. ``heading``: see
+    :func:`_arrange` (``max_lines`` then counts the lines without the headings).
 
     Deterministic and fast: a parallel (unsorted) pass collects the whole output when it has at
     most ``max(PARALLEL_FACTOR * max_lines, PARALLEL_MIN)`` lines (no limit when ``max_lines`` is
@@ -148,7 +158,7 @@ def run_rg(ws, args: list[str], max_lines: int | None = None, cwd=None, paths_on
             text = text[: text.rfind("\n") + 1]  # drop a partial last line
     else:
         text = decode(r.stdout)
-    lines = _arrange(text, paths_only)
+    lines = _arrange(text, paths_only, heading)
     cut = r.cut
     if max_lines is not None and len(lines) > max_lines:
         lines, cut = lines[:max_lines], True

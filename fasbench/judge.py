@@ -1,0 +1,230 @@
+"""FastContext's LLM judge, as released: an OpenAI-compatible chat model scores, 0-10, how well the
+*contents* of the cited lines answer the query; the reward uses ``score × 0.1``.
+
+Source: GitHub ``T0mSIlver/fastcontext``, ``training/fastcontext-rl/agent_judge.py`` @5fb8c1d
+(``JudgeAgent.judge``, ``call_llm``, ``parse_judge_result``), ``training/fastcontext-rl/utils.py``
+@5fb8c1d (``read_citations_content``) and ``generate_with_fastcontext.py`` @716fe4b (the query is the
+episode's last prompt message, ``<query>…</query>``). As released:
+
+- messages: ``system`` = the judge prompt, ``user`` = ``f"{query}\\n\\n<final_answer>\\n{contents}\\n</final_answer>"``;
+  one chat completion with ``max_completion_tokens=1024`` (no other sampling setting);
+- contents: per citation, in answer order, ```` ```{path}:{range}\\n{lines}``` ```` + newline, at most
+  500 lines of at most 500 characters each (the cut drops a long line's newline, as released);
+  ``Error: the file does not exist.`` for a missing file;
+- parsing: the ```` ```json ```` block if there is one, else the whole reply, as JSON; ``int(score) × 0.1``;
+  anything unparsable (or a failed call) scores 0.
+
+The judge prompt: ``agent_judge.py`` reads ``agent_judge.md`` next to it; the stored release holds that
+file for its sibling recipe, ``training/swefc-rl/agent_judge.md`` @23ca8c6 (same inputs, ``<query>`` and
+``<final_answer>``), which is used here verbatim (see ``fasbench/tools/README.md``).
+
+fasbench additions: a spec string like the policies' (``openai:model=NAME,base_url=URL[,workers=N,
+cache=DIR,...]``; the HTTP client, retries and timeouts are :class:`~fasbench.policies.openai_compat.
+OpenAIPolicy`'s), concurrent calls (``score_many``), an on-disk cache keyed by the whole request, and a
+reason for every score (a failed call scores 0 as released, but says so).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+from fasbench.metrics import normalize_path
+from fasbench.paths import cache_dir
+from fasbench.policies import _build, parse_spec
+from fasbench.policies.openai_compat import OpenAIPolicy
+
+MAX_LINES = 500  # read_citations_content: lines per citation
+MAX_LINE_LENGTH = 500  # read_citations_content: characters per line
+MAX_COMPLETION_TOKENS = 1024  # call_llm
+
+JUDGE_PROMPT = """# LLM-as-Judge: Explore Subagent Evaluation
+
+You are an expert Codebase Exploration Evaluator. Your task is to evaluate the quality of the findings returned by an "Explore Subagent" based on a specific Main Agent query.
+
+The Explore Subagent's job is to search the codebase and extract the exact file contents needed to answer the query. 
+
+## Evaluation Philosophy: "Information Density & Signal-to-Noise Ratio"
+The ultimate goal of the Subagent is to help the Main Agent reason efficiently. Therefore, a perfect exploration result must be both **accurate** and **concise**. 
+- Providing the correct file is required.
+- **However, burying the correct file inside massive amounts of irrelevant files or lines (context bloat) is highly penalized.** The Main Agent will get distracted by the noise.
+
+## Input Data
+You will be provided with:
+1. <query>: What the main agent requested to find.
+2. <final_answer>: The file path and context the subagent extracted.
+
+## Scoring Criteria (0-10)
+Evaluate the `<final_answer>` based on the following rubric:
+
+- **[Score 10] Perfect Precision & Complete Sufficiency**: The subagent found exactly the correct files/lines needed to satisfy the query, and **nothing else**. The signal-to-noise ratio is 100%.
+- **[Score 8-9] Excellent, but Minor Noise**: The necessary information is present. The subagent included a few extra lines or a small related function that wasn't strictly asked for, but it doesn't cause significant distraction.
+- **[Score 5-7] Found the target, but High Noise (Bloated)**: The subagent found the requested information, but used a "scattergun" approach. It dumped entire large files or several irrelevant files alongside the correct one. The information density is low, forcing the Main Agent to read through a lot of garbage.
+- **[Score 2-4] Partial/Tangential Information**: The subagent missed the core file requested, but found something tangentially related. 
+- **[Score 0-1] Total Failure or Pure Noise**: The subagent failed to find the relevant file, or returned completely irrelevant files.
+
+## Output Format
+
+You MUST respond in the following JSON format and nothing else:
+
+```json
+{
+  "justification": "<1-2 sentence overall justification for the score>",
+  "score": <integer 0-10>
+}
+```"""
+
+
+def query_message(query: str) -> str:
+    """The episode's query as the released RL data words it (``rl_data_preprocess.py``)."""
+    return f"<query>{query}</query>"
+
+
+def _range_text(s: int, e: int) -> str:
+    return str(s) if s == e else f"{s}-{e}"
+
+
+def citation_contents(files: Mapping[str, Sequence[Sequence[int]]], root: str | Path | None) -> str:
+    """The cited lines, as ``read_citations_content`` lays them out. Paths are resolved against the
+    workspace ``root`` (any ``/repo/`` or absolute-root spelling); an end of ``-1`` reads to the end
+    of the file. Files cited without a line range are not citations in the release and are skipped."""
+    out = []
+    for path, ranges in files.items():
+        for s, e in ranges:
+            rel = normalize_path(path, str(root) if root else None)
+            real = Path(root) / rel if root else Path(rel)
+            if not rel or not real.is_file():
+                content = "Error: the file does not exist.\n"
+            else:
+                try:
+                    with open(real, encoding="utf-8") as f:
+                        lines = f.readlines()
+                    lines = lines[s - 1:] if e == -1 else lines[s - 1:e]
+                    content = "".join(ln[:MAX_LINE_LENGTH] for ln in lines[:MAX_LINES])
+                except (OSError, UnicodeDecodeError):
+                    content = "Error: failed to read the file.\n"
+            out.append(f"```{path}:{_range_text(s, e)}\n{content}```\n")
+    return "".join(out)
+
+
+def judge_messages(query: str, contents: str) -> list[dict]:
+    """``JudgeAgent.judge``'s messages; ``query`` is the episode's query message (``<query>…</query>``)."""
+    return [{"role": "system", "content": JUDGE_PROMPT},
+            {"role": "user", "content": f"{query}\n\n<final_answer>\n{contents}\n</final_answer>"}]
+
+
+def parse_judge_result(text: str) -> tuple[float, str]:
+    """``parse_judge_result`` as released: (``int(score) × 0.1``, "") or (0.0, why it scored 0)."""
+    if "```json" in text:
+        m = re.search(r"```json(.*?)```", text, re.DOTALL)
+        if m:
+            text = m.group(1).strip()
+    try:
+        return int(json.loads(text).get("score", 0)) * 0.1, ""
+    except Exception as e:  # as released: anything unparsable scores 0
+        return 0.0, f"judge reply not parsable ({type(e).__name__}: {e})"
+
+
+@dataclass
+class Verdict:
+    quality: float  # judge score × 0.1, in [0, 1]
+    reason: str  # "" for a parsed score, else why it is 0
+    raw: str = ""  # the judge's reply
+    cached: bool = False
+
+
+class Judge:
+    """An OpenAI-compatible judge; build one with :func:`make_judge`."""
+
+    def __init__(self, client: OpenAIPolicy, workers: int = 8, cache: str | Path | None = None, spec: str = ""):
+        if workers < 1:
+            raise ValueError("judge: workers must be >= 1")
+        self.client = client
+        self.workers = workers
+        self.cache = Path(cache) if cache else cache_dir("judge")
+        self.spec = spec or f"openai:model={client.model},base_url={client.base_url}"
+        self._memo: dict[str, Verdict] = {}  # this process's verdicts, failed calls included
+
+    def _key(self, body: dict) -> str:
+        blob = json.dumps({"base_url": self.client.base_url, "body": body}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _cached(self, key: str) -> dict | None:
+        f = self.cache / key[:2] / f"{key}.json"
+        try:
+            return json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def _store(self, key: str, reply: str) -> None:
+        d = self.cache / key[:2]
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"reply": reply, "spec": self.spec}), encoding="utf-8")
+        os.replace(tmp, d / f"{key}.json")  # atomic: concurrent writers never leave half a file
+
+    def judge(self, query: str, contents: str) -> Verdict:
+        """One verdict for the query message and the cited contents (cached)."""
+        body = {"model": self.client.model, "messages": judge_messages(query, contents),
+                "max_completion_tokens": MAX_COMPLETION_TOKENS, "stream": False}
+        key = self._key(body)
+        if key in self._memo:
+            return self._memo[key]
+        v = self._judge(key, body)
+        self._memo[key] = v
+        return v
+
+    def _judge(self, key: str, body: dict) -> Verdict:
+        hit = self._cached(key)
+        if hit is not None:
+            q, why = parse_judge_result(hit["reply"])
+            return Verdict(q, why, hit["reply"], cached=True)
+        try:
+            data = self.client.complete(body)
+            reply = str(((data.get("choices") or [{}])[0].get("message") or {}).get("content") or "").strip()
+        except Exception as e:  # as released, a failed call scores 0; it is not cached
+            return Verdict(0.0, f"judge call failed: {type(e).__name__}: {e}")
+        self._store(key, reply)
+        q, why = parse_judge_result(reply)
+        return Verdict(q, why, reply)
+
+    def score_many(self, items: Sequence[tuple[str, str]], progress: bool = True) -> list[Verdict]:
+        """Verdicts for many (query, contents) pairs, ``workers`` calls at a time, in order. Later
+        :meth:`judge` calls with the same pair reuse them (evaluation and RL prefetch a batch this way)."""
+        items = list(items)
+        with tqdm(total=len(items), desc="judge", unit="call", disable=len(items) < 2 or not progress) as bar:
+            def one(qc):
+                v = self.judge(*qc)
+                bar.update()
+                return v
+
+            if len(items) <= 1 or self.workers == 1:
+                return [one(qc) for qc in items]
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
+                return list(pool.map(one, items))
+
+
+def make_judge(spec: str) -> Judge:
+    """A judge from ``openai:model=NAME,base_url=URL[,api_key_env=…,timeout_s=…,retries=…,workers=N,
+    cache=DIR]`` (the spec form of the ``openai`` policy); a clear ValueError on a bad spec."""
+    name, kw = parse_spec(spec)
+    if name != "openai":
+        raise ValueError(f"judge spec {spec!r}: only 'openai:model=NAME,base_url=URL' judges exist, got {name!r}")
+    workers = kw.pop("workers", "8")
+    cache = kw.pop("cache", None)
+    try:
+        workers = int(workers)
+    except ValueError:
+        raise ValueError(f"judge spec {spec!r}: workers={workers!r} is not an integer") from None
+    if "model" not in kw:
+        raise ValueError(f"judge spec {spec!r} needs model=NAME (the model the endpoint serves)")
+    client = _build(OpenAIPolicy, "openai judge", kw, name=spec)
+    return Judge(client, workers=workers, cache=cache, spec=spec)
