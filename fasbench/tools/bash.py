@@ -256,6 +256,10 @@ def _check_git(ws: Workspace, args: list[str]) -> list[str]:
     sub, rest = args[i], args[i + 1:]
     if sub not in GIT_SUBCOMMANDS:
         _refuse(f"git {sub} is not allowed; read-only subcommands: {', '.join(GIT_SUBCOMMANDS)}")
+    if sub in ("log", "show", "grep"):  # -NUM: the number of commits, or grep's context lines
+        num = "--max-count" if sub != "grep" else "--context"
+        cut = rest.index("--") if "--" in rest else len(rest)
+        rest = [f"{num}={a[1:]}" if k < cut and re.fullmatch(r"-\d+", a) else a for k, a in enumerate(rest)]
     opts, operands, dashdash = parse(f"git {sub}", GIT_SPECS[sub], rest)
     for o, v in opts:
         if o.kind == PATH:  # pragma: no cover - no git option with a file value is allowed
