@@ -48,7 +48,7 @@ SPECS: dict[str, Spec] = {
         "s|no-messages r|recursive E|extended-regexp F|fixed-strings G|basic-regexp P|perl-regexp I a|text "
         "b|byte-offset T|initial-tab Z|null z|null-data U|binary line-buffered A|after-context: "
         "B|before-context: C|context: m|max-count: e|regexp: f|file:p include: exclude: exclude-dir: "
-        "color:: colour:: label: binary-files: d|directories: D|devices: no-group-separator group-separator:",
+        "color|colour:: label: binary-files: d|directories: D|devices: no-group-separator group-separator:",
         refused={"R": _FOLLOW, "dereference-recursive": _FOLLOW, "exclude-from": _READS},
     ),
     "rg": spec(

@@ -79,7 +79,7 @@ def _long(cmd: str, sp: Spec, name: str) -> Opt:
         return sp.long[name]
     if sp.abbrev:
         hits = {o for n, o in sp.long.items() if n.startswith(name)}
-        known = [n for n in sp.refused if len(n) > 1 and n.startswith(name)]
+        known = [n for n in sp.refused if len(n) > 1 and n.startswith(name) and n not in sp.long]
         if len(hits) == 1 and not known:
             return hits.pop()
         if len(hits) > 1 or (hits and known):
