@@ -19,7 +19,7 @@ is already the leader of its own session and process group, ``start_new_session=
    outside (ABI >= 6).
 
 Each part that the kernel does not offer is skipped; :func:`status` says which parts are in
-force (``fasbench tool`` users and the tests read it). The first wall (the bash checker) does
+force (the tests skip what is missing). The first wall (the bash checker) does
 not depend on any of them.
 """
 
@@ -218,9 +218,10 @@ class Confinement:
         for res, want in ((resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_FSIZE, limits.file_size),
                           (resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, limits.address_space),
                           *([(resource.RLIMIT_NPROC, 0)] if os.getuid() != 0 else [])):  # fmt: skip
-            soft, hard = resource.getrlimit(res)
-            v = want if hard == resource.RLIM_INFINITY else min(want, hard)
-            self.rlimits.append((res, v, v if res != resource.RLIMIT_CPU else min(v + 1, hard) if hard != resource.RLIM_INFINITY else v + 1))
+            _, cap = resource.getrlimit(res)
+            clamp = (lambda x: x) if cap == resource.RLIM_INFINITY else (lambda x, cap=cap: min(x, cap))
+            # CPU: SIGXCPU at the soft limit, SIGKILL one second later
+            self.rlimits.append((res, clamp(want), clamp(want + 1 if res == resource.RLIMIT_CPU else want)))
         self.addr = ctypes.addressof(self.fprog) if self.fprog is not None else 0
 
     def preexec(self) -> None:
