@@ -119,4 +119,4 @@ def test_landlock_read_only_view_of_the_root(base, ws):
 
 
 def test_status_names_each_part():
-    assert set(ST) == {"process_group", "rlimits", "nproc_limit", "seccomp", "landlock_abi"}
+    assert set(ST) == {"process_group", "rlimits", "seccomp", "landlock_abi"}

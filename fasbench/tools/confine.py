@@ -4,8 +4,9 @@
 is already the leader of its own session and process group, ``start_new_session=True``):
 
 1. **Resource limits** (``setrlimit``): CPU seconds, address space, file size 0 (no byte can be
-   written to a regular file), core dumps 0, and no new processes for a non-root user
-   (``RLIMIT_NPROC`` 0; root is exempt from that limit, hence 2.).
+   written to a regular file), core dumps 0. (Not ``RLIMIT_NPROC``: it counts the threads of
+   every process of the user, so it would stop ripgrep's threads, and root is exempt; the process
+   count is the seccomp filter's job.)
 2. **seccomp filter** (x86-64 and aarch64): the command and everything it runs cannot leave its
    process group (``setsid``, ``setpgid`` fail), cannot start processes (``fork``, ``vfork``,
    ``clone`` without ``CLONE_THREAD`` fail; threads still work; ``clone3`` answers ENOSYS so the
@@ -216,8 +217,7 @@ class Confinement:
 
         self.rlimits = []  # (resource, soft, hard), clamped to what this process may set
         for res, want in ((resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_FSIZE, limits.file_size),
-                          (resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, limits.address_space),
-                          *([(resource.RLIMIT_NPROC, 0)] if os.getuid() != 0 else [])):  # fmt: skip
+                          (resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, limits.address_space)):  # fmt: skip
             _, cap = resource.getrlimit(res)
             clamp = (lambda x: x) if cap == resource.RLIM_INFINITY else (lambda x, cap=cap: min(x, cap))
             # CPU: SIGXCPU at the soft limit, SIGKILL one second later
@@ -273,7 +273,6 @@ def status() -> dict[str, bool | int]:
     return {
         "process_group": True,
         "rlimits": True,
-        "nproc_limit": os.getuid() != 0,
         "seccomp": parts["seccomp"],
         "landlock_abi": landlock_abi() if parts["landlock"] else 0,
     }
