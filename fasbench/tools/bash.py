@@ -7,9 +7,15 @@ as is when nothing matches, hidden files only when the pattern names them); redi
 ``>/dev/null``, ``2>/dev/null``, ``&>/dev/null``, ``2>&1``, ``1>&2`` and ``< file`` (a file in
 the workspace). Everything else is refused with a reason: other redirections, here-documents,
 command/process substitution, variables, ``~``, subshells and compound commands, background
-``&``, environment assignments, commands not on the allowlist, options that write, execute or
-follow symlinks, and path arguments that leave the workspace. Brace expansion is not done
-(``{a,b}`` stays literal).
+``&``, environment assignments, commands not on the allowlist, and path arguments that leave
+the workspace. Brace expansion is not done (``{a,b}`` stays literal).
+
+Safe by construction (the first wall, see ``fasbench/tools/README.md``): each command's options
+are parsed the way the program parses them (:mod:`fasbench.tools.options`) against an
+allowlist (:mod:`fasbench.tools.commands`), every operand and file-valued option is resolved
+and contained, and the command that runs is re-emitted from what was checked (full option
+names, ``--`` before the operands). The second wall is the OS confinement every subprocess
+runs under (:mod:`fasbench.tools.confine`).
 
 Exit status: a non-zero status of the last command is an error observation, except status 1
 of the search commands (grep, rg, git grep), which means "no match".
@@ -17,6 +23,7 @@ of the search commands (grep, rg, git grep), which means "no match".
 
 from __future__ import annotations
 
+import fnmatch
 import glob as globmod
 import os
 import re
@@ -26,92 +33,115 @@ import time
 import bashlex
 
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.sandbox import Stage, _relative_spelling, decode, is_inside, run_pipeline
+from fasbench.tools.commands import (
+    FIND_PRIMARIES, FIND_REFUSED, GIT_EXTRA, GIT_SPECS, GIT_SUBCOMMANDS, NO_DASHDASH, OPERANDS, PATTERN_OPTS, SPECS,
+)  # fmt: skip
+from fasbench.tools.options import PATH, emit, parse
+from fasbench.tools.sandbox import Stage, _relative_spelling, decode, is_inside, resolve, run_pipeline
 
 # ---------------------------------------------------------------- the allowlist
-
-GIT_SUBCOMMANDS = ("ls-files", "ls-tree", "log", "show", "grep", "diff", "blame", "rev-parse")
 
 ALLOWED = (
     "ls", "cat", "head", "tail", "sed", "grep", "rg", "find", "wc", "sort", "uniq", "cut",
     "nl", "tree", "file", "stat", "du", "echo", "pwd", "basename", "dirname", "tr", "git",
 )  # fmt: skip
 
-# Per command: short option letters that are refused, long options refused (exact or
-# ``--opt=``), and short options that take a value (the rest of a cluster after them is a value).
-_SPEC: dict[str, dict] = {
-    "ls": dict(short="L", long=["--dereference"], value="ITw"),
-    "cat": dict(),
-    "head": dict(value="nc"),
-    "tail": dict(short="fF", long=["--follow", "--pid", "--retry"], value="ncs"),
-    "grep": dict(short="R", long=["--dereference-recursive"], value="ABCefmdD"),
-    "rg": dict(
-        short="L",
-        long=["--pre", "--pre-glob", "--follow", "--hostname-bin", "--search-zip"],
-        value="ABCefgjmMrtTEd",
-        shortban_extra="z",
-    ),
-    "find": dict(),  # checked by _check_find
-    "wc": dict(),
-    "sort": dict(short="oT", long=["--output", "--temporary-directory", "--compress-program"], value="kStoTy"),
-    "uniq": dict(value="fsw"),
-    "cut": dict(value="bcdf"),
-    "nl": dict(value="bdfhilnsvw"),
-    "tree": dict(short="olRH", long=["--fromfile", "--output"], value="LPIoH"),
-    "file": dict(short="C", long=["--compile"], value="mfFeP"),
-    "stat": dict(value="cf"),
-    "du": dict(short="L", long=["--dereference"], value="BdtX"),
-    "echo": dict(),
-    "pwd": dict(),
-    "basename": dict(value="s"),
-    "dirname": dict(),
-    "tr": dict(),
-    "sed": dict(),  # checked by _check_sed
-    "git": dict(),  # checked by _check_git
-}
-
-_FIND_BANNED = {
-    "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
-    "-L", "-follow",
-}  # fmt: skip
-
 _SEARCHERS = {"grep", "rg"}  # exit status 1 = no match
+MAX_COMMAND_CHARS = 16_384  # a longer command line is refused before it is parsed
+MAX_ARGS = 4096  # words of one command after glob expansion
+GLOB_MAX_MATCHES = 4096  # paths one glob may expand to
+GLOB_MAX_SCANNED = 200_000  # directory entries one command line's globs may look at
 
 
 def _refuse(msg: str):
     raise ToolError(f"command refused: {msg}")
 
 
-# ---------------------------------------------------------------- option checks
+# ---------------------------------------------------------------- paths in arguments
 
-def _check_options(cmd: str, args: list[str]) -> None:
-    spec = _SPEC[cmd]
-    short_ban = spec.get("short", "") + spec.get("shortban_extra", "")
-    long_ban = spec.get("long", [])
-    value = spec.get("value", "")
-    for a in args:
-        if a.startswith("--"):
-            name = a.split("=", 1)[0]
-            if name in long_ban:
-                _refuse(f"option {name} of {cmd} is not allowed (it writes, executes or follows symlinks)")
-        elif a.startswith("-") and len(a) > 1 and not a[1:].lstrip("-").isdigit():
-            for ch in a[1:]:
-                if ch in short_ban:
-                    _refuse(f"option -{ch} of {cmd} is not allowed (it writes, executes or follows symlinks)")
-                if ch in value:
-                    break
-    if cmd == "uniq":
-        positional, skip = [], False
-        for a in args:
-            if skip:
-                skip = False
-            elif a.startswith("-") and len(a) > 1:
-                skip = a[-1] in value and len(a) == 2
-            else:
-                positional.append(a)
-        if len(positional) > 1:
-            _refuse("uniq with an OUTPUT file argument is not allowed")
+def contain(ws: Workspace, p: str, what: str = "path") -> str:
+    """``p`` as it may be passed to the program: a relative path whose real path (symlinks and
+    ``..`` resolved, missing parts allowed) is inside the root, or an absolute workspace spelling
+    (``/repo/x``, ``/x``, the root path) rewritten to the real absolute path; ToolError when it
+    leads outside the workspace."""
+    if "\x00" in p:
+        _refuse(f"NUL character in {what}")
+    root = ws.root
+    if p.startswith("/"):
+        mapped = root / _relative_spelling(root, p)
+        spelled_inside = is_inside(root, os.path.normpath(p)) or p == "/repo" or p.startswith("/repo/")
+        if not spelled_inside and not os.path.lexists(mapped):
+            _refuse(f"{what} {p!r} is outside the workspace; paths are relative to the repository root")
+        if not is_inside(root, os.path.realpath(mapped)):
+            _refuse(f"{what} {p!r} leads outside the workspace ('..' and symlinks may not leave it)")
+        return str(mapped)
+    if not is_inside(root, os.path.realpath(root / p)):
+        _refuse(f"{what} {p!r} leads outside the workspace ('..' and symlinks may not leave it)")
+    return p
 
+
+class _GlobBudget:
+    def __init__(self, deadline: float):
+        self.deadline, self.scanned = deadline, 0
+
+    def tick(self, n: int = 1):
+        self.scanned += n
+        if self.scanned > GLOB_MAX_SCANNED:
+            _refuse(f"globs of this command look at more than {GLOB_MAX_SCANNED} directory entries; narrow them")
+        if time.monotonic() > self.deadline:
+            raise ToolError("command timed out while expanding globs; narrow them")
+
+
+def expand_glob(ws: Workspace, word: str, budget: _GlobBudget) -> list[str]:
+    """Bash-style expansion of ``word`` inside the root: sorted, hidden names only when the
+    pattern names them, the word itself when nothing matches. Bounded: at most
+    GLOB_MAX_MATCHES results and GLOB_MAX_SCANNED entries looked at, under the call's deadline."""
+    absolute = word.startswith("/")
+    pat = _relative_spelling(ws.root, word) if absolute else word
+    parts = [q for q in pat.split("/") if q]
+    if not parts:
+        return [word]
+    found = [""]  # relative prefixes matched so far
+    for k, part in enumerate(parts):
+        last = k == len(parts) - 1
+        nxt: list[str] = []
+        if not globmod.has_magic(part):
+            for pre in found:
+                budget.tick()
+                cand = pre + part
+                if os.path.lexists(ws.root / cand):
+                    nxt.append(cand + ("" if last else "/"))
+        else:
+            rx = re.compile(fnmatch.translate(part))
+            for pre in found:
+                try:
+                    it = os.scandir(ws.root / pre if pre else ws.root)
+                except OSError:
+                    continue
+                with it:
+                    for e in it:
+                        budget.tick()
+                        if e.name.startswith(".") and not part.startswith("."):
+                            continue
+                        if not rx.match(e.name):
+                            continue
+                        if not last and not e.is_dir():
+                            continue
+                        nxt.append(pre + e.name + ("" if last else "/"))
+                        if len(nxt) > GLOB_MAX_MATCHES:
+                            _refuse(f"glob {word!r} matches more than {GLOB_MAX_MATCHES} paths; narrow it")
+        found = nxt
+        if not found:
+            return [word]
+    out = []
+    for h in sorted(found):
+        if not is_inside(ws.root, os.path.realpath(ws.root / h)):
+            _refuse(f"glob {word!r} matches {h!r}, which leads outside the workspace")
+        out.append(str(ws.root / h) if absolute else h)
+    return out
+
+
+# ---------------------------------------------------------------- per-command checks
 
 _ADDR = r"(?:\d+(?:~\d+)?|\$|/(?:[^/\\\n]|\\.)*/[IM]*)"
 _SED_CMD = (
@@ -121,54 +151,101 @@ _SED_CMD = (
 _SED_SCRIPT = re.compile(rf"\s*{_SED_CMD}(?:\s*[;\n]\s*{_SED_CMD})*\s*;?\s*", re.S)
 
 
-def _check_sed(args: list[str]) -> None:
-    scripts, files, i = [], [], 0
-    flags_ok = {"-n", "--quiet", "--silent", "-E", "-r", "--regexp-extended", "-s", "--separate",
-                "-u", "--unbuffered", "-z", "--null-data", "--posix", "--debug", "--sandbox"}  # fmt: skip
+def _check_sed_script(s: str) -> None:
+    if not _SED_SCRIPT.fullmatch(s):
+        _refuse(
+            f"sed script {s!r} is not allowed: only printing commands (p, =, l, q, d, n, "
+            "addresses and s/x/y/ with flags g, p, i) are accepted; no w, W, e, r or R"
+        )
+
+
+def _operands(ws: Workspace, name: str, opts, operands: list[str]) -> list[str]:
+    role = OPERANDS[name]
+    given = {n for o, _ in opts for n in o.names}
+    lead: list[str] = []
+    if role == "pattern+paths" and not (given & PATTERN_OPTS):
+        if not operands:
+            _refuse(f"{name} needs a pattern")
+        lead, operands = operands[:1], operands[1:]
+    elif role == "script+paths":
+        if "expression" not in given:
+            if not operands:
+                _refuse("sed needs a script")
+            lead, operands = operands[:1], operands[1:]
+            _check_sed_script(lead[0])
+    elif role == "strings":
+        return operands
+    elif role == "none":
+        if operands:
+            _refuse(f"{name} takes no operands")
+        return []
+    elif role == "input" and len(operands) > 1:
+        _refuse(f"{name} with an OUTPUT file operand is not allowed (it writes files)")
+    return lead + [p if p == "-" else contain(ws, p) for p in operands]
+
+
+def _check_simple(ws: Workspace, name: str, args: list[str]) -> list[str]:
+    if name == "echo":
+        return args  # echo prints its arguments and reads nothing
+    if name in ("head", "tail"):
+        args = [f"--lines={a[1:]}" if re.fullmatch(r"-\d+", a) else a for a in args]  # obsolete -NUM
+    elif name == "grep":
+        args = [f"--context={a[1:]}" if re.fullmatch(r"-\d+", a) else a for a in args]
+    sp = SPECS[name]
+    opts, operands, _ = parse(name, sp, args)
+    checked = []
+    for o, v in opts:
+        if o.kind == PATH:
+            if v == "-":
+                _refuse(f"option {o.canonical} of {name} may not read standard input; name a file")
+            v = contain(ws, v, f"the file of {o.canonical}")
+        elif "expression" in o.names:
+            _check_sed_script(v)
+        checked.append((o, v))
+    ops = _operands(ws, name, opts, operands)
+    tail = ops if (name in NO_DASHDASH or not ops) else ["--", *ops]
+    if name == "sed":
+        return ["--sandbox", *emit(checked), *tail]  # GNU sed itself then refuses e, w and r too
+    return [*emit(checked), *tail]
+
+
+def _check_find(ws: Workspace, args: list[str]) -> list[str]:
+    """find [-P] [paths] [expression]: paths contained, primaries from the allowlist with their
+    arguments (paths among them contained)."""
+    i = 0
+    out: list[str] = []
+    while i < len(args) and args[i] in ("-P", "-H", "-L", "-O0", "-O1", "-O2", "-O3", "-D"):
+        if args[i] != "-P" and not args[i].startswith("-O"):
+            _refuse(f"find {args[i]} is not allowed ({FIND_REFUSED.get(args[i], 'debug options are not allowed')})")
+        out.append(args[i])
+        i += 1
+    paths = []
+    while i < len(args) and not (args[i].startswith("-") or args[i] in ("(", "!", ")", ",")):
+        paths.append(contain(ws, args[i]))
+        i += 1
+    out += paths
     while i < len(args):
         a = args[i]
-        if a in ("-e", "--expression"):
-            if i + 1 >= len(args):
-                _refuse("sed -e needs a script")
-            scripts.append(args[i + 1])
-            i += 2
-            continue
-        if a.startswith("--expression="):
-            scripts.append(a.split("=", 1)[1])
-        elif a.startswith("-e") and len(a) > 2:
-            scripts.append(a[2:])
-        elif a.startswith("-") and len(a) > 1:
-            if a in flags_ok or (re.fullmatch(r"-[nErsuz]+", a) is not None):
-                pass
-            elif a.startswith("-i") or a.startswith("--in-place"):
-                _refuse("sed -i (in-place editing) is not allowed")
-            elif a in ("-f", "--file") or a.startswith("--file="):
-                _refuse("sed -f (a script file) is not allowed; give the script inline")
-            else:
-                _refuse(f"sed option {a} is not allowed")
-        else:
-            files.append(a)
+        if a in FIND_REFUSED or a.startswith("-fprint"):
+            _refuse(f"find {a} is not allowed ({FIND_REFUSED.get(a, 'it writes files')})")
+        arity = FIND_PRIMARIES.get(a)
+        if arity is None and re.fullmatch(r"-newer[acmB][acmBt]", a):
+            arity = 1 if a.endswith("t") else "p"
+        if arity is None:
+            _refuse(f"find {a} is not allowed here (unknown, or it writes, executes or follows symlinks)")
+        out.append(a)
         i += 1
-    if not scripts:
-        if not files:
-            _refuse("sed needs a script")
-        scripts.append(files.pop(0))
-    for s in scripts:
-        if not _SED_SCRIPT.fullmatch(s):
-            _refuse(
-                f"sed script {s!r} is not allowed: only printing commands (p, =, l, q, d, n, "
-                "addresses and s/x/y/ with flags g, p, i) are accepted; no w, W, e, r or R"
-            )
+        if arity:
+            if i >= len(args):
+                _refuse(f"find {a} needs an argument")
+            out.append(contain(ws, args[i]) if arity == "p" else args[i])
+            i += 1
+    return out
 
 
-def _check_find(args: list[str]) -> None:
-    for a in args:
-        if a in _FIND_BANNED or a.startswith("-fprint"):
-            _refuse(f"find {a} is not allowed (it writes, deletes, executes or follows symlinks)")
-
-
-def _check_git(args: list[str]) -> list[str]:
-    """Checked git argv (without 'git'); adds flags that keep diff drivers from running."""
+def _check_git(ws: Workspace, args: list[str]) -> list[str]:
+    """Checked git argv (without 'git'); adds flags that keep diff drivers, pagers and hooks
+    from running."""
     i = 0
     while i < len(args) and args[i].startswith("-"):
         if args[i] not in ("--no-pager", "-P"):
@@ -179,74 +256,32 @@ def _check_git(args: list[str]) -> list[str]:
     sub, rest = args[i], args[i + 1:]
     if sub not in GIT_SUBCOMMANDS:
         _refuse(f"git {sub} is not allowed; read-only subcommands: {', '.join(GIT_SUBCOMMANDS)}")
-    for a in rest:
-        name = a.split("=", 1)[0]
-        if name in ("--output", "--ext-diff", "--open-files-in-pager", "--textconv", "--exec", "--upload-pack"):
-            _refuse(f"git {sub} {name} is not allowed")
-        if sub == "grep" and (a == "-O" or (a.startswith("-O") and not a.startswith("--"))):
-            _refuse("git grep -O (open files in a pager) is not allowed")
-    extra = {"log": ["--no-ext-diff", "--no-textconv"], "show": ["--no-ext-diff", "--no-textconv"],
-             "diff": ["--no-ext-diff", "--no-textconv"], "grep": ["--no-textconv"],
-             "blame": ["--no-textconv"]}.get(sub, [])  # fmt: skip
-    return ["--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", sub, *extra, *rest]
-
-
-# ---------------------------------------------------------------- paths in arguments
-
-def _check_path_arg(ws: Workspace, a: str) -> str:
-    """``a`` itself (or rewritten to the root path when it is an absolute workspace spelling);
-    ToolError when it names something outside the workspace."""
-    if "\x00" in a:
-        _refuse("NUL character in an argument")
-    cands = [a]
-    if a.startswith("--") and "=" in a:
-        cands = [a.split("=", 1)[1]]
-    elif a.startswith("-") and not a.startswith("--") and len(a) > 2:
-        cands = [a[2:]]
-    elif a.startswith("-"):
-        return a
-    root = ws.root
-    for c in cands:
-        if not c:
-            continue
-        if c.startswith("/"):
-            if is_inside(root, c) or c.startswith(str(root) + "/"):
-                real = os.path.realpath(c)
-                if not is_inside(root, real):
-                    _refuse(f"{c!r} leads outside the workspace")
-                continue
-            mapped = root / _relative_spelling(root, c)
-            if os.path.lexists(mapped):
-                if not is_inside(root, os.path.realpath(mapped)):
-                    _refuse(f"{c!r} leads outside the workspace")
-                if c is a:
-                    return str(mapped)
-                continue
-            if os.path.lexists(c) or ".." in c.split("/"):
-                _refuse(f"{c!r} is outside the workspace; paths are relative to the repository root")
-            continue
-        parts = c.split("/")
-        if ".." in parts or os.path.lexists(root / c):
-            if not is_inside(root, os.path.realpath(root / c)):
-                _refuse(f"{c!r} leads outside the workspace ('..' and symlinks may not leave it)")
-    return a
-
-
-def _expand_glob(ws: Workspace, word: str) -> list[str]:
-    pat = word
-    absolute = pat.startswith("/")
-    if absolute:
-        pat = _relative_spelling(ws.root, pat)
-    hidden = any(part.startswith(".") for part in pat.split("/"))
-    hits = sorted(globmod.glob(pat, root_dir=ws.root, include_hidden=hidden))
-    if not hits:
-        return [word]
-    out = []
-    for h in hits:
-        if not is_inside(ws.root, os.path.realpath(ws.root / h)):
-            _refuse(f"glob {word!r} matches {h!r}, which leads outside the workspace")
-        out.append(str(ws.root / h) if absolute else h)
-    return out
+    if sub in ("log", "show", "grep"):  # -NUM: the number of commits, or grep's context lines
+        num = "--max-count" if sub != "grep" else "--context"
+        cut = rest.index("--") if "--" in rest else len(rest)
+        rest = [f"{num}={a[1:]}" if k < cut and re.fullmatch(r"-\d+", a) else a for k, a in enumerate(rest)]
+    opts, operands, dashdash = parse(f"git {sub}", GIT_SPECS[sub], rest)
+    for o, v in opts:
+        if o.kind == PATH:  # pragma: no cover - no git option with a file value is allowed
+            _refuse(f"git {sub} {o.canonical} is not allowed")
+    given = {n for o, _ in opts for n in o.names}
+    if sub == "grep" and not given & {"e"} and operands and (dashdash is None or dashdash > 0):
+        pattern, operands = [operands[0]], operands[1:]
+        dashdash = None if dashdash is None else dashdash - 1
+    else:
+        pattern = []
+    checked = []
+    for k, a in enumerate(operands):
+        after = dashdash is not None and k >= dashdash
+        revision = re.match(r"^[^/]*[:@^~]", a) is not None  # HEAD~1, main@{1}, HEAD:src/x.py
+        if after or (not revision and ("/" in a or os.path.lexists(ws.root / a))):
+            a = contain(ws, a)
+        checked.append(a)
+    if dashdash is not None:
+        checked.insert(dashdash, "--")
+    extra = GIT_EXTRA.get(sub, [])
+    return ["--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", sub, *extra,
+            *emit(opts), *pattern, *checked]  # fmt: skip
 
 
 # ---------------------------------------------------------------- parsing
@@ -256,7 +291,7 @@ class _Cmd:
         self.argv, self.stdin_path, self.stdout, self.stderr = argv, stdin_path, stdout, stderr
 
 
-def _words(ws: Workspace, command: str, node) -> tuple[list[str], dict]:
+def _words(ws: Workspace, command: str, node, budget: _GlobBudget) -> tuple[list[str], dict]:
     argv: list[str] = []
     fds = {1: "out", 2: "err"}
     stdin_path = None
@@ -269,7 +304,7 @@ def _words(ws: Workspace, command: str, node) -> tuple[list[str], dict]:
                 _check_word_part(sub)
             raw = command[part.pos[0]:part.pos[1]]
             if any(ch in raw for ch in "*?[") and not any(q in raw for q in "'\"\\") and argv:
-                argv.extend(_expand_glob(ws, part.word))
+                argv.extend(expand_glob(ws, part.word, budget))
             else:
                 argv.append(part.word)
         elif kind == "redirect":
@@ -314,8 +349,6 @@ def _redirect(ws: Workspace, r, fds: dict, stdin_path):
             return stdin_path
         _refuse(f"redirection {src}>&{out} is not allowed; only 2>&1 and 1>&2")
     if t == "<" and target is not None:
-        from fasbench.tools.sandbox import resolve
-
         return resolve(ws, target, kind="file")
     if t in ("<<", "<<-", "<<<"):
         _refuse("here-documents and here-strings are not supported")
@@ -325,7 +358,7 @@ def _redirect(ws: Workspace, r, fds: dict, stdin_path):
     )
 
 
-def _pipeline(ws: Workspace, command: str, node) -> list[_Cmd]:
+def _pipeline(ws: Workspace, command: str, node, budget: _GlobBudget) -> list[_Cmd]:
     if node.kind == "command":
         nodes, pipes = [node], []
     elif node.kind == "pipeline":
@@ -344,7 +377,7 @@ def _pipeline(ws: Workspace, command: str, node) -> list[_Cmd]:
     for i, n in enumerate(nodes):
         if n.kind != "command":
             _refuse("subshells, groups and compound commands are not allowed inside a pipeline")
-        argv, io = _words(ws, command, n)
+        argv, io = _words(ws, command, n, budget)
         if not argv:
             _refuse("empty command")
         fds = io["fds"]
@@ -360,16 +393,17 @@ def _check_command(ws: Workspace, argv: list[str]) -> list[str]:
         _refuse(
             f"{name!r} is not an allowed command; allowed (read-only): {', '.join(ALLOWED)}"
         )
-    args = [_check_path_arg(ws, a) for a in args]
-    if name == "sed":
-        _check_sed(args)
-        args = ["--sandbox", *args]  # GNU sed itself then refuses e, w and r (defence in depth)
-    elif name == "find":
-        _check_find(args)
+    if len(args) > MAX_ARGS:
+        _refuse(f"{name} has more than {MAX_ARGS} arguments; narrow the globs")
+    for a in args:
+        if "\x00" in a:
+            _refuse("NUL character in an argument")
+    if name == "find":
+        args = _check_find(ws, args)
     elif name == "git":
-        args = _check_git(args)
+        args = _check_git(ws, args)
     else:
-        _check_options(name, args)
+        args = _check_simple(ws, name, args)
     if name == "rg":
         from fasbench.tools.rg import ignore_flags, rg_binary
 
@@ -380,13 +414,16 @@ def _check_command(ws: Workspace, argv: list[str]) -> list[str]:
     return [exe, *args]
 
 
-def parse_command(ws: Workspace, command: str) -> list[tuple[str | None, list[_Cmd]]]:
+def parse_command(ws: Workspace, command: str, deadline: float | None = None) -> list[tuple[str | None, list[_Cmd]]]:
     """The checked plan of a command line: [(operator before it, pipeline), ...]; ToolError
-    with the reason when any part is refused."""
+    with the reason when any part is refused. Glob expansion stops at ``deadline``."""
     if not command.strip():
         _refuse("empty command")
     if "\x00" in command:
         _refuse("NUL character in the command")
+    if len(command) > MAX_COMMAND_CHARS:
+        _refuse(f"the command is longer than {MAX_COMMAND_CHARS} characters")
+    budget = _GlobBudget(deadline or time.monotonic() + ws.limits.timeout_s)
     try:
         trees = bashlex.parse(command)
     except Exception as e:  # bashlex raises ParsingError and NotImplementedError
@@ -404,9 +441,9 @@ def parse_command(ws: Workspace, command: str) -> list[tuple[str | None, list[_C
                         _refuse(f"operator {part.op!r} is not supported")
                     op = part.op
                 else:
-                    plan.append((op, _pipeline(ws, command, part)))
+                    plan.append((op, _pipeline(ws, command, part, budget)))
         else:
-            plan.append((";" if plan else None, _pipeline(ws, command, tree)))
+            plan.append((";" if plan else None, _pipeline(ws, command, tree, budget)))
     if len(plan) > 16 or sum(len(p) for _, p in plan) > 16:
         _refuse("too many commands in one call (at most 16)")
     return plan
@@ -414,8 +451,8 @@ def parse_command(ws: Workspace, command: str) -> list[tuple[str | None, list[_C
 
 def run_bash(ws: Workspace, command: str) -> str:
     """Check and run a read-only command line; the observation text (stdout, then stderr)."""
-    plan = parse_command(ws, command)
     deadline = time.monotonic() + ws.limits.timeout_s
+    plan = parse_command(ws, command, deadline)
     chunks: list[str] = []
     status = 0
     budget = ws.limits.max_output_chars * 4

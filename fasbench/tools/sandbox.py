@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from fasbench.tools.base import ToolError, Workspace
+from fasbench.tools.confine import Confinement, Limits, confine_parts
 
 MAX_LINE_CHARS = 2000  # longer lines are cut in file views, with a marker
 
@@ -94,9 +94,27 @@ class Lines:
 def read_lines(ws: Workspace, real: Path, start: int, end: int, label: str) -> Lines:
     """Lines ``start..end`` (1-based inclusive; end -1 = to the end) of a text file, streamed
     so that a huge file is never held in memory, cut when the shown text would exceed the
-    output limit. Binary files (a NUL byte in the first 8 KiB) raise ToolError."""
+    output limit. Bounded: at most ``4 * MAX_LINE_CHARS + 4`` bytes of any line are kept (the
+    rest is read past in chunks), at most ``max_read_bytes`` bytes are read in all (skipping,
+    showing and counting lines) within the call's time limit; past that, the total is a lower
+    bound, with a note. Binary files (a NUL byte in the first 8 KiB) raise ToolError."""
     size = real.stat().st_size
     notes: list[str] = []
+    keep = MAX_LINE_CHARS * 4 + 4  # enough bytes for MAX_LINE_CHARS + 1 characters
+    cap = ws.limits.max_read_bytes
+    deadline = time.monotonic() + ws.limits.timeout_s
+    read = 0
+    exhausted = False
+
+    def take(f, limit: int) -> bytes:
+        nonlocal read, exhausted
+        if read >= cap or time.monotonic() > deadline:
+            exhausted = True
+            return b""
+        got = f.readline(min(limit, cap - read)) if limit else f.read(min(1 << 20, cap - read))
+        read += len(got)
+        return got
+
     with open(real, "rb") as f:
         if b"\x00" in f.read(8192):
             raise ToolError(f"{label} is a binary file ({size} bytes); it cannot be shown as text")
@@ -105,22 +123,24 @@ def read_lines(ws: Workspace, real: Path, start: int, end: int, label: str) -> L
             notes.append(f"[note: {label} is a large file ({size / 1e6:.1f} MB); only the requested lines were read]")
         out: list[tuple[int, str]] = []
         budget = max(100, ws.limits.max_output_chars - 400)  # room for the notes
-        used = 0
+        used = n = 0
         bad_utf8 = long_lines = False
         stopped_at = None
-        consumed = 0  # lines the loop took from the file
-        for raw in f:
-            consumed += 1
-            n = consumed
+        while head := take(f, keep):
+            tail = head
+            while not tail.endswith(b"\n") and (tail := take(f, 1 << 20)):
+                pass  # the rest of a long line: read past, not kept
+            n += 1
             if n < start:
                 continue
             if end != -1 and n > end:
                 break
-            raw = raw.rstrip(b"\n").rstrip(b"\r")
+            raw = head.rstrip(b"\n").rstrip(b"\r")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
-                text, bad_utf8 = raw.decode("utf-8", errors="replace"), True
+                text = raw.decode("utf-8", errors="replace")
+                bad_utf8 = bad_utf8 or "\ufffd" in text[:MAX_LINE_CHARS]
             if len(text) > MAX_LINE_CHARS:
                 text, long_lines = text[:MAX_LINE_CHARS] + " …[line cut]", True
             used += len(text) + 8
@@ -128,13 +148,22 @@ def read_lines(ws: Workspace, real: Path, start: int, end: int, label: str) -> L
                 stopped_at = out[-1][0]
                 break
             out.append((n, text))
-        # the lines not taken: counted, not decoded
-        total, last = consumed, b""
-        while chunk := f.read(1 << 20):
+        # the lines not taken: counted in chunks, not decoded, within the same byte budget
+        total, last = n, b""
+        while chunk := take(f, 0):
             total += chunk.count(b"\n")
             last = chunk[-1:]
-        if last and last != b"\n":
+        if last and last != b"\n" and not exhausted:
             total += 1
+    if exhausted and n < start:
+        raise ToolError(
+            f"line {start} of {label} lies beyond the first {cap / 2**20:g} MiB, which is as far as one view "
+            f"reads (the file has at least {total} lines); search it with grep instead"
+        )
+    if exhausted:
+        notes.append(
+            f"[note: one view reads at most {cap / 2**20:g} MiB of a file; {label} has at least {total} lines]"
+        )
     if bad_utf8:
         notes.append(f"[note: {label} is not valid UTF-8; undecodable bytes are shown as \ufffd]")
     if long_lines:
@@ -169,6 +198,7 @@ def tool_env(ws: Workspace) -> dict[str, str]:
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_NO_LAZY_FETCH": "1",
         "GIT_ALLOW_PROTOCOL": "file",
+        "MALLOC_ARENA_MAX": "2",  # fewer 64 MiB arena reservations under the address-space limit
     }
 
 
@@ -189,16 +219,46 @@ class ProcResult:
     stderr: bytes
     returncode: int | None  # of the last stage; None when killed
     timed_out: bool = False
-    cut: bool = False  # stopped early at max_bytes / max_lines
+    cut: bool = False  # stopped early at max_bytes / max_lines (of stdout or stderr)
 
 
 def _kill(procs: list[subprocess.Popen]) -> None:
+    """SIGKILL every stage's whole process group, also when the stage itself has exited
+    (a child it left behind is still in the group; the group id is not reused while it exists)."""
     for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def confinement(ws: Workspace) -> Confinement:
+    """The second wall for one call's subprocesses (see :mod:`fasbench.tools.confine`)."""
+    from fasbench.tools.rg import rg_binary
+
+    lim = ws.limits
+    cpu = lim.max_cpu_s or max(2, int(lim.timeout_s * 4) + 1)
+    return Confinement(ws.root, Limits(cpu, lim.max_memory_bytes), [rg_binary()], **confine_parts())
+
+
+def _drain(stream, buf: bytearray, limit: int, max_lines: int | None, state: dict, procs) -> None:
+    """Read ``stream`` into ``buf`` until EOF, or until it holds more than ``limit`` bytes or
+    ``max_lines`` lines (then every process is killed and ``state["cut"]`` set)."""
+    nl = 0
+    while True:
+        chunk = stream.read1(65536)
+        if not chunk:
+            return
+        buf.extend(chunk)
+        if max_lines is not None:
+            nl += chunk.count(b"\n")
+            if nl > max_lines:
+                break
+        if len(buf) > limit:
+            del buf[limit:]
+            break
+    state["cut"] = True
+    _kill(procs)
 
 
 def run_pipeline(
@@ -211,73 +271,63 @@ def run_pipeline(
     deadline: float | None = None,
     cwd: Path | None = None,
 ) -> ProcResult:
-    """Run ``stages`` chained with pipes in the workspace root. Stops (killing every process)
-    after ``timeout`` seconds, or once the output passes ``max_bytes`` or ``max_lines`` lines
-    (``cut``). No shell is involved: argv lists are executed directly. ``cwd`` (a directory
-    already resolved inside the workspace) defaults to the root."""
+    """Run ``stages`` chained with pipes in the workspace root. Stops (killing every process
+    group) after ``timeout`` seconds, or once the output passes ``max_bytes`` or ``max_lines``
+    lines, or the collected stderr passes ``max_bytes`` (``cut``). No shell is involved: argv
+    lists are executed directly, each stage in its own session under :func:`confinement`.
+    ``cwd`` (a directory already resolved inside the workspace) defaults to the root."""
     if timeout is None:
         timeout = ws.limits.timeout_s
     deadline = min(deadline or float("inf"), time.monotonic() + timeout)
     if max_bytes is None:
         max_bytes = ws.limits.max_output_chars * 4
     env = tool_env(ws)
-    errf = tempfile.TemporaryFile()
+    conf = confinement(ws)
+    err_r, err_w = os.pipe()  # stderr (and 1>&2) of every stage: a pipe read under a cap
+    errf = os.fdopen(err_r, "rb")
     procs: list[subprocess.Popen] = []
     prev = None
     try:
-        for i, st in enumerate(stages):
-            last = i == len(stages) - 1
-            opened = open(st.stdin_path, "rb") if st.stdin_path is not None else None
-            stdin = opened or (prev if prev is not None else subprocess.DEVNULL)
-            stdout = {"out": subprocess.PIPE, "null": subprocess.DEVNULL, "err": errf}[st.stdout]
-            stderr = {"err": errf, "null": subprocess.DEVNULL, "out": subprocess.STDOUT}[st.stderr]
-            if st.stderr == "out" and st.stdout == "null":
-                stderr = subprocess.DEVNULL
-            try:
-                p = subprocess.Popen(
-                    st.argv, cwd=cwd or ws.root, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                    start_new_session=True, close_fds=True,
-                )
-            except OSError as e:
-                raise ToolError(f"could not start {os.path.basename(st.argv[0])}: {e.strerror or e}")
-            finally:
-                if opened is not None:
-                    opened.close()
-                if prev is not None:
-                    prev.close()
+        try:
+            for i, st in enumerate(stages):
+                last = i == len(stages) - 1
+                opened = open(st.stdin_path, "rb") if st.stdin_path is not None else None
+                stdin = opened or (prev if prev is not None else subprocess.DEVNULL)
+                stdout = {"out": subprocess.PIPE, "null": subprocess.DEVNULL, "err": err_w}[st.stdout]
+                stderr = {"err": err_w, "null": subprocess.DEVNULL, "out": subprocess.STDOUT}[st.stderr]
+                if st.stderr == "out" and st.stdout == "null":
+                    stderr = subprocess.DEVNULL
+                try:
+                    p = subprocess.Popen(
+                        st.argv, cwd=cwd or ws.root, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                        start_new_session=True, close_fds=True, preexec_fn=conf.preexec,
+                    )
+                except (OSError, subprocess.SubprocessError) as e:
+                    raise ToolError(f"could not start {os.path.basename(st.argv[0])}: {getattr(e, 'strerror', None) or e}")
+                finally:
+                    if opened is not None:
+                        opened.close()
+                    if prev is not None:
+                        prev.close()
+                        prev = None
+                procs.append(p)
+                prev = p.stdout if (not last and st.stdout == "out") else None
+                if last and st.stdout != "out":
                     prev = None
-            procs.append(p)
-            prev = p.stdout if (not last and st.stdout == "out") else None
-            if last and st.stdout != "out":
-                prev = None
+        finally:
+            os.close(err_w)
+            conf.close()
         last_proc = procs[-1]
-        buf = bytearray()
+        buf, ebuf = bytearray(), bytearray()
         state = {"cut": False}
-
-        def reader():
-            if last_proc.stdout is None:
-                return
-            nl = 0
-            while True:
-                chunk = last_proc.stdout.read1(65536)
-                if not chunk:
-                    return
-                buf.extend(chunk)
-                if max_lines is not None:
-                    nl += chunk.count(b"\n")
-                    if nl > max_lines:
-                        state["cut"] = True
-                        _kill(procs)
-                        return
-                if len(buf) > max_bytes:
-                    state["cut"] = True
-                    _kill(procs)
-                    return
-
-        t = threading.Thread(target=reader, daemon=True)
-        t.start()
-        t.join(max(0.0, deadline - time.monotonic()))
-        timed_out = t.is_alive()
+        readers = [threading.Thread(target=_drain, args=(errf, ebuf, max_bytes, None, state, procs), daemon=True)]
+        if last_proc.stdout is not None:
+            readers.append(threading.Thread(target=_drain, args=(last_proc.stdout, buf, max_bytes, max_lines, state, procs), daemon=True))
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join(max(0.0, deadline - time.monotonic()))
+        timed_out = any(t.is_alive() for t in readers)
         if not timed_out:
             for p in procs:
                 try:
@@ -285,18 +335,16 @@ def run_pipeline(
                 except subprocess.TimeoutExpired:
                     timed_out = True
                     break
-        if timed_out:
-            _kill(procs)
+        _kill(procs)  # also what a finished stage left behind in its group
+        for t in readers:
             t.join(2)
         for p in procs:
             try:
                 p.wait(timeout=2)
             except subprocess.TimeoutExpired:  # pragma: no cover
                 pass
-        errf.seek(0)
-        err = errf.read(max_bytes)
         rc = None if (timed_out or state["cut"]) else last_proc.returncode
-        return ProcResult(bytes(buf), err, rc, timed_out=timed_out, cut=state["cut"])
+        return ProcResult(bytes(buf), bytes(ebuf), rc, timed_out=timed_out, cut=state["cut"])
     finally:
         _kill(procs)
         for p in procs:
