@@ -71,6 +71,9 @@ def score(
     report: str = typer.Option(..., "--report", help='{"files": {path: [[s, e], ...]}, "explanation": str} or a file'),
     turns: Optional[int] = typer.Option(None, "--turns", help="turns used (for the turn penalty)"),
     reward: str = typer.Option("relace-f2", "--reward", help="relace-f2 | relace-hybrid | fastcontext | …"),
+    root: Optional[Path] = typer.Option(None, "--root", help="workspace the report cites: paths are resolved in it, "
+                                        "[s, -1] ends at the file's last line, ranges are clipped to file lengths "
+                                        "(without it, to lines.LINE_CAP)"),
 ):
     """Score a report against gold; prints the score and its parts as JSON."""
     from fasbench.records import Gold, RecordError, Report
@@ -85,7 +88,9 @@ def score(
         _fail(str(e))
     if turns is not None and turns < 0:
         _fail("--turns must be >= 0")
-    s = score_report(reward, g, r, turns=turns)
+    if root is not None and not root.is_dir():
+        _fail(f"--root {root} is not a directory")
+    s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None)
     typer.echo(json.dumps(s.to_dict()))
 
 

@@ -200,12 +200,9 @@ def ranked_files(trace: Trace, root: str | None = None) -> list[str]:
     """Reported files in the order the report lists them (its rank)."""
     if trace.report is None:
         return []
-    seen = []
-    for p in trace.report.files:
-        q = normalize_path(p, root)
-        if q and q not in seen:
-            seen.append(q)
-    return seen
+    seen = dict.fromkeys(normalize_path(p, root) for p in trace.report.files)  # ordered, linear
+    seen.pop("", None)
+    return list(seen)
 
 
 def summary_row(task: Task, trace: Trace) -> dict:

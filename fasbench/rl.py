@@ -374,7 +374,7 @@ class HarnessEnv:
                 text = " ".join(p.get("text", "") for p in text if isinstance(p, dict))
             turn = Turn(index=i, text=text, calls=calls, results=results_by_turn.get(i, []))
             trace.turns.append(turn)
-            report = ts.parse_report(text, calls)
+            report = ts.parse_report(text, calls[:self._limits.max_calls_per_turn])  # refused calls never answer
             if report is not None:
                 trace.report, trace.stop_reason = report, "reported"
                 break
