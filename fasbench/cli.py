@@ -12,7 +12,11 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="fasbench: fast agentic code search workbench")
+from fasbench.errors import CliGroup, UserError
+
+# CliGroup turns what escapes a command into a one-line error and a non-zero exit (fasbench/errors.py)
+app = typer.Typer(cls=CliGroup, add_completion=False, no_args_is_help=True,
+                  help="fasbench: fast agentic code search workbench")
 
 # Modules exposing ``register(app: typer.Typer)``; one line per package.
 PLUGINS: list[str] = [
@@ -37,11 +41,18 @@ def _load_json_arg(value: str, what: str):
         p = Path(value)
         if not p.exists():
             _fail(f"{what}: {value!r} is neither inline JSON nor an existing file")
-        text = p.read_text(encoding="utf-8")
+        if not p.is_file():
+            _fail(f"{what}: {value} is not a regular file")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"{what}: {value} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         _fail(f"{what} is not valid JSON: {e}")
+    except RecursionError:
+        _fail(f"{what}: JSON nested too deeply")
 
 
 @app.command()

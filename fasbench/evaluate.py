@@ -111,6 +111,8 @@ def done_task_ids(traces: Path) -> set[str]:
 
 
 def _check_config(out: Path, cfg: EvalConfig) -> None:
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a folder (a run directory)")
     f = out / "run.json"
     if f.exists():
         old = json.loads(f.read_text(encoding="utf-8"))
@@ -289,6 +291,10 @@ def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str]
 
 def compare(a, b, metric: str = "file_f2", n_boot: int = 2000, seed: int = 0) -> dict:
     """Paired bootstrap of ``metric`` between two summaries on the tasks they share."""
+    for name, df in (("A", a), ("B", b)):
+        if metric not in df.columns:
+            raise ValueError(f"compare: run {name} has no metric {metric!r} (numeric columns: "
+                             f"{', '.join(c for c, t in df.schema.items() if t.is_numeric())})")
     ja = a.select("task_id", metric).join(b.select("task_id", metric), on="task_id", suffix="_b")
     if ja.height == 0:
         raise ValueError("compare: the two runs share no task")
@@ -302,4 +308,11 @@ def load_summary(out: str | Path):
     p = Path(out) / "summary.parquet"
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
-    return pl.read_parquet(p)
+    try:
+        df = pl.read_parquet(p)
+    except Exception as e:  # polars raises its own error types for a truncated or foreign file
+        raise ValueError(f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
+                         f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options") from None
+    if "task_id" not in df.columns:
+        raise ValueError(f"{p} has no task_id column; not a fasbench eval summary")
+    return df

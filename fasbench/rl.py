@@ -147,7 +147,10 @@ def load_config(name: str | os.PathLike, **overrides) -> RLConfig:
     import yaml
 
     p = config_path(name)
-    data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ValueError(f"{p}: not a YAML text file ({' '.join(str(e).split())})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{p}: expected a mapping of config fields, got {type(data).__name__}")
     data.update({k: v for k, v in overrides.items() if v is not None})
