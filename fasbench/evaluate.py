@@ -17,11 +17,12 @@ import os
 import re
 import time
 import warnings
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from fasbench.episode_pool import guard_worker, run_pool
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import acc_at_k, bootstrap_ci, file_prf, line_prf, normalize_path, paired_bootstrap
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, read_tasks, repair_jsonl
@@ -90,6 +91,11 @@ def _init_worker(spec: str) -> None:
     from fasbench.policies import make_policy
 
     _WORKER["policy"] = make_policy(spec)
+
+
+def _init_process_worker(spec: str, main_pid: int) -> None:
+    guard_worker(main_pid)  # dies with the run, even after a SIGKILL (fasbench/episode_pool.py)
+    _init_worker(spec)
 
 
 def _episode(task_d: dict, spec: str, toolset: str, limits: Limits) -> dict:
@@ -178,14 +184,16 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
             # (a parent that ran episodes itself would deadlock its workers)
             import multiprocessing as mp
 
-            kw["mp_context"] = mp.get_context("forkserver")
-        with pool_cls(max_workers=workers, **kw) as pool:
-            pending = {pool.submit(_episode, t.to_dict(), policy, toolset, limits) for t in todo}
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    append_jsonl(traces, [f.result()])
-                    bar.update()
+            kw = {"initializer": _init_process_worker, "initargs": (policy, os.getpid()),
+                  "mp_context": mp.get_context("forkserver")}
+
+        def keep(d: dict) -> None:
+            append_jsonl(traces, [d])
+            bar.update()
+
+        # bounded queue; Ctrl-C cancels what is queued and stops the workers (finished traces are kept)
+        run_pool(pool_cls(max_workers=workers, **kw), _episode,
+                 ((t.to_dict(), policy, toolset, limits) for t in todo), keep, workers)
     bar.close()
     df = summarize(tasks, traces)
     df.write_parquet(out / "summary.parquet")
