@@ -88,7 +88,10 @@ def _root_dir(root: str) -> Path | None:
 def _count(path: str, size: int, mtime_ns: int) -> int:
     """Lines of a regular file (a last line without a newline counts), read in 1 MiB chunks."""
     n, last = 0, b"\n"
-    with open(path, "rb") as f:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks, even if swapped for a FIFO
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
         while chunk := f.read(_CHUNK):
             n += chunk.count(b"\n")
             last = chunk[-1:]
@@ -104,14 +107,15 @@ def file_lines(root: str | os.PathLike | None, rel: str) -> int | None:
     if base is None:
         return None
     try:
-        p = (base / rel).resolve()
-        if not p.is_relative_to(base):
+        st = os.stat(os.path.join(base, rel))  # before any open: a FIFO or device must never be opened
+        if not stat.S_ISREG(st.st_mode):  # (and a missing file costs one stat, not a path resolution)
             return None
-        st = os.stat(p)  # before any open: a FIFO or device must never be opened
-        if not stat.S_ISREG(st.st_mode):
+        p = os.path.realpath(os.path.join(base, rel))
+        if os.path.commonpath((p, base)) != str(base):  # left the root (.., a symlink out)
             return None
-        return _count(str(p), st.st_size, st.st_mtime_ns)
-    except (OSError, RuntimeError, ValueError):
+        st = os.stat(p)
+        return _count(p, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+    except (OSError, ValueError):
         return None
 
 

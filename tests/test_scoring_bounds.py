@@ -6,6 +6,7 @@ Cases that blew up before run in a subprocess with an address-space limit and a 
 regression fails the test instead of taking the machine's memory."""
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -65,6 +66,10 @@ def test_file_lines_and_containment(ws, tmp_path):
     (ws / "link.py").symlink_to(tmp_path / "outside.py")
     assert file_lines(ws, "link.py") is None
     assert file_lines(ws, "pkg") is None  # a folder has no lines
+    assert file_lines(ws, str(tmp_path / "outside.py")) is None  # an absolute path out of the root
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(ws / "pipe.py")
+        assert file_lines(ws, "pipe.py") is None  # never opened (an open would block)
 
 
 def test_line_prf_resolves_end_of_file_against_the_workspace(ws):
