@@ -8,7 +8,7 @@ separate pass so that tracing does not slow the timed one):
 2. Side by side on a range of ``--lines`` lines (default 1,000,000, still feasible for the old way):
    line precision/recall from per-line ``(path, line)`` sets (what ``metrics.line_set`` did before)
    against the interval arithmetic of ``fasbench.lines``.
-3. The eval summary row (every reward, file/line PRF, Acc@k) of reports citing 10k, 40k and 200k
+3. The eval summary row (every reward, file/line PRF, Acc@k) of reports citing 10k, 40k and 100k
    files, and a FastContext final answer with 200k ranges, to show linear growth.
 
 The last line is ``line_sets/intervals=X`` (CPU time ratio at ``--lines`` lines; higher is better).
@@ -88,7 +88,7 @@ def main() -> None:
               f"intervals {cpu_int * 1e6:.0f} us CPU, peak {mem_int * 1024:.1f} KiB")
 
         prev = None
-        for n in (10_000, 40_000, 200_000):
+        for n in (10_000, 40_000, 100_000):
             files = {f"pkg/m{i}.py": [[1, 5]] for i in range(n)}
             cpu, mem = measure(lambda: row_for(task, files))
             grow = f" (x{cpu / prev[1]:.1f} for x{n / prev[0]:.0f} files)" if prev else ""
