@@ -12,7 +12,11 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="fasbench: fast agentic code search workbench")
+from fasbench.errors import CliGroup, UserError
+
+# CliGroup turns what escapes a command into a one-line error and a non-zero exit (fasbench/errors.py)
+app = typer.Typer(cls=CliGroup, add_completion=False, no_args_is_help=True,
+                  help="fasbench: fast agentic code search workbench")
 
 # Modules exposing ``register(app: typer.Typer)``; one line per package.
 PLUGINS: list[str] = [
@@ -38,11 +42,18 @@ def _load_json_arg(value: str, what: str):
         p = Path(value)
         if not p.exists():
             _fail(f"{what}: {value!r} is neither inline JSON nor an existing file")
-        text = p.read_text(encoding="utf-8")
+        if not p.is_file():
+            _fail(f"{what}: {value} is not a regular file")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"{what}: {value} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         _fail(f"{what} is not valid JSON: {e}")
+    except RecursionError:
+        _fail(f"{what}: JSON nested too deeply")
 
 
 @app.command()
@@ -83,8 +94,10 @@ def score(
     reward: str = typer.Option("relace-f2", "--reward", help="relace-f2 | relace-hybrid | fastcontext | …"),
     judge: Optional[str] = typer.Option(None, "--judge", help="fastcontext: LLM judge, openai:model=NAME,base_url=URL"),
     query: Optional[str] = typer.Option(None, "--query", help="fastcontext: the task's query (the judge reads it)"),
-    root: Optional[Path] = typer.Option(None, "--root", help="workspace the cited files are read from / resolved against"),
     finish: str = typer.Option("stop", "--finish", help="fastcontext: how the episode ended: stop | length | abort | error"),
+    root: Optional[Path] = typer.Option(None, "--root", help="workspace the report cites: paths are resolved in it, "
+                                        "[s, -1] ends at the file's last line, ranges are clipped to file lengths "
+                                        "(without it, to lines.LINE_CAP)"),
 ):
     """Score a report against gold; prints the score and its parts as JSON."""
     from fasbench.records import Gold, RecordError, Report
@@ -113,7 +126,7 @@ def score(
             _fail(str(e))
     elif judge is not None:
         _fail(f"--judge only applies to --reward fastcontext, not {reward!r}")
-    s = score_report(reward, g, r, turns=turns, root=str(root) if root else None, **kw)
+    s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None, **kw)
     typer.echo(json.dumps(s.to_dict()))
 
 

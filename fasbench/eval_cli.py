@@ -63,6 +63,10 @@ def register(app) -> None:
         except (ValueError, FileNotFoundError, RecordError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
+        except KeyboardInterrupt:
+            typer.echo(f"interrupted: finished episodes are kept in {out / 'traces.jsonl'}; "
+                       "the same command resumes", err=True)
+            raise typer.Exit(130)
         if df.height:
             typer.echo(aggregate(df).to_pandas().to_string(index=False))
             loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]

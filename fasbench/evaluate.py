@@ -17,11 +17,12 @@ import os
 import re
 import time
 import warnings
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from fasbench.episode_pool import guard_worker, run_pool
 from fasbench.harness import Limits, run_episode
 from fasbench.localization import localization_row
 from fasbench.metrics import acc_at_k, bootstrap_ci, file_prf, line_prf, normalize_path, paired_bootstrap
@@ -94,6 +95,11 @@ def _init_worker(spec: str) -> None:
     _WORKER["policy"] = make_policy(spec)
 
 
+def _init_process_worker(spec: str, main_pid: int) -> None:
+    guard_worker(main_pid)  # dies with the run, even after a SIGKILL (fasbench/episode_pool.py)
+    _init_worker(spec)
+
+
 def _episode(task_d: dict, spec: str, toolset: str, limits: Limits) -> dict:
     from fasbench.policies import bind_policy, make_policy
 
@@ -113,6 +119,8 @@ def done_task_ids(traces: Path) -> set[str]:
 
 
 def _check_config(out: Path, cfg: EvalConfig) -> None:
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a folder (a run directory)")
     f = out / "run.json"
     if f.exists():
         old = json.loads(f.read_text(encoding="utf-8"))
@@ -181,14 +189,16 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
             # (a parent that ran episodes itself would deadlock its workers)
             import multiprocessing as mp
 
-            kw["mp_context"] = mp.get_context("forkserver")
-        with pool_cls(max_workers=workers, **kw) as pool:
-            pending = {pool.submit(_episode, t.to_dict(), policy, toolset, limits) for t in todo}
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    append_jsonl(traces, [f.result()])
-                    bar.update()
+            kw = {"initializer": _init_process_worker, "initargs": (policy, os.getpid()),
+                  "mp_context": mp.get_context("forkserver")}
+
+        def keep(d: dict) -> None:
+            append_jsonl(traces, [d])
+            bar.update()
+
+        # bounded queue; Ctrl-C cancels what is queued and stops the workers (finished traces are kept)
+        run_pool(pool_cls(max_workers=workers, **kw), _episode,
+                 ((t.to_dict(), policy, toolset, limits) for t in todo), keep, workers)
     bar.close()
     df = summarize(tasks, traces, judge=the_judge)
     df.write_parquet(out / "summary.parquet")
@@ -205,12 +215,9 @@ def ranked_files(trace: Trace, root: str | None = None) -> list[str]:
     """Reported files in the order the report lists them (its rank)."""
     if trace.report is None:
         return []
-    seen = []
-    for p in trace.report.files:
-        q = normalize_path(p, root)
-        if q and q not in seen:
-            seen.append(q)
-    return seen
+    seen = dict.fromkeys(normalize_path(p, root) for p in trace.report.files)  # ordered, linear
+    seen.pop("", None)
+    return list(seen)
 
 
 def summary_row(task: Task, trace: Trace, judge=None) -> dict:
@@ -304,6 +311,10 @@ def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str]
 
 def compare(a, b, metric: str = "file_f2", n_boot: int = 2000, seed: int = 0) -> dict:
     """Paired bootstrap of ``metric`` between two summaries on the tasks they share."""
+    for name, df in (("A", a), ("B", b)):
+        if metric not in df.columns:
+            raise ValueError(f"compare: run {name} has no metric {metric!r} (numeric columns: "
+                             f"{', '.join(c for c, t in df.schema.items() if t.is_numeric())})")
     ja = a.select("task_id", metric).join(b.select("task_id", metric), on="task_id", suffix="_b")
     if ja.height == 0:
         raise ValueError("compare: the two runs share no task")
@@ -317,4 +328,11 @@ def load_summary(out: str | Path):
     p = Path(out) / "summary.parquet"
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
-    return pl.read_parquet(p)
+    try:
+        df = pl.read_parquet(p)
+    except Exception as e:  # polars raises its own error types for a truncated or foreign file
+        raise ValueError(f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
+                         f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options") from None
+    if "task_id" not in df.columns:
+        raise ValueError(f"{p} has no task_id column; not a fasbench eval summary")
+    return df

@@ -96,7 +96,8 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
         turn.tools_ended_at = time.time()
         trace.turns.append(turn)
         messages.extend(turn_messages(turn))
-        report = toolset.parse_report(turn.text, turn.calls)
+        # only calls that ran can answer: a report_back refused as over the per-turn limit is no report
+        report = toolset.parse_report(turn.text, turn.calls[:limits.max_calls_per_turn])
         if report is not None:
             trace.report, trace.stop_reason = report, "reported"
             break

@@ -1,13 +1,20 @@
 """Localisation metrics: path normalisation, file- and line-level precision/recall/F-beta,
-Acc@k and Recall@k (as LocAgent defines them), bootstrap confidence intervals."""
+Acc@k and Recall@k (as LocAgent defines them), bootstrap confidence intervals.
+
+Line ranges are handled as intervals by ``fasbench.lines`` (``merge_ranges`` is re-exported from
+there): ``[s, -1]`` means "to the end of the file", ranges are clipped to the file's length when a
+workspace root is known and to ``lines.LINE_CAP`` otherwise."""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+
+from fasbench.lines import file_lines, merge_ranges, overlap, total
 
 _PREFIXES = ("/repo/", "/testbed/", "/workspace/", "repo/", "testbed/")
 
@@ -15,7 +22,12 @@ _PREFIXES = ("/repo/", "/testbed/", "/workspace/", "repo/", "testbed/")
 def normalize_path(path: str, root: str | None = None) -> str:
     """A workspace-relative path with ``/`` separators, whatever prefix the answer used:
     leading ``/``, ``./``, ``/repo/``, ``/testbed/``, or the workspace's absolute root."""
-    p = str(path).strip().strip("`'\"").replace("\\", "/")
+    return _normalize_path(str(path), str(root) if root else None)
+
+
+@lru_cache(maxsize=1 << 17)  # a summary row normalises each cited path ~18 times (every reward, every level)
+def _normalize_path(path: str, root: str | None) -> str:
+    p = path.strip().strip("`'\"").replace("\\", "/")
     if root:
         r = str(root).rstrip("/") + "/"
         if p.startswith(r):
@@ -29,30 +41,17 @@ def normalize_path(path: str, root: str | None = None) -> str:
     return "/".join(parts)
 
 
-def merge_ranges(ranges: Iterable[Sequence[int]]) -> list[list[int]]:
-    """Sorted, merged ranges; reversed ranges are put right and non-positive starts raised to 1."""
-    rs = sorted([min(a, b), max(a, b)] for a, b in ranges)
-    out: list[list[int]] = []
-    for a, b in rs:
-        a = max(1, a)
-        if b < a:
-            continue
-        if out and a <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
-
-
 def normalize_files(files: Mapping[str, Sequence[Sequence[int]]], root: str | None = None) -> dict[str, list[list[int]]]:
-    """Normalise the paths of a file → ranges mapping, merging duplicates."""
+    """Normalise the paths of a file → ranges mapping, merging duplicates. Ranges are clipped to
+    the file's length when ``root`` is an existing workspace holding the file (``[s, -1]`` = to its
+    last line), else to ``lines.LINE_CAP`` (see ``fasbench.lines``)."""
     out: dict[str, list] = {}
     for p, rs in files.items():
         key = normalize_path(p, root)
         if not key:
             continue
-        out.setdefault(key, []).extend(list(r) for r in (rs or []))
-    return {k: merge_ranges(v) for k, v in out.items()}
+        out.setdefault(key, []).extend(rs or ())
+    return {k: merge_ranges(v, file_lines(root, k) if v else None) for k, v in out.items()}
 
 
 def fbeta(p: float, r: float, beta: float) -> float:
@@ -84,14 +83,15 @@ def file_prf(pred: Mapping[str, object], gold: Mapping[str, object], root: str |
     return set_prf({normalize_path(p, root) for p in pred} - {""}, {normalize_path(p, root) for p in gold} - {""})
 
 
-def line_set(files: Mapping[str, Sequence[Sequence[int]]], root: str | None = None) -> set[tuple[str, int]]:
-    return {(p, i) for p, rs in normalize_files(files, root).items() for a, b in rs for i in range(a, b + 1)}
-
-
 def line_prf(pred: Mapping[str, Sequence[Sequence[int]]], gold: Mapping[str, Sequence[Sequence[int]]],
              root: str | None = None) -> PRF:
-    """Precision/recall over (path, line) pairs; gold files without line ranges do not count."""
-    return set_prf(line_set(pred, root), line_set(gold, root))
+    """Precision/recall over (path, line) pairs; gold files without line ranges do not count.
+    Computed on intervals (``fasbench.lines``): linear in the number of ranges, whatever their size."""
+    p, g = normalize_files(pred, root), normalize_files(gold, root)
+    n_pred = sum(total(rs) for rs in p.values())
+    n_gold = sum(total(rs) for rs in g.values())
+    hit = sum(overlap(rs, g[k]) for k, rs in p.items() if k in g)
+    return PRF(hit / n_pred if n_pred else 0.0, hit / n_gold if n_gold else 0.0, n_pred, n_gold, hit)
 
 
 def acc_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:

@@ -401,13 +401,22 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
 
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        lines = f.readlines()
+    if path.is_dir():
+        raise RecordError(f"{path}: is a folder, not a JSONL file")
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            lines = f.readlines()
+    except UnicodeDecodeError as e:
+        raise RecordError(f"{path}: not UTF-8 text, not a JSONL file ({e.reason} at byte {e.start})") from None
+    except (gzip.BadGzipFile, EOFError) as e:
+        raise RecordError(f"{path}: corrupt gzip ({e})") from None
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             yield json.loads(line)
+        except RecursionError:
+            raise RecordError(f"{path}: line {i + 1} is JSON nested too deeply") from None
         except json.JSONDecodeError as e:
             if i == len(lines) - 1 and not line.endswith("\n"):
                 warnings.warn(f"{path}: skipping truncated last line {i + 1} ({e})")

@@ -7,6 +7,10 @@ Formulas (see ../shared/DESIGN.md):
 - FastContext, as released: ``1[n_cit ≥ 1] · (1 + 1[finish = stop] · (F0.5 − 0.1 · max(0, (n_pred − n_gt)
   / n_gt)) + 2·J)``, 0 for a failed episode, with J = the LLM judge's 0-10 score × 0.1 (fasbench.judge).
 - F0.5 over files, as Cognition reports its searcher.
+
+``root`` (a workspace directory) lets line ranges resolve against the files: ``[s, -1]`` ends at the
+file's last line and every range is clipped to the file's length; without it they are clipped to
+``fasbench.lines.LINE_CAP`` and ``line-f1`` says so in its reason.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from fasbench.judge import citation_contents, query_message
-from fasbench.metrics import fbeta, file_prf, line_prf, normalize_files
+from fasbench.lines import LINE_CAP, capped_ranges
+from fasbench.metrics import fbeta, file_prf, line_prf, normalize_files, normalize_path
 from fasbench.records import Gold, Report
 
 
@@ -170,8 +175,13 @@ def line_f1(gold: Gold, report: Report | None, turns: int | None = None, root: s
     """Line-level F1 over (path, line) pairs against the edited-line gold."""
     prf = line_prf(_files(report, root), gold.edited, root)
     v = prf.f(1.0)
-    return Score(v, {"precision": prf.precision, "recall": prf.recall},
-                 f"{prf.n_hit} of {prf.n_gold} gold lines among {prf.n_pred} cited; F1={v:.3f}")
+    reason = f"{prf.n_hit} of {prf.n_gold} gold lines among {prf.n_pred} cited; F1={v:.3f}"
+    capped = capped_ranges(report.files, root, lambda p: normalize_path(p, root)) if report is not None else 0
+    if capped:
+        reason += (f"; note: {capped} range(s) end at -1 (end of file) or past line {LINE_CAP} in files of "
+                   f"unknown length (no workspace root, or the file is not in it): counted up to line "
+                   f"{LINE_CAP}; give the workspace root (--root) to resolve them")
+    return Score(v, {"precision": prf.precision, "recall": prf.recall}, reason)
 
 
 def relace(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:

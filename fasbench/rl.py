@@ -153,7 +153,10 @@ def load_config(name: str | os.PathLike, **overrides) -> RLConfig:
     import yaml
 
     p = config_path(name)
-    data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ValueError(f"{p}: not a YAML text file ({' '.join(str(e).split())})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{p}: expected a mapping of config fields, got {type(data).__name__}")
     data.update({k: v for k, v in overrides.items() if v is not None})
@@ -383,7 +386,7 @@ class HarnessEnv:
                 text = " ".join(p.get("text", "") for p in text if isinstance(p, dict))
             turn = Turn(index=i, text=text, calls=calls, results=results_by_turn.get(i, []))
             trace.turns.append(turn)
-            report = ts.parse_report(text, calls)
+            report = ts.parse_report(text, calls[:self._limits.max_calls_per_turn])  # refused calls never answer
             if report is not None:
                 trace.report, trace.stop_reason = report, "reported"
                 break

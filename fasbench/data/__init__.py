@@ -32,12 +32,15 @@ def tasks_path(source: str):
 
 
 def offline_manifest() -> dict[str, dict]:
-    """``{task id: manifest row}`` of the shipped offline-corpus manifest (empty if absent)."""
+    """``{task id: manifest row}`` of the shipped offline-corpus manifest (empty if absent). The file
+    stores each corpus root relative to the corpora cache; rows come back with ``root`` resolved
+    on this machine (``<cache>/corpora/<root>``; None for tasks not located)."""
+    from fasbench.data.corpus import resolve_root
     from fasbench.paths import data_dir
     from fasbench.records import iter_jsonl
 
     p = data_dir() / "tasks" / "offline_manifest.jsonl.gz"
-    return {r["id"]: r for r in iter_jsonl(p)} if p.exists() else {}
+    return {r["id"]: {**r, "root": resolve_root(r.get("root"))} for r in iter_jsonl(p)} if p.exists() else {}
 
 
 def load_tasks(source: str, split: str | None = None, usable_only: bool = False) -> list:

@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="write the usable tasks (root set, gold relocated)"),
     ):
         """Materialise each task's corpus; prints per task: id, located yes/no, corpus path or reason."""
-        from fasbench.data.corpus import materialize_many
+        from fasbench.data.corpus import materialize_many, resolve_root
         from fasbench.records import RecordError, read_tasks, write_tasks
 
         if not tasks.exists():
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
             ts = [t for t in ts if t.id in set(ids)]
         ok, rows = materialize_many(ts, mode=mode, manifest=manifest, progress=False)
         for r in rows:
-            where = r["root"] if r["located"] else f"{r['reason']}: {r['detail']}"
+            where = resolve_root(r["root"]) if r["located"] else f"{r['reason']}: {r['detail']}"
             typer.echo(f"{r['id']}\t{'located' if r['located'] else 'dropped'}\t{r.get('status')}\t{where}")
         typer.echo(f"{len(ok)}/{len(rows)} located", err=True)
         if out:

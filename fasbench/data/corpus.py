@@ -68,6 +68,27 @@ def root_dir() -> Path:
     return cache_dir("corpora")
 
 
+def portable_root(root: str | Path | None) -> str | None:
+    """A corpus root as manifests store it: relative to the corpora cache (``root_dir()``), so a
+    manifest built on one machine holds no path of that machine; a root outside the cache is
+    kept as given. :func:`resolve_root` undoes it."""
+    if not root:
+        return None
+    p = Path(root)
+    try:
+        return p.resolve().relative_to(root_dir().resolve()).as_posix()
+    except ValueError:
+        return str(root)
+
+
+def resolve_root(root: str | None) -> str | None:
+    """The absolute corpus root of a manifest row on this machine (relative roots are under the
+    corpora cache ``root_dir()``)."""
+    if not root:
+        return None
+    return root if Path(root).is_absolute() else str(root_dir() / root)
+
+
 @contextmanager
 def _lock(name: str):
     path = root_dir() / "locks" / f"{name}.lock"
@@ -334,7 +355,8 @@ def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | N
 def materialize_many(tasks: list[Task], mode: str | None = None, method: str = "auto",
                      manifest: str | Path | None = None, progress: bool = True) -> tuple[list[Task], list[dict]]:
     """Materialise each task; returns (usable tasks, manifest rows) and appends the rows to
-    ``manifest`` when given. Releases are fetched in order of first use."""
+    ``manifest`` when given. Releases are fetched in order of first use. A row's ``root`` is
+    relative to the corpora cache (:func:`portable_root`; :func:`resolve_root` gives the path)."""
     from tqdm.auto import tqdm
 
     ok, rows = [], []
@@ -345,7 +367,7 @@ def materialize_many(tasks: list[Task], mode: str | None = None, method: str = "
         try:
             t = materialize(task, mode=mode, method=method)
             ok.append(t)
-            row.update(root=t.root, located=True, status=t.meta["corpus"]["status"], reason=None, detail="")
+            row.update(root=portable_root(t.root), located=True, status=t.meta["corpus"]["status"], reason=None, detail="")
         except CorpusError as e:
             row.update(status="dropped", reason=e.reason, detail=e.detail[:300])
         rows.append(row)

@@ -107,13 +107,19 @@ def load_profile(name_or_path: str | Path, overrides: dict | None = None) -> Pro
     if not p.exists():
         avail = sorted(x.stem.removeprefix("sft_") for x in configs_dir().glob("sft_*.yaml"))
         raise FileNotFoundError(f"no SFT profile {name_or_path!r} ({p}); available: {', '.join(avail)}")
-    text = p.read_text(encoding="utf-8")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     if p.suffix == ".json":
         d = json.loads(text)
     else:
         import yaml
 
-        d = yaml.safe_load(text)
+        try:
+            d = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ValueError(f"{p}: not valid YAML ({' '.join(str(e).split())})") from None
     if not isinstance(d, dict):
         raise ValueError(f"{p}: a profile is a mapping with build/train/eval blocks")
     for k, v in (overrides or {}).items():

@@ -215,13 +215,12 @@ def parse_final_answer(text: str) -> Report | None:
                 nums = [int(x.strip().lstrip("L")) for x in re.split(r"[-–]", part)]
                 s, e = (nums[0], nums[0]) if len(nums) == 1 else (nums[0], nums[1])
                 s, e = max(1, min(s, e)), max(1, max(s, e))
-                if [s, e] not in ranges:
-                    ranges.append([s, e])
+                ranges.append([s, e])
         rest = line[m.end("ranges") if m.group("ranges") else m.end("path"):].strip(" `")
         if rest:
             reasons.append(f"{path}: {rest.strip('()')}")
-    for p in files:
-        files[p].sort()
+    for p in files:  # duplicates dropped and sorted in one pass (a membership test per range was quadratic)
+        files[p] = [list(r) for r in sorted({tuple(r) for r in files[p]})]
     return Report(files=files, explanation="\n".join(reasons))
 
 

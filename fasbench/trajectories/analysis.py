@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fasbench.trajectories.classify import SHELL_TOOLS, Action, analyze, analyze_call, code_writes
+from fasbench.trajectories.guard import check_parsed, label_file, not_regular, unparsable
 from fasbench.trajectories.parsers import Trajectory, TrajectoryError, parse_file
 from fasbench.trajectories.relace_measures import RELACE_SEEDS, measures as relace_measures, measures_by as relace_measures_by
 
@@ -106,8 +107,12 @@ def discover(paths: Iterable[str | Path], report: FileReport) -> list[tuple[Path
     for p in map(Path, paths):
         if not p.exists():
             raise FileNotFoundError(f"no such file or folder: {p}")
-        if p.is_file():
-            out.append((p, p.parent.name if p.parent.name != "trajs" else p.parent.parent.name))
+        if not p.is_dir():
+            why = not_regular(p)  # os.stat first: a FIFO must never be opened
+            if why:
+                report.skipped.append((str(p), why))
+            else:
+                out.append((p, p.parent.name if p.parent.name != "trajs" else p.parent.parent.name))
             continue
         found = []
         for root, dirs, names in os.walk(p):
@@ -121,6 +126,8 @@ def discover(paths: Iterable[str | Path], report: FileReport) -> list[tuple[Path
                     report.ignored.append((f, "run metadata (reports, predictions, SOURCE)"))
                 elif not _is_traj_name(name):
                     report.ignored.append((f, "not a trajectory file name"))
+                elif why := not_regular(f):
+                    report.skipped.append((f, why))
                 else:
                     found.append(f)
         out.extend((Path(f), p.name) for f in sorted(found))
@@ -136,7 +143,7 @@ def load_labels(path: str | Path) -> dict[str, bool]:
     for d in [start, *list(start.parents)[:2]]:
         for name in LABEL_NAMES:
             f = d / name
-            if f.exists():
+            if label_file(f):
                 data = json.loads(gzip.decompress(f.read_bytes()) if name.endswith(".gz") else f.read_bytes())
                 if not isinstance(data, dict):
                     raise ValueError(f"{f}: expected {{instance_id: bool}}")
@@ -145,6 +152,7 @@ def load_labels(path: str | Path) -> dict[str, bool]:
         if reports.is_dir():
             labels = {}
             for f in sorted(reports.glob("*.report.json*")):
+                label_file(f)
                 iid = f.name.split(".report.json")[0]
                 raw = f.read_bytes()
                 rep = json.loads(gzip.decompress(raw) if f.name.endswith(".gz") else raw)
@@ -153,7 +161,7 @@ def load_labels(path: str | Path) -> dict[str, bool]:
             if labels:
                 return labels
         sb = d / "sb-cli-report.json"
-        if sb.exists():
+        if label_file(sb):
             s = json.loads(sb.read_text(encoding="utf-8"))
             return {**{i: False for i in s.get("unresolved_ids", [])}, **{i: True for i in s.get("resolved_ids", [])}}
     return {}
@@ -491,17 +499,24 @@ def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = No
     files: list[tuple[Path, str, dict]] = []
     for p in paths:
         found = discover([p], report)
-        lab = labels if labels is not None else load_labels(p)
+        try:
+            lab = labels if labels is not None else load_labels(p)
+        except Exception as e:  # a corrupt label file: analyse without labels, say why
+            report.skipped.append((str(p), f"labels unreadable, analysed without labels ({type(e).__name__}: {e})"))
+            lab = {}
         files.extend((f, ds, lab) for f, ds in found[:limit])
     out = []
     for f, ds, lab in tqdm(files, desc="trajectories", unit="file", disable=not progress or len(files) < 50):
         try:
-            parsed = parse_file(f)
+            parsed = check_parsed(parse_file(f))
         except TrajectoryError as e:
             report.skipped.append((str(f), str(e)))
             continue
         except OSError as e:
             report.skipped.append((str(f), f"unreadable ({e})"))
+            continue
+        except Exception as e:  # anything else a strange file provokes (deep nesting, wrong types)
+            report.skipped.append((str(f), unparsable(e)))
             continue
         report.parsed.append(str(f))
         report.formats[parsed.format] += 1

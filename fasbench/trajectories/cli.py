@@ -9,6 +9,8 @@ from typing import List, Optional
 
 import typer
 
+SHOW_SKIPPED = 20  # skipped files named on the terminal; summary.json lists them all
+
 
 def _fail(msg: str) -> None:
     typer.echo(f"error: {msg}", err=True)
@@ -50,6 +52,8 @@ def analyze_cmd(
     for p in paths:
         if not p.exists():
             _fail(f"no such file or folder: {p}")
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out} exists and is not a folder")
     lab = None
     if labels is not None:
         if not labels.is_file():
@@ -69,6 +73,10 @@ def analyze_cmd(
     o = s["overall"]
     typer.echo(f"parsed {f['parsed']} files ({s['trajectories']} trajectories, {s['actions']} actions); "
                f"skipped {f['skipped']}" + (f" {f['skipped_by_reason']}" if f["skipped"] else ""))
+    for sk in f["skipped_files"][:SHOW_SKIPPED]:
+        typer.echo(f"  skipped {sk['path']}: {sk['reason']}")
+    if f["skipped"] > SHOW_SKIPPED:
+        typer.echo(f"  ... and {f['skipped'] - SHOW_SKIPPED} more skipped files (all listed in {summary})")
     if o:
         typer.echo(f"read+search: {o['read_search_turn_share']:.3f} of tool turns, {o['read_search_token_share']:.3f} "
                    f"of tokens; first edit turn mean {o['first_edit_turn_mean']}")

@@ -1,0 +1,145 @@
+"""Every ``fasbench`` subcommand answers bad input with a one-line error and a non-zero exit, never a
+traceback (issue 14): folders or binary files where a file is expected, half-written JSON or
+summaries, an ``--out`` that is a file. Runs the real command tree through typer's CliRunner; a
+guard makes sure every leaf command has cases here, so a new command cannot be forgotten."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.core import TyperGroup
+from typer.testing import CliRunner
+
+from fasbench.cli import app
+
+# commands that take no input that could be bad (only flags), with the reason they are not run here
+EXEMPT = {"data ship": "only a flag; it rebuilds the shipped data, not something to run in a test"}
+
+
+def leaf_commands() -> list[str]:
+    out = []
+
+    def walk(c, pre):
+        if isinstance(c, TyperGroup):
+            for n, s in c.commands.items():
+                walk(s, pre + [n])
+        else:
+            out.append(" ".join(pre))
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    (d / "folder").mkdir()
+    (d / "binary.bin").write_bytes(bytes(range(256)) * 8)
+    (d / "file.txt").write_text("hello\n")
+    (d / "half.json").write_text('{"edited": {"a.py": [[1, ')
+    (d / "half.jsonl").write_text('{"id": "t", "query": "q"}\n{"id": "u", "qu')
+    (d / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    ws = d / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    task = {"id": "t", "query": "q", "repo": "r", "root": str(ws), "gold": {"edited": {"a.py": [[1, 1]]}}}
+    (d / "tasks.jsonl").write_text(json.dumps(task) + "\n")
+    run = d / "run_half"  # an eval run whose summary was cut off mid-write
+    run.mkdir()
+    (run / "summary.parquet").write_bytes(b"PAR1\x15\x04\x15")
+    return d
+
+
+def cases(b):
+    F, D, B, T = str(b / "file.txt"), str(b / "folder"), str(b / "binary.bin"), str(b / "tasks.jsonl")
+    H, HL, DEEP, WS = str(b / "half.json"), str(b / "half.jsonl"), str(b / "deep.json"), str(b / "ws")
+    out = str(b / "out_dir")
+    return {
+        "tool": [[D, "--root", WS], [B, "--root", WS], [H, "--root", WS], [DEEP, "--root", WS],
+                 ['{"name": "view_file", "arguments": {}}', "--root", F]],
+        "score": [["--gold", D, "--report", "{}"], ["--gold", B, "--report", "{}"], ["--gold", H, "--report", "{}"],
+                  ["--gold", '{"edited": {}}', "--report", B], ["--gold", DEEP, "--report", "{}"],
+                  ["--gold", '{"edited": {}}', "--report", '{"files": {}}', "--root", F]],
+        "eval": [["--tasks", D, "--policy", "heuristic", "--out", out], ["--tasks", B, "--policy", "heuristic", "--out", out],
+                 ["--tasks", HL, "--policy", "heuristic", "--out", out],
+                 ["--tasks", T, "--policy", "heuristic", "--out", F]],
+        "compare": [[D, D], [F, F], [str(b / "run_half"), str(b / "run_half")]],
+        "classify": [["<stdin", b"\xff\xfe\x00\n"], ["<stdin", b"not json\n"]],
+        "data tasks": [["--source", D, "--out", out], ["--source", "swebench-lite", "--out", D]],
+        "data corpus": [["--tasks", D], ["--tasks", B], ["--tasks", HL]],
+        "data mine-git": [[F, "--out", out], [D, "--out", out], [WS, "--out", D]],
+        "bon pools": [["--tasks", D], ["--tasks", B]],
+        "bon evaluate": [[D], [B], [HL]],
+        "rl train": [["--config", D], ["--config", B], ["--config", H]],
+        "rl config": [[D], [B], [H]],
+        "rl log": [[F], [D], [B]],
+        "trajectories analyze": [[B, "--out", F], [D, "--labels", D, "--out", out], [D, "--labels", B, "--out", out]],
+        "sft config": [[D], [B], [H]],
+        "sft build": [["--config", D], ["--config", B]],
+        "sft train": [["--config", D], ["--config", B]],
+        "sft eval": [["--config", B, "--model", D], ["--config", D, "--model", D]],
+    }
+
+
+def test_every_command_has_bad_input_cases(bad):
+    missing = set(leaf_commands()) - set(cases(bad)) - set(EXEMPT)
+    assert not missing, f"add bad-input cases for {sorted(missing)}"
+
+
+def test_bad_input_gives_one_line_error_and_nonzero_exit(bad, monkeypatch):
+    monkeypatch.delenv("FASBENCH_DEBUG", raising=False)
+    runner = CliRunner()
+    problems = []
+    for cmd, argsets in cases(bad).items():
+        for args in argsets:
+            stdin = None
+            if args and args[0] == "<stdin":
+                stdin, args = args[1], []
+            r = runner.invoke(app, cmd.split() + list(args), input=stdin)
+            text = (r.stdout or "") + (r.stderr or "")
+            what = f"fasbench {cmd} {' '.join(map(str, args))[:120]}"
+            if r.exit_code == 0:
+                problems.append(f"{what}: exit 0")
+            elif r.exception is not None and not isinstance(r.exception, SystemExit):
+                problems.append(f"{what}: raised {type(r.exception).__name__}: {r.exception}")
+            elif "Traceback" in text:
+                problems.append(f"{what}: printed a traceback")
+            elif "internal error" in text:
+                problems.append(f"{what}: reported an internal error, not a bad-input error: {text.strip()[:300]}")
+            else:
+                errors = [ln for ln in (r.stderr or "").splitlines() if ln.startswith("error:")]
+                usage = "Usage:" in text or "Error" in text  # typer's usage-error panel
+                if not errors and not usage:
+                    problems.append(f"{what}: no error message: {text.strip()[:300]}")
+    assert not problems, "\n".join(problems)
+
+
+def test_real_process_prints_one_line_without_traceback(bad):
+    """The installed entry point, in a real process: a binary file where JSON is expected."""
+    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "score", "--gold", str(bad / "binary.bin"),
+                        "--report", "{}"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: --gold:") and "not UTF-8" in r.stderr
+
+
+def test_unexpected_errors_are_one_line_and_debuggable(monkeypatch):
+    """An error nobody anticipated is still one line (exit 1, 'internal error'); FASBENCH_DEBUG=1
+    lets it through with its traceback."""
+    from fasbench import cli
+
+    sub = typer.Typer()
+
+    @sub.command("boom")
+    def boom():
+        raise KeyError("unexpected")
+
+    t = typer.Typer(cls=cli.CliGroup)
+    t.add_typer(sub, name="x")
+    t.command("ok")(lambda: None)
+    r = CliRunner().invoke(t, ["x", "boom"])
+    assert r.exit_code == 1 and r.stderr.startswith("error: internal error (KeyError)") and r.stderr.count("\n") == 1
+    monkeypatch.setenv("FASBENCH_DEBUG", "1")
+    r = CliRunner().invoke(t, ["x", "boom"])
+    assert isinstance(r.exception, KeyError)
