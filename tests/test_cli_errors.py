@@ -80,6 +80,13 @@ def cases(b):
         "sft build": [["--config", D], ["--config", B]],
         "sft train": [["--config", D], ["--config", B]],
         "sft eval": [["--config", B, "--model", D], ["--config", D, "--model", D]],
+        "data import": [["swe-explore", D, "--out", out], ["swe-explore", B, "--out", out],
+                        ["locbench", HL, "--out", out], ["nonexistent-format", F, "--out", out],
+                        ["swe-explore", F, "--out", D]],
+        "e2e": [["--tasks", D, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", out],
+                ["--tasks", B, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", out],
+                ["--tasks", T, "--main", "not-a-spec", "--search", "none", "--out", out],
+                ["--tasks", T, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", F]],
     }
 
 

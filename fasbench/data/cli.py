@@ -90,8 +90,10 @@ def register(app: typer.Typer) -> None:
             ts, dropped = import_gold(fmt, file)
         except (ImportError_, ValueError) as e:
             _fail(str(e))
-        write_tasks(out, ts)
         why = dict(collections.Counter(d["reason"] for d in dropped))
+        if not ts:
+            _fail(f"{file}: no record could be imported as a {fmt} task" + (f" (dropped {len(dropped)}: {why})" if dropped else ""))
+        write_tasks(out, ts)
         typer.echo(f"{len(ts)} tasks -> {out}" + (f"; dropped {len(dropped)}: {why}" if dropped else ""))
 
     @data.command("mine-git")
