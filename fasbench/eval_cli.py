@@ -1,9 +1,10 @@
-"""`fasbench eval` and `fasbench compare` (a cli plugin; heavy imports stay inside the commands)."""
+"""`fasbench eval`, `fasbench runs` and `fasbench compare` (a cli plugin; heavy imports stay inside the commands)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 
 def register(app) -> None:
@@ -22,32 +23,86 @@ def register(app) -> None:
         limit: int = typer.Option(0, "--limit", help="first N tasks only (0 = all)"),
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs."""
-        from fasbench.evaluate import aggregate, load_task_arg, run_eval
+        from fasbench.evaluate import load_task_arg, run_eval
         from fasbench.harness import Limits
 
         try:
             ts = load_task_arg(tasks, limit or None)
+            source = str(Path(tasks).resolve()) if Path(tasks).exists() else tasks
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
-                          workers or None, backend or None)
+                          workers or None, backend or None, task_source=source + (f" (first {limit})" if limit else ""))
         except (ValueError, FileNotFoundError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
         if df.height:
-            typer.echo(aggregate(df).to_pandas().to_string(index=False))
+            from fasbench import runs as R
+
+            typer.echo(R.format_table(R.display_runs(R.runs_table([out]))))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
 
-    @app.command("compare")
-    def compare_cmd(
-        run_a: Path = typer.Argument(..., help="run directory A"),
-        run_b: Path = typer.Argument(..., help="run directory B"),
-        metric: str = typer.Option("file_f2", "--metric"),
+    @app.command("runs")
+    def runs_cmd(
+        dirs: Optional[list[Path]] = typer.Argument(None, help="run directories or folders holding runs "
+                                                    "(default: runs/ and CACHE/runs/)"),
+        metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics to show (repeat or comma-separate)"),
+        level: float = typer.Option(0.95, "--level", help="confidence level of the bootstrap intervals"),
+        as_json: bool = typer.Option(False, "--json", help="one JSON object per run instead of a table"),
     ):
-        """Paired bootstrap of a metric between two runs (A − B) on their shared tasks."""
-        from fasbench.evaluate import compare, load_summary
+        """One table of all runs: policy, tool set, task source, n, main metrics with CIs, date, code version."""
+        from fasbench import runs as R
 
+        metrics = _metrics(metric, R.RUN_METRICS)
         try:
-            r = compare(load_summary(run_a), load_summary(run_b), metric)
+            _check_level(level)
+            table = R.runs_table(dirs or None, metrics, level=level)
+            if not table.height:
+                raise R.RunError(f"no runs found under {', '.join(map(str, dirs or R.run_roots())) or 'runs/'}")
+            for m in metrics:
+                if table[m].is_null().all():
+                    R.check_metrics(R.load_summary(table["path"][0]), [m], table["run"][0])
         except (ValueError, FileNotFoundError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
-        typer.echo(json.dumps(r))
+        if as_json:
+            for r in table.iter_rows(named=True):
+                typer.echo(json.dumps(r))
+            return
+        typer.echo(f"{table.height} runs; metric: mean [{level:.0%} bootstrap interval over tasks]")
+        typer.echo(R.format_table(R.display_runs(table, metrics)))
+
+    @app.command("compare")
+    def compare_cmd(
+        runs: list[str] = typer.Argument(..., help="run directories or run names; the first is the reference"),
+        metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics (repeat or comma-separate); "
+                                                   "default file_f2,line_f1,reward_relace_f2,turns"),
+        level: float = typer.Option(0.95, "--level", help="confidence level of the intervals"),
+        n_boot: int = typer.Option(2000, "--n-boot", min=100, help="bootstrap resamples"),
+        as_json: bool = typer.Option(False, "--json", help="one JSON object per row instead of a table"),
+    ):
+        """Paired bootstrap of each run against the first (run − reference) on their shared tasks."""
+        from fasbench import runs as R
+
+        metrics = _metrics(metric, R.COMPARE_METRICS)
+        try:
+            _check_level(level)
+            table = R.compare_runs(runs, metrics, level=level, n_boot=n_boot)
+        except (ValueError, FileNotFoundError) as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
+        if as_json:
+            for r in table.iter_rows(named=True):
+                typer.echo(json.dumps(r))
+            return
+        typer.echo(f"reference: {table['reference'][0]}; paired bootstrap over shared tasks ({n_boot} resamples), "
+                   f"diff = run − reference with its {level:.0%} interval, p two-sided")
+        typer.echo(R.format_table(R.display_compare(table)))
+
+
+def _metrics(given, default) -> list[str]:
+    out = [m.strip() for g in (given or []) for m in g.split(",") if m.strip()]
+    return out or list(default)
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"--level must be between 0 and 1 (e.g. 0.95), got {level}")
