@@ -88,7 +88,7 @@ def check_metrics(df: pl.DataFrame, metrics: Sequence[str], run: str) -> None:
         if m not in df.columns:
             numeric = [c for c, t in df.schema.items() if t.is_numeric()]
             close = difflib.get_close_matches(m, numeric, n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(close)}?" if close else f"; e.g. {', '.join(m for m in RUN_METRICS if m in numeric)} (`fasbench runs --json` lists a run's columns)"
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; e.g. {', '.join(m for m in RUN_METRICS if m in numeric)} or another column of summary.parquet"
             raise RunError(f"unknown metric {m!r} (not a column of {run}/summary.parquet){hint}")
 
 
