@@ -35,6 +35,10 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 
 # Fixed colours for the concepts that recur across figures.
 CATEGORY_COLORS = {"search": "#0072B2", "read": "#56B4E9", "edit": "#D55E00", "test": "#E69F00", "other": "#999999"}
+# Outcome colours: none of them is a category colour (edit's vermillion against "unresolved" was
+# read as the same thing); green/purple are told apart with red-green colour blindness too.
+OUTCOME_COLORS = {True: "#009E73", False: "#CC79A7", None: "#666666"}
+SEED_MARKER = dict(symbol="diamond", size=11, color="#000000", line=dict(color="white", width=1))
 TOOL_COLORS = {
     "grep_search": "#0072B2", "Grep": "#0072B2",
     "view_file": "#56B4E9", "Read": "#56B4E9",
