@@ -39,7 +39,10 @@ def num(v, digits: int = 2, pct: bool = False, signed: bool = False) -> str:
 
 
 def ci(mean, lo, hi, digits: int = 2, pct: bool = False, signed: bool = False) -> str:
-    """``mean [lo, hi]`` (one format for the three); ``–`` when the mean is missing."""
+    """``mean [lo, hi]`` (one format for the three); ``–`` when the mean is missing; a string (several
+    values already formatted) is kept as it is."""
+    if isinstance(mean, str):
+        return mean
     if _bad(mean):
         return "–"
     if _bad(lo) or _bad(hi):

@@ -9,9 +9,9 @@
 The replay widgets themselves are in :mod:`fasbench.widgets`.
 """
 
-from fasbench.replay.browser import RunsBrowser
+from fasbench.replay.browser import RunsBrowser, frame_html
 from fasbench.replay.runs import (EXAMPLE_RUN, RunEpisodes, example_run, load_run_episodes, pick_episode,
                                   replay_run)
 
-__all__ = ["EXAMPLE_RUN", "RunEpisodes", "RunsBrowser", "example_run", "load_run_episodes", "pick_episode",
+__all__ = ["EXAMPLE_RUN", "RunEpisodes", "RunsBrowser", "example_run", "frame_html", "load_run_episodes", "pick_episode",
            "replay_run"]
