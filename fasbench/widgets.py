@@ -642,24 +642,30 @@ def call_html(call: ToolCall, result: ToolResult | None) -> str:
             f"<div>arguments</div>{_pre(args, 3000, '8em')}<div>{state}</div>{_pre(out)}</div>")
 
 
-def counts_html(rows: Sequence[FileOverlay], with_gold: bool) -> str:
+def counts_html(rows: Sequence[FileOverlay], with_gold: bool, max_rows: int = 15) -> str:
+    """The file panel's counts: one row per file (the first ``max_rows``; the totals cover all), paths
+    shortened in the middle (the full path on hover), in a box that scrolls sideways instead of cutting."""
     cols = ["viewed", "grep", "cited"] + (["gold", "gold_viewed", "gold_cited"] if with_gold else [])
     heads = {"grep": "grep hits", "gold_viewed": "gold ∩ viewed", "gold_cited": "gold ∩ cited"}
     th = "".join(f"<th style='padding:0 6px'>{heads.get(c, c)}</th>" for c in cols)
     trs = []
-    for f in rows:
+    for f in rows[:max_rows]:
         c = f.counts()
         tds = "".join(f"<td style='text-align:right;padding:0 6px'>{c[k]}</td>" for k in cols)
         mark = " ★" if f.is_gold else ""
-        trs.append(f"<tr><td><code>{html.escape(f.path)}</code>{mark}</td>{tds}</tr>")
+        trs.append(f"<tr><td title='{html.escape(f.path)}'><code>{html.escape(short_path(f.path, 44))}</code>{mark}"
+                   f"</td>{tds}</tr>")
+    if len(rows) > max_rows:
+        trs.append(f"<tr><td colspan='{len(cols) + 1}'><i>… {len(rows) - max_rows} more files</i></td></tr>")
     t = overlay_totals(rows)
     tot = "".join(f"<td style='text-align:right;padding:0 6px'><b>{t[k]}</b></td>" for k in cols)
     share = ""
     if with_gold and t["gold"]:
         share = (f"<div>gold lines viewed: {t['gold_viewed_share']:.0%} · gold lines cited: "
                  f"{t['gold_cited_share']:.0%}</div>")
-    return (f"<div class='fasbench-files'><table style='font-size:12px'><tr><th>file (lines)</th>{th}</tr>"
-            f"{''.join(trs)}<tr><td><b>total</b></td>{tot}</tr></table>{share}</div>")
+    return (f"<div class='fasbench-files' style='overflow-x:auto;max-width:100%'><table style='font-size:12px;"
+            f"white-space:nowrap'><tr><th>file (lines)</th>{th}</tr>{''.join(trs)}<tr><td><b>total</b></td>{tot}</tr>"
+            f"</table>{share}</div>")
 
 
 class TraceReplay:
