@@ -76,6 +76,7 @@ class Findings:
                signed: bool = False, seed=None, seed_source: str = "", seed_note: str = "") -> "Findings":
         """A measured value with its interval and n, and optionally the published (seed) value."""
         self.rows.append({"label": label, "ours": ci(mean, lo, hi, digits, pct, signed),
+                          "has_ci": not (_bad(lo) or _bad(hi) or isinstance(mean, str)),
                           "n": "–" if n is None else f"{n:,}",
                           "seed": "–" if _bad(seed) else (num(seed, digits, pct, signed) if not isinstance(seed, str)
                                                           else seed),
@@ -95,8 +96,10 @@ class Findings:
     def markdown(self) -> str:
         head = f"## What we found: {self.title}"
         if self.n is not None:
-            head += f"\n\n*Measured on n = {self.n:,} {self.unit}; intervals are {self.level:.0%} bootstrap " \
-                    f"intervals over {self.unit}.*"
+            head += f"\n\n*Measured on n = {self.n:,} {self.unit}"
+            if any(r["has_ci"] for r in self.rows) or any("[" in x for x in self.sentences):
+                head += f"; intervals [lo, hi] are {self.level:.0%} bootstrap intervals over {self.unit}"
+            head += ".*"
         parts = [head]
         if self.sentences:
             parts.append("\n".join(f"- {s}" for s in self.sentences))
