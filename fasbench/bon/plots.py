@@ -112,7 +112,7 @@ def scaling_figure(pools, selectors: dict, sizes=None) -> go.Figure:
         fig.add_trace(go.Scatter(x=sizes, y=q, mode="lines+markers", name=name, line=dict(color=PALETTE[i % 8])))
     splits = sorted({p.split for p in pools if p.split})
     pop = f"{len(pools)} tasks, {'+'.join(splits)} splits" if splits else f"{len(pools)} tasks"
-    fig.update_layout(title=f"Selected-answer quality against pool size ({pop}; the frontiers use the test split)",
-                      xaxis_title="rollouts in the pool (N)", yaxis_title="quality (points)",
-                      title_font_size=13)
+    fig.update_layout(title=f"Selected-answer quality against pool size<br><sup>{pop}; the frontiers use the "
+                            "test split only</sup>",
+                      xaxis_title="rollouts in the pool (N)", yaxis_title="quality (points)", margin=dict(t=80))
     return fig
