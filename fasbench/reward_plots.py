@@ -65,7 +65,7 @@ def reward_views_figure(views: pl.DataFrame, columns: list[str] | None = None,
     fig = make_subplots(rows=1, cols=len(pairs), horizontal_spacing=0.08)
     policies = list(dict.fromkeys(views["policy"].to_list()))
     color = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(policies)}
-    offsets = np.linspace(-0.012, 0.012, len(policies)) if len(policies) > 1 else [0.0]
+    offsets = np.linspace(-0.015, 0.015, len(policies)) if len(policies) > 1 else [0.0]
     for k, (a, b) in enumerate(pairs, start=1):
         g = (views.with_columns(pl.col(a).round(3).alias("_x"), pl.col(b).round(3).alias("_y"))
              .group_by("policy", "_x", "_y").agg(pl.len().alias("count"), pl.col("task_id")))
@@ -78,14 +78,15 @@ def reward_views_figure(views: pl.DataFrame, columns: list[str] | None = None,
                 x=[x + off for x in s["_x"].to_list()], y=[y + off for y in s["_y"].to_list()], mode="markers+text",
                 marker=dict(size=[8 + 5 * math.sqrt(c) for c in cnt], color=color[p], opacity=0.75,
                             line=dict(color="white", width=1)),
-                text=[str(c) if c > 1 else "" for c in cnt], textposition=("middle right", "middle left", "top center", "bottom center")[i % 4], textfont=dict(size=10),
+                text=[str(c) if c > 1 else "" for c in cnt], textposition=("top right", "bottom right", "top center", "bottom center")[i % 4],
+                textfont=dict(size=11, color=color[p]),
                 name=p, legendgroup=p, showlegend=k == 1,
                 hovertext=[f"{p}: {c} episode(s)<br>{', '.join(ids[:4])}{' …' if len(ids) > 4 else ''}"
                            for c, ids in zip(cnt, s["task_id"].to_list())], hoverinfo="text"), row=1, col=k)
         fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dot", width=1),
                                  name="both rewards equal", showlegend=k == 1, hoverinfo="skip"), row=1, col=k)
-        fig.update_xaxes(title_text=a, range=[-0.05, 1.05], row=1, col=k)
-        fig.update_yaxes(title_text=b, range=[-0.05, 1.05], row=1, col=k)
+        fig.update_xaxes(title_text=a, range=[-0.08, 1.1], row=1, col=k)
+        fig.update_yaxes(title_text=b, range=[-0.08, 1.1], row=1, col=k)
     fig.update_layout(title=f"{title} ({views.height} episodes; marker label = episodes at that point)",
                       width=1100, height=470, legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),
                       margin=dict(t=90, b=110, l=60, r=20))
