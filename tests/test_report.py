@@ -3,15 +3,11 @@ HTML, widget state kept, and the widget manager copied beside the page when give
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from fasbench.report import write_report
+from fasbench.report import main, write_report
 
 CELLS = [
     ("import plotly.graph_objects as go\nimport ipywidgets as W\ngo.Figure(go.Bar(x=['a'], y=[3]))", None),
@@ -55,7 +51,7 @@ def test_report_joins_notebooks_with_outputs_findings_and_widget_state(executed,
     assert (tmp_path / "report" / "js" / "x.woff2").exists()
 
 
-def test_report_cli_one_line_error(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "fasbench.report", str(tmp_path), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.startswith("error: no executed notebooks")
+def test_report_cli_one_line_error(tmp_path, capsys):
+    assert main([str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no executed notebooks") and err.count("\n") == 1

@@ -79,25 +79,27 @@ def test_compare_runs_paired_several_metrics(runs):
 
 
 def test_cli_runs_and_compare_tables_and_one_line_errors(runs):
-    d = runs["dir"]
+    from typer.testing import CliRunner
 
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "fasbench.cli", *args], capture_output=True, text=True)
+    from fasbench.cli import app
 
-    r = cli("runs", str(d))
-    assert r.returncode == 0 and "heuristic:turns=3" in r.stdout and "95% bootstrap" in r.stdout
-    r = cli("compare", str(d / "bm25"), str(d / "heur"), "--metric", "file_f2,line_f1", "--metric", "turns",
-            "--level", "0.9")
-    assert r.returncode == 0, r.stderr
+    d, cli = runs["dir"], CliRunner()
+    r = cli.invoke(app, ["runs", str(d)])
+    assert r.exit_code == 0 and "heuristic:turns=3" in r.stdout and "95% bootstrap" in r.stdout
+    r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "heur"), "--metric", "file_f2,line_f1", "--metric", "turns",
+                         "--level", "0.9"])
+    assert r.exit_code == 0, r.stderr
     assert "reference: bm25" in r.stdout and "90% interval" in r.stdout
     assert all(m in r.stdout for m in ("file_f2", "line_f1", "turns"))
-    r = cli("compare", str(d / "bm25"), str(d / "heur"), "--metric", "nonexistent")
+    r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "nosuch")])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "no such run" in r.stderr
+    r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "heur"), "--json"])
+    assert json.loads(r.stdout.splitlines()[0])["reference"] == "bm25"
+    # the real command line: one line on stderr, exit status 2, no traceback
+    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "compare", str(d / "bm25"), str(d / "heur"),
+                        "--metric", "nonexistent"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown metric 'nonexistent'" in r.stderr
     assert "Traceback" not in r.stderr
-    r = cli("compare", str(d / "bm25"), str(d / "nosuch"))
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no such run" in r.stderr
-    r = cli("compare", str(d / "bm25"), str(d / "heur"), "--json")
-    assert json.loads(r.stdout.splitlines()[0])["reference"] == "bm25"
 
 
 def test_replay_of_a_named_run_has_its_gold(runs):
