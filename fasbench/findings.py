@@ -75,8 +75,8 @@ class Findings:
     def metric(self, label: str, mean, lo=None, hi=None, n: int | None = None, digits: int = 2, pct: bool = False,
                signed: bool = False, seed=None, seed_source: str = "", seed_note: str = "") -> "Findings":
         """A measured value with its interval and n, and optionally the published (seed) value."""
-        self.rows.append({"label": label, "ours": ci(mean, lo, hi, digits, pct, signed),
-                          "has_ci": not (_bad(lo) or _bad(hi) or isinstance(mean, str)),
+        ours = ci(mean, lo, hi, digits, pct, signed)
+        self.rows.append({"label": label, "ours": ours, "has_ci": "[" in ours,
                           "n": "–" if n is None else f"{n:,}",
                           "seed": "–" if _bad(seed) else (num(seed, digits, pct, signed) if not isinstance(seed, str)
                                                           else seed),
