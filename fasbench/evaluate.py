@@ -197,7 +197,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
         raise ValueError("tasks have duplicate ids; each task must appear once")
     done = done_task_ids(traces)
     todo = ensure_roots([t for t in tasks if t.id not in done], out / "skipped.jsonl")
-    _record_tasks(out, todo)
+    _record_tasks(out, [t for t in tasks if t.id in done] + todo)  # done ones too: a run from before tasks.jsonl
     note = getattr(main_policy, "cache_note", None)
     if callable(note) and todo:  # e.g. "bm25: 2 of 6 corpus indexes cached under …"
         print(note(todo))
