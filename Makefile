@@ -8,8 +8,13 @@ TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 OUT    ?= runs/notebooks
+REPORT ?= runs/report
+# The ipywidgets HTML manager and require.js, copied beside the report so that it renders offline.
+REPORT_JS := $(VENV)/report-js
+HTML_MANAGER := @jupyter-widgets/html-manager@1.0.15
+REQUIREJS := requirejs@2.3.7
 
-.PHONY: install run test figures chromium clean
+.PHONY: install run report test figures chromium clean
 
 install: $(STAMP) chromium
 
@@ -36,6 +41,20 @@ run: install
 	  $(PY) -m papermill --cwd . "$$nb" "$(OUT)/$$(basename $$nb)" || exit 1; \
 	done
 	@echo "figures written to figures/:"; ls figures | grep -v '\.json$$' | sed 's/^/  /'
+	@$(MAKE) --no-print-directory report
+
+# One static HTML page of the executed notebooks (outputs, findings, widget state): $(REPORT)/index.html
+report: install
+	-@$(MAKE) --no-print-directory $(REPORT_JS)/embed-amd.js
+	$(PY) -m fasbench.report $(OUT) --out $(REPORT) --js $(REPORT_JS)
+
+$(REPORT_JS)/embed-amd.js:
+	@rm -rf $(REPORT_JS) && mkdir -p $(REPORT_JS)/pack
+	@cd $(REPORT_JS)/pack && npm pack -q $(HTML_MANAGER) $(REQUIREJS) >/dev/null \
+	  && tar xzf jupyter-widgets-html-manager-*.tgz -C .. --strip-components=2 package/dist \
+	  && tar xzf requirejs-*.tgz -C .. --strip-components=1 package/require.js \
+	  || { echo "note: npm pack failed; the report will load the widget manager from its CDN" >&2; rm -rf $(REPORT_JS); exit 1; }
+	@rm -rf $(REPORT_JS)/pack
 
 test: install
 	$(PY) -m pytest -q --nbmake tests $(NOTEBOOKS)

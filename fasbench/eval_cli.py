@@ -1,4 +1,4 @@
-"""`fasbench eval` and `fasbench compare` (a cli plugin; heavy imports stay inside the commands)."""
+"""`fasbench eval`, `fasbench runs` and `fasbench compare` (a cli plugin; heavy imports stay inside the commands)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def register(app) -> None:
         import polars as pl
 
         from fasbench.evaluate import aggregate, load_task_arg, run_eval
+        from fasbench import runs as R
         from fasbench.harness import Limits
         from fasbench.localization import localization_columns
         from fasbench.records import RecordError, write_tasks
@@ -44,6 +45,7 @@ def register(app) -> None:
             raise typer.Exit(2)
         try:
             ts = load_task_arg(tasks, None)
+            source = str(Path(tasks).resolve()) if Path(tasks).exists() else tasks
             chosen = list(ids or []) + (read_ids_file(ids_file) if ids_file else [])
             if chosen:
                 ts = pick_ids(ts, chosen)
@@ -59,7 +61,8 @@ def register(app) -> None:
             if not ts:
                 raise ValueError("no task left to run")
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
-                          workers or None, backend or None, judge=judge or None)
+                          workers or None, backend or None, judge=judge or None,
+                          task_source=source + (f" (first {limit})" if limit else ""))
         except (ValueError, FileNotFoundError, RecordError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
@@ -68,7 +71,7 @@ def register(app) -> None:
                        "the same command resumes", err=True)
             raise typer.Exit(130)
         if df.height:
-            typer.echo(aggregate(df).to_pandas().to_string(index=False))
+            typer.echo(R.format_table(R.display_runs(R.runs_table([out]))))
             loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
             if loc:
                 ci = aggregate(df, loc)
@@ -81,18 +84,69 @@ def register(app) -> None:
                 typer.echo(pl.DataFrame(rows).to_pandas().to_string(index=False, float_format="%.3f"))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
 
-    @app.command("compare")
-    def compare_cmd(
-        run_a: Path = typer.Argument(..., help="run directory A"),
-        run_b: Path = typer.Argument(..., help="run directory B"),
-        metric: str = typer.Option("file_f2", "--metric"),
+    @app.command("runs")
+    def runs_cmd(
+        dirs: Optional[list[Path]] = typer.Argument(None, help="run directories or folders holding runs "
+                                                    "(default: runs/ and CACHE/runs/)"),
+        metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics to show (repeat or comma-separate)"),
+        level: float = typer.Option(0.95, "--level", help="confidence level of the bootstrap intervals"),
+        as_json: bool = typer.Option(False, "--json", help="one JSON object per run instead of a table"),
     ):
-        """Paired bootstrap of a metric between two runs (A − B) on their shared tasks."""
-        from fasbench.evaluate import compare, load_summary
+        """One table of all runs: policy, tool set, task source, n, main metrics with CIs, date, code version."""
+        from fasbench import runs as R
 
+        metrics = _metrics(metric, R.RUN_METRICS)
         try:
-            r = compare(load_summary(run_a), load_summary(run_b), metric)
+            _check_level(level)
+            table = R.runs_table(dirs or None, metrics, level=level)
+            if not table.height:
+                raise R.RunError(f"no runs found under {', '.join(map(str, dirs or R.run_roots())) or 'runs/'}")
+            for m in metrics:
+                if table[m].is_null().all():
+                    R.check_metrics(R.load_summary(table["path"][0]), [m], table["run"][0])
         except (ValueError, FileNotFoundError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
-        typer.echo(json.dumps(r))
+        if as_json:
+            for r in table.iter_rows(named=True):
+                typer.echo(json.dumps(r))
+            return
+        typer.echo(f"{table.height} runs; metric: mean [{level:.0%} bootstrap interval over tasks]")
+        typer.echo(R.format_table(R.display_runs(table, metrics)))
+
+    @app.command("compare")
+    def compare_cmd(
+        runs: list[str] = typer.Argument(..., help="run directories or run names; the first is the reference"),
+        metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics (repeat or comma-separate); "
+                                                   "default file_f2,line_f1,reward_relace_f2,turns"),
+        level: float = typer.Option(0.95, "--level", help="confidence level of the intervals"),
+        n_boot: int = typer.Option(2000, "--n-boot", min=100, help="bootstrap resamples"),
+        as_json: bool = typer.Option(False, "--json", help="one JSON object per row instead of a table"),
+    ):
+        """Paired bootstrap of each run against the first (run − reference) on their shared tasks."""
+        from fasbench import runs as R
+
+        metrics = _metrics(metric, R.COMPARE_METRICS)
+        try:
+            _check_level(level)
+            table = R.compare_runs(runs, metrics, level=level, n_boot=n_boot)
+        except (ValueError, FileNotFoundError) as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
+        if as_json:
+            for r in table.iter_rows(named=True):
+                typer.echo(json.dumps(r))
+            return
+        typer.echo(f"reference: {table['reference'][0]}; paired bootstrap over shared tasks ({n_boot} resamples), "
+                   f"diff = run − reference with its {level:.0%} interval, p two-sided")
+        typer.echo(R.format_table(R.display_compare(table)))
+
+
+def _metrics(given, default) -> list[str]:
+    out = [m.strip() for g in (given or []) for m in g.split(",") if m.strip()]
+    return out or list(default)
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"--level must be between 0 and 1 (e.g. 0.95), got {level}")

@@ -26,6 +26,7 @@ from fasbench.episode_pool import guard_worker, run_pool
 from fasbench.harness import Limits, run_episode
 from fasbench.localization import localization_row
 from fasbench.metrics import acc_at_k, bootstrap_ci, file_prf, line_prf, normalize_path, paired_bootstrap
+from fasbench.provenance import code_version, timestamp
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, read_tasks, repair_jsonl
 from fasbench.judge import make_judge
 from fasbench.reward import REWARDS, episode_kwargs, finish_reason, judge_requests, score_report
@@ -106,8 +107,18 @@ def _episode(task_d: dict, spec: str, toolset: str, limits: Limits) -> dict:
     if "policy" not in _WORKER:
         _WORKER["policy"] = make_policy(spec)
     task = Task.from_dict(task_d)
+    _prepare(_WORKER["policy"], task)
     tr = run_episode(task, bind_policy(_WORKER["policy"], task), toolset, limits)
     return tr.to_dict()
+
+
+def _prepare(policy, task: Task) -> None:
+    """Build or load what the policy needs for this task (a retrieval index of its corpus) just before
+    its episode and outside the timed part: indexes are built lazily, one corpus at a time, so the
+    first traces appear after one index, not after all of them."""
+    prep = getattr(policy, "prepare", None)
+    if callable(prep):
+        prep([task])
 
 
 def done_task_ids(traces: Path) -> set[str]:
@@ -118,19 +129,49 @@ def done_task_ids(traces: Path) -> set[str]:
     return {d["task_id"] for d in iter_jsonl(traces)}
 
 
-def _check_config(out: Path, cfg: EvalConfig) -> None:
+def _check_config(out: Path, cfg: EvalConfig, task_source: str | None = None) -> None:
+    """Write ``run.json`` (the configuration, plus provenance: the task source, the code version and
+    the creation time), or check that a resumed run has the same configuration. The provenance keys
+    are not compared; a resume adds its own code version to ``resumed`` when it differs."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder (a run directory)")
     f = out / "run.json"
     if f.exists():
         old = json.loads(f.read_text(encoding="utf-8"))
-        if old != asdict(cfg):
-            diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k) != v}
+        diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k) != v}
+        if diff:
             raise ValueError(f"{out} holds a run with another configuration {diff} (was, now); "
                              "use another --out or delete it")
+        ver = code_version()["describe"]
+        changed = False
+        if task_source and not old.get("task_source"):
+            old["task_source"], changed = task_source, True
+        if old.get("code_version", {}).get("describe") != ver and ver not in old.get("resumed_with", []):
+            old.setdefault("resumed_with", []).append(ver)
+            changed = True
+        if changed:
+            f.write_text(json.dumps(old, indent=1), encoding="utf-8")
     else:
         out.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps(asdict(cfg), indent=1), encoding="utf-8")
+        meta = {**asdict(cfg), "task_source": task_source, "code_version": code_version(), "created": timestamp()}
+        f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+
+
+def read_run_meta(out: str | Path) -> dict:
+    """``run.json`` of a run directory ({} for a run written before it existed)."""
+    f = Path(out) / "run.json"
+    return json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
+
+
+def _record_tasks(out: Path, tasks: Sequence[Task]) -> None:
+    """Keep the run's tasks (with their gold) in ``out/tasks.jsonl``, so the gold of a run can be found
+    again (replay, re-scoring) without its task source; tasks already recorded are not repeated."""
+    f = out / "tasks.jsonl"
+    repair_jsonl(f)
+    have = {d["id"] for d in iter_jsonl(f)} if f.exists() else set()
+    new = [t for t in tasks if t.id not in have]
+    if new:
+        append_jsonl(f, new)
 
 
 def default_backend(spec: str) -> str:
@@ -145,10 +186,12 @@ def default_backend(spec: str) -> str:
 
 def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
              limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
-             progress: bool = True, judge: str | None = None) -> "pl.DataFrame":  # noqa: F821
+             progress: bool = True, judge: str | None = None, task_source: str | None = None) -> "pl.DataFrame":  # noqa: F821
     """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary.
     ``judge``: FastContext's LLM judge (``openai:model=…,base_url=…``) for the ``fastcontext`` reward's
-    quality term (without one that term is 0, and the reward's reason says so)."""
+    quality term (without one that term is 0, and the reward's reason says so). ``task_source`` (a task
+    file or ``SOURCE[:SPLIT]``) is recorded in ``run.json``; the tasks themselves, with their gold, go
+    to ``out/tasks.jsonl``."""
     from tqdm.auto import tqdm
 
     from fasbench.policies import make_policy
@@ -160,16 +203,17 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     the_judge = make_judge(judge) if judge else None  # idem
     limits = limits or Limits()
     out = Path(out)
-    _check_config(out, EvalConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn))
+    _check_config(out, EvalConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn), task_source)
     traces = out / "traces.jsonl"
     ids = [t.id for t in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("tasks have duplicate ids; each task must appear once")
     done = done_task_ids(traces)
     todo = ensure_roots([t for t in tasks if t.id not in done], out / "skipped.jsonl")
-    prep = getattr(main_policy, "prepare", None)
-    if callable(prep) and todo:  # e.g. build retrieval indexes once, outside the timed episodes
-        prep(todo)
+    _record_tasks(out, [t for t in tasks if t.id in done] + todo)  # done ones too: a run from before tasks.jsonl
+    note = getattr(main_policy, "cache_note", None)
+    if callable(note) and todo:  # e.g. "bm25: 2 of 6 corpus indexes cached under …"
+        print(note(todo))
     backend = backend or default_backend(policy)
     workers = max(1, workers or os.cpu_count() or 1)
     if backend not in ("process", "thread", "serial"):
@@ -179,6 +223,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
         from fasbench.policies import bind_policy
 
         for t in todo:
+            _prepare(main_policy, t)
             append_jsonl(traces, [run_episode(t, bind_policy(main_policy, t), toolset, limits)])
             bar.update()
     else:

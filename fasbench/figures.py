@@ -2,26 +2,43 @@
 
 Static export goes through kaleido, which drives a Chromium browser; the Makefile installs
 Debian's ``chromium``. ``BROWSER_PATH`` points kaleido at it when it is not found on its own.
+
+Provenance: every saved figure records what produced it (the code version, the notebook, its
+parameters, the input runs, the time) under ``"fasbench_provenance"`` in its plotly JSON sidecar and,
+as JSON in the ``/fasbench:provenance`` key plus ``/Subject`` and ``/Creator``, in its PDF's document
+information. A notebook calls ``figures.set_context("03_search_baselines")`` once (the values of the
+names in its ``parameters`` cell are taken from the caller); ``save(..., inputs=[run_dir, ...])`` adds
+the input runs of one figure. ``provenance(path)`` reads it back.
 """
 
 from __future__ import annotations
 
+import ast
 import atexit
+import inspect
+import json
 import os
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
 import plotly.graph_objects as go
 import plotly.io as pio
+from pypdf import PdfReader, PdfWriter
 
-from fasbench.paths import figures_dir
+from fasbench.paths import figures_dir, repo_root
+from fasbench.provenance import code_version, timestamp
 
 # Okabe–Ito: a colour-blind-safe qualitative palette.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
 # Fixed colours for the concepts that recur across figures.
 CATEGORY_COLORS = {"search": "#0072B2", "read": "#56B4E9", "edit": "#D55E00", "test": "#E69F00", "other": "#999999"}
+# Outcome colours: none of them is a category colour (edit's vermillion against "unresolved" was
+# read as the same thing); green/purple are told apart with red-green colour blindness too.
+OUTCOME_COLORS = {True: "#009E73", False: "#CC79A7", None: "#666666"}
+SEED_MARKER = dict(symbol="diamond", size=11, color="#000000", line=dict(color="white", width=1))
 TOOL_COLORS = {
     "grep_search": "#0072B2", "Grep": "#0072B2",
     "view_file": "#56B4E9", "Read": "#56B4E9",
@@ -47,6 +64,79 @@ pio.templates["paper"] = go.layout.Template(
 pio.templates.default = "paper"
 
 FORMATS = ("pdf", "svg", "png")
+PROVENANCE_KEY = "fasbench_provenance"
+PDF_KEY = "/fasbench:provenance"
+_CONTEXT: dict = {}
+
+
+def _jsonable(v):
+    try:
+        json.dumps(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+def notebook_parameters(notebook: str, namespace: dict) -> dict:
+    """The names assigned in the ``parameters``-tagged cell of ``notebooks/<notebook>.ipynb``, with their
+    values in ``namespace`` (so papermill's overrides are what is recorded)."""
+    path = repo_root() / "notebooks" / (notebook if notebook.endswith(".ipynb") else f"{notebook}.ipynb")
+    if not path.exists():
+        return {}
+    names: list[str] = []
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            for node in ast.walk(ast.parse("".join(cell["source"]))):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names:
+                    names.append(node.id)
+    return {n: _jsonable(namespace[n]) for n in names if n in namespace}
+
+
+def set_context(notebook: str, parameters: dict | None = None, inputs=None) -> dict:
+    """Record, for every figure saved afterwards in this process, the notebook that saves it and its
+    parameters (default: the parameters cell's names, valued in the caller's globals) and input runs."""
+    if parameters is None:
+        frame = inspect.currentframe().f_back
+        parameters = notebook_parameters(notebook, frame.f_globals if frame else {})
+    _CONTEXT.clear()
+    _CONTEXT.update(notebook=notebook, parameters={k: _jsonable(v) for k, v in parameters.items()},
+                    inputs=[str(i) for i in (inputs or [])])
+    return dict(_CONTEXT)
+
+
+def figure_provenance(name: str, inputs=None, extra: dict | None = None) -> dict:
+    """What a figure saved now records: code version, notebook (or script), parameters, inputs, time."""
+    script = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else None
+    return {"figure": name, "code_version": code_version(), "notebook": _CONTEXT.get("notebook"),
+            "script": None if _CONTEXT.get("notebook") else script,
+            "parameters": _CONTEXT.get("parameters", {}),
+            "inputs": list(dict.fromkeys(_CONTEXT.get("inputs", []) + [str(i) for i in (inputs or [])])),
+            **(extra or {}), "created": timestamp()}
+
+
+def _stamp_pdf(path: Path, prov: dict) -> None:
+    """Write the provenance into the PDF's document information (rewritten in place)."""
+    reader = PdfReader(str(path))
+    writer = PdfWriter(clone_from=reader)
+    writer.add_metadata({
+        "/Title": prov["figure"],
+        "/Subject": f"{prov.get('notebook') or prov.get('script') or ''} @ {prov['code_version']['describe']}",
+        "/Creator": "fasbench.figures.save (plotly + kaleido)",
+        PDF_KEY: json.dumps(prov, sort_keys=True),
+    })
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        writer.write(f)
+    os.replace(tmp, path)
+
+
+def provenance(path: str | Path) -> dict:
+    """The provenance of an exported figure, from its PDF (``x.pdf``) or its JSON sidecar (``x.json``)."""
+    path = Path(path)
+    if path.suffix == ".pdf":
+        meta = PdfReader(str(path)).metadata or {}
+        return json.loads(meta[PDF_KEY]) if PDF_KEY in meta else {}
+    return json.loads(path.read_text(encoding="utf-8")).get(PROVENANCE_KEY, {})
 
 
 def _browser() -> None:
@@ -60,9 +150,10 @@ def _browser() -> None:
 
 
 def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, height: int | None = None,
-         directory: str | Path | None = None) -> list[Path]:
-    """Write ``figures/<name>.{pdf,svg,png}`` (and the plotly JSON beside them) and return the
-    image paths. ``name`` is a file stem."""
+         directory: str | Path | None = None, inputs=None, provenance: dict | None = None) -> list[Path]:
+    """Write ``figures/<name>.{pdf,svg,png}`` (and the plotly JSON beside them, with the provenance)
+    and return the image paths. ``name`` is a file stem; ``inputs`` the runs or files it was made from;
+    ``provenance`` a record to keep instead of a new one (re-export)."""
     if not name or "/" in name or name.startswith("."):
         raise ValueError(f"figure name must be a plain file stem, got {name!r}")
     _browser()
@@ -70,23 +161,31 @@ def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, h
     out_dir.mkdir(parents=True, exist_ok=True)
     w = width or fig.layout.width or WIDTH
     h = height or fig.layout.height or HEIGHT
+    prov = provenance or figure_provenance(name, inputs)
     spec = out_dir / f"{name}.json"  # kept so that `make figures` can re-export without re-running
-    spec.write_text(pio.to_json(fig), encoding="utf-8")
+    spec.write_text(json.dumps({**json.loads(pio.to_json(fig)), PROVENANCE_KEY: prov}), encoding="utf-8")
     paths = [out_dir / f"{name}.{fmt}" for fmt in formats]
+    _write_images(fig, paths, formats, w, h)
+    for p in paths:
+        if p.suffix == ".pdf":
+            _stamp_pdf(p, prov)
+    return paths
+
+
+def _write_images(fig: go.Figure, paths: list[Path], formats, w: int, h: int) -> None:
     scales = [3 if fmt == "png" else 1 for fmt in formats]
     server = _kaleido_server()
     try:  # all formats in one browser session
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The kopts argument is ignored")
             pio.write_images([fig] * len(paths), paths, format=list(formats), scale=scales, width=w, height=h)
-        return paths
+        return
     except Exception:
         if not server:
             raise
     _stop_kaleido_server()  # the shared browser died: export the slow way
     for p, fmt, sc in zip(paths, formats, scales):
         pio.write_image(fig, p, format=fmt, width=w, height=h, scale=sc)
-    return paths
 
 
 def _in_kernel() -> bool:
@@ -137,6 +236,8 @@ def export_all(directory: str | Path | None = None) -> list[Path]:
     out_dir = Path(directory) if directory else figures_dir()
     written = []
     for j in sorted(out_dir.glob("*.json")):
-        fig = pio.read_json(j)
-        written += save(fig, j.stem, directory=out_dir)
+        d = json.loads(j.read_text(encoding="utf-8"))
+        prov = d.pop(PROVENANCE_KEY, None)
+        fig = pio.from_json(json.dumps(d))
+        written += save(fig, j.stem, directory=out_dir, provenance=prov)
     return written

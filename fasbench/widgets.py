@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 
 from fasbench.figures import PALETTE, TOOL_COLORS
 from fasbench.metrics import merge_ranges, normalize_path
+from fasbench.linerefs import short_path, to_eof
 from fasbench.records import Ranges, Task, ToolCall, ToolResult, Trace, Turn
 
 VIEW_TOOLS = ("view_file", "Read")  # calls whose output shows numbered file lines
@@ -329,11 +330,17 @@ class FileOverlay:
         }
 
 
+def report_turn(trace: Trace) -> int | None:
+    """The 0-based turn that delivered the report (the last turn), or None without a report."""
+    return len(trace.turns) - 1 if trace.report is not None and trace.turns else None
+
+
 def file_overlay(trace: Trace, task: Task | None = None, upto_turn: int | None = None,
                  root: str | None = None) -> list[FileOverlay]:
     """Per touched file (viewed, matched, cited or gold): the overlaid line sets. ``upto_turn``
-    (0-based, inclusive) limits viewed/matched lines to the turns so far; the report and gold are
-    always shown. Gold files come first, then files in the order they were touched."""
+    (0-based, inclusive) limits viewed/matched lines to the turns so far, and the report's cited lines
+    appear from the reporting turn on; gold is always shown. A range end of -1 means the end of the
+    file. Gold files come first, then files in the order they were touched."""
     root = root or (task.root if task is not None else None)
     files: dict[str, FileOverlay] = {}
 
@@ -354,14 +361,17 @@ def file_overlay(trace: Trace, task: Task | None = None, upto_turn: int | None =
                 f = get(p)
                 f.grep = sorted(set(f.grep) | set(lines))
                 f.first_turn = t.index if f.first_turn is None else f.first_turn
-    if trace.report is not None:
+    rt = report_turn(trace)
+    if rt is not None and last >= rt:
         for p, rs in trace.report.files.items():
-            f = get(normalize_path(p, root))
-            f.cited, f.is_cited = merge_ranges(f.cited + [list(r) for r in rs]), True
+            q = normalize_path(p, root)
+            f = get(q)
+            f.cited, f.is_cited = merge_ranges(f.cited + to_eof(rs, root, q)), True
     if task is not None:
         for p, rs in task.gold.edited.items():
-            f = get(normalize_path(p, root))
-            f.gold, f.is_gold = merge_ranges(f.gold + [list(r) for r in rs]), True
+            q = normalize_path(p, root)
+            f = get(q)
+            f.gold, f.is_gold = merge_ranges(f.gold + to_eof(rs, root, q)), True
     order = {p: i for i, p in enumerate(files)}
     return sorted(files.values(), key=lambda f: (not f.is_gold, not f.is_cited,
                                                  f.first_turn if f.first_turn is not None else 1 << 30, order[f.path]))
@@ -437,6 +447,10 @@ def filter_sort(rows: Sequence[dict], text: str = "", sort_by: str = "reward", d
 
 # ---------------------------------------------------------------- figures
 
+# A horizontal legend under the plot: it never scrolls, whatever the plot's height.
+_BOTTOM_LEGEND = dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container")
+
+
 def _fmt_s(x: float) -> str:
     return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
 
@@ -502,7 +516,8 @@ def timeline_figure(trace: Trace, highlight: int | None = None, title: str | Non
         barmode="overlay", height=170 + 34 * (n_lanes + 1),
         title=title if title is not None else
         f"{trace.policy} on {trace.task_id}: {trace.n_turns} turns, {trace.n_calls} calls",
-        legend=dict(x=1.01, xanchor="left", y=1, yanchor="top"), margin=dict(t=60, b=50, r=130))
+        legend=_BOTTOM_LEGEND, margin=dict(t=60, b=100, r=20))
+    fig.update_layout(height=fig.layout.height + 50)
     return fig
 
 
@@ -516,17 +531,17 @@ def compare_figure(trace_a: Trace, trace_b: Trace, titles: Sequence[str] | None 
     titles = titles or [f"{t.policy}: {t.n_turns} turns, {t.n_calls} calls, {_fmt_s(t.wall_time)}"
                         for t in (trace_a, trace_b)]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=len(units) == 1, row_heights=[la, lb],
-                        vertical_spacing=0.18, subplot_titles=list(titles))
+                        vertical_spacing=0.22, subplot_titles=list(titles))
     seen: set = set()
     _add_timeline(fig, trace_a, row=1, seen=seen)
     _add_timeline(fig, trace_b, row=2, seen=seen)
     if len(units) == 1:
         fig.update_xaxes(title_text="", row=1, col=1)
     for a in fig.layout.annotations[:2]:  # subplot titles: left, above the turn labels
-        a.update(x=0, xanchor="left", yshift=14, font=dict(size=13))
-    fig.update_layout(barmode="overlay", height=200 + 34 * (la + lb),
+        a.update(x=0, xanchor="left", yshift=18, font=dict(size=13))
+    fig.update_layout(barmode="overlay", height=290 + 34 * (la + lb),
                       title=f"Task {trace_a.task_id}" if trace_a.task_id == trace_b.task_id else None,
-                      legend=dict(x=1.01, xanchor="left", y=1, yanchor="top"), margin=dict(t=90, b=50, r=130))
+                      legend=_BOTTOM_LEGEND, margin=dict(t=100, b=110, r=20))
     return fig
 
 
@@ -555,16 +570,12 @@ def file_figure(rows: Sequence[FileOverlay], title: str | None = None, max_files
     fig.add_trace(go.Scatter(x=gx, y=gy, mode="markers", name="grep match", hovertext=gh, hoverinfo="text",
                              marker=dict(symbol="line-ns-open", size=11, color=LAYER_COLORS["grep"],
                                          line=dict(width=2))))
-    fig.update_yaxes(tickvals=list(range(len(rows))), ticktext=[_short(f.path) for f in rows],
-                     autorange="reversed", range=None)
-    fig.update_layout(barmode="overlay", height=160 + 46 * max(1, len(rows)), title=title,
-                      xaxis_title="line", legend=dict(x=1.01, xanchor="left", y=1, yanchor="top"),
-                      margin=dict(l=150, t=50 if title else 20, b=50, r=120))
+    labels = [short_path(f.path) + (" ★" if f.is_gold else "") for f in rows]
+    fig.update_yaxes(tickvals=list(range(len(rows))), ticktext=labels, autorange="reversed", range=None)
+    fig.update_layout(barmode="overlay", height=190 + 46 * max(1, len(rows)), title=title,
+                      xaxis_title="line (★ gold file)", legend=_BOTTOM_LEGEND,
+                      margin=dict(l=20 + 7 * max([len(x) for x in labels] + [8]), t=50 if title else 20, b=100, r=20))
     return fig
-
-
-def _short(path: str, n: int = 24) -> str:
-    return path if len(path) <= n else "…" + path[-(n - 1):]
 
 
 # ---------------------------------------------------------------- widgets
@@ -641,24 +652,30 @@ def call_html(call: ToolCall, result: ToolResult | None) -> str:
             f"<div>arguments</div>{_pre(args, 3000, '8em')}<div>{state}</div>{_pre(out)}</div>")
 
 
-def counts_html(rows: Sequence[FileOverlay], with_gold: bool) -> str:
+def counts_html(rows: Sequence[FileOverlay], with_gold: bool, max_rows: int = 15) -> str:
+    """The file panel's counts: one row per file (the first ``max_rows``; the totals cover all), paths
+    shortened in the middle (the full path on hover), in a box that scrolls sideways instead of cutting."""
     cols = ["viewed", "grep", "cited"] + (["gold", "gold_viewed", "gold_cited"] if with_gold else [])
     heads = {"grep": "grep hits", "gold_viewed": "gold ∩ viewed", "gold_cited": "gold ∩ cited"}
     th = "".join(f"<th style='padding:0 6px'>{heads.get(c, c)}</th>" for c in cols)
     trs = []
-    for f in rows:
+    for f in rows[:max_rows]:
         c = f.counts()
         tds = "".join(f"<td style='text-align:right;padding:0 6px'>{c[k]}</td>" for k in cols)
         mark = " ★" if f.is_gold else ""
-        trs.append(f"<tr><td><code>{html.escape(f.path)}</code>{mark}</td>{tds}</tr>")
+        trs.append(f"<tr><td title='{html.escape(f.path)}'><code>{html.escape(short_path(f.path, 44))}</code>{mark}"
+                   f"</td>{tds}</tr>")
+    if len(rows) > max_rows:
+        trs.append(f"<tr><td colspan='{len(cols) + 1}'><i>… {len(rows) - max_rows} more files</i></td></tr>")
     t = overlay_totals(rows)
     tot = "".join(f"<td style='text-align:right;padding:0 6px'><b>{t[k]}</b></td>" for k in cols)
     share = ""
     if with_gold and t["gold"]:
         share = (f"<div>gold lines viewed: {t['gold_viewed_share']:.0%} · gold lines cited: "
                  f"{t['gold_cited_share']:.0%}</div>")
-    return (f"<div class='fasbench-files'><table style='font-size:12px'><tr><th>file (lines)</th>{th}</tr>"
-            f"{''.join(trs)}<tr><td><b>total</b></td>{tot}</tr></table>{share}</div>")
+    return (f"<div class='fasbench-files' style='overflow-x:auto;max-width:100%'><table style='font-size:12px;"
+            f"white-space:nowrap'><tr><th>file (lines)</th>{th}</tr>{''.join(trs)}<tr><td><b>total</b></td>{tot}</tr>"
+            f"</table>{share}</div>")
 
 
 class TraceReplay:
@@ -792,9 +809,11 @@ class Comparison:
         th = "".join(f"<th style='padding:0 8px'>{c}</th>" for c, _ in cols)
         trs = "".join("<tr>" + "".join(f"<td style='padding:0 8px'>{f.format(r[c])}</td>" for c, f in cols)
                       + "</tr>" for r in self.rows)
-        self.table = W.HTML(f"<table class='fasbench-compare'><tr>{th}</tr>{trs}</table>")
-        self.widget = W.VBox([self.table, W.HBox([self.a.widget, self.b.widget])])
-        self.a.widget.layout.width = self.b.widget.layout.width = "50%"
+        self.table = W.HTML(f"<div style='overflow-x:auto;max-width:100%'><table class='fasbench-compare' "
+                            f"style='font-size:12px;white-space:nowrap'><tr>{th}</tr>{trs}</table></div>")
+        # one replay above the other, each at full width and on one time axis: side by side at half
+        # width their labels collided, their legends scrolled and the table was cut off
+        self.widget = W.VBox([self.table, self.a.widget, self.b.widget], layout=W.Layout(width="100%"))
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -848,7 +867,7 @@ class TraceBrowser:
         def num(v, f):
             return str(v) if header else ("nan" if isinstance(v, float) and math.isnan(v) else f.format(v))
 
-        return (f"{_short(str(r['task_id']), 30):30} {_short(str(r['policy']), 16):16} "
+        return (f"{short_path(str(r['task_id']), 30):30} {short_path(str(r['policy']), 16):16} "
                 f"{num(r['reward'], '{:.3f}'):>7} {num(r['turns'], '{}'):>5} {num(r['calls'], '{}'):>5} "
                 f"{num(r['time_s'], '{:.2f}'):>7} {r['stop']}")
 

@@ -1,6 +1,7 @@
 """The replay widget in a real browser: JupyterLab serves notebook 07, Chromium (through
 Playwright, the system's /usr/bin/chromium — no downloaded browsers) runs every cell, presses
-Play and moves the slider, and the rendered turn header must follow. A screenshot goes to
+Play and moves the slider, and the rendered turn header must follow. The replayed episode is the
+shipped heuristic eval run's, and its gold lines must be drawn. A screenshot goes to
 ``test-artifacts/`` (git-ignored)."""
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ def _settings(d: Path) -> None:
 
 
 def _smoke_copy(dst: Path) -> None:
-    """The notebook with its smallest parameters: one task, no evaluation run (deterministic)."""
+    """The notebook with its smallest parameters: one scripted task; the replay shows the shipped
+    example run (a heuristic eval run with its tasks and gold), whatever else is on disk."""
     nb = nbformat.read(repo_root() / "notebooks" / NOTEBOOK, as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     src = re.sub(r"(?m)^symbols = .*$", 'symbols = ["BadParameter"]', cell.source)
-    cell.source = re.sub(r"(?m)^run_glob = .*$", 'run_glob = ""', src)
+    cell.source = re.sub(r"(?m)^run = .*$", 'run = ""', src)
     nbformat.write(nb, dst)
 
 
@@ -120,6 +122,15 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
 
             expect(replay.locator(".fasbench-turn-header")).to_contain_text("Turn 1 / 3")
             expect(replay.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)  # the timeline drew
+            # the heuristic eval run's gold: the gold file first in the file panel, gold bars drawn
+            files = replay.locator(".fasbench-files")
+            expect(files).to_contain_text("django/db/migrations/executor.py ★")
+            expect(files).to_contain_text("gold lines viewed")
+            expect(replay.locator(".js-plotly-plot .legendtext", has_text="gold").first).to_be_visible(timeout=30_000)
+            gold_bars = page.evaluate("""() => {
+                const plots = [...document.querySelector('.fasbench-replay').querySelectorAll('.js-plotly-plot')];
+                return plots.flatMap(p => (p.data || []).filter(t => t.name === 'gold').map(t => t.x.length)); }""")
+            assert gold_bars and gold_bars[0] >= 1, gold_bars
             replay.scroll_into_view_if_needed()
             page.screenshot(path=str(artifacts / "07_trace_replay_turn1.png"))
             first = _header(replay)

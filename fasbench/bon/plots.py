@@ -96,7 +96,9 @@ def difficulty_figure(pools, success_at: float = 0.5) -> go.Figure:
 
 
 def scaling_figure(pools, selectors: dict, sizes=None) -> go.Figure:
-    """Quality of each selector on the first n rollouts, and the oracle (best single rollout)."""
+    """Quality of each selector on the first n rollouts, and the oracle (best single rollout), over
+    every task of ``pools`` (all splits: no threshold is tuned here, unlike the frontiers, which score the
+    test split only); the title states the population."""
     from fasbench.bon.features import select_state
 
     n_max = min(p.n for p in pools)
@@ -108,6 +110,9 @@ def scaling_figure(pools, selectors: dict, sizes=None) -> go.Figure:
     for i, (name, sel) in enumerate(selectors.items()):
         q = [100 * sum(select_state(p, sel, n, "launch")[1] for p in pools) / len(pools) for n in sizes]
         fig.add_trace(go.Scatter(x=sizes, y=q, mode="lines+markers", name=name, line=dict(color=PALETTE[i % 8])))
-    fig.update_layout(title="Selected-answer quality against pool size", xaxis_title="rollouts in the pool (N)",
-                      yaxis_title="quality (points)")
+    splits = sorted({p.split for p in pools if p.split})
+    pop = f"{len(pools)} tasks, {'+'.join(splits)} splits" if splits else f"{len(pools)} tasks"
+    fig.update_layout(title=f"Selected-answer quality against pool size<br><sup>{pop}; the frontiers use the "
+                            "test split only</sup>",
+                      xaxis_title="rollouts in the pool (N)", yaxis_title="quality (points)", margin=dict(t=80))
     return fig

@@ -11,7 +11,10 @@ without tool calls.
 Retrieval needs the corpus, which the policy protocol does not carry: ``policy.bind(task)`` returns a
 policy bound to ``task.root`` (``fasbench.evaluate`` binds every policy that has ``bind``). Chunks, the
 BM25 index and embeddings are cached on disk under ``cache_dir("rag")`` keyed by the corpus's file
-listing (paths, sizes, mtimes), so a changed corpus is re-indexed.
+listing (paths, sizes, mtimes), so a changed corpus is re-indexed. ``fasbench.evaluate`` calls
+``prepare([task])`` just before each episode (outside its timing): indexes are built lazily, one
+corpus at a time, so traces appear as episodes finish; ``cache_note(tasks)`` says beforehand how many
+of the corpora already have an index on disk. Two threads that need the same index wait for one build.
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ MAX_CHUNK_LINES = 150  # longer functions are split into windows
 MAX_FILE_BYTES = 1_000_000
 _LOCK = threading.Lock()
 _MEM: dict[tuple, object] = {}  # in-process cache of loaded indexes: (kind, key) -> index
+_BUILDING: dict[tuple, threading.Lock] = {}  # one lock per index, so concurrent episodes build it once
+
+
+def _build_lock(key: tuple) -> threading.Lock:
+    with _LOCK:
+        return _BUILDING.setdefault(key, threading.Lock())
 
 
 @dataclass
@@ -208,9 +217,14 @@ def code_tokens(text: str) -> list[str]:
 
 def bm25_index(root: str | Path):
     """(chunks, bm25s.BM25) for the corpus, cached in memory and on disk."""
+    key, chunks = load_chunks(root)
+    with _build_lock(("bm25", key)):
+        return _bm25_index(root, key, chunks)
+
+
+def _bm25_index(root, key: str, chunks: list[Chunk]):
     import bm25s
 
-    key, chunks = load_chunks(root)
     with _LOCK:
         if ("bm25", key) in _MEM:
             return _MEM[("bm25", key)]
@@ -270,6 +284,11 @@ def dense_index(root: str | Path, model: str | None = None, batch_size: int = 64
     key, chunks = load_chunks(root)
     name = model or default_model_path()
     mkey = hashlib.sha1(name.encode()).hexdigest()[:10]
+    with _build_lock(("dense", key, mkey)):
+        return _dense_index(root, model, batch_size, max_chars, key, chunks, mkey)
+
+
+def _dense_index(root, model, batch_size, max_chars, key, chunks, mkey):
     with _LOCK:
         if ("dense", key, mkey) in _MEM:
             return _MEM[("dense", key, mkey)]
@@ -354,13 +373,32 @@ class RagPolicy:
             raise ValueError(f"task {task.id} has no corpus root; materialise it before running {self.name}")
         return replace(self, root=str(task.root), query=task.query)
 
-    def prepare(self, tasks) -> None:
-        """Build (or load) the index of every corpus once, before episodes are timed."""
-        from tqdm.auto import tqdm
+    def _index(self, root: str):
+        return bm25_index(root) if self.method == "bm25" or self.prefilter else dense_index(root, self.model)
 
+    def prepare(self, tasks) -> None:
+        """Build (or load) the index of each task's corpus (once per corpus and process; the evaluation
+        calls it per task, just before the episode and outside its timing)."""
+        for r in sorted({str(t.root) for t in tasks if t.root}):
+            self._index(r)
+
+    def index_cached(self, root: str | Path) -> bool:
+        """Whether this policy's index of ``root`` is on disk already (so preparing it only loads it)."""
+        key = corpus_key(root)
+        d = cache_dir("rag", key)
+        if self.method == "bm25" or self.prefilter:
+            return (d / "bm25" / "params.index.json").exists()
+        mkey = hashlib.sha1((self.model or default_model_path()).encode()).hexdigest()[:10]
+        return (d / f"emb-{mkey}.npy").exists()
+
+    def cache_note(self, tasks) -> str:
+        """One line for the start of a run: how many corpus indexes are cached, and where."""
         roots = sorted({str(t.root) for t in tasks if t.root})
-        for r in tqdm(roots, desc=f"{self.method} index", unit="corpus", disable=len(roots) < 2):
-            bm25_index(r) if self.method == "bm25" or self.prefilter else dense_index(r, self.model)
+        cached = sum(self.index_cached(r) for r in roots)
+        kind = "bm25" if self.method == "bm25" or self.prefilter else "dense"
+        return (f"{self.name}: {cached} of {len(roots)} {kind} corpus indexes cached under {cache_dir('rag')}; "
+                f"the other {len(roots) - cached} are built lazily, each before the first episode on its corpus "
+                "(not timed), and kept there for later runs")
 
     def retrieve(self, root: str | Path, query: str) -> dict[str, list[list[int]]]:
         if self.method == "bm25":

@@ -62,7 +62,7 @@ def fig2(summary: dict, trajectories, title: str):
     import polars as pl
     from plotly.subplots import make_subplots
 
-    from fasbench.figures import CATEGORY_COLORS
+    from fasbench.figures import CATEGORY_COLORS, OUTCOME_COLORS, SEED_MARKER
 
     o = summary["overall"]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
@@ -76,20 +76,38 @@ def fig2(summary: dict, trajectories, title: str):
                              text=["" if v is None else f"{v:.0%}" for v in vals], textposition="outside",
                              legendgroup="left"), row=1, col=1)
     t = trajectories.filter(pl.col("first_edit_turn").is_not_null())
-    box_colors = {True: "#009E73", False: "#D55E00", None: "#999999"}
+    # "calls" is drawn only when it differs from "turns" (with one call per turn the boxes coincide)
+    same = t.height > 0 and (t["explore_turns_before"] == t["explore_calls_before"]).all()
+    measures = ([("turns (= tool calls: one per turn)", "explore_turns_before")] if same
+                else [("turns", "explore_turns_before"), ("tool calls", "explore_calls_before")])
     for resolved in (True, False, None):
         sub = t.filter(pl.col("resolved").is_null() if resolved is None else pl.col("resolved") == resolved)
         if not sub.height:
             continue
         label = {True: "resolved", False: "unresolved", None: "no label"}[resolved]
-        xs = ["turns"] * sub.height + ["calls"] * sub.height
-        ys = sub["explore_turns_before"].to_list() + sub["explore_calls_before"].to_list()
-        fig.add_trace(go.Box(x=xs, y=ys, name=f"{label} (n={sub.height})", marker_color=box_colors[resolved],
+        xs = [m for m, _ in measures for _ in range(sub.height)]
+        ys = [v for _, col in measures for v in sub[col].to_list()]
+        fig.add_trace(go.Box(x=xs, y=ys, name=f"{label} (n={sub.height})", marker_color=OUTCOME_COLORS[resolved],
                              boxmean=True, legendgroup="right"), row=1, col=2)
-    fig.update_layout(title=title, barmode="group", boxmode="group", width=1000, height=450,
-                      legend=dict(orientation="h", y=-0.15), margin=dict(t=95))
+    seed = SEEDS["fastcontext"]
+    sx = [m for m, _ in measures]
+    sy = [seed["explore_turns_before_median"]] + ([] if same else [seed["explore_calls_before_median"]])
+    fig.add_trace(go.Scatter(x=sx, y=sy, mode="markers", marker=SEED_MARKER, name="FastContext median (seed)",
+                             legendgroup="seed"), row=1, col=2)
+    rs = f"{o['read_search_turn_share']:.1%}" if o.get("read_search_turn_share") is not None else "–"
+    rt = f"{o['read_search_token_share']:.1%}" if o.get("read_search_token_share") is not None else "–"
+    fig.add_annotation(text=(f"read+search: {rs} of tool-use turns, {rt} of tokens<br>"
+                             f"FastContext (seed): {seed['read_search_turn_share']:.1%}, "
+                             f"{seed['read_search_token_share']:.1%}"),
+                       xref="x domain", yref="y domain", x=0.98, y=0.98, xanchor="right", yanchor="top",
+                       showarrow=False, align="right", font=dict(size=11), bgcolor="rgba(255,255,255,0.85)")
+    top = max((v or 0) for m in ("turn_share", "token_share") for v in o[m].values())
+    fig.update_yaxes(range=[0, top * 1.45], row=1, col=1)  # room for the read+search note above the bars
+    fig.update_layout(title=title, barmode="group", boxmode="group", width=1000, height=480,
+                      legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0),
+                      margin=dict(t=95, b=110))
     fig.update_yaxes(tickformat=".0%", title_text="share", row=1, col=1)
-    fig.update_yaxes(title_text="before the first edit", row=1, col=2)
+    fig.update_yaxes(title_text="count before the first edit", row=1, col=2)
     return fig
 
 

@@ -1,0 +1,41 @@
+"""What produced an artefact: the code version (git describe and commit of the checkout, or the
+installed package version outside a git checkout) and the time, for run directories and figures."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import time
+from importlib import metadata
+
+from fasbench.paths import repo_root
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> dict:
+    """``{"describe": "f1b5676-dirty", "commit": "<40 hex>", "dirty": bool}`` for the checkout this
+    package runs from; ``{"describe": "fasbench <version>", "commit": None, "dirty": None}`` when it
+    is not a git checkout (an installed wheel)."""
+    root = repo_root()
+
+    def git(*args: str) -> str | None:
+        try:
+            r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit:
+        describe = git("describe", "--always", "--dirty", "--tags") or commit[:7]
+        return {"describe": describe, "commit": commit, "dirty": describe.endswith("-dirty")}
+    try:
+        v = metadata.version("fasbench")
+    except metadata.PackageNotFoundError:
+        v = "unknown"
+    return {"describe": f"fasbench {v}", "commit": None, "dirty": None}
+
+
+def timestamp() -> str:
+    """UTC time as ISO 8601, to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

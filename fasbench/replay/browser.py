@@ -1,0 +1,102 @@
+"""RunsBrowser: pick runs, see their metrics (with intervals) and paired differences against the
+first picked, and open an episode of a picked run in the replay with its gold."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Sequence
+
+import ipywidgets as W
+import polars as pl
+
+from fasbench import runs as R
+from fasbench.replay.runs import RunEpisodes, load_run_episodes
+from fasbench.widgets import TraceBrowser
+
+
+def frame_html(df: pl.DataFrame, cls: str) -> str:
+    """A frame of strings as a compact HTML table that scrolls sideways instead of being cut."""
+    th = "".join(f"<th style='padding:2px 8px;text-align:left'>{html.escape(c)}</th>" for c in df.columns)
+    trs = "".join("<tr>" + "".join(f"<td style='padding:2px 8px;white-space:nowrap'>{html.escape(str(v))}</td>"
+                                   for v in row) + "</tr>" for row in df.iter_rows())
+    return (f"<div style='overflow-x:auto;max-width:100%'><table class='{cls}' style='font-size:12px;"
+            f"border-collapse:collapse'><tr>{th}</tr>{trs}</table></div>")
+
+
+class RunsBrowser:
+    """All runs under ``paths`` (default ``runs/`` and ``CACHE/runs``) in a multi-select; the metrics
+    of the picked runs, their paired comparison against the first picked (``metrics``), and an episode
+    browser of one picked run whose rows open the replay with the run's gold.
+
+    State: ``table`` (the runs table), ``picked`` (run names), ``metrics_html``/``compare_html``
+    (HTML widgets), ``episodes`` (the open :class:`TraceBrowser` or None), ``run`` (its RunEpisodes)."""
+
+    def __init__(self, paths: Sequence[str | Path] | None = None, metrics: Sequence[str] = R.COMPARE_METRICS,
+                 level: float = 0.95, pick: Sequence[str] = (), max_traces: int = 500):
+        self.table = R.runs_table(paths, level=level)
+        if not self.table.height:
+            raise R.RunError(f"no runs under {', '.join(map(str, paths or R.run_roots())) or 'runs/'}")
+        self.metrics, self.level, self.max_traces = list(metrics), level, max_traces
+        names = self.table["run"].to_list()
+        unknown = [p for p in pick if p not in names]
+        if unknown:
+            raise R.RunError(f"unknown run {unknown[0]!r}; runs: {', '.join(names)}")
+        self.select = W.SelectMultiple(options=names, value=tuple(pick or names[:2]), rows=min(8, len(names)),
+                                       description="runs", layout=W.Layout(width="98%"))
+        self.open_run = W.Dropdown(description="episodes of", layout=W.Layout(width="60%"))
+        self.metrics_html, self.compare_html = W.HTML(), W.HTML()
+        self.detail = W.VBox()
+        self.episodes: TraceBrowser | None = None
+        self.run: RunEpisodes | None = None
+        self.widget = W.VBox([self.select, W.HTML(f"<b>Metrics</b> (mean [{level:.0%} bootstrap interval])"),
+                              self.metrics_html, self.compare_html, self.open_run, self.detail])
+        self.widget.add_class("fasbench-runs-browser")
+        self.select.observe(self._refresh, "value")
+        self.open_run.observe(lambda ch: self.open(ch["new"]), "value")
+        self._refresh()
+
+    @property
+    def picked(self) -> list[str]:
+        return list(self.select.value)
+
+    def _path(self, name: str) -> str:
+        return self.table.filter(pl.col("run") == name)["path"][0]
+
+    def _refresh(self, change=None) -> None:
+        sub = self.table.filter(pl.col("run").is_in(self.picked))
+        self.metrics_html.value = frame_html(R.display_runs(sub), "fasbench-runs-table") if sub.height else ""
+        self.compare_html.value = ""
+        if len(self.picked) >= 2:
+            try:
+                cmp = R.compare_runs([self._path(n) for n in self.picked], self.metrics, level=self.level)
+                self.compare_html.value = (f"<b>Paired differences against {html.escape(self.picked[0])}</b> "
+                                           f"(run − reference, {self.level:.0%} interval, two-sided p)"
+                                           + frame_html(R.display_compare(cmp), "fasbench-runs-compare"))
+            except R.RunError as e:
+                self.compare_html.value = f"<i>{html.escape(str(e))}</i>"
+        keep = self.open_run.value
+        self.open_run.options = self.picked
+        self.open_run.value = keep if keep in self.picked else (self.picked[0] if self.picked else None)
+
+    def open(self, name: str | None) -> TraceBrowser | None:
+        """Show the episodes of a picked run (None closes them)."""
+        if name is None:
+            self.episodes, self.run, self.detail.children = None, None, ()
+            return None
+        if self.run is not None and self.run.path == Path(self._path(name)):
+            return self.episodes
+        self.run = load_run_episodes(self._path(name), max_traces=self.max_traces)
+        gold = (f"gold from {html.escape(self.run.gold_from)}" if self.run.tasks
+                else "no gold found (the run has no tasks.jsonl and no task source)")
+        self.episodes = TraceBrowser(self.run.traces, self.run.tasks)
+        self.detail.children = (W.HTML(f"<small>{len(self.run.traces)} episodes of {html.escape(name)}; {gold}"
+                                       "</small>"), self.episodes.widget)
+        if self.open_run.value != name:
+            self.open_run.value = name
+        return self.episodes
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)

@@ -1,0 +1,125 @@
+"""Runs table, multi-run comparison (functions and CLI), run provenance, lazy retrieval indexes,
+and the replay of a named run with its gold."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import polars as pl
+import pytest
+
+from fasbench import runs as R
+from fasbench.evaluate import read_run_meta, run_eval
+from fasbench.policies.rag import corpus_key
+from fasbench.policies.toy import make_corpus, toy_tasks
+from fasbench.records import iter_jsonl, read_traces
+from fasbench.replay import RunsBrowser, example_run, load_run_episodes, pick_episode
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two real runs (heuristic, bm25) of 6 toy tasks on two corpora, in one folder."""
+    base = tmp_path_factory.mktemp("runs")
+    cache = tmp_path_factory.mktemp("cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FASBENCH_CACHE", str(cache))
+    a = toy_tasks(make_corpus(base / "corpus-a"))[:3]
+    b = [replace(t, id=t.id + "-b") for t in toy_tasks(make_corpus(base / "corpus-b"))[:3]]
+    tasks = a + b
+    run_eval(tasks, "heuristic:turns=3", "relace", base / "all" / "heur", workers=1, progress=False,
+             task_source="toy (6 tasks)")
+    run_eval(tasks, "bm25:k=3", "relace", base / "all" / "bm25", workers=1, backend="serial", progress=False)
+    yield {"dir": base / "all", "tasks": tasks, "cache": cache}
+    mp.undo()
+
+
+def test_run_records_task_source_code_version_and_tasks(runs):
+    meta = read_run_meta(runs["dir"] / "heur")
+    assert meta["task_source"] == "toy (6 tasks)" and meta["policy"] == "heuristic:turns=3"
+    assert meta["code_version"]["describe"] and meta["created"].endswith("Z")
+    kept = [d["id"] for d in iter_jsonl(runs["dir"] / "heur" / "tasks.jsonl")]
+    assert kept == [t.id for t in runs["tasks"]]
+
+
+def test_bm25_builds_each_index_just_before_its_first_episode(runs):
+    """Lazy: the second corpus's index is written after the first corpus's episodes finished."""
+    traces = read_traces(runs["dir"] / "bm25" / "traces.jsonl")
+    roots = [t.root for t in runs["tasks"]]
+    idx_b = runs["cache"] / "rag" / corpus_key(roots[3]) / "bm25"
+    assert idx_b.exists()
+    first_a_end = min(tr.ended_at for tr in traces[:3])
+    assert idx_b.stat().st_mtime > first_a_end
+    assert min(tr.started_at for tr in traces[3:]) >= idx_b.stat().st_mtime - 1e-3
+
+
+def test_runs_table_has_one_row_per_run_with_intervals(runs):
+    t = R.runs_table([runs["dir"]], ["file_f2", "turns"])
+    assert sorted(t["run"]) == ["bm25", "heur"] and (t["n"] == 6).all()
+    h = t.filter(pl.col("run") == "heur").row(0, named=True)
+    assert h["file_f2_lo"] <= h["file_f2"] <= h["file_f2_hi"] and h["turns"] == 3.0
+    assert h["task_source"] == "toy (6 tasks)" and h["code"]
+    text = R.format_table(R.display_runs(t, ["file_f2", "turns"]))
+    assert "heuristic:turns=3" in text and "[" in text
+
+
+def test_compare_runs_paired_several_metrics(runs):
+    d = runs["dir"]
+    c = R.compare_runs([d / "bm25", d / "heur"], ["file_f2", "turns"], level=0.9)
+    assert c["metric"].to_list() == ["file_f2", "turns"] and (c["n"] == 6).all()
+    turns = c.filter(pl.col("metric") == "turns").row(0, named=True)
+    assert turns["diff"] == pytest.approx(turns["run_mean"] - turns["reference_mean"]) and turns["diff"] > 0
+    assert turns["p"] < 0.01
+    with pytest.raises(R.RunError, match="unknown metric 'nope'"):
+        R.compare_runs([d / "bm25", d / "heur"], ["nope"])
+    with pytest.raises(R.RunError, match="no such run"):
+        R.compare_runs([d / "bm25", d / "missing"])
+
+
+def test_cli_runs_and_compare_tables_and_one_line_errors(runs):
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    d, cli = runs["dir"], CliRunner()
+    r = cli.invoke(app, ["runs", str(d)])
+    assert r.exit_code == 0 and "heuristic:turns=3" in r.stdout and "95% bootstrap" in r.stdout
+    r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "heur"), "--metric", "file_f2,line_f1", "--metric", "turns",
+                         "--level", "0.9"])
+    assert r.exit_code == 0, r.stderr
+    assert "reference: bm25" in r.stdout and "90% interval" in r.stdout
+    assert all(m in r.stdout for m in ("file_f2", "line_f1", "turns"))
+    r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "nosuch")])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "no such run" in r.stderr
+    r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "heur"), "--json"])
+    assert json.loads(r.stdout.splitlines()[0])["reference"] == "bm25"
+    # the real command line: one line on stderr, exit status 2, no traceback
+    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "compare", str(d / "bm25"), str(d / "heur"),
+                        "--metric", "nonexistent"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown metric 'nonexistent'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_replay_of_a_named_run_has_its_gold(runs):
+    ep = load_run_episodes(runs["dir"] / "heur")
+    assert ep.gold_from == "tasks.jsonl" and set(ep.tasks) == {t.id for t in runs["tasks"]}
+    ex = example_run()
+    tr = pick_episode(ex)
+    assert tr.task_id == "django__django-15252" and ex.tasks[tr.task_id].gold.edited
+    with pytest.raises(R.RunError, match="no episode of task"):
+        pick_episode(ex, "nope")
+
+
+def test_runs_browser_picks_compares_and_opens_an_episode(runs):
+    rb = RunsBrowser([runs["dir"]], metrics=["file_f2", "turns"], pick=["bm25", "heur"])
+    assert "heuristic:turns=3" in rb.metrics_html.value and "Paired differences against bm25" in rb.compare_html.value
+    eps = rb.open("heur")
+    assert len(eps.rows) == 6 and eps.replay is None
+    rep = eps.open(eps.shown[0]["trace_id"])
+    assert rep.task is not None and any(f.gold for f in rep.overlay)
+    rb.select.value = ("heur",)
+    assert rb.compare_html.value == "" and rb.open_run.value == "heur"
+    with pytest.raises(R.RunError, match="unknown run"):
+        RunsBrowser([runs["dir"]], pick=["nope"])
