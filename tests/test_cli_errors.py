@@ -66,6 +66,7 @@ def cases(b):
                  ["--tasks", HL, "--policy", "heuristic", "--out", out],
                  ["--tasks", T, "--policy", "heuristic", "--out", F]],
         "compare": [[D, D], [F, F], [str(b / "run_half"), str(b / "run_half")]],
+        "runs": [[D], [F], [str(b / "run_half")], [D, "--level", "2"]],
         "classify": [["<stdin", b"\xff\xfe\x00\n"], ["<stdin", b"not json\n"]],
         "data tasks": [["--source", D, "--out", out], ["--source", "swebench-lite", "--out", D]],
         "data corpus": [["--tasks", D], ["--tasks", B], ["--tasks", HL]],

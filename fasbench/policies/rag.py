@@ -182,7 +182,8 @@ def load_chunks(root: str | Path) -> tuple[str, list[Chunk]]:
         with gzip.open(f, "rt", encoding="utf-8") as fh:
             return key, [Chunk(*c) for c in json.load(fh)]
     chunks = build_chunks(root)
-    tmp = f.with_suffix(f".tmp{os.getpid()}")
+    # unique per process and thread: episodes of one corpus may build it concurrently (thread backend)
+    tmp = f.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
     with gzip.open(tmp, "wt", encoding="utf-8") as fh:
         json.dump([[c.path, c.start, c.end, c.symbol] for c in chunks], fh)
     os.replace(tmp, f)
@@ -234,7 +235,7 @@ def _bm25_index(root, key: str, chunks: list[Chunk]):
     else:
         retriever = bm25s.BM25()
         retriever.index([code_tokens(t) or ["<empty>"] for t in chunk_texts(root, chunks)], show_progress=False)
-        tmp = d.with_name(f"bm25.tmp{os.getpid()}")
+        tmp = d.with_name(f"bm25.tmp{os.getpid()}-{threading.get_ident()}")
         retriever.save(str(tmp))
         if not d.exists():
             os.replace(tmp, d)
