@@ -92,14 +92,27 @@ def _init_worker(spec: str) -> None:
     _WORKER["policy"] = make_policy(spec)
 
 
+def safe_episode(task: Task, policy, toolset: str, limits: Limits) -> Trace:
+    """``run_episode``, where anything that escapes it (a policy that cannot be bound, a tool that
+    crashes) fails this episode with its error instead of the run. Policy errors — a model server
+    that still fails after the last retry — are already caught by ``run_episode`` (``policy_error``)."""
+    from fasbench.policies import bind_policy
+
+    t0 = time.time()
+    try:
+        return run_episode(task, bind_policy(policy, task), toolset, limits)
+    except Exception as e:  # noqa: BLE001 - recorded in the trace, the run goes on
+        return Trace(task_id=task.id, policy=getattr(policy, "name", str(policy)), toolset=toolset,
+                     stop_reason="policy_error", error=f"episode failed: {type(e).__name__}: {e}",
+                     started_at=t0, ended_at=time.time())
+
+
 def _episode(task_d: dict, spec: str, toolset: str, limits: Limits) -> dict:
-    from fasbench.policies import bind_policy, make_policy
+    from fasbench.policies import make_policy
 
     if "policy" not in _WORKER:
         _WORKER["policy"] = make_policy(spec)
-    task = Task.from_dict(task_d)
-    tr = run_episode(task, bind_policy(_WORKER["policy"], task), toolset, limits)
-    return tr.to_dict()
+    return safe_episode(Task.from_dict(task_d), _WORKER["policy"], toolset, limits).to_dict()
 
 
 def done_task_ids(traces: Path) -> set[str]:
@@ -163,22 +176,24 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
         raise ValueError(f"backend must be process, thread or serial, got {backend!r}")
     bar = tqdm(total=len(todo), desc=f"eval {policy}", unit="ep", disable=not progress)
     if backend == "serial" or workers == 1 or len(todo) <= 1:
-        from fasbench.policies import bind_policy
-
         for t in todo:
-            append_jsonl(traces, [run_episode(t, bind_policy(main_policy, t), toolset, limits)])
+            append_jsonl(traces, [safe_episode(t, main_policy, toolset, limits)])
             bar.update()
     else:
         pool_cls = ProcessPoolExecutor if backend == "process" else ThreadPoolExecutor
-        kw = {"initializer": _init_worker, "initargs": (policy,)}
+        kw: dict = {}
         if backend == "process":
+            kw = {"initializer": _init_worker, "initargs": (policy,)}
             # not fork: a forked child inherits the harness's tool thread pool without its threads
             # (a parent that ran episodes itself would deadlock its workers)
             import multiprocessing as mp
 
             kw["mp_context"] = mp.get_context("forkserver")
         with pool_cls(max_workers=workers, **kw) as pool:
-            pending = {pool.submit(_episode, t.to_dict(), policy, toolset, limits) for t in todo}
+            if backend == "thread":  # one policy object (one HTTP connection pool) for all episodes
+                pending = {pool.submit(safe_episode, t, main_policy, toolset, limits) for t in todo}
+            else:
+                pending = {pool.submit(_episode, t.to_dict(), policy, toolset, limits) for t in todo}
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in finished:
