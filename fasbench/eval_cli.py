@@ -20,6 +20,8 @@ def register(app) -> None:
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
         limit: int = typer.Option(0, "--limit", help="first N tasks only (0 = all)"),
+        shard: str = typer.Option("", "--shard", help="i/n: run shard i (0-based) of n of the tasks, for several "
+                                  "machines; merge with `fasbench eval-merge`"),
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs."""
         from fasbench.evaluate import aggregate, load_task_arg, run_eval
@@ -27,6 +29,12 @@ def register(app) -> None:
 
         try:
             ts = load_task_arg(tasks, limit or None)
+            if shard:
+                from fasbench.shards import parse_shard, record_shard, select_shard
+
+                i, n = parse_shard(shard)
+                record_shard(out, i, n, len(ts))
+                ts = select_shard(ts, i, n)
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
                           workers or None, backend or None)
         except (ValueError, FileNotFoundError) as e:
@@ -35,6 +43,24 @@ def register(app) -> None:
         if df.height:
             typer.echo(aggregate(df).to_pandas().to_string(index=False))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
+
+    @app.command("eval-merge")
+    def eval_merge_cmd(
+        out: Path = typer.Argument(..., help="new run directory for the merged run"),
+        shards: list[Path] = typer.Argument(..., help="run directories of shards 0…n-1 (`fasbench eval --shard i/n`)"),
+    ):
+        """Merge the shards of one run into one run directory (traces, summary sorted by task id)."""
+        from fasbench.evaluate import aggregate
+        from fasbench.shards import ShardError, merge_shards
+
+        try:
+            df = merge_shards(shards, out)
+        except (ShardError, FileNotFoundError) as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
+        if df.height:
+            typer.echo(aggregate(df).to_pandas().to_string(index=False))
+        typer.echo(f"{len(shards)} shards, {df.height} episodes merged into {out / 'summary.parquet'}")
 
     @app.command("compare")
     def compare_cmd(
