@@ -294,21 +294,57 @@ def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
     cols["before_first_edit"].extend([None] * n if first_edit is None else [row[0] < first_edit for row in rows])
 
 
-def steps_frame(trajs: Iterable[tuple[Trajectory, str]]):
-    """One row per action (see ``STEP_COLUMNS``) from (trajectory, data set) pairs."""
-    import polars as pl
+class StepSink:
+    """Rows of (trajectory, data set) pairs appended one at a time, turned into polars chunks every
+    ``chunk_rows`` rows: the parsed trajectories and the Python row lists are dropped as the analysis
+    goes, so memory holds the columnar step frame, not every parsed trajectory (50,000 trajectories:
+    benchmarks/trajectory_scale.py)."""
 
-    cols: dict[str, list] = {c: [] for c in STEP_COLUMNS}
-    for traj, dataset in trajs:
-        _rows(traj, dataset, cols)
-    schema = {
-        "turn": pl.Int32, "call": pl.Int32, "n_calls": pl.Int32, "prompt_tokens": pl.Int64,
-        "completion_tokens": pl.Int64, "reasoning_tokens": pl.Int64, "obs_tokens": pl.Int64,
-        "call_tokens": pl.Float64, "call_obs_tokens": pl.Float64, "weight": pl.Float64, "resolved": pl.Boolean,
-        "first_edit_turn": pl.Int32, "before_first_edit": pl.Boolean, "is_call": pl.Boolean,
-        "edits_submission": pl.Boolean, "tokens_estimated": pl.Boolean,
-    }
-    return pl.DataFrame({c: pl.Series(c, cols[c], dtype=schema.get(c, pl.Utf8)) for c in STEP_COLUMNS})
+    def __init__(self, chunk_rows: int = 100_000):
+        self.chunk_rows = chunk_rows
+        self.chunks: list = []
+        self._new()
+
+    def _new(self) -> None:
+        self.cols: dict[str, list] = {c: [] for c in STEP_COLUMNS}
+
+    def append(self, item: tuple[Trajectory, str]) -> None:
+        traj, dataset = item
+        _rows(traj, dataset, self.cols)
+        if len(self.cols["turn"]) >= self.chunk_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        import polars as pl
+
+        schema = {
+            "turn": pl.Int32, "call": pl.Int32, "n_calls": pl.Int32, "prompt_tokens": pl.Int64,
+            "completion_tokens": pl.Int64, "reasoning_tokens": pl.Int64, "obs_tokens": pl.Int64,
+            "call_tokens": pl.Float64, "call_obs_tokens": pl.Float64, "weight": pl.Float64, "resolved": pl.Boolean,
+            "first_edit_turn": pl.Int32, "before_first_edit": pl.Boolean, "is_call": pl.Boolean,
+            "edits_submission": pl.Boolean, "tokens_estimated": pl.Boolean,
+        }
+        cols = self.cols
+        self._new()
+        self.chunks.append(pl.DataFrame({c: pl.Series(c, cols.pop(c), dtype=schema.get(c, pl.Utf8))
+                                         for c in STEP_COLUMNS}))
+
+    def frame(self):
+        """The step frame (chunks concatenated without copying them into one buffer)."""
+        import polars as pl
+
+        if self.cols["turn"] or not self.chunks:
+            self._flush()
+        return self.chunks[0] if len(self.chunks) == 1 else pl.concat(self.chunks, rechunk=False)
+
+
+def steps_frame(trajs: Iterable[tuple[Trajectory, str]]):
+    """One row per action (see ``STEP_COLUMNS``) from (trajectory, data set) pairs (an iterator is
+    consumed as it goes: see ``StepSink``)."""
+    sink = StepSink()
+    for item in trajs:
+        sink.append(item)
+    return sink.frame()
 
 
 def trajectory_frame(steps):
@@ -357,11 +393,12 @@ def _shares_by(steps, key: str | None) -> dict:
     import polars as pl
 
     keys = [key] if key else []
-    calls = steps.filter(pl.col("is_call"))
+    lazy = steps.lazy()  # lazy: the filter and group-bys read only the columns they need (no copy of the actions)
+    calls = lazy.filter(pl.col("is_call"))
     per = {}
-    for (measure, frame, col) in (("turn_share", calls, "weight"), ("token_share", steps, "call_tokens"),
-                                  ("obs_token_share", steps, "call_obs_tokens")):
-        g = frame.group_by([*keys, "category"]).agg(pl.col(col).sum().alias("v"))
+    for (measure, frame, col) in (("turn_share", calls, "weight"), ("token_share", lazy, "call_tokens"),
+                                  ("obs_token_share", lazy, "call_obs_tokens")):
+        g = frame.group_by([*keys, "category"]).agg(pl.col(col).sum().alias("v")).collect()
         for row in g.iter_rows():
             k = row[0] if key else None
             per.setdefault(k, {}).setdefault(measure, {})[row[-2]] = row[-1] or 0.0
@@ -450,7 +487,8 @@ class Analysis:
         import polars as pl
 
         s, t = self.steps, self.trajectories
-        parsers = dict(Counter(s.filter(pl.col("is_call"))["parser"].to_list()))
+        parsers = dict(s.lazy().filter(pl.col("is_call")).group_by("parser", maintain_order=True).len()
+                       .collect().iter_rows())
         out = {
             "files": self.files.to_dict(),
             "trajectories": t.height,
@@ -479,9 +517,10 @@ class Analysis:
 
 
 def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = None, progress: bool = True,
-                limit: int | None = None) -> tuple[list[tuple[Trajectory, str]], FileReport]:
+                limit: int | None = None, sink=None) -> tuple[list[tuple[Trajectory, str]], FileReport]:
     """Parse every trajectory under ``paths``; bad files are skipped and recorded with their reason.
-    ``limit`` keeps the first N files of each path (for smoke runs)."""
+    ``limit`` keeps the first N files of each path (for smoke runs). The (trajectory, data set) pairs
+    go to ``sink.append`` as each file is parsed (default: a list, returned)."""
     from tqdm.auto import tqdm
 
     report = FileReport()
@@ -491,7 +530,7 @@ def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = No
         found = discover([p], report)
         lab = labels if labels is not None else load_labels(p)
         files.extend((f, ds, lab) for f, ds in found[:limit])
-    out = []
+    out = [] if sink is None else sink
     for f, ds, lab in tqdm(files, desc="trajectories", unit="file", disable=not progress or len(files) < 50):
         try:
             parsed = parse_file(f)
@@ -521,8 +560,8 @@ def analyze_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = 
     enabled = gc.isenabled()
     gc.disable()  # the loop only allocates (no cycles to free); collections would rescan the kept turns
     try:
-        trajs, report = parse_paths(paths, labels, progress, limit)
-        steps = steps_frame(trajs)
+        sink, report = parse_paths(paths, labels, progress, limit, sink=StepSink())  # streamed: see StepSink
+        steps = sink.frame()
     finally:
         if enabled:
             gc.enable()
