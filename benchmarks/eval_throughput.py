@@ -3,7 +3,9 @@ parallel (a process pool, and a thread pool) vs serial, measured side by side in
 
 Tasks: ``--tasks FILE`` (JSONL with materialised roots), else the SWE-bench Lite test tasks whose
 offline corpora are already in the cache, else the toy corpus's issues repeated. Last line:
-``episodes_per_s_parallel/serial=X`` (target X > 1.5 on 2 cores), using the faster parallel backend.
+``episodes_per_s_parallel/serial=X parallel/ceiling=Z`` (target X > 1.5 on 2 cores), using the faster
+parallel backend; Z is X as a fraction of ``min(workers, C * serial_s / cpu_parallel)``, the most
+this machine's C cores allow at the CPU time the parallel run needs (1.0 = the cores are the limit).
 Every tree is read once before the timed runs (page cache), and each backend runs ``--rounds``
 times in rotated order (medians). The script prints the machine's CPU time of every run
 (``/proc/stat``, so pool workers count; run it on an idle machine): the serial run already keeps
@@ -115,8 +117,12 @@ def main() -> None:
         print(f"serial keeps {mcpu['serial'] / med['serial']:.2f} of {cores} cores busy; the {best} run needs "
               f"{mcpu[best]:.1f} CPU s, which {cores} cores cannot do in under {mcpu[best] / cores:.2f} s: "
               f"parallel/serial <= {med['serial'] * cores / mcpu[best]:.2f} at that CPU time")
-        print(f"best parallel backend: {best}")
-        print(f"episodes_per_s_parallel/serial={med['serial'] / med[best]:.2f}")
+        # the ceiling: the speed-up this machine allows at the parallel run's CPU time, and no more
+        # than one episode per worker
+        ceiling = min(a.workers, med["serial"] * cores / mcpu[best])
+        print(f"best parallel backend: {best}; speed-up ceiling on {cores} cores {ceiling:.2f}")
+        print(f"episodes_per_s_parallel/serial={med['serial'] / med[best]:.2f} "
+              f"parallel/ceiling={(med['serial'] / med[best]) / ceiling:.2f}")
 
 
 if __name__ == "__main__":

@@ -303,6 +303,7 @@ class StepSink:
     def __init__(self, chunk_rows: int = 100_000):
         self.chunk_rows = chunk_rows
         self.chunks: list = []
+        self.traj_chunks: list = []  # trajectory_frame of each chunk: its group-by's working memory stays per chunk
         self._new()
 
     def _new(self) -> None:
@@ -326,8 +327,9 @@ class StepSink:
         }
         cols = self.cols
         self._new()
-        self.chunks.append(pl.DataFrame({c: pl.Series(c, cols.pop(c), dtype=schema.get(c, pl.Utf8))
-                                         for c in STEP_COLUMNS}))
+        chunk = pl.DataFrame({c: pl.Series(c, cols.pop(c), dtype=schema.get(c, pl.Utf8)) for c in STEP_COLUMNS})
+        self.chunks.append(chunk)
+        self.traj_chunks.append(trajectory_frame(chunk))  # a chunk holds whole trajectories
 
     def frame(self):
         """The step frame (chunks concatenated without copying them into one buffer)."""
@@ -336,6 +338,19 @@ class StepSink:
         if self.cols["turn"] or not self.chunks:
             self._flush()
         return self.chunks[0] if len(self.chunks) == 1 else pl.concat(self.chunks, rechunk=False)
+
+    def trajectories(self):
+        """``trajectory_frame`` of the steps, computed chunk by chunk (the same frame unless one
+        trajectory id of one data set was split over two chunks: then it is computed whole)."""
+        import polars as pl
+
+        steps = self.frame()
+        if len(self.traj_chunks) == 1:
+            return self.traj_chunks[0]
+        t = pl.concat(self.traj_chunks)
+        if t.select(pl.struct("dataset", "trajectory_id").is_duplicated().any()).item():
+            return trajectory_frame(steps)
+        return t
 
 
 def steps_frame(trajs: Iterable[tuple[Trajectory, str]]):
@@ -353,8 +368,8 @@ def trajectory_frame(steps):
 
     explore = pl.col("category").is_in(EXPLORE)
     before = pl.col("before_first_edit").fill_null(False)
-    return (
-        steps.group_by(["dataset", "trajectory_id"], maintain_order=True)
+    return (  # lazy: only the columns used are read (an eager group-by copies every column of a chunked frame)
+        steps.lazy().group_by(["dataset", "trajectory_id"], maintain_order=True)
         .agg(
             pl.first("instance_id"), pl.first("repo"), pl.first("agent"), pl.first("model"), pl.first("format"),
             pl.first("resolved"), pl.first("first_edit_turn"),
@@ -373,6 +388,7 @@ def trajectory_frame(steps):
             pl.when(pl.col("first_edit_turn").is_null()).then(None).otherwise(pl.col("explore_calls_before"))
             .alias("explore_calls_before"),
         )
+        .collect()
     )
 
 
@@ -446,8 +462,9 @@ def _blocks(steps, trajs, key: str | None) -> dict:
     keys = [key] if key else []
     sh = _shares_by(steps, key)
     fe = _first_edit_by(trajs, key)
-    size = steps.group_by(keys).agg(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t")) \
-        if key else steps.select(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))
+    lazy = steps.lazy()
+    size = (lazy.group_by(keys).agg(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))
+            if key else lazy.select(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))).collect()
     sizes = {(r[0] if key else None): (int(r[-2]), _f(r[-1])) for r in size.iter_rows()}
     out = {}
     for k in fe:
@@ -565,4 +582,4 @@ def analyze_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = 
     finally:
         if enabled:
             gc.enable()
-    return Analysis(steps, trajectory_frame(steps), report)
+    return Analysis(steps, sink.trajectories(), report)
