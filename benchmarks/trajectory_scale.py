@@ -3,7 +3,7 @@
 The shipped trajectories (``data/trajectories/``, every data set) are sampled to 500 files (seed 0),
 and those 500 are replicated 100 times into a temporary folder — 50,000 files, hard links where the
 file system allows (the bytes are the same, each file is read, decompressed and parsed again),
-named ``r<k>__<name>`` so that every copy is its own trajectory (its id is the file's stem), with
+named ``r<k>_<i>__<name>`` (copy k of file i) so that every copy is its own trajectory (its id is the file's stem), with
 the labels beside them. Each size runs ``analyze_paths`` + ``summary()`` in a fresh child process
 (``/usr/bin/time``-style peak RSS from ``getrusage(RUSAGE_CHILDREN)`` of that child alone). The
 classifier memoises actions it has seen; the copies would hit that memo where distinct trajectories
@@ -50,17 +50,22 @@ print(json.dumps(out))
 
 
 def replicate(files: list[Path], dest: Path, copies: int, labels: dict) -> None:
+    """``copies`` links (or copies) of every file under new, distinct names. Two data sets hold
+    files of the same name, so the name carries the file's index too; a target never exists before
+    (writing through an existing hard link would overwrite the shipped file)."""
     dest.mkdir(parents=True)
     (dest / "resolved.json").write_text(json.dumps(labels))
     link = True
     for k in range(copies):
-        for f in files:
-            target = dest / f"r{k:04d}__{f.name}"
+        for i, f in enumerate(files):
+            target = dest / f"r{k:04d}_{i:04d}__{f.name}"
+            if target.exists():
+                raise RuntimeError(f"{target} exists")
             if link:
                 try:
                     os.link(f, target)
                     continue
-                except OSError:
+                except OSError:  # another file system: copy
                     link = False
             shutil.copyfile(f, target)
 

@@ -43,6 +43,9 @@ def register(app) -> None:
         if df.height:
             typer.echo(aggregate(df).to_pandas().to_string(index=False))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
+        failed = int(df["error"].is_not_null().sum()) if "error" in df.columns else 0
+        if failed:  # e.g. a model server that still failed after the last retry; the reasons are in the traces
+            typer.echo(f"{failed} episodes failed (summary column `error`, traces' meta.failed_requests)", err=True)
 
     @app.command("eval-merge")
     def eval_merge_cmd(
