@@ -59,3 +59,15 @@ def test_server_errors_and_timeouts_fail_episodes_not_the_run(tmp_path, server_u
     assert [len(t.requests) for t in clean.turns] == [1, 1]
     assert all(t.requests[0]["latency_s"] >= 0.05 for t in clean.turns)
     assert clean.report is not None and "requests/sessions.py" in clean.report.files
+
+
+def test_request_records_keep_trace_json_backward_compatible():
+    from fasbench.records import Trace, Turn
+
+    old = Trace(task_id="t", policy="p", toolset="relace", turns=[Turn(index=0, text="x")])
+    d = old.to_dict()
+    assert "requests" not in d["turns"][0]  # a local policy's trace is written as before
+    assert Trace.from_dict(d).turns[0].requests == []
+    rec = {"attempt": 0, "status": 200, "latency_s": 0.25, "prompt_tokens": 10, "completion_tokens": 3}
+    new = Trace(task_id="t", policy="p", toolset="relace", turns=[Turn(index=0, requests=[rec])])
+    assert Trace.from_dict(new.to_dict()).turns[0].requests == [rec]

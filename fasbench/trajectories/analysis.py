@@ -300,7 +300,7 @@ class StepSink:
     goes, so memory holds the columnar step frame, not every parsed trajectory (50,000 trajectories:
     benchmarks/trajectory_scale.py)."""
 
-    def __init__(self, chunk_rows: int = 100_000):
+    def __init__(self, chunk_rows: int = 25_000):
         self.chunk_rows = chunk_rows
         self.chunks: list = []
         self.traj_chunks: list = []  # trajectory_frame of each chunk: its group-by's working memory stays per chunk
