@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,12 +48,13 @@ def tool_pool_size() -> int:
     4 per core between 8 and 64 (a call mostly waits on a ripgrep child or the disk; 8 keeps an
     8-call turn fully concurrent on a 2-core machine, and concurrent episodes queue behind it instead
     of starting hundreds of ripgrep processes at once)."""
-    env = os.environ.get("FASBENCH_TOOL_WORKERS", "")
+    env = os.environ.get("FASBENCH_TOOL_WORKERS", "").strip()
+    default = min(64, max(8, 4 * len(os.sched_getaffinity(0))))
     if env:
-        if not env.isdigit() or int(env) < 1:
-            raise ValueError(f"FASBENCH_TOOL_WORKERS must be a positive integer, got {env!r}")
-        return int(env)
-    return min(64, max(8, 4 * len(os.sched_getaffinity(0))))
+        if env.isdigit() and int(env) >= 1:
+            return int(env)
+        warnings.warn(f"FASBENCH_TOOL_WORKERS={env!r} is not a positive integer; using {default} tool threads")
+    return default
 
 
 _POOL = ThreadPoolExecutor(max_workers=tool_pool_size(), thread_name_prefix="fasbench-tool")
