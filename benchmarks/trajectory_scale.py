@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from fasbench.paths import data_dir
-from fasbench.trajectories.analysis import FileReport, LABEL_NAMES, discover
+from fasbench.trajectories.analysis import FileReport, discover, load_labels
 
 CHILD = r"""
 import json, os, resource, sys, time
@@ -87,8 +87,6 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=50_000)
     ap.add_argument("--base", type=int, default=500)
     args = ap.parse_args()
-    from fasbench.trajectories.analysis import load_labels
-
     root = data_dir() / "trajectories"
     files, labels = [], {}
     for d in sorted(p for p in root.iterdir() if p.is_dir()):

@@ -42,7 +42,6 @@ class Limits:
 NO_CALL_NOTE = "Your reply had no tool call and no answer. Call tools to keep searching, or give your answer."
 
 
-
 def tool_pool_size() -> int:
     """Threads of the tool pool shared by every episode of the process: $FASBENCH_TOOL_WORKERS, else
     4 per core between 8 and 64 (a call mostly waits on a ripgrep child or the disk; 8 keeps an
