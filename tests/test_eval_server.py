@@ -29,9 +29,9 @@ def server_url():
 
 def test_server_errors_and_timeouts_fail_episodes_not_the_run(tmp_path, server_url):
     base = toy_tasks(make_corpus(tmp_path / "corpus"))
-    steer = {0: "", 1: "[[server:500]]", 2: "[[server:sleep=3]]", 3: "[[server:flaky=1]]", 4: ""}
+    steer = {0: "", 1: "[[server:500]]", 2: "[[server:sleep=6]]", 3: "[[server:flaky=1]]", 4: ""}
     tasks = [replace(t, query=t.query + ("\n" + steer[i] if steer[i] else "")) for i, t in enumerate(base)]
-    spec = f"openai:model=scripted,base_url={server_url},timeout_s=0.6,retries=1,backoff_s=0.01,api_key_env="
+    spec = f"openai:model=scripted,base_url={server_url},timeout_s=2,retries=1,backoff_s=0.01,api_key_env="
     df = run_eval(tasks, spec, "relace", tmp_path / "run", Limits(max_turns=2), workers=5, progress=False)
     assert df.height == 5  # every episode has its row: the run completed
     rows = {r["task_id"]: r for r in df.iter_rows(named=True)}
@@ -41,13 +41,13 @@ def test_server_errors_and_timeouts_fail_episodes_not_the_run(tmp_path, server_u
     r500, rslow = rows[base[1].id], rows[base[2].id]
     assert r500["stop_reason"] == rslow["stop_reason"] == "policy_error"
     assert "giving up after 2 attempts" in r500["error"] and "HTTP 500" in r500["error"]
-    assert "giving up after 2 attempts" in rslow["error"] and "timeout_s=0.6" in rslow["error"]
+    assert "giving up after 2 attempts" in rslow["error"] and "timeout_s=2.0" in rslow["error"]
 
     traces = {t.task_id: t for t in read_traces(tmp_path / "run" / "traces.jsonl")}
     failed = traces[base[1].id].meta["failed_requests"]
     assert [a["status"] for a in failed] == [500, 500] and all(a["latency_s"] >= 0 for a in failed)
     timed_out = traces[base[2].id].meta["failed_requests"]
-    assert [a["status"] for a in timed_out] == [None, None] and all(a["latency_s"] >= 0.5 for a in timed_out)
+    assert [a["status"] for a in timed_out] == [None, None] and all(a["latency_s"] >= 1.9 for a in timed_out)
     # the flaky task: its first attempt of each turn got a 503, the retry went through; both recorded
     flaky = traces[base[3].id]
     for turn in flaky.turns:
