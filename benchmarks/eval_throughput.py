@@ -3,10 +3,13 @@ parallel (a process pool, and a thread pool) vs serial, measured side by side in
 
 Tasks: ``--tasks FILE`` (JSONL with materialised roots), else the SWE-bench Lite test tasks whose
 offline corpora are already in the cache, else the toy corpus's issues repeated. Last line:
-``episodes_per_s_parallel/serial=X`` (target X > 1.5 on 2 cores), using the faster parallel backend.
+``episodes_per_s_parallel/serial=X parallel/ceiling=Z`` (target X > 1.5 on 2 cores), using the faster
+parallel backend; Z is X as a fraction of ``min(workers, C * serial_s / cpu_parallel)``, the most
+this machine's C cores allow at the CPU time the parallel run needs (1.0 = the cores are the limit).
 Every tree is read once before the timed runs (page cache), and each backend runs ``--rounds``
-times in rotated order (medians). The script prints the machine's CPU time of every run
-(``/proc/stat``, so pool workers count; run it on an idle machine): the serial run already keeps
+times in rotated order (medians). The script prints the CPU time of every run (this process and its
+children for the serial and thread runs; ``/proc/stat`` for the process pool, whose workers it
+cannot account otherwise, so that one is exact only on an idle machine): the serial run already keeps
 most cores busy (the calls of a turn run concurrently and rg walks a tree with several threads),
 and a parallel run that needs ``cpu`` CPU seconds cannot finish on C cores in under ``cpu / C``.
 
@@ -23,7 +26,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cpu import cores as n_cores, machine_cpu_s  # benchmarks/cpu.py
+from cpu import cores as n_cores, cpu_s, machine_cpu_s  # benchmarks/cpu.py
 from fasbench.evaluate import run_eval
 from fasbench.harness import Limits
 from fasbench.records import read_tasks
@@ -99,11 +102,14 @@ def main() -> None:
         for r in range(a.rounds):
             order = backends[r % 3:] + backends[: r % 3]  # each backend takes its turn going first
             for backend in order:
-                t0, c0 = time.perf_counter(), machine_cpu_s()
+                t0, c0, s0 = time.perf_counter(), machine_cpu_s(), cpu_s()
                 run_eval(tasks, a.policy, "relace", tmp / f"{backend}{r}", limits,
                          workers=1 if backend == "serial" else a.workers, backend=backend, progress=False)
                 times[backend].append(time.perf_counter() - t0)
-                cpu[backend].append(machine_cpu_s() - c0)
+                # serial and thread runs: this process's threads and its rg children, exact on a shared
+                # machine; a process pool's workers are the forkserver's children, so /proc/stat (the
+                # whole machine: exact only when nothing else runs)
+                cpu[backend].append(machine_cpu_s() - c0 if backend == "process" else cpu_s() - s0)
                 print(f"round {r + 1} {backend:8s} {times[backend][-1]:7.2f} s  "
                       f"{len(tasks) / times[backend][-1]:6.2f} episodes/s  {cpu[backend][-1]:6.1f} CPU s "
                       f"({cpu[backend][-1] / times[backend][-1]:.2f} cores busy)")
@@ -115,8 +121,12 @@ def main() -> None:
         print(f"serial keeps {mcpu['serial'] / med['serial']:.2f} of {cores} cores busy; the {best} run needs "
               f"{mcpu[best]:.1f} CPU s, which {cores} cores cannot do in under {mcpu[best] / cores:.2f} s: "
               f"parallel/serial <= {med['serial'] * cores / mcpu[best]:.2f} at that CPU time")
-        print(f"best parallel backend: {best}")
-        print(f"episodes_per_s_parallel/serial={med['serial'] / med[best]:.2f}")
+        # the ceiling: the speed-up this machine allows at the parallel run's CPU time, and no more
+        # than one episode per worker
+        ceiling = min(a.workers, med["serial"] * cores / mcpu[best])
+        print(f"best parallel backend: {best}; speed-up ceiling on {cores} cores {ceiling:.2f}")
+        print(f"episodes_per_s_parallel/serial={med['serial'] / med[best]:.2f} "
+              f"parallel/ceiling={(med['serial'] / med[best]) / ceiling:.2f}")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,10 @@ warm-up. The script also prints the CPU time of both turns (this process's threa
 rg children, all waited for): a turn that needs ``cpu`` CPU seconds cannot finish on C cores in
 less than ``cpu / C`` seconds, so ``cpu_concurrent / (C * sequential)`` is the lowest X this
 machine allows at the CPU time the concurrent turn measurably needs. The last line is
-``concurrent/sequential=X harness_grep/raw_rg=Y`` (targets: X <= 0.6,
-Y <= 1.15).
+``concurrent/sequential=X harness_grep/raw_rg=Y concurrent/ceiling=Z`` (targets: X <= 0.6,
+Y <= 1.15). Z is the measured speed-up (sequential / concurrent) as a fraction of the most this
+machine allows: ``min(calls, C * sequential / cpu_concurrent)``; 1.0 = the cores are the limit, so
+Z stays meaningful on any core count.
 
     .venv/bin/python benchmarks/harness_concurrency.py [--root DIR] [--reps 5]
 """
@@ -129,7 +131,12 @@ def main() -> None:
           f"({med(c_con) / med(t_con):.2f} cores busy)")
     print(f"at the concurrent turn's CPU time, {cores} cores need >= {med(c_con) / cores:.3f} s: "
           f"concurrent/sequential >= {med(c_con) / (cores * med(t_seq)):.3f} on this machine")
-    print(f"concurrent/sequential={x:.3f} harness_grep/raw_rg={y:.3f}")
+    # the ceiling: the speed-up this machine allows the concurrent turn at the CPU time it needs
+    # (C cores cannot do c_con CPU seconds in under c_con / C), and no more than one call per thread
+    ceiling = min(len(calls), cores * med(t_seq) / med(c_con))
+    print(f"speed-up {med(t_seq) / med(t_con):.3f}, ceiling on {cores} cores {ceiling:.3f}")
+    print(f"concurrent/sequential={x:.3f} harness_grep/raw_rg={y:.3f} "
+          f"concurrent/ceiling={(med(t_seq) / med(t_con)) / ceiling:.3f}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ def register(app) -> None:
         corpus: Optional[str] = typer.Option(None, "--corpus", help="offline | online (default: offline where a "
                                              "release is picked); tasks not usable on it are excluded"),
         judge: str = typer.Option("", "--judge", help="FastContext reward's LLM judge: openai:model=NAME,base_url=URL"),
+        shard: str = typer.Option("", "--shard", help="i/n: run shard i (0-based) of n of the tasks, for several "
+                                  "machines; merge with `fasbench eval-merge`"),
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs.
 
@@ -39,6 +41,7 @@ def register(app) -> None:
         from fasbench.localization import localization_columns
         from fasbench.records import RecordError, write_tasks
         from fasbench.selection import describe_excluded, pick_ids, read_ids_file, usable
+        from fasbench.shards import parse_shard, record_shard, select_shard
 
         if corpus not in (None, "offline", "online"):
             typer.echo(f"error: --corpus must be offline or online, got {corpus!r}", err=True)
@@ -58,6 +61,10 @@ def register(app) -> None:
                 write_tasks(out / "excluded.jsonl", excluded)
                 for r in excluded[:10]:
                     typer.echo(f"  {r['id']}: {r['reason']} {r.get('detail', '')[:120]}", err=True)
+            if shard:
+                i, n_shards = parse_shard(shard)
+                record_shard(out, i, n_shards, len(ts))
+                ts = select_shard(ts, i, n_shards)
             if not ts:
                 raise ValueError("no task left to run")
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
@@ -83,6 +90,9 @@ def register(app) -> None:
                          "lo": r[f"{m}_lo"], "hi": r[f"{m}_hi"]} for r in ci.iter_rows(named=True) for m in loc]
                 typer.echo(pl.DataFrame(rows).to_pandas().to_string(index=False, float_format="%.3f"))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
+        failed = int(df["error"].is_not_null().sum()) if "error" in df.columns else 0
+        if failed:  # e.g. a model server that still failed after the last retry; the reasons are in the traces
+            typer.echo(f"{failed} episodes failed (summary column `error`, traces' meta.failed_requests)", err=True)
 
     @app.command("runs")
     def runs_cmd(
@@ -113,6 +123,25 @@ def register(app) -> None:
             return
         typer.echo(f"{table.height} runs; metric: mean [{level:.0%} bootstrap interval over tasks]")
         typer.echo(R.format_table(R.display_runs(table, metrics)))
+
+
+    @app.command("eval-merge")
+    def eval_merge_cmd(
+        out: Path = typer.Argument(..., help="new run directory for the merged run"),
+        shards: list[Path] = typer.Argument(..., help="run directories of shards 0…n-1 (`fasbench eval --shard i/n`)"),
+    ):
+        """Merge the shards of one run into one run directory (traces, summary sorted by task id)."""
+        from fasbench.evaluate import aggregate
+        from fasbench.shards import ShardError, merge_shards
+
+        try:
+            df = merge_shards(shards, out)
+        except (ShardError, FileNotFoundError) as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
+        if df.height:
+            typer.echo(aggregate(df).to_pandas().to_string(index=False))
+        typer.echo(f"{len(shards)} shards, {df.height} episodes merged into {out / 'summary.parquet'}")
 
     @app.command("compare")
     def compare_cmd(

@@ -101,15 +101,33 @@ def _init_process_worker(spec: str, main_pid: int) -> None:
     _init_worker(spec)
 
 
+def safe_episode(task: Task, policy, toolset: str, limits: Limits) -> Trace:
+    """``run_episode``, where anything that escapes it (a policy that cannot be bound, a tool that
+    crashes) fails this episode with its error instead of the run. Policy errors — a model server
+    that still fails after the last retry — are already caught by ``run_episode`` (``policy_error``)."""
+    from fasbench.policies import bind_policy
+
+    t0 = time.time()
+    try:
+        _prepare(policy, task)  # the retrieval index of this task's corpus, outside the episode's timing
+        return run_episode(task, bind_policy(policy, task), toolset, limits)
+    except Exception as e:  # noqa: BLE001 - recorded in the trace, the run goes on
+        return Trace(task_id=task.id, policy=getattr(policy, "name", str(policy)), toolset=toolset,
+                     stop_reason="policy_error", error=f"episode failed: {type(e).__name__}: {e}",
+                     started_at=t0, ended_at=time.time())
+
+
+def _thread_episode(task: Task, policy, toolset: str, limits: Limits) -> dict:
+    """One episode in the thread backend, with the run's one policy object."""
+    return safe_episode(task, policy, toolset, limits).to_dict()
+
+
 def _episode(task_d: dict, spec: str, toolset: str, limits: Limits) -> dict:
-    from fasbench.policies import bind_policy, make_policy
+    from fasbench.policies import make_policy
 
     if "policy" not in _WORKER:
         _WORKER["policy"] = make_policy(spec)
-    task = Task.from_dict(task_d)
-    _prepare(_WORKER["policy"], task)
-    tr = run_episode(task, bind_policy(_WORKER["policy"], task), toolset, limits)
-    return tr.to_dict()
+    return safe_episode(Task.from_dict(task_d), _WORKER["policy"], toolset, limits).to_dict()
 
 
 def _prepare(policy, task: Task) -> None:
@@ -220,15 +238,12 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
         raise ValueError(f"backend must be process, thread or serial, got {backend!r}")
     bar = tqdm(total=len(todo), desc=f"eval {policy}", unit="ep", disable=not progress)
     if backend == "serial" or workers == 1 or len(todo) <= 1:
-        from fasbench.policies import bind_policy
-
         for t in todo:
-            _prepare(main_policy, t)
-            append_jsonl(traces, [run_episode(t, bind_policy(main_policy, t), toolset, limits)])
+            append_jsonl(traces, [safe_episode(t, main_policy, toolset, limits)])
             bar.update()
     else:
         pool_cls = ProcessPoolExecutor if backend == "process" else ThreadPoolExecutor
-        kw = {"initializer": _init_worker, "initargs": (policy,)}
+        kw: dict = {}
         if backend == "process":
             # not fork: a forked child inherits the harness's tool thread pool without its threads
             # (a parent that ran episodes itself would deadlock its workers)
@@ -242,8 +257,12 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
             bar.update()
 
         # bounded queue; Ctrl-C cancels what is queued and stops the workers (finished traces are kept)
-        run_pool(pool_cls(max_workers=workers, **kw), _episode,
-                 ((t.to_dict(), policy, toolset, limits) for t in todo), keep, workers)
+        if backend == "thread":  # one policy object (one HTTP connection pool) for all episodes
+            run_pool(pool_cls(max_workers=workers, **kw), _thread_episode,
+                     ((t, main_policy, toolset, limits) for t in todo), keep, workers)
+        else:
+            run_pool(pool_cls(max_workers=workers, **kw), _episode,
+                     ((t.to_dict(), policy, toolset, limits) for t in todo), keep, workers)
     bar.close()
     df = summarize(tasks, traces, judge=the_judge)
     df.write_parquet(out / "summary.parquet")

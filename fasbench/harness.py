@@ -9,7 +9,9 @@ a JSONL file as each episode finishes (see ``run_episodes``).
 from __future__ import annotations
 
 import numbers
+import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +49,22 @@ class Limits:
 
 NO_CALL_NOTE = "Your reply had no tool call and no answer. Call tools to keep searching, or give your answer."
 
-_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="fasbench-tool")
+
+def tool_pool_size() -> int:
+    """Threads of the tool pool shared by every episode of the process: $FASBENCH_TOOL_WORKERS, else
+    4 per core between 8 and 64 (a call mostly waits on a ripgrep child or the disk; 8 keeps an
+    8-call turn fully concurrent on a 2-core machine, and concurrent episodes queue behind it instead
+    of starting hundreds of ripgrep processes at once)."""
+    env = os.environ.get("FASBENCH_TOOL_WORKERS", "").strip()
+    default = min(64, max(8, 4 * len(os.sched_getaffinity(0))))
+    if env:
+        if env.isdigit() and int(env) >= 1:
+            return int(env)
+        warnings.warn(f"FASBENCH_TOOL_WORKERS={env!r} is not a positive integer; using {default} tool threads")
+    return default
+
+
+_POOL = ThreadPoolExecutor(max_workers=tool_pool_size(), thread_name_prefix="fasbench-tool")
 
 
 def execute_calls(toolset: Toolset, calls: list[ToolCall], max_calls: int | None = None) -> list[ToolResult]:
@@ -88,9 +105,12 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
             reply = policy.act(messages, toolset.schemas, final=final)
         except Exception as e:  # the policy failed: record it, keep what we have
             trace.stop_reason, trace.error = "policy_error", f"{type(e).__name__}: {e}"
+            if getattr(e, "requests", None):  # the attempts of a remote policy (openai_compat.EndpointError)
+                trace.meta["failed_requests"] = list(e.requests)
             break
         turn = Turn(index=i, text=reply.text, calls=list(reply.calls), prompt_tokens=reply.prompt_tokens,
-                    completion_tokens=reply.completion_tokens, model_started_at=t0, model_ended_at=time.time())
+                    completion_tokens=reply.completion_tokens, model_started_at=t0, model_ended_at=time.time(),
+                    requests=list(getattr(reply, "requests", None) or []))
         turn.tools_started_at = time.time()
         turn.results = execute_calls(toolset, turn.calls, limits.max_calls_per_turn)
         turn.tools_ended_at = time.time()

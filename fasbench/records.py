@@ -242,6 +242,7 @@ class Reply:
     calls: list[ToolCall] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    requests: list[dict] = field(default_factory=list)  # one record per HTTP attempt (remote policies)
 
 
 @dataclass
@@ -258,6 +259,9 @@ class Turn:
     model_ended_at: float | None = None
     tools_started_at: float | None = None
     tools_ended_at: float | None = None
+    # one record per model-server attempt of this turn: attempt, status, error, started_at, latency_s,
+    # prompt_tokens, completion_tokens (empty for local policies; absent in older traces)
+    requests: list[dict] = field(default_factory=list)
 
     @property
     def model_time(self) -> float:
@@ -335,6 +339,9 @@ class Trace:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["report"] = self.report.to_dict() if self.report is not None else None
+        for t in d["turns"]:  # local policies make no requests: their JSON stays as before
+            if not t.get("requests"):
+                t.pop("requests", None)
         return d
 
     @classmethod

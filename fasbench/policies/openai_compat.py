@@ -6,6 +6,11 @@ One ``POST {base_url}/chat/completions`` per turn with the conversation, the too
 from their JSON string; kept as the raw string when it is not JSON, which the harness answers with an
 error observation). Connection errors, timeouts, 408/409/429 and 5xx are retried with exponential
 backoff (honouring ``Retry-After``); other HTTP errors fail the turn with the server's message.
+Every HTTP attempt is recorded (``Reply.requests`` → ``Turn.requests`` in the trace: attempt, HTTP
+status or error, latency, prompt/completion tokens); when the last retry fails, ``EndpointError``
+carries them too (the harness keeps them in ``trace.meta["failed_requests"]``). One policy object is
+shared by the threads of a concurrent eval: its HTTP client (one connection pool, ``max_connections``)
+is created once under a lock.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -22,7 +28,12 @@ RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
 class EndpointError(RuntimeError):
-    """The endpoint answered with an error that retrying will not fix (or retries ran out)."""
+    """The endpoint answered with an error that retrying will not fix (or retries ran out).
+    ``requests`` holds the record of every attempt."""
+
+    def __init__(self, message: str, requests: list[dict] | None = None):
+        super().__init__(message)
+        self.requests = list(requests or [])
 
 
 def parse_tool_calls(message: dict) -> list[ToolCall]:
@@ -56,6 +67,7 @@ class OpenAIPolicy:
     seed: int | None = None
     name: str = "openai"
     extra_body: dict = field(default_factory=dict)  # merged into every request body
+    max_connections: int = 256  # HTTP connections kept to the endpoint (concurrent episodes share them)
 
     def __post_init__(self):
         self.base_url = (self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
@@ -64,13 +76,18 @@ class OpenAIPolicy:
         if self.timeout_s <= 0 or self.retries < 0:
             raise ValueError("openai policy: timeout_s must be > 0 and retries >= 0")
         self._client = None
+        self._lock = threading.Lock()
 
     def _http(self):
         import httpx
 
-        if self._client is None:
-            self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)))
-        return self._client
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
+                    limits=httpx.Limits(max_connections=self.max_connections,
+                                        max_keepalive_connections=self.max_connections))
+            return self._client
 
     def _headers(self) -> dict:
         h = {"Content-Type": "application/json"}
@@ -93,40 +110,58 @@ class OpenAIPolicy:
         body.update(self.extra_body)
         return body
 
-    def complete(self, body: dict) -> dict:
-        """POST the body, retrying what can be retried; returns the response JSON."""
+    def complete(self, body: dict, log: list[dict] | None = None) -> dict:
+        """POST the body, retrying what can be retried; returns the response JSON. Each attempt is
+        appended to ``log`` (attempt, status, error, latency_s, tokens)."""
         import httpx
 
         url = f"{self.base_url}/chat/completions"
+        log = [] if log is None else log
         last = ""
         for attempt in range(self.retries + 1):
             wait = self.backoff_s * (2 ** attempt) * (0.5 + random.random() / 2)
+            rec: dict = {"attempt": attempt, "started_at": time.time()}
+            log.append(rec)
+            t0 = time.perf_counter()
             try:
                 r = self._http().post(url, json=body, headers=self._headers())
             except (httpx.TimeoutException, httpx.TransportError) as e:
-                last = f"{type(e).__name__}: {e}"
+                rec["latency_s"] = round(time.perf_counter() - t0, 6)
+                last = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                if isinstance(e, httpx.TimeoutException):
+                    last += f" (timeout_s={self.timeout_s})"
+                rec["status"], rec["error"] = None, last
             else:
+                rec["latency_s"] = round(time.perf_counter() - t0, 6)
+                rec["status"] = r.status_code
                 if r.status_code == 200:
                     try:
-                        return r.json()
+                        data = r.json()
                     except ValueError:
-                        raise EndpointError(f"{url} returned invalid JSON: {r.text[:300]}") from None
+                        rec["error"] = "invalid JSON"
+                        raise EndpointError(f"{url} returned invalid JSON: {r.text[:300]}", log) from None
+                    usage = (data.get("usage") or {}) if isinstance(data, dict) else {}
+                    rec["prompt_tokens"], rec["completion_tokens"] = usage.get("prompt_tokens"), usage.get("completion_tokens")
+                    return data
                 last = f"HTTP {r.status_code}: {r.text[:500]}"
+                rec["error"] = last[:200]
                 if r.status_code not in RETRY_STATUS:
-                    raise EndpointError(f"{url}: {last}")
+                    raise EndpointError(f"{url}: {last}", log)
                 ra = r.headers.get("retry-after")
                 if ra and ra.replace(".", "", 1).isdigit():
                     wait = min(60.0, float(ra))
             if attempt < self.retries:
                 time.sleep(wait)
-        raise EndpointError(f"{url}: giving up after {self.retries + 1} attempts; last error: {last}")
+        raise EndpointError(f"{url}: giving up after {self.retries + 1} attempts; last error: {last}", log)
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
-        data = self.complete(self.request_body(messages, tools))
+        log: list[dict] = []
+        data = self.complete(self.request_body(messages, tools), log)
         choices = data.get("choices") or []
         if not choices:
-            raise EndpointError(f"endpoint returned no choices: {json.dumps(data)[:300]}")
+            raise EndpointError(f"endpoint returned no choices: {json.dumps(data)[:300]}", log)
         msg = choices[0].get("message") or {}
         usage = data.get("usage") or {}
         return Reply(text=str(msg.get("content") or ""), calls=parse_tool_calls(msg),
-                     prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+                     prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
+                     requests=log)

@@ -133,8 +133,9 @@ def load_profile(name_or_path: str | Path, overrides: dict | None = None) -> Pro
                    eval=_fill(EvalConfig, d.get("eval"), f"{p}: eval"))
 
 
-def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool):
-    """TRL ``SFTConfig`` of a train block (shared by the trainer and the throughput benchmark)."""
+def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool = False):
+    """TRL ``SFTConfig`` of a train block (shared by the trainer and the throughput benchmark).
+    ``use_cpu=True`` builds a GPU profile's arguments on a machine without one (its check in tests)."""
     from trl import SFTConfig
 
     kw: dict[str, Any] = dict(
@@ -147,7 +148,7 @@ def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool):
         save_total_limit=tc.save_total_limit, seed=tc.seed, report_to=tc.report_to,
         dataloader_num_workers=tc.dataloader_num_workers, packing=False, dataset_num_proc=None,
         eval_strategy="steps" if (tc.eval_steps and has_eval) else "no", eval_steps=tc.eval_steps,
-        per_device_eval_batch_size=tc.per_device_train_batch_size, use_cpu=False,
+        per_device_eval_batch_size=tc.per_device_train_batch_size, use_cpu=use_cpu,
     )
     if tc.lr_scheduler_type == "cosine_with_min_lr":
         kw["lr_scheduler_kwargs"] = {"min_lr": tc.min_lr if tc.min_lr is not None else 0.0}

@@ -302,21 +302,72 @@ def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
     cols["before_first_edit"].extend([None] * n if first_edit is None else [row[0] < first_edit for row in rows])
 
 
-def steps_frame(trajs: Iterable[tuple[Trajectory, str]]):
-    """One row per action (see ``STEP_COLUMNS``) from (trajectory, data set) pairs."""
-    import polars as pl
+class StepSink:
+    """Rows of (trajectory, data set) pairs appended one at a time, turned into polars chunks every
+    ``chunk_rows`` rows: the parsed trajectories and the Python row lists are dropped as the analysis
+    goes, so memory holds the columnar step frame, not every parsed trajectory (50,000 trajectories:
+    benchmarks/trajectory_scale.py)."""
 
-    cols: dict[str, list] = {c: [] for c in STEP_COLUMNS}
-    for traj, dataset in trajs:
-        _rows(traj, dataset, cols)
-    schema = {
-        "turn": pl.Int32, "call": pl.Int32, "n_calls": pl.Int32, "prompt_tokens": pl.Int64,
-        "completion_tokens": pl.Int64, "reasoning_tokens": pl.Int64, "obs_tokens": pl.Int64,
-        "call_tokens": pl.Float64, "call_obs_tokens": pl.Float64, "weight": pl.Float64, "resolved": pl.Boolean,
-        "first_edit_turn": pl.Int32, "before_first_edit": pl.Boolean, "is_call": pl.Boolean,
-        "edits_submission": pl.Boolean, "tokens_estimated": pl.Boolean,
-    }
-    return pl.DataFrame({c: pl.Series(c, cols[c], dtype=schema.get(c, pl.Utf8)) for c in STEP_COLUMNS})
+    def __init__(self, chunk_rows: int = 25_000):
+        self.chunk_rows = chunk_rows
+        self.chunks: list = []
+        self.traj_chunks: list = []  # trajectory_frame of each chunk: its group-by's working memory stays per chunk
+        self._new()
+
+    def _new(self) -> None:
+        self.cols: dict[str, list] = {c: [] for c in STEP_COLUMNS}
+
+    def append(self, item: tuple[Trajectory, str]) -> None:
+        traj, dataset = item
+        _rows(traj, dataset, self.cols)
+        if len(self.cols["turn"]) >= self.chunk_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        import polars as pl
+
+        schema = {
+            "turn": pl.Int32, "call": pl.Int32, "n_calls": pl.Int32, "prompt_tokens": pl.Int64,
+            "completion_tokens": pl.Int64, "reasoning_tokens": pl.Int64, "obs_tokens": pl.Int64,
+            "call_tokens": pl.Float64, "call_obs_tokens": pl.Float64, "weight": pl.Float64, "resolved": pl.Boolean,
+            "first_edit_turn": pl.Int32, "before_first_edit": pl.Boolean, "is_call": pl.Boolean,
+            "edits_submission": pl.Boolean, "tokens_estimated": pl.Boolean,
+        }
+        cols = self.cols
+        self._new()
+        chunk = pl.DataFrame({c: pl.Series(c, cols.pop(c), dtype=schema.get(c, pl.Utf8)) for c in STEP_COLUMNS})
+        self.chunks.append(chunk)
+        self.traj_chunks.append(trajectory_frame(chunk))  # a chunk holds whole trajectories
+
+    def frame(self):
+        """The step frame (chunks concatenated without copying them into one buffer)."""
+        import polars as pl
+
+        if self.cols["turn"] or not self.chunks:
+            self._flush()
+        return self.chunks[0] if len(self.chunks) == 1 else pl.concat(self.chunks, rechunk=False)
+
+    def trajectories(self):
+        """``trajectory_frame`` of the steps, computed chunk by chunk (the same frame unless one
+        trajectory id of one data set was split over two chunks: then it is computed whole)."""
+        import polars as pl
+
+        steps = self.frame()
+        if len(self.traj_chunks) == 1:
+            return self.traj_chunks[0]
+        t = pl.concat(self.traj_chunks)
+        if t.select(pl.struct("dataset", "trajectory_id").is_duplicated().any()).item():
+            return trajectory_frame(steps)
+        return t
+
+
+def steps_frame(trajs: Iterable[tuple[Trajectory, str]]):
+    """One row per action (see ``STEP_COLUMNS``) from (trajectory, data set) pairs (an iterator is
+    consumed as it goes: see ``StepSink``)."""
+    sink = StepSink()
+    for item in trajs:
+        sink.append(item)
+    return sink.frame()
 
 
 def trajectory_frame(steps):
@@ -325,8 +376,8 @@ def trajectory_frame(steps):
 
     explore = pl.col("category").is_in(EXPLORE)
     before = pl.col("before_first_edit").fill_null(False)
-    return (
-        steps.group_by(["dataset", "trajectory_id"], maintain_order=True)
+    return (  # lazy: only the columns used are read (an eager group-by copies every column of a chunked frame)
+        steps.lazy().group_by(["dataset", "trajectory_id"], maintain_order=True)
         .agg(
             pl.first("instance_id"), pl.first("repo"), pl.first("agent"), pl.first("model"), pl.first("format"),
             pl.first("resolved"), pl.first("first_edit_turn"),
@@ -345,6 +396,7 @@ def trajectory_frame(steps):
             pl.when(pl.col("first_edit_turn").is_null()).then(None).otherwise(pl.col("explore_calls_before"))
             .alias("explore_calls_before"),
         )
+        .collect()
     )
 
 
@@ -365,11 +417,12 @@ def _shares_by(steps, key: str | None) -> dict:
     import polars as pl
 
     keys = [key] if key else []
-    calls = steps.filter(pl.col("is_call"))
+    lazy = steps.lazy()  # lazy: the filter and group-bys read only the columns they need (no copy of the actions)
+    calls = lazy.filter(pl.col("is_call"))
     per = {}
-    for (measure, frame, col) in (("turn_share", calls, "weight"), ("token_share", steps, "call_tokens"),
-                                  ("obs_token_share", steps, "call_obs_tokens")):
-        g = frame.group_by([*keys, "category"]).agg(pl.col(col).sum().alias("v"))
+    for (measure, frame, col) in (("turn_share", calls, "weight"), ("token_share", lazy, "call_tokens"),
+                                  ("obs_token_share", lazy, "call_obs_tokens")):
+        g = frame.group_by([*keys, "category"]).agg(pl.col(col).sum().alias("v")).collect()
         for row in g.iter_rows():
             k = row[0] if key else None
             per.setdefault(k, {}).setdefault(measure, {})[row[-2]] = row[-1] or 0.0
@@ -417,8 +470,9 @@ def _blocks(steps, trajs, key: str | None) -> dict:
     keys = [key] if key else []
     sh = _shares_by(steps, key)
     fe = _first_edit_by(trajs, key)
-    size = steps.group_by(keys).agg(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t")) \
-        if key else steps.select(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))
+    lazy = steps.lazy()
+    size = (lazy.group_by(keys).agg(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))
+            if key else lazy.select(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))).collect()
     sizes = {(r[0] if key else None): (int(r[-2]), _f(r[-1])) for r in size.iter_rows()}
     out = {}
     for k in fe:
@@ -458,7 +512,8 @@ class Analysis:
         import polars as pl
 
         s, t = self.steps, self.trajectories
-        parsers = dict(Counter(s.filter(pl.col("is_call"))["parser"].to_list()))
+        parsers = dict(s.lazy().filter(pl.col("is_call")).group_by("parser", maintain_order=True).len()
+                       .collect().iter_rows())
         out = {
             "files": self.files.to_dict(),
             "trajectories": t.height,
@@ -489,9 +544,10 @@ class Analysis:
 
 
 def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = None, progress: bool = True,
-                limit: int | None = None) -> tuple[list[tuple[Trajectory, str]], FileReport]:
+                limit: int | None = None, sink=None) -> tuple[list[tuple[Trajectory, str]], FileReport]:
     """Parse every trajectory under ``paths``; bad files are skipped and recorded with their reason.
-    ``limit`` keeps the first N files of each path (for smoke runs)."""
+    ``limit`` keeps the first N files of each path (for smoke runs). The (trajectory, data set) pairs
+    go to ``sink.append`` as each file is parsed (default: a list, returned)."""
     from tqdm.auto import tqdm
 
     report = FileReport()
@@ -505,7 +561,7 @@ def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = No
             report.skipped.append((str(p), f"labels unreadable, analysed without labels ({type(e).__name__}: {e})"))
             lab = {}
         files.extend((f, ds, lab) for f, ds in found[:limit])
-    out = []
+    out = [] if sink is None else sink
     for f, ds, lab in tqdm(files, desc="trajectories", unit="file", disable=not progress or len(files) < 50):
         try:
             parsed = check_parsed(parse_file(f))
@@ -538,9 +594,9 @@ def analyze_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = 
     enabled = gc.isenabled()
     gc.disable()  # the loop only allocates (no cycles to free); collections would rescan the kept turns
     try:
-        trajs, report = parse_paths(paths, labels, progress, limit)
-        steps = steps_frame(trajs)
+        sink, report = parse_paths(paths, labels, progress, limit, sink=StepSink())  # streamed: see StepSink
+        steps = sink.frame()
     finally:
         if enabled:
             gc.enable()
-    return Analysis(steps, trajectory_frame(steps), report)
+    return Analysis(steps, sink.trajectories(), report)

@@ -1,0 +1,153 @@
+"""A real local HTTP server speaking the OpenAI chat-completions protocol, answering with scripted
+tool calls after a fixed delay: the stand-in for a model server (vLLM, SGLang) when what is measured
+or tested is the client — concurrency, timeouts, retries — not the model.
+
+``POST /v1/chat/completions`` reads the conversation, counts the assistant turns already in it
+(the turn index ``k``), sleeps ``delay_s`` while holding one of ``max_concurrent`` slots (requests
+past that wait for a slot, as requests wait for a place in a server's batch), and answers:
+
+- turns ``k < turns - 1``: the tool calls of ``--calls`` (``view_directory`` and ``view_file`` of
+  the Relace tool set by default: cheap reads, so the client's cost per call stays small);
+- turn ``k = turns - 1``: a ``report_back`` call naming ``report_path``.
+
+``usage`` carries prompt tokens (request bytes / 4) and completion tokens (answer bytes / 4), so a
+client can record them. A task steers the server from its query, for failure tests: a query holding
+``[[server:500]]`` always gets HTTP 500, ``[[server:sleep=S]]`` waits S seconds before answering,
+``[[server:flaky=N]]`` gets 503 (with ``Retry-After: 0``) on the first N attempts of each turn.
+``GET /v1/models`` and ``GET /health`` answer 200. Run it as
+``python -m fasbench.scripted_server --port 8000 [--delay-s 0.25 --max-concurrent 32 --turns 3]``;
+it prints ``ready <port>`` once it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DEFAULT_CALLS = (
+    {"name": "view_directory", "arguments": {"path": "/repo", "include_files": True}},
+    {"name": "view_file", "arguments": {"path": "/repo/requests/__init__.py", "view_range": [1, 40]}},
+)
+STEER = re.compile(r"\[\[server:(500|sleep=[0-9.]+|flaky=[0-9]+)\]\]")
+
+
+class ScriptedServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # many clients connect at once; the default backlog (5) drops some
+
+    def __init__(self, addr, delay_s: float = 0.25, max_concurrent: int = 32, turns: int = 3,
+                 calls=DEFAULT_CALLS, report_path: str = "requests/sessions.py"):
+        super().__init__(addr, Handler)
+        self.delay_s, self.turns, self.calls, self.report_path = delay_s, turns, list(calls), report_path
+        self.slots = threading.BoundedSemaphore(max_concurrent)
+        self.attempts: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.served = 0
+        self.in_flight = self.max_in_flight = 0
+
+    def answer(self, body: dict, n_bytes: int = 0) -> tuple[int, dict]:
+        msgs = body.get("messages") or []
+        k = sum(1 for m in msgs if m.get("role") == "assistant")
+        user = next((str(m.get("content") or "") for m in msgs if m.get("role") == "user"), "")
+        steer = STEER.search(user)
+        key = hashlib.sha1(f"{user}\0{k}".encode()).hexdigest()
+        with self.lock:
+            self.attempts[key] = n = self.attempts.get(key, 0) + 1
+        extra = 0.0
+        if steer:
+            s = steer.group(1)
+            if s == "500":
+                return 500, {"error": {"message": "scripted internal error", "type": "server_error"}}
+            if s.startswith("flaky=") and n <= int(s.split("=")[1]):
+                return 503, {"error": {"message": f"scripted overload (attempt {n})", "type": "overloaded"}}
+            if s.startswith("sleep="):
+                extra = float(s.split("=")[1])
+        with self.slots:  # at most max_concurrent requests are being "generated" at once
+            with self.lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                time.sleep(self.delay_s + extra)
+            finally:
+                with self.lock:
+                    self.in_flight -= 1
+                    self.served += 1
+        if k < self.turns - 1:
+            calls = [{"id": f"call_{k}_{i}", "type": "function",
+                      "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+                     for i, c in enumerate(self.calls)]
+            text = f"Turn {k + 1}: exploring."
+        else:
+            calls = [{"id": f"call_{k}_0", "type": "function", "function": {"name": "report_back", "arguments": json.dumps(
+                {"explanation": "scripted report", "files": {self.report_path: [[1, 20]]}})}}]
+            text = "Reporting."
+        msg = {"role": "assistant", "content": text, "tool_calls": calls}
+        n_out = len(json.dumps(msg)) // 4
+        return 200, {"id": f"chatcmpl-{key[:12]}", "object": "chat.completion", "created": int(time.time()),
+                     "model": body.get("model", ""), "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls"}],
+                     "usage": {"prompt_tokens": n_bytes // 4, "completion_tokens": n_out,
+                               "total_tokens": n_bytes // 4 + n_out}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: clients reuse their connections
+
+    def log_message(self, *a):
+        pass
+
+    def _send(self, status: int, obj: dict, headers: dict | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+            pass
+
+    def do_GET(self):
+        if self.path.rstrip("/") in ("/health", "/v1/models"):
+            self._send(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            return self._send(404, {"error": {"message": f"no route {self.path}"}})
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return self._send(400, {"error": {"message": "request body is not JSON"}})
+        srv: ScriptedServer = self.server  # type: ignore[assignment]
+        status, obj = srv.answer(body, len(raw))
+        self._send(status, obj, {"Retry-After": "0"} if status == 503 else None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--delay-s", type=float, default=0.25, help="seconds each answer takes")
+    ap.add_argument("--max-concurrent", type=int, default=32, help="requests served at once; the rest wait")
+    ap.add_argument("--turns", type=int, default=3, help="turns per episode, the last one reports")
+    ap.add_argument("--report-path", default="requests/sessions.py")
+    a = ap.parse_args(argv)
+    srv = ScriptedServer((a.host, a.port), a.delay_s, a.max_concurrent, a.turns, report_path=a.report_path)
+    print(f"ready {srv.server_address[1]}", flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Concurrent evaluation against a real local OpenAI-compatible server (fasbench.scripted_server in
+its own process): failures of the server fail episodes with their reasons, never the run; the
+trace records every request with its latency and tokens."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from fasbench.evaluate import run_eval
+from fasbench.harness import Limits
+from fasbench.policies.toy import make_corpus, toy_tasks
+from fasbench.records import read_traces
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    proc = subprocess.Popen([sys.executable, "-m", "fasbench.scripted_server", "--port", "0", "--delay-s", "0.05",
+                             "--max-concurrent", "4", "--turns", "2"], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().split()
+    assert line and line[0] == "ready"
+    yield f"http://127.0.0.1:{line[1]}/v1"
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_server_errors_and_timeouts_fail_episodes_not_the_run(tmp_path, server_url):
+    base = toy_tasks(make_corpus(tmp_path / "corpus"))
+    steer = {0: "", 1: "[[server:500]]", 2: "[[server:sleep=6]]", 3: "[[server:flaky=1]]", 4: ""}
+    tasks = [replace(t, query=t.query + ("\n" + steer[i] if steer[i] else "")) for i, t in enumerate(base)]
+    spec = f"openai:model=scripted,base_url={server_url},timeout_s=2,retries=1,backoff_s=0.01,api_key_env="
+    df = run_eval(tasks, spec, "relace", tmp_path / "run", Limits(max_turns=2), workers=5, progress=False)
+    assert df.height == 5  # every episode has its row: the run completed
+    rows = {r["task_id"]: r for r in df.iter_rows(named=True)}
+    ok = [base[i].id for i in (0, 3, 4)]
+    for tid in ok:
+        assert rows[tid]["stop_reason"] == "reported" and rows[tid]["error"] is None, rows[tid]
+    r500, rslow = rows[base[1].id], rows[base[2].id]
+    assert r500["stop_reason"] == rslow["stop_reason"] == "policy_error"
+    assert "giving up after 2 attempts" in r500["error"] and "HTTP 500" in r500["error"]
+    assert "giving up after 2 attempts" in rslow["error"] and "timeout_s=2.0" in rslow["error"]
+
+    traces = {t.task_id: t for t in read_traces(tmp_path / "run" / "traces.jsonl")}
+    failed = traces[base[1].id].meta["failed_requests"]
+    assert [a["status"] for a in failed] == [500, 500] and all(a["latency_s"] >= 0 for a in failed)
+    timed_out = traces[base[2].id].meta["failed_requests"]
+    assert [a["status"] for a in timed_out] == [None, None] and all(a["latency_s"] >= 1.9 for a in timed_out)
+    # the flaky task: its first attempt of each turn got a 503, the retry went through; both recorded
+    flaky = traces[base[3].id]
+    for turn in flaky.turns:
+        assert [a["status"] for a in turn.requests] == [503, 200]
+        assert turn.requests[1]["prompt_tokens"] > 0 and turn.requests[1]["completion_tokens"] > 0
+        assert turn.prompt_tokens == turn.requests[1]["prompt_tokens"]
+    # a clean episode: one request per turn, latency at least the server's delay
+    clean = traces[base[0].id]
+    assert [len(t.requests) for t in clean.turns] == [1, 1]
+    assert all(t.requests[0]["latency_s"] >= 0.05 for t in clean.turns)
+    assert clean.report is not None and "requests/sessions.py" in clean.report.files
+
+
+def test_request_records_keep_trace_json_backward_compatible():
+    from fasbench.records import Trace, Turn
+
+    old = Trace(task_id="t", policy="p", toolset="relace", turns=[Turn(index=0, text="x")])
+    d = old.to_dict()
+    assert "requests" not in d["turns"][0]  # a local policy's trace is written as before
+    assert Trace.from_dict(d).turns[0].requests == []
+    rec = {"attempt": 0, "status": 200, "latency_s": 0.25, "prompt_tokens": 10, "completion_tokens": 3}
+    new = Trace(task_id="t", policy="p", toolset="relace", turns=[Turn(index=0, requests=[rec])])
+    assert Trace.from_dict(new.to_dict()).turns[0].requests == [rec]
