@@ -69,7 +69,7 @@ def _content_tokens() -> pl.Expr:
     return own.cast(pl.Float64) * pl.col("weight")
 
 
-def per_trajectory(steps: pl.DataFrame, basis: str = "consumed") -> pl.DataFrame:
+def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed") -> pl.DataFrame:
     """One row per trajectory: ``tokens``, ``search_tokens`` (before the first non-search call),
     ``share``, the first non-search call's ``turn``/``category``/``action``, and ``has_non_search``.
     ``steps`` is the analysis's steps frame (rows in trajectory order: turn, then call). ``basis``:
@@ -82,8 +82,8 @@ def per_trajectory(steps: pl.DataFrame, basis: str = "consumed") -> pl.DataFrame
     seen = non_search.cast(pl.Int32).cum_sum().over(_KEY)  # non-search calls up to and including this row
     before = (seen == 0).alias("_before")
     first = non_search & (seen == 1)
-    t = (
-        steps.with_columns(before, first.alias("_first"), tok.alias("_tok"))
+    t = (  # lazy: at 50k trajectories an eager group-by would copy every column, action text included
+        steps.lazy().with_columns(before, first.alias("_first"), tok.alias("_tok"))
         .group_by(_KEY, maintain_order=True)
         .agg(
             pl.first("resolved"), pl.first("first_edit_turn"),
@@ -96,7 +96,8 @@ def per_trajectory(steps: pl.DataFrame, basis: str = "consumed") -> pl.DataFrame
         )
     )
     return t.with_columns(
-        pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share"))
+        pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share")
+    ).collect()
 
 
 def bootstrap_interval(num: np.ndarray, den: np.ndarray | None, n: int, alpha: float, seed: int,
@@ -119,7 +120,7 @@ def _r(x) -> float | None:
     return None if math.isnan(x) else round(x, 6)
 
 
-def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
+def measures(steps: pl.DataFrame | pl.LazyFrame, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
     """Both measures (see the module doc) with percentile bootstrap intervals over trajectories, the
     other aggregation of each, n, and where the search phase ended."""
     t = per_trajectory(steps).filter(pl.col("share").is_not_null())
@@ -155,7 +156,7 @@ def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed:
     return out
 
 
-def _content(steps: pl.DataFrame) -> dict:
+def _content(steps: pl.DataFrame | pl.LazyFrame) -> dict:
     """Both measures with each completion and observation token counted once (a sensitivity check:
     consumed tokens weight late turns, whose prompts hold the whole history, far more)."""
     t = per_trajectory(steps, "content").filter(pl.col("share").is_not_null())
@@ -168,7 +169,9 @@ def _content(steps: pl.DataFrame) -> dict:
 def measures_by(steps: pl.DataFrame, key: str, **kw) -> dict:
     """``measures`` for each value of ``key`` (e.g. ``dataset`` or ``resolved``)."""
     out = {}
-    for (k,), sub in steps.group_by([key], maintain_order=True):
+    for k in steps.get_column(key).unique(maintain_order=True).to_list():
+        # a lazy filter, not a partition: partitions would copy every column of the steps frame
+        sub = steps.lazy().filter(pl.col(key).is_null() if k is None else pl.col(key) == k)
         name = "unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)
         out[name] = measures(sub, **kw)
     return out
