@@ -25,6 +25,8 @@ def register(app: typer.Typer) -> None:
         limit: Optional[int] = typer.Option(None, "--limit", help="first N tasks only"),
         reward: str = typer.Option("relace-f2", "--reward"),
         max_turns: int = typer.Option(6, "--max-turns"),
+        keep_traces: bool = typer.Option(False, "--keep-traces",
+                                         help="also append full traces to <cache>/bon/<name>.traces.jsonl"),
     ):
         """Run N rollouts per task and append them to the pool file (resumes)."""
         from fasbench.bon.pool import build_pools, pool_path
@@ -49,7 +51,8 @@ def register(app: typer.Typer) -> None:
                 cache[k] = make_policy(f"{policy}{sep}seed={k}")
             return cache[k]
 
-        build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, bind=bind_policy)
+        traces = out.with_suffix(".traces.jsonl") if keep_traces else None
+        build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, traces_out=traces, bind=bind_policy)
         typer.echo(str(out))
 
     @bon.command("evaluate")

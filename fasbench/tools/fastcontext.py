@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from fasbench.records import Report, ToolCall
+from fasbench.records import Report, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace, obj
 from fasbench.tools.rg import run_rg
 from fasbench.tools.sandbox import display, read_lines, resolve
@@ -121,6 +121,9 @@ _LINE = re.compile(
 )
 
 
+_CONFIDENCE = re.compile(r"^\s*confidence\s*[:=]\s*([0-9.]+%?)\s*$", re.I)
+
+
 def _looks_like_path(p: str) -> bool:
     return "/" in p or re.search(r"\w\.\w+$", p) is not None
 
@@ -132,7 +135,12 @@ def parse_final_answer(text: str) -> Report | None:
         return None
     files: dict[str, list[list[int]]] = {}
     reasons = []
+    confidence = None
     for line in blocks[-1].splitlines():
+        c = _CONFIDENCE.match(line)  # fasbench addition: an optional `confidence: 0.8` line (bon feature)
+        if c:
+            confidence = parse_confidence(c.group(1))
+            continue
         m = _LINE.match(line)
         if not m or not _looks_like_path(m.group("path")):
             continue
@@ -150,7 +158,7 @@ def parse_final_answer(text: str) -> Report | None:
             reasons.append(f"{path}: {rest.strip('()')}")
     for p in files:
         files[p].sort()
-    return Report(files=files, explanation="\n".join(reasons))
+    return Report(files=files, explanation="\n".join(reasons), confidence=confidence)
 
 
 # ---------------------------------------------------------------- the tool set

@@ -12,7 +12,7 @@ import json
 import os
 from collections import deque
 
-from fasbench.records import Report, ToolCall
+from fasbench.records import Report, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace, obj
 from fasbench.tools.bash import ALLOWED, GIT_SUBCOMMANDS, run_bash
 from fasbench.tools.rg import run_rg
@@ -142,10 +142,11 @@ def _report_from_args(args: dict) -> Report:
             if s < 1 or (e != -1 and e < s):
                 raise ToolError(f"bad line range {r} for {p!r}: need 1 <= start <= end (or end -1)")
     return Report(files={str(p): [list(r) for r in rs] for p, rs in files.items()},
-                  explanation=str(args.get("explanation", "")))  # fmt: skip
+                  explanation=str(args.get("explanation", "")),
+                  confidence=parse_confidence(args.get("confidence")))  # fmt: skip
 
 
-def report_back(ws: Workspace, explanation: str, files: dict) -> str:
+def report_back(ws: Workspace, explanation: str, files: dict, confidence=None) -> str:
     rep = _report_from_args({"explanation": explanation, "files": files})
     n = sum(len(r) for r in rep.files.values())
     return f"Report received: {len(rep.files)} files, {n} line ranges."
@@ -234,6 +235,10 @@ class RelaceToolset(Toolset):
                             "additionalProperties": {"type": "array", "items": _RANGE},
                             "description": "{path: [[start, end], ...]} with 1-based inclusive line ranges.",
                         },
+                        # fasbench addition (not in Relace's published schema), optional: the self-confidence
+                        # feature of budget-aware best-of-N (fasbench/bon, seed 003)
+                        "confidence": {"type": "number", "description": "Optional: your confidence, from 0 to 1, "
+                                       "that these locations are the right ones."},
                     },
                     ["explanation", "files"],
                 ),
