@@ -98,7 +98,9 @@ class LLMJudge:
             out = [min(1.0, max(0.0, float(x))) for x in sc]
             best = d.get("best")
             if isinstance(best, int) and 0 <= best < n:  # the stated pick wins a tie
-                out[best] = max(out) + 1e-6 if out[best] < max(out) + 1e-6 else out[best]
+                rival = max((x for i, x in enumerate(out) if i != best), default=-1.0)
+                if rival >= out[best]:
+                    out[best] = rival + 1e-6
             return out
         best = d.get("best")
         if isinstance(best, int) and not isinstance(best, bool) and 0 <= best < n:

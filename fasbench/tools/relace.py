@@ -284,7 +284,9 @@ class RelaceToolset(Toolset):
             try:
                 import jsonschema
 
-                jsonschema.validate(args, self.tools[self.answer_tool].parameters)
+                # the optional confidence is parsed leniently (a malformed one must not void the report)
+                checked = {k: v for k, v in args.items() if k != "confidence"} if isinstance(args, dict) else args
+                jsonschema.validate(checked, self.tools[self.answer_tool].parameters)
                 return _report_from_args(args)
             except (jsonschema.ValidationError, ToolError):
                 continue
