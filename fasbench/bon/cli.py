@@ -55,6 +55,29 @@ def register(app: typer.Typer) -> None:
         build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, traces_out=traces, bind=bind_policy)
         typer.echo(str(out))
 
+    @bon.command("reverify")
+    def reverify_cmd(
+        pool: Path = typer.Argument(..., help="pool JSONL file built with --keep-traces"),
+        tasks: str = typer.Option(..., "--tasks", help="the pool's tasks: a task JSONL file or SOURCE[:SPLIT]"),
+        traces: Optional[Path] = typer.Option(None, "--traces", help="kept traces (default: POOL's .traces.jsonl)"),
+        out: Path = typer.Option(..., "--out", help="where to write the verified pool (.jsonl or .jsonl.gz)"),
+    ):
+        """Run the report verifier on every rollout of a pool (and recompute tool time and token
+        split from the kept traces)."""
+        from fasbench.bon.pool import reverify
+        from fasbench.evaluate import ensure_roots, load_task_arg
+
+        tr = traces or pool.with_suffix(".traces.jsonl")
+        for what, p in (("pool", pool), ("traces", tr)):
+            if not p.exists():
+                typer.echo(f"error: no {what} file at {p}", err=True)
+                raise typer.Exit(2)
+        try:
+            typer.echo(str(reverify(pool, ensure_roots(load_task_arg(tasks)), tr, out)))
+        except ValueError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
+
     @bon.command("evaluate")
     def evaluate_cmd(
         pool: Path = typer.Argument(..., help="pool JSONL file (or a name in <cache>/bon, or shipped in data/bon)"),
