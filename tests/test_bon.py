@@ -175,6 +175,16 @@ def test_evaluate_synthetic_saves_cost():
     assert len(tol) == 6 and all(r["train_dq"] >= -r["max_loss"] - 1e-9 for r in tol if r["strategy"] == "cascade")
     loose = next(r for r in tol if r["strategy"] == "cascade" and r["max_loss"] == 50.0)
     assert loose["test_cost_saved_%"] >= 100 * t["cost_saved"] - 1e-9  # holds on this fixed synthetic set
+    assert all(r["n_test_tasks"] == 20 for r in rows)
+    # the findings text is written from the numbers, with the seed's beside them
+    from fasbench.bon import plots
+    from fasbench.bon.findings import findings_markdown
+
+    md = findings_markdown(res, "synthetic")
+    assert f"{100 * t['cost_saved']:+.1f}%" in md and "up to +44%" in md and "20 test tasks" in md
+    assert ("**reached**" in md) or ("oracle" in md)  # a missed target is explained by the bound
+    for fig in (plots.resolve_later_figure(res), plots.bounds_figure(res), plots.latency_spread_figure(pools)):
+        assert fig.data
 
 
 def test_compare_identical_is_zero(pool):
