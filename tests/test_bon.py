@@ -118,6 +118,23 @@ def test_features(pool):
     assert [r["success_next"] for r in rows] == [0, 1, 1, 1, 1]
 
 
+def test_signal_features(pool):
+    import dataclasses
+
+    rs = pool.rollouts[:3]  # a.py, a.py, b.py; majority selects a.py
+    f = pool_features(rs, majority(rs))
+    assert all(math.isnan(f[k]) for k in ("verify_mean", "verify_pass", "verify_sel", "indep_sel"))
+    ver = [{"files": {"a.py": [1, 1, 1, None, 1]}, "score": 1.0, "pass": 1, "indep_recall": 0.5},
+           {"files": {"a.py": [1, 1, 0, None, 1]}, "score": 0.75, "pass": 1, "indep_recall": 0.5},
+           {"files": {"b.py": [1, 0, 0, None, 0]}, "score": 0.25, "pass": 0, "indep_recall": 0.0}]
+    rs = [dataclasses.replace(r, verify=v, confidence=c) for r, v, c in zip(rs, ver, (0.9, 0.7, 0.1))]
+    f = pool_features(rs, majority(rs))
+    assert f["verify_mean"] == pytest.approx(2 / 3) and f["verify_pass"] == pytest.approx(2 / 3)
+    assert f["verify_sel"] == pytest.approx(0.875) and f["indep_sel"] == 1.0
+    assert f["indep_recall_mean"] == pytest.approx(1 / 3)
+    assert f["confidence_sel"] == pytest.approx(0.8) and f["confidence_max"] == 0.9
+
+
 def test_pool_io_roundtrip(tmp_path, pool):
     p = write_pools(tmp_path / "p.jsonl.gz", [pool])
     [back] = read_pools(p)

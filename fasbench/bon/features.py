@@ -38,13 +38,15 @@ FEATURES = [
     "verify_pass",  # share of rollouts whose report passes the verifier
     "verify_sel",  # mean check score of the selected files (over the rollouts citing each)
     "indep_sel",  # share of the selected files that the independent search ranks among its best
+    "indep_recall_mean",  # mean share of the independent search's best files a report cites
 ]
 
 
 def _verify_features(rollouts: Sequence[Rollout], sel: Selection) -> dict[str, float]:
     ver = [r.verify for r in rollouts if r.verify is not None]
     if not ver:
-        return {"verify_mean": math.nan, "verify_pass": math.nan, "verify_sel": math.nan, "indep_sel": math.nan}
+        return {"verify_mean": math.nan, "verify_pass": math.nan, "verify_sel": math.nan, "indep_sel": math.nan,
+                "indep_recall_mean": math.nan}
     per_file: dict[str, list[float]] = {}
     indep: dict[str, int] = {}
     for v in ver:
@@ -55,7 +57,8 @@ def _verify_features(rollouts: Sequence[Rollout], sel: Selection) -> dict[str, f
     return {"verify_mean": float(np.mean([v["score"] for v in ver])),
             "verify_pass": float(np.mean([v["pass"] for v in ver])),
             "verify_sel": float(np.mean([np.mean(per_file[p]) for p in chosen])) if chosen else 0.0,
-            "indep_sel": float(np.mean([indep[p] for p in chosen])) if chosen else 0.0}
+            "indep_sel": float(np.mean([indep[p] for p in chosen])) if chosen else 0.0,
+            "indep_recall_mean": float(np.mean([v.get("indep_recall", 0.0) for v in ver]))}
 
 
 def mean_pairwise_jaccard(sets: Sequence[frozenset]) -> float:
