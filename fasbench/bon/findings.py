@@ -16,8 +16,9 @@ def _ci(t: dict, k: str, scale: float = 100.0, unit: str = "") -> str:
     return f"[{scale * t[k + '_lo']:+.1f}, {scale * t[k + '_hi']:+.1f}]{unit}"
 
 
-def findings_markdown(res: BonResult, pool_desc: str = "") -> str:
-    """Markdown paragraphs stating what the experiment found."""
+def findings_markdown(res: BonResult, pool_desc: str = "", alt: BonResult | None = None) -> str:
+    """Markdown paragraphs stating what the experiment found; ``alt``: the same experiment tuned
+    another way (e.g. ``tune="cost"``, the seed's literal protocol), stated beside it."""
     cfg = res.config
     cas, par = res.strategies["cascade"], res.strategies["parallel"]
     c, p = cas.test, par.test
@@ -51,6 +52,8 @@ def findings_markdown(res: BonResult, pool_desc: str = "") -> str:
         ok = saved >= goal and dq >= -tol
         line = (f"- **{name}**: {axis} saved {_pct(saved)} at Δquality {dq:+.2f} points — the target "
                 f"(≥ {100 * goal:.0f}% at ≥ −{tol:g} point) is **{'reached' if ok else 'not reached'}** (point estimate).")
+        if not ok and saved < goal <= s.test[f"{axis}_saved_hi"]:
+            line += f" Its 95% interval {_ci(s.test, axis + '_saved')} includes the target."
         if not ok:
             why = []
             if 100 * o[f"{axis}_saved"] < 100 * goal:
@@ -68,7 +71,23 @@ def findings_markdown(res: BonResult, pool_desc: str = "") -> str:
             line += " Why: " + "; ".join(why) + "."
         out.append(line)
     g = cas.chosen["g"]
+    if g > -1:  # what RL changed: the same p_target with RL off, on the test split
+        for name, axis in (("cascade", "cost"), ("parallel", "latency")):
+            st = res.strategies[name]
+            off = next(r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"] and r["g"] <= -1)
+            on = next(r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"] and r["g"] == g)
+            out.append(f"- RL's effect on the {name} (test, same p_target): {axis} saved {_pct(1 - on[axis + '_rel'])} "
+                       f"with RL against {_pct(1 - off[axis + '_rel'])} without, Δquality {on['dq']:+.2f} against {off['dq']:+.2f}.")
     out.append(f"- **Resolve-Later**: {'off in the chosen configuration (g = −1): no g on the grid improved the train objective; the RL figure shows the frontiers with and without it' if g <= -1 else f'used (g = {g:g}): the chosen configuration also stops when one more batch is predicted to change the success probability by less than {g:+g} (RL = P(success later) − RN < g)'}.")
+    if alt is not None:
+        ac, ap = alt.strategies["cascade"], alt.strategies["parallel"]
+        out.append(f"- **Tuned for {alt.config.tune}** ({'the seed' + chr(39) + 's literal protocol: thresholds chosen for the cascade' + chr(39) + 's cost, parallel reusing them' if alt.config.tune == 'cost' else 'another objective'}; "
+                   f"p_target = {ac.chosen['p_target']:g}, g = {ac.chosen['g']:g}): cascade cost saved "
+                   f"{_pct(ac.test['cost_saved'])} {_ci(ac.test, 'cost_saved')} at Δquality {ac.test['dq']:+.2f} "
+                   f"{_ci(ac.test, 'dq', 1.0)}, latency {_pct(ac.test['latency_saved'])}; parallel latency saved "
+                   f"{_pct(ap.test['latency_saved'])} {_ci(ap.test, 'latency_saved')} at Δquality {ap.test['dq']:+.2f} "
+                   f"{_ci(ap.test, 'dq', 1.0)}. One threshold pair cannot serve both objectives here: what the cascade "
+                   "can afford, parallel pays for in quality.")
     out.append(f"- **Cascade trades latency for cost**: it is {_pct(-c['latency_saved'])[1:]} "
                f"{'slower' if c['latency_saved'] < 0 else 'faster'} than launching all N at once "
                f"(the seed reports a 20–41% premium).")
