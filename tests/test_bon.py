@@ -250,3 +250,29 @@ def test_cli_rejects_bad_input(tmp_path, pool):
     assert r.exit_code != 0 and "--schedule" in r.output
     r = CliRunner().invoke(app, ["bon", "pools", "--tasks", "x.jsonl", "--policy", "heuristic:seed=3"])
     assert r.exit_code != 0 and "seed" in r.output
+
+
+def test_cli_evaluate_prints_one_json_line_per_strategy(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    p = write_pools(tmp_path / "syn.jsonl.gz", synthetic_pools())
+    r = CliRunner().invoke(app, ["bon", "evaluate", str(p), "--n-boot", "50", "--out", str(tmp_path / "res.json")])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(line) for line in r.output.splitlines() if line.startswith("{")]
+    assert [x["strategy"] for x in rows] == ["cascade", "parallel"]
+    for x in rows:
+        assert {"strategy", "cost_saved_%", "latency_saved_%", "dq_points", "dq_ci", "n_test_tasks"} <= set(x)
+        assert x["n_test_tasks"] == 20 and x["p_target"] == rows[0]["p_target"]  # one shared threshold pair
+    assert json.loads((tmp_path / "res.json").read_text())["latency_source"] == "wall"  # no token split here
+    for bad, what in ((["--tune", "speed"], "tune"), (["--latency", "model"], "token split"),
+                      (["--decode-tps", "0"], "speeds")):
+        r = CliRunner().invoke(app, ["bon", "evaluate", str(p), "--n-boot", "10", *bad])
+        assert r.exit_code == 2 and what in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["bon", "evaluate", "no-such-pool"])
+    assert r.exit_code == 2 and "no pool" in r.output
+    r = CliRunner().invoke(app, ["bon", "evaluate", str(p), "--selector", "llm-judge"])
+    assert r.exit_code == 2 and "--judge" in r.output
