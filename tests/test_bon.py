@@ -197,7 +197,7 @@ def test_evaluate_synthetic_saves_cost():
     from fasbench.bon import plots
     from fasbench.bon.findings import findings_markdown
 
-    md = findings_markdown(res, "synthetic")
+    md = findings_markdown(res, "synthetic", pools=pools)
     assert f"{100 * t['cost_saved']:+.1f}%" in md and "up to +44%" in md and "20 test tasks" in md
     assert ("**reached**" in md) or ("oracle" in md)  # a missed target is explained by the bound
     for fig in (plots.resolve_later_figure(res), plots.bounds_figure(res), plots.latency_spread_figure(pools)):

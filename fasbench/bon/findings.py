@@ -16,9 +16,11 @@ def _ci(t: dict, k: str, scale: float = 100.0, unit: str = "") -> str:
     return f"[{scale * t[k + '_lo']:+.1f}, {scale * t[k + '_hi']:+.1f}]{unit}"
 
 
-def findings_markdown(res: BonResult, pool_desc: str = "", alt: BonResult | None = None) -> str:
+def findings_markdown(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, pools=None) -> str:
     """Markdown paragraphs stating what the experiment found; ``alt``: the same experiment tuned
-    another way (e.g. ``tune="cost"``, the seed's literal protocol), stated beside it."""
+    another way (e.g. ``tune="cost"``, the seed's literal protocol), stated beside it; ``pools``:
+    the pools with the latency the experiment used, to state how much their rollouts' latencies
+    differ (what bounds parallel early stopping)."""
     cfg = res.config
     cas, par = res.strategies["cascade"], res.strategies["parallel"]
     c, p = cas.test, par.test
@@ -66,19 +68,32 @@ def findings_markdown(res: BonResult, pool_desc: str = "", alt: BonResult | None
             cal = s.calibration
             why.append(f"Resolve-Now on the test states: Brier {cal['rn_brier']:.3f} against {cal['rn_brier_prior']:.3f} "
                        f"for the base rate, ECE {cal['rn_ece']:.3f}")
+            if axis == "latency" and pools:
+                gaps = [1 - min(r.latency for r in q.rollouts) / max(r.latency for r in q.rollouts)
+                        for q in pools if max(r.latency for r in q.rollouts) > 0]
+                why.append(f"a pool's first finished rollout is on average only {100 * sum(gaps) / len(gaps):.1f}% "
+                           "faster than its slowest (latency-spread figure): the rollouts of one searcher take "
+                           "about the same time, unlike the seed's long-tailed SWE-agent runs")
             if dq < -tol:
                 why.append(f"the quality loss ({dq:+.2f}) exceeds the tolerance")
             line += " Why: " + "; ".join(why) + "."
         out.append(line)
     g = cas.chosen["g"]
-    if g > -1:  # what RL changed: the same p_target with RL off, on the test split
+    if g <= -1:
+        out.append("- **Resolve-Later**: off in the chosen configuration (g = −1): no g on the grid improved the train "
+                   "objective; the RL figure shows the frontiers with and without it.")
+    else:
+        how = (f"lower the success probability by more than {-g:g}" if g < 0 else
+               f"raise the success probability by less than {g:g}")
+        out.append(f"- **Resolve-Later**: used (g = {g:g}): besides RN ≥ p_target, a state also stops when one more "
+                   f"batch is predicted to {how} (RL = P(success after the next batch) − RN < g).")
         for name, axis in (("cascade", "cost"), ("parallel", "latency")):
             st = res.strategies[name]
             off = next(r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"] and r["g"] <= -1)
             on = next(r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"] and r["g"] == g)
-            out.append(f"- RL's effect on the {name} (test, same p_target): {axis} saved {_pct(1 - on[axis + '_rel'])} "
-                       f"with RL against {_pct(1 - off[axis + '_rel'])} without, Δquality {on['dq']:+.2f} against {off['dq']:+.2f}.")
-    out.append(f"- **Resolve-Later**: {'off in the chosen configuration (g = −1): no g on the grid improved the train objective; the RL figure shows the frontiers with and without it' if g <= -1 else f'used (g = {g:g}): the chosen configuration also stops when one more batch is predicted to change the success probability by less than {g:+g} (RL = P(success later) − RN < g)'}.")
+            out.append(f"  - its effect on the {name} (test, same p_target): {axis} saved {_pct(1 - on[axis + '_rel'])} "
+                       f"with RL against {_pct(1 - off[axis + '_rel'])} without, Δquality {on['dq']:+.2f} against "
+                       f"{off['dq']:+.2f}.")
     if alt is not None:
         ac, ap = alt.strategies["cascade"], alt.strategies["parallel"]
         out.append(f"- **Tuned for {alt.config.tune}** ({'the seed' + chr(39) + 's literal protocol: thresholds chosen for the cascade' + chr(39) + 's cost, parallel reusing them' if alt.config.tune == 'cost' else 'another objective'}; "
