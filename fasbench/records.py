@@ -290,15 +290,42 @@ class Report:
 
     files: dict[str, Ranges] = field(default_factory=dict)
     explanation: str = ""
+    confidence: float | None = None  # optional self-confidence in [0, 1] (budget-aware best-of-N feature)
 
     def to_dict(self) -> dict:
-        return {"files": self.files, "explanation": self.explanation}
+        d = {"files": self.files, "explanation": self.explanation}
+        if self.confidence is not None:
+            d["confidence"] = self.confidence
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Report":
         if not isinstance(d, dict):
             raise RecordError(f"report: expected an object, got {type(d).__name__}")
-        return cls(files=_file_ranges(d.get("files"), "report.files"), explanation=str(d.get("explanation", "")))
+        return cls(files=_file_ranges(d.get("files"), "report.files"), explanation=str(d.get("explanation", "")),
+                   confidence=parse_confidence(d.get("confidence")))
+
+
+def parse_confidence(v) -> float | None:
+    """A report's optional self-confidence: a number (or numeric string, or a percentage) in [0, 1];
+    anything else is ``None`` (a model's malformed confidence must not void its report)."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, str):
+        t = v.strip().rstrip("%")
+        try:
+            x = float(t) / (100.0 if v.strip().endswith("%") else 1.0)
+        except ValueError:
+            return None
+    elif isinstance(v, (int, float)):
+        x = float(v)
+    else:
+        return None
+    if x != x or x < 0:
+        return None
+    if 1 < x <= 100:  # "80" meant as a percentage
+        x /= 100.0
+    return x if x <= 1 else None
 
 
 STOP_REASONS = ("reported", "max_turns", "policy_error")

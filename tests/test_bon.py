@@ -118,6 +118,23 @@ def test_features(pool):
     assert [r["success_next"] for r in rows] == [0, 1, 1, 1, 1]
 
 
+def test_signal_features(pool):
+    import dataclasses
+
+    rs = pool.rollouts[:3]  # a.py, a.py, b.py; majority selects a.py
+    f = pool_features(rs, majority(rs))
+    assert all(math.isnan(f[k]) for k in ("verify_mean", "verify_pass", "verify_sel", "indep_sel"))
+    ver = [{"files": {"a.py": [1, 1, 1, None, 1]}, "score": 1.0, "pass": 1, "indep_recall": 0.5},
+           {"files": {"a.py": [1, 1, 0, None, 1]}, "score": 0.75, "pass": 1, "indep_recall": 0.5},
+           {"files": {"b.py": [1, 0, 0, None, 0]}, "score": 0.25, "pass": 0, "indep_recall": 0.0}]
+    rs = [dataclasses.replace(r, verify=v, confidence=c) for r, v, c in zip(rs, ver, (0.9, 0.7, 0.1))]
+    f = pool_features(rs, majority(rs))
+    assert f["verify_mean"] == pytest.approx(2 / 3) and f["verify_pass"] == pytest.approx(2 / 3)
+    assert f["verify_sel"] == pytest.approx(0.875) and f["indep_sel"] == 1.0
+    assert f["indep_recall_mean"] == pytest.approx(1 / 3)
+    assert f["confidence_sel"] == pytest.approx(0.8) and f["confidence_max"] == 0.9
+
+
 def test_pool_io_roundtrip(tmp_path, pool):
     p = write_pools(tmp_path / "p.jsonl.gz", [pool])
     [back] = read_pools(p)
@@ -152,9 +169,14 @@ def synthetic_pools(n_tasks=60, n=10, seed=0) -> list[Pool]:
 def test_evaluate_synthetic_saves_cost():
     pools = synthetic_pools()
     res = evaluate(pools, BonConfig(schedule=(1, 3, 5, 10), n_boot=300, p_grid=(0.5, 0.8, 0.9, 1.01),
-                                    g_grid=(-1.0, 0.0), folds=3))
+                                    g_grid=(-1.0, 0.0), folds=3, tune="cost"))
     assert res.n_train == 40 and res.n_test == 20
     cas, par = res.strategies["cascade"], res.strategies["parallel"]
+    # the seed's protocol: one pair of thresholds, shared by both strategies
+    assert (cas.chosen["p_target"], cas.chosen["g"]) == (par.chosen["p_target"], par.chosen["g"])
+    # the oracle bound saves at least what the classifiers do, at no quality loss
+    assert cas.calibration["oracle"]["cost_saved"] >= cas.test["cost_saved"] - 1e-9
+    assert cas.calibration["oracle"]["dq"] >= 0
     # the never-stop configuration is in the grid: it reproduces max-N quality at the same cost
     never = next(r for r in cas.grid if r["split"] == "test" and r["p_target"] == 1.01 and r["g"] == -1.0)
     assert never["cost_rel"] == pytest.approx(1.0) and never["dq"] == pytest.approx(0.0)
@@ -167,9 +189,19 @@ def test_evaluate_synthetic_saves_cost():
     rows = result_table(res)
     assert {r["strategy"] for r in rows} == {"cascade", "parallel"}
     tol = tolerance_table(res, (0.0, 5.0, 50.0))
-    assert len(tol) == 6 and all(r["train_dq"] >= -r["max_loss"] - 1e-9 for r in tol)
+    assert len(tol) == 6 and all(r["train_dq"] >= -r["max_loss"] - 1e-9 for r in tol if r["strategy"] == "cascade")
     loose = next(r for r in tol if r["strategy"] == "cascade" and r["max_loss"] == 50.0)
     assert loose["test_cost_saved_%"] >= 100 * t["cost_saved"] - 1e-9  # holds on this fixed synthetic set
+    assert all(r["n_test_tasks"] == 20 for r in rows)
+    # the findings text is written from the numbers, with the seed's beside them
+    from fasbench.bon import plots
+    from fasbench.bon.findings import findings_markdown
+
+    md = findings_markdown(res, "synthetic", pools=pools)
+    assert f"{100 * t['cost_saved']:+.1f}%" in md and "up to +44%" in md and "20 test tasks" in md
+    assert ("**reached**" in md) or ("oracle" in md)  # a missed target is explained by the bound
+    for fig in (plots.resolve_later_figure(res), plots.bounds_figure(res), plots.latency_spread_figure(pools)):
+        assert fig.data
 
 
 def test_compare_identical_is_zero(pool):
@@ -218,3 +250,29 @@ def test_cli_rejects_bad_input(tmp_path, pool):
     assert r.exit_code != 0 and "--schedule" in r.output
     r = CliRunner().invoke(app, ["bon", "pools", "--tasks", "x.jsonl", "--policy", "heuristic:seed=3"])
     assert r.exit_code != 0 and "seed" in r.output
+
+
+def test_cli_evaluate_prints_one_json_line_per_strategy(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    p = write_pools(tmp_path / "syn.jsonl.gz", synthetic_pools())
+    r = CliRunner().invoke(app, ["bon", "evaluate", str(p), "--n-boot", "50", "--out", str(tmp_path / "res.json")])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(line) for line in r.output.splitlines() if line.startswith("{")]
+    assert [x["strategy"] for x in rows] == ["cascade", "parallel"]
+    for x in rows:
+        assert {"strategy", "cost_saved_%", "latency_saved_%", "dq_points", "dq_ci", "n_test_tasks"} <= set(x)
+        assert x["n_test_tasks"] == 20 and x["p_target"] == rows[0]["p_target"]  # one shared threshold pair
+    assert json.loads((tmp_path / "res.json").read_text())["latency_source"] == "wall"  # no token split here
+    for bad, what in ((["--tune", "speed"], "tune"), (["--latency", "model"], "token split"),
+                      (["--decode-tps", "0"], "speeds")):
+        r = CliRunner().invoke(app, ["bon", "evaluate", str(p), "--n-boot", "10", *bad])
+        assert r.exit_code == 2 and what in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["bon", "evaluate", "no-such-pool"])
+    assert r.exit_code == 2 and "no pool" in r.output
+    r = CliRunner().invoke(app, ["bon", "evaluate", str(p), "--selector", "llm-judge"])
+    assert r.exit_code == 2 and "--judge" in r.output

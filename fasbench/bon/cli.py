@@ -25,6 +25,8 @@ def register(app: typer.Typer) -> None:
         limit: Optional[int] = typer.Option(None, "--limit", help="first N tasks only"),
         reward: str = typer.Option("relace-f2", "--reward"),
         max_turns: int = typer.Option(6, "--max-turns", min=1),
+        keep_traces: bool = typer.Option(False, "--keep-traces",
+                                         help="also append full traces to <cache>/bon/<name>.traces.jsonl"),
     ):
         """Run N rollouts per task and append them to the pool file (resumes)."""
         from fasbench.bon.pool import build_pools, pool_path
@@ -49,33 +51,89 @@ def register(app: typer.Typer) -> None:
                 cache[k] = make_policy(f"{policy}{sep}seed={k}")
             return cache[k]
 
-        build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, bind=bind_policy)
+        traces = out.with_suffix(".traces.jsonl") if keep_traces else None
+        build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, traces_out=traces, bind=bind_policy)
         typer.echo(str(out))
+
+    @bon.command("reverify")
+    def reverify_cmd(
+        pool: Path = typer.Argument(..., help="pool JSONL file built with --keep-traces"),
+        tasks: str = typer.Option(..., "--tasks", help="the pool's tasks: a task JSONL file or SOURCE[:SPLIT]"),
+        traces: Optional[Path] = typer.Option(None, "--traces", help="kept traces (default: POOL's .traces.jsonl)"),
+        out: Path = typer.Option(..., "--out", help="where to write the verified pool (.jsonl or .jsonl.gz)"),
+    ):
+        """Run the report verifier on every rollout of a pool (and recompute tool time and token
+        split from the kept traces)."""
+        from fasbench.bon.pool import reverify
+        from fasbench.evaluate import ensure_roots, load_task_arg
+
+        tr = traces or pool.with_suffix(".traces.jsonl")
+        for what, p in (("pool", pool), ("traces", tr)):
+            if not p.exists():
+                typer.echo(f"error: no {what} file at {p}", err=True)
+                raise typer.Exit(2)
+        try:
+            typer.echo(str(reverify(pool, ensure_roots(load_task_arg(tasks)), tr, out)))
+        except ValueError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
 
     @bon.command("evaluate")
     def evaluate_cmd(
-        pool: Path = typer.Argument(..., help="pool JSONL file (or a name in <cache>/bon)"),
-        selector: str = typer.Option("majority", "--selector"),
-        schedule: str = typer.Option("1,3,5,10", "--schedule", help="cascade pool sizes"),
+        pool: Path = typer.Argument(..., help="pool JSONL file (or a name in <cache>/bon, or shipped in data/bon)"),
+        selector: str = typer.Option("majority", "--selector", help="majority | union-top1 | union-top3 | confidence | "
+                                     "medoid | llm-judge (needs --judge and --tasks)"),
+        judge: str = typer.Option("", "--judge", help="llm-judge endpoint: model=NAME,base_url=URL[,max_tokens=...]"),
+        judge_tasks: str = typer.Option("", "--tasks", help="llm-judge: the pool's tasks (JSONL or SOURCE[:SPLIT])"),
+        schedule: str = typer.Option("1,3,5,10", "--schedule", help="cascade pool sizes (and parallel checkpoints)"),
         cost: str = typer.Option("tokens", "--cost", help="tokens | est_tokens | tool_time | calls | latency"),
         success_at: float = typer.Option(0.5, "--success-at"),
         max_loss: float = typer.Option(1.0, "--max-loss", help="quality points allowed to lose when tuning"),
         train: str = typer.Option("train,dev", "--train", help="splits that train and tune"),
+        tune: str = typer.Option("joint", "--tune", help="joint | cost | latency: what the shared thresholds minimise"),
+        latency: str = typer.Option("auto", "--latency", help="model | wall | auto (model when the pool has token splits)"),
+        decode_tps: float = typer.Option(100.0, "--decode-tps", help="latency model: decoded tokens/s per stream"),
+        prefill_tps: float = typer.Option(5000.0, "--prefill-tps", help="latency model: prefilled tokens/s"),
+        turn_overhead: float = typer.Option(0.05, "--turn-overhead", help="latency model: seconds per model call"),
+        n_boot: int = typer.Option(2000, "--n-boot", help="bootstrap resamples for the intervals"),
         out: Optional[Path] = typer.Option(None, "--out", help="write the full result as JSON here"),
     ):
-        """Tune cascade and parallel early stopping on the train split; print test-split savings."""
+        """Tune ONE pair of stop thresholds on the train split, shared by the cascade and parallel
+        early stopping; print one JSON line per strategy with its test-split savings (``*_saved_%``
+        > 0 is a saving, < 0 a premium) and quality change in points with 95% intervals."""
         from fasbench.bon.experiment import BonConfig, evaluate, result_table, to_dict
-        from fasbench.bon.pool import pool_path, read_pools
+        from fasbench.bon.pool import find_pool, read_pools
+        from fasbench.records import RecordError
 
-        p = pool if pool.exists() else pool_path(str(pool))
+        def fail(msg: str):
+            typer.echo(f"error: {msg}", err=True)
+            raise typer.Exit(2)
+
+        try:
+            p = pool if pool.exists() else find_pool(str(pool))
+        except (FileNotFoundError, ValueError) as e:
+            fail(str(e))
         try:
             sched = tuple(int(x) for x in schedule.split(","))
         except ValueError:
-            raise typer.BadParameter(f"--schedule must be comma-separated integers, got {schedule!r}") from None
-        cfg = BonConfig(selector=selector, schedule=sched, cost=cost, success_at=success_at, max_loss=max_loss,
-                        train_splits=tuple(train.split(",")))
-        res = evaluate(read_pools(p, n=sched[-1]), cfg)
+            fail(f"--schedule must be comma-separated integers, got {schedule!r}")
+        try:
+            cfg = BonConfig(selector=selector if selector != "llm-judge" else "majority", schedule=sched, cost=cost,
+                            success_at=success_at, max_loss=max_loss, train_splits=tuple(train.split(",")), tune=tune,
+                            latency=latency, decode_tps=decode_tps, prefill_tps=prefill_tps,
+                            turn_overhead_s=turn_overhead, n_boot=n_boot)
+            if selector == "llm-judge":
+                from fasbench.bon.judge import llm_judge_selector
+                from fasbench.evaluate import load_task_arg
+
+                if not judge or not judge_tasks:
+                    fail("--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)")
+                cfg.selector, _ = llm_judge_selector(judge, load_task_arg(judge_tasks))
+            cfg.latency_model()  # validates the speeds
+            res = evaluate(read_pools(p, n=sched[-1]), cfg)
+        except (ValueError, RecordError, FileNotFoundError) as e:
+            fail(str(e))
         for row in result_table(res):
             typer.echo(json.dumps(row))
         if out:
-            out.write_text(json.dumps(to_dict(res), indent=1), encoding="utf-8")
+            out.write_text(json.dumps(to_dict(res), indent=1, default=str), encoding="utf-8")

@@ -17,6 +17,7 @@ import numpy as np
 
 from fasbench.bon.pool import Pool, Rollout
 from fasbench.bon.select import Selection, Selector, jaccard
+from fasbench.bon.verify import file_score
 
 FEATURES = [
     "n",  # pool size
@@ -32,7 +33,32 @@ FEATURES = [
     "no_report_rate",  # share of rollouts that ended without a report
     "confidence_max",  # self-confidence (NaN when the policy gives none)
     "confidence_mean",
+    "confidence_sel",  # mean self-confidence of the rollouts that cite the most voted file
+    "verify_mean",  # the report verifier (fasbench.bon.verify): mean check score over rollouts
+    "verify_pass",  # share of rollouts whose report passes the verifier
+    "verify_sel",  # mean check score of the selected files (over the rollouts citing each)
+    "indep_sel",  # share of the selected files that the independent search ranks among its best
+    "indep_recall_mean",  # mean share of the independent search's best files a report cites
 ]
+
+
+def _verify_features(rollouts: Sequence[Rollout], sel: Selection) -> dict[str, float]:
+    ver = [r.verify for r in rollouts if r.verify is not None]
+    if not ver:
+        return {"verify_mean": math.nan, "verify_pass": math.nan, "verify_sel": math.nan, "indep_sel": math.nan,
+                "indep_recall_mean": math.nan}
+    per_file: dict[str, list[float]] = {}
+    indep: dict[str, int] = {}
+    for v in ver:
+        for p, checks in (v.get("files") or {}).items():
+            per_file.setdefault(p, []).append(file_score(checks))
+            indep[p] = int(checks[4] or 0)
+    chosen = [p for p in sel.files if p in per_file]
+    return {"verify_mean": float(np.mean([v["score"] for v in ver])),
+            "verify_pass": float(np.mean([v["pass"] for v in ver])),
+            "verify_sel": float(np.mean([np.mean(per_file[p]) for p in chosen])) if chosen else 0.0,
+            "indep_sel": float(np.mean([indep[p] for p in chosen])) if chosen else 0.0,
+            "indep_recall_mean": float(np.mean([v.get("indep_recall", 0.0) for v in ver]))}
 
 
 def mean_pairwise_jaccard(sets: Sequence[frozenset]) -> float:
@@ -49,6 +75,8 @@ def pool_features(rollouts: Sequence[Rollout], sel: Selection) -> dict[str, floa
     turns = np.array([r.turns for r in rollouts], float)
     calls = sum(r.n_calls for r in rollouts)
     conf = [r.confidence for r in rollouts if r.confidence is not None]
+    top = next(iter(sel.votes), None)
+    conf_top = [r.confidence for r in rollouts if r.confidence is not None and top in (r.files or {})]
     return {
         "n": float(len(rollouts)),
         "files_jaccard": mean_pairwise_jaccard([r.file_set for r in rollouts]),
@@ -63,6 +91,8 @@ def pool_features(rollouts: Sequence[Rollout], sel: Selection) -> dict[str, floa
         "no_report_rate": sum(r.files is None for r in rollouts) / len(rollouts),
         "confidence_max": max(conf) if conf else math.nan,
         "confidence_mean": float(np.mean(conf)) if conf else math.nan,
+        "confidence_sel": float(np.mean(conf_top)) if conf_top else (0.0 if conf else math.nan),
+        **_verify_features(rollouts, sel),
     }
 
 

@@ -116,3 +116,62 @@ def scaling_figure(pools, selectors: dict, sizes=None) -> go.Figure:
                             "test split only</sup>",
                       xaxis_title="rollouts in the pool (N)", yaxis_title="quality (points)", margin=dict(t=80))
     return fig
+
+
+def resolve_later_figure(res: BonResult, split: str = "test") -> go.Figure:
+    """Does Resolve-Later help? Per strategy, the Pareto frontier of the threshold grid with RN
+    only (g = −1: RL never stops) and with RN + RL (any g > −1), on the objective axis. Where the
+    two frontiers coincide, RL adds nothing the RN threshold alone does not reach."""
+    fig = go.Figure()
+    for name, s in res.strategies.items():
+        x = f"{s.objective}_rel"
+        rows = [r for r in s.grid if r["split"] == split]
+        for label, sub, dash in (("RN only", [r for r in rows if r["g"] <= -1], "dot"),
+                                 ("RN + RL", rows, "solid")):
+            fr = pareto(sub, x)
+            fig.add_trace(go.Scatter(x=[100 * r[x] for r in fr], y=[r["quality"] for r in fr], mode="lines+markers",
+                                     line=dict(color=COLORS[name], dash=dash, shape="hv"), marker=dict(size=5),
+                                     name=f"{name} ({s.objective}): {label}",
+                                     text=[f"p={r['p_target']}, g={r['g']}" for r in fr]))
+    g = res.strategies["cascade"].chosen["g"]
+    fig.update_layout(title=f"Resolve-Later's contribution ({split} split; shared train-optimal g = {g:g}"
+                            f"{', RL off' if g <= -1 else ''})",
+                      xaxis_title="cascade: cost, parallel: latency, relative to always-max-N (%)",
+                      yaxis_title="quality of the selected answer (points)", width=900, height=440,
+                      legend=dict(x=1.02, y=1, xanchor="left"))
+    return fig
+
+
+def bounds_figure(res: BonResult) -> go.Figure:
+    """Per strategy, on its objective: the saving reached on the test split (with its 95% interval),
+    the oracle bound (a stop rule that knows the gold: the most any classifier could save without
+    losing quality) and the seed paper's reported saving."""
+    names, reached, lo, hi, oracle, seed = [], [], [], [], [], []
+    for name, s in res.strategies.items():
+        k = f"{s.objective}_saved"
+        t = s.test
+        names.append(f"{name} ({s.objective})")
+        reached.append(100 * t[k])
+        lo.append(100 * (t[k] - t[k + "_lo"]))
+        hi.append(100 * (t[k + "_hi"] - t[k]))
+        oracle.append(100 * s.calibration["oracle"][k])
+        seed.append(100 * (SEED["cascade_cost_saving"] if name == "cascade" else SEED["parallel_latency_saving"]))
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=names, y=reached, name="reached (test, shared thresholds)", marker_color=COLORS["cascade"],
+                         error_y=dict(type="data", symmetric=False, array=hi, arrayminus=lo)))
+    fig.add_trace(go.Bar(x=names, y=oracle, name="oracle bound (knows the gold)", marker_color="#bbbbbb"))
+    fig.add_trace(go.Bar(x=names, y=seed, name="seed paper (SWE agents)", marker_color=COLORS["seed"]))
+    fig.update_layout(barmode="group", title="Savings against always-max-N: reached, possible, reported",
+                      yaxis_title="saved (%), > 0 = cheaper / faster", width=800, height=420)
+    return fig
+
+
+def latency_spread_figure(pools) -> go.Figure:
+    """Why parallel early stopping can or cannot save latency: per task, 1 − (first finished
+    rollout's latency / slowest rollout's), the most a stop at the first finish saves on it."""
+    gaps = [100 * (1 - min(r.latency for r in p.rollouts) / max(r.latency for r in p.rollouts))
+            for p in pools if max(r.latency for r in p.rollouts) > 0]
+    fig = go.Figure(go.Histogram(x=gaps, nbinsx=30, marker_color=COLORS["parallel"]))
+    fig.update_layout(title=f"Latency spread within a pool ({len(gaps)} tasks): the most a parallel stop can save",
+                      xaxis_title="1 − first finished / slowest rollout (%)", yaxis_title="tasks", bargap=0.05)
+    return fig

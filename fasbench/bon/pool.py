@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from fasbench.bon.verify import probe, verify_report
 from fasbench.metrics import normalize_files, normalize_path
 from fasbench.paths import cache_dir
-from fasbench.records import Gold, RecordError, Report, Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
+from fasbench.records import (Gold, RecordError, Report, Task, ToolCall, ToolResult, Trace, append_jsonl, iter_jsonl,
+                              repair_jsonl)
 from fasbench.reward import score_report
 
 COSTS = ("tokens", "est_tokens", "tool_time", "calls", "latency")
@@ -43,6 +46,10 @@ class Rollout:
     searched: list[str] = field(default_factory=list)  # normalised paths the calls touched
     tokens: float | None = None  # prompt + completion tokens as the policy reported them
     confidence: float | None = None  # self-confidence in [0, 1], when the policy gives one
+    input_tokens: float | None = None  # billed input tokens: the context re-read every turn (reported, else chars/4)
+    prefill_tokens: float | None = None  # input tokens not in the previous turn's context (to prefill with a prefix cache)
+    decode_tokens: float | None = None  # tokens the model wrote (reported completion tokens, else chars/4)
+    verify: dict | None = None  # report-vs-repository checks (fasbench.bon.verify), when computed
     stop_reason: str = "reported"
     trace_id: str = ""
 
@@ -146,23 +153,86 @@ def estimate_tokens(trace: Trace) -> float:
     return total / CHARS_PER_TOKEN
 
 
-def summarize(trace: Trace, task: Task, index: int, seed: int, reward: str = "relace-f2") -> Rollout:
-    """The pool line of one episode."""
+def tool_time(trace: Trace) -> float:
+    """Tool wall time of an episode: per turn, the slowest of its concurrent calls (each result's
+    own measured duration, so results replayed by ``MemoToolset`` count what they first took)."""
+    return float(sum(max((r.duration for r in t.results), default=0.0) for t in trace.turns))
+
+
+class MemoToolset:
+    """A toolset whose identical calls (same tool, same arguments) on one task are run once: a
+    repeat returns the first execution's output and error flag, stamped with the duration that
+    execution measured. The tools are read-only and deterministic on a fixed tree, so the
+    observations are exactly what a re-run gives; this cuts the N rollouts of a pool (which
+    repeat many searches) to about the cost of the distinct calls. Everything else is delegated."""
+
+    def __init__(self, inner, memo: dict | None = None):
+        self.inner = inner
+        self.memo = {} if memo is None else memo
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        key = (call.name, call.arguments_json())
+        hit = self.memo.get(key)
+        if hit is None:
+            r = self.inner.execute(call)
+            self.memo[key] = (r.output, r.is_error, r.duration)
+            return r
+        out, err, dur = hit
+        now = time.time()
+        return ToolResult(call_id=call.id, output=out, is_error=err, started_at=now, ended_at=now + dur)
+
+
+def token_split(trace: Trace) -> tuple[float, float, float]:
+    """``(input, prefill, decode)`` tokens of an episode. Reported per-turn prompt / completion
+    tokens when the policy gives them, else chars / 4: input re-reads the whole context every turn
+    (what an API bills), prefill counts only what is new since the last turn (a server with a
+    prefix cache), decode is what the model wrote."""
+    rep = [(t.prompt_tokens, t.completion_tokens) for t in trace.turns]
+    if rep and all(p is not None and c is not None for p, c in rep) and any(p or c for p, c in rep):
+        inp = float(sum(p for p, _ in rep))
+        dec = float(sum(c for _, c in rep))
+        pre, prev = 0.0, 0.0
+        for p, c in rep:
+            pre += max(0.0, p - prev)
+            prev = p + c
+        return inp, pre, dec
+    ctx = sum(len(str(m.get("content") or "")) for m in trace.prompt)
+    inp = pre = dec = 0.0
+    new = ctx
+    for t in trace.turns:
+        written = len(t.text or "") + sum(len(c.name) + len(c.arguments_json()) for c in t.calls)
+        inp += ctx
+        pre += new
+        dec += written
+        obs = sum(len(r.output) for r in t.results)
+        ctx += written + obs
+        new = obs  # the model's own message is already in its KV cache
+    return inp / CHARS_PER_TOKEN, pre / CHARS_PER_TOKEN, dec / CHARS_PER_TOKEN
+
+
+def summarize(trace: Trace, task: Task, index: int, seed: int, reward: str = "relace-f2", probe=None) -> Rollout:
+    """The pool line of one episode; with ``probe`` (``fasbench.bon.verify.probe(task)``) the
+    verifier's checks of its report too."""
     report = trace.report
     files = normalize_files(report.files, task.root) if report is not None else None
     rep = Report(files=files) if files is not None else None
     q = score_report(reward, task.gold, rep, turns=None).value
     rw = score_report(reward, task.gold, rep, turns=trace.n_turns).value
     tok = [(t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in trace.turns]
-    conf = trace.meta.get("confidence")
+    conf = report.confidence if report is not None and report.confidence is not None else trace.meta.get("confidence")
+    inp, pre, dec = token_split(trace)
     return Rollout(
         task_id=task.id, index=index, seed=seed, files=files, quality=float(q), reward=float(rw),
         latency=trace.wall_time, turns=trace.n_turns, n_calls=trace.n_calls,
         tool_errors=sum(r.is_error for t in trace.turns for r in t.results),
-        tool_time=sum(t.tool_time for t in trace.turns), est_tokens=estimate_tokens(trace),
+        tool_time=tool_time(trace), est_tokens=estimate_tokens(trace),
         searched=searched_paths(trace, task.root), tokens=float(sum(tok)) if any(tok) else None,
         confidence=float(conf) if isinstance(conf, (int, float)) and math.isfinite(conf) else None,
-        stop_reason=trace.stop_reason, trace_id=trace.trace_id)
+        stop_reason=trace.stop_reason, trace_id=trace.trace_id, input_tokens=inp, prefill_tokens=pre,
+        decode_tokens=dec, verify=verify_report(probe, files, trace) if probe is not None else None)
 
 
 # ------------------------------------------------------------------ cache
@@ -194,14 +264,19 @@ def _line(r: Rollout, task: Task, reward: str) -> dict:
 
 def build_pools(tasks: Iterable[Task], make_policy: Callable[[int], object], toolset: str, n: int,
                 out: str | Path, limits=None, reward: str = "relace-f2", traces_out: str | Path | None = None,
-                progress: bool = True, bind: Callable | None = None) -> Path:
+                progress: bool = True, bind: Callable | None = None, memo_tools: bool = True,
+                verify: bool = True) -> Path:
     """Run ``n`` rollouts per task (rollout ``k`` is ``make_policy(k)``), appending one line per
     rollout to ``out`` as it finishes. Rollouts already in ``out`` are skipped (resume). Tasks must
     have a materialised ``root``. ``bind(policy, task)``, when given, binds a policy to its task
-    (``fasbench.policies.bind_policy``, for policies that need the corpus)."""
+    (``fasbench.policies.bind_policy``, for policies that need the corpus). ``memo_tools``: the
+    rollouts of a task share identical tool calls (``MemoToolset``; tool time stays what each
+    call first measured). ``verify``: run the report verifier (``fasbench.bon.verify``) on each.
+    """
     from tqdm.auto import tqdm
 
-    from fasbench.harness import run_episode
+    from fasbench.harness import Limits, run_episode
+    from fasbench.tools import make_toolset
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
@@ -212,15 +287,20 @@ def build_pools(tasks: Iterable[Task], make_policy: Callable[[int], object], too
         done = {(d["task_id"], int(d["seed"])) for d in iter_jsonl(out)}
     tasks = list(tasks)
     todo = [(t, k) for t in tasks for k in range(n) if (t.id, k) not in done]
+    memo_for = None
     for task, k in tqdm(todo, desc="rollouts", disable=not progress):
         if not task.root:
             raise ValueError(f"task {task.id} has no corpus root; materialise it first")
+        if memo_for != task.id:  # one memo per task: the N rollouts share their identical calls
+            memo_for, memo = task.id, {}
+            pr = probe(task) if verify else None
         policy = make_policy(k)
-        trace = run_episode(task, bind(policy, task) if bind else policy, toolset, limits)
+        ts = MemoToolset(make_toolset(toolset, task.root, (limits or Limits()).tool), memo) if memo_tools else toolset
+        trace = run_episode(task, bind(policy, task) if bind else policy, ts, limits)
         trace.meta.update({"bon_seed": k})
         if traces_out is not None:
             append_jsonl(traces_out, [trace])
-        append_jsonl(out, [_line(summarize(trace, task, k, k, reward), task, reward)])
+        append_jsonl(out, [_line(summarize(trace, task, k, k, reward, pr), task, reward)])
     return out
 
 
@@ -265,3 +345,39 @@ def write_pools(path: str | Path, pools: Sequence[Pool]) -> Path:
                 d = {"split": p.split, "reward_name": p.reward, "gold": p.gold.to_dict(), **r.to_dict()}
                 f.write(json.dumps(d, ensure_ascii=False) + "\n")
     return path
+
+
+def reverify(pool_in: str | Path, tasks: Sequence[Task], traces: str | Path, out: str | Path,
+             progress: bool = True) -> Path:
+    """Add (or redo) the verifier's checks, the per-call tool time and the token split on every
+    line of a pool file from its kept traces (``fasbench bon pools --keep-traces``); lines whose
+    trace is missing are verified without the grep-hit check. Writes ``out`` (``.gz`` ok)."""
+    import gzip
+
+    from tqdm.auto import tqdm
+
+    by_task = {t.id: t for t in tasks}
+    lines = list(iter_jsonl(pool_in))
+    want = {d.get("trace_id") for d in lines}
+    trs = {}
+    for d in iter_jsonl(traces):
+        if d.get("trace_id") in want:
+            trs[d["trace_id"]] = Trace.from_dict(d)
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    probes: dict[str, object] = {}
+    with (gzip.open if out.suffix == ".gz" else open)(tmp, "wt", encoding="utf-8") as f:
+        for d in tqdm(lines, desc="verify", disable=not progress):
+            task = by_task.get(d["task_id"])
+            if task is None:
+                raise ValueError(f"reverify: no task {d['task_id']!r} among the given tasks")
+            if task.id not in probes:
+                probes[task.id] = probe(task)
+            tr = trs.get(d.get("trace_id"))
+            d["verify"] = verify_report(probes[task.id], d.get("files"), tr)
+            if tr is not None:
+                d["tool_time"] = tool_time(tr)
+                d["input_tokens"], d["prefill_tokens"], d["decode_tokens"] = token_split(tr)
+            f.write(json.dumps(d, ensure_ascii=False) + "\n")
+    tmp.replace(out)
+    return out

@@ -92,7 +92,7 @@ def highest_confidence(rollouts: Sequence[Rollout]) -> Selection:
     Margin: best confidence minus the runner-up's."""
     if rollouts and all(r.confidence is None for r in rollouts):
         raise ValueError("selector 'confidence' needs rollouts with a self-confidence; this pool has none "
-                         "(the policy must set trace.meta['confidence'])")
+                         "(the policy must report one: report_back's optional confidence, Report.confidence)")
     return _pick(rollouts, [r.confidence if r.confidence is not None else -1.0 for r in rollouts], "confidence")
 
 

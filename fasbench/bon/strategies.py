@@ -91,3 +91,13 @@ def threshold_rule(probs: dict, p_target: float, g: float) -> Decide:
         return p_now >= p_target or (p_later - p_now) < g
 
     return decide
+
+
+def oracle_rule(selector: Selector, order: str) -> Decide:
+    """The oracle bound: stop at the first checkpoint whose selected answer is already as good as
+    the full pool's (it knows the gold). No classifier can save more without losing quality."""
+
+    def decide(pool: Pool, stage: int, n: int) -> bool:
+        return select_state(pool, selector, n, order)[1] >= select_state(pool, selector, pool.n, order)[1] - 1e-12
+
+    return decide

@@ -129,20 +129,26 @@ class Dialect:
             return ToolCall(cid, "view_file", {"path": path, "view_range": [start, end]})
         return ToolCall(cid, "Read", {"path": path, "offset": start, "limit": end - start + 1})
 
-    def report(self, cid: str, files: dict[str, Ranges], explanation: str) -> Reply:
-        """The final answer: a ``report_back`` call (relace) or a ``<final_answer>`` block."""
+    def report(self, cid: str, files: dict[str, Ranges], explanation: str, confidence: float | None = None) -> Reply:
+        """The final answer: a ``report_back`` call (relace) or a ``<final_answer>`` block; with an
+        optional self-confidence in [0, 1]."""
         if self.name == "relace":
-            return Reply(text="", calls=[ToolCall(cid, "report_back", {"explanation": explanation,
-                                                                        "files": files})])
-        return Reply(text=final_answer_text(files, explanation))
+            args = {"explanation": explanation, "files": files}
+            if confidence is not None:
+                args["confidence"] = round(float(confidence), 4)
+            return Reply(text="", calls=[ToolCall(cid, "report_back", args)])
+        return Reply(text=final_answer_text(files, explanation, confidence))
 
 
-def final_answer_text(files: dict[str, Ranges], explanation: str = "") -> str:
-    """FastContext's answer block: one ``path:START-END (reason)`` line per range."""
+def final_answer_text(files: dict[str, Ranges], explanation: str = "", confidence: float | None = None) -> str:
+    """FastContext's answer block: one ``path:START-END (reason)`` line per range (and, a fasbench
+    addition, an optional ``confidence: X`` line)."""
     lines = []
     for p, rs in files.items():
         for a, b in (rs or [[1, 1]]):
             lines.append(f"{p}:{a}-{b} ({explanation[:80] or 'relevant'})")
+    if confidence is not None:
+        lines.append(f"confidence: {float(confidence):.4f}")
     return "<final_answer>\n" + "\n".join(lines) + "\n</final_answer>"
 
 

@@ -358,7 +358,8 @@ class HeuristicPolicy:
         chosen = [(p, s) for p, s in ranked[: self.k] if s >= self.rel_cut * best] or ranked[:1]
         files = {p: ev.ranges(p) for p, _ in chosen}
         why = "; ".join(f"{p}: {', '.join(sorted(ev.why[p])[:4])}" for p, _ in chosen)
-        return d.report(f"c{turn}_r", files, f"Files matching the issue's symbols ({why})"[:1000])
+        return d.report(f"c{turn}_r", files, f"Files matching the issue's symbols ({why})"[:1000],
+                        confidence=ev.confidence([p for p, _ in chosen]))
 
 
 class Evidence:
@@ -485,6 +486,21 @@ class Evidence:
         s = np.array([v for _, v in items])
         keys = np.log(s / s.max()) + _jitter(rng, len(items), temperature)
         return [items[i] for i in np.argsort(-keys, kind="stable")]
+
+    def confidence(self, chosen: list[str]) -> float:
+        """Self-confidence of a report in [0, 1] from the evidence alone (not from any gold): the
+        share of the total file score held by the reported files (how concentrated the evidence
+        is) times a saturating function of its strength, 1 - exp(-best / 3), halved when no
+        reported file holds a definition of a query identifier. A heuristic, uncalibrated."""
+        scores = [s for s in self.score.values() if s > 0]
+        if not scores or not chosen:
+            return 0.0
+        mass = sum(self.score.get(p, 0.0) for p in chosen) / sum(scores)
+        best = max(self.score.get(p, 0.0) for p in chosen)
+        c = mass * (1.0 - math.exp(-best / 3.0))
+        if not any(self.defs.get(p) for p in chosen):
+            c *= 0.5
+        return round(min(1.0, max(0.0, c)), 4)
 
     def best_line(self, path: str) -> int:
         ls = self.lines.get(path) or {}

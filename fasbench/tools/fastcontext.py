@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import re
 
-from fasbench.records import Report, ToolCall
+from fasbench.records import Report, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
 from fasbench.tools.fastcontext_published import (
     FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_DESCRIPTION, GREP_HEAD,
@@ -193,6 +193,9 @@ _LINE = re.compile(
 )
 
 
+_CONFIDENCE = re.compile(r"^\s*confidence\s*[:=]\s*([0-9.]+%?)\s*$", re.I)
+
+
 def _looks_like_path(p: str) -> bool:
     return "/" in p or re.search(r"\w\.\w+$", p) is not None
 
@@ -204,7 +207,12 @@ def parse_final_answer(text: str) -> Report | None:
         return None
     files: dict[str, list[list[int]]] = {}
     reasons = []
+    confidence = None
     for line in blocks[-1].splitlines():
+        c = _CONFIDENCE.match(line)  # fasbench addition: an optional `confidence: 0.8` line (bon feature)
+        if c:
+            confidence = parse_confidence(c.group(1))
+            continue
         m = _LINE.match(line)
         if not m or not _looks_like_path(m.group("path")):
             continue
@@ -221,7 +229,7 @@ def parse_final_answer(text: str) -> Report | None:
             reasons.append(f"{path}: {rest.strip('()')}")
     for p in files:  # duplicates dropped and sorted in one pass (a membership test per range was quadratic)
         files[p] = [list(r) for r in sorted({tuple(r) for r in files[p]})]
-    return Report(files=files, explanation="\n".join(reasons))
+    return Report(files=files, explanation="\n".join(reasons), confidence=confidence)
 
 
 # ---------------------------------------------------------------- the tool set

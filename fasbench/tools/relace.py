@@ -18,7 +18,7 @@ from collections import deque
 
 import jsonschema
 
-from fasbench.records import Report, ToolCall
+from fasbench.records import Report, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
 from fasbench.tools.bash import run_bash
 from fasbench.tools.relace_published import (
@@ -142,10 +142,11 @@ def _report_from_args(args: dict) -> Report:
             if s < 1 or (e != -1 and e < s):
                 raise ToolError(f"bad line range {r} for {p!r}: need 1 <= start <= end (or end -1)")
     return Report(files={str(p): [list(r) for r in rs] for p, rs in files.items()},
-                  explanation=str(args.get("explanation", "")))  # fmt: skip
+                  explanation=str(args.get("explanation", "")),
+                  confidence=parse_confidence(args.get("confidence")))  # fmt: skip
 
 
-def report_back(ws: Workspace, explanation: str, files: dict) -> str:
+def report_back(ws: Workspace, explanation: str, files: dict, confidence=None) -> str:
     rep = _report_from_args({"explanation": explanation, "files": files})
     n = sum(len(r) for r in rep.files.values())
     return f"Report received: {len(rep.files)} files, {n} line ranges."
@@ -186,7 +187,14 @@ class RelaceToolset(Toolset):
     def make_tools(self) -> list[Tool]:
         fns = {"view_file": view_file, "view_directory": view_directory, "grep_search": grep_search,
                "bash": bash, "report_back": report_back}
-        return [PublishedTool(s["name"], fns[s["name"]], s) for s in SCHEMAS]
+        tools = [PublishedTool(s["name"], fns[s["name"]], s) for s in SCHEMAS]
+        for t in tools:
+            if t.name == "report_back":
+                # fasbench addition, accepted but not shown: the published schema the model sees has no
+                # confidence; a policy may add one (the heuristic does), the self-confidence feature of
+                # budget-aware best-of-N (fasbench/bon, seed 003). Any value; parsed leniently.
+                t.parameters["properties"]["confidence"] = {}
+        return tools
 
     def system_prompt(self, max_turns: int, max_calls: int) -> str:
         """Relace's published system prompt, verbatim. It names no turn or call limit ("aim to call
@@ -215,7 +223,9 @@ class RelaceToolset(Toolset):
                 except json.JSONDecodeError:
                     continue
             try:
-                jsonschema.validate(args, self.tools[self.answer_tool].parameters)
+                # the optional confidence is parsed leniently (a malformed one must not void the report)
+                checked = {k: v for k, v in args.items() if k != "confidence"} if isinstance(args, dict) else args
+                jsonschema.validate(checked, self.tools[self.answer_tool].parameters)
                 return _report_from_args(args)
             except (jsonschema.ValidationError, ToolError):
                 continue
