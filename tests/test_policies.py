@@ -131,3 +131,14 @@ def test_make_policy_errors():
         make_policy("bm25:k")
     with pytest.raises(ValueError, match="must be >= 1"):
         make_policy("heuristic:turns=0")
+
+
+@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+def test_heuristic_reads_the_query_out_of_the_published_user_prompt(toolset, tmp_path):
+    """The published prompts wrap the query (<user_query> / <query>) in long instructions; the heuristic
+    must search for the query's words, not the template's (it reported nothing when it did)."""
+    from fasbench.policies.heuristic import task_text
+    from fasbench.tools import make_toolset
+
+    q = "parse_header crashes with ValueError\nwhen the value contains ':' <b>"
+    assert task_text(make_toolset(toolset, str(tmp_path)).user_prompt(q)) == q

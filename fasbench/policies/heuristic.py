@@ -102,9 +102,20 @@ def _is_ident_worth(w: str, code: set[str] | None = None) -> bool:
     return code is not None and w in code and (w[0].isupper() or len(w) >= 6) and w.lower() not in ENGLISH
 
 
+_QUERY_TAGS = (("<user_query>\n", "\n</user_query>"),  # Relace's published user prompt
+               ("<query>", "</query>"))  # FastContext's released user message
+
+
 def task_text(user_message: str) -> str:
-    """The task inside a tool set's user prompt (``...Task:\n{query}\n\nFind ...``)."""
+    """The task inside a tool set's user prompt: between Relace's ``<user_query>`` tags, inside
+    FastContext's ``<query>``, or (older fasbench prompts) after ``Task:``; else the whole message."""
     s = user_message
+    for start, end in _QUERY_TAGS:
+        i = s.find(start)
+        if i >= 0:
+            j = s.find(end, i + len(start))
+            if j >= 0:
+                return s[i + len(start):j]
     if "Task:\n" in s:
         s = s.split("Task:\n", 1)[1]
         cut = s.rfind("\n\nFind the relevant")
