@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 from fasbench.figures import PALETTE, TOOL_COLORS
 from fasbench.metrics import merge_ranges, normalize_path
 from fasbench.linerefs import short_path, to_eof
+from fasbench.lines import overlap as _inter, total as _n
 from fasbench.records import Ranges, Task, ToolCall, ToolResult, Trace, Turn
 
 VIEW_TOOLS = ("view_file", "Read")  # calls whose output shows numbered file lines
@@ -283,23 +284,6 @@ def grep_hits(call: ToolCall, result: ToolResult | None, root: str | None = None
         elif line.strip() and line != "--":
             heading = None
     return out
-
-
-def _n(ranges: Ranges) -> int:
-    return sum(b - a + 1 for a, b in ranges)
-
-
-def _inter(a: Ranges, b: Ranges) -> int:
-    i = j = n = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo <= hi:
-            n += hi - lo + 1
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return n
 
 
 @dataclass
