@@ -1,6 +1,6 @@
 """Rewards: pure functions of (gold, report, turns) that return the value, its parts and a reason.
 
-Formulas (see ../shared/DESIGN.md):
+Formulas (see docs/design.md):
 - Relace FAS: ``R = A · P`` with ``A2 = 5·P·R / (4·P + R)`` (F2 over edited files, PR-derived
   data) or ``A1 = 2·Ps·R / (Ps + R)`` (soft precision over viewed files, hard recall over edited
   files, agent-trace-derived data), and turn penalty ``P = clip((24 − n) / (24 − 4), 0, 1)``.
