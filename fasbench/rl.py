@@ -41,6 +41,7 @@ from fasbench.judge import make_judge
 from fasbench.reward import REWARDS, Score, episode_kwargs, finish_reason, judge_requests, score_report
 from fasbench.tools import TOOLSETS, ToolLimits, make_toolset
 from fasbench.tools.base import Tool, too_many_calls
+from fasbench.trl_compat import check_env_tools, check_grpo_trainer
 
 LOG_FILE = "rl_log.jsonl"
 ROLLOUT_FILE = "rollouts.jsonl"
@@ -512,8 +513,7 @@ def _rollout_of(completions: list[list[dict]] | None, tool_messages: list[dict])
 def _trainer_class():
     from trl import GRPOTrainer
 
-    if not hasattr(GRPOTrainer, "_generate_single_turn"):
-        raise ImportError("this TRL version has no GRPOTrainer._generate_single_turn; fasbench.rl needs TRL 1.x")
+    check_grpo_trainer(GRPOTrainer)  # the private methods overridden below: one supported range (trl_compat)
 
     class HarnessGRPOTrainer(GRPOTrainer):
         """GRPOTrainer that (1) renders the harness's exact tool schemas, (2) tells each
@@ -524,6 +524,7 @@ def _trainer_class():
 
         def __init__(self, *args, harness_tool_schemas: list[dict], episode_reward: EpisodeReward, **kw):
             super().__init__(*args, **kw)
+            check_env_tools(self)
             self._env_tools = {name: list(harness_tool_schemas) for name in self._env_tools}
             self._episode_reward = episode_reward
             self._loop_completions = None  # the rollouts' messages while TRL's tool loop runs
