@@ -15,11 +15,12 @@ each of its parts, turns, calls per turn, episode tokens and tool errors (``rl_l
 output dir, and TensorBoard/W&B through TRL's ``report_to``); every rollout is written as a
 harness :class:`~fasbench.records.Trace` to ``rollouts.jsonl``.
 
-Where TRL's loop differs from ``run_episode``: the harness's last-turn
-note and no-call note are user messages, which TRL's tool loop cannot insert, so a reply without
-tool calls ends the rollout and there is no "last turn" note; calls made after the report get an
-error observation instead of ending the rollout at once (the reward ignores them); the turn
-counter that enforces ``max_calls_per_turn`` is advanced by the trainer at every generation.
+Where TRL's loop differs from ``run_episode``: the harness's last-turn note is appended as a user
+message after the tool results of the turn before the last (``HarnessGRPOTrainer._get_tool_suffix_ids``),
+as ``run_episode`` does; its no-call reminder is not, since TRL's tool loop ends the rollout at a reply
+without tool calls; calls made after the report get an error observation instead of ending the
+rollout at once (the reward ignores them); the turn counter that enforces ``max_calls_per_turn`` is
+advanced by the trainer at every generation.
 """
 
 from __future__ import annotations

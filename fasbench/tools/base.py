@@ -30,7 +30,8 @@ class ToolLimits:
     timeout_s: float = 10.0  # wall-clock limit of one call (subprocesses are killed)
     max_output_chars: int = 20_000  # observations longer than this are cut, with a note
     max_file_bytes: int = 2_000_000  # files larger than this are not read whole
-    max_calls_per_turn: int = 12  # calls beyond this in one turn get an error observation
+    max_calls_per_turn: int = 12  # only harness.execute_calls without max_calls reads this; in an episode
+    # harness.Limits.max_calls_per_turn rules (run_episode and the RL environment pass that one)
     max_memory_bytes: int = 2 << 30  # address space of each tool subprocess (RLIMIT_AS)
     max_cpu_s: int | None = None  # CPU seconds of each tool subprocess (None: 4 x timeout_s + 1)
     max_read_bytes: int = 64 << 20  # bytes one file view may read (skipping, showing, counting lines)

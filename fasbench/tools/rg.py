@@ -1,8 +1,13 @@
 """The ripgrep binary (installed by the ``ripgrep`` PyPI package) and how to run it.
 
-Every tool that searches file contents or lists files goes through :func:`rg_argv`, so that no
-user or machine configuration changes its behaviour: ``--no-config`` plus an environment without
-``RIPGREP_CONFIG_PATH`` (see :func:`fasbench.tools.sandbox.tool_env`).
+Which searches use what: the tools that run ripgrep themselves (Relace ``grep_search``, FastContext
+``Grep`` and ``Glob``, through :func:`run_rg`) and the best-of-N verifier build their command with
+:func:`rg_argv`, i.e. with ``BASE_FLAGS``; the bash tool's ``rg`` command runs the same binary with
+only ``--no-config`` and :func:`ignore_flags` before the model's own options (its other commands,
+``grep``/``find``/``ls``, and Relace's ``view_directory`` do not use ripgrep). Every ripgrep run has
+``--no-config``, so no user or machine configuration file changes its behaviour; the tools' runs also
+get a fresh environment (:func:`fasbench.tools.sandbox.tool_env`; the verifier's run in
+:mod:`fasbench.bon.verify` inherits the caller's).
 """
 
 from __future__ import annotations
