@@ -47,7 +47,9 @@ def test_parse_confidence():
 
 def test_report_tools_carry_confidence(task):
     ts = make_toolset("relace", task.root)
-    assert "confidence" in json.dumps(ts.schemas)  # model policies are asked for one (optional field)
+    # the schema the model sees stays Relace's published one (tests/test_published.py); a confidence a
+    # policy adds anyway (the heuristic does) is accepted and parsed leniently
+    assert "confidence" not in json.dumps(ts.schemas)
     call = ToolCall("c", "report_back", {"explanation": "e", "files": {"pkg/parser.py": [[4, 6]]}, "confidence": 0.6})
     assert ts.parse_report("", [call]).confidence == 0.6
     assert not ts.execute(call).is_error

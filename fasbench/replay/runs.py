@@ -10,11 +10,12 @@ heuristic searcher on SWE-bench Lite test tasks, see its SOURCE.md) keeps its fi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fasbench.evaluate import read_run_meta
 from fasbench.paths import data_dir
+from fasbench.data.corpus import resolve_root
 from fasbench.records import Task, Trace, read_tasks, read_traces
 from fasbench.runs import RunError, resolve_run
 
@@ -84,7 +85,8 @@ def load_run_episodes(run: str | Path, reward: str = "relace", max_traces: int |
     tasks, gold_from = (read_tasks(kf), kf.name) if kf else (_tasks_from_source(meta.get("task_source")),
                                                             meta.get("task_source") or "")
     ids = {t.task_id for t in traces}
-    by_id = {t.id: t for t in tasks if t.id in ids}
+    # a shipped run stores corpus roots relative to the corpora cache (no machine's paths in data/)
+    by_id = {t.id: replace(t, root=resolve_root(t.root)) for t in tasks if t.id in ids}
     return RunEpisodes(p, traces, by_id, meta, gold_from if by_id else "")
 
 
