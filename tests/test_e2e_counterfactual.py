@@ -194,3 +194,20 @@ def test_upper_bound_splits_own_calls_from_carried_context(toyset):
     # trajectory 2: both calls of turn 1 (grep, ls) are pre-edit exploration: 110 of 110 + 210 + 270 tokens
     assert ub["n"] == 2 and ub["calls_share"] == pytest.approx((480 + 110) / (1390 + 590))
     assert ub["gross_share"] > ub["calls_share"]
+
+
+def test_shipped_handoffs_load_and_round_trip(tmp_path):
+    """Notebook 10 pairs every trajectory on a fresh machine from the shipped handoffs (no corpus)."""
+    from fasbench.e2e import study
+    from fasbench.paths import data_dir
+
+    hand = study.load_handoffs(data_dir() / "e2e" / "handoffs_heuristic-turns-3_relace_t6.jsonl.gz")
+    assert len(hand) >= 400 and {k[0] for k in hand} == {
+        "mini-swe-agent_gemini-3-pro_swebench-verified", "mini-swe-agent-v2_deepseek-chat_swebench-lite-first100"}
+    h = next(iter(hand.values()))
+    assert set(h.tokens) == {"citations", "code", "code+search"} and h.tokens["citations"] < h.tokens["code"]
+    again = study.load_handoffs(study.save_handoffs(hand, tmp_path / "h.jsonl.gz"))
+    assert again == hand
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ValueError, match="no handoff"):
+        study.load_handoffs(tmp_path / "empty.jsonl")

@@ -3,6 +3,9 @@ the handoffs, the per-trajectory frame, and totals with bootstrap intervals by g
 
 from __future__ import annotations
 
+import gzip
+import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
@@ -14,7 +17,7 @@ from fasbench.evaluate import ensure_roots, run_eval
 from fasbench.handoff import FORMATS, token_counter
 from fasbench.harness import Limits
 from fasbench.metrics import bootstrap_ci
-from fasbench.records import Task, read_traces
+from fasbench.records import Task, iter_jsonl, read_traces
 from fasbench.trajectories.analysis import parse_paths, steps_frame
 
 
@@ -61,6 +64,28 @@ def handoffs(traces, tasks: Sequence[Task], tokenizer=None) -> dict[tuple[str, s
     by_id = {t.id: t for t in tasks}
     return {pair_key(by_id[tr.task_id]): make_handoff(tr, by_id[tr.task_id], count)
             for tr in traces if tr.task_id in by_id}
+
+
+def save_handoffs(hand: dict[tuple[str, str], Handoff], path: str | Path) -> Path:
+    """Write handoffs as gzipped JSONL (one row per (data set, instance id)), so the counterfactual can
+    run where the search run's corpora are not at hand (the shipped ``data/e2e/`` file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for (ds, iid), h in sorted(hand.items()):
+            f.write(json.dumps({"dataset": ds, "instance_id": iid, **asdict(h)}, sort_keys=True) + "\n")
+    return path
+
+
+def load_handoffs(path: str | Path) -> dict[tuple[str, str], Handoff]:
+    """Handoffs written by :func:`save_handoffs`."""
+    out = {}
+    for r in iter_jsonl(path):
+        key = (r.pop("dataset"), r.pop("instance_id"))
+        out[key] = Handoff(**r)
+    if not out:
+        raise ValueError(f"{path}: no handoff in the file")
+    return out
 
 
 def frame(paths: Sequence[str | Path], hand: dict, progress: bool = True) -> tuple[pl.DataFrame, dict]:
