@@ -82,19 +82,19 @@ def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed") 
     seen = non_search.cast(pl.Int32).cum_sum().over(_KEY)  # non-search calls up to and including this row
     before = (seen == 0).alias("_before")
     first = non_search & (seen == 1)
-    t = (  # lazy: at 50k trajectories an eager group-by would copy every column, action text included
-        steps.lazy().with_columns(before, first.alias("_first"), tok.alias("_tok"))
-        .group_by(_KEY, maintain_order=True)
-        .agg(
-            pl.first("resolved"), pl.first("first_edit_turn"),
-            pl.col("_tok").sum().alias("tokens"),
-            pl.col("_tok").filter(pl.col("_before")).sum().alias("search_tokens"),
-            pl.col("_first").any().alias("has_non_search"),
-            pl.col("turn").filter(pl.col("_first")).first().alias("first_non_search_turn"),
-            pl.col("category").filter(pl.col("_first")).first().alias("first_non_search_category"),
-            pl.col("action").filter(pl.col("_first")).first().alias("first_non_search_action"),
-        )
+    # lazy, and the first non-search call's text picked by a filter, not inside the group-by: at 50k
+    # trajectories a group-by over the action column gathers (copies) all of its text
+    lf = steps.lazy().with_columns(before, first.alias("_first"), tok.alias("_tok"))
+    agg = lf.group_by(_KEY, maintain_order=True).agg(
+        pl.first("resolved"), pl.first("first_edit_turn"),
+        pl.col("_tok").sum().alias("tokens"),
+        pl.col("_tok").filter(pl.col("_before")).sum().alias("search_tokens"),
+        pl.col("_first").any().alias("has_non_search"),
     )
+    firsts = lf.filter(pl.col("_first")).select(
+        *_KEY, pl.col("turn").alias("first_non_search_turn"),
+        pl.col("category").alias("first_non_search_category"), pl.col("action").alias("first_non_search_action"))
+    t = agg.join(firsts, on=list(_KEY), how="left", maintain_order="left")
     return t.with_columns(
         pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share")
     ).collect()
