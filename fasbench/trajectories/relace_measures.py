@@ -69,35 +69,51 @@ def _content_tokens() -> pl.Expr:
     return own.cast(pl.Float64) * pl.col("weight")
 
 
-def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed") -> pl.DataFrame:
+def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", extra: tuple[str, ...] = ()) -> pl.DataFrame:
     """One row per trajectory: ``tokens``, ``search_tokens`` (before the first non-search call),
-    ``share``, the first non-search call's ``turn``/``category``/``action``, and ``has_non_search``.
-    ``steps`` is the analysis's steps frame (rows in trajectory order: turn, then call). ``basis``:
-    ``consumed`` (prompt + completion of every model call, Relace's "tokens the model consumes") or
-    ``content`` (each completion and observation token once, the task prompt left out)."""
+    ``share``, the first non-search call's ``turn``/``category``/``action``, and ``has_non_search``
+    (plus the first value of each column in ``extra``, e.g. a grouping key). ``steps`` is the
+    analysis's steps frame (rows in trajectory order: turn, then call). ``basis``: ``consumed``
+    (prompt + completion of every model call, Relace's "tokens the model consumes") or ``content``
+    (each completion and observation token once, the task prompt left out).
+
+    Memory (50k trajectories, 2.3M rows): linear scans over a slim projection; a window over the
+    string keys or a group-by over the action text would copy columns of the whole frame."""
     if basis not in BASES:
         raise ValueError(f"token basis {basis!r} unknown; choose one of {', '.join(BASES)}")
     tok = pl.col("call_tokens") if basis == "consumed" else _content_tokens()
-    non_search = pl.col("is_call") & ~pl.col("category").is_in(SEARCH)
-    seen = non_search.cast(pl.Int32).cum_sum().over(_KEY)  # non-search calls up to and including this row
-    before = (seen == 0).alias("_before")
-    first = non_search & (seen == 1)
-    # lazy, and the first non-search call's text picked by a filter, not inside the group-by: at 50k
-    # trajectories a group-by over the action column gathers (copies) all of its text
-    lf = steps.lazy().with_columns(before, first.alias("_first"), tok.alias("_tok"))
-    agg = lf.group_by(_KEY, maintain_order=True).agg(
-        pl.first("resolved"), pl.first("first_edit_turn"),
+    non_search = (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).cast(pl.Int32)
+    # trajectory number from key changes (rows are grouped by trajectory): no hashing of the strings
+    start = pl.any_horizontal([pl.col(k).ne_missing(pl.col(k).shift(1)) for k in _KEY])
+    keep = list(dict.fromkeys([*_KEY, "resolved", "first_edit_turn", "turn", "category", *extra]))
+    lf = (steps.lazy()
+          .select(*keep, start.alias("_start"), non_search.alias("_ns"), tok.alias("_tok"))
+          .with_columns(pl.col("_start").cast(pl.UInt32).cum_sum().alias("_tid"), pl.col("_ns").cum_sum().alias("_cs")))
+    # non-search calls of this trajectory up to and including the row: the running count minus its
+    # value just before the trajectory's first row
+    lf = lf.with_columns((pl.col("_cs") - pl.when(pl.col("_start")).then(pl.col("_cs") - pl.col("_ns"))
+                          .otherwise(None).forward_fill()).alias("_seen"))
+    lf = lf.with_columns((pl.col("_seen") == 0).alias("_before"),
+                         ((pl.col("_ns") == 1) & (pl.col("_seen") == 1)).alias("_first"))
+    agg = lf.group_by("_tid", maintain_order=True).agg(
+        *[pl.first(k) for k in keep if k not in ("turn", "category")],
         pl.col("_tok").sum().alias("tokens"),
         pl.col("_tok").filter(pl.col("_before")).sum().alias("search_tokens"),
         pl.col("_first").any().alias("has_non_search"),
     )
     firsts = lf.filter(pl.col("_first")).select(
-        *_KEY, pl.col("turn").alias("first_non_search_turn"),
-        pl.col("category").alias("first_non_search_category"), pl.col("action").alias("first_non_search_action"))
-    t = agg.join(firsts, on=list(_KEY), how="left", maintain_order="left")
-    return t.with_columns(
-        pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share")
-    ).collect()
+        "_tid", pl.col("turn").alias("first_non_search_turn"), pl.col("category").alias("first_non_search_category"))
+    t = agg.join(firsts, on="_tid", how="left", maintain_order="left").collect()
+    # the first non-search call's text: one row per trajectory taken from the steps frame by position
+    rows = (steps.lazy().select(start.alias("_start"), (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).alias("_n"))
+            .with_row_index("_row").with_columns(pl.col("_start").cast(pl.UInt32).cum_sum().alias("_tid"))
+            .filter(pl.col("_n")).group_by("_tid", maintain_order=True).agg(pl.first("_row")).collect())
+    frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
+    action = frame.get_column("action").gather(rows["_row"]) if rows.height else pl.Series("action", [], pl.String)
+    t = t.join(pl.DataFrame({"_tid": rows["_tid"], "first_non_search_action": action}), on="_tid", how="left",
+               maintain_order="left")
+    return t.drop("_tid").with_columns(
+        pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share"))
 
 
 def bootstrap_interval(num: np.ndarray, den: np.ndarray | None, n: int, alpha: float, seed: int,
@@ -120,10 +136,15 @@ def _r(x) -> float | None:
     return None if math.isnan(x) else round(x, 6)
 
 
-def measures(steps: pl.DataFrame | pl.LazyFrame, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
+def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
     """Both measures (see the module doc) with percentile bootstrap intervals over trajectories, the
     other aggregation of each, n, and where the search phase ended."""
-    t = per_trajectory(steps).filter(pl.col("share").is_not_null())
+    return _measures(per_trajectory(steps), per_trajectory(steps, "content"), n_boot, alpha, seed)
+
+
+def _measures(t: pl.DataFrame, content: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
+    """:func:`measures` from the per-trajectory tables of both token bases."""
+    t = t.filter(pl.col("share").is_not_null())
     n = t.height
     out: dict = {"n": n, "tokens": "prompt + completion tokens of each model call (1/k per call)",
                  "search_categories": list(SEARCH), "population": OURS, "seed": RELACE_SEEDS}
@@ -145,7 +166,7 @@ def measures(steps: pl.DataFrame | pl.LazyFrame, n_boot: int = 2000, alpha: floa
                                  "aggregation": "pooled: sum over trajectories / sum of all tokens",
                                  "mean": _r(mean), "seed": RELACE_SEEDS["initial_search_share"],
                                  "seed_population": POPULATIONS["initial_search_share"]},
-        "content_basis": _content(steps),
+        "content_basis": _content(content),
         "alpha": alpha,
         "without_non_search": n - with_ns.height,
         "first_non_search_turn_median": _r(with_ns["first_non_search_turn"].median()) if with_ns.height else None,
@@ -156,10 +177,11 @@ def measures(steps: pl.DataFrame | pl.LazyFrame, n_boot: int = 2000, alpha: floa
     return out
 
 
-def _content(steps: pl.DataFrame | pl.LazyFrame) -> dict:
+def _content(t: pl.DataFrame) -> dict:
     """Both measures with each completion and observation token counted once (a sensitivity check:
-    consumed tokens weight late turns, whose prompts hold the whole history, far more)."""
-    t = per_trajectory(steps, "content").filter(pl.col("share").is_not_null())
+    consumed tokens weight late turns, whose prompts hold the whole history, far more), from the
+    ``content`` per-trajectory table."""
+    t = t.filter(pl.col("share").is_not_null())
     if not t.height:
         return {"search_phase_share": None, "initial_search_share": None}
     return {"search_phase_share": _r(t["share"].mean()),
@@ -167,13 +189,15 @@ def _content(steps: pl.DataFrame | pl.LazyFrame) -> dict:
 
 
 def measures_by(steps: pl.DataFrame, key: str, **kw) -> dict:
-    """``measures`` for each value of ``key`` (e.g. ``dataset`` or ``resolved``)."""
+    """``measures`` for each value of ``key`` (e.g. ``dataset`` or ``resolved``), split on the small
+    per-trajectory tables (splitting the steps frame would copy it)."""
+    extra = () if key in _KEY else (key,)
+    t, c = per_trajectory(steps, extra=extra), per_trajectory(steps, "content", extra=extra)
     out = {}
-    for k in steps.get_column(key).unique(maintain_order=True).to_list():
-        # a lazy filter, not a partition: partitions would copy every column of the steps frame
-        sub = steps.lazy().filter(pl.col(key).is_null() if k is None else pl.col(key) == k)
+    for k in t.get_column(key).unique(maintain_order=True).to_list():
+        pick = pl.col(key).is_null() if k is None else pl.col(key) == k
         name = "unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)
-        out[name] = measures(sub, **kw)
+        out[name] = _measures(t.filter(pick), c.filter(pick), **kw)
     return out
 
 
