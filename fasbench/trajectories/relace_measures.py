@@ -83,12 +83,14 @@ def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", 
         raise ValueError(f"token basis {basis!r} unknown; choose one of {', '.join(BASES)}")
     tok = pl.col("call_tokens") if basis == "consumed" else _content_tokens()
     non_search = (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).cast(pl.Int32)
-    # trajectory number from key changes (rows are grouped by trajectory): no hashing of the strings
-    start = pl.any_horizontal([pl.col(k).ne_missing(pl.col(k).shift(1)) for k in _KEY])
+    # trajectory number from runs of equal keys (rows are grouped by trajectory): no hashing or
+    # shifted copies of the string columns
+    tid = pl.struct(*_KEY).rle_id().alias("_tid")
+    start = pl.col("_tid").ne_missing(pl.col("_tid").shift(1))
     keep = list(dict.fromkeys([*_KEY, "resolved", "first_edit_turn", "turn", "category", *extra]))
     lf = (steps.lazy()
-          .select(*keep, start.alias("_start"), non_search.alias("_ns"), tok.alias("_tok"))
-          .with_columns(pl.col("_start").cast(pl.UInt32).cum_sum().alias("_tid"), pl.col("_ns").cum_sum().alias("_cs")))
+          .select(*keep, tid, non_search.alias("_ns"), tok.alias("_tok"))
+          .with_columns(start.alias("_start"), pl.col("_ns").cum_sum().alias("_cs")))
     # non-search calls of this trajectory up to and including the row: the running count minus its
     # value just before the trajectory's first row
     lf = lf.with_columns((pl.col("_cs") - pl.when(pl.col("_start")).then(pl.col("_cs") - pl.col("_ns"))
@@ -105,9 +107,9 @@ def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", 
         "_tid", pl.col("turn").alias("first_non_search_turn"), pl.col("category").alias("first_non_search_category"))
     t = agg.join(firsts, on="_tid", how="left", maintain_order="left").collect()
     # the first non-search call's text: one row per trajectory taken from the steps frame by position
-    rows = (steps.lazy().select(start.alias("_start"), (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).alias("_n"))
-            .with_row_index("_row").with_columns(pl.col("_start").cast(pl.UInt32).cum_sum().alias("_tid"))
-            .filter(pl.col("_n")).group_by("_tid", maintain_order=True).agg(pl.first("_row")).collect())
+    rows = (steps.lazy().select(tid, (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).alias("_n"))
+            .with_row_index("_row").filter(pl.col("_n")).group_by("_tid", maintain_order=True).agg(pl.first("_row"))
+            .collect())
     frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
     action = frame.get_column("action").gather(rows["_row"]) if rows.height else pl.Series("action", [], pl.String)
     t = t.join(pl.DataFrame({"_tid": rows["_tid"], "first_non_search_action": action}), on="_tid", how="left",
