@@ -85,7 +85,8 @@ def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", 
     non_search = (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).cast(pl.Int32)
     # trajectory number from runs of equal keys (rows are grouped by trajectory): no hashing or
     # shifted copies of the string columns
-    tid = pl.struct(*_KEY).rle_id().alias("_tid")
+    runs = [pl.col(k).rle_id() for k in _KEY]  # per key: a new id where the value changes (a struct would be row-encoded)
+    tid = pl.any_horizontal([r.ne_missing(r.shift(1)) for r in runs]).cast(pl.UInt32).cum_sum().alias("_tid")
     start = pl.col("_tid").ne_missing(pl.col("_tid").shift(1))
     keep = list(dict.fromkeys([*_KEY, "resolved", "first_edit_turn", "turn", "category", *extra]))
     lf = (steps.lazy()
