@@ -146,3 +146,10 @@ def test_summary_has_the_measures_per_data_set(tmp_path):
     by = s["relace_by_dataset"]
     assert by["one"]["search_phase_share"]["value"] == pytest.approx(280 / 1150, abs=1e-6)
     assert by["two"]["initial_search_share"]["value"] == 1.0 and s["relace"]["n"] == 2
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 2, 3, 5])
+def test_chunked_per_trajectory_equals_whole(steps, chunk_rows):
+    """Slices never split a trajectory, so any slice size gives the same table."""
+    for basis in rm.BASES:
+        assert rm.per_trajectory(steps, basis, chunk_rows=chunk_rows).equals(rm.per_trajectory(steps, basis))

@@ -69,7 +69,29 @@ def _content_tokens() -> pl.Expr:
     return own.cast(pl.Float64) * pl.col("weight")
 
 
-def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", extra: tuple[str, ...] = ()) -> pl.DataFrame:
+def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", extra: tuple[str, ...] = (),
+                   chunk_rows: int = 200_000) -> pl.DataFrame:
+    """One row per trajectory (see :func:`_per_trajectory`), computed over slices of about
+    ``chunk_rows`` steps that never split a trajectory (slices are views; the scratch columns of one
+    slice at a time is what keeps the 50k-trajectory peak small)."""
+    if basis not in BASES:
+        raise ValueError(f"token basis {basis!r} unknown; choose one of {', '.join(BASES)}")
+    frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
+    n = frame.height
+    if n <= chunk_rows:
+        return _per_trajectory(frame, basis, extra)
+    ds, tr = frame.get_column(_KEY[0]), frame.get_column(_KEY[1])
+    parts, start = [], 0
+    while start < n:
+        end = min(start + chunk_rows, n)
+        while end < n and ds[end] == ds[end - 1] and tr[end] == tr[end - 1]:  # not inside a trajectory
+            end += 1
+        parts.append(_per_trajectory(frame.slice(start, end - start), basis, extra))
+        start = end
+    return pl.concat(parts)
+
+
+def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[str, ...] = ()) -> pl.DataFrame:
     """One row per trajectory: ``tokens``, ``search_tokens`` (before the first non-search call),
     ``share``, the first non-search call's ``turn``/``category``/``action``, and ``has_non_search``
     (plus the first value of each column in ``extra``, e.g. a grouping key). ``steps`` is the
@@ -111,8 +133,7 @@ def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", 
     rows = (steps.lazy().select(tid, (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).alias("_n"))
             .with_row_index("_row").filter(pl.col("_n")).group_by("_tid", maintain_order=True).agg(pl.first("_row"))
             .collect())
-    frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
-    action = frame.get_column("action").gather(rows["_row"]) if rows.height else pl.Series("action", [], pl.String)
+    action = steps.get_column("action").gather(rows["_row"]) if rows.height else pl.Series("action", [], pl.String)
     t = t.join(pl.DataFrame({"_tid": rows["_tid"], "first_non_search_action": action}), on="_tid", how="left",
                maintain_order="left")
     return t.drop("_tid").with_columns(
