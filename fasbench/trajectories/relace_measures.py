@@ -141,9 +141,11 @@ def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[s
 
 
 def bootstrap_interval(num: np.ndarray, den: np.ndarray | None, n: int, alpha: float, seed: int,
-               chunk: int = 100) -> tuple[float, float]:
+               chunk: int | None = None) -> tuple[float, float]:
     """Percentile interval of mean(num) (den None) or sum(num)/sum(den), resampling trajectories;
-    resamples are drawn ``chunk`` at a time so memory stays bounded at any number of trajectories."""
+    resamples are drawn ``chunk`` at a time (default: up to 100, fewer so that a chunk holds at most
+    ~2M draws, 16 MB) so memory stays bounded at any number of trajectories."""
+    chunk = chunk or max(1, min(100, 2_000_000 // max(num.size, 1)))
     rng = np.random.default_rng(seed)
     stats = []
     for start in range(0, n, chunk):
