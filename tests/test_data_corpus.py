@@ -1,28 +1,14 @@
 """Offline corpora from real PyPI sdists (downloaded once into the cache; needs PyPI)."""
 
 import json
-import urllib.request
 
 import pytest
+from pypi_fixture import by_id, requires_pypi  # noqa: F401 (by_id is a fixture)
 
-from fasbench.data import corpus, swebench
+from fasbench.data import corpus
 from fasbench.data.corpus import CorpusError, materialize
 
-
-def _pypi_reachable() -> bool:
-    try:
-        urllib.request.urlopen(corpus.PYPI_SIMPLE + "/pip/", timeout=10)
-        return True
-    except OSError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _pypi_reachable(), reason="PyPI is not reachable from this machine")
-
-
-@pytest.fixture(scope="module")
-def by_id():
-    return {t.id: t for t in swebench.tasks("swebench-verified") + swebench.tasks("swebench-lite")}
+pytestmark = requires_pypi
 
 
 def test_flask_offline_relocated(by_id):

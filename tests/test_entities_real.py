@@ -2,28 +2,11 @@
 PyPI sdist corpora (downloaded once into the cache; needs PyPI): a method edit, a class-level edit,
 a module-level edit, and a patch adding a new function and a new method."""
 
-import urllib.request
+from pypi_fixture import by_id, requires_pypi  # noqa: F401 (by_id is a fixture)
 
-import pytest
-
-from fasbench.data import corpus, swebench
 from fasbench.data.corpus import materialize
 
-
-def _pypi_reachable() -> bool:
-    try:
-        urllib.request.urlopen(corpus.PYPI_SIMPLE + "/pip/", timeout=10)
-        return True
-    except OSError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _pypi_reachable(), reason="PyPI is not reachable from this machine")
-
-
-@pytest.fixture(scope="module")
-def by_id():
-    return {t.id: t for t in swebench.tasks("swebench-verified") + swebench.tasks("swebench-lite")}
+pytestmark = requires_pypi
 
 
 def _gold(by_id, iid):
