@@ -24,6 +24,7 @@ import gzip
 import json
 import posixpath
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,6 +142,19 @@ def _simple_commands(cmd: str) -> list[Simple]:
                 out.append(Simple(w, redir))
         return out
 
+
+
+def walk_commands(cmd: str, cwd: str) -> Iterator[tuple[str, Simple, str]]:
+    """(program name, simple command, working directory) for each simple command of a bash line that
+    has words, following ``cd DIR`` (which itself is not yielded)."""
+    for s in _simple_commands(cmd):
+        if not s.words:
+            continue
+        name = posixpath.basename(s.words[0])
+        if name == "cd" and len(s.words) > 1:
+            cwd = posixpath.normpath(posixpath.join(cwd, s.words[1]))
+            continue
+        yield name, s, cwd
 
 def _operands(s: Simple) -> list[str]:
     """File operands of a display/search command (options and scripts skipped)."""
@@ -264,13 +278,7 @@ def viewing(actions: list[Action], edited: set[str]) -> Viewing:
         if _is_edit(a, edited, scripts, cwd):
             v.first_edit = i
             break
-        for s in _simple_commands(a.command):
-            if not s.words:
-                continue
-            name = posixpath.basename(s.words[0])
-            if name == "cd" and len(s.words) > 1:
-                cwd = posixpath.normpath(posixpath.join(cwd, s.words[1]))
-                continue
+        for name, s, cwd in walk_commands(a.command, cwd):
             for op, target in s.redirects:
                 if op in (">", ">>"):
                     p = _norm(target, cwd)

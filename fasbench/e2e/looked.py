@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from fasbench.data.agent_traces import (
     DISPLAY, MAX_SEARCH_PATHS, SEARCH, Simple, _norm, _operands, _output_text, _search_paths, _simple_commands,
+    walk_commands,
 )
 from fasbench.records import parse_arguments
 from fasbench.trajectories.parsers import _bash_blocks, _text
@@ -164,13 +165,7 @@ def call_looks(command: str, output: str, cwd: str = "/testbed") -> list[Look]:
     """The files (and lines) one shell call showed the agent (see the module doc)."""
     looks: list[Look] = []
     prev_files: list[str] = []  # files of the previous display in a pipe, for a later line filter
-    for s in _simple_commands(command):
-        if not s.words:
-            continue
-        name = posixpath.basename(s.words[0])
-        if name == "cd" and len(s.words) > 1:
-            cwd = posixpath.normpath(posixpath.join(cwd, s.words[1]))
-            continue
+    for name, s, cwd in walk_commands(command, cwd):
         files = [p for p in (_norm(o, cwd) for o in _operands(s)) if p] if name in DISPLAY else []
         rng = _range_of(s) if name in DISPLAY else False
         if files and name not in ("grep", "egrep", "rg", "wc"):
