@@ -101,8 +101,6 @@ def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[s
 
     Memory (50k trajectories, 2.3M rows): linear scans over a slim projection; a window over the
     string keys or a group-by over the action text would copy columns of the whole frame."""
-    if basis not in BASES:
-        raise ValueError(f"token basis {basis!r} unknown; choose one of {', '.join(BASES)}")
     tok = pl.col("call_tokens") if basis == "consumed" else _content_tokens()
     non_search = (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).cast(pl.Int32)
     # trajectory number from runs of equal keys (rows are grouped by trajectory): no hashing or
@@ -111,8 +109,8 @@ def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[s
     tid = pl.any_horizontal([r.ne_missing(r.shift(1)) for r in runs]).cast(pl.UInt32).cum_sum().alias("_tid")
     start = pl.col("_tid").ne_missing(pl.col("_tid").shift(1))
     keep = list(dict.fromkeys([*_KEY, "resolved", "first_edit_turn", "turn", "category", *extra]))
-    lf = (steps.lazy()
-          .select(*keep, tid, non_search.alias("_ns"), tok.alias("_tok"))
+    lf = (steps.lazy().with_row_index("_row")
+          .select("_row", *keep, tid, non_search.alias("_ns"), tok.alias("_tok"))
           .with_columns(start.alias("_start"), pl.col("_ns").cum_sum().alias("_cs")))
     # non-search calls of this trajectory up to and including the row: the running count minus its
     # value just before the trajectory's first row
@@ -127,16 +125,12 @@ def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[s
         pl.col("_first").any().alias("has_non_search"),
     )
     firsts = lf.filter(pl.col("_first")).select(
-        "_tid", pl.col("turn").alias("first_non_search_turn"), pl.col("category").alias("first_non_search_category"))
+        "_tid", "_row", pl.col("turn").alias("first_non_search_turn"),
+        pl.col("category").alias("first_non_search_category"))
     t = agg.join(firsts, on="_tid", how="left", maintain_order="left").collect()
-    # the first non-search call's text: one row per trajectory taken from the steps frame by position
-    rows = (steps.lazy().select(tid, (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).alias("_n"))
-            .with_row_index("_row").filter(pl.col("_n")).group_by("_tid", maintain_order=True).agg(pl.first("_row"))
-            .collect())
-    action = steps.get_column("action").gather(rows["_row"]) if rows.height else pl.Series("action", [], pl.String)
-    t = t.join(pl.DataFrame({"_tid": rows["_tid"], "first_non_search_action": action}), on="_tid", how="left",
-               maintain_order="left")
-    return t.drop("_tid").with_columns(
+    # the first non-search call's text, gathered by row from the steps frame (null where there is none)
+    t = t.with_columns(first_non_search_action=steps.get_column("action").gather(t["_row"]))
+    return t.drop("_tid", "_row").with_columns(
         pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share"))
 
 
