@@ -223,9 +223,8 @@ class RelaceToolset(Toolset):
                 except json.JSONDecodeError:
                     continue
             try:
-                # the optional confidence is parsed leniently (a malformed one must not void the report)
-                checked = {k: v for k, v in args.items() if k != "confidence"} if isinstance(args, dict) else args
-                jsonschema.validate(checked, self.tools[self.answer_tool].parameters)
+                # the schema accepts any confidence; _report_from_args parses it leniently
+                jsonschema.validate(args, self.tools[self.answer_tool].parameters)
                 return _report_from_args(args)
             except (jsonschema.ValidationError, ToolError):
                 continue
