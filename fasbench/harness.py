@@ -2,8 +2,11 @@
 
 One turn = one policy reply. All calls of a turn run concurrently (they are independent
 reads); results come back in call order with their own timings. On the last allowed turn the
-policy is told to stop exploring and answer. The trace is returned whole; callers append it to
-a JSONL file as each episode finishes (see ``run_episodes``).
+policy is told to stop exploring and answer; after a turn with neither calls nor answer it is
+reminded to go on. The Trace records every message the policy saw, notes included, and the chat
+given to the policy at each turn is read back from it (``Trace.to_messages``), so SFT data, RL and
+replay that read the trace read the same chat. The trace is returned whole; callers append it to a
+JSONL file as each episode finishes (see ``run_episodes``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Protocol
 
-from fasbench.records import Reply, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl, turn_messages
+from fasbench.records import SCHEMA_VERSION, Reply, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl
 from fasbench.tools import ToolLimits, Toolset, make_toolset
 from fasbench.tools.base import too_many_calls
 
@@ -92,38 +95,66 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
         if not task.root:
             raise ValueError(f"task {task.id} has no corpus root; materialise it first")
         toolset = make_toolset(toolset, task.root, limits.tool)
-    messages = initial_messages(toolset, task.query, limits)
-    trace = Trace(task_id=task.id, policy=policy.name, toolset=toolset.name, prompt=list(messages),
-                  started_at=time.time(), stop_reason="max_turns")
+    trace = Trace(task_id=task.id, policy=policy.name, toolset=toolset.name,
+                  prompt=initial_messages(toolset, task.query, limits), started_at=time.time(),
+                  stop_reason="max_turns")
+    notes: list[dict] = []  # what the harness adds to the chat before the next reply
     for i in range(limits.max_turns):
         final = i == limits.max_turns - 1
         if final:
-            messages.append({"role": "user", "content": toolset.final_turn_note()})
+            notes.append({"role": "user", "content": toolset.final_turn_note()})
             trace.meta["final_note_turn"] = i
+        # the chat is read back from the trace: what the policy sees is what the trace records
+        messages = trace.to_messages(last_results=True) + [dict(m) for m in notes]
         t0 = time.time()
         try:
             reply = policy.act(messages, toolset.schemas, final=final)
         except Exception as e:  # the policy failed: record it, keep what we have
             trace.stop_reason, trace.error = "policy_error", f"{type(e).__name__}: {e}"
+            trace.tail_notes = notes
             if getattr(e, "requests", None):  # the attempts of a remote policy (openai_compat.EndpointError)
                 trace.meta["failed_requests"] = list(e.requests)
             break
-        turn = Turn(index=i, text=reply.text, calls=list(reply.calls), prompt_tokens=reply.prompt_tokens,
+        turn = Turn(index=i, text=reply.text, calls=list(reply.calls), notes=notes, prompt_tokens=reply.prompt_tokens,
                     completion_tokens=reply.completion_tokens, model_started_at=t0, model_ended_at=time.time(),
                     requests=list(getattr(reply, "requests", None) or []))
+        notes = []
         turn.tools_started_at = time.time()
         turn.results = execute_calls(toolset, turn.calls, limits.max_calls_per_turn)
         turn.tools_ended_at = time.time()
         trace.turns.append(turn)
-        messages.extend(turn_messages(turn))
         # only calls that ran can answer: a report_back refused as over the per-turn limit is no report
         report = toolset.parse_report(turn.text, turn.calls[:limits.max_calls_per_turn])
         if report is not None:
             trace.report, trace.stop_reason = report, "reported"
             break
         if not turn.calls and not final:
-            messages.append({"role": "user", "content": NO_CALL_NOTE})
+            notes.append({"role": "user", "content": NO_CALL_NOTE})
     trace.ended_at = time.time()
+    return trace
+
+
+def restore_notes(trace: Trace) -> Trace:
+    """A schema-1 trace (written before traces recorded the harness's notes) with its notes put
+    back where ``run_episode`` of that version added them: the tool set's last-turn note before the
+    turn ``meta["final_note_turn"]``, the no-call reminder after each non-final turn with neither calls
+    nor answer. Returns the trace, upgraded in place; newer traces are returned unchanged."""
+    if trace.schema_version >= SCHEMA_VERSION:
+        return trace
+    final = trace.meta.get("final_note_turn")
+    note = make_toolset(trace.toolset, ".").final_turn_note() if final is not None else ""
+    pending: list[dict] = []
+    for i, t in enumerate(trace.turns):
+        if i == final:
+            pending.append({"role": "user", "content": note})
+        t.notes, pending = pending + list(t.notes), []
+        if not t.calls and (final is None or i < final):
+            pending.append({"role": "user", "content": NO_CALL_NOTE})
+    if trace.stop_reason == "policy_error":
+        if final == len(trace.turns):
+            pending.append({"role": "user", "content": note})
+        trace.tail_notes = pending
+    trace.schema_version = SCHEMA_VERSION
     return trace
 
 

@@ -11,18 +11,20 @@ import json
 import os
 import time
 import uuid
-import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-SCHEMA_VERSION = 1
+# the records' JSONL I/O and their error, re-exported: `from fasbench.records import append_jsonl` is the API
+from fasbench.jsonl import RecordError, append_jsonl, iter_jsonl, repair_jsonl
+
+__all__ = ["RecordError", "append_jsonl", "iter_jsonl", "repair_jsonl"]  # plus the names defined below
+
+# 2: a Trace records every message the policy saw (Turn.notes, Trace.tail_notes); 1: the harness's
+# notes were only hinted at by meta["final_note_turn"] (see ``Trace.to_messages`` and ``harness.restore_notes``)
+SCHEMA_VERSION = 2
 
 Ranges = list[list[int]]  # [[start, end], ...], 1-based inclusive
-
-
-class RecordError(ValueError):
-    """A record could not be built from the given data; the message says which field."""
 
 
 def _check_version(d: dict, kind: str) -> None:
@@ -253,6 +255,9 @@ class Turn:
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
+    # the messages the harness put in the chat after the previous turn's results and before this
+    # reply (the no-call reminder, the last-turn note), exactly as the policy saw them
+    notes: list[dict] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     model_started_at: float | None = None
@@ -344,6 +349,8 @@ class Trace:
     started_at: float | None = None
     ended_at: float | None = None
     prompt: list[dict] = field(default_factory=list)  # the messages before the first turn
+    # notes the harness added after the last recorded turn (seen by a policy call that then failed)
+    tail_notes: list[dict] = field(default_factory=list)
     error: str | None = None
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     meta: dict[str, Any] = field(default_factory=dict)
@@ -366,9 +373,12 @@ class Trace:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["report"] = self.report.to_dict() if self.report is not None else None
-        for t in d["turns"]:  # local policies make no requests: their JSON stays as before
-            if not t.get("requests"):
-                t.pop("requests", None)
+        for t in d["turns"]:  # absent when empty: a trace without requests or notes keeps its old JSON
+            for k in ("requests", "notes"):
+                if not t.get(k):
+                    t.pop(k, None)
+        if not d["tail_notes"]:
+            d.pop("tail_notes")
         return d
 
     @classmethod
@@ -383,18 +393,41 @@ class Trace:
         kw = {k: v for k, v in d.items() if k in known}
         kw["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
         kw["report"] = Report.from_dict(d["report"]) if d.get("report") is not None else None
-        kw["schema_version"] = SCHEMA_VERSION
+        kw["schema_version"] = int(d.get("schema_version", 1))  # as written: 1 = notes not recorded
         return cls(**kw)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
-    def to_messages(self, include_prompt: bool = True) -> list[dict]:
-        """OpenAI-style chat messages: assistant messages with ``tool_calls``, one ``tool``
-        message per result, in call order."""
+    def notes_unrecorded(self) -> bool:
+        """True for a schema-1 trace in which the harness did add notes the trace does not hold (a
+        last-turn note, or a reminder after a turn with neither calls nor answer):
+        ``harness.restore_notes`` puts them back."""
+        if self.schema_version >= 2:
+            return False
+        last = len(self.turns) - 1
+        return self.meta.get("final_note_turn") is not None or any(
+            not t.calls and (i < last or self.stop_reason == "policy_error") for i, t in enumerate(self.turns))
+
+    def to_messages(self, include_prompt: bool = True, last_results: bool | None = None) -> list[dict]:
+        """The conversation the policy saw, as OpenAI-style chat messages: the prompt, then per turn
+        the harness's notes, the assistant message (with ``tool_calls``) and one ``tool`` message per
+        result in call order. It ends with the policy's last reply: the results of the last turn
+        (and notes after it) were never shown to it, unless a later policy call failed
+        (``stop_reason == "policy_error"``); ``last_results=True``/``False`` overrides. The harness
+        builds each turn's chat from this method, so it is the chat by construction."""
+        if self.notes_unrecorded():
+            raise RecordError(f"trace {self.trace_id}: written by schema 1, which did not record the harness's "
+                              "notes; use fasbench.harness.restore_notes(trace) first")
+        if last_results is None:
+            last_results = self.stop_reason == "policy_error"
         msgs = [dict(m) for m in self.prompt] if include_prompt else []
-        for t in self.turns:
-            msgs.extend(turn_messages(t))
+        for i, t in enumerate(self.turns):
+            msgs.extend(dict(m) for m in t.notes)
+            tm = turn_messages(t)
+            msgs.extend(tm if last_results or i < len(self.turns) - 1 else tm[:1])
+        if last_results:
+            msgs.extend(dict(m) for m in self.tail_notes)
         return msgs
 
 
@@ -415,49 +448,6 @@ def turn_messages(turn: Turn) -> list[dict]:
 
 # ---------------------------------------------------------------- JSONL I/O
 
-def append_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
-    """Append records (anything with ``to_dict`` or plain dicts), one per line, flushed and
-    fsynced so that a killed run loses at most the line being written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        for r in records:
-            d = r.to_dict() if hasattr(r, "to_dict") else r
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
-    """Yield the JSON objects of a JSONL file (``.gz`` accepted). A truncated last line (a run
-    killed mid-write) is skipped with a warning; a corrupt line elsewhere is an error."""
-    import gzip
-
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    if path.is_dir():
-        raise RecordError(f"{path}: is a folder, not a JSONL file")
-    try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            lines = f.readlines()
-    except UnicodeDecodeError as e:
-        raise RecordError(f"{path}: not UTF-8 text, not a JSONL file ({e.reason} at byte {e.start})") from None
-    except (gzip.BadGzipFile, EOFError) as e:
-        raise RecordError(f"{path}: corrupt gzip ({e})") from None
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except RecursionError:
-            raise RecordError(f"{path}: line {i + 1} is JSON nested too deeply") from None
-        except json.JSONDecodeError as e:
-            if i == len(lines) - 1 and not line.endswith("\n"):
-                warnings.warn(f"{path}: skipping truncated last line {i + 1} ({e})")
-                continue
-            raise RecordError(f"{path}: line {i + 1} is not valid JSON: {e}") from e
-
-
 def read_traces(path: str | os.PathLike) -> list[Trace]:
     return [Trace.from_dict(d) for d in iter_jsonl(path)]
 
@@ -477,20 +467,6 @@ def write_tasks(path: str | os.PathLike, tasks: Iterable[Task]) -> None:
     if path.exists():
         path.unlink()
     append_jsonl(path, tasks)
-
-
-def repair_jsonl(path: str | os.PathLike) -> int:
-    """Cut a truncated last line off a JSONL file (before resuming appends). Returns bytes cut."""
-    path = Path(path)
-    if not path.exists():
-        return 0
-    data = path.read_bytes()
-    if not data or data.endswith(b"\n"):
-        return 0
-    keep = data.rfind(b"\n") + 1
-    with open(path, "r+b") as f:
-        f.truncate(keep)
-    return len(data) - keep
 
 
 def now() -> float:

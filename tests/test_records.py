@@ -37,8 +37,9 @@ def test_trace_round_trip(tmp_path):
 
 
 def test_to_messages_openai_style():
-    msgs = make_trace().to_messages()
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool", "assistant", "tool"]
+    msgs = make_trace().to_messages()  # the chat the policy saw: it ends with its last reply
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+    assert [m["role"] for m in make_trace().to_messages(last_results=True)][-1] == "tool"
     a = msgs[2]
     assert a["tool_calls"][0] == {"id": "c0", "type": "function",
                                   "function": {"name": "grep_search", "arguments": '{"query": "foo"}'}}
@@ -46,6 +47,37 @@ def test_to_messages_openai_style():
     assert a["tool_calls"][1]["function"]["arguments"] == '{"path": "a.py"'
     assert msgs[3] == {"role": "tool", "tool_call_id": "c0", "name": "grep_search", "content": "a.py:1:foo"}
     assert make_trace().to_messages(include_prompt=False)[0]["role"] == "assistant"
+
+
+def test_notes_are_part_of_the_conversation_and_round_trip():
+    tr = make_trace()
+    note = {"role": "user", "content": "last turn: answer now"}
+    tr.turns[1].notes = [note]
+    back = Trace.from_dict(json.loads(tr.to_json()))
+    assert back == tr and back.schema_version == 2
+    assert [m["role"] for m in back.to_messages()] == ["system", "user", "assistant", "tool", "tool", "user",
+                                                       "assistant"]
+    assert "notes" not in make_trace().to_dict()["turns"][0]  # empty notes keep the JSON as before
+    tr.stop_reason, tr.tail_notes = "policy_error", [note]  # a failed later call saw the results and the note
+    assert [m["role"] for m in tr.to_messages()][-3:] == ["assistant", "tool", "user"]
+
+
+def test_schema_1_trace_with_unrecorded_notes_is_refused_until_restored():
+    from fasbench.harness import NO_CALL_NOTE, restore_notes
+    from fasbench.tools import make_toolset
+
+    d = make_trace().to_dict()
+    d["schema_version"] = 1
+    d["turns"].insert(1, {"index": 1, "text": "hmm", "calls": [], "results": []})  # a no-call turn
+    d["meta"] = {"final_note_turn": 2}
+    tr = Trace.from_dict(d)
+    assert tr.schema_version == 1 and tr.notes_unrecorded()
+    with pytest.raises(RecordError, match="restore_notes"):
+        tr.to_messages()
+    msgs = restore_notes(tr).to_messages()
+    users = [m["content"] for m in msgs if m["role"] == "user"]
+    assert users[1:] == [NO_CALL_NOTE, make_toolset("relace", ".").final_turn_note()]
+    assert Trace.from_dict({**make_trace().to_dict(), "schema_version": 1}).to_messages()  # nothing to restore
 
 
 def test_truncated_last_line_is_skipped_and_repaired(tmp_path):

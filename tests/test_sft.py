@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fasbench.sft.data import BuildConfig, build, episode_messages, load_dataset
+from fasbench.sft.data import BuildConfig, build, load_dataset
 from fasbench.sft.reference import bre_to_rust, convert_actions, pipelines
 from fasbench.sft.train import load_profile, read_log, train
 
@@ -144,7 +144,7 @@ def test_episode_messages_equal_what_the_policy_saw(tmp_path):
                      {"calls": [{"name": "report_back", "arguments": {"explanation": "f", "files": {"a.py": [[1, 2]]}}}]}])
     tr = run_episode(task, pol, "relace", Limits(max_turns=3))
     assert tr.report is not None and tr.meta.get("final_note_turn") == 2
-    msgs = episode_messages(tr, make_toolset("relace", tmp_path))
+    msgs = tr.to_messages()
     assert msgs[:-1] == seen[-1]  # notes included: the reminder after turn 2 and the last-turn note
     assert msgs[-1]["tool_calls"][0]["function"]["name"] == "report_back"
 

@@ -12,7 +12,8 @@ Four sources (FastContext's three plus real reference traces):
   the harness, with line numbers), then the report with the tight gold ranges.
 
 Every conversation is exactly what the harness showed the policy (same prompts, tool schemas,
-truncation, and the harness's own reminder/last-turn notes). Splits follow the task splits: the
+truncation, and the harness's own reminder/last-turn notes): it is read from the episode's Trace
+(``Trace.to_messages``), the record the harness itself builds each turn's chat from. Splits follow the task splits: the
 ``train`` and ``dev`` datasets are built from train and dev tasks only; test tasks are refused.
 Episodes are appended to ``<out>/episodes.jsonl`` as they finish, so an interrupted build resumes.
 """
@@ -27,7 +28,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl, turn_messages
+from tqdm.auto import tqdm
+
+from fasbench.data import load_tasks
+from fasbench.data.corpus import CorpusError, materialize
+from fasbench.harness import restore_notes, run_episode
+from fasbench.models import to_template_messages
+from fasbench.policies import bind_policy, make_policy
+from fasbench.policies.dialect import Dialect
+from fasbench.policies.scripted import ScriptedPolicy
+from fasbench.records import Reply, Task, Trace, Turn, append_jsonl, iter_jsonl, repair_jsonl
+from fasbench.reward import score_report
+from fasbench.sft.reference import convert_actions, trajectory_actions
+from fasbench.tools import make_toolset
 
 SOURCES = ("multiturn_traj", "reference_traj", "parallel_toolcalls", "linerange")
 
@@ -65,34 +78,7 @@ def limits(cfg: BuildConfig, max_turns: int | None = None):
 # ---------------------------------------------------------------- traces → messages
 
 
-def episode_messages(trace: Trace, toolset) -> list[dict]:
-    """The conversation the policy saw, ending with its last assistant message: the prompt, each
-    turn, and the notes the harness inserted (the last-turn note, the reminder after a turn with
-    neither calls nor answer). Tool results after the final report are dropped."""
-    from fasbench import harness
-
-    msgs = [dict(m) for m in trace.prompt]
-    note = {"role": "user", "content": toolset.final_turn_note()}
-    # the reminder after a turn with neither calls nor answer (must mirror harness.run_episode)
-    nudge = {"role": "user", "content": getattr(harness, "NO_CALL_NOTE", None) or toolset.final_turn_note()}
-    final_turn = trace.meta.get("final_note_turn")
-    for i, t in enumerate(trace.turns):
-        if final_turn == i:
-            msgs.append(dict(note))
-        tm = turn_messages(t)
-        last = i == len(trace.turns) - 1
-        if last and trace.report is not None:
-            msgs.append(tm[0])
-            break
-        msgs.extend(tm)
-        if not t.calls and not last:
-            msgs.append(dict(nudge))
-    return msgs
-
-
 def _example(msgs: list[dict], tools: list[dict], source: str, task: Task, trace: Trace | None) -> dict:
-    from fasbench.models import to_template_messages
-
     msgs = to_template_messages(msgs)
     n_asst = [m for m in msgs if m["role"] == "assistant"]
     return {"messages": msgs, "tools": tools, "source": source, "task_id": task.id, "split": task.split or "",
@@ -114,28 +100,21 @@ def first_turn_example(trace: Trace, tools: list[dict], task: Task, max_calls: i
             calls.append(c)
     if not 1 <= len(calls) <= max_calls:
         return None
-    from fasbench.records import Turn
-
-    msg = turn_messages(Turn(index=0, text=t0.text, calls=calls))[0]
-    return _example([dict(m) for m in trace.prompt] + [msg], tools, "parallel_toolcalls", task, trace)
+    first = Trace(task_id=trace.task_id, policy=trace.policy, toolset=trace.toolset, prompt=trace.prompt,
+                  turns=[Turn(index=0, text=t0.text, calls=calls, notes=t0.notes)])
+    return _example(first.to_messages(), tools, "parallel_toolcalls", task, trace)
 
 
 # ---------------------------------------------------------------- episodes per source
 
 
 def _dialect(toolset: str):
-    from fasbench.policies.dialect import Dialect
-
     return Dialect(toolset)
 
 
 def reference_episode(task: Task, cfg: BuildConfig) -> tuple[Trace | None, dict]:
     """A real trajectory's exploration re-executed in the harness on ``task.root``; returns the
     trace (None when nothing converted) and conversion counts."""
-    from fasbench.harness import run_episode
-    from fasbench.policies.scripted import ScriptedPolicy
-    from fasbench.sft.reference import convert_actions, trajectory_actions
-
     conv = convert_actions(trajectory_actions(task), cfg.toolset, task.query, Path(task.root),
                            cfg.max_calls_per_turn)
     info = {"n_actions": conv.n_actions, "n_converted": conv.n_converted,
@@ -154,9 +133,6 @@ def reference_episode(task: Task, cfg: BuildConfig) -> tuple[Trace | None, dict]
 
 def linerange_episode(task: Task, cfg: BuildConfig) -> Trace | None:
     """One turn viewing the gold files around the gold ranges, then the tight report."""
-    from fasbench.harness import run_episode
-    from fasbench.policies.scripted import ScriptedPolicy
-
     d = _dialect(cfg.toolset)
     calls = []
     for i, (path, ranges) in enumerate(task.gold.edited.items()):
@@ -165,15 +141,12 @@ def linerange_episode(task: Task, cfg: BuildConfig) -> Trace | None:
     files = {p: r for p, r in task.gold.edited.items() if r}
     if not calls or not files or len(calls) > cfg.max_calls_per_turn:
         return None
-    from fasbench.records import Reply
 
     turns = [Reply(text="", calls=calls), d.report("report", files, "The exact lines that need to change.")]
     return run_episode(task, ScriptedPolicy(turns, name="linerange"), cfg.toolset, limits(cfg, max_turns=3))
 
 
 def _score(task: Task, trace: Trace, reward: str) -> float:
-    from fasbench.reward import score_report
-
     return score_report(reward, task.gold, trace.report, turns=trace.n_turns, root=task.root).value
 
 
@@ -181,8 +154,6 @@ def _score(task: Task, trace: Trace, reward: str) -> float:
 
 
 def _tasks(cfg: BuildConfig, kind: str, split: str) -> list[Task]:
-    from fasbench.data import load_tasks
-
     if split == "test":
         raise ValueError("SFT data never uses test tasks")
     if kind == "reference":
@@ -196,10 +167,6 @@ def _tasks(cfg: BuildConfig, kind: str, split: str) -> list[Task]:
 
 def _materialized(tasks: list[Task], limit: int, desc: str) -> list[Task]:
     """Up to ``limit`` tasks with their corpus (tasks whose corpus cannot be built are skipped)."""
-    from tqdm.auto import tqdm
-
-    from fasbench.data.corpus import CorpusError, materialize
-
     out = []
     with tqdm(total=limit, desc=desc) as bar:
         for t in tasks:
@@ -217,11 +184,6 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
     """Run the episodes (resuming from ``out/episodes.jsonl``), turn them into examples, apply the
     mix and deduplicate, and save a ``datasets.DatasetDict`` (train/dev) to ``out/dataset``.
     Returns the statistics also written to ``out/stats.json``."""
-    from tqdm.auto import tqdm
-
-    from fasbench.policies import bind_policy, make_policy
-    from fasbench.tools import make_toolset
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "episodes.jsonl"
@@ -247,8 +209,6 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
             rec: dict[str, Any] = {"kind": kind, "task_id": t.id, "split": split, "task": t.to_dict(), "trace": None}
             try:
                 if kind == "policy":
-                    from fasbench.harness import run_episode
-
                     tr = run_episode(t, bind_policy(policy, t), cfg.toolset, limits(cfg))
                 elif kind == "reference":
                     tr, info = reference_episode(t, cfg)
@@ -280,7 +240,8 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
             stats["dropped"][f"{r['kind']}: reward < {cfg.min_reward}"] += 1
             continue
         src = {"policy": "multiturn_traj", "reference": "reference_traj", "linerange": "linerange"}[r["kind"]]
-        examples[r["split"]].append(_example(episode_messages(tr, ts), tools, src, task, tr))
+        # the chat the policy saw, ending with its report (schema-1 episodes of an older build get their notes back)
+        examples[r["split"]].append(_example(restore_notes(tr).to_messages(), tools, src, task, tr))
         if r["kind"] in ("policy", "reference"):
             ex = first_turn_example(tr, tools, task, cfg.max_calls_per_turn)
             if ex is not None:
@@ -315,6 +276,7 @@ FEATURES_DOC = "messages and tools are List(Json()) so tool-call dicts keep thei
 
 def save_dataset(splits: dict[str, list[dict]], path: str | Path):
     """Save examples as a DatasetDict with ``Json()`` features for messages and tools."""
+    # local import: datasets costs ~1.3 s (python -X importtime), only paid when a data set is saved
     from datasets import Dataset, DatasetDict, Features, Json, List, Value
 
     feats = Features({"messages": List(Json()), "tools": List(Json()), "source": Value("string"),
@@ -328,7 +290,7 @@ def save_dataset(splits: dict[str, list[dict]], path: str | Path):
 
 def load_dataset(path: str | Path):
     """The DatasetDict saved by ``build``."""
-    from datasets import load_from_disk
+    from datasets import load_from_disk  # local import: datasets costs ~1.3 s, only paid when loading
 
     p = Path(path)
     if (p / "dataset").is_dir():
