@@ -86,6 +86,12 @@ def _example(msgs: list[dict], tools: list[dict], source: str, task: Task, trace
             "trace_id": trace.trace_id if trace else ""}
 
 
+def trace_example(trace: Trace, tools: list[dict], task: Task, source: str = "multiturn_traj") -> dict:
+    """The SFT example of a whole episode: the chat the policy saw, ending with its last reply, read
+    from the trace (schema-1 traces of an older build get their notes back first)."""
+    return _example(restore_notes(trace).to_messages(), tools, source, task, trace)
+
+
 def first_turn_example(trace: Trace, tools: list[dict], task: Task, max_calls: int = 6) -> dict | None:
     """``parallel_toolcalls``: the prompt and the first assistant turn, with 1–``max_calls``
     distinct calls (duplicates removed); None when the first turn has no call or too many."""
@@ -240,8 +246,7 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
             stats["dropped"][f"{r['kind']}: reward < {cfg.min_reward}"] += 1
             continue
         src = {"policy": "multiturn_traj", "reference": "reference_traj", "linerange": "linerange"}[r["kind"]]
-        # the chat the policy saw, ending with its report (schema-1 episodes of an older build get their notes back)
-        examples[r["split"]].append(_example(restore_notes(tr).to_messages(), tools, src, task, tr))
+        examples[r["split"]].append(trace_example(tr, tools, task, src))
         if r["kind"] in ("policy", "reference"):
             ex = first_turn_example(tr, tools, task, cfg.max_calls_per_turn)
             if ex is not None:
