@@ -180,7 +180,7 @@ def test_released_formats_are_read_back(tmp_path):
     views, FastContext's Read blocks (negative offsets too) and `rg --heading` Grep groups."""
     from fasbench.policies.dialect import parse_grep, parse_paths, parse_view
     from fasbench.records import ToolCall
-    from fasbench.widgets import grep_hits, viewed_ranges
+    from fasbench.replay.observed import grep_hits, viewed_ranges
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "a.py").write_text("import os\n\ndef target():\n    return os.sep\n")
@@ -191,7 +191,8 @@ def test_released_formats_are_read_back(tmp_path):
     out = fc.call("Grep", {"pattern": "target", "-C": 1})[0]
     assert parse_grep(out) == [("b.py", 1, "target = 1"), ("pkg/a.py", 3, "def target():")]
     res = fc.execute(ToolCall("g", "Grep", {"pattern": "target", "-C": 1}))
-    assert grep_hits(ToolCall("g", "Grep", {"pattern": "target"}), res) == {"b.py": [1], "pkg/a.py": [2, 3, 4]}
+    assert grep_hits("fastcontext", ToolCall("g", "Grep", {"pattern": "target"}), res) == {
+        "b.py": [1], "pkg/a.py": [2, 3, 4]}
     assert parse_paths(fc.call("Glob", {"pattern": "*.py"})[0]) in (["b.py", "pkg/a.py"], ["pkg/a.py", "b.py"])
     call = ToolCall("r", "Read", {"path": "/repo/pkg/a.py", "offset": -2})
-    assert viewed_ranges(call, fc.execute(call)) == ("pkg/a.py", [[3, 4]])
+    assert viewed_ranges("fastcontext", call, fc.execute(call)) == ("pkg/a.py", [[3, 4]])

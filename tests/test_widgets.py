@@ -12,8 +12,10 @@ import subprocess
 
 import pytest
 
-from fasbench import widgets as W
+from fasbench import replay as W
+from fasbench.replay.panels import call_label
 from fasbench.records import Gold, Report, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl
+from fasbench.runs import RunError
 
 T0 = 1_000.0
 
@@ -79,29 +81,40 @@ def test_call_spans_with_and_without_timings():
 
 def test_viewed_ranges_from_output_and_arguments():
     ok = ToolResult("x", numbered(5, 9) + "\n[showing lines 5-9 of 50]")
-    assert W.viewed_ranges(ToolCall("x", "view_file", {"path": "/repo/src/m.py", "view_range": [5, 9]}), ok) \
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "/repo/src/m.py", "view_range": [5, 9]}), ok) \
         == ("src/m.py", [[5, 9]])
     # the output is the truth: a request past the end of file shows only what exists
-    assert W.viewed_ranges(ToolCall("x", "view_file", {"path": "m.py", "view_range": [5, 400]}), ok)[1] == [[5, 9]]
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py", "view_range": [5, 400]}),
+                           ok)[1] == [[5, 9]]
     # FastContext's `LINE|content`
     read = ToolResult("x", "7|def f():\n8|    return 1\n[showing lines 7-8 of 9]")
-    assert W.viewed_ranges(ToolCall("x", "Read", {"path": "m.py", "offset": 7, "limit": 2}), read) == ("m.py", [[7, 8]])
+    assert W.viewed_ranges("fastcontext", ToolCall("x", "Read", {"path": "m.py", "offset": 7, "limit": 2}),
+                           read) == ("m.py", [[7, 8]])
     # no numbered lines (no result recorded): the requested range
-    assert W.viewed_ranges(ToolCall("x", "Read", {"path": "m.py", "offset": 3, "limit": 4}), None) == ("m.py", [[3, 6]])
-    assert W.viewed_ranges(ToolCall("x", "view_file", {"path": "m.py"}), None) == ("m.py", [[1, 100]])
+    assert W.viewed_ranges("fastcontext", ToolCall("x", "Read", {"path": "m.py", "offset": 3, "limit": 4}),
+                           None) == ("m.py", [[3, 6]])
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py"}), None) == ("m.py", [[1, 100]])
     # content lines starting with digits do not break in
     tricky = ToolResult("x", "     1\t2024 was a year\n     2\t  99 bottles")
-    assert W.viewed_ranges(ToolCall("x", "view_file", {"path": "m.py", "view_range": [1, 2]}), tricky)[1] == [[1, 2]]
-    assert W.viewed_ranges(ToolCall("x", "view_file", {"path": "m.py"}), ToolResult("x", "Error: nope", True)) is None
-    assert W.viewed_ranges(ToolCall("x", "grep_search", {"query": "q"}), ok) is None
-    assert W.viewed_ranges(ToolCall("x", "view_file", '{"path": "m.py", "view_range": [2, 3]}'),
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py", "view_range": [1, 2]}),
+                           tricky)[1] == [[1, 2]]
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py"}),
+                           ToolResult("x", "Error: nope", True)) is None
+    assert W.viewed_ranges("relace", ToolCall("x", "grep_search", {"query": "q"}), ok) is None
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", '{"path": "m.py", "view_range": [2, 3]}'),
                            ToolResult("x", numbered(2, 3))) == ("m.py", [[2, 3]])
 
 
 def test_grep_hits_matches_and_context():
     r = ToolResult("g", "./a.py:12:foo = 1\n./a.py-13-bar\nsub/c-1.py:3:foo\n[more than 50 matches]")
-    assert W.grep_hits(ToolCall("g", "grep_search", {"query": "foo"}), r) == {"a.py": [12, 13], "sub/c-1.py": [3]}
-    assert W.grep_hits(ToolCall("g", "Grep", {"pattern": "foo"}), ToolResult("g", "Error: bad regex", True)) == {}
+    assert W.grep_hits("relace", ToolCall("g", "grep_search", {"query": "foo"}), r) == {"a.py": [12, 13],
+                                                                                      "sub/c-1.py": [3]}
+    assert W.grep_hits("fastcontext", ToolCall("g", "Grep", {"pattern": "foo"}),
+                       ToolResult("g", "Error: bad regex", True)) == {}
+    # a tool set's kinds decide: a name of the other tool set shows nothing
+    assert W.grep_hits("fastcontext", ToolCall("g", "grep_search", {"query": "foo"}), r) == {}
+    seen = W.observe("relace", ToolCall("g", "grep_search", {"query": "foo"}), r)
+    assert (seen.kind, seen.ranges, seen.hits) == ("search", {}, [("a.py", 12), ("a.py", 13), ("sub/c-1.py", 3)])
 
 
 def test_overlay_counts_match_trace_and_gold():
@@ -152,7 +165,7 @@ def test_replay_slider_changes_the_shown_turn():
     assert sum(f.counts()["viewed"] for f in r.overlay) == 20
     r.slider.value = 2
     assert r.step == 1 and "Turn 2 / 3" in r.header.value and "read the rest" in r.header.value
-    assert [label for label, _ in r.calls.options] == [W.call_label(tr.turns[1].calls[0], tr.turns[1].results[0], 0)]
+    assert [label for label, _ in r.calls.options] == [call_label(tr.turns[1].calls[0], tr.turns[1].results[0], 0)]
     assert "30, -1" in r.call_detail.value
     assert sum(f.counts()["viewed"] for f in r.overlay) == 22
     shade = [s for s in r.timeline_fig.layout.shapes if s.name == "current-turn"]
@@ -215,18 +228,18 @@ def test_browser_filter_sort_and_selection():
         W.TraceBrowser([traces[0], traces[0]])
 
 
-def test_load_run_takes_rewards_from_summary(tmp_path):
+def test_run_episodes_take_rewards_from_summary(tmp_path):
     import polars as pl
 
     traces = [hand_trace("a"), hand_trace("b")]
     append_jsonl(tmp_path / "traces.jsonl", traces)
     pl.DataFrame({"trace_id": [traces[0].trace_id], "reward_relace": [0.25]}).write_parquet(tmp_path / "summary.parquet")
-    got = W.load_run(tmp_path)
+    got = W.load_run_episodes(tmp_path).traces
     assert [t.meta.get("reward") for t in got] == [0.25, None]
     rows = W.browser_rows(got)
     assert rows[0]["reward"] == 0.25 and math.isnan(rows[1]["reward"])
-    with pytest.raises(FileNotFoundError):
-        W.load_run(tmp_path / "missing")
+    with pytest.raises(RunError):
+        W.load_run_episodes(tmp_path / "missing")
 
 
 # ---------------------------------------------------------------- real episodes

@@ -1,17 +1,36 @@
-"""Replay of named evaluation runs with their gold, and a browser over all runs.
+"""Interactive replay of parallel tool-call traces, of named runs with their gold, and a browser over runs.
 
-- :mod:`fasbench.replay.runs` — :func:`load_run_episodes` (a run by path or name: its traces and its
+- :mod:`~fasbench.replay.timeline` — :func:`call_spans` / :func:`assign_lanes`: every call as a span on a
+  lane, one lane per concurrent call slot; :func:`turn_summary`;
+- :mod:`~fasbench.replay.observed` — what one call showed (its kind, lines of file content, search
+  hits): the one module here that names tools or reads tool output;
+- :mod:`~fasbench.replay.overlay` — :func:`file_overlay`: per file the lines viewed, matched, cited and gold;
+- :mod:`~fasbench.replay.episodes` — :func:`episode_row` / :func:`filter_sort`: the browser's table;
+- :mod:`~fasbench.replay.plots` — :func:`timeline_figure`, :func:`compare_figure`, :func:`file_figure`
+  (saved for papers with :func:`fasbench.figures.save`); :mod:`~fasbench.replay.panels` — the HTML panels;
+- :mod:`~fasbench.replay.widgets` — :class:`TraceReplay`, :func:`compare`, :class:`TraceBrowser`;
+- :mod:`~fasbench.replay.runs` — :func:`load_run_episodes` (a run by path or name: its traces and its
   tasks with gold, from ``tasks.jsonl`` or the task source recorded in ``run.json``),
   :func:`example_run` (the shipped example run, notebook 07's default), :func:`replay_run`;
-- :mod:`fasbench.replay.browser` — :class:`RunsBrowser`: pick runs, see their metrics and paired
-  differences, open an episode of one of them in the replay (with its gold).
-
-The replay widgets themselves are in :mod:`fasbench.widgets`.
+- :mod:`~fasbench.replay.browser` — :class:`RunsBrowser`: pick runs, see their metrics and paired
+  differences, open an episode of one of them in the replay (with its gold);
+- :mod:`~fasbench.replay.demo` — :func:`symbol_task`, :func:`demo_episode`: scripted parallel and
+  sequential searches (turns in ``data/demo/``) run through the real harness.
 """
 
 from fasbench.replay.browser import RunsBrowser, frame_html
+from fasbench.replay.demo import demo_episode, demo_turns, symbol_task
+from fasbench.replay.episodes import browser_rows, episode_row, filter_sort
+from fasbench.replay.observed import grep_hits, observe, viewed_ranges
+from fasbench.replay.overlay import FileOverlay, file_overlay, overlay_totals, report_turn
+from fasbench.replay.plots import compare_figure, file_figure, timeline_figure
 from fasbench.replay.runs import (EXAMPLE_RUN, RunEpisodes, example_run, load_run_episodes, pick_episode,
                                   replay_run)
+from fasbench.replay.timeline import assign_lanes, call_spans, turn_summary
+from fasbench.replay.widgets import Comparison, TraceBrowser, TraceReplay, compare, compare_rows
 
-__all__ = ["EXAMPLE_RUN", "RunEpisodes", "RunsBrowser", "example_run", "frame_html", "load_run_episodes", "pick_episode",
-           "replay_run"]
+__all__ = ["EXAMPLE_RUN", "Comparison", "FileOverlay", "RunEpisodes", "RunsBrowser", "TraceBrowser", "TraceReplay",
+           "assign_lanes", "browser_rows", "call_spans", "compare", "compare_figure", "compare_rows", "demo_episode",
+           "demo_turns", "episode_row", "example_run", "file_figure", "file_overlay", "filter_sort", "frame_html",
+           "grep_hits", "load_run_episodes", "observe", "overlay_totals", "pick_episode", "replay_run",
+           "report_turn", "symbol_task", "timeline_figure", "turn_summary", "viewed_ranges"]

@@ -9,10 +9,11 @@ from typing import Sequence
 
 import ipywidgets as W
 import polars as pl
+from IPython.display import display
 
 from fasbench import runs as R
 from fasbench.replay.runs import RunEpisodes, load_run_episodes
-from fasbench.widgets import TraceBrowser
+from fasbench.replay.widgets import TraceBrowser
 
 
 def frame_html(df: pl.DataFrame, cls: str) -> str:
@@ -97,6 +98,4 @@ class RunsBrowser:
         return self.episodes
 
     def _ipython_display_(self):
-        from IPython.display import display
-
         display(self.widget)

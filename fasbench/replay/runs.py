@@ -13,10 +13,13 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fasbench.evaluate import read_run_meta
-from fasbench.paths import data_dir
+import polars as pl
+
 from fasbench.data.corpus import resolve_root
+from fasbench.evaluate import load_task_arg, read_run_meta
+from fasbench.paths import data_dir
 from fasbench.records import Task, Trace, read_tasks, read_traces
+from fasbench.replay.widgets import TraceReplay
 from fasbench.runs import RunError, resolve_run
 
 EXAMPLE_RUN = "examples/heuristic-swebench-lite"  # under data/
@@ -43,8 +46,8 @@ def _first(path: Path, *names: str) -> Path | None:
 
 
 def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
-    import polars as pl
-
+    """Each trace's ``meta["reward"]`` from the ``reward_<name>`` column of ``summary.parquet`` (written by
+    ``fasbench.evaluate``), so that the browser shows rewards without the tasks."""
     summary = path / "summary.parquet"
     col = "reward_" + re.sub(r"[^0-9a-zA-Z]+", "_", reward).strip("_")
     if not summary.exists():
@@ -60,8 +63,6 @@ def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
 def _tasks_from_source(source: str | None) -> list[Task]:
     if not source:
         return []
-    from fasbench.evaluate import load_task_arg
-
     spec = re.sub(r" \(first \d+\)$", "", source)  # the CLI notes --limit after the source
     try:
         return load_task_arg(spec)
@@ -111,9 +112,7 @@ def pick_episode(run: RunEpisodes, task_id: str = "") -> Trace:
 
 
 def replay_run(run: str | Path, task_id: str = "", reward: str = "relace"):
-    """The :class:`fasbench.widgets.TraceReplay` of one episode of a named run, with its gold."""
-    from fasbench.widgets import TraceReplay
-
+    """The :class:`fasbench.replay.widgets.TraceReplay` of one episode of a named run, with its gold."""
     r = load_run_episodes(run, reward)
     tr = pick_episode(r, task_id)
     return TraceReplay(tr, r.tasks.get(tr.task_id))
