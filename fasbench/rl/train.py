@@ -175,6 +175,15 @@ def build_dataset(tasks: list[Task], cfg: RLConfig):
 
 
 
+def peft_config(cfg: RLConfig):
+    """PEFT's ``LoraConfig`` of ``cfg`` (rank ``lora_r``, scale ``lora_alpha``), or None without LoRA."""
+    if not cfg.lora:
+        return None
+    from peft import LoraConfig  # local import: peft + torch ~2.7 s
+
+    return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+
+
 def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     """(trainer, tasks) for ``cfg``: the model, tokenizer, dataset, environment and reward wired up."""
     import torch  # local import: torch ~1.9 s
@@ -199,18 +208,12 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     tok.padding_side = "left"
     prepare_tokenizer(tok)
     args = grpo_args(cfg, use_cpu=not cuda)
-    peft_config = None
-    if cfg.lora:
-        from peft import LoraConfig  # local import: peft + torch ~2.7 s
-
-        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear",
-                                 task_type="CAUSAL_LM")
     reward = EpisodeReward(cfg.reward, out, cfg.log_rollouts, make_judge(cfg.judge) if cfg.judge else None)
     limits = cfg.limits
     env_cls = environment_class(cfg.toolset, limits)
     trainer = _trainer_class()(
         model=model, reward_funcs=[reward], args=args, train_dataset=build_dataset(tasks, cfg),
-        processing_class=tok, environment_factory=env_cls, peft_config=peft_config,
+        processing_class=tok, environment_factory=env_cls, peft_config=peft_config(cfg),
         callbacks=[step_log(out / LOG_FILE)], harness_tool_schemas=harness_schemas(cfg.toolset, limits),
         episode_reward=reward)
     return trainer, tasks

@@ -177,13 +177,18 @@ def coerce(value: Any, hint) -> Any:
     raise _Mismatch
 
 
+def _accepts(hint, typ: type) -> bool:
+    return hint is typ or (_is_union(hint) and typ in _args(hint))
+
+
 def _accepts_str(hint) -> bool:
-    return hint is str or (_is_union(hint) and str in _args(hint))
+    return _accepts(hint, str)
 
 
 def parse_value(text: str, hint) -> Any:
     """A ``--set`` value read as the type ``hint``: YAML (numbers, true/false, null, [lists],
-    {mappings}); a field that takes a string takes the text as is when YAML reads something else."""
+    {mappings}; ``1e-4`` too, which YAML 1.1 reads as a string); a field that takes a string takes the
+    text as is when YAML reads something else."""
     try:
         v = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -191,9 +196,15 @@ def parse_value(text: str, hint) -> Any:
     try:
         return coerce(v, hint)
     except _Mismatch:
-        if _accepts_str(hint):
-            return text
-        raise
+        pass
+    if isinstance(v, str) and _accepts(hint, float):  # YAML 1.1 reads 1e-4 as a string
+        try:
+            return float(v)
+        except ValueError:
+            pass
+    if _accepts_str(hint):
+        return text
+    raise _Mismatch
 
 
 # ---------------------------------------------------------------- loading
@@ -261,7 +272,10 @@ def _build(cls: type, values: dict, where: str):
         try:
             kw[k] = coerce(v, hints[k])
         except _Mismatch:
-            raise UserError(f"{where}: {k} expects {describe(hints[k])}, got {v!r}") from None
+            try:  # YAML 1.1 reads 1e-4 (no dot) as a string
+                kw[k] = float(v) if isinstance(v, str) and _accepts(hints[k], float) else coerce(v, hints[k])
+            except (_Mismatch, ValueError):
+                raise UserError(f"{where}: {k} expects {describe(hints[k])}, got {v!r}") from None
     return cls(**kw)
 
 
