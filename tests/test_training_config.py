@@ -57,6 +57,7 @@ def test_rl_profile_errors_name_the_key_and_value(tmp_path, text, msg):
     ("train:\n  learning_rat: 0.1\n", r"train: unknown field 'learning_rat' \(did you mean 'learning_rate'\?\)"),
     ("build:\n  max_tasks: {train: many}\n", r"build: max_tasks expects a mapping of integers, got"),
     ("eval: 3\n", r"section 'eval' must be a mapping of fields, got 3"),
+    ("max_steps: 3\n", r"'max_steps' is a field of the train section; write it there"),
 ])
 def test_sft_profile_errors_name_the_key_and_value(tmp_path, text, msg):
     p = tmp_path / "bad.yaml"

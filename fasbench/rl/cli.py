@@ -28,10 +28,10 @@ def register(app: typer.Typer) -> None:
         output_dir: Optional[str] = typer.Option(None, "--output-dir", help="override output_dir"),
     ):
         """Train with GRPO; resumes from the last checkpoint in the output dir. Prints the summary."""
-        # local import: fasbench.rl.train imports the harness and tools (~1.5 s, python -X importtime),
-        # which every other `fasbench` command would pay at start-up
+        # local import: fasbench.rl.config and .train import the harness and tools (~1.5 s, python -X
+        # importtime), which every other `fasbench` command would pay at start-up
         from fasbench.rl.config import load_config
-        from fasbench.rl.train import train
+        from fasbench.rl.train import train  # local import: as above
 
         given = {k: v for k, v in {"max_steps": max_steps, "output_dir": output_dir}.items() if v is not None}
         summary = train(load_config(config, given, set_ or ()))

@@ -32,7 +32,7 @@ import difflib
 import os
 import types
 import typing
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -301,6 +301,9 @@ def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, An
                 raise UserError(f"{where}: section {k!r} must be a mapping of fields, got {v!r}")
             per[k].update(v)
         else:
+            homes = [s for s, c in kind.sections.items() if k in {f.name for f in fields(c)}]
+            if homes:
+                raise UserError(f"{where}: {k!r} is a field of the {' or '.join(homes)} section; write it there")
             raise UserError(f"{where}: unknown key {k!r}{_suggest(str(k), [*kind.sections, *kind.extra])} "
                             f"(a {kind.prefix} profile has {', '.join([*kind.extra, *kind.sections])})")
     over = dict(overrides or {})
@@ -317,8 +320,3 @@ def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, An
     name = str(extra.get("name") or path.stem.removeprefix(kind.prefix + "_"))
     return Loaded(path, name, parts, extra)
 
-
-def to_dict(obj) -> dict:
-    """A config dataclass as a plain dict (for JSON)."""
-    assert is_dataclass(obj)
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
