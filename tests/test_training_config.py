@@ -134,3 +134,27 @@ def test_one_step_log_and_last_checkpoint(tmp_path):
     for n in (2, 10):
         (tmp_path / f"checkpoint-{n}").mkdir()
     assert last_checkpoint(tmp_path).endswith("checkpoint-10")
+
+
+def test_set_on_both_clis_changes_the_resolved_config():
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    r = CliRunner().invoke(app, ["rl", "config", "tiny", "--set", "max_steps=5", "--set", "lora_alpha=4"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert (got["max_steps"], got["lora_alpha"]) == (5, 4)
+    r = CliRunner().invoke(app, ["sft", "config", "tiny", "--set", "max_steps=5", "--set", "eval.max_turns=7"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert (got["train"]["max_steps"], got["eval"]["max_turns"], got["build"]["max_turns"]) == (5, 7, 4)
+
+
+def test_launcher_takes_set_and_fails_in_one_line(capsys):
+    from fasbench.sft.launch import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["tiny", "--set", "max_steps=ten"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err == "error: --set max_steps=ten: max_steps expects an integer, got 'ten'\n"
