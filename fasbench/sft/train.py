@@ -193,8 +193,9 @@ def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
 
 def train(profile: Profile, resume: bool = True) -> Path:
     """Train a profile; resumes from the last checkpoint in its run dir. Saves the final model
-    (LoRA merged) with its tokenizer to ``<run_dir>/final`` and the log history to
-    ``<run_dir>/log.jsonl``; returns the final model's folder (loadable by ``load_model``)."""
+    (LoRA merged) with its tokenizer to ``<run_dir>/final``; the step log is appended to
+    ``<run_dir>/log.jsonl`` as training goes (``read_log``). Returns the final model's folder
+    (loadable by ``load_model``)."""
     trainer = make_trainer(profile)
     run_dir = profile.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
