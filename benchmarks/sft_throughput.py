@@ -35,11 +35,11 @@ def main() -> None:
 
     n = args.steps + args.warmup
     tmp = tempfile.mkdtemp(prefix="sft-bench-")
-    prof = load_profile(args.profile, {"train": {
+    prof = load_profile(args.profile, {
         "model": args.model, "lora": False, "max_steps": n, "per_device_train_batch_size": args.batch,
         "gradient_accumulation_steps": 1, "max_length": args.max_length, "over_length": "truncate",
         "save_steps": 10**6,
-        "logging_steps": 10**6, "output_dir": tmp, "lr_scheduler_type": "constant", "warmup_ratio": 0.0}})
+        "logging_steps": 10**6, "output_dir": tmp, "lr_scheduler_type": "constant", "warmup_ratio": 0.0})
     if not (prof.data_dir / "dataset").exists():
         build(prof.build, prof.data_dir)
     ds = load_dataset(prof.data_dir)

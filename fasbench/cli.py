@@ -22,7 +22,7 @@ app = typer.Typer(cls=CliGroup, add_completion=False, no_args_is_help=True,
 PLUGINS: list[str] = [
     "fasbench.data.cli",
     "fasbench.bon.cli",
-    "fasbench.rl_cli",
+    "fasbench.rl.cli",
     "fasbench.eval_cli",
     "fasbench.trajectories.cli",
     "fasbench.sft.cli",

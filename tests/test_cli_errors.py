@@ -49,6 +49,8 @@ def bad(tmp_path_factory):
     run = d / "run_half"  # an eval run whose summary was cut off mid-write
     run.mkdir()
     (run / "summary.parquet").write_bytes(b"PAR1\x15\x04\x15")
+    (d / "badkey.yaml").write_text("max_step: 3\n")  # a profile with a misspelt field
+    (d / "badval.yaml").write_text("train:\n  max_steps: ten\n")  # a value of the wrong type
     return d
 
 
@@ -56,6 +58,10 @@ def cases(b):
     F, D, B, T = str(b / "file.txt"), str(b / "folder"), str(b / "binary.bin"), str(b / "tasks.jsonl")
     H, HL, DEEP, WS = str(b / "half.json"), str(b / "half.jsonl"), str(b / "deep.json"), str(b / "ws")
     out = str(b / "out_dir")
+    BK, BV = str(b / "badkey.yaml"), str(b / "badval.yaml")
+    # bad --set overrides: not key=value, an unknown field, a value of the wrong type, an ambiguous name
+    SET_RL = [["--set", "max_steps"], ["--set", "learning_rat=1"], ["--set", "max_steps=ten"], ["--set", "lora=maybe"]]
+    SET_SFT = [["--set", "=3"], ["--set", "train.nope=1"], ["--set", "max_steps=ten"], ["--set", "max_turns=3"]]
     return {
         "tool": [[D, "--root", WS], [B, "--root", WS], [H, "--root", WS], [DEEP, "--root", WS],
                  ['{"name": "view_file", "arguments": {}}', "--root", F]],
@@ -76,14 +82,16 @@ def cases(b):
         "data mine-git": [[F, "--out", out], [D, "--out", out], [WS, "--out", D]],
         "bon pools": [["--tasks", D], ["--tasks", B]],
         "bon evaluate": [[D], [B], [HL]],
-        "rl train": [["--config", D], ["--config", B], ["--config", H]],
-        "rl config": [[D], [B], [H]],
+        "rl train": [["--config", D], ["--config", B], ["--config", H], ["--config", BK],
+                     *[["--config", "tiny", *s] for s in SET_RL]],
+        "rl config": [[D], [B], [H], [BK], ["no-such-profile"], *[["tiny", *s] for s in SET_RL]],
         "rl log": [[F], [D], [B]],
         "trajectories analyze": [[B, "--out", F], [D, "--labels", D, "--out", out], [D, "--labels", B, "--out", out]],
-        "sft config": [[D], [B], [H]],
-        "sft build": [["--config", D], ["--config", B]],
-        "sft train": [["--config", D], ["--config", B]],
-        "sft eval": [["--config", B, "--model", D], ["--config", D, "--model", D]],
+        "sft config": [[D], [B], [H], [BV], ["no-such-profile"], *[["tiny", *s] for s in SET_SFT]],
+        "sft build": [["--config", D], ["--config", B], ["--config", BV], *[["--config", "tiny", *s] for s in SET_SFT]],
+        "sft train": [["--config", D], ["--config", B], *[["--config", "tiny", *s] for s in SET_SFT]],
+        "sft eval": [["--config", B, "--model", D], ["--config", D, "--model", D],
+                     ["--config", "tiny", "--set", "eval.n_tasks=many", "--model", D]],
         "data import": [["swe-explore", D, "--out", out], ["swe-explore", B, "--out", out],
                         ["locbench", HL, "--out", out], ["nonexistent-format", F, "--out", out],
                         ["swe-explore", F, "--out", D]],

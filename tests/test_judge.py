@@ -178,7 +178,7 @@ def test_bad_judge_specs():
                       ("openai:model=x,workers=many", "not an integer"), ("openai:model=x,colour=red", "no parameter")):
         with pytest.raises(ValueError, match=msg):
             make_judge(spec)
-    from fasbench.rl import RLConfig
+    from fasbench.rl.config import RLConfig
 
     with pytest.raises(ValueError, match="judge applies to the fastcontext reward"):
         RLConfig(reward="relace", judge="openai:model=x,base_url=http://127.0.0.1:9/v1")
@@ -235,7 +235,8 @@ def test_evaluation_and_rl_use_the_judge(judge_url, ws, tmp_path):
     from fasbench.harness import Limits, run_episode
     from fasbench.policies import ScriptedPolicy
     from fasbench.records import Reply
-    from fasbench.rl import EpisodeReward, environment_class
+    from fasbench.rl.env import environment_class
+    from fasbench.rl.reward import EpisodeReward
 
     task = _task(ws)
     tr = run_episode(task, ScriptedPolicy([Reply(text=ANSWER)]), "fastcontext", Limits(max_turns=3))

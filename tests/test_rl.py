@@ -1,4 +1,4 @@
-"""GRPO over the harness (fasbench/rl.py): the environment's tools are the harness's tools, the
+"""GRPO over the harness (fasbench/rl/): the environment's tools are the harness's tools, the
 episode and reward are read as evaluation reads them, and a tiny GRPO run trains and resumes.
 
 Corpus: a real git repository built in a tmp dir (tasks mined from its history with
@@ -18,8 +18,12 @@ from fasbench.harness import Limits, execute_calls, initial_messages, run_episod
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, ToolCall, turn_messages
 from fasbench.reward import score_report
-from fasbench.rl import (EpisodeReward, RLConfig, environment_class, harness_schemas, load_config, read_log,
-                         read_rollouts)
+from fasbench.rl.analysis import read_rollouts
+from fasbench.rl.config import LOG_FILE, RLConfig, load_config
+from fasbench.rl.env import environment_class, harness_schemas
+from fasbench.rl.reward import EpisodeReward
+from fasbench.rl.train import train as rl_train
+from fasbench.training.log import read_log
 from fasbench.tools import ToolLimits, make_toolset
 
 # ---------------------------------------------------------------- a real small corpus
@@ -219,8 +223,8 @@ def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
     import polars as pl
 
     from fasbench.policies.toy import make_corpus, toy_tasks
-    from fasbench.rl import LANDSCAPE_COLUMNS, incentive_landscape
-    from fasbench.rl_plots import landscape
+    from fasbench.rl.analysis import LANDSCAPE_COLUMNS, incentive_landscape
+    from fasbench.rl.plots import landscape
 
     tasks = toy_tasks(make_corpus(tmp_path / "toy"))[:3]
     land = incentive_landscape(tasks, "relace", reward, turns=(2, 3), calls=(1, 3), progress=False)
@@ -242,7 +246,7 @@ def test_final_turn_note_only_before_the_last_turn(tasks):
     """The environment asks for the harness's last-turn note after the tool results of the turn
     before the last one, not earlier, not after a report; the trainer finds the rollout by the
     identity of its tool messages."""
-    from fasbench.rl import _rollout_of
+    from fasbench.rl.train import _rollout_of
 
     lim = Limits(max_turns=3, max_calls_per_turn=4)
     env = environment_class("relace", lim)()
@@ -270,15 +274,15 @@ def test_config_errors_and_profiles():
     gpu = load_config("gpu")
     assert (gpu.num_generations, gpu.max_turns, gpu.learning_rate, gpu.epsilon, gpu.epsilon_high, gpu.beta) == \
         (16, 8, 1e-6, 0.2, 0.28, 0.0)
-    from fasbench.rl import grpo_args
+    from fasbench.rl.train import grpo_args
 
     args = grpo_args(gpu, use_cpu=True)  # the GPU profile's TRL config loads here too
     assert args.max_tool_calling_iterations == 7 and args.use_vllm
-    with pytest.raises(ValueError, match="unknown rl config field"):
-        load_config("tiny", nonsense=1)
+    with pytest.raises(ValueError, match="unknown field 'nonsense'"):
+        load_config("tiny", {"nonsense": 1})
     with pytest.raises(ValueError, match="reward 'nope' unknown"):
         RLConfig(reward="nope")
-    with pytest.raises(FileNotFoundError, match="no profile"):
+    with pytest.raises(ValueError, match="no shipped profile"):
         load_config("no-such-profile")
 
 
@@ -347,13 +351,13 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path):
     import torch
 
     torch.set_num_threads(1)
-    cfg = load_config("tiny", output_dir=str(tmp_path / "run"), max_steps=2, save_steps=1, report_to="none",
-                      max_turns=2, max_completion_length=192, temperature=0.6)
+    cfg = load_config("tiny", {"output_dir": str(tmp_path / "run"), "max_steps": 2, "save_steps": 1,
+                               "report_to": "none", "max_turns": 2, "max_completion_length": 192, "temperature": 0.6})
     cfg.model = str(teach(tasks, cfg))
-    summary = __import__("fasbench.rl", fromlist=["train"]).train(cfg, tasks)
+    summary = rl_train(cfg, tasks)
     assert summary["global_step"] == 2 and summary["resumed_from"] is None
     assert summary["weight_delta_l2"] > 0, "GRPO did not change the weights"
-    steps = [r for r in read_log(cfg.out) if r["kind"] == "step"]
+    steps = [r for r in read_log(cfg.out, LOG_FILE) if r["kind"] == "step"]
     assert [r["step"] for r in steps] == [1, 2]
     for r in steps:  # every logged step carries the loss, the reward and each of its parts
         assert math.isfinite(r["loss"])
@@ -378,7 +382,7 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path):
 
     # resume: a later call with more steps continues from the last checkpoint
     cfg.max_steps = 3
-    again = __import__("fasbench.rl", fromlist=["train"]).train(cfg, tasks)
+    again = rl_train(cfg, tasks)
     assert again["resumed_from"] and again["resumed_from"].endswith("checkpoint-2")
     assert again["global_step"] == 3 and again["steps_this_call"] == 1
-    assert [r["step"] for r in read_log(cfg.out) if r["kind"] == "step"] == [1, 2, 3]
+    assert [r["step"] for r in read_log(cfg.out, LOG_FILE) if r["kind"] == "step"] == [1, 2, 3]

@@ -87,14 +87,14 @@ def test_build_from_real_trajectory_reexecuted(real_data):
 def test_tiny_training_loss_falls_and_resumes(real_data, tmp_path):
     _, out, _ = real_data
     run = tmp_path / "run"
-    over = {"build": {"out": str(out)}, "train": {"output_dir": str(run), "max_steps": 6, "save_steps": 3,
-                                                  "learning_rate": 2e-3, "per_device_train_batch_size": 2}}
+    over = {"out": str(out), "output_dir": str(run), "max_steps": 6, "save_steps": 3, "learning_rate": 2e-3,
+            "per_device_train_batch_size": 2}
     final = train(load_profile("tiny", over))
     assert (final / "config.json").exists() and (run / "checkpoint-6").is_dir()
     losses = [r["loss"] for r in read_log(run) if "loss" in r]
     assert len(losses) == 6 and sum(losses[-2:]) < sum(losses[:2])
     # resume: two more steps continue from checkpoint-6 instead of starting over
-    over["train"]["max_steps"] = 8
+    over["max_steps"] = 8
     train(load_profile("tiny", over))
     steps = [r["step"] for r in read_log(run) if "loss" in r]
     assert steps == list(range(1, 9))
@@ -116,13 +116,12 @@ def test_gpu_profile_loads_and_first_step_runs_on_cpu_code_path(real_data, tmp_p
     assert (Path(__file__).parents[1] / "fasbench/configs/accelerate_sft_gpu.yaml").exists()
     _, out, _ = real_data
     # same code path, with only what this machine cannot do swapped: the model, bf16, the length
-    p = load_profile("gpu", {"build": {"out": str(out)}, "train": {
-        "model": "tiny", "bf16": False, "dtype": None, "max_steps": 1, "max_length": 4096,
-        "output_dir": str(tmp_path / "gpu"), "gradient_accumulation_steps": 1}})
+    p = load_profile("gpu", {"out": str(out), "model": "tiny", "bf16": False, "dtype": None, "max_steps": 1,
+                             "max_length": 4096, "output_dir": str(tmp_path / "gpu"), "gradient_accumulation_steps": 1})
     train(p)
     assert [r["step"] for r in read_log(tmp_path / "gpu") if "loss" in r] == [1]
-    with pytest.raises(ValueError, match="unknown field"):
-        load_profile("tiny", {"train": {"learning_rat": 1.0}})
+    with pytest.raises(ValueError, match="unknown field 'learning_rat'"):
+        load_profile("tiny", {"learning_rat": 1.0})
 
 
 def test_episode_messages_equal_what_the_policy_saw(tmp_path):
@@ -161,12 +160,12 @@ def test_over_length_drop_keeps_whole_examples_only(real_data, tmp_path):
     # a limit between the two lengths keeps exactly the shorter example, whole
     kept = drop_long(ds, tok, lens[0])
     assert len(kept) == 1 and example_tokens(kept[0], tok) == lens[0]
-    over = {"build": {"out": str(out)}, "train": {"output_dir": str(tmp_path / "run"), "max_steps": 1,
-                                                  "max_length": lens[0], "over_length": "drop"}}
+    over = {"out": str(out), "output_dir": str(tmp_path / "run"), "max_steps": 1, "max_length": lens[0],
+            "over_length": "drop"}
     assert len(make_trainer(load_profile("tiny", over)).train_dataset) == 1
-    over["train"]["max_length"] = lens[0] - 1
+    over["max_length"] = lens[0] - 1
     with pytest.raises(ValueError, match="longer than max_length"):
         make_trainer(load_profile("tiny", over))
-    over["train"]["over_length"] = "cut"
+    over["over_length"] = "cut"
     with pytest.raises(ValueError, match="over_length"):
         make_trainer(load_profile("tiny", over))

@@ -4,8 +4,8 @@ private method fails with one message naming the supported range."""
 import pytest
 from trl import GRPOTrainer
 
-from fasbench import trl_compat
-from fasbench.trl_compat import SUPPORTED, TRLVersionError, check_grpo_trainer, check_version
+from fasbench.rl import trl_compat
+from fasbench.rl.trl_compat import SUPPORTED, TRLVersionError, check_grpo_trainer, check_version
 
 
 def test_installed_trl_passes():

@@ -1,5 +1,5 @@
 """Turn limits up to 24 everywhere (harness, evaluation CLI, policies, SFT/RL profiles), the sequential
-starting point of Relace's turn-penalty run, and turns/accuracy over training (fasbench/rl_turns.py)."""
+starting point of Relace's turn-penalty run, and turns/accuracy over training (fasbench/rl/turns.py)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def test_eval_cli_runs_a_24_turn_limit(toy, tmp_path):
 
 def test_long_profiles_set_up_relaces_turn_penalty(toy):
     from fasbench.policies.sequential import SequentialPolicy as Seq
-    from fasbench.rl import environment_class, load_config
+    from fasbench.rl.config import load_config
+    from fasbench.rl.env import environment_class
     from fasbench.sft.data import limits
     from fasbench.sft.train import load_profile
 
@@ -109,9 +110,10 @@ def test_long_profiles_set_up_relaces_turn_penalty(toy):
 
 
 def test_grpo_args_allow_23_tool_iterations():
-    from fasbench.rl import grpo_args, load_config
+    from fasbench.rl.config import load_config
+    from fasbench.rl.train import grpo_args
 
-    args = grpo_args(load_config("long_cpu", output_dir="/tmp/fasbench-unused"), use_cpu=True)
+    args = grpo_args(load_config("long_cpu", {"output_dir": "/tmp/fasbench-unused"}), use_cpu=True)
     assert args.max_tool_calling_iterations == 23
 
 
@@ -126,8 +128,8 @@ def _rollout(step, turns, acc, task="t1"):
 
 
 def test_turn_trend_and_findings_on_known_rollouts():
-    from fasbench.rl import RLConfig
-    from fasbench.rl_turns import findings_markdown, rollout_frame, turn_trend
+    from fasbench.rl.config import RLConfig
+    from fasbench.rl.turns import findings_markdown, rollout_frame, turn_trend
 
     rolls = [_rollout(0, n, 0.5) for n in (18, 20, 22, 20)] + [_rollout(1, 12, 0.5)] + \
         [_rollout(2, n, 0.5) for n in (4, 5, 6, 5)]
@@ -146,7 +148,7 @@ def test_turn_trend_and_findings_on_known_rollouts():
 
 
 def test_turns_accuracy_figure_from_the_step_log():
-    from fasbench.rl_plots import turns_accuracy
+    from fasbench.rl.plots import turns_accuracy
 
     frame = pl.DataFrame({"step": [1, 2, 3], "episode/turns/mean": [20.0, 12.0, 5.0], "episode/turns/std": [2.0, 3.0, 1.0],
                           "reward_parts/accuracy/mean": [0.5, 0.5, 0.52], "reward_parts/accuracy/std": [0.1] * 3,
@@ -164,8 +166,8 @@ def test_turns_accuracy_figure_from_the_step_log():
 
 
 def test_start_vs_target_shows_the_gap_the_turn_penalty_opens(toy):
-    from fasbench.rl import RLConfig
-    from fasbench.rl_turns import findings_markdown, rollout_frame, start_vs_target, turn_trend
+    from fasbench.rl.config import RLConfig
+    from fasbench.rl.turns import findings_markdown, rollout_frame, start_vs_target, turn_trend
 
     f = start_vs_target(toy, progress=False)
     g = {r["policy"]: r for r in f.group_by("policy").agg(pl.col("turns", "accuracy", "reward").mean()).iter_rows(named=True)}

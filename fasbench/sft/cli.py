@@ -1,69 +1,68 @@
-"""``fasbench sft build | train | eval | config`` (registered through ``fasbench.cli.PLUGINS``)."""
+"""``fasbench sft build | train | eval | config`` (registered through ``fasbench.cli.PLUGINS``).
+
+Every command takes a profile (a name or a YAML file) and ``--set key=value`` overrides, read by the
+loader shared with ``fasbench rl`` (fasbench.training.config); config errors are one-line errors
+with exit status 2 (``fasbench.errors.CliGroup``)."""
 
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
+from fasbench.sft.data import build
+from fasbench.sft.evaluate import dev_tasks, evaluate, summary
+from fasbench.sft.train import Profile, load_profile, train
 
-def _profile(config: str, out: Optional[str] = None, max_steps: Optional[int] = None):
-    from fasbench.sft.train import load_profile
+PROFILE_HELP = "profile (tiny | cpu | gpu | long_cpu | long_gpu) or a YAML config file"
+SET_HELP = ("override a config field: key=value (key: a field of build/train/eval, or section.key where "
+            "two sections have it, e.g. eval.max_turns), the value read as the field's type (repeatable)")
+SetOpt = typer.Option(None, "--set", help=SET_HELP)
 
-    over: dict = {}
-    if out:
-        over["build"] = {"out": out}
-    if max_steps is not None:
-        over["train"] = {"max_steps": max_steps}
-    try:
-        return load_profile(config, over)
-    except (FileNotFoundError, ValueError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+
+def _profile(config: str, sets: Optional[List[str]], **given) -> Profile:
+    return load_profile(config, {k: v for k, v in given.items() if v is not None}, sets or ())
 
 
 def register(app: typer.Typer) -> None:
     sft = typer.Typer(no_args_is_help=True, help="SFT of a search subagent from reference traces (TRL)")
 
     @sft.command("config")
-    def config_cmd(config: str = typer.Argument(..., help="profile name (tiny|cpu|gpu) or YAML/JSON path")):
+    def config_cmd(config: str = typer.Argument(..., help=PROFILE_HELP),
+                   set_: Optional[List[str]] = SetOpt):
         """Print a profile with every field resolved."""
-        typer.echo(json.dumps(_profile(config).to_dict(), indent=1))
+        typer.echo(json.dumps(_profile(config, set_).to_dict(), indent=1))
 
     @sft.command("build")
-    def build_cmd(config: str = typer.Option(..., "--config", help="profile name (tiny|cpu|gpu) or path"),
-                  out: Optional[str] = typer.Option(None, "--out", help="output folder (default: the cache)")):
+    def build_cmd(config: str = typer.Option(..., "--config", help=PROFILE_HELP),
+                  set_: Optional[List[str]] = SetOpt,
+                  out: Optional[str] = typer.Option(None, "--out", help="output folder (build.out; default: the cache)")):
         """Build the SFT data set (episodes → examples → datasets on disk); resumes."""
-        from fasbench.sft.data import build
-
-        p = _profile(config, out)
+        p = _profile(config, set_, out=out)
         stats = build(p.build, p.data_dir)
         typer.echo(json.dumps({"out": str(p.data_dir), "examples": stats["examples"],
                                "dropped": stats["dropped"]}, indent=1))
 
     @sft.command("train")
-    def train_cmd(config: str = typer.Option(..., "--config", help="profile name (tiny|cpu|gpu) or path"),
+    def train_cmd(config: str = typer.Option(..., "--config", help=PROFILE_HELP),
+                  set_: Optional[List[str]] = SetOpt,
                   max_steps: Optional[int] = typer.Option(None, "--max-steps", help="override train.max_steps"),
                   resume: bool = typer.Option(True, "--resume/--no-resume", help="continue from the last checkpoint")):
         """Train a profile with TRL's SFTTrainer (builds the data first when missing)."""
-        from fasbench.sft.data import build
-        from fasbench.sft.train import train
-
-        p = _profile(config, max_steps=max_steps)
+        p = _profile(config, set_, max_steps=max_steps)
         if not (p.data_dir / "dataset").exists():
             build(p.build, p.data_dir)
         typer.echo(str(train(p, resume=resume)))
 
     @sft.command("eval")
-    def eval_cmd(config: str = typer.Option(..., "--config", help="profile name or path (tool set, limits, eval block)"),
+    def eval_cmd(config: str = typer.Option(..., "--config", help=PROFILE_HELP + " (tool set, limits, eval section)"),
+                 set_: Optional[List[str]] = SetOpt,
                  model: str = typer.Option(..., "--model", help="model name or checkpoint folder"),
                  label: str = typer.Option("model", "--label", help="name of this run in the output"),
                  out: Optional[str] = typer.Option(None, "--out", help="traces JSONL (resumes)")):
         """Run a model through the harness on dev tasks; prints the summary as JSON."""
-        from fasbench.sft.evaluate import dev_tasks, evaluate, summary
-
-        p = _profile(config)
+        p = _profile(config, set_)
         rows = evaluate(model, dev_tasks(p), p, label, out)
         typer.echo(json.dumps(summary(rows), indent=1))
 

@@ -47,7 +47,7 @@ SOURCES = ("multiturn_traj", "reference_traj", "parallel_toolcalls", "linerange"
 
 @dataclass
 class BuildConfig:
-    """How to build an SFT data set (the ``build:`` block of a profile)."""
+    """How to build an SFT data set (the flat ``build:`` section of a profile; fasbench.training.config)."""
 
     out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
     toolset: str = "relace"  # relace | fastcontext: the tool set the student will use
@@ -68,6 +68,9 @@ class BuildConfig:
 
 
 def limits(cfg: BuildConfig, max_turns: int | None = None):
+    """The harness limits of the build's episodes (``max_turns`` overrides ``cfg.max_turns``)."""
+    # local import: fasbench.harness imports the tools (jsonschema), ~1.5 s by python -X importtime;
+    # fasbench.sft is imported by the `fasbench` CLI at start-up
     from fasbench.harness import Limits
     from fasbench.tools import ToolLimits
 

@@ -1,22 +1,31 @@
 """SFT with TRL's ``SFTTrainer``: assistant-only loss over the tool chat template, LoRA (PEFT) or
 full fine-tuning, checkpoints that resume. One code path for every profile (tiny, cpu, gpu); a
-profile is a YAML/JSON file with ``build:``, ``train:`` and ``eval:`` blocks
-(``fasbench/configs/sft_<name>.yaml``)."""
+profile is a YAML file with three flat sections ``build:`` (:class:`~fasbench.sft.data.BuildConfig`),
+``train:`` (:class:`TrainConfig`) and ``eval:`` (:class:`EvalConfig`) (``fasbench/configs/sft_<name>.yaml``),
+read by the loader shared with RL (:mod:`fasbench.training.config`: field and type checks, ``--set``
+overrides)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+import os
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from fasbench.paths import cache_dir, repo_root
-from fasbench.sft.data import BuildConfig
+from fasbench.models import load_model, to_template_messages
+from fasbench.paths import cache_dir
+from fasbench.sft.data import BuildConfig, load_dataset
+from fasbench.training.config import Kind, expand, load
+from fasbench.training.log import LOG_FILE, last_checkpoint, read_log, step_log
+
+__all__ = ["TrainConfig", "EvalConfig", "Profile", "load_profile", "train", "make_trainer", "read_log",
+           "last_checkpoint"]
 
 
 @dataclass
 class TrainConfig:
-    """The ``train:`` block of a profile. Fields map onto TRL's ``SFTConfig`` / PEFT's ``LoraConfig``."""
+    """The flat ``train:`` section of a profile. Fields map onto TRL's ``SFTConfig`` / PEFT's ``LoraConfig``."""
 
     model: str = "tiny"  # tiny | smollm2-offline | a checkpoint dir | a hub id (fasbench.models.load_model)
     output_dir: str = ""  # "" = cache_dir("runs", "sft-<profile name>"); the final model lands in <it>/final
@@ -54,7 +63,7 @@ class TrainConfig:
 
 @dataclass
 class EvalConfig:
-    """The ``eval:`` block: the before/after comparison on dev tasks through the harness."""
+    """The flat ``eval:`` section: the before/after comparison on dev tasks through the harness."""
 
     n_tasks: int = 8  # dev tasks (agent-traces + task_source, corpora cached) evaluated
     max_turns: int = 3
@@ -73,70 +82,33 @@ class Profile:
 
     @property
     def data_dir(self) -> Path:
-        return Path(self.build.out) if self.build.out else cache_dir("sft", self.name)
+        return Path(expand(self.build.out)) if self.build.out else cache_dir("sft", self.name)
 
     @property
     def run_dir(self) -> Path:
-        return Path(self.train.output_dir) if self.train.output_dir else cache_dir("runs", f"sft-{self.name}")
+        return Path(expand(self.train.output_dir)) if self.train.output_dir else cache_dir("runs", f"sft-{self.name}")
 
     def to_dict(self) -> dict:
         return {"name": self.name, "build": asdict(self.build), "train": asdict(self.train), "eval": asdict(self.eval)}
 
 
-def _fill(cls, d: dict | None, where: str):
-    d = d or {}
-    if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected a mapping, got {type(d).__name__}")
-    known = {f.name for f in fields(cls)}
-    bad = sorted(set(d) - known)
-    if bad:
-        raise ValueError(f"{where}: unknown field(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
-    return cls(**d)
+KIND = Kind("sft", {"build": BuildConfig, "train": TrainConfig, "eval": EvalConfig}, extra=("name",))
 
 
-def configs_dir() -> Path:
-    return repo_root() / "fasbench" / "configs"
-
-
-def load_profile(name_or_path: str | Path, overrides: dict | None = None) -> Profile:
-    """A profile by name (``tiny``, ``cpu``, ``gpu`` → ``fasbench/configs/sft_<name>.yaml``) or
-    path (.yaml/.yml/.json). ``overrides``: ``{"train": {...}, "build": {...}, "eval": {...}}``."""
-    p = Path(name_or_path)
-    if not p.suffix:
-        p = configs_dir() / f"sft_{name_or_path}.yaml"
-    if not p.exists():
-        avail = sorted(x.stem.removeprefix("sft_") for x in configs_dir().glob("sft_*.yaml"))
-        raise FileNotFoundError(f"no SFT profile {name_or_path!r} ({p}); available: {', '.join(avail)}")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    if p.suffix == ".json":
-        d = json.loads(text)
-    else:
-        import yaml
-
-        try:
-            d = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ValueError(f"{p}: not valid YAML ({' '.join(str(e).split())})") from None
-    if not isinstance(d, dict):
-        raise ValueError(f"{p}: a profile is a mapping with build/train/eval blocks")
-    for k, v in (overrides or {}).items():
-        d.setdefault(k, {}).update(v)
-    unknown = sorted(set(d) - {"name", "build", "train", "eval"})
-    if unknown:
-        raise ValueError(f"{p}: unknown top-level key(s) {', '.join(unknown)} (expected name, build, train, eval)")
-    return Profile(name=str(d.get("name") or p.stem.removeprefix("sft_")),
-                   build=_fill(BuildConfig, d.get("build"), f"{p}: build"),
-                   train=_fill(TrainConfig, d.get("train"), f"{p}: train"),
-                   eval=_fill(EvalConfig, d.get("eval"), f"{p}: eval"))
+def load_profile(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
+                 sets: Sequence[str] = ()) -> Profile:
+    """A profile by name (``tiny`` -> ``fasbench/configs/sft_tiny.yaml``) or path; ``overrides``
+    (``{field or section.field: value}``, e.g. ``{"max_steps": 8, "eval.max_turns": 2}``) then
+    ``sets`` (``["field=value"]``, ``--set``) win. Unknown fields and values of the wrong type are
+    one-line errors (fasbench.training.config)."""
+    got = load(KIND, name_or_path, overrides, sets)
+    return Profile(name=got.name, build=got.parts["build"], train=got.parts["train"], eval=got.parts["eval"])
 
 
 def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool = False):
     """TRL ``SFTConfig`` of a train block (shared by the trainer and the throughput benchmark).
     ``use_cpu=True`` builds a GPU profile's arguments on a machine without one (its check in tests)."""
-    from trl import SFTConfig
+    from trl import SFTConfig  # local import: trl + torch ~2 s (python -X importtime)
 
     kw: dict[str, Any] = dict(
         output_dir=str(output_dir), max_steps=tc.max_steps, num_train_epochs=tc.num_train_epochs,
@@ -158,7 +130,7 @@ def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool 
 def peft_config(tc: TrainConfig):
     if not tc.lora:
         return None
-    from peft import LoraConfig
+    from peft import LoraConfig  # local import: peft + torch ~2.7 s (python -X importtime)
 
     return LoraConfig(r=tc.lora_r, lora_alpha=tc.lora_alpha, lora_dropout=tc.lora_dropout,
                       target_modules=tc.lora_target_modules, task_type="CAUSAL_LM")
@@ -166,8 +138,6 @@ def peft_config(tc: TrainConfig):
 
 def example_tokens(example: dict, tokenizer) -> int:
     """Tokens of one conversational example rendered with the tokenizer's (tool) chat template."""
-    from fasbench.models import to_template_messages
-
     ids = tokenizer.apply_chat_template(to_template_messages(example["messages"]), tools=example["tools"],
                                         tokenize=True)
     ids = ids["input_ids"] if hasattr(ids, "keys") else ids
@@ -184,10 +154,7 @@ def drop_long(dataset, tokenizer, max_length: int):
 def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
     """The TRL SFTTrainer of a profile (model loaded, LoRA applied, data from the profile's
     build folder unless given)."""
-    from trl import SFTTrainer
-
-    from fasbench.models import load_model
-    from fasbench.sft.data import load_dataset
+    from trl import SFTTrainer  # local import: trl + torch ~2 s (python -X importtime)
 
     tc = profile.train
     if dataset is None:
@@ -216,32 +183,25 @@ def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
     args = sft_config(tc, profile.run_dir, dev is not None)
     trainer = SFTTrainer(model=model, args=args, train_dataset=train,
                          eval_dataset=dev if args.eval_strategy != "no" else None,
-                         processing_class=tokenizer, peft_config=peft_config(tc))
+                         processing_class=tokenizer, peft_config=peft_config(tc),
+                         callbacks=[step_log(profile.run_dir / LOG_FILE)])
     if len(trainer.train_dataset) == 0:
         raise ValueError(f"all {len(train)} SFT examples lost their assistant tokens to truncation at max_length="
                          f"{tc.max_length}; raise train.max_length or lower build.max_output_chars")
     return trainer
 
 
-def last_checkpoint(run_dir: str | Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(str(run_dir)) if Path(run_dir).is_dir() else None
-
-
 def train(profile: Profile, resume: bool = True) -> Path:
     """Train a profile; resumes from the last checkpoint in its run dir. Saves the final model
-    (LoRA merged) with its tokenizer to ``<run_dir>/final`` and the log history to
-    ``<run_dir>/log.jsonl``; returns the final model's folder (loadable by ``load_model``)."""
+    (LoRA merged) with its tokenizer to ``<run_dir>/final``; the step log is appended to
+    ``<run_dir>/log.jsonl`` as training goes (``read_log``). Returns the final model's folder
+    (loadable by ``load_model``)."""
     trainer = make_trainer(profile)
     run_dir = profile.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "profile.json").write_text(json.dumps(profile.to_dict(), indent=1))
     ckpt = last_checkpoint(run_dir) if resume else None
     trainer.train(resume_from_checkpoint=ckpt)
-    with open(run_dir / "log.jsonl", "w", encoding="utf-8") as f:
-        for row in trainer.state.log_history:
-            f.write(json.dumps(row) + "\n")
     final = run_dir / "final"
     model = trainer.model
     if hasattr(model, "merge_and_unload"):
@@ -249,11 +209,3 @@ def train(profile: Profile, resume: bool = True) -> Path:
     model.save_pretrained(final)
     trainer.processing_class.save_pretrained(final)
     return final
-
-
-def read_log(run_dir: str | Path) -> list[dict]:
-    """The trainer's log history (loss, learning rate, grad norm per logged step)."""
-    p = Path(run_dir) / "log.jsonl"
-    if not p.exists():
-        raise FileNotFoundError(f"no training log at {p}; train the profile first")
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]

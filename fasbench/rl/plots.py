@@ -1,13 +1,15 @@
-"""Figures of GRPO runs (fasbench/rl.py): training curves, turns and accuracy over training, before vs
+"""Figures of GRPO runs (fasbench/rl/): training curves, turns and accuracy over training, before vs
 after, incentive landscape."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
+import polars as pl
 from plotly.subplots import make_subplots
 
 from fasbench.figures import PALETTE
-from fasbench.rl_turns import accuracy_part
+from fasbench.rl.analysis import LANDSCAPE_COLUMNS
+from fasbench.rl.turns import accuracy_part
 
 
 def _band(fig, x, mean, std, name, color, row, col, showlegend=True):
@@ -47,8 +49,6 @@ def curves(frame, title: str = "GRPO over the harness") -> go.Figure:
 
 def before_after(frame, metrics=("reward", "part/accuracy", "turns", "calls_per_turn", "reported")) -> go.Figure:
     """Mean of each metric per policy (before / after) on the evaluation tasks."""
-    import polars as pl
-
     metrics = [m for m in metrics if m in frame.columns]
     agg = frame.group_by("policy", maintain_order=True).agg([pl.col(m).cast(pl.Float64).mean() for m in metrics])
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=metrics)
@@ -63,11 +63,7 @@ def before_after(frame, metrics=("reward", "part/accuracy", "turns", "calls_per_
 def landscape(frame, value: str = "reward") -> go.Figure:
     """Heat map of the mean ``value`` of the heuristic policy over planned turns × calls per turn,
     beside the mean reward and each of its parts (the frame's other columns, see
-    ``fasbench.rl.incentive_landscape``) by the turns the episodes used."""
-    import polars as pl
-
-    from fasbench.rl import LANDSCAPE_COLUMNS
-
+    ``fasbench.rl.analysis.incentive_landscape``) by the turns the episodes used."""
     parts = [c for c in frame.columns if c not in LANDSCAPE_COLUMNS]
     agg = frame.group_by(["turns", "calls"]).agg(pl.col(value).mean())
     turns = sorted(agg["turns"].unique().to_list())
@@ -96,7 +92,7 @@ def turns_accuracy(frame, title: str = "turns and accuracy over training", max_t
     """Relace's question of a GRPO run, per step from the step log (``rl.log_frame``): turns used
     (mean ± std over the step's rollouts, left axis, up to the turn limit ``max_turns`` when given,
     with Relace's penalty-free zone n <= ``free_turns`` shaded) against accuracy — the reward's
-    accuracy part (``rl_turns.accuracy_part``) — and Relace's turn penalty where the reward has one
+    accuracy part (``fasbench.rl.turns.accuracy_part``) — and Relace's turn penalty where the reward has one
     (right axis)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = frame["step"].to_list()

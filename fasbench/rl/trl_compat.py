@@ -1,6 +1,6 @@
 """The TRL versions fasbench's GRPO supports, checked in one place.
 
-``fasbench.rl.HarnessGRPOTrainer`` overrides private members of TRL's ``GRPOTrainer`` (the tool loop of
+``fasbench.rl.train.HarnessGRPOTrainer`` overrides private members of TRL's ``GRPOTrainer`` (the tool loop of
 ``environment_factory``), which TRL may change in any release:
 
 - ``_generate_single_turn`` (to start a new turn in every environment, for ``max_calls_per_turn``),
@@ -31,7 +31,7 @@ PRIVATE_METHODS = ("_generate_single_turn", "_tool_call_loop", "_get_tool_suffix
 
 
 class TRLVersionError(ImportError):
-    """The installed TRL is outside the supported range or lacks a member fasbench.rl overrides."""
+    """The installed TRL is outside the supported range or lacks a member fasbench.rl.train overrides."""
 
 
 def trl_version() -> str:
@@ -56,7 +56,7 @@ def check_version(v: str) -> None:
 
 def check_grpo_trainer(trainer_cls: type, v: str | None = None) -> None:
     """Check the TRL version (``v``, default: the installed one) and that ``trainer_cls`` (TRL's
-    ``GRPOTrainer``) has every private method fasbench.rl overrides."""
+    ``GRPOTrainer``) has every private method fasbench.rl.train overrides."""
     v = trl_version() if v is None else v
     check_version(v)
     missing = [m for m in PRIVATE_METHODS if not callable(getattr(trainer_cls, m, None))]

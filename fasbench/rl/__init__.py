@@ -1,0 +1,26 @@
+"""GRPO over the evaluation harness: TRL ``GRPOTrainer`` with ``environment_factory``.
+
+Modules (one concept each; nothing is re-exported here, so that ``fasbench rl ...`` starts without
+importing the harness or torch):
+
+- :mod:`~fasbench.rl.config` — :class:`RLConfig` (one flat profile, ``fasbench/configs/rl_*.yaml``),
+  ``load_config``, ``resolve_model_spec``, the names of a run's files;
+- :mod:`~fasbench.rl.tasks` — ``load_rl_tasks``: the training tasks with materialised corpora;
+- :mod:`~fasbench.rl.env` — ``HarnessEnv``: the harness tools as environment methods, and the
+  episode of a rollout rebuilt from its messages;
+- :mod:`~fasbench.rl.reward` — ``EpisodeReward`` (the TRL reward function) and the batch statistics;
+- :mod:`~fasbench.rl.train` — ``HarnessGRPOTrainer``, ``grpo_args``, ``make_trainer``, ``train``;
+- :mod:`~fasbench.rl.trl_compat` — the supported TRL range and the check of the private methods
+  the trainer overrides;
+- :mod:`~fasbench.rl.evaluate` — ``evaluate_checkpoint`` (before vs after);
+- :mod:`~fasbench.rl.analysis` — ``log_frame``, ``read_rollouts``, ``incentive_landscape``;
+- :mod:`~fasbench.rl.turns`, :mod:`~fasbench.rl.plots` — turns and accuracy over training, figures;
+- :mod:`~fasbench.rl.cli` — ``fasbench rl train | config | log``.
+
+Where TRL's loop differs from ``run_episode``: the harness's last-turn note is appended as a user
+message after the tool results of the turn before the last (``HarnessGRPOTrainer._get_tool_suffix_ids``),
+as ``run_episode`` does; its no-call reminder is not, since TRL's tool loop ends the rollout at a reply
+without tool calls; calls made after the report get an error observation instead of ending the
+rollout at once (the reward ignores them); the turn counter that enforces ``max_calls_per_turn`` is
+advanced by the trainer at every generation.
+"""
