@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from chat_view import plain
 
 from fasbench.harness import Limits, execute_calls, initial_messages, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
@@ -347,13 +348,21 @@ def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
     return model_dir
 
 
-def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path):
+def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypatch):
     import torch
 
     torch.set_num_threads(1)
     cfg = load_config("tiny", {"output_dir": str(tmp_path / "run"), "max_steps": 2, "save_steps": 1,
                                "report_to": "none", "max_turns": 2, "max_completion_length": 192, "temperature": 0.6})
     cfg.model = str(teach(tasks, cfg))
+    seen = []  # TRL's own messages of every rollout, as its loop built them
+    call = EpisodeReward.__call__
+
+    def recording(self, prompts, completions, environments=None, **kw):
+        seen.extend(zip(prompts, completions))
+        return call(self, prompts, completions, environments=environments, **kw)
+
+    monkeypatch.setattr(EpisodeReward, "__call__", recording)
     summary = rl_train(cfg, tasks)
     assert summary["global_step"] == 2 and summary["resumed_from"] is None
     assert summary["weight_delta_l2"] > 0, "GRPO did not change the weights"
@@ -375,6 +384,12 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path):
     assert last_turn, "no rollout reached the last turn"
     assert all(tr.meta.get("final_note_turn") == cfg.max_turns - 1 for tr in last_turn)
     assert not any("final_note_turn" in tr.meta for tr in rollouts if tr.n_turns < cfg.max_turns)
+    # the rebuilt episode's conversation is TRL's chat up to the reply that ended the episode, note included
+    assert len(seen) == len(rollouts)
+    for (prompt, completion), tr in zip(seen, rollouts):
+        asst = [i for i, m in enumerate(completion) if m["role"] == "assistant"]
+        assert plain(tr.to_messages()) == plain(prompt + completion[:asst[tr.n_turns - 1] + 1])
+    assert any(m["role"] == "user" for tr in last_turn for m in tr.to_messages()[2:])
     for tr in rollouts:  # the logged reward is the evaluation reward of the rebuilt episode
         task = next(t for t in tasks if t.id == tr.task_id)
         s = score_report("relace", task.gold, tr.report, tr.n_turns or None, root=task.root)

@@ -156,15 +156,21 @@ class HarnessEnv:
         return res.output
 
     # -- episode reconstruction, as run_episode reads it
-    def _episode(self, completion: list[dict], policy: str = "grpo") -> Trace:
-        """The harness Trace of this rollout from its completion messages."""
+    def _episode(self, completion: list[dict], policy: str = "grpo", prompt: list[dict] | None = None) -> Trace:
+        """The harness Trace of this rollout from its prompt and completion messages: each assistant
+        message is a turn (its results are the calls this environment ran for that turn), each user
+        message the trainer inserted (the last-turn note) is a note of the turn that follows, so
+        ``trace.to_messages()`` is the rollout's chat up to the reply that ends the episode."""
         ts, task = self._toolset, self._task
-        trace = Trace(task_id=task.id, policy=policy, toolset=ts.name, stop_reason="max_turns")
+        trace = Trace(task_id=task.id, policy=policy, toolset=ts.name, stop_reason="max_turns",
+                      prompt=[dict(m) for m in prompt or [] if isinstance(m, dict)])
         results_by_turn: dict[int, list[ToolResult]] = {}
         for turn, _, res in self._log:
             results_by_turn.setdefault(turn, []).append(res)
-        i = 0
+        i, notes = 0, []
         for m in completion:
+            if m.get("role") == "user":
+                notes.append(dict(m))
             if m.get("role") != "assistant":
                 continue
             calls = []
@@ -174,13 +180,15 @@ class HarnessEnv:
             text = m.get("content") or ""
             if not isinstance(text, str):
                 text = " ".join(p.get("text", "") for p in text if isinstance(p, dict))
-            turn = Turn(index=i, text=text, calls=calls, results=results_by_turn.get(i, []))
+            turn = Turn(index=i, text=text, calls=calls, results=results_by_turn.get(i, []), notes=notes)
+            notes = []
             trace.turns.append(turn)
             report = ts.parse_report(text, calls[:self._limits.max_calls_per_turn])  # refused calls never answer
             if report is not None:
                 trace.report, trace.stop_reason = report, "reported"
                 break
             i += 1
+        trace.tail_notes = notes  # a note after the last reply (the rollout ended before another generation)
         trace.meta["tool_errors"] = sum(r.is_error for t in trace.turns for r in t.results)
         if self._note_turn is not None and len(trace.turns) > self._note_turn:  # the note's turn was generated
             trace.meta["final_note_turn"] = self._note_turn

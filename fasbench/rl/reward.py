@@ -48,8 +48,10 @@ class EpisodeReward:
             raise ValueError("EpisodeReward needs the rollouts' environments (use environment_factory)")
         values, self.batch, traces = [], [], []
         # non-conversational completions: the whole text is one turn
-        trs = [env._episode([{"role": "assistant", "content": c}] if isinstance(c, str) else c)
-               for c, env in zip(completions, environments)]
+        prompts = prompts if prompts is not None else [None] * len(completions)
+        trs = [env._episode([{"role": "assistant", "content": c}] if isinstance(c, str) else c,
+                            prompt=p if isinstance(p, list) else None)
+               for p, c, env in zip(prompts, completions, environments)]
         if self.judge is not None:  # the batch's judge calls at once, concurrently
             self.judge.score_many(judge_requests((tr.report, env._task.root, env._task.query, finish_reason(tr))
                                                  for tr, env in zip(trs, environments)))
