@@ -1,0 +1,188 @@
+"""The full bash grammar (tree-sitter-bash) for text outside the lexer's regular subset:
+subshells, loops, conditionals, expansions, command and process substitutions."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import tree_sitter_bash
+from tree_sitter import Language, Parser
+
+from fasbench.shell.command import Simple, unquote
+from fasbench.shell.heredoc import cut_heredocs
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Parser:
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+_DQ_ESCAPE = re.compile(r'\\([\\"$`])')
+_SKIP = {"heredoc_body", "comment", "heredoc_start", "heredoc_end"}
+_TRANSPARENT = {"program", "list", "pipeline", "redirected_statement"}  # not a compound construct
+_WORD_SPECIAL = re.compile(rb"[$`<>\\]")
+_WORDS = re.compile(r"""(?:'[^']*'|"[^"$`\\]*"|[^\s'"\\])+""")
+_WORDS_LINE = re.compile(r"""\s*(?:(?:'[^']*'|"[^"$`\\]*"|[^\s'"\\])++\s*)*+""")
+
+
+def _word(node) -> str:
+    """The shell word a node stands for, quotes removed."""
+    text = node.text.decode("utf-8", "replace")
+    t = node.type
+    if t == "raw_string":
+        return text[1:-1]
+    if t == "string":
+        inner = text[1:-1]
+        return _DQ_ESCAPE.sub(r"\1", inner) if "\\" in inner else inner
+    if t == "word" and "\\" not in text:
+        return text
+    return unquote(text)
+
+
+def _redirect(node) -> tuple[str, str]:
+    op, dest = "", ""
+    for ch in node.children:
+        if not ch.is_named:
+            op += ch.type
+        elif ch.type != "file_descriptor":
+            dest = _word(ch)
+    return op.strip(), dest
+
+
+class _Walk:
+    """One walk over a tree: the simple commands found, in order, with heredoc bodies that were cut
+    out before parsing put back."""
+
+    __slots__ = ("out", "bodies", "k", "pipe", "in_pipe", "inside")
+
+    def __init__(self, bodies: list[str] | None):
+        self.out: list[Simple] = []
+        self.bodies = bodies
+        self.k = 0
+        self.pipe = -1  # the last pipeline index given out
+        self.in_pipe: int | None = None  # the pipeline being walked
+        self.inside: str | None = None
+
+    def _pipeline(self) -> int:
+        if self.in_pipe is not None:
+            return self.in_pipe
+        self.pipe += 1
+        return self.pipe
+
+    def walk(self, node) -> None:
+        t = node.type
+        if t == "command":
+            self.command(node)
+        elif t == "redirected_statement":
+            self.redirected(node)
+        elif t in _SKIP:
+            return
+        elif t == "pipeline":
+            outer = self.in_pipe
+            self.pipe += 1
+            self.in_pipe = self.pipe
+            for ch in node.named_children:
+                self.walk(ch)
+            self.in_pipe = outer
+        elif t in _TRANSPARENT or self.inside is not None:
+            for ch in node.named_children:
+                self.walk(ch)
+        else:
+            self.inside = t
+            for ch in node.named_children:
+                self.walk(ch)
+            self.inside = None
+
+    def command(self, node) -> None:
+        raw = node.text
+        if not _WORD_SPECIAL.search(raw):  # plain words and simple quotes: split them directly
+            text = raw.decode("utf-8", "replace")
+            if _WORDS_LINE.fullmatch(text):
+                words = [unquote(w) if ("'" in w or '"' in w) else w for w in _WORDS.findall(text)]
+                self.out.append(Simple(words, None, None, self._pipeline(), self.inside))
+                return
+        words: list[str] = []
+        redirects: list[tuple[str, str]] = []
+        nesting = b"$(" in raw or b"`" in raw or b"<(" in raw or b">(" in raw
+        pipe = self._pipeline()
+        for ch in node.named_children:
+            ct = ch.type
+            if ct == "variable_assignment":
+                self.nested(ch)
+            elif ct == "file_redirect":
+                redirects.append(_redirect(ch))
+            elif ct == "herestring_redirect":
+                continue
+            else:
+                if nesting and ct != "raw_string":
+                    self.nested(ch)
+                words.append(_word(ch))
+        self.out.append(Simple(words, redirects, None, pipe, self.inside))
+
+    def redirected(self, node) -> None:
+        # Redirections apply to the last simple command of the body (``a && b > f``, ``a | b > f``);
+        # commands after a heredoc start on its line (``cat <<EOF | python``) come after it.
+        out = self.out
+        start = len(out)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.walk(body)
+        if len(out) == start:
+            out.append(Simple([], None, None, self._pipeline(), self.inside))
+        target = out[-1]
+        for ch in node.named_children:
+            if body is not None and ch.id == body.id:
+                continue
+            if ch.type == "file_redirect":
+                target.redirects.append(_redirect(ch))
+            elif ch.type == "heredoc_redirect":
+                n = len(out)
+                target.heredoc, inner = self.heredoc(ch, target.pipeline)
+                target.redirects.extend(inner)
+                if target.words[:1] == ["cat"] and not inner and len(out) > n and out[n].heredoc is None \
+                        and out[n].pipeline == target.pipeline:
+                    out[n].heredoc = target.heredoc  # cat <<EOF | python: python reads the text
+
+    def nested(self, node) -> None:
+        """Commands inside a word: $(…), `…`, <(…)."""
+        for ch in node.named_children:
+            if ch.type in ("command_substitution", "process_substitution"):
+                outer, inside = self.in_pipe, self.inside
+                self.in_pipe, self.inside = None, inside or ch.type
+                self.walk(ch)
+                self.in_pipe, self.inside = outer, inside
+            elif ch.named_child_count:
+                self.nested(ch)
+
+    def heredoc(self, node, pipe: int) -> tuple[str, list[tuple[str, str]]]:
+        body, redirects = "", []
+        for ch in node.named_children:
+            if ch.type == "heredoc_body":
+                body = ch.text.decode("utf-8", "replace")
+            elif ch.type == "file_redirect":
+                redirects.append(_redirect(ch))
+            elif ch.type not in ("heredoc_start", "heredoc_end"):
+                # cat <<EOF | python (same pipeline), cat <<EOF && … (a new one)
+                if ch.type == "pipeline":  # the rest of the heredoc's own pipeline
+                    outer, self.in_pipe = self.in_pipe, pipe
+                    for c in ch.named_children:
+                        self.walk(c)
+                    self.in_pipe = outer
+                else:
+                    self.walk(ch)
+        if self.bodies is not None and self.k < len(self.bodies):
+            body = self.bodies[self.k]
+            self.k += 1
+        return body, redirects
+
+
+def parse(text: str) -> list[Simple]:
+    """The simple commands of ``text`` by the bash grammar; ValueError on a syntax error."""
+    src, bodies = cut_heredocs(text)
+    tree = _parser().parse(src.encode("utf-8"))
+    if tree.root_node.has_error:
+        raise ValueError("tree-sitter parse error")
+    w = _Walk(bodies)
+    w.walk(tree.root_node)
+    return w.out
