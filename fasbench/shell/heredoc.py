@@ -32,7 +32,8 @@ def terminator(text: str, word: str, start: int, tabs: bool) -> tuple[int, int] 
 
 def cut_heredocs(text: str, keep_end: bool = True) -> tuple[str, list[str] | None]:
     """The text with heredoc bodies removed (delimiter lines kept when ``keep_end``), and the bodies
-    in order; the text unchanged and None when it has no heredoc or one is not terminated."""
+    in order; the text unchanged and None when it has no heredoc. An unterminated heredoc runs to
+    the end of the text, as in bash ("here-document delimited by end-of-file")."""
     m = START.search(text)
     if m is None:
         return text, None
@@ -47,8 +48,9 @@ def cut_heredocs(text: str, keep_end: bool = True) -> tuple[str, list[str] | Non
         cur = eol + 1
         for h in START.finditer(text, m.start(), eol):  # several heredocs may start on one line
             span = terminator(text, h.group(3), cur, bool(h.group(1)))
-            if span is None:
-                return text, None
+            if span is None:  # bash reads an unterminated heredoc to the end of the input
+                bodies.append(text[cur:])
+                return "".join(parts), bodies
             bodies.append(text[cur:span[0]])
             if keep_end:  # tree-sitter wants the delimiter line; the lexer does not
                 parts.append(text[span[0]:span[1]])

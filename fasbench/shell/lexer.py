@@ -83,8 +83,8 @@ def regular(text: str) -> list[Simple] | None:
 
 
 _TOKEN = re.compile(
-    r"""\s*(?:(?P<op>&&|\|\||;;|[;&|\n]|\(|\))|(?P<redir>\d?(?:>>|>\||&>>|&>|>&|>|<<<|<<-?|<))"""
-    r"""|(?P<word>(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s;&|()<>'"\\])+))""",
+    r"""(?:[ \t\r]|\\\n)*(?:(?P<op>&&|\|\||;;|[;&|\n]|\(|\))|(?P<redir>\d?(?:>>|>\||&>>|&>|>&|>|<<<|<<-?|<))"""
+    r"""|(?P<comment>\#[^\n]*)|(?P<word>(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s;&|()<>'"\\])+))""",
     re.S,
 )
 
@@ -92,7 +92,7 @@ _TOKEN = re.compile(
 def tolerant(text: str) -> list[Simple]:
     """Words between unquoted operators (for text tree-sitter rejects); ValueError where even the
     words cannot be tokenised (unbalanced quotes)."""
-    src, bodies = cut_heredocs(text)
+    src, bodies = cut_heredocs(text, keep_end=False)
     bodies = bodies or []
     out: list[Simple] = []
     pipe = 0
@@ -113,6 +113,8 @@ def tolerant(text: str) -> list[Simple]:
             cur = Simple([], pipeline=pipe)
         elif m.group("redir"):
             pending = m.group("redir").lstrip("0123456789")
+        elif m.group("comment") is not None:
+            continue
         elif m.group("word") is not None:
             w = unquote(m.group("word"))
             if pending in ("<<", "<<-"):
