@@ -25,7 +25,7 @@ RESERVED = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "
             "function", "select", "time", "coproc", "!", "[[", "]]"}
 
 
-def _feed_cat_heredoc(cmds: list[Simple]) -> None:
+def feed_cat_heredoc(cmds: list[Simple]) -> None:
     """``cat <<EOF | python``: the command after the pipe reads the heredoc's text."""
     for c, d in zip(cmds, cmds[1:]):
         if (c.heredoc is not None and c.words[:1] == ["cat"] and not c.redirects and d.pipeline == c.pipeline
@@ -78,7 +78,7 @@ def regular(text: str) -> list[Simple] | None:
         return None
     if words or redirects or heredoc is not None:
         cmds.append(Simple(words, redirects, heredoc, pipe))
-    _feed_cat_heredoc(cmds)
+    feed_cat_heredoc(cmds)
     return cmds
 
 

@@ -11,6 +11,7 @@ from tree_sitter import Language, Parser
 
 from fasbench.shell.command import Simple, unquote
 from fasbench.shell.heredoc import cut_heredocs
+from fasbench.shell.lexer import feed_cat_heredoc
 
 
 @functools.lru_cache(maxsize=1)
@@ -21,6 +22,7 @@ def _parser() -> Parser:
 _DQ_ESCAPE = re.compile(r'\\([\\"$`])')
 _SKIP = {"heredoc_body", "comment", "heredoc_start", "heredoc_end"}
 _TRANSPARENT = {"program", "list", "pipeline", "redirected_statement"}  # not a compound construct
+_DECLARATIONS = {"declaration_command", "unset_command"}
 _WORD_SPECIAL = re.compile(rb"[$`<>\\]")
 _WORDS = re.compile(r"""(?:'[^']*'|"[^"$`\\]*"|[^\s'"\\])+""")
 _WORDS_LINE = re.compile(r"""\s*(?:(?:'[^']*'|"[^"$`\\]*"|[^\s'"\\])++\s*)*+""")
@@ -54,21 +56,18 @@ class _Walk:
     """One walk over a tree: the simple commands found, in order, with heredoc bodies that were cut
     out before parsing put back."""
 
-    __slots__ = ("out", "bodies", "k", "pipe", "in_pipe", "inside")
+    __slots__ = ("out", "spans", "bodies", "k", "inside")
 
     def __init__(self, bodies: list[str] | None):
         self.out: list[Simple] = []
+        self.spans: list[tuple[int, int]] = []  # byte span of each command's node
         self.bodies = bodies
         self.k = 0
-        self.pipe = -1  # the last pipeline index given out
-        self.in_pipe: int | None = None  # the pipeline being walked
         self.inside: str | None = None
 
-    def _pipeline(self) -> int:
-        if self.in_pipe is not None:
-            return self.in_pipe
-        self.pipe += 1
-        return self.pipe
+    def add(self, cmd: Simple, node) -> None:
+        self.out.append(cmd)
+        self.spans.append((node.start_byte, node.end_byte))
 
     def walk(self, node) -> None:
         t = node.type
@@ -78,13 +77,12 @@ class _Walk:
             self.redirected(node)
         elif t in _SKIP:
             return
-        elif t == "pipeline":
-            outer = self.in_pipe
-            self.pipe += 1
-            self.in_pipe = self.pipe
+        elif t in _DECLARATIONS:  # export X=1, declare -a Y, unset Z: commands with their words
+            words = [node.children[0].type] if node.children else []
             for ch in node.named_children:
-                self.walk(ch)
-            self.in_pipe = outer
+                self.nested(ch)
+                words.append(_word(ch))
+            self.add(Simple(words, None, None, 0, self.inside), node)
         elif t in _TRANSPARENT or self.inside is not None:
             for ch in node.named_children:
                 self.walk(ch)
@@ -100,12 +98,11 @@ class _Walk:
             text = raw.decode("utf-8", "replace")
             if _WORDS_LINE.fullmatch(text):
                 words = [unquote(w) if ("'" in w or '"' in w) else w for w in _WORDS.findall(text)]
-                self.out.append(Simple(words, None, None, self._pipeline(), self.inside))
+                self.add(Simple(words, None, None, 0, self.inside), node)
                 return
         words: list[str] = []
         redirects: list[tuple[str, str]] = []
         nesting = b"$(" in raw or b"`" in raw or b"<(" in raw or b">(" in raw
-        pipe = self._pipeline()
         for ch in node.named_children:
             ct = ch.type
             if ct == "variable_assignment":
@@ -118,7 +115,7 @@ class _Walk:
                 if nesting and ct != "raw_string":
                     self.nested(ch)
                 words.append(_word(ch))
-        self.out.append(Simple(words, redirects, None, pipe, self.inside))
+        self.add(Simple(words, redirects, None, 0, self.inside), node)
 
     def redirected(self, node) -> None:
         # Redirections apply to the last simple command of the body (``a && b > f``, ``a | b > f``);
@@ -129,7 +126,7 @@ class _Walk:
         if body is not None:
             self.walk(body)
         if len(out) == start:
-            out.append(Simple([], None, None, self._pipeline(), self.inside))
+            self.add(Simple([], None, None, 0, self.inside), node)
         target = out[-1]
         for ch in node.named_children:
             if body is not None and ch.id == body.id:
@@ -137,25 +134,21 @@ class _Walk:
             if ch.type == "file_redirect":
                 target.redirects.append(_redirect(ch))
             elif ch.type == "heredoc_redirect":
-                n = len(out)
-                target.heredoc, inner = self.heredoc(ch, target.pipeline)
+                target.heredoc, inner = self.heredoc(ch)
                 target.redirects.extend(inner)
-                if target.words[:1] == ["cat"] and not inner and len(out) > n and out[n].heredoc is None \
-                        and out[n].pipeline == target.pipeline:
-                    out[n].heredoc = target.heredoc  # cat <<EOF | python: python reads the text
 
     def nested(self, node) -> None:
         """Commands inside a word: $(…), `…`, <(…)."""
         for ch in node.named_children:
             if ch.type in ("command_substitution", "process_substitution"):
-                outer, inside = self.in_pipe, self.inside
-                self.in_pipe, self.inside = None, inside or ch.type
+                inside = self.inside
+                self.inside = inside or ch.type
                 self.walk(ch)
-                self.in_pipe, self.inside = outer, inside
+                self.inside = inside
             elif ch.named_child_count:
                 self.nested(ch)
 
-    def heredoc(self, node, pipe: int) -> tuple[str, list[tuple[str, str]]]:
+    def heredoc(self, node) -> tuple[str, list[tuple[str, str]]]:
         body, redirects = "", []
         for ch in node.named_children:
             if ch.type == "heredoc_body":
@@ -163,14 +156,7 @@ class _Walk:
             elif ch.type == "file_redirect":
                 redirects.append(_redirect(ch))
             elif ch.type not in ("heredoc_start", "heredoc_end"):
-                # cat <<EOF | python (same pipeline), cat <<EOF && … (a new one)
-                if ch.type == "pipeline":  # the rest of the heredoc's own pipeline
-                    outer, self.in_pipe = self.in_pipe, pipe
-                    for c in ch.named_children:
-                        self.walk(c)
-                    self.in_pipe = outer
-                else:
-                    self.walk(ch)
+                self.walk(ch)  # cat <<EOF | python, cat <<EOF && …
         if self.bodies is not None and self.k < len(self.bodies):
             body = self.bodies[self.k]
             self.k += 1
@@ -185,4 +171,23 @@ def parse(text: str) -> list[Simple]:
         raise ValueError("tree-sitter parse error")
     w = _Walk(bodies)
     w.walk(tree.root_node)
+    raw = src.encode("utf-8")
+    pipe = 0
+    for i, c in enumerate(w.out):  # the grammar's pipeline nodes are unreliable (a | b | c && d)
+        if i and not (c.inside == w.out[i - 1].inside and w.spans[i - 1][1] <= w.spans[i][0]
+                      and _piped(raw[w.spans[i - 1][1]:w.spans[i][0]])):
+            pipe += 1
+        c.pipeline = pipe
+    feed_cat_heredoc(w.out)
     return w.out
+
+
+_GAP_NOISE = re.compile(rb"""'[^']*'|"(?:[^"\\]|\\.)*"|\d*(?:>>|>&|&>>|&>|>\||>|<<-?|<)""")
+_GAP_OPS = re.compile(rb"\|\||&&|\|&?|;|&|\n")
+
+
+def _piped(gap: bytes) -> bool:
+    """Whether the text between two commands joins them with a pipe (its last list/pipe operator,
+    quoted text and redirections skipped, is ``|`` or ``|&``)."""
+    ops = _GAP_OPS.findall(_GAP_NOISE.sub(b" ", gap))
+    return bool(ops) and ops[-1] in (b"|", b"|&")
