@@ -1,9 +1,10 @@
 """Tool calls of a kind, in a tool set's own vocabulary: code outside ``fasbench.tools`` asks for "a
-read of lines A..B of F in tool set T" and gets ``{"name", "arguments"}`` without naming T's tools.
+read of lines A..B of F in tool set T" and gets ``{"name", "arguments"}`` without naming T's tools,
+and asks what kind a named tool is (``tool_kind``).
 
 Used by the reference-trace converter (``fasbench.sft.reference``), which turns a main agent's shell
-reads into harness calls. Argument names follow the published schemas (``relace_published``,
-``fastcontext_published``).
+reads into harness calls, and by the trajectory classifier. Argument names follow the published
+schemas (``relace_published``, ``fastcontext_published``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,21 @@ import posixpath
 import shlex
 
 from fasbench.tools import TOOLSETS
+
+
+# What each tool of each tool set does. relace's bash is read-only and used to search (find, ls).
+KINDS = {
+    "relace": {"view_file": "read", "view_directory": "list", "grep_search": "search", "bash": "search",
+               "report_back": "report"},
+    "fastcontext": {"Read": "read", "Glob": "list", "Grep": "search"},
+}
+
+
+def tool_kind(toolset: str, name: str) -> str | None:
+    """``read`` | ``search`` | ``list`` | ``report`` for tool ``name`` of ``toolset``; None for a
+    name the tool set does not have."""
+    _check(toolset)
+    return KINDS[toolset].get(name)
 
 
 def _check(toolset: str) -> None:
@@ -81,4 +97,4 @@ def grep_call(toolset: str, pattern: str, path: str, *, ignore_case: bool = Fals
     return {"name": "Grep", "arguments": a}
 
 
-__all__ = ["file_call", "find_call", "grep_call", "list_call", "read_call"]
+__all__ = ["KINDS", "file_call", "find_call", "grep_call", "list_call", "read_call", "tool_kind"]

@@ -36,6 +36,8 @@ from typing import NamedTuple
 
 from fasbench import shell
 from fasbench.shell import WRITE_OPS, Simple, unwrap
+from fasbench.tools import TOOLSETS
+from fasbench.tools.calls import tool_kind
 
 CATEGORIES = ("edit", "test", "search", "read", "other")  # highest first
 RANK = {c: len(CATEGORIES) - i for i, c in enumerate(CATEGORIES)}  # edit 5 … other 1
@@ -181,8 +183,9 @@ def _command(words: list[str], cmd: Simple, acc: _Acc) -> str:
     if _PY.match(name):
         return _python(args, cmd, acc)
     if name in ("bash", "sh", "zsh", "dash"):
-        if "-c" in args and args.index("-c") + 1 < len(args):
-            sub = analyze(args[args.index("-c") + 1])
+        c = next((i for i, a in enumerate(args) if a[:1] == "-" and a[1:2] != "-" and "c" in a), None)
+        if c is not None and c + 1 < len(args):  # bash -c CMD, bash -lc CMD, sh -ec CMD
+            sub = analyze(args[c + 1])
         elif cmd.heredoc is not None and not _nonopts(args):
             sub = analyze(cmd.heredoc)
         elif _nonopts(args):
@@ -385,17 +388,20 @@ def classify(action: str) -> str:
     return analyze(action).category
 
 
-# Tool-call agents (Claude Code, SWE-agent's editor tools, fasbench's own tool sets).
+# Tool-call agents (Claude Code, SWE-agent's editor tools, OpenHands …); fasbench's own tool sets are
+# asked for the kind of their tools (fasbench.tools.calls.tool_kind).
 TOOL_CATEGORIES = {
-    "read": {"read", "view_file", "read_file", "open_file", "notebookread", "view", "cat", "open", "goto",
+    "read": {"read", "read_file", "open_file", "notebookread", "view", "cat", "open", "goto",
              "scroll_up", "scroll_down"},
-    "search": {"grep", "glob", "ls", "grep_search", "view_directory", "list_dir", "list_directory", "find_file",
+    "search": {"grep", "glob", "ls", "list_dir", "list_directory", "find_file",
                "search_dir", "search_file", "codebase_search", "file_search", "search", "find", "list_files"},
     "edit": {"edit", "multiedit", "write", "notebookedit", "create_file", "write_file", "edit_file", "apply_patch",
              "str_replace", "insert", "create", "replace_in_file"},
-    "other": {"report_back", "submit", "finish", "think", "todowrite", "todoread", "task", "agent", "exitplanmode",
+    "other": {"submit", "finish", "think", "todowrite", "todoread", "task", "agent", "exitplanmode",
               "webfetch", "websearch", "bashoutput", "killshell", "killbash"},
 }
+KIND_CATEGORY = {"read": "read", "search": "search", "list": "search", "report": "other"}
+# Shell tools of foreign agents (mini-swe-agent v2, SWE-agent, OpenHands, Claude Code's Bash).
 SHELL_TOOLS = {"bash", "shell", "execute_bash", "run_command", "terminal", "exec", "run", "bash_command",
                "run_shell_command", "execute_command", "cmd"}
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file")
@@ -416,6 +422,10 @@ def analyze_call(name: str, arguments) -> Action:
         if sub == "view":
             return Action("read", "tool", ("read",))
         return Action("edit", "tool", ("edit",), tuple(str(args[k]) for k in _PATH_KEYS if k in args))
+    for toolset in TOOLSETS:
+        kind = tool_kind(toolset, n)
+        if kind is not None:
+            return Action(KIND_CATEGORY[kind], "tool", (KIND_CATEGORY[kind],))
     for cat, names in TOOL_CATEGORIES.items():
         if key in names:
             targets = tuple(str(args[k]) for k in _PATH_KEYS if k in args) if cat == "edit" else ()
