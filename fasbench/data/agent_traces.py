@@ -28,7 +28,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from fasbench import shell
+from fasbench.data import swebench
 from fasbench.data.files import find_data
 from fasbench.data.patches import PatchError, gold_variants, parse_diff
 from fasbench.records import Gold, Task
@@ -247,8 +250,6 @@ def viewing(actions: list[Action], edited: set[str]) -> Viewing:
 
 
 def _swebench_index() -> dict[str, Task]:
-    from fasbench.data import swebench
-
     idx = {t.id: t for t in swebench.tasks("swebench-verified")}
     idx.update({t.id: t for t in swebench.tasks("swebench-lite")})
     return idx
@@ -289,8 +290,6 @@ def build(runs: tuple[str, ...] = tuple(RUNS), progress: bool = False,
           instances: set[str] | None = None) -> tuple[list[Task], list[dict]]:
     """Agent-trace tasks of the given runs (only ``instances`` when given) and the dropped ones
     ``[{id, run, reason}]``."""
-    from tqdm.auto import tqdm
-
     idx = _swebench_index()
     tasks, dropped = [], []
     for run in runs:

@@ -36,8 +36,6 @@ from typing import NamedTuple
 
 from fasbench import shell
 from fasbench.shell import WRITE_OPS, Simple, unwrap
-from fasbench.tools import TOOLSETS
-from fasbench.tools.calls import tool_kind
 
 CATEGORIES = ("edit", "test", "search", "read", "other")  # highest first
 RANK = {c: len(CATEGORIES) - i for i, c in enumerate(CATEGORIES)}  # edit 5 … other 1
@@ -422,12 +420,17 @@ def analyze_call(name: str, arguments) -> Action:
         if sub == "view":
             return Action("read", "tool", ("read",))
         return Action("edit", "tool", ("edit",), tuple(str(args[k]) for k in _PATH_KEYS if k in args))
-    for toolset in TOOLSETS:
-        kind = tool_kind(toolset, n)
-        if kind is not None:
-            return Action(KIND_CATEGORY[kind], "tool", (KIND_CATEGORY[kind],))
     for cat, names in TOOL_CATEGORIES.items():
         if key in names:
             targets = tuple(str(args[k]) for k in _PATH_KEYS if k in args) if cat == "edit" else ()
             return Action(cat, "tool", (cat,), targets)
+    # local import: fasbench.tools loads jsonschema, 1.3-3.1 s measured with -X importtime; only
+    # fasbench's own tool names (and unknown ones) get here, never a shell action.
+    from fasbench.tools import TOOLSETS
+    from fasbench.tools.calls import tool_kind
+
+    for toolset in TOOLSETS:
+        kind = tool_kind(toolset, n)
+        if kind is not None:
+            return Action(KIND_CATEGORY[kind], "tool", (KIND_CATEGORY[kind],))
     return Action("other", "tool", ("other",), unknown=(n,))
