@@ -24,7 +24,7 @@ def unwrap(words: list[str]) -> list[str]:
             w = w[1:]
             if head == "timeout":
                 while w and w[0].startswith("-"):
-                    w = w[1:]
+                    w = w[2:] if w[0] in ("-s", "-k", "--signal", "--kill-after") else w[1:]
                 w = w[1:]  # the duration
             elif head == "nice" and w[:1] == ["-n"]:
                 w = w[2:]

@@ -138,14 +138,16 @@ class _Walk:
                 target.redirects.extend(inner)
 
     def nested(self, node) -> None:
-        """Commands inside a word: $(…), `…`, <(…)."""
-        for ch in node.named_children:
-            if ch.type in ("command_substitution", "process_substitution"):
-                inside = self.inside
-                self.inside = inside or ch.type
+        """Commands inside a word (or the word itself): $(…), `…`, <(…)."""
+        if node.type in ("command_substitution", "process_substitution"):
+            inside = self.inside
+            self.inside = inside or node.type
+            for ch in node.named_children:
                 self.walk(ch)
-                self.inside = inside
-            elif ch.named_child_count:
+            self.inside = inside
+            return
+        for ch in node.named_children:
+            if ch.named_child_count:
                 self.nested(ch)
 
     def heredoc(self, node) -> tuple[str, list[tuple[str, str]]]:
