@@ -16,15 +16,10 @@ The rubric (issue 4; FastContext's analysis of mini-swe-agent runs):
 A compound action (``&&``, ``||``, ``;``, ``|``, several lines, subshells, loops, command
 substitutions) takes the highest of its parts in the order edit > test > search > read > other.
 
-Shell text is parsed exactly: heredoc bodies are cut out first; what remains is either in a regular
-subset of the shell grammar (words, simple quotes, ``&& || ; | &``, newlines, plain redirections),
-which a regex lexer tokenises exactly and fast (``lexer``), or it goes to tree-sitter-bash, a full
-bash grammar (subshells, loops, expansions, command substitutions: ``tree-sitter``). On the 27k real
-actions in data/trajectories both give identical results wherever both apply. Where tree-sitter
-reports a syntax error, a tolerant splitter on unquoted operators is used (``fallback``); where even
-that fails the action is ``unparsable`` and classified by its first word. ``Action.parser`` says
-which path was taken so that the analysis can count them. (bashlex was measured first: ~0.5 ms per
-action and parse errors on 17% of the real actions, mostly quoted heredoc delimiters.)
+Shell text is parsed by ``fasbench.shell`` (a regex lexer for the regular subset, tree-sitter-bash
+for the rest, tolerant fallbacks that never raise); ``Action.parser`` says which path was taken
+(``lexer``, ``tree-sitter``, ``fallback``, ``unparsable``: classified by its first word) so that the
+analysis can count them, or ``tool`` / ``empty``.
 """
 
 from __future__ import annotations
