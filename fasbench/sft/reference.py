@@ -36,7 +36,6 @@ from fasbench.data.agent_traces import RUNS, _trajectory_dir, read_actions
 from fasbench.shell import options
 from fasbench.tools import calls as tool_calls
 
-READS = {"grep", "egrep", "fgrep", "rg", "cat", "nl", "sed", "head", "tail", "ls", "find", "git"}
 NOOPS = {"cd", "echo", "pwd", "true", "clear"}
 
 

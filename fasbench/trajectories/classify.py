@@ -419,13 +419,12 @@ def analyze_call(name: str, arguments) -> Action:
         if key in names:
             targets = tuple(str(args[k]) for k in _PATH_KEYS if k in args) if cat == "edit" else ()
             return Action(cat, "tool", (cat,), targets)
-    # local import: fasbench.tools loads jsonschema, 1.3-3.1 s measured with -X importtime; only
-    # fasbench's own tool names (and unknown ones) get here, never a shell action.
-    from fasbench.tools import TOOLSETS
-    from fasbench.tools.calls import tool_kind
+    # Only fasbench's own tool names (and unknown ones) get here, never a shell action.
+    # local import: fasbench.tools loads jsonschema (1.3-3.1 s measured with -X importtime)
+    from fasbench.tools import TOOLSETS, calls
 
     for toolset in TOOLSETS:
-        kind = tool_kind(toolset, n)
+        kind = calls.tool_kind(toolset, n)
         if kind is not None:
             return Action(KIND_CATEGORY[kind], "tool", (KIND_CATEGORY[kind],))
     return Action("other", "tool", ("other",), unknown=(n,))
