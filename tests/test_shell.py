@@ -94,6 +94,8 @@ def test_bad_input_never_raises():
     assert shell.parse("").parser == "empty" and shell.parse("   \n").commands == []
     p = shell.parse("ls (x")  # tree-sitter rejects it; the tolerant splitter does not
     assert p.parser == "fallback" and [c.words for c in p.commands] == [["ls"], ["x"]]
+    for deep in ("(" * 3000 + "ls" + ")" * 3000, "echo " + "$(" * 3000 + "ls" + ")" * 3000):
+        assert shell.parse(deep).parser in ("fallback", "unparsable")  # not a RecursionError
     rnd = random.Random(16)
     alphabet = "ab $(){}[]|&;<>'\"`\\\n#=*-~!"
     for _ in range(400):

@@ -50,7 +50,7 @@ def parse(text: str) -> Parsed:
         return Parsed(cmds, "lexer")
     try:
         return Parsed(tree.parse(text), "tree-sitter")
-    except ValueError:
+    except (ValueError, RecursionError):  # a syntax error; nesting deeper than Python's stack
         pass
     try:
         return Parsed(lexer.tolerant(text), "fallback")
