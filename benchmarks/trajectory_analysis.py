@@ -24,7 +24,8 @@ from pathlib import Path
 os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 from fasbench.paths import data_dir  # noqa: E402
-from fasbench.trajectories.analysis import FileReport, analyze_paths, discover  # noqa: E402
+from fasbench.trajectories.analysis import analyze_paths  # noqa: E402
+from fasbench.trajectories.files import FileReport, discover  # noqa: E402
 from fasbench.trajectories.classify import analyze  # noqa: E402
 from fasbench.trajectories.parsers import read_text  # noqa: E402
 

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from fasbench.paths import data_dir
-from fasbench.trajectories.analysis import FileReport, discover, load_labels
+from fasbench.trajectories.files import FileReport, discover, load_labels
 
 CHILD = r"""
 import json, os, resource, sys, time

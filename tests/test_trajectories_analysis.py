@@ -10,7 +10,9 @@ from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.paths import data_dir
-from fasbench.trajectories.analysis import analyze_paths, load_labels, submission_files
+from fasbench.trajectories.analysis import analyze_paths
+from fasbench.trajectories.files import load_labels
+from fasbench.trajectories.first_edit import submission_files
 
 DEEPSEEK = data_dir() / "trajectories" / "mini-swe-agent-v2_deepseek-chat_swebench-lite-first100"
 

@@ -5,14 +5,15 @@ submitted diff (with ``hunk``/``changed`` ranges like PR gold; files the diff *c
 since a searcher cannot find them, and listed in ``meta["created_files"]``); ``gold.viewed`` = files
 the agent displayed or that appeared in its search output before its first edit:
 
-- displayed: file operands of cat/head/tail/nl/less/more/sed (not -i)/awk/grep/rg/wc (bashlex parse,
+- displayed: file operands of cat/head/tail/nl/less/more/sed (not -i)/awk/grep/rg/wc (``fasbench.shell``,
   following ``cd``);
 - searched: paths in the output of grep/rg/find/ls/git grep|ls-files/fd/tree (grep ``path:`` prefixes,
   find lines, ls entries joined with the listed folder); an output naming more than
   ``MAX_SEARCH_PATHS`` paths (``ls -R``, ``find .``) is a dump, not a search result, and is left out.
 
 Paths are made repository-relative (``/testbed/`` and ``./`` stripped), must look like a file
-(a suffix or a known name), and files the agent itself wrote are removed. The first edit is the first
+(a suffix or a known name), and files the agent itself wrote are removed (by redirection, also
+inside a shell script it wrote with a heredoc). The first edit is the first
 action that runs ``sed -i``/``perl -i``, redirects into a file the submission changes, or runs
 ``git apply``/``patch``/a python snippet or script that mentions such a file. Tasks with an empty
 submission (or one that only creates files) are dropped with a reason (``dropped()``).
@@ -24,13 +25,17 @@ import gzip
 import json
 import posixpath
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
+from fasbench import shell
+from fasbench.data import swebench
 from fasbench.data.files import find_data
 from fasbench.data.patches import PatchError, gold_variants, parse_diff
 from fasbench.records import Gold, Task
+from fasbench.shell import Simple, operands, simple_commands
 
 RUNS = {  # name -> (folder under data/trajectories or shared data, SWE-bench set)
     "gemini-3-pro": ("mini-swe-agent_gemini-3-pro_swebench-verified", "verified"),
@@ -96,93 +101,16 @@ def _output_text(obs: str) -> str:
     return "\n".join(parts) if parts else obs
 
 
-# ---------------------------------------------------------------- a light bash parser
+# ---------------------------------------------------------------- commands
 
 
-@dataclass
-class Simple:
-    words: list[str]
-    redirects: list[tuple[str, str]] = field(default_factory=list)  # (op, target)
-    heredoc: str = ""
+# fasbench/data/read_regions.py (not this module's owner) imports these two names; it can use
+# fasbench.shell.operands(words) and fasbench.shell.simple_commands directly.
+def _operands(s) -> list[str]:
+    return operands(s.words)
 
 
-def _simple_commands(cmd: str) -> list[Simple]:
-    """Simple commands of a bash line (bashlex; a whitespace split per ;/&&/|| /| when bashlex fails)."""
-    import bashlex
-
-    out: list[Simple] = []
-    try:
-        parts = bashlex.parse(cmd)
-
-        class V(bashlex.ast.nodevisitor):
-            def visitcommand(self, node, parts_):
-                s = Simple([])
-                for p in parts_:
-                    if p.kind == "word":
-                        s.words.append(p.word)
-                    elif p.kind == "redirect" and isinstance(p.output, bashlex.ast.node) and p.output.kind == "word":
-                        s.redirects.append((p.type, p.output.word))
-                    elif p.kind == "redirect" and p.type in ("<<", "<<-"):
-                        s.heredoc = getattr(getattr(p, "heredoc", None), "value", "") or ""
-                out.append(s)
-
-        for p in parts:
-            V().visit(p)
-        return out
-    except Exception:  # bashlex does not cover all of bash; fall back to a rough split
-        import shlex
-
-        for seg in re.split(r"\|\||&&|;|\||\n", cmd):
-            try:
-                w = shlex.split(seg, comments=False)
-            except ValueError:
-                w = seg.split()
-            if w:
-                redir = [(">", w[i + 1]) for i, x in enumerate(w[:-1]) if x in (">", ">>")]
-                out.append(Simple(w, redir))
-        return out
-
-
-
-def walk_commands(cmd: str, cwd: str) -> Iterator[tuple[str, Simple, str]]:
-    """(program name, simple command, working directory) for each simple command of a bash line that
-    has words, following ``cd DIR`` (which itself is not yielded)."""
-    for s in _simple_commands(cmd):
-        if not s.words:
-            continue
-        name = posixpath.basename(s.words[0])
-        if name == "cd" and len(s.words) > 1:
-            cwd = posixpath.normpath(posixpath.join(cwd, s.words[1]))
-            continue
-        yield name, s, cwd
-
-def _operands(s: Simple) -> list[str]:
-    """File operands of a display/search command (options and scripts skipped)."""
-    if not s.words:
-        return []
-    name = posixpath.basename(s.words[0])
-    args = s.words[1:]
-    value_opts = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "grep": {"-e", "-f", "-m", "-A", "-B", "-C",
-                  "--include", "--exclude"}, "rg": {"-e", "-g", "-t", "-m", "-A", "-B", "-C"},
-                  "awk": {"-F", "-v"}, "sed": {"-e", "-f"}, "nl": {"-b", "-s", "-w"}}.get(name, set())
-    ops, skip, script_taken = [], False, name not in ("sed", "awk", "grep", "egrep", "rg")
-    has_e = any(a in ("-e", "-f") or a.startswith("--regexp") for a in args)
-    if has_e:
-        script_taken = True
-    for a in args:
-        if skip:
-            skip = False
-            continue
-        if a in value_opts:
-            skip = True
-            continue
-        if a.startswith("-") and a != "-":
-            continue
-        if not script_taken:
-            script_taken = True
-            continue
-        ops.append(a)
-    return ops
+_simple_commands = simple_commands
 
 
 def _norm(path: str, cwd: str) -> str | None:
@@ -206,7 +134,7 @@ def _search_paths(s: Simple, output: str, cwd: str) -> set[str]:
     found: set[str] = set()
     lines = _output_text(output).splitlines()
     if name == "ls":
-        ops = [o for o in _operands(Simple(["cat", *s.words[1:]]))]
+        ops = operands(["cat", *s.words[1:]])
         base = ops[0] if len(ops) == 1 else "."
         cur = base
         for line in lines:
@@ -256,7 +184,7 @@ def _is_edit(a: Action, edited: set[str], scripts: dict[str, str], cwd: str) -> 
         return True
     if re.search(r"\bgit\s+apply\b|\bpatch\s+(-p|<)", cmd):
         return True
-    for s in _simple_commands(cmd):
+    for s in simple_commands(cmd):
         for op, target in s.redirects:
             if op in (">", ">>") and _norm(target, cwd) in edited:
                 return True
@@ -269,6 +197,20 @@ def _is_edit(a: Action, edited: set[str], scripts: dict[str, str], cwd: str) -> 
     return bool(mentions and "python" in cmd and _WRITES.search(cmd))
 
 
+_SHEBANG_SH = re.compile(r"#!\s*\S*/(?:env\s+)?(?:ba|z|da)?sh\b")
+
+
+def _is_shell_script(path: str, text: str) -> bool:
+    return path.endswith(".sh") or bool(_SHEBANG_SH.match(text))
+
+
+def _script_writes(script: str, cwd: str) -> set[str]:
+    """Files a shell script the agent wrote (``cat <<EOF > x.sh``) writes by redirection when run
+    from ``cwd``: files the agent made, not files it found."""
+    return {p for s, d in shell.walk(script, cwd) for op, t in s.redirects if op in (">", ">>")
+            for p in (_norm(t, d),) if p}
+
+
 def viewing(actions: list[Action], edited: set[str]) -> Viewing:
     """Files displayed / seen in search output before the first edit of an ``edited`` file."""
     v = Viewing(n_actions=len(actions))
@@ -278,15 +220,18 @@ def viewing(actions: list[Action], edited: set[str]) -> Viewing:
         if _is_edit(a, edited, scripts, cwd):
             v.first_edit = i
             break
-        for name, s, cwd in walk_commands(a.command, cwd):
+        for s, cwd in shell.walk(a.command, cwd):
+            name = s.name
             for op, target in s.redirects:
                 if op in (">", ">>"):
                     p = _norm(target, cwd)
                     if p:
                         v.written.add(p)
                     scripts[target] = s.heredoc or a.command
+                    if s.heredoc and _is_shell_script(target, s.heredoc):
+                        v.written |= _script_writes(s.heredoc, cwd)
             if name in DISPLAY:
-                for o in _operands(s):
+                for o in operands(s.words):
                     p = _norm(o, cwd)
                     if p:
                         v.displayed.add(p)
@@ -305,8 +250,6 @@ def viewing(actions: list[Action], edited: set[str]) -> Viewing:
 
 
 def _swebench_index() -> dict[str, Task]:
-    from fasbench.data import swebench
-
     idx = {t.id: t for t in swebench.tasks("swebench-verified")}
     idx.update({t.id: t for t in swebench.tasks("swebench-lite")})
     return idx
@@ -347,8 +290,6 @@ def build(runs: tuple[str, ...] = tuple(RUNS), progress: bool = False,
           instances: set[str] | None = None) -> tuple[list[Task], list[dict]]:
     """Agent-trace tasks of the given runs (only ``instances`` when given) and the dropped ones
     ``[{id, run, reason}]``."""
-    from tqdm.auto import tqdm
-
     idx = _swebench_index()
     tasks, dropped = [], []
     for run in runs:

@@ -2,8 +2,8 @@
 
 One ``Look`` per file a call showed the agent:
 
-- ``display``: a file operand of cat/head/tail/nl/less/more/sed/awk/bat (``fasbench.data.agent_traces``'s
-  light bash parser, following ``cd``). Lines are known for ``sed -n 'A,Bp' F``, ``head -n N F``
+- ``display``: a file operand of cat/head/tail/nl/less/more/sed/awk/bat (``fasbench.shell``,
+  following ``cd``). Lines are known for ``sed -n 'A,Bp' F``, ``head -n N F``
   (1..N; 10 without ``-n``), ``awk 'NR>=A && NR<=B' F`` and for a pipe from a whole-file display into
   ``sed -n 'A,Bp'`` / ``head -n N`` (``nl -ba F | sed -n '10,40p'``, ``cat -n F | head -50``); otherwise
   the look is file-level (``lines=None``: ``cat F``, ``tail F``).
@@ -24,11 +24,10 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from fasbench.data.agent_traces import (
-    DISPLAY, MAX_SEARCH_PATHS, SEARCH, Simple, _norm, _operands, _output_text, _search_paths, _simple_commands,
-    walk_commands,
-)
+from fasbench import shell
+from fasbench.data.agent_traces import DISPLAY, MAX_SEARCH_PATHS, SEARCH, _norm, _output_text, _search_paths
 from fasbench.records import parse_arguments
+from fasbench.shell import Simple, operands
 from fasbench.trajectories.parsers import _bash_blocks, _text
 
 
@@ -135,7 +134,7 @@ def _grep_hits(s: Simple, output: str, cwd: str) -> dict[str, set[int]]:
     if name == "git" and (len(s.words) < 2 or s.words[1] != "grep"):
         return {}
     hits: dict[str, set[int]] = {}
-    ops = [o for o in _operands(s)] if name != "git" else []
+    ops = operands(s.words) if name != "git" else []
     single = _norm(ops[0], cwd) if len(ops) == 1 and "-r" not in s.words and "-R" not in s.words else None
     for line in _output_text(output).splitlines():
         m = _HIT.match(line)
@@ -165,8 +164,9 @@ def call_looks(command: str, output: str, cwd: str = "/testbed") -> list[Look]:
     """The files (and lines) one shell call showed the agent (see the module doc)."""
     looks: list[Look] = []
     prev_files: list[str] = []  # files of the previous display in a pipe, for a later line filter
-    for name, s, cwd in walk_commands(command, cwd):
-        files = [p for p in (_norm(o, cwd) for o in _operands(s)) if p] if name in DISPLAY else []
+    for s, cwd in shell.walk(command, cwd):
+        name = s.name
+        files = [p for p in (_norm(o, cwd) for o in operands(s.words)) if p] if name in DISPLAY else []
         rng = _range_of(s) if name in DISPLAY else False
         if files and name not in ("grep", "egrep", "rg", "wc"):
             for p in files:
@@ -193,7 +193,7 @@ def call_looks(command: str, output: str, cwd: str = "/testbed") -> list[Look]:
             found = _search_paths(s, output, cwd)
             if len(found) <= MAX_SEARCH_PATHS:
                 looks.extend(Look(p, None, "search-file") for p in sorted(found) if p not in hits)
-    written = {t for s in _simple_commands(command) for op, t in s.redirects if op in (">", ">>")}
+    written = {t for s in shell.simple_commands(command) for op, t in s.redirects if op in (">", ">>")}
     written = {_norm(t, cwd) for t in written}
     seen, out = set(), []
     for lk in looks:

@@ -3,11 +3,14 @@
 The exploration prefix (the actions before the first edit, as ``fasbench.data.agent_traces``
 finds it) of a mini-swe-agent trajectory is turned into tool calls of a harness tool set:
 
-- ``grep``/``egrep``/``rg``/``git grep`` → the grep tool (BRE patterns translated to Rust regex);
-- ``cat`` / ``nl`` / ``sed -n 'A,Bp'`` / ``head`` / ``tail`` (alone or piped) → the view tool with a
+- ``grep``/``egrep``/``rg``/``git grep`` → a search call (BRE patterns translated to Rust regex);
+- ``cat`` / ``nl`` / ``sed -n 'A,Bp'`` / ``head`` / ``tail`` (alone or piped) → a read call with a
   line range;
-- ``find … -name P`` → a file glob (relace: ``find`` through its read-only bash tool), ``ls`` /
-  ``find`` without ``-name`` → the directory tool (relace ``view_directory``, fastcontext ``Glob``).
+- ``find … -name P`` → a find-by-name call, ``ls`` / ``find`` without ``-name`` → a listing call
+  (the tool set's own tools and arguments come from ``fasbench.tools.calls``).
+
+Command lines are parsed by ``fasbench.shell``; a heredoc, a command inside a loop, subshell or
+command substitution, or text no shell grammar accepts is unconvertible.
 
 Consecutive independent reads are grouped into one parallel turn: a read opens a new turn when it
 targets something that only appeared in the output of a read of the current turn, when an
@@ -24,12 +27,15 @@ import gzip
 import json
 import posixpath
 import re
-import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-READS = {"grep", "egrep", "fgrep", "rg", "cat", "nl", "sed", "head", "tail", "ls", "find", "git"}
+from fasbench import shell
+from fasbench.data.agent_traces import RUNS, _trajectory_dir, read_actions
+from fasbench.shell import options
+from fasbench.tools import calls as tool_calls
+
 NOOPS = {"cd", "echo", "pwd", "true", "clear"}
 
 
@@ -45,49 +51,37 @@ class Conversion:
 
 # ---------------------------------------------------------------- shell parsing
 
+# Compound constructs whose commands a tool call cannot express (named in ``unconvertible``).
+_CONSTRUCTS = {"for_statement": "for", "c_style_for_statement": "for", "while_statement": "while",
+               "if_statement": "if", "case_statement": "case", "subshell": "(subshell)",
+               "compound_statement": "{ group }", "command_substitution": "$(...)",
+               "process_substitution": "<(...)", "function_definition": "function"}
+_DROPPED_TARGETS = ("/dev/null", "1", "2")
+
 
 def pipelines(cmd: str) -> list[list[list[str]]]:
-    """The pipelines of a command line (split on ``;``, ``&&``, ``||``, ``&``, newlines outside
-    quotes), each a list of commands' words (quote-aware). A redirection is kept as one word
-    ``>TARGET`` (``2>&1`` and ``>/dev/null`` dropped); a heredoc raises Unconvertible."""
-    if "<<" in cmd:
-        raise Unconvertible(posixpath.basename(cmd.split()[0]) + " (heredoc)" if cmd.split() else "heredoc")
-    lex = shlex.shlex(cmd.replace("\\\n", " "), posix=True, punctuation_chars=";&|<>")
-    lex.whitespace = " \t\r"
-    try:
-        toks = list(lex)
-    except ValueError:  # unbalanced quotes
+    """The pipelines of a command line (``fasbench.shell``), each a list of commands' words. A
+    redirection is kept as one word ``>TARGET`` (``2>&1`` and ``>/dev/null`` dropped); a heredoc,
+    text no shell grammar accepts, or a command inside a loop, subshell or substitution raises
+    Unconvertible."""
+    parsed = shell.parse(cmd)
+    first = cmd.split()
+    if parsed.parser == "unparsable":
         raise Unconvertible("unparsable command")
     out: list[list[list[str]]] = []
-    pl: list[list[str]] = []
-    cur: list[str] = []
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if t in (";", "&&", "||", "&", "\n"):
-            if cur:
-                pl.append(cur)
-            if pl:
-                out.append(pl)
-            pl, cur = [], []
-        elif t == "|":
-            if cur:
-                pl.append(cur)
-            cur = []
-        elif set(t) <= set("<>&") and ">" in t:
-            if cur and cur[-1].isdigit():
-                cur.pop()
-            target = toks[i + 1] if i + 1 < len(toks) else ""
-            i += 1
-            if target not in ("/dev/null", "1", "2") and t not in (">&",):
-                cur.append(">" + target)
-        else:
-            cur.append(t)
-        i += 1
-    if cur:
-        pl.append(cur)
-    if pl:
-        out.append(pl)
+    for pl in shell.pipelines(parsed.commands):
+        words_pl = []
+        for s in pl:
+            if s.heredoc is not None:
+                raise Unconvertible(posixpath.basename(first[0]) + " (heredoc)")
+            if s.inside is not None:
+                raise Unconvertible(_CONSTRUCTS.get(s.inside, s.inside))
+            words = list(s.words)
+            words += [">" + t for op, t in s.redirects if op != ">&" and t not in _DROPPED_TARGETS]
+            if words:
+                words_pl.append(words)
+        if words_pl:
+            out.append(words_pl)
     return out
 
 
@@ -121,36 +115,6 @@ def _rel(path: str, cwd: str) -> str | None:
     return full[len("/testbed/"):]
 
 
-def _opts(words: list[str], with_value: set[str]) -> tuple[dict[str, str | bool], list[str]]:
-    """Options ({flag: value or True}) and operands; ``--x=v`` and bundled ``-rn`` understood."""
-    opts: dict[str, str | bool] = {}
-    ops: list[str] = []
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if w == "--":
-            ops += words[i + 1:]
-            break
-        if w.startswith("--") and "=" in w:
-            k, v = w.split("=", 1)
-            opts[k] = v
-        elif w in with_value and i + 1 < len(words):
-            opts[w] = words[i + 1]
-            i += 1
-        elif w.startswith("-") and len(w) > 1 and not w[1:].isdigit():
-            if w.startswith("--"):
-                opts[w] = True
-            else:
-                for ch in w[1:]:
-                    opts["-" + ch] = True
-        elif re.fullmatch(r"-\d+", w):
-            opts["-n"] = w[1:]
-        else:
-            ops.append(w)
-        i += 1
-    return opts, ops
-
-
 # ---------------------------------------------------------------- one pipeline → calls
 
 
@@ -163,7 +127,7 @@ def _grep_calls(words: list[str], cwd: str, toolset: str) -> list[dict]:
     args = words[1:]
     if prog == "git":
         args = args[1:]
-    opts, ops = _opts(args, {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude", "-g", "-t",
+    opts, ops = options(args, {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude", "-g", "-t",
                              "--exclude-dir", "--glob", "--type"})
     pat = opts.get("-e")
     if not isinstance(pat, str):
@@ -182,38 +146,9 @@ def _grep_calls(words: list[str], cwd: str, toolset: str) -> list[dict]:
     paths = [_rel(o, cwd) for o in ops] or ["."]
     if any(p is None for p in paths):
         raise Unconvertible(prog + " (outside the repository)")
-    calls = []
-    for p in paths:
-        if toolset == "relace":
-            glob = include
-            if p != ".":
-                is_file = "." in posixpath.basename(p) and not p.endswith("/")
-                glob = p if is_file else p.rstrip("/") + "/**" + ("/" + include if include else "")
-            a: dict = {"query": pattern, "case_sensitive": not ignore}
-            if glob:
-                a["include_pattern"] = glob
-            calls.append({"name": "grep_search", "arguments": a})
-        else:
-            a = {"pattern": pattern, "path": p,
-                 "output_mode": "files_with_matches" if opts.get("-l") else "content"}
-            if include:
-                a["glob"] = include
-            if ignore:
-                a["-i"] = True
-            for k in ("-A", "-B", "-C"):
-                if isinstance(opts.get(k), str) and opts[k].isdigit():
-                    a[k] = min(int(opts[k]), 100)
-            calls.append({"name": "Grep", "arguments": a})
-    return calls
-
-
-def _view(path: str, start: int, end: int | None, toolset: str) -> dict:
-    if toolset == "relace":
-        return {"name": "view_file", "arguments": {"path": path, "view_range": [start, end if end else -1]}}
-    a: dict = {"path": path, "offset": start}
-    if end:
-        a["limit"] = end - start + 1
-    return {"name": "Read", "arguments": a}
+    context = {k: int(opts[k]) for k in ("-A", "-B", "-C") if isinstance(opts.get(k), str) and opts[k].isdigit()}
+    return [tool_calls.grep_call(toolset, pattern, p, ignore_case=ignore, include=include, files_only=bool(opts.get("-l")),
+                            context=context) for p in paths]
 
 
 _SED_RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
@@ -251,11 +186,11 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
         return _grep_calls(first, cwd, toolset)
     if prog in ("cat", "nl", "head", "tail") or (prog == "sed" and "-n" in first):
         if prog == "sed":
-            opts, ops = _opts(first[1:], {"-e"})
+            opts, ops = options(first[1:], {"-e"})
             script = opts.get("-e") if isinstance(opts.get("-e"), str) else (ops.pop(0) if ops else "")
             ranges = _sed_ranges(script)
         else:
-            opts, ops = _opts(first[1:], {"-n", "-c", "-b", "-s", "-w"})
+            opts, ops = options(first[1:], {"-n", "-c", "-b", "-s", "-w"})
             n = int(opts["-n"]) if isinstance(opts.get("-n"), str) and opts["-n"].lstrip("+").isdigit() else 10
             ranges = [(1, n)] if prog == "head" else [(-n, -1)] if prog == "tail" else [(1, 0)]
         if prog in ("cat", "nl") and len(cmds) == 2 and posixpath.basename(cmds[1][0]) in ("grep", "egrep", "rg"):
@@ -264,17 +199,17 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
         for c in cmds[1:]:
             p2 = posixpath.basename(c[0])
             if p2 == "sed" and "-n" in c:
-                o2, a2 = _opts(c[1:], {"-e"})
+                o2, a2 = options(c[1:], {"-e"})
                 ranges = _sed_ranges(o2["-e"] if isinstance(o2.get("-e"), str) else (a2[0] if a2 else ""))
             elif p2 == "head":
-                o2, _ = _opts(c[1:], {"-n"})
+                o2, _ = options(c[1:], {"-n"})
                 n = int(o2["-n"]) if isinstance(o2.get("-n"), str) and o2["-n"].isdigit() else 10
                 ranges = [(a, min(b, a + n - 1) if b > 0 else a + n - 1) for a, b in ranges[:1]]
             elif p2 in ("grep", "wc", "awk", "sort", "uniq", "cut", "tr", "xargs"):
                 raise Unconvertible(f"{prog} | {p2}")
         if not ops:
             raise Unconvertible(prog + " (no file)")
-        calls = []
+        out = []
         for o in ops:
             p = _rel(o, cwd)
             if p is None or p == ".":
@@ -285,23 +220,18 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
                     if n_lines is None:
                         raise Unconvertible("tail (unknown file length)")
                     a, b = max(1, n_lines + a + 1), n_lines
-                calls.append(_view(p, a, b if b > 0 else None, toolset))
-        return calls
+                out.append(tool_calls.read_call(toolset, p, a, b if b > 0 else None))
+        return out
     if prog in ("ls", "tree"):
-        opts, ops = _opts(first[1:], {"-I", "-L"})
-        calls = []
+        opts, ops = options(first[1:], {"-I", "-L"})
+        out = []
         for o in ops or ["."]:
             p = _rel(o, cwd)
             if p is None:
                 raise Unconvertible(prog + " (outside the repository)")
-            if "." in posixpath.basename(p) and p != ".":
-                calls.append({"name": "view_directory", "arguments": {"path": posixpath.dirname(p) or "."}}
-                             if toolset == "relace" else {"name": "Glob", "arguments": {"pattern": posixpath.basename(p),
-                                                                                         "directory": posixpath.dirname(p) or "."}})
-                continue
-            calls.append({"name": "view_directory", "arguments": {"path": p}} if toolset == "relace"
-                         else {"name": "Glob", "arguments": {"pattern": "*", "directory": p}})
-        return calls
+            is_file = "." in posixpath.basename(p) and p != "."
+            out.append(tool_calls.file_call(toolset, p) if is_file else tool_calls.list_call(toolset, p))
+        return out
     if prog == "find":
         if any(posixpath.basename(c[0]) not in ("head", "sort", "tail") for c in cmds[1:]):
             raise Unconvertible("find | " + posixpath.basename(cmds[1][0]))
@@ -318,12 +248,7 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
         d = _rel(starts[0] if starts else ".", cwd)
         if d is None:
             raise Unconvertible("find (outside the repository)")
-        if name is None:
-            return [{"name": "view_directory", "arguments": {"path": d}} if toolset == "relace"
-                    else {"name": "Glob", "arguments": {"pattern": "*", "directory": d}}]
-        if toolset == "relace":
-            return [{"name": "bash", "arguments": {"command": f"find {shlex.quote(d)} -name {shlex.quote(name)} -type f"}}]
-        return [{"name": "Glob", "arguments": {"pattern": name, "directory": d}}]
+        return [tool_calls.list_call(toolset, d) if name is None else tool_calls.find_call(toolset, name, d)]
     raise Unconvertible(prog)
 
 
@@ -399,8 +324,6 @@ def convert_actions(actions: list, toolset: str, query: str = "", root: Path | N
 
 def trajectory_actions(task) -> list:
     """The exploration prefix (actions before the first edit) of an agent-traces task's trajectory."""
-    from fasbench.data.agent_traces import RUNS, _trajectory_dir, read_actions
-
     iid, run = task.meta.get("instance_id"), task.meta.get("agent_run")
     if not iid or run not in RUNS:
         raise ValueError(f"task {task.id} is not an agent-traces task (needs meta instance_id and agent_run)")

@@ -20,24 +20,30 @@ Definitions (issue 4; FastContext's and Relace's analyses):
 - Relace's two measures (tokens before the first non-search call: 56.6% on ~1,200 real agent traces,
   ~12% "initial search" on SWE-bench Verified) are defined and computed in ``relace_measures``
   (summary key ``relace``).
+
+Trajectory files and labels are found by ``files``, the first edit decided by ``first_edit``.
 """
 
 from __future__ import annotations
 
-import gzip
+import gc
 import json
 import math
-import os
 import re
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from fasbench.trajectories.classify import SHELL_TOOLS, Action, analyze, analyze_call, code_writes
-from fasbench.trajectories.guard import check_parsed, label_file, not_regular, unparsable
+import polars as pl
+from tqdm.auto import tqdm
+
+from fasbench.trajectories.classify import SHELL_TOOLS, Action, analyze, analyze_call
+from fasbench.trajectories.files import FileReport, discover, load_labels
+from fasbench.trajectories.first_edit import edits_submission, submission_files
+from fasbench.trajectories.guard import check_parsed, unparsable
 from fasbench.trajectories.parsers import Trajectory, TrajectoryError, parse_file
 from fasbench.trajectories.relace_measures import RELACE_SEEDS, measures as relace_measures, measures_by as relace_measures_by
+from fasbench.trajectories.tokens import TOKENIZER_NAME
 
 CATEGORIES = ("read", "search", "edit", "test", "other")  # plotting order
 EXPLORE = ("read", "search")
@@ -56,182 +62,6 @@ SEEDS = {
     },
     "relace": RELACE_SEEDS,  # 56.6% on ~1,200 real agent traces; ~12% on SWE-bench Verified (see relace_measures)
 }
-
-TRAJ_SUFFIXES = (".traj", ".json", ".jsonl")
-LABEL_NAMES = ("resolved.json", "resolved.json.gz")
-METADATA = re.compile(r"^(?:preds\.json|sb-cli-report\.json|results\.json|SOURCE\.md)(?:\.gz)?$|\.report\.json(?:\.gz)?$")
-
-
-# ------------------------------------------------------------------ files and labels
-
-@dataclass
-class FileReport:
-    """What happened to every file the analysis was given or found."""
-
-    parsed: list[str] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
-    partial: list[tuple[str, str]] = field(default_factory=list)  # read, but part was left out
-    ignored: list[tuple[str, str]] = field(default_factory=list)  # not trajectory files (labels, docs)
-    formats: Counter = field(default_factory=Counter)
-    sidechain_lines: int = 0
-
-    def to_dict(self, examples: int = 5) -> dict:
-        by_reason = Counter(_reason_kind(r) for _, r in self.skipped)
-        ignored = Counter(r for _, r in self.ignored)
-        return {
-            "parsed": len(self.parsed),
-            "skipped": len(self.skipped),
-            "skipped_by_reason": dict(by_reason),
-            "skipped_files": [{"path": p, "reason": r} for p, r in self.skipped],
-            "partial_files": [{"path": p, "reason": r} for p, r in self.partial],
-            "ignored": dict(ignored),
-            "ignored_examples": {k: [p for p, r in self.ignored if r == k][:examples] for k in ignored},
-            "formats": dict(self.formats),
-            "sidechain_lines_left_out": self.sidechain_lines,
-        }
-
-
-def _reason_kind(reason: str) -> str:
-    return reason.split(" (", 1)[0]
-
-
-def _is_traj_name(name: str) -> bool:
-    base = name[:-3] if name.endswith(".gz") else name
-    return base.endswith(TRAJ_SUFFIXES)
-
-
-def discover(paths: Iterable[str | Path], report: FileReport) -> list[tuple[Path, str]]:
-    """(file, data set name) for every trajectory file under ``paths`` (files are taken as given;
-    folders are walked, and files that are not trajectories are recorded as ignored)."""
-    out = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f"no such file or folder: {p}")
-        if not p.is_dir():
-            why = not_regular(p)  # os.stat first: a FIFO must never be opened
-            if why:
-                report.skipped.append((str(p), why))
-            else:
-                out.append((p, p.parent.name if p.parent.name != "trajs" else p.parent.parent.name))
-            continue
-        found = []
-        for root, dirs, names in os.walk(p):
-            dirs.sort()
-            in_reports = "eval_reports" in Path(root).relative_to(p).parts
-            for name in sorted(names):
-                f = os.path.join(root, name)
-                if name in LABEL_NAMES:
-                    report.ignored.append((f, "resolved labels"))
-                elif in_reports or METADATA.search(name):
-                    report.ignored.append((f, "run metadata (reports, predictions, SOURCE)"))
-                elif not _is_traj_name(name):
-                    report.ignored.append((f, "not a trajectory file name"))
-                elif why := not_regular(f):
-                    report.skipped.append((f, why))
-                else:
-                    found.append(f)
-        out.extend((Path(f), p.name) for f in sorted(found))
-    return out
-
-
-def load_labels(path: str | Path) -> dict[str, bool]:
-    """Resolved labels near ``path``: ``resolved.json[.gz]`` ({instance_id: bool}), a SWE-bench
-    ``eval_reports/`` folder of ``<id>.report.json[.gz]``, or ``sb-cli-report.json``, looked for in
-    the folder itself and up to two folders above."""
-    p = Path(path)
-    start = p if p.is_dir() else p.parent
-    for d in [start, *list(start.parents)[:2]]:
-        for name in LABEL_NAMES:
-            f = d / name
-            if label_file(f):
-                data = json.loads(gzip.decompress(f.read_bytes()) if name.endswith(".gz") else f.read_bytes())
-                if not isinstance(data, dict):
-                    raise ValueError(f"{f}: expected {{instance_id: bool}}")
-                return {str(k): bool(v) for k, v in data.items()}
-        reports = d / "eval_reports"
-        if reports.is_dir():
-            labels = {}
-            for f in sorted(reports.glob("*.report.json*")):
-                label_file(f)
-                iid = f.name.split(".report.json")[0]
-                raw = f.read_bytes()
-                rep = json.loads(gzip.decompress(raw) if f.name.endswith(".gz") else raw)
-                rep = rep.get(iid, rep)
-                labels[iid] = bool(rep.get("resolved"))
-            if labels:
-                return labels
-        sb = d / "sb-cli-report.json"
-        if label_file(sb):
-            s = json.loads(sb.read_text(encoding="utf-8"))
-            return {**{i: False for i in s.get("unresolved_ids", [])}, **{i: True for i in s.get("resolved_ids", [])}}
-    return {}
-
-
-# ------------------------------------------------------------------ first edit
-
-_DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
-_PLUS = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
-
-
-def submission_files(diff: str | None) -> list[str]:
-    """Files a unified diff modifies (pre-existing files); its added files if it modifies none."""
-    if not diff:
-        return []
-    heads = list(_DIFF_GIT.finditer(diff))
-    if not heads:
-        return [p for p in dict.fromkeys(_PLUS.findall(diff)) if p != "/dev/null"]
-    modified, added = [], []
-    for i, m in enumerate(heads):
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(diff)
-        header = diff[m.end(): diff.find("@@", m.end(), end) if "@@" in diff[m.end():end] else end]
-        (added if "new file mode" in header else modified).append(m.group(2))
-    return list(dict.fromkeys(modified or added))
-
-
-def _norm(p: str) -> str:
-    p = p.strip().strip("'\"")
-    if p.startswith("/testbed/"):
-        p = p[len("/testbed/"):]
-    while p.startswith("./"):
-        p = p[2:]
-    return p
-
-
-def _hits(paths: Iterable[str], subs: list[str]) -> bool:
-    for p in paths:
-        q = _norm(p)
-        if not q:
-            continue
-        for s in subs:
-            if q == s or q.endswith("/" + s) or s.endswith("/" + q):
-                return True
-    return False
-
-
-def _mentions(text: str, subs: list[str]) -> bool:
-    return any(s in text or s.rsplit("/", 1)[-1] in text for s in subs)
-
-
-def _temp_only(targets: tuple[str, ...]) -> bool:
-    return bool(targets) and all(_norm(t).startswith(("/tmp/", "/dev/", "/var/tmp/")) for t in targets)
-
-
-def _edits_submission(a: Action, call_text: str, subs: list[str], scripts: set[str]) -> bool:
-    for path, body in a.created:  # a script that writes a submitted file, for running later
-        if (not subs or _mentions(body, subs)) and code_writes(body):
-            scripts.add(path.rsplit("/", 1)[-1])
-    if a.category != "edit":
-        return bool(a.runs and scripts and any(r.rsplit("/", 1)[-1] in scripts for r in a.runs))
-    if a.runs and scripts and any(r.rsplit("/", 1)[-1] in scripts for r in a.runs):
-        return True
-    if not subs:
-        return not _temp_only(a.targets)
-    if a.targets and _hits(a.targets, subs):
-        return True
-    if a.code_writes or not a.targets:
-        return _mentions(call_text, subs)
-    return False
-
 
 def _repo(instance_id: str) -> str:
     m = re.match(r"^(.+?)__(.+)-\d+$", instance_id)
@@ -283,7 +113,7 @@ def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
         for ci, call in enumerate(t.calls):
             a = analyze(call.action) if call.args is None else classify_call(call.tool, call.action, call.args)
             if a.category == "edit" or a.created or (a.runs and scripts):
-                hit = _edits_submission(a, call.action, subs, scripts)
+                hit = edits_submission(a, call.action, subs, scripts)
             else:
                 hit = False
             if hit and first_edit is None:
@@ -324,7 +154,6 @@ class StepSink:
             self._flush()
 
     def _flush(self) -> None:
-        import polars as pl
 
         schema = {
             "turn": pl.Int32, "call": pl.Int32, "n_calls": pl.Int32, "prompt_tokens": pl.Int64,
@@ -341,7 +170,6 @@ class StepSink:
 
     def frame(self):
         """The step frame (chunks concatenated without copying them into one buffer)."""
-        import polars as pl
 
         if self.cols["turn"] or not self.chunks:
             self._flush()
@@ -350,7 +178,6 @@ class StepSink:
     def trajectories(self):
         """``trajectory_frame`` of the steps, computed chunk by chunk (the same frame unless one
         trajectory id of one data set was split over two chunks: then it is computed whole)."""
-        import polars as pl
 
         steps = self.frame()
         if len(self.traj_chunks) == 1:
@@ -372,7 +199,6 @@ def steps_frame(trajs: Iterable[tuple[Trajectory, str]]):
 
 def trajectory_frame(steps):
     """One row per trajectory: sizes, first edit turn, exploration before it, handoff tokens."""
-    import polars as pl
 
     explore = pl.col("category").is_in(EXPLORE)
     before = pl.col("before_first_edit").fill_null(False)
@@ -414,7 +240,6 @@ _FE_COLS = ("first_edit_turn", "explore_turns_before", "explore_calls_before")
 
 def _shares_by(steps, key: str | None) -> dict:
     """{group: {turn_share, token_share, obs_token_share, read_search_*}} in one pass per measure."""
-    import polars as pl
 
     keys = [key] if key else []
     lazy = steps.lazy()  # lazy: the filter and group-bys read only the columns they need (no copy of the actions)
@@ -444,7 +269,6 @@ def _shares_by(steps, key: str | None) -> dict:
 
 def _first_edit_by(trajs, key: str | None) -> dict:
     """{group: first-edit statistics} over trajectories with a first edit (see the module doc)."""
-    import polars as pl
 
     fe = pl.col("first_edit_turn").is_not_null()
     aggs = [pl.len().alias("trajectories"), fe.sum().alias("with_first_edit")]
@@ -465,7 +289,6 @@ def _first_edit_by(trajs, key: str | None) -> dict:
 
 
 def _blocks(steps, trajs, key: str | None) -> dict:
-    import polars as pl
 
     keys = [key] if key else []
     sh = _shares_by(steps, key)
@@ -509,7 +332,6 @@ class Analysis:
     files: FileReport
 
     def summary(self) -> dict:
-        import polars as pl
 
         s, t = self.steps, self.trajectories
         parsers = dict(s.lazy().filter(pl.col("is_call")).group_by("parser", maintain_order=True).len()
@@ -530,7 +352,6 @@ class Analysis:
             "relace_by_dataset": relace_measures_by(s, "dataset") if s.height else {},
             "seeds": SEEDS,
         }
-        from fasbench.trajectories.tokens import TOKENIZER_NAME
 
         out["estimation_tokenizer"] = TOKENIZER_NAME
         return out
@@ -548,7 +369,6 @@ def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = No
     """Parse every trajectory under ``paths``; bad files are skipped and recorded with their reason.
     ``limit`` keeps the first N files of each path (for smoke runs). The (trajectory, data set) pairs
     go to ``sink.append`` as each file is parsed (default: a list, returned)."""
-    from tqdm.auto import tqdm
 
     report = FileReport()
     paths = list(paths)
@@ -589,7 +409,6 @@ def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = No
 def analyze_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = None, progress: bool = True,
                   limit: int | None = None) -> Analysis:
     """Parse, classify and measure every trajectory under ``paths`` (files or folders)."""
-    import gc
 
     enabled = gc.isenabled()
     gc.disable()  # the loop only allocates (no cycles to free); collections would rescan the kept turns

@@ -16,15 +16,10 @@ The rubric (issue 4; FastContext's analysis of mini-swe-agent runs):
 A compound action (``&&``, ``||``, ``;``, ``|``, several lines, subshells, loops, command
 substitutions) takes the highest of its parts in the order edit > test > search > read > other.
 
-Shell text is parsed exactly: heredoc bodies are cut out first; what remains is either in a regular
-subset of the shell grammar (words, simple quotes, ``&& || ; | &``, newlines, plain redirections),
-which a regex lexer tokenises exactly and fast (``lexer``), or it goes to tree-sitter-bash, a full
-bash grammar (subshells, loops, expansions, command substitutions: ``tree-sitter``). On the 27k real
-actions in data/trajectories both give identical results wherever both apply. Where tree-sitter
-reports a syntax error, a tolerant splitter on unquoted operators is used (``fallback``); where even
-that fails the action is ``unparsable`` and classified by its first word. ``Action.parser`` says
-which path was taken so that the analysis can count them. (bashlex was measured first: ~0.5 ms per
-action and parse errors on 17% of the real actions, mostly quoted heredoc delimiters.)
+Shell text is parsed by ``fasbench.shell`` (a regex lexer for the regular subset, tree-sitter-bash
+for the rest, tolerant fallbacks that never raise); ``Action.parser`` says which path was taken
+(``lexer``, ``tree-sitter``, ``fallback``, ``unparsable``: classified by its first word) so that the
+analysis can count them, or ``tool`` / ``empty``.
 """
 
 from __future__ import annotations
@@ -33,6 +28,9 @@ import functools
 import re
 import shlex
 from typing import NamedTuple
+
+from fasbench import shell
+from fasbench.shell import WRITE_OPS, Simple, unwrap
 
 CATEGORIES = ("edit", "test", "search", "read", "other")  # highest first
 RANK = {c: len(CATEGORIES) - i for i, c in enumerate(CATEGORIES)}  # edit 5 … other 1
@@ -100,10 +98,7 @@ OTHER = {
     "[[", "submit", "exit_cost", "exit_forfeit", "exit_context", "exit_format", "skip", "basename", "dirname",
     "id", "uname", "hostname", "read", "shift", "return", "local", "declare", "eval", "git", "xargs",
 }
-# Wrappers that run the command after them (their own options skipped).
-WRAPPERS = {"sudo", "time", "nohup", "nice", "stdbuf", "command", "exec", "builtin", "timeout", "env", "xvfb-run"}
 NULL_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
-WRITE_OPS = {">", ">>", ">|", "&>", "&>>", ">&"}
 GIT_SEARCH = {"grep", "ls-files", "ls-tree"}
 GIT_READ = {"show", "blame", "cat-file", "annotate"}
 GIT_EDIT = {"apply", "am", "restore", "rm", "mv", "clean", "stash", "reset", "checkout", "cherry-pick",
@@ -147,18 +142,6 @@ def _nonopts(args: list[str]) -> list[str]:
     return [a for a in args if not a.startswith("-")]
 
 
-class _Simple:
-    """One simple command as the parser saw it: words, (operator, destination) redirections, and
-    the text of a heredoc it reads."""
-
-    __slots__ = ("words", "redirects", "heredoc")
-
-    def __init__(self, words: list[str], redirects: list[tuple[str, str]] | None = None, heredoc: str | None = None):
-        self.words = words
-        self.redirects = redirects if redirects is not None else []
-        self.heredoc = heredoc
-
-
 class _Acc:
     __slots__ = ("parts", "targets", "code_writes", "created", "runs", "unknown")
 
@@ -171,51 +154,19 @@ class _Acc:
         self.unknown: list[str] = []
 
 
-def _strip_wrappers(words: list[str]) -> list[str]:
-    w = list(words)
-    while w:
-        head = w[0]
-        if "=" in head and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", head):  # VAR=value cmd
-            w = w[1:]
-        elif head in WRAPPERS:
-            w = w[1:]
-            if head == "timeout":
-                while w and w[0].startswith("-"):
-                    w = w[1:]
-                w = w[1:]  # the duration
-            elif head == "nice" and w[:1] == ["-n"]:
-                w = w[2:]
-            else:
-                while w and w[0].startswith("-"):
-                    w = w[1:]
-        elif head in ("uv", "poetry", "pipenv", "hatch", "pdm", "conda") and len(w) > 1 and w[1] == "run":
-            w = w[2:]
-            while w and w[0].startswith("-"):
-                w = w[1:]
-        elif head == "xargs":
-            w = w[1:]
-            while w and w[0].startswith("-"):
-                opt = w.pop(0)
-                if opt in ("-I", "-n", "-P", "-d", "-L", "-a", "-s", "-E", "-i") and opt != "-i" and w:
-                    w.pop(0)
-        else:
-            break
-    return w
-
-
-def _simple(cmd: _Simple, acc: _Acc) -> str:
+def _simple(cmd: Simple, acc: _Acc) -> str:
     """Classify one simple command, recording what it writes and runs into ``acc``."""
     writes = [d for op, d in cmd.redirects if op in WRITE_OPS and not _is_null(d)]
     if writes:
         acc.targets.extend(writes)
         if cmd.heredoc is not None:
             acc.created.extend((d, cmd.heredoc) for d in writes)
-    words = _strip_wrappers(cmd.words)
+    words = unwrap(cmd.words)
     cat = _command(words, cmd, acc) if words else "other"
     return "edit" if writes else cat
 
 
-def _command(words: list[str], cmd: _Simple, acc: _Acc) -> str:
+def _command(words: list[str], cmd: Simple, acc: _Acc) -> str:
     w0 = words[0]
     name = w0.rsplit("/", 1)[-1] if "/" in w0 else w0
     fixed = _FIXED.get(name)
@@ -225,8 +176,9 @@ def _command(words: list[str], cmd: _Simple, acc: _Acc) -> str:
     if _PY.match(name):
         return _python(args, cmd, acc)
     if name in ("bash", "sh", "zsh", "dash"):
-        if "-c" in args and args.index("-c") + 1 < len(args):
-            sub = analyze(args[args.index("-c") + 1])
+        c = next((i for i, a in enumerate(args) if a[:1] == "-" and a[1:2] != "-" and "c" in a), None)
+        if c is not None and c + 1 < len(args):  # bash -c CMD, bash -lc CMD, sh -ec CMD
+            sub = analyze(args[c + 1])
         elif cmd.heredoc is not None and not _nonopts(args):
             sub = analyze(cmd.heredoc)
         elif _nonopts(args):
@@ -271,7 +223,7 @@ def _command(words: list[str], cmd: _Simple, acc: _Acc) -> str:
                 j = i
                 while j < len(args) and args[j] not in (";", "\\;", "+"):
                     j += 1
-                sub = _Simple([a for a in args[i:j] if a != "{}"])
+                sub = Simple([a for a in args[i:j] if a != "{}"])
                 return top(["search", _simple(sub, acc)])
         if "-delete" in args:
             acc.code_writes = True
@@ -330,7 +282,7 @@ def _sed_files(args: list[str]) -> list[str]:
     return files if script_given else files[1:]
 
 
-def _python(args: list[str], cmd: _Simple, acc: _Acc) -> str:
+def _python(args: list[str], cmd: Simple, acc: _Acc) -> str:
     i = 0
     while i < len(args):
         a = args[i]
@@ -366,7 +318,7 @@ def _python(args: list[str], cmd: _Simple, acc: _Acc) -> str:
 _SWE_EDIT_BLOCK = re.compile(r"^(edit|insert|append)\b[^\n]*\n.*\bend_of_(edit|insert|append)\s*$", re.S)
 
 
-def _git(args: list[str], cmd: _Simple, acc: _Acc) -> str:
+def _git(args: list[str], cmd: Simple, acc: _Acc) -> str:
     a = list(args)
     while a and a[0].startswith("-"):
         opt = a.pop(0)
@@ -402,322 +354,6 @@ def _git(args: list[str], cmd: _Simple, acc: _Acc) -> str:
     return "other"
 
 
-# ------------------------------------------------------------------ tree-sitter parse
-
-@functools.lru_cache(maxsize=1)
-def _parser():
-    import tree_sitter_bash
-    from tree_sitter import Language, Parser
-
-    return Parser(Language(tree_sitter_bash.language()))
-
-
-_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|\$'([^']*)'""", re.S)
-_DQ_ESCAPE = re.compile(r'\\([\\"$`])')
-
-
-def _unquote_match(m: re.Match) -> str:
-    for g in m.groups():
-        if g is not None:
-            return g
-    return ""
-
-
-def _unquote(text: str) -> str:
-    if "'" not in text and '"' not in text and "\\" not in text:
-        return text
-    return _QUOTED.sub(_unquote_match, text)
-
-
-def _word(node) -> str:
-    """The shell word a node stands for, quotes removed."""
-    text = node.text.decode("utf-8", "replace")
-    t = node.type
-    if t == "raw_string":
-        return text[1:-1]
-    if t == "string":
-        inner = text[1:-1]
-        return _DQ_ESCAPE.sub(r"\1", inner) if "\\" in inner else inner
-    if t == "word" and "\\" not in text:
-        return text
-    return _unquote(text)
-
-
-_CONTAINERS_SKIP = {"heredoc_body", "comment", "heredoc_start", "heredoc_end"}
-
-
-_WORD_SPECIAL = re.compile(rb"[$`<>\\]")
-_WORDS = re.compile(r"""(?:'[^']*'|"[^"$`\\]*"|[^\s'"\\])+""")
-_WORDS_LINE = re.compile(r"""\s*(?:(?:'[^']*'|"[^"$`\\]*"|[^\s'"\\])++\s*)*+""")
-
-
-class _Walk:
-    """One tree-sitter walk: the simple commands found, and heredoc bodies cut out before parsing."""
-
-    __slots__ = ("out", "bodies", "k")
-
-    def __init__(self, bodies: list[str] | None):
-        self.out: list[_Simple] = []
-        self.bodies = bodies
-        self.k = 0
-
-    def walk(self, node) -> None:
-        t = node.type
-        out = self.out
-        if t == "command":
-            raw = node.text
-            if not _WORD_SPECIAL.search(raw):  # plain words and simple quotes: split them directly
-                text = raw.decode("utf-8", "replace")
-                if _WORDS_LINE.fullmatch(text):
-                    out.append(_Simple([_unquote(w) if ("'" in w or '"' in w) else w for w in _WORDS.findall(text)]))
-                    return
-            words = []
-            redirects: list[tuple[str, str]] = []
-            nesting = b"$(" in raw or b"`" in raw or b"<(" in raw or b">(" in raw
-            skip_args = False
-            for ch in node.named_children:
-                ct = ch.type
-                if ct == "variable_assignment":
-                    self.nested(ch)
-                elif ct == "file_redirect":
-                    redirects.append(_ts_redirect(ch))
-                elif ct == "herestring_redirect":
-                    continue
-                else:
-                    if nesting and ct != "raw_string":
-                        self.nested(ch)
-                    if skip_args:
-                        continue
-                    w = _word(ch)
-                    if not words and w in _FIXED:
-                        skip_args = True  # its category does not depend on the arguments
-                    words.append(w)
-            out.append(_Simple(words, redirects))
-            return
-        if t == "redirected_statement":
-            # Redirections apply to the last simple command of the body (``a && b > f``,
-            # ``a | b > f``); commands after a heredoc start on its line (``cat <<EOF | python``)
-            # come after it.
-            start = len(out)
-            body = node.child_by_field_name("body")
-            if body is not None:
-                self.walk(body)
-            if len(out) == start:
-                out.append(_Simple([]))
-            target = out[-1]
-            for ch in node.named_children:
-                if body is not None and ch.id == body.id:
-                    continue
-                if ch.type == "file_redirect":
-                    target.redirects.append(_ts_redirect(ch))
-                elif ch.type == "heredoc_redirect":
-                    n = len(out)
-                    target.heredoc, inner = self.heredoc(ch)
-                    target.redirects.extend(inner)
-                    if target.words[:1] == ["cat"] and not inner and len(out) > n and out[n].heredoc is None:
-                        out[n].heredoc = target.heredoc  # cat <<EOF | python: python reads the text
-            return
-        if t in _CONTAINERS_SKIP:
-            return
-        for ch in node.named_children:
-            self.walk(ch)
-
-    def nested(self, node) -> None:
-        """Commands inside a word: $(…), `…`, <(…)."""
-        for ch in node.named_children:
-            if ch.type in ("command_substitution", "process_substitution"):
-                self.walk(ch)
-            elif ch.named_child_count:
-                self.nested(ch)
-
-    def heredoc(self, node) -> tuple[str, list[tuple[str, str]]]:
-        body, redirects = "", []
-        for ch in node.named_children:
-            if ch.type == "heredoc_body":
-                body = ch.text.decode("utf-8", "replace")
-            elif ch.type == "file_redirect":
-                redirects.append(_ts_redirect(ch))
-            elif ch.type not in ("heredoc_start", "heredoc_end"):
-                self.walk(ch)  # cat <<EOF | python, cat <<EOF && …
-        if self.bodies is not None and self.k < len(self.bodies):
-            body = self.bodies[self.k]
-            self.k += 1
-        return body, redirects
-
-
-def _ts_redirect(node) -> tuple[str, str]:
-    op, dest = "", ""
-    for ch in node.children:
-        if not ch.is_named:
-            op += ch.type
-        elif ch.type != "file_descriptor":
-            dest = _word(ch)
-    return op.strip(), dest
-
-
-_HD_START = re.compile(r"(?<!<)<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z_0-9.-]*)\2")
-
-
-def _terminator(text: str, word: str, start: int, tabs: bool) -> tuple[int, int] | None:
-    """(start, end after its newline) of the first line at or after ``start`` that is exactly
-    ``word`` (after leading tabs for ``<<-``; a trailing CR allowed)."""
-    n, lw = len(text), len(word)
-    i = text.find(word, start)
-    while i >= 0:
-        b = i
-        if tabs:
-            while b > start and text[b - 1] == "\t":
-                b -= 1
-        e = i + lw
-        if e < n and text[e] == "\r":
-            e += 1
-        if (b == start or text[b - 1] == "\n") and (e == n or text[e] == "\n"):
-            return b, min(e + 1, n)
-        i = text.find(word, i + 1)
-    return None
-
-
-def _cut_heredocs(text: str, keep_end: bool = True) -> tuple[str, list[str] | None]:
-    """The text with heredoc bodies removed (delimiter lines kept), and the bodies in order; the text
-    unchanged and None when it has no heredoc or one is not terminated. Parsing bodies as shell is
-    wasted work: they are most of the bytes of agents' file-writing commands."""
-    m = _HD_START.search(text)
-    if m is None:
-        return text, None
-    parts: list[str] = []
-    bodies: list[str] = []
-    pos = 0
-    while m is not None:
-        eol = text.find("\n", m.end())
-        if eol < 0:
-            return text, None
-        parts.append(text[pos:eol + 1])
-        cur = eol + 1
-        for h in _HD_START.finditer(text, m.start(), eol):  # several heredocs may start on one line
-            span = _terminator(text, h.group(3), cur, bool(h.group(1)))
-            if span is None:
-                return text, None
-            bodies.append(text[cur:span[0]])
-            if keep_end:  # tree-sitter wants the delimiter line; the lexer does not
-                parts.append(text[span[0]:span[1]])
-            cur = span[1]
-        pos = cur
-        m = _HD_START.search(text, pos)
-    parts.append(text[pos:])
-    return "".join(parts), bodies
-
-
-# ------------------------------------------------------------------ tolerant fallback
-
-_TOKEN = re.compile(
-    r"""\s*(?:(?P<op>&&|\|\||;;|[;&|\n]|\(|\))|(?P<redir>\d?(?:>>|>\||&>>|&>|>&|>|<<<|<<-?|<))"""
-    r"""|(?P<word>(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s;&|()<>'"\\])+))""",
-    re.S,
-)
-
-
-def _fallback(text: str) -> list[_Simple]:
-    src, bodies = _cut_heredocs(text)
-    bodies = bodies or []
-    out: list[_Simple] = []
-    cur = _Simple([])
-    pos, pending, nbody = 0, None, 0
-    while pos < len(src):
-        m = _TOKEN.match(src, pos)
-        if not m or m.end() == pos:
-            if src[pos:].strip():
-                raise ValueError(f"cannot tokenise at {pos}: {src[pos:pos + 20]!r}")
-            break
-        pos = m.end()
-        if m.group("op"):
-            if cur.words or cur.redirects:
-                out.append(cur)
-            cur = _Simple([])
-        elif m.group("redir"):
-            pending = m.group("redir").lstrip("0123456789")
-        elif m.group("word") is not None:
-            w = _unquote(m.group("word"))
-            if pending in ("<<", "<<-"):
-                cur.heredoc = bodies[nbody] if nbody < len(bodies) else ""
-                nbody += 1
-            elif pending is not None and pending != "<":
-                cur.redirects.append((pending, w))
-            elif pending is None:
-                cur.words.append(w)
-            pending = None
-    if cur.words or cur.redirects:
-        out.append(cur)
-    return out
-
-
-# ------------------------------------------------------------------ entry points
-
-# Words (plain, '…', "…" without expansions), list/pipe operators and plain redirections: a regular
-# subset of the shell grammar that a regex tokenises exactly. Anything else (expansions, escapes,
-# subshells, braces, heredocs, comments, reserved words) goes to tree-sitter.
-_WORD_RE = r"""(?:[^\s'"\\;&|<>()$`#{}]+|'[^']*'|"[^"$`\\]*")+"""
-_OP_RE = r"""&&|\|\||[;|&\n]"""
-_REDIR_RE = r"""\d?(?:>>|>\||&>>|&>|>&|>)|<<-?(?!<)|<(?![<(])"""
-_TOKENS = re.compile(f"({_OP_RE})|({_REDIR_RE})|({_WORD_RE})")
-# no capturing groups here: 3.11's possessive repeats mis-track them
-_REGULAR = re.compile(f"[ \\t]*(?:(?:{_OP_RE}|{_REDIR_RE}|{_WORD_RE})[ \\t]*)*+")
-RESERVED = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
-            "function", "select", "time", "coproc", "!", "[[", "]]"}
-
-
-def _regular(text: str) -> list[_Simple] | None:
-    """The simple commands of ``text`` when it is in the regular subset (heredoc bodies cut out
-    first), else None."""
-    bodies = None
-    if "<<" in text:
-        text, bodies = _cut_heredocs(text, keep_end=False)
-        if bodies is None:
-            return None
-    if not _REGULAR.fullmatch(text):
-        return None
-    cmds: list[_Simple] = []
-    ops: list[str] = []  # the operator after each command
-    words: list[str] = []
-    redirects: list[tuple[str, str]] = []
-    heredoc = None
-    pending = None
-    k = 0
-    for op, red, word in _TOKENS.findall(text):
-        if word:
-            if pending is not None:
-                if pending[:2] == "<<":
-                    if bodies is None or k >= len(bodies):
-                        return None
-                    heredoc = bodies[k]
-                    k += 1
-                elif pending != "<":
-                    redirects.append((pending, _unquote(word)))
-                pending = None
-            else:
-                if not words and word in RESERVED:
-                    return None
-                words.append(_unquote(word) if ("'" in word or '"' in word) else word)
-        elif pending is not None:
-            return None
-        elif red:
-            pending = red.lstrip("0123456789")
-        else:
-            if words or redirects or heredoc is not None:
-                cmds.append(_Simple(words, redirects, heredoc))
-                ops.append(op)
-            words, redirects, heredoc = [], [], None
-    if pending is not None or (bodies is not None and k != len(bodies)):
-        return None
-    if words or redirects or heredoc is not None:
-        cmds.append(_Simple(words, redirects, heredoc))
-    for i, c in enumerate(cmds[:-1]):  # cat <<EOF | python: python reads the text
-        if (c.heredoc is not None and c.words[:1] == ["cat"] and not c.redirects and ops[i] == "|"
-                and cmds[i + 1].heredoc is None):
-            cmds[i + 1].heredoc = c.heredoc
-    return cmds
-
-
-_PLAIN = re.compile(r"[\w./:=,@%+^~-][\w./:=,@%+^~ -]*\Z")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -728,37 +364,9 @@ def analyze(action: str) -> Action:
         return Action("other", "empty")
     if _SWE_EDIT_BLOCK.match(text):  # SWE-agent's edit/insert block: its body is code, not shell
         return Action("edit", "tool", ("edit",))
-    parser = "tree-sitter"
-    if _PLAIN.match(text):  # plain words only: the shell's parse is the split on blanks
-        acc = _Acc()
-        part = _simple(_Simple(text.split()), acc)
-        return Action(part, "lexer", (part,), tuple(acc.targets), acc.code_writes, (), tuple(acc.runs),
-                      tuple(acc.unknown))
-    cmds = _regular(text)
-    if cmds is not None:
-        parser = "lexer"
-    try:
-        if cmds is not None:
-            pass
-        else:
-            src, bodies = _cut_heredocs(text)
-            tree = _parser().parse(src.encode("utf-8"))
-            if tree.root_node.has_error:
-                raise ValueError("tree-sitter parse error")
-            w = _Walk(bodies)
-            w.walk(tree.root_node)
-            cmds = w.out
-    except ValueError:
-        try:
-            cmds = _fallback(text)
-            parser = "fallback"
-        except ValueError:
-            try:
-                first = shlex.split(text.split("\n", 1)[0])[:1]
-            except ValueError:
-                first = text.split()[:1]
-            cmds = [_Simple(first)]
-            parser = "unparsable"
+    cmds, parser = shell.parse(text)
+    if parser == "unparsable":  # classified by its first word
+        cmds = [Simple(cmds[0].words[:1])] if cmds else []
     acc = _Acc()
     for c in cmds:
         acc.parts.append(_simple(c, acc))
@@ -773,17 +381,20 @@ def classify(action: str) -> str:
     return analyze(action).category
 
 
-# Tool-call agents (Claude Code, SWE-agent's editor tools, fasbench's own tool sets).
+# Tool-call agents (Claude Code, SWE-agent's editor tools, OpenHands …); fasbench's own tool sets are
+# asked for the kind of their tools (fasbench.tools.calls.tool_kind).
 TOOL_CATEGORIES = {
-    "read": {"read", "view_file", "read_file", "open_file", "notebookread", "view", "cat", "open", "goto",
+    "read": {"read", "read_file", "open_file", "notebookread", "view", "cat", "open", "goto",
              "scroll_up", "scroll_down"},
-    "search": {"grep", "glob", "ls", "grep_search", "view_directory", "list_dir", "list_directory", "find_file",
+    "search": {"grep", "glob", "ls", "list_dir", "list_directory", "find_file",
                "search_dir", "search_file", "codebase_search", "file_search", "search", "find", "list_files"},
     "edit": {"edit", "multiedit", "write", "notebookedit", "create_file", "write_file", "edit_file", "apply_patch",
              "str_replace", "insert", "create", "replace_in_file"},
-    "other": {"report_back", "submit", "finish", "think", "todowrite", "todoread", "task", "agent", "exitplanmode",
+    "other": {"submit", "finish", "think", "todowrite", "todoread", "task", "agent", "exitplanmode",
               "webfetch", "websearch", "bashoutput", "killshell", "killbash"},
 }
+KIND_CATEGORY = {"read": "read", "search": "search", "list": "search", "report": "other"}
+# Shell tools of foreign agents (mini-swe-agent v2, SWE-agent, OpenHands, Claude Code's Bash).
 SHELL_TOOLS = {"bash", "shell", "execute_bash", "run_command", "terminal", "exec", "run", "bash_command",
                "run_shell_command", "execute_command", "cmd"}
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file")
@@ -808,4 +419,12 @@ def analyze_call(name: str, arguments) -> Action:
         if key in names:
             targets = tuple(str(args[k]) for k in _PATH_KEYS if k in args) if cat == "edit" else ()
             return Action(cat, "tool", (cat,), targets)
+    # Only fasbench's own tool names (and unknown ones) get here, never a shell action.
+    # local import: fasbench.tools loads jsonschema (1.3-3.1 s measured with -X importtime)
+    from fasbench.tools import TOOLSETS, calls
+
+    for toolset in TOOLSETS:
+        kind = calls.tool_kind(toolset, n)
+        if kind is not None:
+            return Action(KIND_CATEGORY[kind], "tool", (KIND_CATEGORY[kind],))
     return Action("other", "tool", ("other",), unknown=(n,))
