@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from fasbench.tools import TOOLSETS, make_toolset
+
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "fasbench"
 DESIGN = REPO / "docs" / "design.md"
@@ -361,8 +363,7 @@ def check_local_imports() -> dict[str, list[str]]:
 
 @functools.cache
 def tool_names() -> frozenset[str]:
-    from fasbench.tools import TOOLSETS, make_toolset  # the names come from the tool sets themselves
-
+    """The names of every tool of every registered tool set, read from the tool sets themselves."""
     with tempfile.TemporaryDirectory() as tmp:
         return frozenset(name for ts in TOOLSETS for name in make_toolset(ts, tmp).tools)
 
