@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from fasbench.data.files import find_data
 from fasbench.evaluate import aggregate
 from fasbench.figures import PALETTE
 
@@ -29,8 +30,6 @@ GOLDS = {  # label -> (summary column, what the gold is)
 
 def published() -> pl.DataFrame:
     """The shipped table of published results (data/field/published.csv)."""
-    from fasbench.data.files import find_data
-
     return pl.read_csv(find_data("field/published.csv"), infer_schema_length=None)
 
 

@@ -39,8 +39,8 @@ from tqdm.auto import tqdm
 
 from fasbench.metrics import normalize_path
 from fasbench.paths import cache_dir
-from fasbench.policies import _build, parse_spec
 from fasbench.policies.openai_compat import OpenAIPolicy
+from fasbench.specs import build, parse_spec
 
 MAX_LINES = 500  # read_citations_content: lines per citation
 MAX_LINE_LENGTH = 500  # read_citations_content: characters per line
@@ -226,5 +226,5 @@ def make_judge(spec: str) -> Judge:
         raise ValueError(f"judge spec {spec!r}: workers={workers!r} is not an integer") from None
     if "model" not in kw:
         raise ValueError(f"judge spec {spec!r} needs model=NAME (the model the endpoint serves)")
-    client = _build(OpenAIPolicy, "openai judge", kw, name=spec)
+    client = build(OpenAIPolicy, "openai judge", kw, name=spec)
     return Judge(client, workers=workers, cache=cache, spec=spec)

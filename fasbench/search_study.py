@@ -9,11 +9,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
+import plotly.graph_objects as go
 import polars as pl
 
-from fasbench.evaluate import aggregate, load_summary, run_eval
+from fasbench.data import load_tasks
+from fasbench.data.corpus import CorpusError, materialize, pick_for, root_dir
+from fasbench.evaluate import aggregate, compare, load_summary, run_eval
+from fasbench.figures import PALETTE
 from fasbench.harness import Limits
+from fasbench.paths import cache_dir
+from fasbench.policies.rag import corpus_files
+from fasbench.policies.toy import ISSUES, make_corpus, toy_tasks
 from fasbench.records import Task
+from fasbench.reward import turn_penalty
 
 
 def study_tasks(n: int, split: str = "test", sources: Sequence[str] = ("swebench-lite", "swebench-verified"),
@@ -23,9 +31,6 @@ def study_tasks(n: int, split: str = "test", sources: Sequence[str] = ("swebench
     (fixed ``seed``) and balanced over repositories (at most ``per_repo`` each). Without
     ``download`` only corpora already in the cache are used, so a CPU smoke run does not fetch;
     ``max_corpora`` keeps the tasks of at most that many corpora (fewer indexes to build on CPU)."""
-    from fasbench.data import load_tasks
-    from fasbench.data.corpus import CorpusError, materialize, pick_for, root_dir
-
     have = {p.name.lower() for p in (root_dir() / "sdist").iterdir()} if (root_dir() / "sdist").exists() else set()
     pool, seen = [], set()
     for s in sources:
@@ -76,8 +81,6 @@ def run_grid(tasks: Sequence[Task], specs: Sequence[str], out_root: str | Path, 
 
 def corpus_size(root: str | None) -> int:
     """Number of code files in a corpus (what retrieval has to index)."""
-    from fasbench.policies.rag import corpus_files
-
     return len(corpus_files(root)) if root else 0
 
 
@@ -109,8 +112,6 @@ def per_repo_table(df: pl.DataFrame, policies: Sequence[str], metric: str = "fil
 def acceptance(df: pl.DataFrame, max_turns: int = 4, margin: float = 0.10, bm25: str = "bm25") -> dict:
     """Does the best heuristic in ≤ ``max_turns`` turns beat bm25 by ≥ ``margin`` file-level F2 on
     the shared tasks, with its median episode under 2 s? Returns the numbers and the verdict."""
-    from fasbench.evaluate import compare
-
     heur = [p for p in df["policy"].unique().to_list() if family(p) == "heuristic"]
     heur = [p for p in heur if df.filter(pl.col("policy") == p)["turns"].max() <= max_turns]
     if not heur or bm25 not in df["policy"].to_list():
@@ -128,10 +129,6 @@ def acceptance(df: pl.DataFrame, max_turns: int = 4, margin: float = 0.10, bm25:
 def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = ""):
     """Relace Fig. 1 style: accuracy (with its 95% interval) against latency or turns, one point per
     policy, the heuristic's turn sweep joined by a line."""
-    import plotly.graph_objects as go
-
-    from fasbench.figures import PALETTE
-
     fig = go.Figure()
     fams = sorted({family(p) for p in table["policy"]})
     for i, fam in enumerate(fams):
@@ -157,16 +154,11 @@ def load_grid(out_root: str | Path) -> pl.DataFrame:
 
 def toy_study_tasks(n: int = 5) -> list[Task]:
     """The toy corpus's issues (a fallback when no SWE-bench corpus is cached, e.g. a fresh CI clone)."""
-    from fasbench.paths import cache_dir
-    from fasbench.policies.toy import ISSUES, make_corpus, toy_tasks
-
     return toy_tasks(make_corpus(cache_dir("toy-corpus")))[: min(n, len(ISSUES))]
 
 
 def reward_vs_turns(accuracies: Sequence[float] = (0.5, 0.8, 1.0), turns: Sequence[int] = range(1, 31)) -> pl.DataFrame:
     """Relace's R = A · P(n) for fixed accuracies over turn counts (the penalty's shape)."""
-    from fasbench.reward import turn_penalty
-
     return pl.DataFrame([{"accuracy": a, "turns": n, "reward": a * turn_penalty(n)} for a in accuracies for n in turns])
 
 

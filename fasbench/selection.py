@@ -16,6 +16,10 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from tqdm.auto import tqdm
+
+from fasbench.data import offline_manifest
+from fasbench.data.corpus import CorpusError, materialize, pick_for
 from fasbench.records import Task
 
 
@@ -50,11 +54,6 @@ def pick_ids(tasks: Sequence[Task], ids: Sequence[str]) -> list[Task]:
 
 def usable(tasks: Sequence[Task], mode: str | None = None, progress: bool = True) -> tuple[list[Task], list[dict]]:
     """(tasks with a corpus and their gold placed on it, excluded rows {id, reason, detail})."""
-    from tqdm.auto import tqdm
-
-    from fasbench.data import offline_manifest
-    from fasbench.data.corpus import CorpusError, materialize, pick_for
-
     mode = mode or os.environ.get("FASBENCH_CORPUS_MODE") or None
     man = offline_manifest() if mode != "online" else {}
     ok, excluded, todo = [], [], []

@@ -19,6 +19,8 @@ import shutil
 from pathlib import Path
 from typing import Sequence, TypeVar
 
+import polars as pl
+
 from fasbench.records import append_jsonl, iter_jsonl, repair_jsonl
 
 T = TypeVar("T")
@@ -74,8 +76,6 @@ def _key(row: dict):
 
 def merge_shards(dirs: Sequence[str | Path], out: str | Path):
     """Merge the run directories of shards ``0…n-1`` into ``out``; returns the merged summary."""
-    import polars as pl
-
     dirs = [Path(d) for d in dirs]
     out = Path(out)
     if not dirs:

@@ -105,8 +105,9 @@ def select_state(pool: Pool, selector: Selector, n: int, order: str) -> tuple[Se
     return pool._memo[key]
 
 
-def checkpoints(order: str, n_max: int, schedule: Sequence[int] | None) -> list[int]:
-    """The pool sizes at which a strategy decides: the schedule (cascade) or every finish (parallel)."""
+def checkpoints(n_max: int, schedule: Sequence[int] | None) -> list[int]:
+    """The pool sizes at which a strategy decides: the schedule's sizes (checked against ``n_max``),
+    or every size 1..``n_max`` when ``schedule`` is None (parallel: a decision at every finish)."""
     if schedule is None:
         return list(range(1, n_max + 1))
     s = list(schedule)
@@ -123,7 +124,7 @@ def states(pools: Sequence[Pool], selector: Selector, order: str = "launch",
     checkpoint (the same at the last one)."""
     rows = []
     for pool in pools:
-        sizes = checkpoints(order, pool.n, schedule)
+        sizes = checkpoints(pool.n, schedule)
         qs = [select_state(pool, selector, n, order)[1] for n in sizes]
         for j, n in enumerate(sizes):
             sel, q = select_state(pool, selector, n, order)

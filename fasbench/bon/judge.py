@@ -24,6 +24,7 @@ from typing import Sequence
 
 from fasbench.bon.pool import Rollout
 from fasbench.bon.select import Selector, judge_selector, medoid_judge
+from fasbench.policies import make_policy
 from fasbench.policies.openai_compat import OpenAIPolicy
 from fasbench.records import Task
 
@@ -130,8 +131,6 @@ def llm_judge_selector(spec: str, tasks: Sequence[Task] | dict[str, Task]) -> tu
     """A selector backed by an LLM judge; ``spec`` is an ``openai:`` policy spec's parameters,
     e.g. ``model=qwen,base_url=http://localhost:8000/v1,max_tokens=256``. Returns the selector and
     the judge (its ``calls`` and ``failures`` counters)."""
-    from fasbench.policies import make_policy
-
     client = make_policy(spec if spec.startswith("openai:") else f"openai:{spec}")
     if not isinstance(client, OpenAIPolicy):
         raise ValueError(f"llm judge: {spec!r} is not an OpenAI-compatible endpoint spec")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from fasbench.bon.experiment import SEED, BonResult
+from fasbench.bon.experiment import BonResult, SEED
+from fasbench.bon.features import select_state
 from fasbench.figures import PALETTE
 
 COLORS = {"cascade": PALETTE[0], "parallel": PALETTE[1], "fixed": "#777777", "seed": PALETTE[3]}
@@ -99,8 +100,6 @@ def scaling_figure(pools, selectors: dict, sizes=None) -> go.Figure:
     """Quality of each selector on the first n rollouts, and the oracle (best single rollout), over
     every task of ``pools`` (all splits: no threshold is tuned here, unlike the frontiers, which score the
     test split only); the title states the population."""
-    from fasbench.bon.features import select_state
-
     n_max = min(p.n for p in pools)
     sizes = list(sizes or range(1, n_max + 1))
     fig = go.Figure()

@@ -8,6 +8,7 @@ latency (episode wall time). Full traces can be kept in a sibling file when aske
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import time
@@ -15,12 +16,16 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from tqdm.auto import tqdm
+
 from fasbench.bon.verify import probe, verify_report
+from fasbench.harness import Limits, run_episode
 from fasbench.metrics import normalize_files, normalize_path
-from fasbench.paths import cache_dir
+from fasbench.paths import cache_dir, data_dir
 from fasbench.records import (Gold, RecordError, Report, Task, ToolCall, ToolResult, Trace, append_jsonl, iter_jsonl,
                               repair_jsonl)
 from fasbench.reward import score_report
+from fasbench.tools import make_toolset
 
 COSTS = ("tokens", "est_tokens", "tool_time", "calls", "latency")
 PATH_KEYS = ("path", "file_path", "directory", "target_file", "dir_path")
@@ -246,8 +251,6 @@ def pool_path(name: str) -> Path:
 
 def find_pool(name: str) -> Path:
     """The pool ``name``: in the cache when built there, else shipped in ``data/bon/<name>.jsonl.gz``."""
-    from fasbench.paths import data_dir
-
     cached = cache_dir("bon") / f"{name}.jsonl"
     if cached.exists() and cached.stat().st_size > 0:
         return cached
@@ -273,11 +276,6 @@ def build_pools(tasks: Iterable[Task], make_policy: Callable[[int], object], too
     rollouts of a task share identical tool calls (``MemoToolset``; tool time stays what each
     call first measured). ``verify``: run the report verifier (``fasbench.bon.verify``) on each.
     """
-    from tqdm.auto import tqdm
-
-    from fasbench.harness import Limits, run_episode
-    from fasbench.tools import make_toolset
-
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     out = Path(out)
@@ -334,8 +332,6 @@ def read_pools(path: str | Path, n: int | None = None, complete: bool = True) ->
 
 def write_pools(path: str | Path, pools: Sequence[Pool]) -> Path:
     """Write pools (e.g. synthetic ones, or a subset to ship) as a pool JSONL file (``.gz`` ok)."""
-    import gzip
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     opener = gzip.open if path.suffix == ".gz" else open
@@ -352,10 +348,6 @@ def reverify(pool_in: str | Path, tasks: Sequence[Task], traces: str | Path, out
     """Add (or redo) the verifier's checks, the per-call tool time and the token split on every
     line of a pool file from its kept traces (``fasbench bon pools --keep-traces``); lines whose
     trace is missing are verified without the grep-hit check. Writes ``out`` (``.gz`` ok)."""
-    import gzip
-
-    from tqdm.auto import tqdm
-
     by_task = {t.id: t for t in tasks}
     lines = list(iter_jsonl(pool_in))
     want = {d.get("trace_id") for d in lines}

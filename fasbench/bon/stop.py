@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from fasbench.bon.features import FEATURES
@@ -33,12 +40,6 @@ class ConstantClassifier:
 
 def base_model(model: str = "logistic"):
     """The uncalibrated base estimator: ``logistic`` or ``hgb`` (histogram gradient boosting)."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from sklearn.impute import SimpleImputer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
     if model == "logistic":
         return make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler(),
                              LogisticRegression(C=1.0, max_iter=2000))
@@ -53,9 +54,6 @@ def fit_calibrated(X: np.ndarray, y: np.ndarray, groups: Sequence, method: str =
     group-aware splits). ``method``: ``isotonic``, ``sigmoid`` or ``auto`` (isotonic from 1000
     rows, as scikit-learn advises; sigmoid below). ``model`` is a name for ``base_model`` or an
     unfitted estimator."""
-    from sklearn.calibration import CalibratedClassifierCV
-    from sklearn.model_selection import StratifiedGroupKFold
-
     X, y, groups = np.asarray(X, float), np.asarray(y, int), np.asarray(groups)
     if len(X) != len(y) or len(y) != len(groups):
         raise ValueError(f"fit_calibrated: {len(X)} rows, {len(y)} labels, {len(groups)} groups")
@@ -120,8 +118,6 @@ def cross_fit(rows: Sequence[dict], features: Sequence[str] = FEATURES, method: 
               n_splits: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold (p_now, p_later) for every row, folds by task: each task's states are scored
     by classifiers that never saw that task."""
-    from sklearn.model_selection import GroupKFold
-
     rows = list(rows)
     tasks = np.array([r["task_id"] for r in rows])
     uniq = np.unique(tasks)

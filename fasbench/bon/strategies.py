@@ -55,7 +55,7 @@ def always_n(pool: Pool, selector: Selector, n: int | None = None, cost: str = "
 
 def cascade(pool: Pool, selector: Selector, schedule: Sequence[int], decide: Decide = never,
             cost: str = "tokens") -> Outcome:
-    sizes = checkpoints("launch", pool.n, schedule)
+    sizes = checkpoints(pool.n, schedule)
     prev, lat, c = 0, 0.0, 0.0
     for j, s in enumerate(sizes):
         batch = pool.rollouts[prev:s]
@@ -71,7 +71,7 @@ def cascade(pool: Pool, selector: Selector, schedule: Sequence[int], decide: Dec
 def parallel(pool: Pool, selector: Selector, decide: Decide = never, cost: str = "tokens",
              checks: Sequence[int] | None = None) -> Outcome:
     fin = pool.finish_order()
-    sizes = checkpoints("finish", pool.n, checks)
+    sizes = checkpoints(pool.n, checks)
     for j, s in enumerate(sizes):
         t = fin[s - 1].latency
         if j == len(sizes) - 1 or decide(pool, j, s):

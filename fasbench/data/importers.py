@@ -27,6 +27,7 @@ import json
 import re
 from pathlib import Path
 
+from fasbench.data import load_tasks
 from fasbench.data.splits import assign
 from fasbench.records import Gold, Task, iter_jsonl
 
@@ -55,8 +56,6 @@ def _records(path: str | Path) -> list[dict]:
 
 
 def _swebench_tasks() -> dict[str, Task]:
-    from fasbench.data import load_tasks
-
     out = {}
     for src in ("swebench-verified", "swebench-lite"):
         for t in load_tasks(src):

@@ -8,6 +8,10 @@ import gzip
 import json
 from collections import Counter
 
+from fasbench.data import SOURCES, build_tasks, tasks_path
+from fasbench.data.agent_traces import build as build_traces
+from fasbench.data.corpus import materialize_many
+from fasbench.data.splits import assign
 from fasbench.paths import data_dir
 
 
@@ -20,11 +24,6 @@ def _write_gz(path, rows) -> None:
 
 def ship(corpora: bool = False):
     """Yield progress lines while writing the files."""
-    from fasbench.data import SOURCES, build_tasks, tasks_path
-    from fasbench.data.agent_traces import build as build_traces
-
-    from fasbench.data.splits import assign
-
     built = {}
     for s in SOURCES:
         if s == "agent-traces":
@@ -38,8 +37,6 @@ def ship(corpora: bool = False):
     yield f"agent-traces dropped: {dict(Counter(d['reason'] for d in dropped))}"
     if not corpora:
         return
-    from fasbench.data.corpus import materialize_many
-
     union = {t.id: t for t in built["swebench-verified"]}
     union.update({t.id: t for t in built["swebench-lite"]})
     todo = sorted(union.values(), key=lambda t: (t.repo, t.version or "", t.id)) + built["agent-traces"]

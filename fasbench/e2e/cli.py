@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import List, Optional
 
+import typer
+
 
 def register(app) -> None:
-    import typer
-
     @app.command("e2e")
     def e2e_cmd(
         tasks: str = typer.Option(..., "--tasks", help="tasks JSONL file, or SOURCE[:SPLIT] e.g. swebench-lite:test"),
@@ -27,6 +27,7 @@ def register(app) -> None:
     ):
         """Run the main agent on each task with and without the subagent's handoff; record trajectories,
         patches, tokens, turns and wall time; print paired differences (search − none) with 95% CIs."""
+        # local import: the runner loads mini-swe-agent and LiteLLM, 6-18 s at CLI start-up (python -X importtime)
         from fasbench.e2e.live import MainAgentError
         from fasbench.e2e.runner import compare_arms, load_records, run_e2e
         from fasbench.evaluate import load_task_arg

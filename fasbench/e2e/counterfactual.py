@@ -38,11 +38,12 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
+from tqdm.auto import tqdm
 
 from fasbench.data.agent_traces import RUNS
 from fasbench.e2e.looked import Look, call_looks, shell_calls
 from fasbench.handoff import FORMATS, render
-from fasbench.metrics import bootstrap_ci, normalize_files
+from fasbench.metrics import normalize_files
 from fasbench.records import Task, Trace
 from fasbench.trajectories.analysis import EXPLORE
 from fasbench.trajectories.parsers import Trajectory, load
@@ -253,8 +254,6 @@ def counterfactual_frame(trajs: Sequence[tuple[Trajectory, str]], steps: pl.Data
                          handoffs: Mapping[tuple[str, str], Handoff], progress: bool = True) -> pl.DataFrame:
     """One row per trajectory with a first edit (see ``trajectory_row``); ``handoffs`` keyed by
     ``pair_key`` ((data set, instance id), or ("*", instance id) for any data set)."""
-    from tqdm.auto import tqdm
-
     by_traj = steps.partition_by(["dataset", "trajectory_id"], as_dict=True, maintain_order=True)
     rows = []
     for traj, ds in tqdm(trajs, desc="counterfactual", unit="traj", disable=not progress or len(trajs) < 50):

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fasbench.paths import cache_dir
+from fasbench.specs import convert, parse_spec
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
@@ -71,8 +72,6 @@ class MainConfig:
 
 def parse_main(spec: str) -> MainConfig:
     """``openai:model=NAME,base_url=URL,...`` → MainConfig; a clear error on anything else."""
-    from fasbench.policies import _convert, parse_spec
-
     name, kw = parse_spec(spec)
     if name != "openai":
         raise ValueError(f"--main {spec!r}: the main agent needs an OpenAI-compatible endpoint, "
@@ -81,7 +80,7 @@ def parse_main(spec: str) -> MainConfig:
     bad = [k for k in kw if k not in fields]
     if bad:
         raise ValueError(f"--main: unknown parameter {bad[0]!r}; known: {', '.join(fields)}")
-    cfg = MainConfig(**{k: _convert(v, fields[k].type, f"--main {k}") for k, v in kw.items()})
+    cfg = MainConfig(**{k: convert(v, fields[k].type, f"--main {k}") for k, v in kw.items()})
     if not cfg.model or not cfg.base_url:
         raise ValueError(f"--main {spec!r}: needs model=… and base_url=…")
     return cfg

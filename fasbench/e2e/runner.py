@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import polars as pl
 from tqdm.auto import tqdm
 
-from fasbench.e2e.live import MainConfig, run_main
+from fasbench.e2e.live import MainConfig, parse_main, run_main
 from fasbench.e2e.localize import localization
 from fasbench.evaluate import _check_config, ensure_roots
 from fasbench.handoff import FORMATS, render, token_counter
@@ -92,8 +93,6 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
             handoff: str = "code+search", search_turns: int = 6, keep_work: bool = False,
             progress: bool = True, tokenizer=None) -> list[dict]:
     """Run every (task, arm) not yet in ``out/records.jsonl``; return all records."""
-    from fasbench.e2e.live import parse_main
-
     cfg: MainConfig = parse_main(main)
     if handoff not in FORMATS:
         raise ValueError(f"unknown handoff rendering {handoff!r}; choose one of {', '.join(FORMATS)}")
@@ -149,8 +148,6 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
 
 
 def load_records(out: str | Path):
-    import polars as pl
-
     f = Path(out) / "records.jsonl"
     repair_jsonl(f)
     return pl.DataFrame(list(iter_jsonl(f)), infer_schema_length=None) if f.exists() else pl.DataFrame()
@@ -159,8 +156,6 @@ def load_records(out: str | Path):
 def compare_arms(df, metrics: Sequence[str] = COMPARE, n_boot: int = 2000) -> list[dict]:
     """Paired bootstrap (search − none) per metric over the tasks both arms finished; a missing value
     (e.g. no gold function) drops the task for that metric only."""
-    import polars as pl
-
     if df.height == 0 or "arm" not in df.columns:
         return []
     a = df.filter(pl.col("arm") == "search")

@@ -12,7 +12,9 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from fasbench.e2e.counterfactual import RULES, Handoff, counterfactual_frame, make_handoff, pair_key
+from fasbench.data import load_tasks
+from fasbench.data.corpus import pick_for, root_dir
+from fasbench.e2e.counterfactual import Handoff, RULES, counterfactual_frame, make_handoff, pair_key
 from fasbench.evaluate import ensure_roots, run_eval
 from fasbench.handoff import FORMATS, token_counter
 from fasbench.harness import Limits
@@ -27,9 +29,6 @@ def search_tasks(datasets: Sequence[str] | None = None, limit: int | None = None
     offline manifest marks as located; ``datasets`` keeps those of the given trajectory folders;
     ``limit`` the first N of each; without ``download`` only tasks whose corpus is already in the cache
     (``fasbench.data.corpus``), so a smoke run does not fetch from PyPI."""
-    from fasbench.data import load_tasks
-    from fasbench.data.corpus import pick_for, root_dir
-
     sdist = root_dir() / "sdist"
     have = {p.name.lower() for p in sdist.iterdir()} if sdist.exists() else set()
     tasks = load_tasks("agent-traces", usable_only=True)

