@@ -104,15 +104,6 @@ def _output_text(obs: str) -> str:
 # ---------------------------------------------------------------- commands
 
 
-# fasbench/data/read_regions.py (not this module's owner) imports these two names; it can use
-# fasbench.shell.operands(words) and fasbench.shell.simple_commands directly.
-def _operands(s) -> list[str]:
-    return operands(s.words)
-
-
-_simple_commands = simple_commands
-
-
 def _norm(path: str, cwd: str) -> str | None:
     path = path.strip().strip("'\"`,;")
     if not path or not _PATHLIKE.match(path) or path.endswith("/"):

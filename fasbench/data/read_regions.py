@@ -6,8 +6,8 @@ SWE-Explore builds its read-core regions from several successful repair trajecto
 instance, so these files differ from the published benchmark and say so: ``read_core_regions`` =
 the regions this one run read; nothing is optional. They exercise the same importer, relocator and
 metrics, and give a third gold definition (code that a successful run actually read) beside the
-gold patch's hunks and its entities. Regions, from the run's display commands (bashlex parse of
-fasbench.data.agent_traces, following ``cd``), on the base commit's line numbers:
+gold patch's hunks and its entities. Regions, from the run's display commands (parsed by
+fasbench.shell, following ``cd``), on the base commit's line numbers:
 
 - ``cat F``, ``nl F``, ``less``/``more``/``bat F``: the whole file, ``(F, 1, -1)``;
 - ``sed -n 'A,Bp' F`` (also ``Ap``, ``A,+Np``): ``(F, A, B)``;
@@ -23,9 +23,9 @@ import posixpath
 import re
 from pathlib import Path
 
-from fasbench.data.agent_traces import RUNS, _is_edit, _norm, _operands, _simple_commands, _trajectory_dir, \
-    read_actions, viewing
+from fasbench.data.agent_traces import RUNS, _is_edit, _norm, _trajectory_dir, read_actions, viewing
 from fasbench.data.patches import PatchError, parse_diff
+from fasbench.shell import operands, walk
 
 _SED = re.compile(r"^(\d+)(?:,(\+?)(\d+))?p$")
 WHOLE = {"cat", "nl", "less", "more", "bat"}
@@ -35,7 +35,7 @@ def _regions_of(words: list[str], cwd: str) -> list[list]:
     name = posixpath.basename(words[0])
     args = words[1:]
     if name in WHOLE:
-        return [[p, 1, -1] for p in (_norm(o, cwd) for o in _operands(type("S", (), {"words": words})())) if p]
+        return [[p, 1, -1] for p in (_norm(o, cwd) for o in operands(words)) if p]
     if name == "sed" and "-n" in args and not any(a.startswith("-i") for a in args):
         rest = [a for a in args if a != "-n"]
         if len(rest) >= 2:
@@ -68,15 +68,9 @@ def read_regions(actions, edited: set[str]) -> list[list]:
     written = viewing(actions, edited).written
     scripts: dict[str, str] = {}
     for a in actions:
-        cwd = "/testbed"
-        if _is_edit(a, edited, scripts, cwd):
+        if _is_edit(a, edited, scripts, "/testbed"):
             break
-        for s in _simple_commands(a.command):
-            if not s.words:
-                continue
-            if posixpath.basename(s.words[0]) == "cd" and len(s.words) > 1:
-                cwd = posixpath.normpath(posixpath.join(cwd, s.words[1]))
-                continue
+        for s, cwd in walk(a.command, "/testbed"):
             for op, target in s.redirects:
                 if op in (">", ">>"):
                     scripts[target] = s.heredoc or a.command
