@@ -19,7 +19,7 @@ from typing import Sequence
 
 from fasbench.data.patches import PatchError, parse_diff
 from fasbench.records import Gold
-from fasbench.trajectories.analysis import submission_files
+from fasbench.trajectories.first_edit import submission_files
 
 
 def _scopes(source: str) -> list[tuple[int, int, str]]:
