@@ -216,12 +216,46 @@ class ToolCall:
 
 
 @dataclass
+class Shown:
+    """What one tool result showed, beside its text (filled by the tool when it runs; for traces
+    written before, ``fasbench.tools.shown`` parses the text). Paths are root-relative.
+
+    - ``paths``: files (and directories, with a trailing ``/``) a listing, glob or find showed;
+    - ``ranges``: per file, the 1-based inclusive line ranges of its content that were shown;
+    - ``hits``: ``[path, line]`` of each search match line shown, in output order."""
+
+    paths: list[str] = field(default_factory=list)
+    ranges: dict[str, Ranges] = field(default_factory=dict)
+    hits: list[list] = field(default_factory=list)
+
+    def files(self) -> list[str]:
+        """Every file the result showed (listed, viewed or matched), first appearance first."""
+        out = dict.fromkeys(p for p in self.paths if not p.endswith("/"))
+        out.update(dict.fromkeys(self.ranges))
+        out.update(dict.fromkeys(p for p, _ in self.hits))
+        return list(out)
+
+    def to_dict(self) -> dict:
+        return {"paths": list(self.paths), "ranges": {p: [list(r) for r in rs] for p, rs in self.ranges.items()},
+                "hits": [[str(p), int(n)] for p, n in self.hits]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Shown":
+        if not isinstance(d, dict):
+            raise RecordError(f"shown: expected an object, got {type(d).__name__}")
+        return cls(paths=[str(p) for p in d.get("paths") or []],
+                   ranges=_file_ranges(d.get("ranges"), "shown.ranges"),
+                   hits=[[str(h[0]), int(h[1])] for h in d.get("hits") or []])
+
+
+@dataclass
 class ToolResult:
     call_id: str
     output: str
     is_error: bool = False
     started_at: float | None = None
     ended_at: float | None = None
+    shown: Shown | None = None  # what the output showed (None: not recorded, traces written before)
 
     @property
     def duration(self) -> float:
@@ -229,9 +263,19 @@ class ToolResult:
             return 0.0
         return self.ended_at - self.started_at
 
+    def to_dict(self) -> dict:
+        """The JSON object; ``shown`` left out when None, so results without it stay as before."""
+        d = {k: getattr(self, k) for k in ("call_id", "output", "is_error", "started_at", "ended_at")}
+        if self.shown is not None:
+            d["shown"] = self.shown.to_dict()
+        return d
+
     @classmethod
     def from_dict(cls, d: dict) -> "ToolResult":
-        return cls(**{k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d})
+        kw = {k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d}
+        if d.get("shown") is not None:
+            kw["shown"] = Shown.from_dict(d["shown"])
+        return cls(**kw)
 
 
 @dataclass

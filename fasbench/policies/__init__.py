@@ -15,7 +15,12 @@ import dataclasses
 import typing
 from typing import Any
 
+from fasbench.policies import hf as hf_mod
+from fasbench.policies.heuristic import HeuristicPolicy
+from fasbench.policies.openai_compat import OpenAIPolicy
+from fasbench.policies.rag import RagPolicy
 from fasbench.policies.scripted import ScriptedPolicy
+from fasbench.policies.sequential import SequentialPolicy
 
 POLICIES = ("heuristic", "sequential", "bm25", "dense", "openai", "hf")
 
@@ -90,28 +95,15 @@ def make_policy(spec: str, **overrides):
     fixed = dict(overrides)
     fixed.setdefault("name", spec.strip())
     if name == "heuristic":
-        from fasbench.policies.heuristic import HeuristicPolicy
-
         return _build(HeuristicPolicy, name, kw, **fixed)
     if name == "sequential":  # the heuristic's calls, per_turn a turn (Relace's sequential starting point)
-        from fasbench.policies.heuristic import HeuristicPolicy
-        from fasbench.policies.sequential import SequentialPolicy
-
         per_turn = _convert(kw.pop("per_turn", "1"), int, "policy 'sequential' parameter 'per_turn'")
         return SequentialPolicy(_build(HeuristicPolicy, name, kw, name=spec.strip()), per_turn, fixed["name"])
     if name in ("bm25", "dense"):
-        from fasbench.policies.rag import RagPolicy
-
         return _build(RagPolicy, name, kw, method=name, **fixed)
     if name == "openai":
-        from fasbench.policies.openai_compat import OpenAIPolicy
-
         return _build(OpenAIPolicy, name, kw, **fixed)
     if name == "hf":
-        try:
-            from fasbench.policies import hf as hf_mod
-        except ImportError as e:
-            raise ValueError(f"policy 'hf' is not available: {e}") from e
         cls = getattr(hf_mod, "HFPolicy", None) or getattr(hf_mod, "HfPolicy", None)
         if cls is None:
             raise ValueError("fasbench.policies.hf defines no HFPolicy class")

@@ -1,0 +1,99 @@
+"""Calls of a kind in a tool set's own names and arguments, for scripted (LLM-free) policies.
+
+``calls_for("relace").search(cid, pattern)`` is a ``grep_search`` call, ``calls_for("fastcontext")
+.search(...)`` a ``Grep`` call; likewise ``read`` (a line range of a file), ``list_dir``, ``find``
+(files by base name), ``find_any`` (files whose name contains a word / ends with a suffix) and
+``report`` (the answer: a ``report_back`` call or a ``<final_answer>`` block). Relace has no
+file-finding tool: ``find``/``find_any`` use its read-only ``bash`` (``find``, ``rg --files``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from fasbench.records import Ranges, Reply, ToolCall
+
+
+@dataclass(frozen=True)
+class Calls:
+    """Builds calls for one tool set; ``name`` is the tool set's name."""
+
+    name: str
+
+    def search(self, cid: str, pattern: str, include: str | None = "*.py", ignore_case: bool = False) -> ToolCall:
+        """Match lines of the regex ``pattern`` (in files matching the glob ``include``)."""
+        if self.name == "relace":
+            # every field, as the published strict schema requires
+            args: dict = {"query": pattern, "case_sensitive": not ignore_case, "exclude_pattern": None,
+                          "include_pattern": include or None}
+            return ToolCall(cid, "grep_search", args)
+        args = {"pattern": pattern, "output_mode": "content"}
+        if include:
+            args["glob"] = include
+        if ignore_case:
+            args["-i"] = True
+        return ToolCall(cid, "Grep", args)
+
+    def find(self, cid: str, name: str) -> ToolCall:
+        """Files whose base name is ``name`` (a glob like ``foo.py`` or ``*foo*``)."""
+        if self.name == "relace":
+            return ToolCall(cid, "bash", {"command": f"find . -name {shlex.quote(name)} -type f"})
+        return ToolCall(cid, "Glob", {"pattern": f"**/{name}"})
+
+    def find_any(self, cid: str, names: list[str], exact: bool = False) -> ToolCall:
+        """Files whose name contains one of ``names`` (lowercase words), or with ``exact``, whose
+        path ends with one of them (file names or path suffixes such as ``utils/text.py``)."""
+        names = [n for n in names if n and "'" not in n]
+        if self.name == "relace":
+            alt = "|".join(re.escape(n) for n in names)
+            if exact:
+                return ToolCall(cid, "bash", {"command": f"rg --files | grep -E '(^|/)({alt})$'"})
+            return ToolCall(cid, "bash", {"command": f"rg --files -g '*.py' | grep -iE '({alt})[^/]*$'"})
+        if exact:
+            return ToolCall(cid, "Glob", {"pattern": "**/{" + ",".join(names) + "}"})
+        return ToolCall(cid, "Glob", {"pattern": "**/*{" + ",".join(names) + "}*.py"})
+
+    def read(self, cid: str, path: str, start: int, end: int) -> ToolCall:
+        """Lines ``start``..``end`` of ``path``."""
+        start = max(1, int(start))
+        end = max(start, int(end))
+        if self.name == "relace":
+            return ToolCall(cid, "view_file", {"path": path, "view_range": [start, end]})
+        return ToolCall(cid, "Read", {"path": path, "offset": start, "limit": end - start + 1})
+
+    def list_dir(self, cid: str, path: str = ".") -> ToolCall:
+        """The entries under directory ``path`` (relace: its tree; fastcontext: its files)."""
+        if self.name == "relace":
+            return ToolCall(cid, "view_directory", {"path": path, "include_hidden": False})
+        return ToolCall(cid, "Glob", {"pattern": "**/*", "directory": path})
+
+    def report(self, cid: str, files: dict[str, Ranges], explanation: str, confidence: float | None = None) -> Reply:
+        """The final answer: a ``report_back`` call (relace) or a ``<final_answer>`` block; with an
+        optional self-confidence in [0, 1]."""
+        if self.name == "relace":
+            args = {"explanation": explanation, "files": files}
+            if confidence is not None:
+                args["confidence"] = round(float(confidence), 4)
+            return Reply(text="", calls=[ToolCall(cid, "report_back", args)])
+        return Reply(text=final_answer_text(files, explanation, confidence))
+
+
+def final_answer_text(files: dict[str, Ranges], explanation: str = "", confidence: float | None = None) -> str:
+    """FastContext's answer block: one ``path:START-END (reason)`` line per range (and, a fasbench
+    addition, an optional ``confidence: X`` line)."""
+    lines = []
+    for p, rs in files.items():
+        for a, b in (rs or [[1, 1]]):
+            lines.append(f"{p}:{a}-{b} ({explanation[:80] or 'relevant'})")
+    if confidence is not None:
+        lines.append(f"confidence: {float(confidence):.4f}")
+    return "<final_answer>\n" + "\n".join(lines) + "\n</final_answer>"
+
+
+def calls_for(toolset: str) -> Calls:
+    """The call builder of ``toolset`` (a clear error for an unknown one)."""
+    if toolset not in ("relace", "fastcontext"):
+        raise ValueError(f"no call builder for tool set {toolset!r}; choose relace or fastcontext")
+    return Calls(toolset)
