@@ -153,7 +153,11 @@ def bash_seen(command: str, text: str) -> Seen:
         base = norm(files[0]) if files else "."
         seen.listed(r if base == "." else f"{base}/{r}" for r in rows if not r.startswith("ls: "))
     elif kind == "hits":
-        one = len(files) == 1 and not _split(argv)[0] & {"-H", "--with-filename"}
+        # one file searched prints `N:text`; a directory (or -H) prints `path:N:text` under it
+        op = norm(files[0]) if len(files) == 1 else None
+        one = op is not None and not _split(argv)[0] & {"-H", "--with-filename"} and not any(
+            (m := _HIT.match(r)) and (op == "." or (norm(m.group("path")) + "/").startswith(op.rstrip("/") + "/"))
+            for r in rows)
         for r in rows:
             m = (_LINE_HIT if one else _HIT).match(r)
             if m:
