@@ -221,7 +221,8 @@ class Shown:
     written before, ``fasbench.tools.shown`` parses the text). Paths are root-relative.
 
     - ``paths``: files (and directories, with a trailing ``/``) a listing, glob or find showed;
-    - ``ranges``: per file, the 1-based inclusive line ranges of its content that were shown;
+    - ``ranges``: per file, the 1-based inclusive line ranges of its content shown other than match
+      lines (a view; the context lines around search matches);
     - ``hits``: ``[path, line]`` of each search match line shown, in output order."""
 
     paths: list[str] = field(default_factory=list)

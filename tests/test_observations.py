@@ -112,6 +112,9 @@ def test_relace_grep_search(root):
     ("ls pkg", Shown(paths=["pkg/__init__.py", "pkg/core.py", "pkg/util"])),
     ("grep -rn 'def helper' pkg | sort", Shown(hits=[["pkg/core.py", 9], ["pkg/util/text.py", 1]])),
     ("rg -n 'return' pkg/core.py", Shown(hits=[["pkg/core.py", 6], ["pkg/core.py", 10]])),
+    ("grep -n -A 1 'def run' pkg/core.py", Shown(ranges={"pkg/core.py": [[5, 5]]}, hits=[["pkg/core.py", 4]])),
+    ("grep -rn -B 1 'def helper' pkg", Shown(ranges={"pkg/core.py": [[8, 8]]},
+                                            hits=[["pkg/core.py", 9], ["pkg/util/text.py", 1]])),
     ("grep -rl helper pkg | sort", Shown(paths=["pkg/core.py", "pkg/util/text.py"])),
     ("cat pkg/util/text.py", Shown(ranges={"pkg/util/text.py": [[1, 2]]})),
     ("cat -n pkg/core.py | head -3", Shown(ranges={"pkg/core.py": [[1, 3]]})),
@@ -122,8 +125,8 @@ def test_relace_grep_search(root):
 ])
 def test_relace_bash_shows_what_its_commands_printed(root, command, want):
     s, _ = run(root, "relace", "bash", {"command": command})
-    if want.paths and want.paths[0].startswith("pkg/") and "sort" not in command:
-        s = Shown(sorted(s.paths), s.ranges, s.hits)  # find's and ls's own order
+    if "sort" not in command:  # find's, ls's and grep -r's own order: directory order
+        s = Shown(sorted(s.paths), s.ranges, sorted(s.hits))
     assert s == want, command
 
 
@@ -155,7 +158,8 @@ def test_fastcontext_grep_modes(root):
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper"})
     assert s == Shown(hits=[["pkg/core.py", 6], ["pkg/core.py", 9], ["pkg/util/text.py", 1]])
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "-C": 1, "path": "pkg/core.py"})
-    assert s == Shown(hits=[["pkg/core.py", 6], ["pkg/core.py", 9]])  # context lines are not hits
+    # context lines are content shown (ranges), not hits
+    assert s == Shown(ranges={"pkg/core.py": [[5, 5], [7, 8], [10, 10]]}, hits=[["pkg/core.py", 6], ["pkg/core.py", 9]])
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "files_with_matches"})
     assert s == Shown(paths=["pkg/core.py", "pkg/util/text.py"])
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "count"})

@@ -192,7 +192,8 @@ def test_released_formats_are_read_back(tmp_path):
     call = ToolCall("g", "Grep", {"pattern": "target", "-C": 1})
     got = seen("fastcontext", call, fc.execute(call))
     assert got.shown.hits == [["b.py", 1], ["pkg/a.py", 3]]
-    assert got.text == {"b.py": {1: "target = 1"}, "pkg/a.py": {3: "def target():"}}
+    assert got.text == {"b.py": {1: "target = 1"}, "pkg/a.py": {2: "", 3: "def target():", 4: "    return os.sep"}}
+    assert got.shown.ranges == {"pkg/a.py": [[2, 2], [4, 4]]}  # the context lines
     res = fc.execute(ToolCall("g", "Grep", {"pattern": "target", "-C": 1}))
     assert grep_hits(ToolCall("g", "Grep", {"pattern": "target"}), res) == {"b.py": [1], "pkg/a.py": [2, 3, 4]}
     call = ToolCall("l", "Glob", {"pattern": "*.py"})

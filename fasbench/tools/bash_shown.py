@@ -7,7 +7,7 @@ command, through filters that keep the kind of its lines:
 - **paths**: ``find``, ``rg --files``, ``git ls-files``, ``grep -l``/``rg -l`` (files with matches),
   ``ls`` of one directory (short format) — one path a line;
 - **hits**: ``grep``/``rg``/``git grep`` with line numbers (``-n``) — ``path:N:text`` lines, or
-  ``N:text`` when one file is searched without ``-H``; context lines (``path-N-text``) are not hits;
+  ``N:text`` when one file is searched without ``-H``; context lines (``path-N-text``) are ranges;
 - **ranges**: ``cat``/``head`` of one file (lines ``1..k``), ``sed -n 'A,Bp'`` / ``sed -n Ap`` of one
   file (lines ``A..A+k-1``), ``cat -n`` (numbered lines);
 
@@ -29,6 +29,8 @@ _FILTERS = {"grep", "sort", "uniq", "head", "tail", "cut"}
 _SEP = {";", "&&", "||", "&", "\n"}
 _HIT = re.compile(r"^(?P<path>.+?):(?P<n>\d+):(?P<text>.*)$")
 _LINE_HIT = re.compile(r"^(?P<n>\d+):(?P<text>.*)$")
+_CONTEXT = re.compile(r"^(?P<path>.+?)-(?P<n>\d+)-(?P<text>.*)$")  # `path-N-text` (grep -C)
+_LINE_CONTEXT = re.compile(r"^(?P<n>\d+)-(?P<text>.*)$")
 _CAT_N = re.compile(r"^\s*(?P<n>\d+)\t(?P<text>.*)$")
 _SED_RANGE = re.compile(r"^(?P<a>\d+)(?:,(?P<b>\d+|\$))?p$")
 
@@ -158,10 +160,18 @@ def bash_seen(command: str, text: str) -> Seen:
         one = op is not None and not _split(argv)[0] & {"-H", "--with-filename"} and not any(
             (m := _HIT.match(r)) and (op == "." or (norm(m.group("path")) + "/").startswith(op.rstrip("/") + "/"))
             for r in rows)
+        context = []
         for r in rows:
             m = (_LINE_HIT if one else _HIT).match(r)
             if m:
-                seen.hit(norm(files[0]) if one else norm(m.group("path")), int(m.group("n")), m.group("text"))
+                seen.hit(op if one else norm(m.group("path")), int(m.group("n")), m.group("text"))
+            elif c := (_LINE_CONTEXT if one else _CONTEXT).match(r):
+                context.append(c)
+        matched = {p for p, _ in seen.shown.hits}
+        for c in context:  # context lines (-A/-B/-C): content shown, not matches; of a file that matched
+            path = op if one else norm(c.group("path"))
+            if path in matched:
+                seen.view(path, [(int(c.group("n")), c.group("text"))])
     elif kind == "view":
         opts, operands = _split(argv)
         path = norm(operands[-1])

@@ -225,6 +225,8 @@ def observe(name: str, args: dict, text: str, canon: Canon = norm) -> Seen:
                 m = _MATCH_LINE.match(row) if numbered_lines and path is not None else None
                 if m and m.group("sep") == ":":
                     seen.hit(path, int(m.group("n")), m.group("text"))
+                elif m:  # a context line: content shown, not a match
+                    seen.view(path, [(int(m.group("n")), m.group("text"))])
     return seen
 
 
