@@ -194,6 +194,9 @@ def test_call_builders_make_calls_of_their_kind_that_run(root, toolset):
         assert not res.is_error, res.output
         assert kind is None or tool_kind(toolset, call.name) == kind
         assert getattr(res.shown, field), (call, res.output)
+    assert c.of_kind("read", "g", path="pkg/core.py", start=4, end=6) == c.read("g", "pkg/core.py", 4, 6)
+    with pytest.raises(ValueError, match="no call builder for kind 'edit'"):
+        c.of_kind("edit", "h")
 
 
 @pytest.mark.parametrize("toolset", TOOLSETS)

@@ -69,6 +69,14 @@ class Calls:
             return ToolCall(cid, "view_directory", {"path": path, "include_hidden": False})
         return ToolCall(cid, "Glob", {"pattern": "**/*", "directory": path})
 
+    def of_kind(self, kind: str, cid: str, **args) -> ToolCall:
+        """A call of ``kind`` ("search", "read" or "list") with the arguments of that builder."""
+        builders = {"search": self.search, "read": self.read, "list": self.list_dir}
+        if kind not in builders:
+            raise ValueError(f"no call builder for kind {kind!r}; choose one of {', '.join(builders)} "
+                             "(the answer: report)")
+        return builders[kind](cid, **args)
+
     def report(self, cid: str, files: dict[str, Ranges], explanation: str, confidence: float | None = None) -> Reply:
         """The final answer: a ``report_back`` call (relace) or a ``<final_answer>`` block; with an
         optional self-confidence in [0, 1]."""
