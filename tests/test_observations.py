@@ -253,3 +253,20 @@ def test_rg_does_not_import_the_sandbox():
         return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert "fasbench.tools.sandbox" not in imports("rg")
     assert "fasbench.tools.rg" in imports("sandbox") and "fasbench.tools.rgsearch" not in imports("sandbox")
+
+
+@pytest.mark.parametrize("toolset", TOOLSETS)
+def test_heuristic_given_the_recorded_turns_acts_as_from_the_chat(root, toolset):
+    """The policy-side hook (``observes_turns``: the harness passes ``turns=``): given the recorded
+    turns, the heuristic replies exactly as it did reading the tool messages."""
+    task = Task(id="t", query="helper_text strips the text; `run` calls helper", repo="demo", gold=Gold(edited={}),
+                root=str(root))
+    pol = make_policy("heuristic:turns=4")
+    assert pol.observes_turns
+    tr = run_episode(task, pol, toolset, Limits(max_turns=4))
+    schemas = make_toolset(toolset, root).schemas
+    msgs = tr.to_messages()
+    for i, t in enumerate(tr.turns):
+        before = msgs[: [k for k, m in enumerate(msgs) if m.get("role") == "assistant"][i]]
+        reply = pol.act(before, schemas, final=False, turns=tr.turns[:i])
+        assert (reply.text, [(c.name, c.arguments) for c in reply.calls]) == (t.text, [(c.name, c.arguments) for c in t.calls])

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from fasbench.records import Shown, ToolCall, ToolResult
-from fasbench.tools import Calls, seen, tool_kind, toolset_of
+from fasbench.records import Shown, ToolCall, ToolResult, Turn
+from fasbench.tools import Calls, seen, shown, tool_kind, toolset_of
 from fasbench.tools.calls import final_answer_text
 
 __all__ = ["Dialect", "Observation", "assistant_calls", "dialect_for", "final_answer_text", "observations",
-           "tool_outputs", "user_query"]
+           "tool_outputs", "turn_observations", "user_query"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,23 @@ def observations(messages: list[dict], toolset: str) -> list[list[Observation]]:
             obs.append(Observation(call, tool_kind(toolset, call.name), res.is_error, s.shown, s.text))
         turns.append(obs)
     return turns
+
+
+def turn_observations(turns: list[Turn], toolset: str) -> list[list[Observation]]:
+    """Like :func:`observations`, from the episode's recorded turns (the harness passes them to a
+    policy that sets ``observes_turns``): each result's recorded ``shown``, and the text of its lines."""
+    out = []
+    for t in turns:
+        res = {r.call_id: r for r in t.results}
+        obs = []
+        for c in t.calls:
+            r = res.get(c.id)
+            if r is None:
+                continue
+            obs.append(Observation(c, tool_kind(toolset, c.name), r.is_error, shown(toolset, c, r),
+                                   seen(toolset, c, r).text))
+        out.append(obs)
+    return out
 
 
 def tool_outputs(messages: list[dict]) -> dict[str, str]:

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fasbench.policies.dialect import Dialect, assistant_calls, dialect_for, observations, user_query
+from fasbench.policies.dialect import Dialect, assistant_calls, dialect_for, observations, turn_observations, user_query
 from fasbench.policies.evidence import Evidence
 from fasbench.policies.terms import _WORD, STOP, Term, extract_terms, task_text
-from fasbench.records import Reply
+from fasbench.records import Reply, Turn
 
 __all__ = ["Evidence", "HeuristicPolicy", "Term", "extract_terms", "task_text"]
 
@@ -42,6 +42,9 @@ class HeuristicPolicy:
     temperature: float = 0.0  # > 0: sample terms and file ranks (Gumbel-top-k) instead of argmax
     seed: int = 0  # with the query, fixes the random draw
     name: str = "heuristic"
+    # the harness passes the episode's recorded turns (act(..., turns=...)) to a policy that sets this:
+    # the structured observations as recorded; without them they are parsed from the tool messages
+    observes_turns = True
 
     def __post_init__(self):
         for f in ("turns", "calls", "k", "view_files", "view_lines"):
@@ -59,14 +62,15 @@ class HeuristicPolicy:
         h = int(hashlib.sha1(f"{self.seed}|{turn}|{query}".encode()).hexdigest()[:12], 16)
         return np.random.default_rng(h)
 
-    def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
+    def act(self, messages: list[dict], tools: list[dict], *, final: bool, turns: list[Turn] | None = None) -> Reply:
         d = dialect_for(tools)
         query = task_text(user_query(messages))
         done = assistant_calls(messages)
         turn = len(done)
         last = final or turn >= self.turns - 1
         terms = extract_terms(query)
-        ev = self._evidence(messages, d.name, terms)
+        obs = turn_observations(turns, d.name) if turns is not None else observations(messages, d.name)
+        ev = self._evidence(obs, terms)
         if last:
             return self._report(d, ev, turn, query)
         if turn == 0:
@@ -155,11 +159,11 @@ class HeuristicPolicy:
         return calls
 
     # ------------------------------------------------------------------ evidence and report
-    def _evidence(self, messages: list[dict], toolset: str, terms: list[Term]) -> Evidence:
+    def _evidence(self, obs: list, terms: list[Term]) -> Evidence:
         """The evidence of every successful call so far, from what each one showed: match lines
         (with their text), listed files, and viewed lines."""
         ev = Evidence(terms)
-        for turn in observations(messages, toolset):
+        for turn in obs:
             for o in turn:
                 if o.is_error:
                     continue
