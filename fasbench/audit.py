@@ -21,10 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
+import polars as pl
+
 from fasbench.metrics import file_prf, normalize_files, paired_bootstrap
-from fasbench.policies.dialect import dialect_for, parse_grep, parse_paths
-from fasbench.records import Reply, Report, Task, Trace
+from fasbench.policies import bind_policy
+from fasbench.policies.dialect import dialect_for
+from fasbench.records import Reply, Report, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.reward import score_report
+from fasbench.tools import make_toolset, shown
 
 CHEATS = ("all-seen", "whole-files", "nothing", "top50", "mangled", "nonexistent", "directory")
 AUDIT_REWARDS = ("relace-f2", "relace-hybrid", "fastcontext", "f0.5", "line-f1")
@@ -51,7 +55,8 @@ def _n_lines(root: str | Path, path: str) -> int:
 
 
 def seen_files(trace: Trace) -> list[str]:
-    """Every file path the episode's observations showed (grep hits, listings, views), in order."""
+    """Every file the episode's observations showed (listed, viewed or matched: each result's
+    ``shown``), in order."""
     out: list[str] = []
     for t in trace.turns:
         res = {r.call_id: r for r in t.results}
@@ -59,11 +64,7 @@ def seen_files(trace: Trace) -> list[str]:
             r = res.get(c.id)
             if r is None or r.is_error:
                 continue
-            paths = [p for p, _, _ in parse_grep(r.output)] + parse_paths(r.output)
-            if c.name in ("view_file", "Read") and isinstance(c.arguments, dict):
-                paths.append(str(c.arguments.get("path", "")))
-            for p in paths:
-                p = p.removeprefix("/repo/").removeprefix("./")
+            for p in shown(trace.toolset, c, r).files():
                 if p and p not in out:
                     out.append(p)
     return out
@@ -109,8 +110,6 @@ def cheat_report(kind: str, honest: Report | None, trace: Trace | None, root: st
 def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence[str] = CHEATS,
                 rewards: Sequence[str] = AUDIT_REWARDS):
     """Long frame: one row per (task, policy ∈ {honest, cheats}, reward) with the score."""
-    import polars as pl
-
     by_id = {t.id: t for t in tasks}
     rows = []
     for tr in traces:
@@ -133,8 +132,6 @@ def audit_table(frame, n_boot: int = 2000, seed: int = 0):
     interval, and the verdict: ``gamed`` (interval above 0), ``penalised`` (below 0) or ``blind``;
     ``paid_when_wrong``: the mean reward on the tasks where the cheat cited no gold file (a reward
     that pays a wrong answer can be farmed)."""
-    import polars as pl
-
     rows = []
     honest = frame.filter(pl.col("policy") == "honest")
     for (cheat, rw), g in frame.filter(pl.col("policy") != "honest").group_by(["policy", "reward"], maintain_order=True):
@@ -168,8 +165,6 @@ class CheatPolicy:
         self.name = self.name or f"cheat:{self.cheat}"
 
     def bind(self, task: Task) -> "CheatPolicy":
-        from fasbench.policies import bind_policy
-
         return CheatPolicy(bind_policy(self.base, task), self.cheat, self.name, str(task.root))
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
@@ -177,31 +172,17 @@ class CheatPolicy:
             raise RuntimeError(f"{self.name}: call bind(task) first (the cheats read the corpus)")
         reply = self.base.act(messages, tools, final=final)
         d = dialect_for(tools)
-        honest = _reply_report(d.name, reply)
+        honest = make_toolset(d.name, self.root).parse_report(reply.text, reply.calls)
         if honest is None:
             return reply
-        tr = _trace_from_messages(messages)
+        tr = _trace_from_messages(messages, d.name)
         rep = cheat_report(self.cheat, honest, tr, self.root)
         return d.report("cheat_r", rep.files, rep.explanation)
 
 
-def _reply_report(dialect: str, reply: Reply) -> Report | None:
-    if dialect == "relace":
-        for c in reply.calls:
-            if c.name == "report_back":
-                a = c.arguments if isinstance(c.arguments, dict) else json.loads(c.arguments)
-                return Report.from_dict({"files": a.get("files", {}), "explanation": a.get("explanation", "")})
-        return None
-    from fasbench.tools.fastcontext import parse_final_answer
-
-    return parse_final_answer(reply.text)
-
-
-def _trace_from_messages(messages: list[dict]) -> Trace:
+def _trace_from_messages(messages: list[dict], toolset: str) -> Trace:
     """A trace holding the calls and observations of a conversation (for ``seen_files``)."""
-    from fasbench.records import ToolCall, ToolResult, Turn
-
-    tr = Trace(task_id="", policy="", toolset="")
+    tr = Trace(task_id="", policy="", toolset=toolset)
     outs = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
     for i, m in enumerate(x for x in messages if x.get("role") == "assistant"):
         calls, results = [], []
@@ -214,6 +195,7 @@ def _trace_from_messages(messages: list[dict]) -> Trace:
             calls.append(ToolCall(c.get("id", ""), fn.get("name", ""), args))
             o = outs.get(c.get("id"))
             if o is not None:
-                results.append(ToolResult(c.get("id", ""), str(o.get("content") or "")))
+                text = str(o.get("content") or "")
+                results.append(ToolResult(c.get("id", ""), text, is_error=text.startswith("Error")))
         tr.turns.append(Turn(index=i, calls=calls, results=results))
     return tr

@@ -39,12 +39,17 @@ CATEGORY_COLORS = {"search": "#0072B2", "read": "#56B4E9", "edit": "#D55E00", "t
 # read as the same thing); green/purple are told apart with red-green colour blindness too.
 OUTCOME_COLORS = {True: "#009E73", False: "#CC79A7", None: "#666666"}
 SEED_MARKER = dict(symbol="diamond", size=11, color="#000000", line=dict(color="white", width=1))
-TOOL_COLORS = {
-    "grep_search": "#0072B2", "Grep": "#0072B2",
-    "view_file": "#56B4E9", "Read": "#56B4E9",
-    "view_directory": "#009E73", "Glob": "#009E73",
-    "bash": "#E69F00", "report_back": "#CC79A7",
-}
+# Tool colours are per tool kind (fasbench.tools.KINDS; a tool's kind: fasbench.tools.tool_kind(toolset,
+# name)), so both tool sets share them: search blue, read light blue, list green, report purple.
+KIND_COLORS = {"search": "#0072B2", "read": "#56B4E9", "list": "#009E73", "report": "#CC79A7"}
+# Colours by tool name are gone (tool names live in fasbench/tools/); kept empty, so code still
+# reading it falls back to its palette until it uses kind_color (issue #16: fasbench/replay).
+TOOL_COLORS: dict[str, str] = {}
+
+
+def kind_color(kind: str | None, fallback: str = "#999999") -> str:
+    """The figure colour of a tool kind (``fallback`` for None: a tool of no known tool set)."""
+    return KIND_COLORS.get(kind or "", fallback)
 
 WIDTH, HEIGHT = 700, 420  # pixels at scale 1 (≈ a single-column figure at 3x)
 
@@ -189,7 +194,7 @@ def _write_images(fig: go.Figure, paths: list[Path], formats, w: int, h: int) ->
 
 
 def _in_kernel() -> bool:
-    try:
+    try:  # local import: IPython costs ~0.1 s at start-up (python -X importtime) and is there only in notebooks
         from IPython import get_ipython
     except ImportError:
         return False
@@ -208,7 +213,7 @@ def _kaleido_server() -> bool:
         # without their reply (papermill then waits forever); there each save starts a browser.
         _SERVER = False
     if _SERVER is None:
-        try:
+        try:  # local import: kaleido costs ~0.15 s at start-up (python -X importtime); only figure export needs it
             import kaleido
 
             kaleido.start_sync_server(silence_warnings=True)
@@ -222,7 +227,7 @@ def _kaleido_server() -> bool:
 def _stop_kaleido_server() -> None:
     global _SERVER
     if _SERVER:
-        try:
+        try:  # local import: kaleido costs ~0.15 s at start-up (python -X importtime); only figure export needs it
             import kaleido
 
             kaleido.stop_sync_server(silence_warnings=True)

@@ -23,8 +23,12 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
+import polars as pl
+
 from fasbench.metrics import normalize_files
-from fasbench.records import Task, Trace
+from fasbench.models import OFFLINE, load_tokenizer
+from fasbench.records import Task, ToolCall, ToolResult, Trace
+from fasbench.tools import shown, tool_kind
 
 FORMATS = ("citations", "code", "code+search")
 MAX_RANGE_LINES = 120  # lines of code shown per cited range
@@ -72,26 +76,37 @@ def cited_code(trace: Trace, root: str | Path, max_lines: int = MAX_RANGE_LINES)
     return "\n\n".join(out)
 
 
-def _call_line(name: str, args: dict, output: str, is_error: bool) -> str:
-    if is_error:
-        return f"{name} failed: {output.splitlines()[0][:100] if output else ''}"
-    if name in ("grep_search", "Grep"):
-        pat = args.get("query") or args.get("pattern")
-        hits = [ln for ln in output.splitlines() if ln.count(":") >= 2 and not ln.startswith("[")]
-        files = sorted({ln.split(":", 1)[0].removeprefix("./") for ln in hits})
+def _label(args: dict) -> str:
+    """What a call asked for: its pattern, query, command or path (the first one it has)."""
+    for k in ("pattern", "query", "command", "path", "directory"):
+        if isinstance(args.get(k), str) and args[k]:
+            return args[k]
+    return next((v for v in args.values() if isinstance(v, str)), "")
+
+
+def _call_line(toolset: str, call: ToolCall, result: ToolResult | None) -> str:
+    """One line for a call: what it asked for and, from its structured observation, what it showed."""
+    args = _args(call.arguments)
+    if result is None or result.is_error:
+        out = result.output if result else ""
+        return f"{call.name} failed: {out.splitlines()[0][:100] if out else ''}"
+    kind, sh, what = tool_kind(toolset, call.name), shown(toolset, call, result), _label(args)
+    if kind == "read":
+        rs = ", ".join(f"{p} lines " + ", ".join(f"{a}-{b}" for a, b in r) for p, r in sh.ranges.items())
+        return f"viewed {rs or what}"
+    if kind == "list":
+        return f"listed {what}: {len(sh.paths)} entries"
+    if kind == "search":
+        files = list(dict.fromkeys(p for p, _ in sh.hits))
         where = f" in {', '.join(files[:4])}{' …' if len(files) > 4 else ''}" if files else ""
-        return f"grep {pat!r}: {len(hits)} matches{where}"
-    if name in ("view_file", "Read"):
-        rng = args.get("view_range") or ([args.get("offset"), (args.get("offset") or 1) + (args.get("limit") or 0) - 1]
-                                          if args.get("offset") else None)
-        return f"viewed {args.get('path')}" + (f" lines {rng[0]}-{rng[1]}" if rng else "")
-    if name in ("view_directory", "Glob"):
-        n = len([ln for ln in output.splitlines() if ln.strip() and not ln.startswith("[")])
-        return f"listed {args.get('path') or args.get('pattern')}: {n} entries"
-    if name == "bash":
-        n = len(output.splitlines())
-        return f"ran `{str(args.get('command'))[:80]}`: {n} lines"
-    return f"{name}"
+        if sh.hits:
+            return f"searched {what!r}: {len(sh.hits)} matches{where}"
+        if sh.paths:
+            return f"searched {what!r}: {len(sh.paths)} files"
+        if sh.ranges:
+            return f"searched {what!r}: showed " + ", ".join(sh.ranges)
+        return f"searched {what!r}: {len(result.output.splitlines())} lines"
+    return call.name
 
 
 _ANSWER = re.compile(r"<final_answer>.*?(?:</final_answer>|\Z)|<tool_call>.*?(?:</tool_call>|\Z)", re.S | re.I)
@@ -117,10 +132,9 @@ def search_account(trace: Trace, with_reasoning: bool = True, max_reasoning_char
         res = {r.call_id: r for r in t.results}
         parts = []
         for c in t.calls:
-            if c.name == "report_back":
+            if tool_kind(trace.toolset, c.name) == "report":
                 continue
-            r = res.get(c.id)
-            parts.append(_call_line(c.name, _args(c.arguments), r.output if r else "", bool(r and r.is_error)))
+            parts.append(_call_line(trace.toolset, c, res.get(c.id)))
         why = reasoning(t.text, max_reasoning_chars) if with_reasoning else ""
         if not parts and not why:
             continue
@@ -159,8 +173,6 @@ def render(trace: Trace, root: str | Path | None, fmt: str = "code+search",
 
 def offline_tokenizer():
     """SmolLM2's tokenizer, offline (``fasbench.models``)."""
-    from fasbench.models import OFFLINE, load_tokenizer
-
     return load_tokenizer(OFFLINE)
 
 
@@ -173,8 +185,6 @@ def handoff_tokens(traces: Sequence[Trace], tasks: Sequence[Task], tokenizer=Non
                    max_reasoning_chars: int | None = None):
     """A frame with one row per (trace, format): tokens and characters of the rendering, and the
     tokens and turns of the searcher's reasoning it carries (only ``code+search`` carries any)."""
-    import polars as pl
-
     count = token_counter(tokenizer)
     by_id = {t.id: t for t in tasks}
     rows = []

@@ -108,7 +108,9 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
         messages = trace.to_messages(last_results=True) + [dict(m) for m in notes]
         t0 = time.time()
         try:
-            reply = policy.act(messages, toolset.schemas, final=final)
+            # a policy that reads structured observations (the scripted ones) gets the recorded turns
+            kw = {"turns": list(trace.turns)} if getattr(policy, "observes_turns", False) else {}
+            reply = policy.act(messages, toolset.schemas, final=final, **kw)
         except Exception as e:  # the policy failed: record it, keep what we have
             trace.stop_reason, trace.error = "policy_error", f"{type(e).__name__}: {e}"
             trace.tail_notes = notes

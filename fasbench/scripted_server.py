@@ -6,9 +6,9 @@ or tested is the client — concurrency, timeouts, retries — not the model.
 (the turn index ``k``), sleeps ``delay_s`` while holding one of ``max_concurrent`` slots (requests
 past that wait for a slot, as requests wait for a place in a server's batch), and answers:
 
-- turns ``k < turns - 1``: the tool calls of ``--calls`` (``view_directory`` and ``view_file`` of
-  the Relace tool set by default: cheap reads, so the client's cost per call stays small);
-- turn ``k = turns - 1``: a ``report_back`` call naming ``report_path``.
+- turns ``k < turns - 1``: the tool calls ``calls`` (a directory listing and a file view of the
+  Relace tool set by default: cheap reads, so the client's cost per call stays small);
+- turn ``k = turns - 1``: the Relace answer call naming ``report_path``.
 
 ``usage`` carries prompt tokens (request bytes / 4) and completion tokens (answer bytes / 4), so a
 client can record them. A task steers the server from its query, for failure tests: a query holding
@@ -29,10 +29,11 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-DEFAULT_CALLS = (
-    {"name": "view_directory", "arguments": {"path": "/repo", "include_files": True}},
-    {"name": "view_file", "arguments": {"path": "/repo/requests/__init__.py", "view_range": [1, 40]}},
-)
+from fasbench.tools import calls_for
+
+_RELACE = calls_for("relace")
+DEFAULT_CALLS = tuple({"name": c.name, "arguments": c.arguments} for c in (
+    _RELACE.list_dir("c0", "/repo"), _RELACE.read("c1", "/repo/requests/__init__.py", 1, 40)))
 STEER = re.compile(r"\[\[server:(500|sleep=[0-9.]+|flaky=[0-9]+)\]\]")
 
 
@@ -83,8 +84,8 @@ class ScriptedServer(ThreadingHTTPServer):
                      for i, c in enumerate(self.calls)]
             text = f"Turn {k + 1}: exploring."
         else:
-            calls = [{"id": f"call_{k}_0", "type": "function", "function": {"name": "report_back", "arguments": json.dumps(
-                {"explanation": "scripted report", "files": {self.report_path: [[1, 20]]}})}}]
+            (rep,) = _RELACE.report(f"call_{k}_0", {self.report_path: [[1, 20]]}, "scripted report").calls
+            calls = [{"id": rep.id, "type": "function", "function": {"name": rep.name, "arguments": rep.arguments_json()}}]
             text = "Reporting."
         msg = {"role": "assistant", "content": text, "tool_calls": calls}
         n_out = len(json.dumps(msg)) // 4

@@ -41,30 +41,12 @@ LOCAL_MARK = "# local import:"
 # Files (repository-relative) other helpers of issue #16 are still changing: violations in these make
 # a check xfail instead of fail. The lead empties this after merging their branches.
 PENDING: dict[str, str] = {
-    "fasbench/audit.py": "obs: local imports, tool names",
-    "fasbench/bon/verify.py": "obs: tool names",
     "fasbench/data/__init__.py": "table: local imports",
     "fasbench/data/cli.py": "table: local imports",
     "fasbench/data/corpus.py": "table: local imports",
     "fasbench/eval_cli.py": "table: local imports",
     "fasbench/evaluate.py": "table: local imports",
-    "fasbench/figures.py": "obs: local imports, tool names",
-    "fasbench/handoff.py": "obs: local imports, tool names",
-    "fasbench/models.py": "obs: local imports, tool names",
-    "fasbench/policies/__init__.py": "obs: local imports (and its spec parser is now fasbench/specs.py)",
-    "fasbench/policies/dialect.py": "obs: tool names",
-    "fasbench/policies/heuristic.py": "obs: size, local imports, tool names",
-    "fasbench/policies/hf.py": "obs: local imports",
-    "fasbench/policies/openai_compat.py": "obs: local imports",
-    "fasbench/policies/rag.py": "obs: local imports",
-    "fasbench/policies/sequential.py": "obs: tool names",
-    "fasbench/replay/observed.py": "lead: switch to the obs branch's tool_kind/shown",
-    "fasbench/scripted_server.py": "obs: tool names",
     "fasbench/sft/evaluate.py": "table: local imports",
-    "fasbench/tools/__init__.py": "obs: local imports",
-    "fasbench/tools/bash.py": "obs: local imports",
-    "fasbench/tools/rg.py": "obs: local imports, the rg <-> sandbox cycle",
-    "fasbench/tools/sandbox.py": "obs: local imports, the rg <-> sandbox cycle",
 }
 
 # (module path, literal): a string equal to one of our tool names outside fasbench/tools/ that is not

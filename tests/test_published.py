@@ -176,23 +176,28 @@ def test_cli_prints_the_schemas_the_model_sees(name, tmp_path):
 
 
 def test_released_formats_are_read_back(tmp_path):
-    """The scripted policies and the replay overlay read the released formats: Relace's `N   code`
-    views, FastContext's Read blocks (negative offsets too) and `rg --heading` Grep groups."""
-    from fasbench.policies.dialect import parse_grep, parse_paths, parse_view
+    """The tool sets' parsers (fasbench.tools.seen, what scripted policies read) and the replay overlay
+    read the released formats: Relace's `N   code` views, FastContext's Read blocks (negative offsets
+    too) and `rg --heading` Grep groups."""
     from fasbench.records import ToolCall
     from fasbench.replay.observed import grep_hits, viewed_ranges
+    from fasbench.tools import seen
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "a.py").write_text("import os\n\ndef target():\n    return os.sep\n")
     (tmp_path / "b.py").write_text("target = 1\n")
     rel, fc = make_toolset("relace", tmp_path), make_toolset("fastcontext", tmp_path)
-    assert parse_view(rel.call("view_file", {"path": "pkg/a.py", "view_range": [3, 4]})[0]) == [
-        (3, "def target():"), (4, "    return os.sep")]
-    out = fc.call("Grep", {"pattern": "target", "-C": 1})[0]
-    assert parse_grep(out) == [("b.py", 1, "target = 1"), ("pkg/a.py", 3, "def target():")]
+    call = ToolCall("v", "view_file", {"path": "pkg/a.py", "view_range": [3, 4]})
+    assert seen("relace", call, rel.execute(call)).text == {"pkg/a.py": {3: "def target():", 4: "    return os.sep"}}
+    call = ToolCall("g", "Grep", {"pattern": "target", "-C": 1})
+    got = seen("fastcontext", call, fc.execute(call))
+    assert got.shown.hits == [["b.py", 1], ["pkg/a.py", 3]]
+    assert got.text == {"b.py": {1: "target = 1"}, "pkg/a.py": {2: "", 3: "def target():", 4: "    return os.sep"}}
+    assert got.shown.ranges == {"pkg/a.py": [[2, 2], [4, 4]]}  # the context lines
     res = fc.execute(ToolCall("g", "Grep", {"pattern": "target", "-C": 1}))
     assert grep_hits("fastcontext", ToolCall("g", "Grep", {"pattern": "target"}), res) == {
         "b.py": [1], "pkg/a.py": [2, 3, 4]}
-    assert parse_paths(fc.call("Glob", {"pattern": "*.py"})[0]) in (["b.py", "pkg/a.py"], ["pkg/a.py", "b.py"])
+    call = ToolCall("l", "Glob", {"pattern": "*.py"})
+    assert sorted(seen("fastcontext", call, fc.execute(call)).shown.paths) == ["b.py", "pkg/a.py"]
     call = ToolCall("r", "Read", {"path": "/repo/pkg/a.py", "offset": -2})
     assert viewed_ranges("fastcontext", call, fc.execute(call)) == ("pkg/a.py", [[3, 4]])

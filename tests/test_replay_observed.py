@@ -1,39 +1,30 @@
-"""The replay's boundary with the tools: only ``fasbench/replay/observed.py`` names tools (it also holds
-the only parser of their output), and its tool kinds cover every tool of both tool sets (so that a tool added in
-``fasbench/tools/`` cannot silently vanish from the overlay)."""
+"""The replay's boundary with the tools: the overlay reads what a result showed from its structured
+record (``ToolResult.shown``), the tool set's own parse for older traces, and kinds from the tools."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
-import pytest
-
-import fasbench.replay
-from fasbench.replay.observed import KINDS, tool_kind
-from fasbench.tools import TOOLSETS, make_toolset
-
-REPLAY = Path(fasbench.replay.__file__).parent
+from fasbench.records import Shown, ToolCall, ToolResult
+from fasbench.replay.observed import grep_hits, observe, viewed_ranges
+from fasbench.tools import make_toolset
 
 
-def _tool_names(toolset: str, tmp_path) -> set[str]:
-    return {s.get("function", s)["name"] for s in make_toolset(toolset, tmp_path).schemas}
+def test_the_record_not_the_text_decides():
+    call = ToolCall("x", "view_file", {"path": "a.py"})
+    res = ToolResult("x", "(text in a format no parser knows)", shown=Shown(ranges={"a.py": [[3, 5]]}))
+    assert viewed_ranges("relace", call, res) == ("a.py", [[3, 5]])
+    assert observe("relace", call, None).ranges == {}  # no result: nothing shown
+    assert observe("relace", call, ToolResult("x", "Error: no", True, shown=Shown(ranges={"a.py": [[1, 2]]}))).ranges == {}
 
 
-@pytest.mark.parametrize("toolset", TOOLSETS)
-def test_kinds_cover_every_tool(toolset, tmp_path):
-    names = _tool_names(toolset, tmp_path)
-    assert set(KINDS[toolset]) == names - {"bash"}  # bash's kind depends on its command line
-    assert {tool_kind(toolset, n) for n in names - {"bash"}} <= {"read", "search", "list", "report"}
-
-
-def test_only_observed_names_tools(tmp_path):
-    names = set().union(*(_tool_names(ts, tmp_path) for ts in TOOLSETS))
-    quoted = re.compile(r"""["'](%s)["']""" % "|".join(map(re.escape, sorted(names))))
-    offenders = []
-    for f in sorted(REPLAY.glob("*.py")):
-        if f.name == "observed.py":
-            continue
-        src = f.read_text()
-        offenders += [f"{f.name}: names {m.group(1)!r}" for m in quoted.finditer(src)]
-    assert not offenders, offenders
+def test_search_lines_with_context_and_bash_reads(tmp_path):
+    (tmp_path / "a.py").write_text("".join(f"x{i} = {i}\n" for i in range(1, 21)))
+    ts = make_toolset("relace", tmp_path)
+    grep = ToolCall("g", "bash", {"command": "grep -n -C1 'x10 =' a.py"})
+    seen = observe("relace", grep, ts.execute(grep))
+    assert seen.kind == "search" and sorted(seen.hits) == [("a.py", 9), ("a.py", 10), ("a.py", 11)]
+    cat = ToolCall("c", "bash", {"command": "cat a.py"})
+    seen = observe("relace", cat, ts.execute(cat))
+    assert seen.ranges == {"a.py": [[1, 20]]} and not seen.hits  # a cat through bash is viewed content
+    g = ToolCall("h", "grep_search", {"query": "x1[12] ="})
+    assert grep_hits("relace", g, ts.execute(g)) == {"a.py": [11, 12]}
+    assert grep_hits("fastcontext", g, ts.execute(g)) == {}  # a name the trace's tool set lacks shows nothing

@@ -6,7 +6,7 @@ import pytest
 from fasbench.data.agent_traces import Action, viewing
 from fasbench.e2e.looked import Look, call_looks
 from fasbench.sft.reference import Unconvertible, convert_actions, pipelines
-from fasbench.tools import calls
+from fasbench.tools import calls_for, tool_kind
 
 SCRIPT = """cat <<'EOF' > repro.sh
 #!/bin/bash
@@ -45,16 +45,22 @@ def test_reference_pipelines_and_calls():
         [["ls", "-R"], ["grep", ":$"], ["head", "-n", "5"]], [["cat", "a.py"]]]
     conv = convert_actions([type("A", (), {"command": "sed -n '5,9p' a.py && grep -rn 'x y' src", "output": ""})()],
                            "fastcontext")
-    assert conv.turns == [[calls.read_call("fastcontext", "a.py", 5, 9),
-                           calls.grep_call("fastcontext", "x y", "src")]]
+    fc = calls_for("fastcontext")
+    assert conv.turns == [[as_dict(fc.read("", "a.py", 5, 9)), as_dict(fc.search("", "x y", None, path="src"))]]
+
+
+def as_dict(c):
+    return {"name": c.name, "arguments": c.arguments}
 
 
 def test_tool_calls_of_a_kind():
-    assert calls.tool_kind("relace", calls.read_call("relace", "a.py", 1, 2)["name"]) == "read"
-    assert calls.tool_kind("fastcontext", calls.grep_call("fastcontext", "x", ".")["name"]) == "search"
-    assert calls.tool_kind("relace", calls.list_call("relace", "src")["name"]) == "list"
-    assert calls.read_call("relace", "a.py", 3, None)["arguments"] == {"path": "a.py", "view_range": [3, -1]}
-    assert calls.grep_call("relace", "x", "src/a.py")["arguments"]["include_pattern"] == "src/a.py"
-    assert calls.tool_kind("relace", "no_such_tool") is None
-    with pytest.raises(ValueError, match="unknown tool set"):
-        calls.list_call("nope", ".")
+    rel, fc = calls_for("relace"), calls_for("fastcontext")
+    assert tool_kind("relace", rel.read("", "a.py", 1, 2).name) == "read"
+    assert tool_kind("fastcontext", fc.search("", "x", path=".").name) == "search"
+    assert tool_kind("relace", rel.list_dir("", "src").name) == "list"
+    assert rel.read("", "a.py", 3, None).arguments == {"path": "a.py", "view_range": [3, -1]}
+    assert rel.search("", "x", None, path="src/a.py").arguments["include_pattern"] == "src/a.py"
+    assert fc.find("", "x.py", "src").arguments == {"pattern": "**/x.py", "directory": "src"}  # find is recursive
+    assert tool_kind("relace", "no_such_tool") is None
+    with pytest.raises(ValueError, match="tool set"):
+        calls_for("nope")

@@ -489,7 +489,7 @@ def test_cli_entry_point_subprocess(repo):
 # ---------------------------------------------------------------- deterministic order on big outputs
 
 def test_search_order_is_deterministic_beyond_the_parallel_bound(tmp_path):
-    from fasbench.tools.rg import PARALLEL_FACTOR, PARALLEL_MIN
+    from fasbench.tools.rgsearch import PARALLEL_FACTOR, PARALLEL_MIN
 
     per_file = 100
     n_files = max(PARALLEL_FACTOR * 50, PARALLEL_MIN) // per_file + 10  # more lines than the parallel pass keeps

@@ -86,14 +86,12 @@ def test_viewed_ranges_from_output_and_arguments():
     # the output is the truth: a request past the end of file shows only what exists
     assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py", "view_range": [5, 400]}),
                            ok)[1] == [[5, 9]]
-    # FastContext's `LINE|content`
-    read = ToolResult("x", "7|def f():\n8|    return 1\n[showing lines 7-8 of 9]")
+    # FastContext's `LINE|content` below its header line
+    read = ToolResult("x", "```m.py:7-8\n7|def f():\n8|    return 1\n\n```")
     assert W.viewed_ranges("fastcontext", ToolCall("x", "Read", {"path": "m.py", "offset": 7, "limit": 2}),
                            read) == ("m.py", [[7, 8]])
-    # no numbered lines (no result recorded): the requested range
-    assert W.viewed_ranges("fastcontext", ToolCall("x", "Read", {"path": "m.py", "offset": 3, "limit": 4}),
-                           None) == ("m.py", [[3, 6]])
-    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py"}), None) == ("m.py", [[1, 100]])
+    # no result recorded: nothing was shown
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py"}), None) is None
     # content lines starting with digits do not break in
     tricky = ToolResult("x", "     1\t2024 was a year\n     2\t  99 bottles")
     assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py", "view_range": [1, 2]}),
@@ -107,14 +105,15 @@ def test_viewed_ranges_from_output_and_arguments():
 
 def test_grep_hits_matches_and_context():
     r = ToolResult("g", "./a.py:12:foo = 1\n./a.py-13-bar\nsub/c-1.py:3:foo\n[more than 50 matches]")
-    assert W.grep_hits("relace", ToolCall("g", "grep_search", {"query": "foo"}), r) == {"a.py": [12, 13],
+    # grep_search prints no context lines: a `path-N-` line is not one of its match lines
+    assert W.grep_hits("relace", ToolCall("g", "grep_search", {"query": "foo"}), r) == {"a.py": [12],
                                                                                       "sub/c-1.py": [3]}
     assert W.grep_hits("fastcontext", ToolCall("g", "Grep", {"pattern": "foo"}),
                        ToolResult("g", "Error: bad regex", True)) == {}
     # a tool set's kinds decide: a name of the other tool set shows nothing
     assert W.grep_hits("fastcontext", ToolCall("g", "grep_search", {"query": "foo"}), r) == {}
     seen = W.observe("relace", ToolCall("g", "grep_search", {"query": "foo"}), r)
-    assert (seen.kind, seen.ranges, seen.hits) == ("search", {}, [("a.py", 12), ("a.py", 13), ("sub/c-1.py", 3)])
+    assert (seen.kind, seen.ranges, seen.hits) == ("search", {}, [("a.py", 12), ("sub/c-1.py", 3)])
 
 
 def test_overlay_counts_match_trace_and_gold():

@@ -28,13 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from fasbench.policies.dialect import parse_grep
-from fasbench.policies.heuristic import extract_terms
+from fasbench.policies.terms import extract_terms
 from fasbench.records import Task, Trace
+from fasbench.tools import shown
 from fasbench.tools.rg import ignore_flags, rg_argv
 
 CHECKS = ("exists", "query_ident", "query_def", "grep_led", "independent")
-GREP_TOOLS = ("grep_search", "Grep")
 MAX_TERMS = 16  # identifiers searched by the independent pass (the query's most distinctive first)
 INDEPENDENT_TOP = 5  # files kept from the independent search
 RG_TIMEOUT_S = 30
@@ -89,13 +88,19 @@ def independent_search(root: Path, idents: Sequence[str], messages: Sequence[str
     pats += [re.escape(m) for m in messages]
     if not pats:
         return []
-    argv = rg_argv(*ignore_flags(root), "-n", "--no-heading", "-g", "*.py", *[a for p in pats for a in ("-e", p)], ".")
+    argv = rg_argv(*ignore_flags(root), "-n", "--no-heading", "--null", "-g", "*.py",
+                   *[a for p in pats for a in ("-e", p)], ".")
     try:
         out = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=RG_TIMEOUT_S).stdout
     except subprocess.TimeoutExpired:
         return []
     found: dict[str, set[str]] = {}
-    for path, _, text in parse_grep(out):
+    for row in out.splitlines():  # `path NUL line:text` (--null: the path ends at the NUL)
+        path, nul, rest = row.partition("\0")
+        line, colon, text = rest.partition(":")
+        if not (nul and colon and line.isdigit()):
+            continue
+        path = path.removeprefix("./")
         hit = {t for t in idents if re.search(rf"\b{re.escape(t)}\b", text)} | {m for m in messages if m in text}
         found.setdefault(path, set()).update(hit or {"?"})
     ranked = sorted(found, key=lambda p: (-len(found[p]), p))
@@ -112,7 +117,8 @@ def probe(task: Task) -> TaskProbe:
 
 
 def grep_hits(trace: Trace | None) -> set[tuple[str, int]] | None:
-    """(path, line) of every grep hit the episode saw; None without a trace."""
+    """(path, line) of every search match line the episode saw (its results' ``shown.hits``); None
+    without a trace."""
     if trace is None:
         return None
     out = set()
@@ -120,8 +126,8 @@ def grep_hits(trace: Trace | None) -> set[tuple[str, int]] | None:
         by_id = {r.call_id: r for r in t.results}
         for c in t.calls:
             r = by_id.get(c.id)
-            if c.name in GREP_TOOLS and r is not None and not r.is_error:
-                out.update((p.removeprefix("/repo/"), ln) for p, ln, _ in parse_grep(r.output))
+            if r is not None and not r.is_error:
+                out.update((p, ln) for p, ln in shown(trace.toolset, c, r).hits)
     return out
 
 

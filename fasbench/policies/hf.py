@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fasbench.models import parse_tool_calls, to_template_messages
+from fasbench.models import load_model, parse_tool_calls, to_template_messages
 from fasbench.records import Reply
 
 
@@ -32,8 +32,6 @@ class HFPolicy:
 
     def __post_init__(self):
         if isinstance(self.model, str):
-            from fasbench.models import load_model
-
             model, tok = load_model(self.model)
             self.model, self.tokenizer = model, self.tokenizer or tok
         if self.tokenizer is None:
@@ -66,6 +64,7 @@ class HFPolicy:
         return enc
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
+        # local import: torch costs ~5.9 s at start-up (python -X importtime), needed only when a model runs
         import torch
 
         enc = self._fit(messages, tools)

@@ -79,6 +79,7 @@ class OpenAIPolicy:
         self._lock = threading.Lock()
 
     def _http(self):
+        # local import: httpx costs ~0.7 s at start-up (python -X importtime); only remote policies need it
         import httpx
 
         with self._lock:
@@ -113,6 +114,7 @@ class OpenAIPolicy:
     def complete(self, body: dict, log: list[dict] | None = None) -> dict:
         """POST the body, retrying what can be retried; returns the response JSON. Each attempt is
         appended to ``log`` (attempt, status, error, latency_s, tokens)."""
+        # local import: httpx costs ~0.7 s at start-up (python -X importtime); only remote policies need it
         import httpx
 
         url = f"{self.base_url}/chat/completions"

@@ -27,6 +27,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -224,6 +225,7 @@ def bm25_index(root: str | Path):
 
 
 def _bm25_index(root, key: str, chunks: list[Chunk]):
+    # local import: bm25s costs ~0.4 s at start-up (python -X importtime); only the bm25 policy needs it
     import bm25s
 
     with _LOCK:
@@ -240,8 +242,6 @@ def _bm25_index(root, key: str, chunks: list[Chunk]):
         if not d.exists():
             os.replace(tmp, d)
         else:  # another process built it meanwhile
-            import shutil
-
             shutil.rmtree(tmp, ignore_errors=True)
     with _LOCK:
         _MEM[("bm25", key)] = (chunks, retriever)
@@ -271,6 +271,7 @@ def default_model_path() -> str:
 
 
 def load_encoder(model: str | None = None):
+    # local import: sentence_transformers loads torch (~6 s at start-up, python -X importtime); only `dense` needs it
     from sentence_transformers import SentenceTransformer
 
     name = model or default_model_path()

@@ -24,9 +24,14 @@ import re
 from dataclasses import dataclass
 
 from fasbench.records import Reply, ToolCall
+from fasbench.tools import tool_kind, toolset_of
 
 _ID = re.compile(r"^g(\d+):(.*)$", re.S)
-ANSWER_TOOLS = ("report_back",)
+
+
+def _answers(calls: list[ToolCall], toolset: str | None) -> bool:
+    """Whether ``calls`` hold the answer call of the tool set (its tool of kind "report")."""
+    return toolset is not None and any(tool_kind(toolset, c.name) == "report" for c in calls)
 
 
 def _group(call: dict) -> tuple[int | None, str]:
@@ -85,13 +90,14 @@ class SequentialPolicy:
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         conv, n, released = merged(messages)
+        ts = toolset_of(tools)
         if released and not final:  # the last inner turn may still have calls to release
             before = conv[: max(i for i, m in enumerate(conv) if m.get("role") == "assistant")]
             full = self.inner.act(before, tools, final=False)
             rest = full.calls[released:]
-            if rest and not any(c.name in ANSWER_TOOLS for c in rest):
+            if rest and not _answers(rest, ts):
                 return self._tag(n - 1, full, rest[: self.per_turn], "")
         reply = self.inner.act(conv, tools, final=final)
-        if final or not reply.calls or any(c.name in ANSWER_TOOLS for c in reply.calls):
+        if final or not reply.calls or _answers(reply.calls, ts):
             return self._tag(n, reply, reply.calls, reply.text)  # an answer (or nothing) goes out whole
         return self._tag(n, reply, reply.calls[: self.per_turn], reply.text)

@@ -34,7 +34,8 @@ from pathlib import Path
 from fasbench import shell
 from fasbench.data.agent_traces import RUNS, _trajectory_dir, read_actions
 from fasbench.shell import options
-from fasbench.tools import calls as tool_calls
+from fasbench.records import ToolCall
+from fasbench.tools import calls_for
 
 NOOPS = {"cd", "echo", "pwd", "true", "clear"}
 
@@ -147,8 +148,12 @@ def _grep_calls(words: list[str], cwd: str, toolset: str) -> list[dict]:
     if any(p is None for p in paths):
         raise Unconvertible(prog + " (outside the repository)")
     context = {k: int(opts[k]) for k in ("-A", "-B", "-C") if isinstance(opts.get(k), str) and opts[k].isdigit()}
-    return [tool_calls.grep_call(toolset, pattern, p, ignore_case=ignore, include=include, files_only=bool(opts.get("-l")),
-                            context=context) for p in paths]
+    return [_call(calls_for(toolset).search("", pattern, include, ignore, path=p, files_only=bool(opts.get("-l")),
+                                            context=context)) for p in paths]
+
+
+def _call(c: ToolCall) -> dict:
+    return {"name": c.name, "arguments": c.arguments}
 
 
 _SED_RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
@@ -220,7 +225,7 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
                     if n_lines is None:
                         raise Unconvertible("tail (unknown file length)")
                     a, b = max(1, n_lines + a + 1), n_lines
-                out.append(tool_calls.read_call(toolset, p, a, b if b > 0 else None))
+                out.append(_call(calls_for(toolset).read("", p, a, b if b > 0 else None)))
         return out
     if prog in ("ls", "tree"):
         opts, ops = options(first[1:], {"-I", "-L"})
@@ -230,7 +235,8 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
             if p is None:
                 raise Unconvertible(prog + " (outside the repository)")
             is_file = "." in posixpath.basename(p) and p != "."
-            out.append(tool_calls.file_call(toolset, p) if is_file else tool_calls.list_call(toolset, p))
+            c = calls_for(toolset)
+            out.append(_call(c.exists("", p) if is_file else c.list_dir("", p, recursive=False)))
         return out
     if prog == "find":
         if any(posixpath.basename(c[0]) not in ("head", "sort", "tail") for c in cmds[1:]):
@@ -248,7 +254,8 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
         d = _rel(starts[0] if starts else ".", cwd)
         if d is None:
             raise Unconvertible("find (outside the repository)")
-        return [tool_calls.list_call(toolset, d) if name is None else tool_calls.find_call(toolset, name, d)]
+        c = calls_for(toolset)
+        return [_call(c.list_dir("", d, recursive=False) if name is None else c.find("", name, d))]
     raise Unconvertible(prog)
 
 

@@ -2,28 +2,110 @@
 
 - ``relace``: view_file, view_directory, grep_search, bash (read-only), report_back (Relace FAS).
 - ``fastcontext``: Read, Glob, Grep; the answer is a ``<final_answer>`` block (FastContext).
+
+Tool names belong here. Code outside ``fasbench/tools/`` asks about tools by **kind** and reads what
+a result showed from its structured record:
+
+- :func:`tool_kind` (``"read"`` | ``"search"`` | ``"list"`` | ``"report"``, :data:`KINDS`),
+  :func:`answer_tool`, :func:`tool_names`, :func:`toolset_of` (which tool set a list of schemas is);
+- :func:`shown` (a result's :class:`~fasbench.records.Shown`: paths listed, line ranges viewed,
+  match lines; parsed from the text for traces written before it was recorded) and
+  :func:`shown_lines` (the text of each content line a result showed);
+- :class:`~fasbench.tools.calls.Calls` (``calls_for(toolset)``): build a call of a kind (search,
+  read, list, find files, report) in a tool set's own names and arguments, for scripted policies.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Iterable
 
+from fasbench.records import Shown, ToolCall, ToolResult
+from fasbench.tools import fastcontext, relace
 from fasbench.tools.base import ToolError, ToolLimits, Toolset
+from fasbench.tools.calls import Calls, calls_for
+from fasbench.tools.observed import Seen
 
 TOOLSETS = ("relace", "fastcontext")
+KINDS = ("read", "search", "list", "report")
+_CLASSES: dict[str, type[Toolset]] = {"relace": relace.RelaceToolset, "fastcontext": fastcontext.FastContextToolset}
+_PARSERS = {"relace": relace.observe, "fastcontext": fastcontext.observe}
+
+
+def _check(toolset: str) -> type[Toolset]:
+    if toolset not in _CLASSES:
+        raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+    return _CLASSES[toolset]
 
 
 def make_toolset(name: str, root: str | Path, limits: ToolLimits | None = None) -> Toolset:
     """The tool set ``name`` bound to workspace ``root``."""
-    if name == "relace":
-        from fasbench.tools.relace import RelaceToolset
-
-        return RelaceToolset(root, limits)
-    if name == "fastcontext":
-        from fasbench.tools.fastcontext import FastContextToolset
-
-        return FastContextToolset(root, limits)
-    raise ValueError(f"unknown tool set {name!r}; choose one of {', '.join(TOOLSETS)}")
+    return _check(name)(root, limits)
 
 
-__all__ = ["TOOLSETS", "ToolError", "ToolLimits", "Toolset", "make_toolset"]
+def tool_kind(toolset: str, name: str) -> str | None:
+    """The kind of tool ``name`` in ``toolset`` (one of :data:`KINDS`); None for a tool, or a tool set,
+    fasbench does not have (a trace of a foreign tool set has no kinds)."""
+    cls = _CLASSES.get(toolset)
+    return cls.kinds.get(name) if cls is not None else None
+
+
+def tool_names(toolset: str | None = None) -> list[str]:
+    """The tool names of ``toolset`` in schema order (of every tool set when None)."""
+    sets = [toolset] if toolset is not None else list(TOOLSETS)
+    return [n for ts in sets for n in _check(ts).kinds]
+
+
+def answer_tool(toolset: str) -> str | None:
+    """The tool whose call is the answer (None when the answer is a text block)."""
+    return _check(toolset).answer_tool
+
+
+def toolset_of(tools: Iterable) -> str | None:
+    """Which tool set a list of tool schemas (OpenAI format) or tool names is: the one whose every
+    tool is present; None when none is."""
+    names = set()
+    for t in tools or []:
+        fn = t.get("function", t) if isinstance(t, dict) else None
+        names.add(fn.get("name") if isinstance(fn, dict) else str(t))
+    for ts in TOOLSETS:
+        if set(_check(ts).kinds) <= names:
+            return ts
+    return None
+
+
+def _args(call: ToolCall) -> dict:
+    a = call.arguments
+    if isinstance(a, str):
+        try:
+            a = json.loads(a) if a.strip() else {}
+        except json.JSONDecodeError:
+            return {}
+    return a if isinstance(a, dict) else {}
+
+
+def seen(toolset: str, call: ToolCall, result: ToolResult) -> Seen:
+    """The tool set's parse of ``result``'s text: its Shown and the text of each line it showed
+    (empty for an error or a call of an unknown tool or tool set)."""
+    if result.is_error or tool_kind(toolset, call.name) is None:
+        return Seen()
+    return _PARSERS[toolset](call.name, _args(call), result.output)
+
+
+def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
+    """What ``result`` showed: its recorded ``shown``, or (traces written before it was recorded)
+    the tool set's own parse of its text."""
+    if result.shown is not None:
+        return result.shown
+    return seen(toolset, call, result).shown
+
+
+def shown_lines(toolset: str, call: ToolCall, result: ToolResult) -> dict[str, dict[int, str]]:
+    """The text of each file line ``result`` showed (lines of a view, match lines of a search):
+    path → line → text, as the model read it."""
+    return seen(toolset, call, result).text
+
+
+__all__ = ["KINDS", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
+           "make_toolset", "seen", "shown", "shown_lines", "tool_kind", "tool_names", "toolset_of"]

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import jsonschema
 
-from fasbench.records import Report, ToolCall, ToolResult
+from fasbench.records import Report, Shown, ToolCall, ToolResult
 
 
 class ToolError(Exception):
@@ -78,12 +78,13 @@ class Toolset:
     """A named set of tools bound to one workspace.
 
     Subclasses (one per published tool set) define ``name``, ``tools``, ``answer_tool`` (the
-    tool name that ends the episode, or None when the answer is a text block), the prompts, and
-    ``parse_report``.
+    tool name that ends the episode, or None when the answer is a text block), ``kinds`` (each
+    tool's kind: read, search, list or report), the prompts, ``parse_report`` and ``shown_of``.
     """
 
     name: str = ""
     answer_tool: str | None = None
+    kinds: dict[str, str] = {}
 
     def __init__(self, root: str | Path, limits: ToolLimits | None = None):
         self.ws = Workspace(Path(root), limits or ToolLimits())
@@ -105,6 +106,11 @@ class Toolset:
     def parse_report(self, text: str, calls: list[ToolCall]) -> Report | None:
         """The report in an assistant reply, or None when the reply holds none."""
         raise NotImplementedError
+
+    def shown_of(self, name: str, args: dict, text: str) -> Shown:
+        """What the output ``text`` of a successful call showed (the tool set's own parser, with
+        paths resolved in this workspace)."""
+        return Shown()
 
     # -- shared
     @property
@@ -136,12 +142,16 @@ class Toolset:
         except Exception as e:  # a bug in a tool must not end the episode
             out, err = f"Error: {call.name} failed unexpectedly: {type(e).__name__}: {e}", True
         out = cap_output(out, self.limits.max_output_chars)
-        return ToolResult(call_id=call.id, output=out, is_error=err, started_at=start, ended_at=time.time())
+        end = time.time()
+        shown = Shown()
+        if not err:  # what the text the model gets showed, after the cap
+            try:
+                shown = self.shown_of(call.name, self._arguments(call), out)
+            except Exception:  # noqa: BLE001 — a parser bug must not end the episode (tests cover every tool)
+                shown = Shown()
+        return ToolResult(call_id=call.id, output=out, is_error=err, started_at=start, ended_at=end, shown=shown)
 
-    def _dispatch(self, call: ToolCall) -> str:
-        tool = self.tools.get(call.name)
-        if tool is None:
-            raise ToolError(f"unknown tool {call.name!r}; available tools: {', '.join(self.tools)}")
+    def _arguments(self, call: ToolCall) -> dict:
         args = call.arguments
         if isinstance(args, str):
             try:
@@ -150,6 +160,13 @@ class Toolset:
                 raise ToolError(f"arguments of {call.name} are not valid JSON ({e.msg} at position {e.pos})")
         if not isinstance(args, dict):
             raise ToolError(f"arguments of {call.name} must be a JSON object, got {type(args).__name__}")
+        return args
+
+    def _dispatch(self, call: ToolCall) -> str:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            raise ToolError(f"unknown tool {call.name!r}; available tools: {', '.join(self.tools)}")
+        args = self._arguments(call)
         try:
             jsonschema.validate(args, tool.parameters)
         except jsonschema.ValidationError as e:
@@ -166,6 +183,7 @@ def too_many_calls(call: ToolCall, limit: int) -> ToolResult:
         is_error=True,
         started_at=t,
         ended_at=t,
+        shown=Shown(),
     )
 
 

@@ -37,6 +37,7 @@ from fasbench.tools.commands import (
     FIND_PRIMARIES, FIND_REFUSED, GIT_EXTRA, GIT_SPECS, GIT_SUBCOMMANDS, NO_DASHDASH, OPERANDS, PATTERN_OPTS, SPECS,
 )  # fmt: skip
 from fasbench.tools.options import PATH, emit, parse
+from fasbench.tools.rg import ignore_flags, rg_binary
 from fasbench.tools.sandbox import Stage, _relative_spelling, decode, is_inside, resolve, run_pipeline
 
 # ---------------------------------------------------------------- the allowlist
@@ -405,8 +406,6 @@ def _check_command(ws: Workspace, argv: list[str]) -> list[str]:
     else:
         args = _check_simple(ws, name, args)
     if name == "rg":
-        from fasbench.tools.rg import ignore_flags, rg_binary
-
         return [rg_binary(), "--no-config", *ignore_flags(ws.root), *args]  # confined like the tools' own rg
     exe = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
     if exe is None:

@@ -1,100 +1,138 @@
-"""Tool calls of a kind, in a tool set's own vocabulary: code outside ``fasbench.tools`` asks for "a
-read of lines A..B of F in tool set T" and gets ``{"name", "arguments"}`` without naming T's tools,
-and asks what kind a named tool is (``tool_kind``).
+"""Calls of a kind in a tool set's own names and arguments: code outside ``fasbench.tools`` asks for
+"a read of lines A..B of F" and never names a tool. Used by the scripted (LLM-free) policies and by
+the reference-trace converter (``fasbench.sft.reference``: a main agent's shell reads → harness calls).
 
-Used by the reference-trace converter (``fasbench.sft.reference``), which turns a main agent's shell
-reads into harness calls, and by the trajectory classifier. Argument names follow the published
-schemas (``relace_published``, ``fastcontext_published``).
+``calls_for("relace").search(cid, pattern)`` is a ``grep_search`` call, ``calls_for("fastcontext")
+.search(...)`` a ``Grep`` call; likewise ``read`` (a line range of a file), ``list_dir``, ``find``
+(files by base name, under a folder), ``exists`` (``ls FILE``), ``find_any`` (files whose name contains a word / ends with a suffix) and
+``report`` (the answer: a ``report_back`` call or a ``<final_answer>`` block). Relace has no
+file-finding tool: ``find``/``find_any`` use its read-only ``bash`` (``find``, ``rg --files``).
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
+from dataclasses import dataclass
 
-from fasbench.tools import TOOLSETS
-
-
-# What each tool of each tool set does. relace's bash is read-only and used to search (find, ls).
-KINDS = {
-    "relace": {"view_file": "read", "view_directory": "list", "grep_search": "search", "bash": "search",
-               "report_back": "report"},
-    "fastcontext": {"Read": "read", "Glob": "list", "Grep": "search"},
-}
+from fasbench.records import Ranges, Reply, ToolCall
 
 
-def tool_kind(toolset: str, name: str) -> str | None:
-    """``read`` | ``search`` | ``list`` | ``report`` for tool ``name`` of ``toolset``; None for a
-    name the tool set does not have."""
-    _check(toolset)
-    return KINDS[toolset].get(name)
+@dataclass(frozen=True)
+class Calls:
+    """Builds calls for one tool set; ``name`` is the tool set's name."""
+
+    name: str
+
+    def search(self, cid: str, pattern: str, include: str | None = "*.py", ignore_case: bool = False,
+               path: str | None = None, files_only: bool = False, context: dict[str, int] | None = None) -> ToolCall:
+        """Match lines of the Rust regex ``pattern`` in files matching the glob ``include``, under
+        ``path`` (a file or a folder; None: the whole workspace). ``files_only`` and ``context``
+        (``{"-A"|"-B"|"-C": n}``, n <= 100) are kept where the tool set has them (FastContext's Grep)
+        and dropped where it has not (Relace's grep_search)."""
+        if self.name == "relace":
+            glob = include
+            if path not in (None, "."):
+                is_file = "." in posixpath.basename(path) and not path.endswith("/")
+                glob = path if is_file else path.rstrip("/") + "/**" + ("/" + include if include else "")
+            # every field, as the published strict schema requires
+            args: dict = {"query": pattern, "case_sensitive": not ignore_case, "exclude_pattern": None,
+                          "include_pattern": glob or None}
+            return ToolCall(cid, "grep_search", args)
+        args = {"pattern": pattern}
+        if path is not None:
+            args["path"] = path
+        args["output_mode"] = "files_with_matches" if files_only else "content"
+        if include:
+            args["glob"] = include
+        if ignore_case:
+            args["-i"] = True
+        for k, n in (context or {}).items():
+            args[k] = min(int(n), 100)
+        return ToolCall(cid, "Grep", args)
+
+    def find(self, cid: str, name: str, directory: str | None = None) -> ToolCall:
+        """Files whose base name matches ``name`` (a glob like ``foo.py`` or ``*foo*``), anywhere under
+        ``directory`` (None: the workspace)."""
+        if self.name == "relace":
+            where = shlex.quote(directory) if directory is not None else "."
+            return ToolCall(cid, "bash", {"command": f"find {where} -name {shlex.quote(name)} -type f"})
+        if directory is None:
+            return ToolCall(cid, "Glob", {"pattern": f"**/{name}"})
+        return ToolCall(cid, "Glob", {"pattern": f"**/{name}", "directory": directory})
+
+    def exists(self, cid: str, path: str) -> ToolCall:
+        """Whether file ``path`` exists (``ls FILE``): Relace lists its folder, FastContext globs its name."""
+        folder = posixpath.dirname(path) or "."
+        if self.name == "relace":
+            return self.list_dir(cid, folder)
+        return ToolCall(cid, "Glob", {"pattern": posixpath.basename(path), "directory": folder})
+
+    def find_any(self, cid: str, names: list[str], exact: bool = False) -> ToolCall:
+        """Files whose name contains one of ``names`` (lowercase words), or with ``exact``, whose
+        path ends with one of them (file names or path suffixes such as ``utils/text.py``)."""
+        names = [n for n in names if n and "'" not in n]
+        if self.name == "relace":
+            alt = "|".join(re.escape(n) for n in names)
+            if exact:
+                return ToolCall(cid, "bash", {"command": f"rg --files | grep -E '(^|/)({alt})$'"})
+            return ToolCall(cid, "bash", {"command": f"rg --files -g '*.py' | grep -iE '({alt})[^/]*$'"})
+        if exact:
+            return ToolCall(cid, "Glob", {"pattern": "**/{" + ",".join(names) + "}"})
+        return ToolCall(cid, "Glob", {"pattern": "**/*{" + ",".join(names) + "}*.py"})
+
+    def read(self, cid: str, path: str, start: int, end: int | None) -> ToolCall:
+        """Lines ``start``..``end`` of ``path`` (``end=None``: to the end of the file)."""
+        start = max(1, int(start))
+        end = None if end is None else max(start, int(end))
+        if self.name == "relace":
+            return ToolCall(cid, "view_file", {"path": path, "view_range": [start, -1 if end is None else end]})
+        args: dict = {"path": path, "offset": start}
+        if end is not None:
+            args["limit"] = end - start + 1
+        return ToolCall(cid, "Read", args)
+
+    def list_dir(self, cid: str, path: str = ".", recursive: bool = True) -> ToolCall:
+        """The entries under directory ``path``: Relace's view_directory shows its tree; FastContext
+        globs its files, all of them when ``recursive``, else the top level (``ls``)."""
+        if self.name == "relace":
+            return ToolCall(cid, "view_directory", {"path": path, "include_hidden": False})
+        return ToolCall(cid, "Glob", {"pattern": "**/*" if recursive else "*", "directory": path})
+
+    def of_kind(self, kind: str, cid: str, **args) -> ToolCall:
+        """A call of ``kind`` ("search", "read" or "list") with the arguments of that builder."""
+        builders = {"search": self.search, "read": self.read, "list": self.list_dir}
+        if kind not in builders:
+            raise ValueError(f"no call builder for kind {kind!r}; choose one of {', '.join(builders)} "
+                             "(the answer: report)")
+        return builders[kind](cid, **args)
+
+    def report(self, cid: str, files: dict[str, Ranges], explanation: str, confidence: float | None = None) -> Reply:
+        """The final answer: a ``report_back`` call (relace) or a ``<final_answer>`` block; with an
+        optional self-confidence in [0, 1]."""
+        if self.name == "relace":
+            args = {"explanation": explanation, "files": files}
+            if confidence is not None:
+                args["confidence"] = round(float(confidence), 4)
+            return Reply(text="", calls=[ToolCall(cid, "report_back", args)])
+        return Reply(text=final_answer_text(files, explanation, confidence))
 
 
-def _check(toolset: str) -> None:
-    if toolset not in TOOLSETS:
-        raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+def final_answer_text(files: dict[str, Ranges], explanation: str = "", confidence: float | None = None) -> str:
+    """FastContext's answer block: one ``path:START-END (reason)`` line per range (and, a fasbench
+    addition, an optional ``confidence: X`` line)."""
+    lines = []
+    for p, rs in files.items():
+        for a, b in (rs or [[1, 1]]):
+            lines.append(f"{p}:{a}-{b} ({explanation[:80] or 'relevant'})")
+    if confidence is not None:
+        lines.append(f"confidence: {float(confidence):.4f}")
+    return "<final_answer>\n" + "\n".join(lines) + "\n</final_answer>"
 
 
-def read_call(toolset: str, path: str, start: int, end: int | None) -> dict:
-    """Show lines ``start``..``end`` (1-based, inclusive; ``end=None``: to the end) of file ``path``."""
-    _check(toolset)
-    if toolset == "relace":
-        return {"name": "view_file", "arguments": {"path": path, "view_range": [start, end if end else -1]}}
-    a: dict = {"path": path, "offset": start}
-    if end:
-        a["limit"] = end - start + 1
-    return {"name": "Read", "arguments": a}
-
-
-def list_call(toolset: str, directory: str) -> dict:
-    """List the entries of ``directory``."""
-    _check(toolset)
-    if toolset == "relace":
-        return {"name": "view_directory", "arguments": {"path": directory}}
-    return {"name": "Glob", "arguments": {"pattern": "*", "directory": directory}}
-
-
-def find_call(toolset: str, name: str, directory: str) -> dict:
-    """Files named like glob ``name`` under ``directory`` (relace: ``find`` through its read-only
-    bash tool; fastcontext: Glob)."""
-    _check(toolset)
-    if toolset == "relace":
-        return {"name": "bash", "arguments": {"command": f"find {shlex.quote(directory)} -name {shlex.quote(name)} -type f"}}
-    return {"name": "Glob", "arguments": {"pattern": name, "directory": directory}}
-
-
-def file_call(toolset: str, path: str) -> dict:
-    """Whether file ``path`` exists (``ls FILE``): relace lists its folder, fastcontext globs its name."""
-    _check(toolset)
-    folder = posixpath.dirname(path) or "."
-    if toolset == "relace":
-        return list_call(toolset, folder)
-    return {"name": "Glob", "arguments": {"pattern": posixpath.basename(path), "directory": folder}}
-
-
-def grep_call(toolset: str, pattern: str, path: str, *, ignore_case: bool = False, include: str | None = None,
-              files_only: bool = False, context: dict[str, int] | None = None) -> dict:
-    """Search Rust regex ``pattern`` under ``path`` (a file, a folder or ``.``), only in files
-    matching glob ``include``. ``files_only`` and ``context`` (``{"-A"|"-B"|"-C": n}``, n <= 100)
-    are kept where the tool set has them (fastcontext Grep), dropped where not (relace grep_search)."""
-    _check(toolset)
-    if toolset == "relace":
-        glob = include
-        if path != ".":
-            is_file = "." in posixpath.basename(path) and not path.endswith("/")
-            glob = path if is_file else path.rstrip("/") + "/**" + ("/" + include if include else "")
-        a: dict = {"query": pattern, "case_sensitive": not ignore_case}
-        if glob:
-            a["include_pattern"] = glob
-        return {"name": "grep_search", "arguments": a}
-    a = {"pattern": pattern, "path": path, "output_mode": "files_with_matches" if files_only else "content"}
-    if include:
-        a["glob"] = include
-    if ignore_case:
-        a["-i"] = True
-    for k, n in (context or {}).items():
-        a[k] = min(n, 100)
-    return {"name": "Grep", "arguments": a}
-
-
-__all__ = ["KINDS", "file_call", "find_call", "grep_call", "list_call", "read_call", "tool_kind"]
+def calls_for(toolset: str) -> Calls:
+    """The call builder of ``toolset`` (a clear error for an unknown one)."""
+    if toolset not in ("relace", "fastcontext"):
+        raise ValueError(f"no call builder for tool set {toolset!r}; choose relace or fastcontext")
+    return Calls(toolset)

@@ -38,15 +38,20 @@ from __future__ import annotations
 import os
 import re
 
-from fasbench.records import Report, ToolCall, parse_confidence
+from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
 from fasbench.tools.fastcontext_published import (
     FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_DESCRIPTION, GREP_HEAD,
     GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
     system_prompt, user_prompt,
 )
-from fasbench.tools.rg import ignore_flags, rg_argv, run_rg
+from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
+from fasbench.tools.rg import ignore_flags, rg_argv
+from fasbench.tools.rgsearch import run_rg
 from fasbench.tools.sandbox import Stage, decode, display, read_lines, resolve, run_pipeline
+
+#: Each tool's kind (fasbench.tools.KINDS); the answer is a text block, not a tool.
+KINDS = {"Read": "read", "Glob": "list", "Grep": "search"}
 
 
 # ---------------------------------------------------------------- tools
@@ -182,6 +187,49 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
     return out
 
 
+# ---------------------------------------------------------------- what a result showed
+
+_READ_LINE = re.compile(r"^(?P<n>\d+)\|(?P<text>.*)$")  # Read's `N|line`
+_MATCH_LINE = re.compile(r"^(?P<n>\d+)(?P<sep>[:-])(?P<text>.*)$")  # `rg --heading` `N:match` / `N-context`
+
+
+def _listed(rows: list[str]) -> list[str]:
+    return [norm(r) for r in rows if r.startswith(WORK_DIR + "/")]
+
+
+def observe(name: str, args: dict, text: str, canon: Canon = norm) -> Seen:
+    """What the output ``text`` of a successful call ``name(**args)`` showed: the FastContext tool
+    set's one parser of its output formats (run on every result when the tool runs, and on old traces)."""
+    seen = Seen()
+    rows = text.split("\n")
+    if name == "Read" and text.startswith("```"):
+        seen.view(canon(str(args.get("path", ""))), numbered(text, _READ_LINE, skip_first=True))
+    elif name == "Glob":
+        seen.listed(_listed(rows))
+    elif name == "Grep":
+        mode = args.get("output_mode") or "content"
+        if mode == "files_with_matches":
+            seen.listed(_listed(rows))
+        elif mode == "count":
+            seen.listed(_listed([r.rpartition(":")[0] for r in rows]))
+        else:  # rg --heading groups: a path line first and after each blank line, then its lines
+            numbered_lines = args.get("-n", True) is not False
+            path, head = None, True
+            for row in rows:
+                if head and row.startswith(WORK_DIR + "/"):
+                    path, head = norm(row), False
+                    if not numbered_lines:
+                        seen.listed([path])
+                    continue
+                head = row == ""
+                m = _MATCH_LINE.match(row) if numbered_lines and path is not None else None
+                if m and m.group("sep") == ":":
+                    seen.hit(path, int(m.group("n")), m.group("text"))
+                elif m:  # a context line: content shown, not a match
+                    seen.view(path, [(int(m.group("n")), m.group("text"))])
+    return seen
+
+
 # ---------------------------------------------------------------- the answer block
 
 _BLOCK = re.compile(r"<final_answer>(.*?)(?:</final_answer>|\Z)", re.S | re.I)
@@ -237,6 +285,10 @@ def parse_final_answer(text: str) -> Report | None:
 class FastContextToolset(Toolset):
     name = "fastcontext"
     answer_tool = None
+    kinds = KINDS
+
+    def shown_of(self, name: str, args: dict, text: str) -> Shown:
+        return observe(name, args, text, workspace_canon(self.ws)).shown
 
     def make_tools(self) -> list[Tool]:
         return [

@@ -14,18 +14,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import deque
 
 import jsonschema
 
-from fasbench.records import Report, ToolCall, parse_confidence
+from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
 from fasbench.tools.bash import run_bash
+from fasbench.tools.bash_shown import bash_seen
 from fasbench.tools.relace_published import (
     DIR_LIMIT, GREP_LIMIT, SCHEMAS, SYSTEM_PROMPT, TRUNCATED_NOTE, VIEW_DEFAULT, user_prompt,
 )
-from fasbench.tools.rg import run_rg
+from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
+from fasbench.tools.rgsearch import run_rg
 from fasbench.tools.sandbox import display, read_lines, resolve
+
+#: Each tool's kind (fasbench.tools.KINDS). ``bash`` is "search": Relace gives it for read-only
+#: exploration (finding files, grepping); what one bash call showed (file content, matches, paths)
+#: is in its result's ``shown``, parsed from the commands it ran (fasbench.tools.bash_shown).
+KINDS = {"view_file": "read", "view_directory": "list", "grep_search": "search", "bash": "search",
+         "report_back": "report"}
 
 
 # ---------------------------------------------------------------- tools
@@ -152,6 +161,36 @@ def report_back(ws: Workspace, explanation: str, files: dict, confidence=None) -
     return f"Report received: {len(rep.files)} files, {n} line ranges."
 
 
+# ---------------------------------------------------------------- what a result showed
+
+# view_file's `N   line` (the published format); traces written before fasbench matched it hold
+# `cat -n`'s right-aligned `     N\tline`, read the same
+_VIEW_LINE = re.compile(r"^ *(?P<n>\d+)(?:   |\t)(?P<text>.*)$")
+_GREP_LINE = re.compile(r"^(?P<path>.+?):(?P<n>\d+):(?P<text>.*)$")  # grep_search's `path:N:text`
+_EMPTY_DIR = re.compile(r"^.*/ is empty(?: \(hidden entries not shown\))?$")
+
+
+def observe(name: str, args: dict, text: str, canon: Canon = norm) -> Seen:
+    """What the output ``text`` of a successful call ``name(**args)`` showed: the Relace tool set's one
+    parser of its output formats (run on every result when the tool runs, and on old traces)."""
+    seen = Seen()
+    rows = text.split("\n")
+    if name == "view_file":
+        seen.view(canon(str(args.get("path", ""))), numbered(text, _VIEW_LINE))
+    elif name == "view_directory":
+        base = canon(str(args.get("path", ".")))
+        if not (len(rows) == 1 and _EMPTY_DIR.match(rows[0])):
+            seen.listed(e if base == "." else f"{base}/{e}" for e in rows if e and not e.startswith("["))
+    elif name == "grep_search" and not text.startswith("No matches found for "):
+        for row in rows:
+            m = _GREP_LINE.match(row)
+            if m and not row.startswith("["):
+                seen.hit(norm(m.group("path")), int(m.group("n")), m.group("text"))
+    elif name == "bash":
+        return bash_seen(str(args.get("command", "")), text)
+    return seen
+
+
 # ---------------------------------------------------------------- the tool set
 
 def _lenient(schema: dict) -> dict:
@@ -183,6 +222,10 @@ class PublishedTool(Tool):
 class RelaceToolset(Toolset):
     name = "relace"
     answer_tool = "report_back"
+    kinds = KINDS
+
+    def shown_of(self, name: str, args: dict, text: str) -> Shown:
+        return observe(name, args, text, workspace_canon(self.ws)).shown
 
     def make_tools(self) -> list[Tool]:
         fns = {"view_file": view_file, "view_directory": view_directory, "grep_search": grep_search,

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.confine import Confinement, Limits, confine_parts
+from fasbench.tools.rg import rg_binary
 
 MAX_LINE_CHARS = 2000  # longer lines are cut in file views, with a marker
 
@@ -180,8 +181,6 @@ def tool_env(ws: Workspace) -> dict[str, str]:
     """A stripped environment for tool subprocesses: no user config (git, ripgrep), no pager,
     no network prompts, git confined to the workspace (it may not discover a repository above
     the root), UTF-8 locale."""
-    from fasbench.tools.rg import rg_binary
-
     path = os.path.dirname(rg_binary()) + ":" + _ENV_PATH
     return {
         "PATH": path,
@@ -234,8 +233,6 @@ def _kill(procs: list[subprocess.Popen]) -> None:
 
 def confinement(ws: Workspace) -> Confinement:
     """The second wall for one call's subprocesses (see :mod:`fasbench.tools.confine`)."""
-    from fasbench.tools.rg import rg_binary
-
     lim = ws.limits
     cpu = lim.max_cpu_s or max(2, int(lim.timeout_s * 4) + 1)
     return Confinement(ws.root, Limits(cpu, lim.max_memory_bytes), [rg_binary()], **confine_parts())

@@ -382,7 +382,7 @@ def classify(action: str) -> str:
 
 
 # Tool-call agents (Claude Code, SWE-agent's editor tools, OpenHands …); fasbench's own tool sets are
-# asked for the kind of their tools (fasbench.tools.calls.tool_kind).
+# asked for the kind of their tools (fasbench.tools.tool_kind).
 TOOL_CATEGORIES = {
     "read": {"read", "read_file", "open_file", "notebookread", "view", "cat", "open", "goto",
              "scroll_up", "scroll_down"},
@@ -421,10 +421,10 @@ def analyze_call(name: str, arguments) -> Action:
             return Action(cat, "tool", (cat,), targets)
     # Only fasbench's own tool names (and unknown ones) get here, never a shell action.
     # local import: fasbench.tools loads jsonschema (1.3-3.1 s measured with -X importtime)
-    from fasbench.tools import TOOLSETS, calls
+    from fasbench.tools import TOOLSETS, tool_kind
 
     for toolset in TOOLSETS:
-        kind = calls.tool_kind(toolset, n)
+        kind = tool_kind(toolset, n)
         if kind is not None:
             return Action(KIND_CATEGORY[kind], "tool", (KIND_CATEGORY[kind],))
     return Action("other", "tool", ("other",), unknown=(n,))

@@ -2,7 +2,7 @@
 turn, for one longer episode) on a tiny repository this script builds itself, one file per tool set (``relace.json``, ``fastcontext.json``).
 
 Each episode keeps what a change of behaviour would show: the prompt, every turn's text and tool
-calls (name, arguments), every observation (text, error flag), the report, the stop reason and the
+calls (name, arguments), every observation (text, error flag, what it showed: ``shown``), the report, the stop reason and the
 scores of the rewards. Timings, call ids and trace ids are left out; the repository's path is
 written as ``<ROOT>``. ``tests/test_golden.py`` replays them through the current code.
 
@@ -125,7 +125,8 @@ def episode_record(task: Task, trace: Trace) -> dict:
         rewards[name] = {"score": s.value, "parts": s.parts, "reason": s.reason}
     turns = [{"text": t.text,
               "calls": [{"name": c.name, "arguments": c.arguments} for c in t.calls],
-              "results": [{"output": r.output, "is_error": r.is_error} for r in t.results]}
+              "results": [{"output": r.output, "is_error": r.is_error,
+                           **({"shown": r.shown.to_dict()} if r.shown is not None else {})} for r in t.results]}
              for t in trace.turns]
     return _norm({"task_id": task.id, "max_turns": trace.meta.get("max_turns"), "query": task.query, "gold": task.gold.edited, "toolset": trace.toolset,
                   "policy": trace.policy, "prompt": trace.prompt, "turns": turns,

@@ -1,9 +1,5 @@
-"""Versioned, JSON-serialisable records shared by every part of the workbench.
-
-Line ranges are 1-based and inclusive: ``[start, end]``. Paths are relative to the
-workspace root, with ``/`` separators. Every record round-trips through
-``to_dict``/``from_dict``; traces are stored one episode per JSONL line.
-"""
+"""One episode: tool calls, their results and what they showed, turns, the report, and the
+``Trace`` that records every message the policy saw (``Trace.to_messages``)."""
 
 from __future__ import annotations
 
@@ -12,181 +8,10 @@ import os
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-# the records' JSONL I/O and their error, re-exported: `from fasbench.records import append_jsonl` is the API
-from fasbench.jsonl import RecordError, append_jsonl, iter_jsonl, repair_jsonl
-
-__all__ = ["RecordError", "append_jsonl", "iter_jsonl", "repair_jsonl"]  # plus the names defined below
-
-# 2: a Trace records every message the policy saw (Turn.notes, Trace.tail_notes); 1: the harness's
-# notes were only hinted at by meta["final_note_turn"] (see ``Trace.to_messages`` and ``harness.restore_notes``)
-SCHEMA_VERSION = 2
-
-Ranges = list[list[int]]  # [[start, end], ...], 1-based inclusive
-
-
-def _check_version(d: dict, kind: str) -> None:
-    v = d.get("schema_version", SCHEMA_VERSION)
-    if v > SCHEMA_VERSION:
-        raise RecordError(f"{kind}: schema_version {v} is newer than this fasbench ({SCHEMA_VERSION})")
-
-
-def _ranges(value: Any, where: str) -> Ranges:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise RecordError(f"{where}: expected a list of [start, end] pairs, got {type(value).__name__}")
-    out = []
-    for r in value:
-        if (
-            not isinstance(r, (list, tuple))
-            or len(r) != 2
-            or not all(isinstance(x, int) and not isinstance(x, bool) for x in r)
-        ):
-            raise RecordError(f"{where}: each range must be [start, end] with integers, got {r!r}")
-        out.append([int(r[0]), int(r[1])])
-    return out
-
-
-def _file_ranges(value: Any, where: str) -> dict[str, Ranges]:
-    if value is None:
-        return {}
-    if isinstance(value, list):  # a bare list of paths: files without line gold
-        return {str(p): [] for p in value}
-    if not isinstance(value, dict):
-        raise RecordError(f"{where}: expected {{path: [[start, end], ...]}}, got {type(value).__name__}")
-    return {str(p): _ranges(r, f"{where}[{p!r}]") for p, r in value.items()}
-
-
-def _entities(value: Any) -> dict[str, list[str]]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
-        raise RecordError("gold.entities: expected {level: [\"path:Qual.name\", ...]}")
-    return {str(k): [str(x) for x in v] for k, v in value.items()}
-
-
-def _region(r: Any, where: str) -> list:
-    if (not isinstance(r, (list, tuple)) or len(r) != 3 or not isinstance(r[0], str)
-            or not all(isinstance(x, int) and not isinstance(x, bool) for x in r[1:])):
-        raise RecordError(f"{where}: each region must be [path, start, end] with integer lines, got {r!r}")
-    return [r[0], int(r[1]), int(r[2])]
-
-
-def _explore(value: Any) -> dict | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise RecordError(f"gold.explore: expected an object, got {type(value).__name__}")
-    out: dict[str, list] = {}
-    for k in ("core_files", "optional_files", "modified_files"):
-        out[k] = [str(p) for p in value.get(k) or []]
-    for k in ("core_regions", "optional_regions"):
-        out[k] = [_region(r, f"gold.explore.{k}") for r in value.get(k) or []]
-    return out
-
-
-@dataclass
-class Gold:
-    """The answer of a search task.
-
-    edited: files the fix changed, with line ranges (empty list = file without line gold).
-    viewed: files a reference agent looked at before editing (Relace's hybrid reward), or None.
-    source: where the gold came from: "pr" (gold patch), "agent-trace", "git", "manual".
-    variants: other line-range labelings of the edited files, e.g. {"hunk": ..., "changed": ...}.
-    entities: entity gold on the task's corpus (fasbench.entities): {"file"|"module"|"class"|
-        "function": ["path:Qual.name", ...], "added": [...]}; {} when not computed.
-    explore: read-region gold in SWE-Explore's form (fasbench.localization), or None:
-        {"core_files": [path], "core_regions": [[path, start, end]], "optional_files": [path],
-        "optional_regions": [[path, start, end]], "modified_files": [path]}; end -1 = end of file.
-    Both are optional in JSON (records without them load as before).
-    """
-
-    edited: dict[str, Ranges]
-    viewed: set[str] | None = None
-    source: str = "pr"
-    variants: dict[str, dict[str, Ranges]] = field(default_factory=dict)
-    entities: dict[str, list[str]] = field(default_factory=dict)
-    explore: dict[str, list] | None = None
-
-    def to_dict(self) -> dict:
-        d = {
-            "edited": self.edited,
-            "viewed": sorted(self.viewed) if self.viewed is not None else None,
-            "source": self.source,
-            "variants": self.variants,
-        }
-        if self.entities:
-            d["entities"] = self.entities
-        if self.explore is not None:
-            d["explore"] = self.explore
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Gold":
-        if not isinstance(d, dict):
-            raise RecordError(f"gold: expected an object, got {type(d).__name__}")
-        if "edited" not in d:
-            raise RecordError("gold: missing field 'edited'")
-        viewed = d.get("viewed")
-        if viewed is not None and not isinstance(viewed, (list, set, tuple)):
-            raise RecordError(f"gold.viewed: expected a list of paths or null, got {type(viewed).__name__}")
-        variants = d.get("variants") or {}
-        return cls(
-            edited=_file_ranges(d["edited"], "gold.edited"),
-            viewed=set(map(str, viewed)) if viewed is not None else None,
-            source=str(d.get("source", "pr")),
-            variants={k: _file_ranges(v, f"gold.variants[{k!r}]") for k, v in variants.items()},
-            entities=_entities(d.get("entities")),
-            explore=_explore(d.get("explore")),
-        )
-
-    def with_variant(self, name: str | None) -> "Gold":
-        """The same gold with its line ranges taken from variant ``name`` (None = as is)."""
-        if not name:
-            return self
-        if name not in self.variants:
-            raise RecordError(f"gold has no line-range variant {name!r} (has {sorted(self.variants)})")
-        edited = {p: self.variants[name].get(p, []) for p in self.edited}
-        return Gold(edited, self.viewed, self.source, self.variants, self.entities, self.explore)
-
-
-@dataclass
-class Task:
-    """One search task: a query over a repository at a commit, with its gold answer."""
-
-    id: str
-    query: str
-    repo: str
-    gold: Gold
-    base_commit: str | None = None
-    version: str | None = None
-    root: str | None = None  # local path of the materialised corpus, when known
-    split: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    schema_version: int = SCHEMA_VERSION
-
-    def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["gold"] = self.gold.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Task":
-        if not isinstance(d, dict):
-            raise RecordError(f"task: expected an object, got {type(d).__name__}")
-        _check_version(d, "task")
-        for k in ("id", "query", "repo", "gold"):
-            if k not in d:
-                raise RecordError(f"task {d.get('id', '?')}: missing field {k!r}")
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
-        kw["gold"] = Gold.from_dict(d["gold"])
-        kw["schema_version"] = SCHEMA_VERSION
-        return cls(**kw)
-
+from fasbench.jsonl import RecordError, iter_jsonl
+from fasbench.records.base import SCHEMA_VERSION, Ranges, check_version, file_ranges
 
 def parse_arguments(args):
     """Tool-call arguments as a dict when they are (a JSON string of) an object; anything else
@@ -218,12 +43,47 @@ class ToolCall:
 
 
 @dataclass
+class Shown:
+    """What one tool result showed, beside its text (filled by the tool when it runs; for traces
+    written before, ``fasbench.tools.shown`` parses the text). Paths are root-relative.
+
+    - ``paths``: files (and directories, with a trailing ``/``) a listing, glob or find showed;
+    - ``ranges``: per file, the 1-based inclusive line ranges of its content shown other than match
+      lines (a view; the context lines around search matches);
+    - ``hits``: ``[path, line]`` of each search match line shown, in output order."""
+
+    paths: list[str] = field(default_factory=list)
+    ranges: dict[str, Ranges] = field(default_factory=dict)
+    hits: list[list] = field(default_factory=list)
+
+    def files(self) -> list[str]:
+        """Every file the result showed (listed, viewed or matched), first appearance first."""
+        out = dict.fromkeys(p for p in self.paths if not p.endswith("/"))
+        out.update(dict.fromkeys(self.ranges))
+        out.update(dict.fromkeys(p for p, _ in self.hits))
+        return list(out)
+
+    def to_dict(self) -> dict:
+        return {"paths": list(self.paths), "ranges": {p: [list(r) for r in rs] for p, rs in self.ranges.items()},
+                "hits": [[str(p), int(n)] for p, n in self.hits]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Shown":
+        if not isinstance(d, dict):
+            raise RecordError(f"shown: expected an object, got {type(d).__name__}")
+        return cls(paths=[str(p) for p in d.get("paths") or []],
+                   ranges=file_ranges(d.get("ranges"), "shown.ranges"),
+                   hits=[[str(h[0]), int(h[1])] for h in d.get("hits") or []])
+
+
+@dataclass
 class ToolResult:
     call_id: str
     output: str
     is_error: bool = False
     started_at: float | None = None
     ended_at: float | None = None
+    shown: Shown | None = None  # what the output showed (None: not recorded, traces written before)
 
     @property
     def duration(self) -> float:
@@ -231,9 +91,19 @@ class ToolResult:
             return 0.0
         return self.ended_at - self.started_at
 
+    def to_dict(self) -> dict:
+        """The JSON object; ``shown`` left out when None, so results without it stay as before."""
+        d = {k: getattr(self, k) for k in ("call_id", "output", "is_error", "started_at", "ended_at")}
+        if self.shown is not None:
+            d["shown"] = self.shown.to_dict()
+        return d
+
     @classmethod
     def from_dict(cls, d: dict) -> "ToolResult":
-        return cls(**{k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d})
+        kw = {k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d}
+        if d.get("shown") is not None:
+            kw["shown"] = Shown.from_dict(d["shown"])
+        return cls(**kw)
 
 
 @dataclass
@@ -255,9 +125,6 @@ class Turn:
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
-    # the messages the harness put in the chat after the previous turn's results and before this
-    # reply (the no-call reminder, the last-turn note), exactly as the policy saw them
-    notes: list[dict] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     model_started_at: float | None = None
@@ -267,6 +134,9 @@ class Turn:
     # one record per model-server attempt of this turn: attempt, status, error, started_at, latency_s,
     # prompt_tokens, completion_tokens (empty for local policies; absent in older traces)
     requests: list[dict] = field(default_factory=list)
+    # the messages the harness put in the chat after the previous turn's results and before this
+    # reply (the no-call reminder, the last-turn note), exactly as the policy saw them
+    notes: list[dict] = field(default_factory=list)
 
     @property
     def model_time(self) -> float:
@@ -307,7 +177,7 @@ class Report:
     def from_dict(cls, d: dict) -> "Report":
         if not isinstance(d, dict):
             raise RecordError(f"report: expected an object, got {type(d).__name__}")
-        return cls(files=_file_ranges(d.get("files"), "report.files"), explanation=str(d.get("explanation", "")),
+        return cls(files=file_ranges(d.get("files"), "report.files"), explanation=str(d.get("explanation", "")),
                    confidence=parse_confidence(d.get("confidence")))
 
 
@@ -349,12 +219,12 @@ class Trace:
     started_at: float | None = None
     ended_at: float | None = None
     prompt: list[dict] = field(default_factory=list)  # the messages before the first turn
-    # notes the harness added after the last recorded turn (seen by a policy call that then failed)
-    tail_notes: list[dict] = field(default_factory=list)
     error: str | None = None
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     meta: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    # notes the harness added after the last recorded turn (seen by a policy call that then failed)
+    tail_notes: list[dict] = field(default_factory=list)
 
     @property
     def n_turns(self) -> int:
@@ -377,6 +247,9 @@ class Trace:
             for k in ("requests", "notes"):
                 if not t.get(k):
                     t.pop(k, None)
+            for r in t["results"]:  # a result of a trace written before Shown existed stays as it was
+                if r.get("shown") is None:
+                    r.pop("shown", None)
         if not d["tail_notes"]:
             d.pop("tail_notes")
         return d
@@ -385,7 +258,7 @@ class Trace:
     def from_dict(cls, d: dict) -> "Trace":
         if not isinstance(d, dict):
             raise RecordError(f"trace: expected an object, got {type(d).__name__}")
-        _check_version(d, "trace")
+        check_version(d, "trace")
         for k in ("task_id", "policy", "toolset"):
             if k not in d:
                 raise RecordError(f"trace: missing field {k!r}")
@@ -446,27 +319,8 @@ def turn_messages(turn: Turn) -> list[dict]:
     return out
 
 
-# ---------------------------------------------------------------- JSONL I/O
-
 def read_traces(path: str | os.PathLike) -> list[Trace]:
     return [Trace.from_dict(d) for d in iter_jsonl(path)]
-
-
-def read_tasks(path: str | os.PathLike) -> list[Task]:
-    out = []
-    for i, d in enumerate(iter_jsonl(path)):
-        try:
-            out.append(Task.from_dict(d))
-        except RecordError as e:
-            raise RecordError(f"{path}: record {i + 1}: {e}") from e
-    return out
-
-
-def write_tasks(path: str | os.PathLike, tasks: Iterable[Task]) -> None:
-    path = Path(path)
-    if path.exists():
-        path.unlink()
-    append_jsonl(path, tasks)
 
 
 def now() -> float:

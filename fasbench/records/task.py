@@ -1,0 +1,155 @@
+"""Tasks and their gold: what a search should find (``Gold``) for one query on one repository (``Task``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+from fasbench.jsonl import RecordError, append_jsonl, iter_jsonl
+from fasbench.records.base import SCHEMA_VERSION, Ranges, check_version, file_ranges
+
+def _entities(value: Any) -> dict[str, list[str]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        raise RecordError("gold.entities: expected {level: [\"path:Qual.name\", ...]}")
+    return {str(k): [str(x) for x in v] for k, v in value.items()}
+
+
+def _region(r: Any, where: str) -> list:
+    if (not isinstance(r, (list, tuple)) or len(r) != 3 or not isinstance(r[0], str)
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in r[1:])):
+        raise RecordError(f"{where}: each region must be [path, start, end] with integer lines, got {r!r}")
+    return [r[0], int(r[1]), int(r[2])]
+
+
+def _explore(value: Any) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RecordError(f"gold.explore: expected an object, got {type(value).__name__}")
+    out: dict[str, list] = {}
+    for k in ("core_files", "optional_files", "modified_files"):
+        out[k] = [str(p) for p in value.get(k) or []]
+    for k in ("core_regions", "optional_regions"):
+        out[k] = [_region(r, f"gold.explore.{k}") for r in value.get(k) or []]
+    return out
+
+
+@dataclass
+class Gold:
+    """The answer of a search task.
+
+    edited: files the fix changed, with line ranges (empty list = file without line gold).
+    viewed: files a reference agent looked at before editing (Relace's hybrid reward), or None.
+    source: where the gold came from: "pr" (gold patch), "agent-trace", "git", "manual".
+    variants: other line-range labelings of the edited files, e.g. {"hunk": ..., "changed": ...}.
+    entities: entity gold on the task's corpus (fasbench.entities): {"file"|"module"|"class"|
+        "function": ["path:Qual.name", ...], "added": [...]}; {} when not computed.
+    explore: read-region gold in SWE-Explore's form (fasbench.localization), or None:
+        {"core_files": [path], "core_regions": [[path, start, end]], "optional_files": [path],
+        "optional_regions": [[path, start, end]], "modified_files": [path]}; end -1 = end of file.
+    Both are optional in JSON (records without them load as before).
+    """
+
+    edited: dict[str, Ranges]
+    viewed: set[str] | None = None
+    source: str = "pr"
+    variants: dict[str, dict[str, Ranges]] = field(default_factory=dict)
+    entities: dict[str, list[str]] = field(default_factory=dict)
+    explore: dict[str, list] | None = None
+
+    def to_dict(self) -> dict:
+        d = {
+            "edited": self.edited,
+            "viewed": sorted(self.viewed) if self.viewed is not None else None,
+            "source": self.source,
+            "variants": self.variants,
+        }
+        if self.entities:
+            d["entities"] = self.entities
+        if self.explore is not None:
+            d["explore"] = self.explore
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Gold":
+        if not isinstance(d, dict):
+            raise RecordError(f"gold: expected an object, got {type(d).__name__}")
+        if "edited" not in d:
+            raise RecordError("gold: missing field 'edited'")
+        viewed = d.get("viewed")
+        if viewed is not None and not isinstance(viewed, (list, set, tuple)):
+            raise RecordError(f"gold.viewed: expected a list of paths or null, got {type(viewed).__name__}")
+        variants = d.get("variants") or {}
+        return cls(
+            edited=file_ranges(d["edited"], "gold.edited"),
+            viewed=set(map(str, viewed)) if viewed is not None else None,
+            source=str(d.get("source", "pr")),
+            variants={k: file_ranges(v, f"gold.variants[{k!r}]") for k, v in variants.items()},
+            entities=_entities(d.get("entities")),
+            explore=_explore(d.get("explore")),
+        )
+
+    def with_variant(self, name: str | None) -> "Gold":
+        """The same gold with its line ranges taken from variant ``name`` (None = as is)."""
+        if not name:
+            return self
+        if name not in self.variants:
+            raise RecordError(f"gold has no line-range variant {name!r} (has {sorted(self.variants)})")
+        edited = {p: self.variants[name].get(p, []) for p in self.edited}
+        return Gold(edited, self.viewed, self.source, self.variants, self.entities, self.explore)
+
+
+@dataclass
+class Task:
+    """One search task: a query over a repository at a commit, with its gold answer."""
+
+    id: str
+    query: str
+    repo: str
+    gold: Gold
+    base_commit: str | None = None
+    version: str | None = None
+    root: str | None = None  # local path of the materialised corpus, when known
+    split: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["gold"] = self.gold.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Task":
+        if not isinstance(d, dict):
+            raise RecordError(f"task: expected an object, got {type(d).__name__}")
+        check_version(d, "task")
+        for k in ("id", "query", "repo", "gold"):
+            if k not in d:
+                raise RecordError(f"task {d.get('id', '?')}: missing field {k!r}")
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["gold"] = Gold.from_dict(d["gold"])
+        kw["schema_version"] = SCHEMA_VERSION
+        return cls(**kw)
+
+
+def read_tasks(path: str | os.PathLike) -> list[Task]:
+    out = []
+    for i, d in enumerate(iter_jsonl(path)):
+        try:
+            out.append(Task.from_dict(d))
+        except RecordError as e:
+            raise RecordError(f"{path}: record {i + 1}: {e}") from e
+    return out
+
+
+def write_tasks(path: str | os.PathLike, tasks: Iterable[Task]) -> None:
+    path = Path(path)
+    if path.exists():
+        path.unlink()
+    append_jsonl(path, tasks)
