@@ -90,6 +90,12 @@ def reward_column(name: str) -> str:
     return f"reward_{column_name(name)}"
 
 
+def part_columns(columns: Iterable[str], reward: str) -> list[str]:
+    """The columns of reward ``reward``'s parts among ``columns`` (``reward_NAME__PART``), in order."""
+    pre = reward_column(reward) + "__"
+    return [c for c in columns if c.startswith(pre)]
+
+
 @lru_cache(maxsize=None)
 def tool_schemas(toolset: str) -> tuple[dict, ...] | None:
     """The JSON schemas of ``toolset`` (they do not depend on the corpus); None for a tool set that
@@ -180,7 +186,8 @@ def episode_row(trace: Trace, task: Task | None = None, reward: str = "relace",
     return row
 
 
-def _task_map(tasks: Iterable[Task] | Mapping[str, Task] | None) -> dict[str, Task]:
+def task_map(tasks: Iterable[Task] | Mapping[str, Task] | None) -> dict[str, Task]:
+    """``{id: task}`` from a list of tasks or a mapping (None: empty)."""
     if tasks is None:
         return {}
     return dict(tasks) if isinstance(tasks, Mapping) else {t.id: t for t in tasks}
@@ -190,7 +197,7 @@ def episode_rows(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, T
                  reward: str = "relace", rewards: Sequence[str] | None = None, judge=None,
                  localization: bool = True, first_per_task: bool = False, only_tasks: bool = False) -> list[dict]:
     """Rows of many episodes (see :func:`episode_table`)."""
-    by_id = _task_map(tasks)
+    by_id = task_map(tasks)
     kept, seen, dup = [], set(), 0
     for tr in traces:
         if only_tasks and tr.task_id not in by_id:

@@ -43,7 +43,6 @@ def register(app) -> None:
         printed (and written to OUT/excluded.jsonl) before the run starts."""
         # local import: fasbench.evaluate/runs/polars cost ~7 s at CLI start-up (module docstring)
         import polars as pl
-
         from fasbench import runs as R
         from fasbench.evaluate import aggregate, run_eval
         from fasbench.harness import Limits

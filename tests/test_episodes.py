@@ -9,7 +9,8 @@ import math
 import polars as pl
 import pytest
 
-from fasbench.episodes import COLUMNS, EMPTY_SCHEMA, episode_row, episode_table, reward_column, tool_schemas
+from fasbench.episodes import (COLUMNS, EMPTY_SCHEMA, episode_row, episode_table, part_columns, reward_column,
+                               tool_schemas)
 from fasbench.evaluate import run_eval, safe_episode
 from fasbench.harness import Limits, run_episode
 from fasbench.localization import localization_columns
@@ -49,7 +50,8 @@ def test_scored_episode_has_every_column(tasks):
     for name in REWARDS:
         assert reward_column(name) in row
     assert row["reward"] == row["reward_relace"]
-    assert [k for k in row if k.startswith("reward_relace__")]  # the reward's parts, one column each
+    parts = part_columns(row, "relace")  # the reward's parts, one column each
+    assert "reward_relace__turn_penalty" in parts and all(isinstance(row[p], float) for p in parts)
     assert row["reported"] and row["turns"] == tr.n_turns and row["calls"] == tr.n_calls
     assert row["wellformed"] and row["report_wellformed"] and row["wellformed_calls"] == tr.n_calls
     assert row["max_parallel"] == max(len(x.calls) for x in tr.turns)
