@@ -3,11 +3,14 @@
 ``run_eval(tasks, policy, toolset, out)`` runs one episode per task over a process (or thread) pool
 with a progress bar, appends each finished trace to ``out/traces.jsonl`` from the main process only
 (so no line is written twice), and resumes: the file is repaired (a truncated last line cut) and the
-tasks it already holds are skipped. ``out/summary.parquet`` then has one row per task: reward and
-its parts under each reward of ``fasbench.reward.REWARDS``, file/line precision/recall/F1/F2,
-Acc@k and Recall@k (LocAgent: Acc@k = every gold file in the top k), turns, calls per turn, wall
-time split into model and tool time, tokens. ``aggregate`` gives macro averages with bootstrap 95%
-intervals; ``compare`` a paired bootstrap between two runs on their shared tasks.
+tasks it already holds are skipped. ``out/summary.parquet`` then has one row per task, the episode
+table of :mod:`fasbench.episodes` (its ``COLUMNS``): reward and its parts under each reward of
+``fasbench.reward.REWARDS``, file/line precision/recall/F1/F2, Acc@k and Recall@k (LocAgent: Acc@k =
+every gold file in the top k), turns, calls per turn, wall time split into model and tool time,
+tokens, well-formed calls, the localization grains. Tasks are named by ``fasbench.tasksets`` and get
+their corpora from ``fasbench.data.corpora``. ``aggregate`` gives macro averages with bootstrap 95%
+intervals; ``compare`` a paired bootstrap between two runs on their shared tasks. A model checkpoint
+is evaluated through here too (``fasbench.checkpoints``).
 """
 
 from __future__ import annotations
