@@ -24,7 +24,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from fasbench.evaluate import summary_row
+from fasbench.episodes import episode_row
 from fasbench.metrics import line_prf, normalize_files
 from fasbench.records import Gold, Report, Task, Trace
 from fasbench.reward import score_report
@@ -58,7 +58,7 @@ def line_prf_sets(pred, gold, root):
 def row_for(task: Task, files: dict) -> dict:
     tr = Trace(task_id=task.id, policy="p", toolset="relace")
     tr.report = Report(files=files)
-    return summary_row(task, tr)
+    return episode_row(tr, task)
 
 
 def main() -> None:

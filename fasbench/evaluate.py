@@ -3,35 +3,42 @@
 ``run_eval(tasks, policy, toolset, out)`` runs one episode per task over a process (or thread) pool
 with a progress bar, appends each finished trace to ``out/traces.jsonl`` from the main process only
 (so no line is written twice), and resumes: the file is repaired (a truncated last line cut) and the
-tasks it already holds are skipped. ``out/summary.parquet`` then has one row per task: reward and
-its parts under each reward of ``fasbench.reward.REWARDS``, file/line precision/recall/F1/F2,
-Acc@k and Recall@k (LocAgent: Acc@k = every gold file in the top k), turns, calls per turn, wall
-time split into model and tool time, tokens. ``aggregate`` gives macro averages with bootstrap 95%
-intervals; ``compare`` a paired bootstrap between two runs on their shared tasks.
+tasks it already holds are skipped. ``out/summary.parquet`` then has one row per task, the episode
+table of :mod:`fasbench.episodes` (its ``COLUMNS``): reward and its parts under each reward of
+``fasbench.reward.REWARDS``, file/line precision/recall/F1/F2, Acc@k and Recall@k (LocAgent: Acc@k =
+every gold file in the top k), turns, calls per turn, wall time split into model and tool time,
+tokens, well-formed calls, the localization grains. Tasks are named by ``fasbench.tasksets`` and get
+their corpora from ``fasbench.data.corpora``. ``aggregate`` gives macro averages with bootstrap 95%
+intervals; ``compare`` a paired bootstrap between two runs on their shared tasks. A model checkpoint
+is evaluated through here too (``fasbench.checkpoints``).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
-import re
 import time
-import warnings
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from fasbench.episode_pool import guard_worker, run_pool
-from fasbench.harness import Limits, run_episode
-from fasbench.localization import localization_row
-from fasbench.metrics import acc_at_k, bootstrap_ci, file_prf, line_prf, normalize_path, paired_bootstrap
-from fasbench.provenance import code_version, timestamp
-from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, read_tasks, repair_jsonl
-from fasbench.judge import make_judge
-from fasbench.reward import REWARDS, episode_kwargs, finish_reason, judge_requests, score_report
+import polars as pl
+from tqdm.auto import tqdm
 
-KS = (1, 3, 5, 10)
+from fasbench.data.corpora import with_corpora
+from fasbench.episode_pool import guard_worker, run_pool
+from fasbench.episodes import episode_table
+from fasbench.harness import Limits, run_episode
+from fasbench.judge import make_judge
+from fasbench.metrics import bootstrap_ci, paired_bootstrap
+from fasbench.policies import bind_policy, make_policy
+from fasbench.provenance import code_version, timestamp
+from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
+from fasbench.reward import REWARDS
+from fasbench.tasksets import load_task_set
+from fasbench.tools import TOOLSETS
 MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_relace_f2", "turns", "wall_s")
 
 
@@ -47,42 +54,14 @@ class EvalConfig:
 
 # ---------------------------------------------------------------- tasks
 
-def load_task_arg(spec: str, limit: int | None = None) -> list[Task]:
-    """Tasks from a JSONL file, or from ``SOURCE[:SPLIT]`` (``fasbench.data.load_tasks``)."""
-    p = Path(spec)
-    if p.exists():
-        tasks = read_tasks(p)
-    else:
-        from fasbench.data import SOURCES, load_tasks
-
-        source, _, split = spec.partition(":")
-        if source not in SOURCES:
-            raise ValueError(f"--tasks {spec!r} is neither an existing JSONL file nor SOURCE[:SPLIT] with SOURCE "
-                             f"in {', '.join(SOURCES)}")
-        tasks = load_tasks(source, split or None)
-    return tasks[:limit] if limit else tasks
+# kept for notebooks 08 and 10 (and the bon/e2e commands until they import the new homes):
+# task sets are named and loaded by fasbench.tasksets, corpora built by fasbench.data.corpora
+load_task_arg = load_task_set
 
 
 def ensure_roots(tasks: Sequence[Task], skipped: Path | None = None) -> list[Task]:
-    """Tasks with a corpus: those without ``root`` are materialised (``fasbench.data.corpus``);
-    the ones that cannot be are dropped, with a line each in ``skipped``."""
-    out, todo = [], []
-    for t in tasks:
-        (out if t.root and Path(t.root).is_dir() else todo).append(t)
-    if not todo:
-        return out
-    from tqdm.auto import tqdm
-
-    from fasbench.data.corpus import CorpusError, materialize
-
-    for t in tqdm(todo, desc="corpora", unit="task"):
-        try:
-            out.append(materialize(t))
-        except CorpusError as e:
-            if skipped is not None:
-                append_jsonl(skipped, [{"task_id": t.id, "reason": getattr(e, "reason", "corpus"), "detail": str(e)}])
-    order = {t.id: i for i, t in enumerate(tasks)}
-    return sorted(out, key=lambda t: order[t.id])
+    """The tasks with a corpus (``fasbench.data.corpora.with_corpora``); the others are skipped."""
+    return with_corpora(tasks, skipped=skipped).tasks
 
 
 # ---------------------------------------------------------------- running
@@ -91,8 +70,6 @@ _WORKER: dict = {}
 
 
 def _init_worker(spec: str) -> None:
-    from fasbench.policies import make_policy
-
     _WORKER["policy"] = make_policy(spec)
 
 
@@ -105,8 +82,6 @@ def safe_episode(task: Task, policy, toolset: str, limits: Limits) -> Trace:
     """``run_episode``, where anything that escapes it (a policy that cannot be bound, a tool that
     crashes) fails this episode with its error instead of the run. Policy errors — a model server
     that still fails after the last retry — are already caught by ``run_episode`` (``policy_error``)."""
-    from fasbench.policies import bind_policy
-
     t0 = time.time()
     try:
         _prepare(policy, task)  # the retrieval index of this task's corpus, outside the episode's timing
@@ -123,8 +98,6 @@ def _thread_episode(task: Task, policy, toolset: str, limits: Limits) -> dict:
 
 
 def _episode(task_d: dict, spec: str, toolset: str, limits: Limits) -> dict:
-    from fasbench.policies import make_policy
-
     if "policy" not in _WORKER:
         _WORKER["policy"] = make_policy(spec)
     return safe_episode(Task.from_dict(task_d), _WORKER["policy"], toolset, limits).to_dict()
@@ -204,30 +177,32 @@ def default_backend(spec: str) -> str:
 
 def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
              limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
-             progress: bool = True, judge: str | None = None, task_source: str | None = None) -> "pl.DataFrame":  # noqa: F821
-    """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary.
+             progress: bool = True, judge: str | None = None, task_source: str | None = None,
+             reward: str = "relace") -> pl.DataFrame:
+    """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary
+    (the episode table of ``fasbench.episodes``; ``reward`` names its headline ``reward`` column).
     ``judge``: FastContext's LLM judge (``openai:model=…,base_url=…``) for the ``fastcontext`` reward's
     quality term (without one that term is 0, and the reward's reason says so). ``task_source`` (a task
-    file or ``SOURCE[:SPLIT]``) is recorded in ``run.json``; the tasks themselves, with their gold, go
-    to ``out/tasks.jsonl``."""
-    from tqdm.auto import tqdm
-
-    from fasbench.policies import make_policy
-    from fasbench.tools import TOOLSETS
-
+    set name, ``fasbench.tasksets``) is recorded in ``run.json``; the tasks themselves, with their gold,
+    go to ``out/tasks.jsonl``. Tasks without a corpus get one (``fasbench.data.corpora``); those that
+    cannot are listed with their reason in ``out/skipped.jsonl``. The policy is built only when an
+    episode is left to run (a finished run is re-summarised without loading a model)."""
     if toolset not in TOOLSETS:
         raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
-    main_policy = make_policy(policy)  # fails early on a bad spec
-    the_judge = make_judge(judge) if judge else None  # idem
+    if reward not in REWARDS:
+        raise ValueError(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
     limits = limits or Limits()
     out = Path(out)
-    _check_config(out, EvalConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn), task_source)
     traces = out / "traces.jsonl"
     ids = [t.id for t in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("tasks have duplicate ids; each task must appear once")
-    done = done_task_ids(traces)
-    todo = ensure_roots([t for t in tasks if t.id not in done], out / "skipped.jsonl")
+    done = done_task_ids(traces) if out.is_dir() else set()
+    pending = [t for t in tasks if t.id not in done]
+    main_policy = make_policy(policy) if pending else None  # fails early on a bad spec
+    the_judge = make_judge(judge) if judge else None  # idem
+    _check_config(out, EvalConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn), task_source)
+    todo = with_corpora(pending, skipped=out / "skipped.jsonl", progress=progress).tasks
     _record_tasks(out, [t for t in tasks if t.id in done] + todo)  # done ones too: a run from before tasks.jsonl
     note = getattr(main_policy, "cache_note", None)
     if callable(note) and todo:  # e.g. "bm25: 2 of 6 corpus indexes cached under …"
@@ -247,8 +222,6 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
         if backend == "process":
             # not fork: a forked child inherits the harness's tool thread pool without its threads
             # (a parent that ran episodes itself would deadlock its workers)
-            import multiprocessing as mp
-
             kw = {"initializer": _init_process_worker, "initargs": (policy, os.getpid()),
                   "mp_context": mp.get_context("forkserver")}
 
@@ -264,99 +237,30 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
             run_pool(pool_cls(max_workers=workers, **kw), _episode,
                      ((t.to_dict(), policy, toolset, limits) for t in todo), keep, workers)
     bar.close()
-    df = summarize(tasks, traces, judge=the_judge)
+    df = summarize(tasks, traces, judge=the_judge, reward=reward)
     df.write_parquet(out / "summary.parquet")
     return df
 
 
 # ---------------------------------------------------------------- summary
 
-def _col(name: str) -> str:
-    return re.sub(r"[^0-9a-zA-Z]+", "_", name).strip("_")
-
-
-def ranked_files(trace: Trace, root: str | None = None) -> list[str]:
-    """Reported files in the order the report lists them (its rank)."""
-    if trace.report is None:
-        return []
-    seen = dict.fromkeys(normalize_path(p, root) for p in trace.report.files)  # ordered, linear
-    seen.pop("", None)
-    return list(seen)
-
-
-def summary_row(task: Task, trace: Trace, judge=None) -> dict:
-    """One row of summary.parquet: every reward with its parts, P/R/F at file and line level,
-    Acc@k / Recall@k, turns, calls, timings and tokens."""
-    rep, root, n = trace.report, task.root, trace.n_turns
-    row: dict = {"task_id": task.id, "repo": task.repo, "split": task.split, "policy": trace.policy,
-                 "toolset": trace.toolset, "trace_id": trace.trace_id, "stop_reason": trace.stop_reason,
-                 "error": trace.error}
-    for name in REWARDS:
-        s = score_report(name, task.gold, rep, n, root=root, **episode_kwargs(name, trace, task.query, judge))
-        row[f"reward_{_col(name)}"] = float(s.value)
-        for part, v in s.parts.items():
-            row[f"reward_{_col(name)}__{_col(part)}"] = float(v)
-    pred = rep.files if rep is not None else {}
-    for level, prf in (("file", file_prf(pred, task.gold.edited, root)), ("line", line_prf(pred, task.gold.edited, root))):
-        row[f"{level}_precision"], row[f"{level}_recall"] = prf.precision, prf.recall
-        row[f"{level}_f1"], row[f"{level}_f2"] = prf.f(1.0), prf.f(2.0)
-    ranked = ranked_files(trace, root)
-    gold = [normalize_path(p) for p in task.gold.edited]
-    for k in KS:
-        row[f"acc_at_{k}"] = acc_at_k(ranked, gold, k)
-        row[f"recall_at_{k}"] = (len(set(gold) & set(ranked[:k])) / len(set(gold))) if gold else 0.0
-    row["n_files_reported"] = len(ranked)
-    row["turns"] = n
-    row["calls"] = trace.n_calls
-    row["calls_per_turn"] = trace.n_calls / n if n else 0.0
-    row["wall_s"] = trace.wall_time
-    row["model_s"] = sum(t.model_time for t in trace.turns)
-    row["tool_s"] = sum(t.tool_time for t in trace.turns)
-    pt = [t.prompt_tokens for t in trace.turns if t.prompt_tokens is not None]
-    ct = [t.completion_tokens for t in trace.turns if t.completion_tokens is not None]
-    row["prompt_tokens"] = int(sum(pt)) if pt else None
-    row["completion_tokens"] = int(sum(ct)) if ct else None
-    row["gold_files"] = len(gold)
-    row.update(localization_row(task, trace))  # module/function grains, LocAgent Acc@k, SWE-Explore
-    return row
-
-
-def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge=None) -> "pl.DataFrame":  # noqa: F821
-    """One row per task that has a trace (the first trace of a task wins; duplicates are reported).
-    ``judge`` (a :class:`fasbench.judge.Judge`) is asked about every episode at once, concurrently,
-    before the rows are built."""
-    import polars as pl
-
-    by_id = {t.id: t for t in tasks}
+def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge=None,
+              reward: str = "relace") -> pl.DataFrame:
+    """The episode table (``fasbench.episodes``) of a run: one row per task that has a trace (the
+    first trace of a task wins; duplicates are reported), every reward with its parts, ``reward`` =
+    the value of ``reward``. ``judge`` (a :class:`fasbench.judge.Judge`) is asked about every
+    episode at once, concurrently, before the rows are built."""
     if isinstance(traces, (str, Path)):
         items = (Trace.from_dict(d) for d in iter_jsonl(traces)) if Path(traces).exists() else iter(())
     else:
         items = traces
-    rows, seen, dup, kept = [], set(), 0, []
-    for tr in items:
-        if tr.task_id in seen:
-            dup += 1
-            continue
-        if tr.task_id in by_id:
-            seen.add(tr.task_id)
-            kept.append(tr)
-    if judge is not None:
-        judge.score_many(judge_requests((tr.report, by_id[tr.task_id].root, by_id[tr.task_id].query,
-                                         finish_reason(tr)) for tr in kept))
-    rows = [summary_row(by_id[tr.task_id], tr, judge) for tr in kept]
-    if dup:
-        warnings.warn(f"{dup} duplicate traces ignored (first one per task kept)")
-    if not rows:
-        return pl.DataFrame({"task_id": [], "policy": []}, schema={"task_id": pl.Utf8, "policy": pl.Utf8})
-    return pl.DataFrame(rows, infer_schema_length=None)
+    return episode_table(items, tasks, reward=reward, judge=judge, first_per_task=True, only_tasks=True)
 
 
 def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str] = "policy", n_boot: int = 2000,
               seed: int = 0):
     """Macro average of each metric per group, with its bootstrap 95% interval (columns
     ``<m>``, ``<m>_lo``, ``<m>_hi``) and ``n`` tasks."""
-    import polars as pl
-
     by = [by] if isinstance(by, str) else list(by)
     missing = [m for m in list(metrics) + by if m not in df.columns]
     if missing:
@@ -387,8 +291,6 @@ def compare(a, b, metric: str = "file_f2", n_boot: int = 2000, seed: int = 0) ->
 
 
 def load_summary(out: str | Path):
-    import polars as pl
-
     p = Path(out) / "summary.parquet"
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")

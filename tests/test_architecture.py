@@ -41,12 +41,6 @@ LOCAL_MARK = "# local import:"
 # Files (repository-relative) other helpers of issue #16 are still changing: violations in these make
 # a check xfail instead of fail. The lead empties this after merging their branches.
 PENDING: dict[str, str] = {
-    "fasbench/data/__init__.py": "table: local imports",
-    "fasbench/data/cli.py": "table: local imports",
-    "fasbench/data/corpus.py": "table: local imports",
-    "fasbench/eval_cli.py": "table: local imports",
-    "fasbench/evaluate.py": "table: local imports",
-    "fasbench/sft/evaluate.py": "table: local imports",
 }
 
 # (module path, literal): a string equal to one of our tool names outside fasbench/tools/ that is not

@@ -82,4 +82,4 @@ def test_cli_tasks(tmp_path):
     ts = read_tasks(out)
     assert ts and all(t.split == "test" and t.gold.variants["hunk"] == t.gold.edited for t in ts)
     res = CliRunner().invoke(app, ["data", "tasks", "--source", "bogus", "--out", str(out)])
-    assert res.exit_code == 2 and "unknown --source" in res.output
+    assert res.exit_code == 2 and "task set 'bogus' is neither" in res.output and len(res.output.strip().splitlines()) == 1

@@ -89,7 +89,7 @@ def test_resume_after_kill(tasks, tmp_path):
 def test_cli_errors(tmp_path):
     r = subprocess.run([sys.executable, "-m", "fasbench.cli", "eval", "--tasks", "nope.jsonl", "--policy", "heuristic",
                         "--out", str(tmp_path / "o")], capture_output=True, text=True)
-    assert r.returncode == 2 and "neither an existing JSONL file" in r.stderr
+    assert r.returncode == 2 and "file nope.jsonl does not exist" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
 def test_summarize_ignores_duplicates(tasks, tmp_path):

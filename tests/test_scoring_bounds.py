@@ -116,12 +116,12 @@ def test_score_cli_huge_range_is_bounded(ws):
 def test_eval_summary_huge_range_is_bounded(ws):
     """The eval summary row (rescored on every resume) under a 1 GiB address-space limit."""
     code = textwrap.dedent(f"""
-        from fasbench.evaluate import summary_row
+        from fasbench.episodes import episode_row
         from fasbench.records import Gold, Report, Task, Trace
         t = Task(id="t", query="q", repo="r", root={str(ws)!r}, gold=Gold(edited={{"pkg/a.py": [[1, 2]]}}))
         tr = Trace(task_id="t", policy="p", toolset="relace")
         tr.report = Report(files={{"pkg/a.py": [[1, {HUGE}]], "pkg/b.py": [[2, -1]], "gone.py": [[1, {HUGE}]]}})
-        row = summary_row(t, tr)
+        row = episode_row(tr, t)
         print(row["line_precision"], row["line_recall"])
     """)
     r = run_limited([sys.executable, "-c", code])
@@ -134,7 +134,7 @@ def test_many_citations_are_linear():
     """200k ranges in one FastContext answer and 200k cited files in one summary: a membership test
     per item made these quadratic (hours); linear code finishes in seconds."""
     code = textwrap.dedent("""
-        from fasbench.evaluate import ranked_files
+        from fasbench.episodes import ranked_files
         from fasbench.records import Report, Trace
         from fasbench.tools.fastcontext import parse_final_answer
         n = 200_000

@@ -9,13 +9,17 @@ the offline corpus manifest (``data/tasks/offline_manifest.jsonl.gz``) marks as 
 
 from __future__ import annotations
 
+from fasbench.data import agent_traces, splits, swebench
+from fasbench.data.corpus import resolve_root
+from fasbench.data.splits import SPLITS
+from fasbench.paths import data_dir
+from fasbench.records import iter_jsonl, read_tasks
+
 SOURCES = ("swebench-lite", "swebench-verified", "agent-traces")
 
 
 def build_tasks(source: str) -> list:
     """Build the Task records of ``source`` from the raw data (slow for agent-traces: ~40 s)."""
-    from fasbench.data import agent_traces, splits, swebench
-
     if source in swebench.SOURCES:
         tasks = swebench.tasks(source)
     elif source == "agent-traces":
@@ -26,8 +30,6 @@ def build_tasks(source: str) -> list:
 
 
 def tasks_path(source: str):
-    from fasbench.paths import data_dir
-
     return data_dir() / "tasks" / f"{source}.jsonl.gz"
 
 
@@ -35,19 +37,12 @@ def offline_manifest() -> dict[str, dict]:
     """``{task id: manifest row}`` of the shipped offline-corpus manifest (empty if absent). The file
     stores each corpus root relative to the corpora cache; rows come back with ``root`` resolved
     on this machine (``<cache>/corpora/<root>``; None for tasks not located)."""
-    from fasbench.data.corpus import resolve_root
-    from fasbench.paths import data_dir
-    from fasbench.records import iter_jsonl
-
     p = data_dir() / "tasks" / "offline_manifest.jsonl.gz"
     return {r["id"]: {**r, "root": resolve_root(r.get("root"))} for r in iter_jsonl(p)} if p.exists() else {}
 
 
 def load_tasks(source: str, split: str | None = None, usable_only: bool = False) -> list:
     """Task records of ``source``; ``split`` in train/dev/test; ``usable_only``: located offline."""
-    from fasbench.data.splits import SPLITS
-    from fasbench.records import read_tasks
-
     if source not in SOURCES:
         raise ValueError(f"unknown task source {source!r}; choose one of {', '.join(SOURCES)}")
     if split is not None and split not in SPLITS:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from fasbench.data import SOURCES, build_tasks
+from fasbench.data.corpus import materialize_many, resolve_root
+from fasbench.data.gitmine import GitError, mine
+from fasbench.data.importers import ImportError_, import_gold
+from fasbench.data.ship import ship
+from fasbench.data.splits import SPLITS, assign
+from fasbench.records import RecordError, write_tasks
+from fasbench.tasksets import TaskSetError, load_task_set, parse_task_set
 
 
 def _fail(msg: str) -> None:
@@ -19,50 +29,44 @@ def register(app: typer.Typer) -> None:
 
     @data.command("tasks")
     def tasks_cmd(
-        source: str = typer.Option(..., "--source", help="swebench-lite | swebench-verified | agent-traces"),
+        source: str = typer.Option(..., "--source", help="task set: SOURCE[:SPLIT] (swebench-lite | swebench-verified | "
+                                   "agent-traces), a Task JSONL file[:SPLIT], or git:PATH"),
         out: Path = typer.Option(..., "--out", help="output JSONL (.gz accepted by readers)"),
         split: Optional[str] = typer.Option(None, "--split", help="train | dev | test (default: all)"),
-        rebuild: bool = typer.Option(False, "--rebuild", help="build from the raw data, not data/tasks/"),
+        rebuild: bool = typer.Option(False, "--rebuild", help="build a SOURCE from the raw data, not data/tasks/"),
     ):
-        """Write the Task records of a source, one JSON per line."""
-        from fasbench.data import SOURCES, build_tasks, load_tasks
-        from fasbench.records import write_tasks
-
-        if source not in SOURCES:
-            _fail(f"unknown --source {source!r}; choose one of {', '.join(SOURCES)}")
+        """Write the Task records of a task set, one JSON per line."""
         try:
-            ts = build_tasks(source) if rebuild else load_tasks(source)
-        except ValueError as e:
+            ts_name = parse_task_set(source)
+            if rebuild:
+                if ts_name.kind != "source":
+                    raise TaskSetError(f"--rebuild builds a shipped SOURCE ({', '.join(SOURCES)}), not {source!r}")
+                if split and split not in SPLITS:
+                    raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+                want = split or ts_name.split
+                ts = [t for t in build_tasks(ts_name.target) if not want or t.split == want]
+            else:
+                ts = load_task_set(ts_name, split=split)
+        except (ValueError, RecordError) as e:
             _fail(str(e))
-        if split:
-            ts = [t for t in ts if t.split == split]
+        if out.is_dir():
+            _fail(f"--out {out} is a folder; give a file name")
         write_tasks(out, ts)
         typer.echo(f"{len(ts)} tasks -> {out}")
 
     @data.command("corpus")
     def corpus_cmd(
-        tasks: Path = typer.Option(..., "--tasks", help="Task JSONL"),
+        tasks: str = typer.Option(..., "--tasks", help="task set: a Task JSONL file[:SPLIT], SOURCE[:SPLIT] or git:PATH"),
         ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
         mode: Optional[str] = typer.Option(None, "--mode", help="offline | online (default: offline if a release is picked)"),
         manifest: Optional[Path] = typer.Option(None, "--manifest", help="append one JSON line per task here"),
         out: Optional[Path] = typer.Option(None, "--out", help="write the usable tasks (root set, gold relocated)"),
     ):
         """Materialise each task's corpus; prints per task: id, located yes/no, corpus path or reason."""
-        from fasbench.data.corpus import materialize_many, resolve_root
-        from fasbench.records import RecordError, read_tasks, write_tasks
-
-        if not tasks.exists():
-            _fail(f"--tasks {tasks} does not exist")
         try:
-            ts = read_tasks(tasks)
-        except RecordError as e:
+            ts = load_task_set(tasks, ids=ids or None)
+        except (ValueError, RecordError) as e:
             _fail(str(e))
-        if ids:
-            known = {t.id for t in ts}
-            unknown = [i for i in ids if i not in known]
-            if unknown:
-                _fail(f"--ids not in {tasks}: {', '.join(unknown)}")
-            ts = [t for t in ts if t.id in set(ids)]
         ok, rows = materialize_many(ts, mode=mode, manifest=manifest, progress=False)
         for r in rows:
             where = resolve_root(r["root"]) if r["located"] else f"{r['reason']}: {r['detail']}"
@@ -81,11 +85,6 @@ def register(app: typer.Typer) -> None:
 
         Line ranges are relocated onto the corpus when a run materialises it (tasks that cannot be
         relocated are then excluded with a reason); records unusable as tasks are listed here."""
-        import collections
-
-        from fasbench.data.importers import ImportError_, import_gold
-        from fasbench.records import write_tasks
-
         try:
             ts, dropped = import_gold(fmt, file)
         except (ImportError_, ValueError) as e:
@@ -106,12 +105,6 @@ def register(app: typer.Typer) -> None:
         max_lines: int = typer.Option(1000, "--max-lines", help="skip commits changing more lines"),
     ):
         """Turn a repository's commits into search tasks (message -> query, old-file hunks -> gold)."""
-        import collections
-
-        from fasbench.data.gitmine import GitError, mine
-        from fasbench.data.splits import assign
-        from fasbench.records import write_tasks
-
         try:
             ts, skipped = mine(repo_path, rev=rev, max_commits=max_commits, max_files=max_files, max_lines=max_lines)
         except GitError as e:
@@ -126,7 +119,5 @@ def register(app: typer.Typer) -> None:
                                      "and write data/tasks/offline_manifest.jsonl.gz (downloads ~300 MB)"),
     ):
         """Rebuild data/tasks/<source>.jsonl.gz (and the offline manifest) from the raw data."""
-        from fasbench.data.ship import ship
-
         for line in ship(corpora=corpora):
             typer.echo(line)

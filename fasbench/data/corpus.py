@@ -36,6 +36,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, relocate_regions
@@ -53,6 +55,8 @@ DROP_REASONS = (
     "clone-failed",  # online: git clone / worktree failed
     "region-not-relocated",  # an imported read-core region cannot be placed (data/relocate.py)
     "entity-not-found",  # an imported gold entity (Loc-Bench list) is not in the corpus
+    "io-error",  # the file system failed while building the corpus (try_materialize)
+    "bad-task",  # the task's patch or gold cannot be read (try_materialize)
 )
 PYPI_SIMPLE = os.environ.get("FASBENCH_PYPI_SIMPLE", "https://pypi.org/simple")
 PIP_TIMEOUT = int(os.environ.get("FASBENCH_PIP_TIMEOUT", "300"))  # seconds for one pip download
@@ -352,24 +356,41 @@ def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | N
     return t
 
 
+def try_materialize(task: Task, mode: str | None = None, method: str = "auto") -> tuple[Task | None, dict | None]:
+    """(the materialised task, None), or (None, ``{"reason", "detail"}``) when the task is dropped:
+    a ``CorpusError`` gives its reason; a file-system error (``io-error``) or a task whose patch
+    cannot be read (``bad-task``) are dropped too, so that one task never stops a batch. A bad
+    ``mode`` is the caller's error and raises."""
+    if mode not in (None, "offline", "online"):
+        raise ValueError(f"unknown corpus mode {mode!r}; choose offline or online")
+    try:
+        return materialize(task, mode=mode, method=method), None
+    except CorpusError as e:
+        return None, {"reason": e.reason, "detail": e.detail[:300]}
+    except OSError as e:
+        return None, {"reason": "io-error", "detail": f"{type(e).__name__}: {e}"[:300]}
+    except ValueError as e:
+        return None, {"reason": "bad-task", "detail": f"{type(e).__name__}: {e}"[:300]}
+
+
 def materialize_many(tasks: list[Task], mode: str | None = None, method: str = "auto",
                      manifest: str | Path | None = None, progress: bool = True) -> tuple[list[Task], list[dict]]:
     """Materialise each task; returns (usable tasks, manifest rows) and appends the rows to
     ``manifest`` when given. Releases are fetched in order of first use. A row's ``root`` is
-    relative to the corpora cache (:func:`portable_root`; :func:`resolve_root` gives the path)."""
-    from tqdm.auto import tqdm
-
+    relative to the corpora cache (:func:`portable_root`; :func:`resolve_root` gives the path).
+    (``fasbench.data.corpora.with_corpora`` is the helper for runs: it stops at a limit, uses the
+    shipped manifest and keeps a resumable file of the skipped tasks.)"""
     ok, rows = [], []
-    for task in tqdm(tasks, desc="corpora", disable=not progress):
+    for task in tqdm(tasks, desc="corpora", unit="task", disable=not progress):
         pk = pick_for(task)
         row = {"id": task.id, "repo": task.repo, "version": task.version,
                "corpus": f"{pk[0]}=={pk[1]}" if pk else None, "root": None, "located": False}
-        try:
-            t = materialize(task, mode=mode, method=method)
+        t, why = try_materialize(task, mode=mode, method=method)
+        if t is not None:
             ok.append(t)
             row.update(root=portable_root(t.root), located=True, status=t.meta["corpus"]["status"], reason=None, detail="")
-        except CorpusError as e:
-            row.update(status="dropped", reason=e.reason, detail=e.detail[:300])
+        else:
+            row.update(status="dropped", **why)
         rows.append(row)
         if manifest:
             append_jsonl(manifest, [row])

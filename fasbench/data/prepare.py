@@ -7,8 +7,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import re
-import shutil
 from pathlib import Path
 
 from fasbench.data.files import SHARED

@@ -1,0 +1,125 @@
+"""One way to name a task set, parsed by one function for every command that takes tasks.
+
+A task set is named by one string:
+
+- ``SOURCE[:SPLIT]`` — a shipped task source (``fasbench.data.SOURCES``: swebench-lite,
+  swebench-verified, agent-traces), optionally one split (train | dev | test), e.g.
+  ``swebench-verified:test``;
+- ``PATH[:SPLIT]`` — a Task JSONL file (``.jsonl`` or ``.jsonl.gz``, as ``fasbench data tasks``,
+  ``data import`` or ``data mine-git`` write it); with ``:SPLIT`` the tasks of that split (tasks
+  that carry no split are kept);
+- ``git:PATH`` — tasks mined from the history of the local git repository at PATH
+  (``fasbench.data.gitmine``), with their deterministic split assigned (``fasbench.data.splits``).
+
+``{cache}`` and ``{repo}`` in a path stand for the cache and repository folders (as in the RL and
+SFT profiles). :func:`parse_task_set` checks a name and says in one line what is wrong with a bad
+one; :func:`load_task_set` returns its tasks (optionally one split, chosen ids, the first N).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from fasbench.data import SOURCES, load_tasks
+from fasbench.data.gitmine import GitError, mine
+from fasbench.data.splits import SPLITS, assign
+from fasbench.paths import cache_dir, repo_root
+from fasbench.records import Task, read_tasks
+
+KINDS = ("source", "file", "git")
+FORMS = "SOURCE[:SPLIT] (SOURCE: {}; SPLIT: {}), a Task JSONL file[:SPLIT], or git:PATH"
+
+
+class TaskSetError(ValueError):
+    """A task-set name that names no task set, or a selection it cannot give (one line)."""
+
+
+@dataclass(frozen=True)
+class TaskSet:
+    """A parsed task-set name: ``kind`` (source | file | git), ``target`` (the source name or the
+    path), ``split`` (None = all) and the name as given (``spec``)."""
+
+    kind: str
+    target: str
+    split: str | None
+    spec: str
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+def expand(path: str) -> str:
+    """``~``, ``{cache}`` and ``{repo}`` expanded in a path."""
+    return os.path.expanduser(str(path).replace("{cache}", str(cache_dir())).replace("{repo}", str(repo_root())))
+
+
+def _forms() -> str:
+    return FORMS.format(", ".join(SOURCES), "/".join(SPLITS))
+
+
+def parse_task_set(spec: str) -> TaskSet:
+    """Check a task-set name and say what it names; :class:`TaskSetError` with one line otherwise."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise TaskSetError(f"task set must be named: {_forms()}")
+    spec = spec.strip()
+    if spec.startswith("git:"):
+        path = expand(spec[4:])
+        if not path:
+            raise TaskSetError(f"task set {spec!r}: git: needs a repository path (git:PATH)")
+        if not Path(path).is_dir():
+            raise TaskSetError(f"task set {spec!r}: {path} is not a folder (git:PATH names a local git repository)")
+        return TaskSet("git", path, None, spec)
+    base, sep, split = spec.rpartition(":")
+    if not sep or split not in SPLITS:
+        base, split = spec, None
+    if base in SOURCES:
+        return TaskSet("source", base, split, spec)
+    path = Path(expand(base))
+    if path.is_dir():
+        raise TaskSetError(f"task set {spec!r}: {path} is a folder, not a Task JSONL file")
+    if path.is_file():
+        return TaskSet("file", str(path.resolve()), split, spec)
+    if base.endswith((".jsonl", ".jsonl.gz", ".json")):
+        raise TaskSetError(f"task set {spec!r}: file {path} does not exist (a task set is {_forms()})")
+    src, _, sp = spec.partition(":")
+    if src in SOURCES:
+        raise TaskSetError(f"task set {spec!r}: unknown split {sp!r}; choose one of {', '.join(SPLITS)}")
+    raise TaskSetError(f"task set {spec!r} is neither an existing JSONL file, nor {_forms()}")
+
+
+def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | None = None,
+                  ids: Sequence[str] | None = None) -> list[Task]:
+    """The tasks of a task set. ``split`` (train | dev | test) filters like ``:SPLIT`` (giving both
+    with different values is an error); ``ids`` keeps exactly these tasks in the order given (an
+    unknown id is an error naming it); ``limit`` keeps the first N."""
+    ts = spec if isinstance(spec, TaskSet) else parse_task_set(spec)
+    if split is not None and split not in SPLITS:
+        raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    if split and ts.split and split != ts.split:
+        raise TaskSetError(f"task set {ts.spec!r} names split {ts.split!r} but split {split!r} was asked for")
+    want = split or ts.split
+    if ts.kind == "source":
+        tasks = load_tasks(ts.target, want)
+    elif ts.kind == "file":
+        tasks = read_tasks(ts.target)
+        if want:
+            tasks = [t for t in tasks if t.split in (None, want)]
+    else:
+        try:
+            tasks, _ = mine(ts.target)
+        except GitError as e:
+            raise TaskSetError(f"task set {ts.spec!r}: {e}") from None
+        tasks = assign(tasks)
+        if want:
+            tasks = [t for t in tasks if t.split == want]
+    if ids:
+        by_id = {t.id: t for t in tasks}
+        unknown = [i for i in ids if i not in by_id]
+        if unknown:
+            more = f" (and {len(unknown) - 3} more)" if len(unknown) > 3 else ""
+            raise TaskSetError(f"ids not in task set {ts.spec!r}: {', '.join(unknown[:3])}{more}")
+        tasks = [by_id[i] for i in dict.fromkeys(ids)]
+    return tasks[:limit] if limit else tasks

@@ -1,0 +1,88 @@
+"""One helper that gives many tasks their corpora (fasbench/data/corpora.py): real git worktrees of
+a repository made in the test; a task whose corpus cannot be built is skipped with its reason,
+recorded once in the skipped file however often it is retried, and dropped from it once it works;
+a limit stops at the first N usable tasks; the shipped manifest skips known failures offline."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fasbench.data import load_tasks, offline_manifest
+from fasbench.data.corpora import with_corpora
+from fasbench.data.corpus import CorpusError, pick_for
+from fasbench.data.gitmine import mine
+from fasbench.records import iter_jsonl
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture()
+def tasks(tmp_path, monkeypatch):
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    r = tmp_path / "proj"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    git(r, "config", "user.email", "t@example.com")
+    git(r, "config", "user.name", "T")
+    (r / "mod.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    git(r, "add", ".")
+    git(r, "commit", "-q", "-m", "initial")
+    for i in (3, 10, 17):
+        (r / "mod.py").write_text((r / "mod.py").read_text().replace(f"line {i}\n", f"line #{i}\n"))
+        git(r, "commit", "-qam", f"Fix line {i}")
+    ts, _ = mine(r, name="me/proj")
+    for t in ts:
+        t.meta["clone_url"] = f"file://{r}"
+    broken = copy.deepcopy(ts[0])
+    broken.id, broken.repo = "broken", "me/gone"  # its own clone, from a URL that does not exist
+    broken.meta["clone_url"] = f"file://{tmp_path}/gone"
+    return [broken, *ts], r, tmp_path
+
+
+def test_failing_task_skipped_with_reason_and_resume(tasks):
+    ts, repo, tmp = tasks
+    skipped = tmp / "run" / "skipped.jsonl"
+    got = with_corpora(ts, mode="online", skipped=skipped, progress=False)
+    assert [t.id for t in got.tasks] == [t.id for t in ts[1:]]  # input order, the broken one left out
+    assert all(Path(t.root).is_dir() for t in got.tasks)
+    assert [(r["task_id"], r["reason"]) for r in got.skipped] == [("broken", "clone-failed")]
+    assert "git clone" in got.skipped[0]["detail"] and got.reasons() == {"clone-failed": 1}
+    assert [r["task_id"] for r in iter_jsonl(skipped)] == ["broken"]
+    # rerun: same corpora (cached worktrees), the failure recorded once
+    again = with_corpora(ts, mode="online", skipped=skipped, progress=False)
+    assert [t.root for t in again.tasks] == [t.root for t in got.tasks]
+    assert [r["task_id"] for r in iter_jsonl(skipped)] == ["broken"]
+    # tasks that already have a corpus pass as they are
+    assert with_corpora(got.tasks, mode="online", progress=False).tasks == got.tasks
+    # the failure goes away (the clone URL now exists): the skipped file no longer lists it
+    subprocess.run(["git", "clone", "-q", str(repo), str(tmp / "gone")], check=True)
+    fixed = with_corpora(ts, mode="online", skipped=skipped, progress=False)
+    assert len(fixed.tasks) == 4 and not fixed.skipped
+    assert list(iter_jsonl(skipped)) == []
+
+
+def test_limit_and_strict(tasks):
+    ts, _, _ = tasks
+    got = with_corpora(ts, mode="online", limit=2, progress=False)
+    assert [t.id for t in got.tasks] == [t.id for t in ts[1:3]] and len(got.skipped) == 1
+    with pytest.raises(CorpusError, match="task broken"):
+        with_corpora(ts, mode="online", strict=True, progress=False)
+    with pytest.raises(ValueError, match="unknown corpus mode"):
+        with_corpora(ts, mode="sideways", progress=False)
+
+
+def test_shipped_manifest_skips_known_failures_without_download(tmp_path, monkeypatch):
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    man = offline_manifest()
+    bad = [t for t in load_tasks("swebench-lite") if not man.get(t.id, {"located": True})["located"]
+           and pick_for(t) is not None][:3]
+    assert bad, "the shipped manifest lists tasks that cannot be located offline"
+    got = with_corpora(bad, progress=False)
+    assert not got.tasks and [r["reason"] for r in got.skipped] == [man[t.id]["reason"] for t in bad]
+    assert not (tmp_path / "cache" / "corpora" / "downloads").exists()  # nothing fetched

@@ -1,0 +1,120 @@
+"""One way to name a task set (fasbench/tasksets.py): SOURCE[:SPLIT], a Task JSONL file[:SPLIT] and
+git:PATH, each loaded; a bad name is one line on stderr and exit 2 from every command taking tasks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from fasbench.cli import app
+from fasbench.data import SOURCES
+from fasbench.records import read_tasks, write_tasks
+from fasbench.tasksets import TaskSetError, load_task_set, parse_task_set
+from fasbench.policies.toy import make_corpus, toy_tasks
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def task_file(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ts")
+    base = toy_tasks(make_corpus(d / "corpus"))
+    tasks = [replace(t, split=s) for t, s in zip(base, ["dev", "train", "dev", None, "test"])]
+    p = d / "tasks.jsonl"
+    write_tasks(p, tasks)
+    return p, tasks
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    r = tmp_path_factory.mktemp("proj")
+    git(r, "init", "-q", "-b", "main")
+    git(r, "config", "user.email", "t@example.com")
+    git(r, "config", "user.name", "T")
+    (r / "mod.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    git(r, "add", ".")
+    git(r, "commit", "-q", "-m", "initial")
+    for i in (3, 10, 17):
+        (r / "mod.py").write_text((r / "mod.py").read_text().replace(f"line {i}\n", f"line #{i}\n"))
+        git(r, "commit", "-qam", f"Fix line {i}")
+    return r
+
+
+def test_source_with_and_without_split():
+    ts = parse_task_set("swebench-lite:dev")
+    assert (ts.kind, ts.target, ts.split) == ("source", "swebench-lite", "dev")
+    dev = load_task_set("swebench-lite:dev")
+    assert dev and {t.split for t in dev} == {"dev"}
+    assert [t.id for t in load_task_set("swebench-lite", split="dev")] == [t.id for t in dev]
+    assert len(load_task_set("swebench-lite:dev", limit=3)) == 3
+    assert parse_task_set("swebench-lite").split is None
+    with pytest.raises(TaskSetError, match="names split 'dev' but split 'test'"):
+        load_task_set("swebench-lite:dev", split="test")
+
+
+def test_file_with_split_and_ids(task_file):
+    p, tasks = task_file
+    assert [t.id for t in load_task_set(str(p))] == [t.id for t in tasks]
+    dev = load_task_set(f"{p}:dev")  # tasks of that split, and those that carry none
+    assert [t.split for t in dev] == ["dev", "dev", None]
+    ids = [tasks[2].id, tasks[0].id]
+    assert [t.id for t in load_task_set(str(p), ids=ids)] == ids
+    with pytest.raises(TaskSetError, match="ids not in task set"):
+        load_task_set(str(p), ids=["nope"])
+
+
+def test_git_history(repo):
+    ts = parse_task_set(f"git:{repo}")
+    assert ts.kind == "git"
+    tasks = load_task_set(f"git:{repo}")
+    assert len(tasks) == 3 and all(t.split in ("train", "dev", "test") for t in tasks)
+    assert {t.query for t in tasks} == {"Fix line 3", "Fix line 10", "Fix line 17"}
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("swebench-lit", "neither an existing JSONL file"),
+    ("swebench-lite:final", "unknown split 'final'"),
+    ("missing.jsonl", "file"),
+    ("git:/no/such/repo", "is not a folder"),
+    ("", "task set must be named"),
+])
+def test_bad_names_are_one_line(bad, says, tmp_path):
+    with pytest.raises(TaskSetError, match=says) as e:
+        parse_task_set(bad)
+    assert "\n" not in str(e.value)
+    with pytest.raises(TaskSetError, match="is a folder"):
+        parse_task_set(str(tmp_path))
+    assert all(s in str(e.value) for s in SOURCES) or bad.startswith("git:") or bad == "swebench-lite:final"
+
+
+def test_every_command_taking_tasks_says_one_line(tmp_path, task_file):
+    runner = CliRunner()
+    out = str(tmp_path / "o")
+    for args in (["eval", "--tasks", "swebench-lit", "--policy", "heuristic", "--out", out],
+                 ["eval", "--tasks", "swebench-lite:final", "--policy", "heuristic", "--out", out],
+                 ["data", "tasks", "--source", "swebench-lit", "--out", out],
+                 ["data", "tasks", "--source", "git:/no/such/repo", "--out", out],
+                 ["data", "corpus", "--tasks", "swebench-lit"],
+                 ["data", "corpus", "--tasks", str(tmp_path)]):
+        r = runner.invoke(app, args)
+        err = r.stderr if r.stderr else r.output
+        assert r.exit_code == 2, (args, r.output)
+        assert len(err.strip().splitlines()) == 1 and err.startswith("error: task set"), (args, err)
+    # a real process: no traceback
+    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "eval", "--tasks", "swebench-verified:tset",
+                        "--policy", "heuristic", "--out", out], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "error: task set 'swebench-verified:tset': unknown split 'tset'; choose one of test, dev, train"]
+
+
+def test_data_tasks_writes_a_task_set(tmp_path, task_file):
+    p, tasks = task_file
+    r = CliRunner().invoke(app, ["data", "tasks", "--source", f"{p}:dev", "--out", str(tmp_path / "dev.jsonl")])
+    assert r.exit_code == 0, r.output
+    assert [t.id for t in read_tasks(tmp_path / "dev.jsonl")] == [t.id for t in tasks if t.split in ("dev", None)]
