@@ -123,7 +123,8 @@ def episode_record(task: Task, trace: Trace) -> dict:
         s = score_report(name, task.gold, trace.report, len(trace.turns), root,
                          **episode_kwargs(name, trace, task.query))
         rewards[name] = {"score": s.value, "parts": s.parts, "reason": s.reason}
-    turns = [{"text": t.text,
+    turns = [{"notes": [m["content"] for m in t.notes],  # what the harness told the policy before this reply
+              "text": t.text,
               "calls": [{"name": c.name, "arguments": c.arguments} for c in t.calls],
               "results": [{"output": r.output, "is_error": r.is_error,
                            **({"shown": r.shown.to_dict()} if r.shown is not None else {})} for r in t.results]}
