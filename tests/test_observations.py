@@ -270,3 +270,17 @@ def test_heuristic_given_the_recorded_turns_acts_as_from_the_chat(root, toolset)
         before = msgs[: [k for k, m in enumerate(msgs) if m.get("role") == "assistant"][i]]
         reply = pol.act(before, schemas, final=False, turns=tr.turns[:i])
         assert (reply.text, [(c.name, c.arguments) for c in reply.calls]) == (t.text, [(c.name, c.arguments) for c in t.calls])
+
+
+def test_bash_rg_lists_in_path_order(tmp_path):
+    """rg's parallel walk prints files in a varying order; the bash tool sorts by path unless the
+    command sorts itself, so the same command shows the same output every time."""
+    for d in range(12):
+        for f in range(15):
+            (tmp_path / f"d{d:02d}" / f"s{f:02d}").mkdir(parents=True, exist_ok=True)
+            (tmp_path / f"d{d:02d}" / f"s{f:02d}" / "m.py").write_text("x = 1\n")
+    ts = make_toolset("relace", tmp_path)
+    out = ts.call("bash", {"command": "rg --files"})[0].splitlines()
+    assert len(out) == 180 and out == sorted(out)
+    rev = ts.call("bash", {"command": "rg --files --sortr path"})[0].splitlines()
+    assert rev == sorted(out, reverse=True)  # the command's own sort wins

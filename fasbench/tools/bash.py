@@ -406,7 +406,10 @@ def _check_command(ws: Workspace, argv: list[str]) -> list[str]:
     else:
         args = _check_simple(ws, name, args)
     if name == "rg":
-        return [rg_binary(), "--no-config", *ignore_flags(ws.root), *args]  # confined like the tools' own rg
+        # confined like the tools' own rg; sorted by path unless the command sorts, so that the same
+        # command shows the same output on every run (rg's parallel walk prints in a varying order)
+        sort = [] if any(a.startswith(("--sort", "--sortr")) for a in args) else ["--sort=path"]
+        return [rg_binary(), "--no-config", *ignore_flags(ws.root), *sort, *args]
     exe = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
     if exe is None:
         raise ToolError(f"{name} is not installed on this machine")
