@@ -6,7 +6,7 @@ every subprocess can import it); :mod:`fasbench.tools.rgsearch` runs searches th
 Which searches use what: the tools that run ripgrep themselves (Relace ``grep_search``, FastContext
 ``Grep`` and ``Glob``, through :func:`fasbench.tools.rgsearch.run_rg`) and the best-of-N verifier build their command with
 :func:`rg_argv`, i.e. with ``BASE_FLAGS``; the bash tool's ``rg`` command runs the same binary with
-only ``--no-config`` and :func:`ignore_flags` before the model's own options (its other commands,
+only ``--no-config``, :func:`ignore_flags` and ``--sort=path`` (unless the command sorts) before the model's own options (its other commands,
 ``grep``/``find``/``ls``, and Relace's ``view_directory`` do not use ripgrep). Every ripgrep run has
 ``--no-config``, so no user or machine configuration file changes its behaviour; the tools' runs also
 get a fresh environment (:func:`fasbench.tools.sandbox.tool_env`; the verifier's run in
