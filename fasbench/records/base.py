@@ -6,17 +6,19 @@ from typing import Any
 
 from fasbench.jsonl import RecordError
 
-# 2: a Trace records every message the policy saw (Turn.notes, Trace.tail_notes); 1: the harness's
-# notes were only hinted at by meta["final_note_turn"] (see ``Trace.to_messages`` and ``harness.restore_notes``)
-SCHEMA_VERSION = 2
+# Each record kind has its own schema version. Traces: 2 = a Trace records every message the policy
+# saw (Turn.notes, Trace.tail_notes); 1 = the harness's notes were only hinted at by
+# meta["final_note_turn"] (see ``Trace.to_messages`` and ``harness.restore_notes``). Tasks: 1.
+SCHEMA_VERSION = 2  # traces
+TASK_SCHEMA_VERSION = 1
 
 Ranges = list[list[int]]  # [[start, end], ...], 1-based inclusive
 
 
-def check_version(d: dict, kind: str) -> None:
-    v = d.get("schema_version", SCHEMA_VERSION)
-    if v > SCHEMA_VERSION:
-        raise RecordError(f"{kind}: schema_version {v} is newer than this fasbench ({SCHEMA_VERSION})")
+def check_version(d: dict, kind: str, current: int = SCHEMA_VERSION) -> None:
+    v = d.get("schema_version", current)
+    if v > current:
+        raise RecordError(f"{kind}: schema_version {v} is newer than this fasbench ({current})")
 
 
 def parse_ranges(value: Any, where: str) -> Ranges:

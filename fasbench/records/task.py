@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fasbench.jsonl import RecordError, append_jsonl, iter_jsonl
-from fasbench.records.base import SCHEMA_VERSION, Ranges, check_version, file_ranges
+from fasbench.records.base import TASK_SCHEMA_VERSION, Ranges, check_version, file_ranges
 
 def _entities(value: Any) -> dict[str, list[str]]:
     if value is None:
@@ -116,7 +116,7 @@ class Task:
     root: str | None = None  # local path of the materialised corpus, when known
     split: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = TASK_SCHEMA_VERSION
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -127,14 +127,14 @@ class Task:
     def from_dict(cls, d: dict) -> "Task":
         if not isinstance(d, dict):
             raise RecordError(f"task: expected an object, got {type(d).__name__}")
-        check_version(d, "task")
+        check_version(d, "task", TASK_SCHEMA_VERSION)
         for k in ("id", "query", "repo", "gold"):
             if k not in d:
                 raise RecordError(f"task {d.get('id', '?')}: missing field {k!r}")
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in d.items() if k in known}
         kw["gold"] = Gold.from_dict(d["gold"])
-        kw["schema_version"] = SCHEMA_VERSION
+        kw["schema_version"] = TASK_SCHEMA_VERSION
         return cls(**kw)
 
 
