@@ -18,6 +18,7 @@ from fasbench.training.config import Kind, expand, load
 LOG_FILE = "rl_log.jsonl"  # the step log (fasbench.training.log)
 ROLLOUT_FILE = "rollouts.jsonl"  # every rollout as a harness Trace
 SUMMARY_FILE = "summary.json"  # the headline numbers of the last training call
+SKIPPED_FILE = "skipped_tasks.jsonl"  # training tasks whose corpus could not be built, with the reason
 
 
 @dataclass
@@ -32,11 +33,11 @@ class RLConfig:
     lora_r: int = 16  # LoRA rank
     lora_alpha: int = 32  # LoRA scale (alpha / r multiplies the update); was 2 * lora_r, hard-coded
     # -- tasks
-    tasks: str = "swebench-lite"  # load_tasks source | git:PATH (mined from history) | a tasks .jsonl[.gz]
-    split: Optional[str] = "train"  # task split (train/dev/test); None = all
-    n_tasks: Optional[int] = 4  # first n tasks whose corpus materialises; None = all
+    tasks: str = "swebench-lite"  # a task-set name (fasbench.tasksets): SOURCE[:SPLIT] | a Task .jsonl[.gz] | git:PATH
+    split: Optional[str] = "train"  # task split (train/dev/test); None = all; a split in `tasks` wins
+    n_tasks: Optional[int] = 4  # first n tasks whose corpus materialises (skips: OUT/skipped_tasks.jsonl); None = all
     task_ids: Optional[list[str]] = None  # exactly these tasks (overrides split/n_tasks)
-    corpus_mode: Optional[str] = None  # offline | online | None (corpus.materialize's default)
+    corpus_mode: Optional[str] = None  # offline | online | None (each task's default; fasbench.data.corpora)
     # -- episode: the same limits evaluation uses
     toolset: str = "relace"  # relace | fastcontext
     reward: str = "relace"  # a name in fasbench.reward.REWARDS
