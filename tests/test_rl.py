@@ -338,6 +338,10 @@ def test_config_errors_and_profiles():
         load_config("tiny", {"nonsense": 1})
     with pytest.raises(ValueError, match="reward 'nope' unknown"):
         RLConfig(reward="nope")
+    with pytest.raises(ValueError, match="split 'final' unknown"):
+        RLConfig(split="final")
+    with pytest.raises(ValueError, match="corpus_mode 'cloud' unknown"):
+        RLConfig(corpus_mode="cloud")
     with pytest.raises(ValueError, match="no shipped profile"):
         load_config("no-such-profile")
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from fasbench.data.splits import SPLITS
 from fasbench.harness import Limits
 from fasbench.judge import make_judge
 from fasbench.reward import REWARDS
@@ -81,6 +82,10 @@ class RLConfig:
             raise ValueError(f"rl config: toolset {self.toolset!r} unknown; choose one of {', '.join(TOOLSETS)}")
         if self.reward not in REWARDS:
             raise ValueError(f"rl config: reward {self.reward!r} unknown; choose one of {', '.join(REWARDS)}")
+        if self.split is not None and self.split not in SPLITS:
+            raise ValueError(f"rl config: split {self.split!r} unknown; choose one of {', '.join(SPLITS)} (or null: all)")
+        if self.corpus_mode not in (None, "offline", "online"):
+            raise ValueError(f"rl config: corpus_mode {self.corpus_mode!r} unknown; choose offline, online or null")
         if self.judge:
             if self.reward != "fastcontext":
                 raise ValueError(f"rl config: judge applies to the fastcontext reward, not {self.reward!r}")
