@@ -82,8 +82,9 @@ def before_after(frame, reward: str = "relace",
         fig.add_trace(go.Bar(x=agg["policy"].to_list(), y=agg[m].to_list(), marker_color=PALETTE[:agg.height],
                              showlegend=False, text=[f"{v:.2f}" for v in agg[m].to_list()], textposition="outside"),
                       row=1, col=j + 1)
+    fig.update_yaxes(rangemode="tozero")  # every metric here is >= 0; an all-zero one shows 0..1, not -1..1
     fig.update_layout(title=f"before vs after GRPO ({frame['task_id'].n_unique()} tasks)",
-                      width=max(700, 160 * len(metrics)), height=360)
+                      width=max(700, 160 * len(metrics)), height=380, margin=dict(t=100))
     return fig
 
 
