@@ -12,9 +12,12 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import polars as pl
 import pytest
 from chat_view import plain
 
+from fasbench.checkpoints import evaluate_checkpoint
+from fasbench.episodes import COLUMNS
 from fasbench.harness import Limits, execute_calls, initial_messages, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, ToolCall, turn_messages
@@ -22,6 +25,7 @@ from fasbench.reward import score_report
 from fasbench.rl.analysis import read_rollouts
 from fasbench.rl.config import LOG_FILE, RLConfig, load_config
 from fasbench.rl.env import environment_class, harness_schemas
+from fasbench.rl.plots import before_after
 from fasbench.rl.reward import EpisodeReward
 from fasbench.rl.train import train as rl_train
 from fasbench.training.log import read_log
@@ -217,30 +221,42 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
 
 
 @pytest.mark.parametrize("reward,parts", [("relace", {"accuracy", "turn_penalty"}),
-                                           ("fastcontext", {"cited", "score_file", "f0.5", "over_penalty"})])
+                                           ("fastcontext", {"cited", "score_file", "f0_5", "over_penalty"})])
 def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
-    """Each reward's parts get their own columns (no NaN columns borrowed from another reward),
-    the reward recomputed from its parts matches, and the figure plots those parts."""
-    import polars as pl
-
+    """The landscape's rows are episode-table rows (fasbench.episodes) with the grid in front: each
+    reward's parts get their own reward_NAME__PART columns (none borrowed from another reward, no
+    NaN), the reward recomputed from its parts matches, and the figure plots those parts by turns used."""
+    from fasbench.episodes import part_columns, reward_column
     from fasbench.policies.toy import make_corpus, toy_tasks
-    from fasbench.rl.analysis import LANDSCAPE_COLUMNS, incentive_landscape
+    from fasbench.rl.analysis import incentive_landscape
     from fasbench.rl.plots import landscape
 
     tasks = toy_tasks(make_corpus(tmp_path / "toy"))[:3]
     land = incentive_landscape(tasks, "relace", reward, turns=(2, 3), calls=(1, 3), progress=False)
     assert land.height == 2 * 2 * len(tasks)
-    cols = set(land.columns) - set(LANDSCAPE_COLUMNS)
-    assert parts <= cols and not ({"accuracy", "turn_penalty"} & cols if reward == "fastcontext" else {"cited"} & cols)
-    assert not any(land[c].is_nan().any() for c in cols)
+    assert land.columns[:2] == ["plan_turns", "plan_calls"] and set(COLUMNS) <= set(land.columns)
+    pre = reward_column(reward) + "__"
+    cols = {c[len(pre):] for c in part_columns(land.columns, reward)}
+    assert parts <= cols
+    assert {c for c in land.columns if c.startswith("reward_")} == {reward_column(reward)} | {pre + c for c in cols}
+    assert not any(land[pre + c].is_nan().any() for c in cols)
+    assert (land["reward"] == land[reward_column(reward)]).all()
+    p = {c: land[pre + c] for c in cols}
     if reward == "relace":
-        assert (land["reward"] - land["accuracy"] * land["turn_penalty"]).abs().max() < 1e-9
+        assert (land["reward"] - p["accuracy"] * p["turn_penalty"]).abs().max() < 1e-9
     else:
-        want = land["cited"] * (1 + land["score_file"] + 2 * land["quality"])  # as released (no judge here)
+        want = p["cited"] * (1 + p["score_file"] + 2 * p["quality"])  # as released (no judge here)
         assert (land["reward"] - want).abs().max() < 1e-9
     assert land.filter(pl.col("reward") > 0).height > 0
-    names = {t.name for t in landscape(land).data if t.type == "scatter"}
-    assert names == parts | {"reward"} | (cols - parts)
+    # the heuristic plans turns; the episode's own turns never exceed the plan
+    assert (land["turns"] <= land["plan_turns"]).all()
+    fig = landscape(land)
+    assert {t.name for t in fig.data if t.type == "scatter"} == cols | {"reward"}
+    heat = next(t for t in fig.data if t.type == "heatmap")
+    assert list(heat.y) == ["2", "3"] and list(heat.x) == ["1", "3"]
+    want = land.group_by("plan_turns", "plan_calls").agg(pl.col("reward").mean())
+    assert heat.z[1][0] == pytest.approx(want.filter((pl.col("plan_turns") == 3) & (pl.col("plan_calls") == 1))["reward"].item())
+    assert landscape(land, reward).data[-1].name == "reward"
 
 
 def test_final_turn_note_only_before_the_last_turn(tasks):
@@ -268,6 +284,45 @@ def test_final_turn_note_only_before_the_last_turn(tasks):
     assert _rollout_of(comps, [b]) == 1 and _rollout_of(comps, [a]) == 0 and _rollout_of(comps, [dict(a)]) is None
 
 
+def test_training_tasks_keep_the_config_fields_meaning(tasks, tmp_path):
+    """``tasks`` / ``split`` / ``n_tasks`` / ``task_ids`` / ``corpus_mode`` through the shared task-set
+    loader and corpus helper: n_tasks counts usable tasks (a task whose corpus cannot be built is
+    skipped, its reason kept in OUT/skipped_tasks.jsonl), task_ids pick exactly those tasks from
+    every split, in order, and an unusable or unknown one is an error there; a split in the name wins."""
+    import dataclasses
+
+    from fasbench.data.corpus import CorpusError
+    from fasbench.records import Gold, Task, append_jsonl, iter_jsonl
+    from fasbench.rl.config import SKIPPED_FILE
+    from fasbench.rl.tasks import load_rl_tasks
+    from fasbench.tasksets import TaskSetError
+
+    good0, good1 = (dataclasses.replace(t, split=s) for t, s in zip(tasks, ("train", "dev")))
+    bad = Task(id="no-corpus", query="q", repo="no-such/repo", gold=Gold(edited={"a.py": [[1, 2]]}), split="train",
+               root=str(tmp_path / "missing"))
+    f = tmp_path / "tasks.jsonl"
+    append_jsonl(f, [bad, good0, good1])
+
+    def ids(**kw):
+        cfg = RLConfig(**{"tasks": str(f), "corpus_mode": "offline", "output_dir": str(tmp_path / "run"), **kw})
+        return [t.id for t in load_rl_tasks(cfg, progress=False)]
+
+    assert ids(split="train", n_tasks=1) == [good0.id]  # the unusable first task is skipped, not counted
+    assert [(r["task_id"], r["reason"]) for r in iter_jsonl(tmp_path / "run" / SKIPPED_FILE)] == [("no-corpus", "no-pick")]
+    assert ids(split="dev", n_tasks=4) == [good1.id]
+    assert ids(split=None, n_tasks=None) == [good0.id, good1.id]
+    assert ids(split="train", n_tasks=2, tasks=f"{f}:dev") == [good1.id]  # the name's split wins
+    assert ids(split="train", n_tasks=1, task_ids=[good1.id, good0.id]) == [good1.id, good0.id]
+    with pytest.raises(CorpusError, match="no-corpus"):
+        ids(task_ids=[good0.id, "no-corpus"])
+    with pytest.raises(TaskSetError, match="ids not in task set .*: nope"):
+        ids(task_ids=["nope"])
+    only_bad = tmp_path / "only_bad.jsonl"
+    append_jsonl(only_bad, [bad])
+    with pytest.raises(ValueError, match="no usable task .*: 1 no-pick"):
+        ids(tasks=str(only_bad))
+
+
 def test_config_errors_and_profiles():
     for p in ("tiny", "cpu", "gpu"):
         cfg = load_config(p)
@@ -283,6 +338,10 @@ def test_config_errors_and_profiles():
         load_config("tiny", {"nonsense": 1})
     with pytest.raises(ValueError, match="reward 'nope' unknown"):
         RLConfig(reward="nope")
+    with pytest.raises(ValueError, match="split 'final' unknown"):
+        RLConfig(split="final")
+    with pytest.raises(ValueError, match="corpus_mode 'cloud' unknown"):
+        RLConfig(corpus_mode="cloud")
     with pytest.raises(ValueError, match="no shipped profile"):
         load_config("no-such-profile")
 
@@ -401,3 +460,16 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypat
     assert again["resumed_from"] and again["resumed_from"].endswith("checkpoint-2")
     assert again["global_step"] == 3 and again["steps_this_call"] == 1
     assert [r["step"] for r in read_log(cfg.out, LOG_FILE) if r["kind"] == "step"] == [1, 2, 3]
+
+    # before vs after: the one checkpoint evaluator (fasbench.checkpoints), its episode tables concatenated
+    ev = dict(toolset=cfg.toolset, limits=cfg.limits, reward=cfg.reward, max_new_tokens=32, progress=False)
+    ba = pl.concat([evaluate_checkpoint(cfg.model, tasks, cfg.out / "eval_before", label="before", **ev),
+                    evaluate_checkpoint(str(cfg.out / "final"), tasks, cfg.out / f"eval_after_step{again['global_step']}",
+                                        label="after", **ev)], how="diagonal_relaxed")
+    assert ba["policy"].to_list() == ["before"] * len(tasks) + ["after"] * len(tasks)
+    assert set(COLUMNS) <= set(ba.columns) and (ba["reward"] == ba["reward_relace"]).all()
+    assert (cfg.out / f"eval_after_step{again['global_step']}" / "traces.jsonl").exists()
+    fig = before_after(ba, cfg.reward)
+    assert [a.text for a in fig.layout.annotations][:3] == ["reward", "accuracy", "turn_penalty"]
+    assert list(fig.data[0].x) == ["before", "after"]
+    assert list(fig.data[0].y) == pytest.approx(ba.group_by("policy", maintain_order=True).agg(pl.col("reward").mean())["reward"].to_list())

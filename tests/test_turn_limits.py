@@ -10,6 +10,7 @@ import sys
 import polars as pl
 import pytest
 
+from fasbench.episodes import COLUMNS
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.policies.scripted import ScriptedPolicy
@@ -119,11 +120,13 @@ def test_grpo_args_allow_23_tool_iterations():
 
 # ---------------------------------------------------------------- turns and accuracy over training
 
-def _rollout(step, turns, acc, task="t1"):
+def _rollout(step, turns, acc, task="t1", reward=None):
     p = turn_penalty(turns)
     tr = Trace(task_id=task, policy="grpo", toolset="relace", stop_reason="reported",
                turns=[Turn(index=i) for i in range(turns)], report=Report({"a.py": [[1, 2]]}))
     tr.meta.update(step=step, score={"score": acc * p, "parts": {"accuracy": acc, "turn_penalty": p}})
+    if reward:  # as EpisodeReward logs it: the reward's name beside its score
+        tr.meta["reward"] = reward
     return tr
 
 
@@ -135,6 +138,12 @@ def test_turn_trend_and_findings_on_known_rollouts():
         [_rollout(2, n, 0.5) for n in (4, 5, 6, 5)]
     f = rollout_frame(rolls)
     assert f.height == 9 and f["accuracy_part"].unique().to_list() == ["accuracy"]
+    assert set(COLUMNS) <= set(f.columns) and f["turns"].to_list()[:4] == [18, 20, 22, 20]  # episode-table rows
+    assert f["reward"].to_list()[0] == pytest.approx(0.5 * turn_penalty(18)) and f["file_f1"].is_null().all()
+    named = rollout_frame([_rollout(0, 6, 0.5, reward="relace")])  # the logged score under its reward's columns
+    assert named.row(0, named=True)["reward_relace__turn_penalty"] == turn_penalty(6)
+    assert named["reward_relace"].to_list() == named["reward"].to_list()
+    assert set(rollout_frame([]).columns) == set(f.columns)
     t = turn_trend(f)
     assert t["first"]["turns"]["mean"] == 20 and t["last"]["turns"]["mean"] == 5 and t["turns_fell"]
     assert t["first"]["accuracy"]["mean"] == t["last"]["accuracy"]["mean"] == 0.5
@@ -170,6 +179,8 @@ def test_start_vs_target_shows_the_gap_the_turn_penalty_opens(toy):
     from fasbench.rl.turns import findings_markdown, rollout_frame, start_vs_target, turn_trend
 
     f = start_vs_target(toy, progress=False)
+    assert set(COLUMNS) <= set(f.columns) and set(f["policy"]) == {"sequential start", "parallel target"}
+    assert (f["accuracy"] == f["reward_relace__accuracy"]).all() and (f["reward"] == f["reward_relace"]).all()
     g = {r["policy"]: r for r in f.group_by("policy").agg(pl.col("turns", "accuracy", "reward").mean()).iter_rows(named=True)}
     seq, par = g["sequential start"], g["parallel target"]
     assert seq["accuracy"] == par["accuracy"] and seq["turns"] > par["turns"] + 4 and seq["reward"] < par["reward"]

@@ -8,15 +8,12 @@ from pathlib import Path
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.episodes import episode_row
 from fasbench.harness import Limits, run_episode
 from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.records import Task, Trace, read_traces
-from fasbench.reward import episode_kwargs, score_report
 from fasbench.rl.config import LOG_FILE, ROLLOUT_FILE
 from fasbench.training.log import read_log
-
-#: The fixed columns of :func:`incentive_landscape`; the others are the reward's parts.
-LANDSCAPE_COLUMNS = ("turns", "calls", "task_id", "reward", "used_turns", "n_calls")
 
 
 def log_frame(out: str | Path) -> pl.DataFrame:
@@ -36,9 +33,11 @@ def incentive_landscape(tasks: list[Task], toolset: str = "relace", reward: str 
                         max_turns: int | None = None, progress: bool = True) -> pl.DataFrame:
     """The heuristic policy swept over planned turns × parallel calls per search turn, each episode
     run through the harness and scored under ``reward``: what the reward pays for.
-    Returns a polars frame (turns, calls, task_id, reward, used_turns, n_calls, then one column per
-    part of the reward: accuracy and turn_penalty under Relace's, cited / score_file / f0.5 /
-    over_penalty / quality / judged under FastContext's; no judge here, so quality is 0)."""
+    Returns a polars frame: ``plan_turns`` and ``plan_calls`` (the grid), then the episode table's
+    columns (:func:`fasbench.episodes.episode_row`: ``turns`` and ``calls`` the episode used,
+    ``reward``, and ``reward_NAME__PART`` for each part of the reward, see
+    :func:`fasbench.episodes.part_columns`: accuracy and turn_penalty under Relace's, cited /
+    score_file / f0_5 / over_penalty / quality under FastContext's; no judge here, so quality is 0)."""
     rows = []
     grid = [(t, c) for t in turns for c in calls]
     for nt, nc in tqdm(grid, desc="landscape", disable=not progress):
@@ -46,10 +45,6 @@ def incentive_landscape(tasks: list[Task], toolset: str = "relace", reward: str 
         pol = HeuristicPolicy(turns=nt, calls=nc)
         for t in tasks:
             tr = run_episode(t, pol, toolset, lim)
-            s = score_report(reward, t.gold, tr.report, tr.n_turns, root=t.root,
-                             **episode_kwargs(reward, tr, t.query))
-            rows.append({"turns": nt, "calls": nc, "task_id": t.id, "reward": s.value,
-                         "used_turns": tr.n_turns, "n_calls": tr.n_calls,
-                         **{k: float(v) for k, v in s.parts.items() if k not in LANDSCAPE_COLUMNS}})
-    return pl.DataFrame(rows)
-
+            rows.append({"plan_turns": nt, "plan_calls": nc,
+                         **episode_row(tr, t, reward, rewards=[reward], localization=False)})
+    return pl.DataFrame(rows, infer_schema_length=None)

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from fasbench.data.splits import SPLITS
 from fasbench.harness import Limits
 from fasbench.judge import make_judge
 from fasbench.reward import REWARDS
@@ -18,6 +19,7 @@ from fasbench.training.config import Kind, expand, load
 LOG_FILE = "rl_log.jsonl"  # the step log (fasbench.training.log)
 ROLLOUT_FILE = "rollouts.jsonl"  # every rollout as a harness Trace
 SUMMARY_FILE = "summary.json"  # the headline numbers of the last training call
+SKIPPED_FILE = "skipped_tasks.jsonl"  # training tasks whose corpus could not be built, with the reason
 
 
 @dataclass
@@ -32,11 +34,11 @@ class RLConfig:
     lora_r: int = 16  # LoRA rank
     lora_alpha: int = 32  # LoRA scale (alpha / r multiplies the update); was 2 * lora_r, hard-coded
     # -- tasks
-    tasks: str = "swebench-lite"  # load_tasks source | git:PATH (mined from history) | a tasks .jsonl[.gz]
-    split: Optional[str] = "train"  # task split (train/dev/test); None = all
-    n_tasks: Optional[int] = 4  # first n tasks whose corpus materialises; None = all
+    tasks: str = "swebench-lite"  # a task-set name (fasbench.tasksets): SOURCE[:SPLIT] | a Task .jsonl[.gz] | git:PATH
+    split: Optional[str] = "train"  # task split (train/dev/test); None = all; a split in `tasks` wins
+    n_tasks: Optional[int] = 4  # first n tasks whose corpus materialises (skips: OUT/skipped_tasks.jsonl); None = all
     task_ids: Optional[list[str]] = None  # exactly these tasks (overrides split/n_tasks)
-    corpus_mode: Optional[str] = None  # offline | online | None (corpus.materialize's default)
+    corpus_mode: Optional[str] = None  # offline | online | None (each task's default; fasbench.data.corpora)
     # -- episode: the same limits evaluation uses
     toolset: str = "relace"  # relace | fastcontext
     reward: str = "relace"  # a name in fasbench.reward.REWARDS
@@ -80,6 +82,10 @@ class RLConfig:
             raise ValueError(f"rl config: toolset {self.toolset!r} unknown; choose one of {', '.join(TOOLSETS)}")
         if self.reward not in REWARDS:
             raise ValueError(f"rl config: reward {self.reward!r} unknown; choose one of {', '.join(REWARDS)}")
+        if self.split is not None and self.split not in SPLITS:
+            raise ValueError(f"rl config: split {self.split!r} unknown; choose one of {', '.join(SPLITS)} (or null: all)")
+        if self.corpus_mode not in (None, "offline", "online"):
+            raise ValueError(f"rl config: corpus_mode {self.corpus_mode!r} unknown; choose offline, online or null")
         if self.judge:
             if self.reward != "fastcontext":
                 raise ValueError(f"rl config: judge applies to the fastcontext reward, not {self.reward!r}")

@@ -7,9 +7,9 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from fasbench.episodes import column_name, part_columns
 from fasbench.figures import PALETTE
-from fasbench.rl.analysis import LANDSCAPE_COLUMNS
-from fasbench.rl.turns import accuracy_part
+from fasbench.rl.turns import ACCURACY_PARTS, accuracy_part
 
 
 def _band(fig, x, mean, std, name, color, row, col, showlegend=True):
@@ -47,37 +47,67 @@ def curves(frame, title: str = "GRPO over the harness") -> go.Figure:
     return fig
 
 
-def before_after(frame, metrics=("reward", "part/accuracy", "turns", "calls_per_turn", "reported")) -> go.Figure:
-    """Mean of each metric per policy (before / after) on the evaluation tasks."""
+def _parts(frame, reward: str | None) -> list[str]:
+    """The reward-part columns (``reward_NAME__PART``) of an episode table: those of ``reward``, or,
+    when None, of every reward the frame holds."""
+    if reward is not None:
+        return part_columns(frame.columns, reward)
+    return [c for c in frame.columns if c.startswith("reward_") and "__" in c]
+
+
+def _part_label(col: str) -> str:
+    """``reward_relace__accuracy`` → ``accuracy``."""
+    return col.split("__", 1)[1] if "__" in col else col
+
+
+def _headline_parts(frame, reward: str | None) -> list[str]:
+    """The accuracy part (:data:`fasbench.rl.turns.ACCURACY_PARTS`) and the turn penalty of the
+    reward, as columns, where the frame has them."""
+    by_label = {_part_label(c): c for c in _parts(frame, reward)}
+    acc = next((by_label[column_name(p)] for p in ACCURACY_PARTS if column_name(p) in by_label), None)
+    return [c for c in (acc, by_label.get("turn_penalty")) if c]
+
+
+def before_after(frame, reward: str = "relace",
+                 metrics=("reward", "turns", "calls_per_turn", "reported", "report_wellformed")) -> go.Figure:
+    """Mean of each metric per policy (before / after) on the evaluation tasks: an episode table
+    (:func:`fasbench.checkpoints.evaluate_checkpoint`, one row per policy and task). After ``reward``
+    come its accuracy part and turn penalty: the ``reward_NAME__PART`` columns of ``reward``, the
+    run's reward (the table scores every reward; ``reward`` names the headline one)."""
     metrics = [m for m in metrics if m in frame.columns]
+    metrics = metrics[:1] + [p for p in _headline_parts(frame, reward) if p not in metrics] + metrics[1:]
     agg = frame.group_by("policy", maintain_order=True).agg([pl.col(m).cast(pl.Float64).mean() for m in metrics])
-    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=metrics)
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[_part_label(m) for m in metrics])
     for j, m in enumerate(metrics):
         fig.add_trace(go.Bar(x=agg["policy"].to_list(), y=agg[m].to_list(), marker_color=PALETTE[:agg.height],
                              showlegend=False, text=[f"{v:.2f}" for v in agg[m].to_list()], textposition="outside"),
                       row=1, col=j + 1)
-    fig.update_layout(title=f"before vs after GRPO ({frame['task_id'].n_unique()} tasks)", width=1000, height=360)
+    fig.update_yaxes(rangemode="tozero")  # every metric here is >= 0; an all-zero one shows 0..1, not -1..1
+    fig.update_layout(title=f"before vs after GRPO ({frame['task_id'].n_unique()} tasks)",
+                      width=max(700, 160 * len(metrics)), height=380, margin=dict(t=100))
     return fig
 
 
-def landscape(frame, value: str = "reward") -> go.Figure:
-    """Heat map of the mean ``value`` of the heuristic policy over planned turns × calls per turn,
-    beside the mean reward and each of its parts (the frame's other columns, see
-    ``fasbench.rl.analysis.incentive_landscape``) by the turns the episodes used."""
-    parts = [c for c in frame.columns if c not in LANDSCAPE_COLUMNS]
-    agg = frame.group_by(["turns", "calls"]).agg(pl.col(value).mean())
-    turns = sorted(agg["turns"].unique().to_list())
-    calls = sorted(agg["calls"].unique().to_list())
-    z = [[agg.filter((pl.col("turns") == t) & (pl.col("calls") == c))[value].item() for c in calls] for t in turns]
+def landscape(frame, reward: str | None = None, value: str = "reward") -> go.Figure:
+    """Heat map of the mean ``value`` of the heuristic policy over planned turns × calls per search
+    turn (``plan_turns`` × ``plan_calls``), beside the mean ``value`` and each part of ``reward``
+    (``reward_NAME__PART``; None: of every reward in the frame) by the turns the episodes used
+    (``turns``); the frame is ``fasbench.rl.analysis.incentive_landscape``'s."""
+    parts = [c for c in _parts(frame, reward) if c != value]
+    agg = frame.group_by(["plan_turns", "plan_calls"]).agg(pl.col(value).mean())
+    turns = sorted(agg["plan_turns"].unique().to_list())
+    calls = sorted(agg["plan_calls"].unique().to_list())
+    z = [[agg.filter((pl.col("plan_turns") == t) & (pl.col("plan_calls") == c))[value].item() for c in calls]
+         for t in turns]
     fig = make_subplots(rows=1, cols=2, subplot_titles=(f"mean {value}", f"mean {value} and its parts by turns used"),
                         column_widths=[0.5, 0.5], horizontal_spacing=0.2)
     fig.add_trace(go.Heatmap(z=z, x=[str(c) for c in calls], y=[str(t) for t in turns], colorscale="Viridis",
                              text=[[f"{v:.2f}" for v in r] for r in z], texttemplate="%{text}",
                              colorbar=dict(x=0.42, len=0.9, thickness=14)), row=1, col=1)
-    by_t = frame.group_by("used_turns").agg([pl.col(k).mean() for k in [*parts, value]]).sort("used_turns")
+    by_t = frame.group_by("turns").agg([pl.col(k).mean() for k in [*parts, value]]).sort("turns")
     for i, k in enumerate([*parts, value]):
-        fig.add_trace(go.Scatter(x=by_t["used_turns"].to_list(), y=by_t[k].to_list(), mode="lines+markers", name=k,
-                                 line=dict(color=PALETTE[i % len(PALETTE)], width=3 if k == value else 2)),
+        fig.add_trace(go.Scatter(x=by_t["turns"].to_list(), y=by_t[k].to_list(), mode="lines+markers",
+                                 name=_part_label(k), line=dict(color=PALETTE[i % len(PALETTE)], width=3 if k == value else 2)),
                       row=1, col=2)
     fig.update_xaxes(title_text="parallel calls per search turn", type="category", row=1, col=1)
     fig.update_yaxes(title_text="planned turns", type="category", row=1, col=1)

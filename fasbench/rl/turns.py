@@ -13,40 +13,54 @@ one, FastContext's ``f0.5`` file score, else ``recall``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.episodes import EMPTY_SCHEMA, column_name, episode_row, part_columns, reward_column
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import bootstrap_ci
 from fasbench.policies import bind_policy, make_policy
 from fasbench.records import Task, Trace
-from fasbench.reward import score_report
 
 ACCURACY_PARTS = ("accuracy", "f0.5", "recall")
 RELACE_FINDING = {"agent-trace data (1)": (20, 5), "GitHub-PR data (2)": (10, 4)}
-
 
 def accuracy_part(parts) -> str | None:
     """The name of the accuracy part among ``parts`` (see the module doc), or None."""
     return next((p for p in ACCURACY_PARTS if p in parts), None)
 
 
+def _rollout_row(tr: Trace) -> dict:
+    """The episode-table row of a logged rollout, its reward and parts read from the score the
+    trainer logged (``meta["score"]``; the rollout's task and corpus are not needed), then step,
+    accuracy and turn penalty."""
+    score = tr.meta.get("score") or {}
+    parts = score.get("parts") or {}
+    name = tr.meta.get("reward")  # the reward's name (fasbench.rl.reward.EpisodeReward)
+    # episode_row reads a task-less trace's reward from meta["reward"] (a score): give it the logged one
+    scored = dataclasses.replace(tr, meta={**tr.meta, "reward": score.get("score", float("nan"))})
+    row = episode_row(scored, None, localization=False)
+    if isinstance(name, str):
+        row[reward_column(name)] = row["reward"]
+        row.update({f"{reward_column(name)}__{column_name(k)}": float(v) for k, v in parts.items()})
+    acc = accuracy_part(parts)
+    return {"step": int(tr.meta.get("step", 0)), **row, "accuracy": float(parts[acc]) if acc else None,
+            "accuracy_part": acc, "turn_penalty": float(parts["turn_penalty"]) if "turn_penalty" in parts else None}
+
+
 def rollout_frame(rollouts: list[Trace]) -> pl.DataFrame:
-    """One row per logged rollout: step, task, turns, calls, reported, reward and the accuracy and
-    turn-penalty parts (None where the reward has none)."""
-    rows = []
-    for tr in rollouts:
-        score = tr.meta.get("score") or {}
-        parts = score.get("parts") or {}
-        acc = accuracy_part(parts)
-        rows.append({"step": int(tr.meta.get("step", 0)), "task_id": tr.task_id, "turns": tr.n_turns,
-                     "calls": tr.n_calls, "reported": tr.report is not None,
-                     "reward": float(score.get("score", float("nan"))),
-                     "accuracy": float(parts[acc]) if acc else None, "accuracy_part": acc,
-                     "turn_penalty": float(parts["turn_penalty"]) if "turn_penalty" in parts else None})
-    schema = {"step": pl.Int64, "task_id": pl.Utf8, "turns": pl.Int64, "calls": pl.Int64, "reported": pl.Boolean,
-              "reward": pl.Float64, "accuracy": pl.Float64, "accuracy_part": pl.Utf8, "turn_penalty": pl.Float64}
-    return pl.DataFrame(rows, schema=schema)
+    """One row per logged rollout: ``step``, the episode table's columns
+    (:func:`fasbench.episodes.episode_row`: task_id, turns, calls, reported, reward, …; the columns
+    that need the gold are null, the reward and its ``reward_NAME__PART`` columns are the logged
+    score), then ``accuracy``, ``accuracy_part`` and ``turn_penalty`` (None where the reward has none)."""
+    schema = {"step": pl.Int64, **EMPTY_SCHEMA, "accuracy": pl.Float64, "accuracy_part": pl.Utf8,
+              "turn_penalty": pl.Float64}
+    rows = [_rollout_row(tr) for tr in rollouts]
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    return pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None)
 
 
 SETUP_POLICIES = {"sequential start": "sequential:per_turn=1,turns=3", "parallel target": "heuristic:turns=3"}
@@ -56,19 +70,22 @@ def start_vs_target(tasks: list[Task], toolset: str = "relace", reward: str = "r
                     policies: dict[str, str] | None = None, progress: bool = True) -> pl.DataFrame:
     """The gap Relace's RL closes, on real tasks: the same search run sequentially (one call a turn,
     the long-episode starting point) and in parallel (the heuristic), each scored under ``reward``.
-    One row per (policy, task): turns, calls, accuracy part, turn penalty, reward."""
+    One row per (policy, task): the episode table's columns (:func:`fasbench.episodes.episode_row`,
+    ``policy`` = the label of ``policies``, ``reward`` and its ``reward_NAME__PART`` columns), then
+    ``accuracy`` (the reward's accuracy part), ``turn_penalty`` (1 under a reward without one),
+    ``reward_name`` and ``max_turns``."""
     rows = []
     pols = {k: make_policy(v) for k, v in (policies or SETUP_POLICIES).items()}
     for label, pol in pols.items():
         for t in tqdm(tasks, desc=label, disable=not progress):
             tr = run_episode(t, bind_policy(pol, t), toolset, Limits(max_turns=max_turns))
-            sc = score_report(reward, t.gold, tr.report, tr.n_turns or None, root=t.root)
-            acc = accuracy_part(sc.parts)
-            rows.append({"policy": label, "task_id": t.id, "turns": tr.n_turns, "calls": tr.n_calls,
-                         "accuracy": float(sc.parts[acc]) if acc else None,
-                         "turn_penalty": float(sc.parts.get("turn_penalty", 1.0)), "reward": float(sc.value),
-                         "reward_name": reward, "max_turns": max_turns})
-    return pl.DataFrame(rows)
+            row = episode_row(tr, t, reward, rewards=[reward], localization=False)
+            parts = {c.split("__", 1)[1]: row[c] for c in part_columns(row, reward)}
+            acc = next((column_name(p) for p in ACCURACY_PARTS if column_name(p) in parts), None)
+            rows.append({**row, "policy": label, "accuracy": parts[acc] if acc else None,
+                         "turn_penalty": parts.get("turn_penalty", 1.0), "reward_name": reward,
+                         "max_turns": max_turns})
+    return pl.DataFrame(rows, infer_schema_length=None)
 
 
 def _est(x: pl.Series) -> dict | None:
