@@ -136,8 +136,15 @@ def _trace_columns(trace: Trace) -> dict:
 
 
 def _meta_reward(trace: Trace) -> float:
-    m = trace.meta.get("reward")
-    return float(m["score"] if isinstance(m, dict) else m) if m is not None else math.nan
+    """The reward a trace recorded about itself: ``meta["reward"]`` as a number or ``{"score": x}``
+    (evaluation runs), or ``meta["score"]["score"]`` where ``meta["reward"]`` names the reward (RL
+    rollouts); NaN when there is none."""
+    for m in (trace.meta.get("reward"), trace.meta.get("score")):
+        if isinstance(m, dict):
+            m = m.get("score")
+        if isinstance(m, (int, float)) and not isinstance(m, bool):
+            return float(m)
+    return math.nan
 
 
 def episode_row(trace: Trace, task: Task | None = None, reward: str = "relace",

@@ -112,3 +112,13 @@ def test_eval_summary_is_the_episode_table(tasks, tmp_path):
     assert (df["reward"] == df["reward_relace_f2"]).all()
     stored = pl.read_parquet(tmp_path / "run" / "summary.parquet")
     assert stored.columns == df.columns
+
+
+def test_taskless_row_reads_the_reward_an_rl_rollout_logged():
+    """RL rollouts name their reward in meta["reward"] and log the score in meta["score"]."""
+    from fasbench.records import Trace
+
+    tr = Trace("t", "grpo", "relace", meta={"reward": "relace", "score": {"score": 0.25, "parts": {}}})
+    assert episode_row(tr, None, localization=False)["reward"] == 0.25
+    assert episode_row(Trace("t", "p", "relace", meta={"reward": 0.5}), None, localization=False)["reward"] == 0.5
+    assert math.isnan(episode_row(Trace("t", "p", "relace"), None, localization=False)["reward"])

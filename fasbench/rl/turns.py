@@ -13,7 +13,6 @@ one, FastContext's ``f0.5`` file score, else ``recall``.
 
 from __future__ import annotations
 
-import dataclasses
 
 import polars as pl
 from tqdm.auto import tqdm
@@ -39,9 +38,7 @@ def _rollout_row(tr: Trace) -> dict:
     score = tr.meta.get("score") or {}
     parts = score.get("parts") or {}
     name = tr.meta.get("reward")  # the reward's name (fasbench.rl.reward.EpisodeReward)
-    # episode_row reads a task-less trace's reward from meta["reward"] (a score): give it the logged one
-    scored = dataclasses.replace(tr, meta={**tr.meta, "reward": score.get("score", float("nan"))})
-    row = episode_row(scored, None, localization=False)
+    row = episode_row(tr, None, localization=False)  # a task-less row's reward: the logged meta["score"]
     if isinstance(name, str):
         row[reward_column(name)] = row["reward"]
         row.update({f"{reward_column(name)}__{column_name(k)}": float(v) for k, v in parts.items()})
