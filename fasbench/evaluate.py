@@ -37,8 +37,8 @@ from fasbench.policies import bind_policy, make_policy
 from fasbench.provenance import code_version, timestamp
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
 from fasbench.reward import REWARDS
-from fasbench.tasksets import load_task_set
 from fasbench.tools import TOOLSETS
+
 MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_relace_f2", "turns", "wall_s")
 
 
@@ -50,18 +50,6 @@ class EvalConfig:
     toolset: str = "relace"  # relace | fastcontext
     max_turns: int = 6  # episode turn limit (Limits.max_turns)
     max_calls: int = 12  # parallel calls per turn (Limits.max_calls_per_turn)
-
-
-# ---------------------------------------------------------------- tasks
-
-# kept for notebooks 08 and 10 (and the bon/e2e commands until they import the new homes):
-# task sets are named and loaded by fasbench.tasksets, corpora built by fasbench.data.corpora
-load_task_arg = load_task_set
-
-
-def ensure_roots(tasks: Sequence[Task], skipped: Path | None = None) -> list[Task]:
-    """The tasks with a corpus (``fasbench.data.corpora.with_corpora``); the others are skipped."""
-    return with_corpora(tasks, skipped=skipped).tasks
 
 
 # ---------------------------------------------------------------- running

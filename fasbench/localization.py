@@ -19,7 +19,7 @@ Sources and definitions (per task; the summary averages over tasks = macro, with
   within the top k (or the top k are all gold when there are more than k gold items).
   (evaluate's older ``acc_at_{k}`` columns are the untruncated variant: every gold file in the top k.)
 - ``{level}_top1``: top-1 accuracy as Agentless/CoSIL report it: the first-ranked item is gold.
-- ``line_precision/recall/f1`` (evaluate.summary_row, FastContext): (path, line) pairs against the
+- ``line_precision/recall/f1`` (episodes.episode_row, FastContext): (path, line) pairs against the
   gold patch's hunk lines (``gold.edited``).
 - ``explore_line_precision/recall/f1``, ``explore_hit_file_rate``, ``explore_noise_file_rate``,
   ``explore_hit_region_rate``: SWE-Explore (``eval.py::ExploreEvaluator`` of

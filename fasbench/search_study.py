@@ -12,8 +12,8 @@ from typing import Sequence
 import plotly.graph_objects as go
 import polars as pl
 
-from fasbench.data import load_tasks
-from fasbench.data.corpus import CorpusError, materialize, pick_for, root_dir
+from fasbench.data.corpora import with_corpora
+from fasbench.data.corpus import pick_for, root_dir
 from fasbench.evaluate import aggregate, compare, load_summary, run_eval
 from fasbench.figures import PALETTE
 from fasbench.harness import Limits
@@ -22,19 +22,20 @@ from fasbench.policies.rag import corpus_files
 from fasbench.policies.toy import ISSUES, make_corpus, toy_tasks
 from fasbench.records import Task
 from fasbench.reward import turn_penalty
+from fasbench.tasksets import load_task_set
 
 
 def study_tasks(n: int, split: str = "test", sources: Sequence[str] = ("swebench-lite", "swebench-verified"),
                 per_repo: int | None = None, seed: int = 0, download: bool = False,
                 max_corpora: int | None = None) -> list[Task]:
-    """Up to ``n`` tasks of ``split`` with their offline corpus materialised, drawn at random
+    """Up to ``n`` tasks of ``split`` with their offline corpus (``fasbench.data.corpora``), drawn at random
     (fixed ``seed``) and balanced over repositories (at most ``per_repo`` each). Without
     ``download`` only corpora already in the cache are used, so a CPU smoke run does not fetch;
     ``max_corpora`` keeps the tasks of at most that many corpora (fewer indexes to build on CPU)."""
     have = {p.name.lower() for p in (root_dir() / "sdist").iterdir()} if (root_dir() / "sdist").exists() else set()
     pool, seen = [], set()
     for s in sources:
-        for t in load_tasks(s, split):
+        for t in load_task_set(s, split=split):
             iid = t.meta.get("instance_id", t.id)
             if iid not in seen:
                 seen.add(iid)
@@ -51,12 +52,11 @@ def study_tasks(n: int, split: str = "test", sources: Sequence[str] = ("swebench
             continue
         if max_corpora and pk not in corpora and len(corpora) >= max_corpora:
             continue
-        try:
-            out.append(materialize(t, mode="offline"))
+        got = with_corpora([t], "offline", progress=False).tasks  # one at a time: the caps count usable tasks
+        if got:
+            out.append(got[0])
             count[t.repo] += 1
             corpora.add(pk)
-        except CorpusError:
-            continue
     return out
 
 

@@ -3,23 +3,21 @@ chosen corpus kind, with every excluded task and its reason known before the run
 
 Corpus kinds: ``offline`` (the PyPI sdist of the last release before the task; gold relocated)
 and ``online`` (a git worktree at ``base_commit``; exact). ``None`` = fasbench.data.corpus's own
-choice per task (offline where a release is picked). A SWE-bench task the shipped offline manifest
-marks as not located is excluded with the manifest's reason without downloading anything; every
-other task is materialised (corpus fetched once into the cache, gold and imported read regions
-relocated, entity gold computed) and excluded with ``CorpusError.reason`` when that fails.
+choice per task (offline where a release is picked). The corpora come from
+:func:`fasbench.data.corpora.with_corpora`: a SWE-bench task the shipped offline manifest marks as
+not located is excluded with the manifest's reason without downloading anything; every other task
+is materialised (corpus fetched once into the cache, gold and imported read regions relocated,
+entity gold computed) and excluded with its reason (``CorpusError.reason``, ``io-error``,
+``bad-task``) when that fails.
 """
 
 from __future__ import annotations
 
 import collections
-import os
 from pathlib import Path
 from typing import Sequence
 
-from tqdm.auto import tqdm
-
-from fasbench.data import offline_manifest
-from fasbench.data.corpus import CorpusError, materialize, pick_for
+from fasbench.data.corpora import with_corpora
 from fasbench.records import Task
 
 
@@ -53,27 +51,10 @@ def pick_ids(tasks: Sequence[Task], ids: Sequence[str]) -> list[Task]:
 
 
 def usable(tasks: Sequence[Task], mode: str | None = None, progress: bool = True) -> tuple[list[Task], list[dict]]:
-    """(tasks with a corpus and their gold placed on it, excluded rows {id, reason, detail})."""
-    mode = mode or os.environ.get("FASBENCH_CORPUS_MODE") or None
-    man = offline_manifest() if mode != "online" else {}
-    ok, excluded, todo = [], [], []
-    for t in tasks:
-        if t.root and Path(t.root).is_dir():
-            ok.append(t)
-            continue
-        row = man.get(t.id)
-        offline = mode == "offline" or (mode is None and pick_for(t) is not None)
-        if offline and row is not None and not row.get("located") and t.gold.explore is None:
-            excluded.append({"id": t.id, "reason": row.get("reason") or "not-located", "detail": row.get("detail", "")})
-            continue
-        todo.append(t)
-    for t in tqdm(todo, desc="corpora", unit="task", disable=not progress or not todo):
-        try:
-            ok.append(materialize(t, mode=mode))
-        except CorpusError as e:
-            excluded.append({"id": t.id, "reason": e.reason, "detail": e.detail[:300]})
-    order = {t.id: i for i, t in enumerate(tasks)}
-    return sorted(ok, key=lambda t: order[t.id]), excluded
+    """(tasks with a corpus and their gold placed on it, in input order; excluded rows {id, reason, detail}
+    in input order), by :func:`fasbench.data.corpora.with_corpora`."""
+    got = with_corpora(tasks, mode, progress=progress)
+    return got.tasks, [{"id": r["task_id"], "reason": r["reason"], "detail": r["detail"]} for r in got.skipped]
 
 
 def describe_excluded(excluded: Sequence[dict], n_total: int, kind: str | None) -> str:

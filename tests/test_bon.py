@@ -276,3 +276,26 @@ def test_cli_evaluate_prints_one_json_line_per_strategy(tmp_path):
     assert r.exit_code == 2 and "no pool" in r.output
     r = CliRunner().invoke(app, ["bon", "evaluate", str(p), "--selector", "llm-judge"])
     assert r.exit_code == 2 and "--judge" in r.output
+
+
+def test_cli_pools_takes_a_task_set_name(tmp_path, monkeypatch):
+    """``--tasks`` is a task-set name (fasbench.tasksets): FILE:SPLIT keeps that split in file order;
+    a bad name is a one-line error."""
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+    from fasbench.records import Task, write_tasks
+
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "mod.py").write_text("def parse(x):\n    return x.split(':')\n")
+    tasks = [Task(id=f"t{i}", query="parse splits on every ':'", repo="tiny/tiny", gold=Gold(edited={"mod.py": [[1, 2]]}),
+                  root=str(root), split=s) for i, s in enumerate(["dev", "train", "test", "train"])]
+    write_tasks(tmp_path / "tasks.jsonl", tasks)
+    r = CliRunner().invoke(app, ["bon", "pools", "--tasks", f"{tmp_path / 'tasks.jsonl'}:train", "--n", "1",
+                                 "--name", "ts", "--max-turns", "1"])
+    assert r.exit_code == 0, r.output
+    assert [p.task_id for p in read_pools(tmp_path / "cache" / "bon" / "ts.jsonl")] == ["t1", "t3"]
+    r = CliRunner().invoke(app, ["bon", "pools", "--tasks", "swebench-lite:val", "--name", "ts"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "unknown split 'val'" in r.output

@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -123,7 +122,10 @@ def test_e2e_cli_errors(tmp_path):
     assert r.exit_code == 2 and "OpenAI-compatible endpoint" in r.output
     r = runner.invoke(app, ["e2e", "--tasks", str(tmp_path / "nope.jsonl"), "--main", "openai:model=m,base_url=u",
                             "--search", "none", "--out", str(tmp_path / "o")])
-    assert r.exit_code == 2 and "neither an existing JSONL file" in r.output
+    assert r.exit_code == 2 and "nope.jsonl" in r.output and "does not exist" in r.output  # fasbench.tasksets
+    r = runner.invoke(app, ["e2e", "--tasks", "swebench-lite:val", "--main", "openai:model=m,base_url=u",
+                            "--search", "none", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "unknown split 'val'" in r.output
 
 
 def test_localization_functions(tmp_path):

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fasbench.sft.data import BuildConfig, build, load_dataset
+from fasbench.records import Gold, Task, write_tasks
+from fasbench.sft.data import BuildConfig, _tasks, build, load_dataset
 from fasbench.sft.reference import bre_to_rust, convert_actions, pipelines
 from fasbench.sft.train import load_profile, read_log, train
+from fasbench.tasksets import TaskSetError
 
 REAL_TASK = "psf__requests-1766@gemini-3-pro"  # train split; corpus: the requests 2.0.1 sdist
 
@@ -169,3 +171,18 @@ def test_over_length_drop_keeps_whole_examples_only(real_data, tmp_path):
     over["over_length"] = "cut"
     with pytest.raises(ValueError, match="over_length"):
         make_trainer(load_profile("tiny", over))
+
+
+def test_task_source_is_a_task_set_name(tmp_path):
+    """``task_source`` takes any task-set name (fasbench.tasksets); a file's tasks without a split go to
+    neither split (they would otherwise land in both train and dev)."""
+    f = tmp_path / "tasks.jsonl"
+    write_tasks(f, [Task(id=f"t{i}", query="q", repo="x/y", gold=Gold(edited={"a.py": [[1, 2]]}), split=s)
+                    for i, s in enumerate(["dev", "train", None, "test", "train"])])
+    assert [t.id for t in _tasks(BuildConfig(task_source=str(f)), "policy", "train")] == ["t1", "t4"]
+    assert [t.id for t in _tasks(BuildConfig(task_source=str(f)), "policy", "dev")] == ["t0"]
+    assert [t.id for t in _tasks(BuildConfig(task_source=str(f), task_ids=["t4"]), "policy", "train")] == ["t4"]
+    with pytest.raises(TaskSetError, match="names split 'dev'"):
+        _tasks(BuildConfig(task_source=f"{f}:dev"), "policy", "train")
+    with pytest.raises(ValueError, match="never uses test"):
+        _tasks(BuildConfig(task_source=str(f)), "policy", "test")

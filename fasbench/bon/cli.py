@@ -9,7 +9,11 @@ from typing import Optional
 
 import typer
 
+from fasbench.data.corpora import with_corpora
 from fasbench.records import RecordError
+from fasbench.tasksets import load_task_set
+
+TASKS_HELP = "a task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH (fasbench.tasksets)"
 
 
 def register(app: typer.Typer) -> None:
@@ -18,7 +22,7 @@ def register(app: typer.Typer) -> None:
 
     @bon.command("pools")
     def pools_cmd(
-        tasks: str = typer.Option(..., "--tasks", help="a task JSONL file or SOURCE[:SPLIT] (fasbench.data)"),
+        tasks: str = typer.Option(..., "--tasks", help=TASKS_HELP),
         n: int = typer.Option(10, "--n", help="rollouts per task"),
         policy: str = typer.Option("heuristic:temperature=1.0", "--policy",
                                    help="policy spec; rollout k adds seed=k"),
@@ -33,7 +37,6 @@ def register(app: typer.Typer) -> None:
         """Run N rollouts per task and append them to the pool file (resumes)."""
         # local import: the harness, tools and policies cost ~1.8 s at CLI start-up (python -X importtime)
         from fasbench.bon.pool import build_pools, pool_path
-        from fasbench.evaluate import ensure_roots, load_task_arg
         from fasbench.harness import Limits
         from fasbench.policies import bind_policy, make_policy
         from fasbench.reward import REWARDS
@@ -44,7 +47,11 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
         if "seed=" in policy:
             raise typer.BadParameter("--policy must not set seed: rollout k uses seed=k")
-        ts = ensure_roots(load_task_arg(tasks, limit))
+        try:
+            ts = with_corpora(load_task_set(tasks, limit), desc="bon corpora").tasks
+        except ValueError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
         sep = "," if ":" in policy else ":"
         out = pool_path(name)
         cache: dict = {}
@@ -61,7 +68,7 @@ def register(app: typer.Typer) -> None:
     @bon.command("reverify")
     def reverify_cmd(
         pool: Path = typer.Argument(..., help="pool JSONL file built with --keep-traces"),
-        tasks: str = typer.Option(..., "--tasks", help="the pool's tasks: a task JSONL file or SOURCE[:SPLIT]"),
+        tasks: str = typer.Option(..., "--tasks", help=f"the pool's tasks, {TASKS_HELP}"),
         traces: Optional[Path] = typer.Option(None, "--traces", help="kept traces (default: POOL's .traces.jsonl)"),
         out: Path = typer.Option(..., "--out", help="where to write the verified pool (.jsonl or .jsonl.gz)"),
     ):
@@ -69,7 +76,6 @@ def register(app: typer.Typer) -> None:
         split from the kept traces)."""
         # local import: the pools and tasks modules cost ~1.7 s at CLI start-up (python -X importtime)
         from fasbench.bon.pool import reverify
-        from fasbench.evaluate import ensure_roots, load_task_arg
 
         tr = traces or pool.with_suffix(".traces.jsonl")
         for what, p in (("pool", pool), ("traces", tr)):
@@ -77,7 +83,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"error: no {what} file at {p}", err=True)
                 raise typer.Exit(2)
         try:
-            typer.echo(str(reverify(pool, ensure_roots(load_task_arg(tasks)), tr, out)))
+            typer.echo(str(reverify(pool, with_corpora(load_task_set(tasks), desc="bon corpora").tasks, tr, out)))
         except ValueError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
@@ -88,7 +94,7 @@ def register(app: typer.Typer) -> None:
         selector: str = typer.Option("majority", "--selector", help="majority | union-top1 | union-top3 | confidence | "
                                      "medoid | llm-judge (needs --judge and --tasks)"),
         judge: str = typer.Option("", "--judge", help="llm-judge endpoint: model=NAME,base_url=URL[,max_tokens=...]"),
-        judge_tasks: str = typer.Option("", "--tasks", help="llm-judge: the pool's tasks (JSONL or SOURCE[:SPLIT])"),
+        judge_tasks: str = typer.Option("", "--tasks", help=f"llm-judge: the pool's tasks, {TASKS_HELP}"),
         schedule: str = typer.Option("1,3,5,10", "--schedule", help="cascade pool sizes (and parallel checkpoints)"),
         cost: str = typer.Option("tokens", "--cost", help="tokens | est_tokens | tool_time | calls | latency"),
         success_at: float = typer.Option(0.5, "--success-at"),
@@ -129,11 +135,10 @@ def register(app: typer.Typer) -> None:
             if selector == "llm-judge":
                 # local import: the judge's policies and tasks cost ~1.5 s at CLI start-up (python -X importtime)
                 from fasbench.bon.judge import llm_judge_selector
-                from fasbench.evaluate import load_task_arg
 
                 if not judge or not judge_tasks:
                     fail("--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)")
-                cfg.selector, _ = llm_judge_selector(judge, load_task_arg(judge_tasks))
+                cfg.selector, _ = llm_judge_selector(judge, load_task_set(judge_tasks))
             cfg.latency_model()  # validates the speeds
             res = evaluate(read_pools(p, n=sched[-1]), cfg)
         except (ValueError, RecordError, FileNotFoundError) as e:

@@ -9,11 +9,14 @@ from typing import List, Optional
 
 import typer
 
+from fasbench.tasksets import load_task_set
+
 
 def register(app) -> None:
     @app.command("e2e")
     def e2e_cmd(
-        tasks: str = typer.Option(..., "--tasks", help="tasks JSONL file, or SOURCE[:SPLIT] e.g. swebench-lite:test"),
+        tasks: str = typer.Option(..., "--tasks", help="a task set: SOURCE[:SPLIT] (e.g. swebench-lite:test), a Task "
+                           "JSONL file[:SPLIT] or git:PATH (fasbench.tasksets)"),
         main: str = typer.Option(..., "--main", help="the main agent: openai:model=NAME,base_url=URL[,step_limit=N,…]"),
         search: str = typer.Option(..., "--search", help="the subagent's policy spec (e.g. heuristic:turns=3, "
                                    "openai:model=…,base_url=…), or none for the main agent alone"),
@@ -30,10 +33,9 @@ def register(app) -> None:
         # local import: the runner loads mini-swe-agent and LiteLLM, 6-18 s at CLI start-up (python -X importtime)
         from fasbench.e2e.live import MainAgentError
         from fasbench.e2e.runner import compare_arms, load_records, run_e2e
-        from fasbench.evaluate import load_task_arg
 
         try:
-            ts = load_task_arg(tasks)
+            ts = load_task_set(tasks)
             if ids:
                 want = set(ids)
                 ts = [t for t in ts if t.id in want or t.meta.get("instance_id") in want]

@@ -9,6 +9,8 @@ Layout of ``out/`` (append-only, resumable):
   starts; a resumed run reuses a task's trace instead of searching again.
 - ``trajs/<arm>/<task>.traj.json``: mini-swe-agent's own trajectory file (``fasbench trajectories
   analyze out/trajs/<arm>`` reads it); rewritten when an interrupted episode is rerun.
+- ``skipped.jsonl``: the tasks whose corpus could not be built, one row each with its reason
+  (``fasbench.data.corpora.with_corpora``); their episodes are not run.
 - ``work/<arm>/<task>/``: the corpus copy (a git repository at its base state), removed after the
   episode unless ``keep_work``.
 
@@ -31,9 +33,10 @@ from typing import Sequence
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.data.corpora import with_corpora
 from fasbench.e2e.live import MainConfig, parse_main, run_main
 from fasbench.e2e.localize import localization
-from fasbench.evaluate import _check_config, ensure_roots
+from fasbench.evaluate import _check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import paired_bootstrap
@@ -106,7 +109,8 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
         for tid, arm in done:
             shutil.rmtree(out / "work" / arm / task_key(tid), ignore_errors=True)
     todo = [(t, a) for t in tasks for a in arms if (t.id, a) not in done]
-    rooted = {t.id: t for t in ensure_roots(list({t.id: t for t, _ in todo}.values()), out / "skipped.jsonl")}
+    rooted = {t.id: t for t in with_corpora(list({t.id: t for t, _ in todo}.values()), skipped=out / "skipped.jsonl",
+                                            progress=progress, desc="e2e corpora").tasks}
     count = token_counter(tokenizer) if policy is not None else None
     bar = tqdm(total=len(todo), desc="e2e", unit="episode", disable=not progress)
     for task, arm in todo:

@@ -13,9 +13,10 @@ import numpy as np
 import polars as pl
 
 from fasbench.data import load_tasks
+from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
 from fasbench.e2e.counterfactual import Handoff, RULES, counterfactual_frame, make_handoff, pair_key
-from fasbench.evaluate import ensure_roots, run_eval
+from fasbench.evaluate import run_eval
 from fasbench.handoff import FORMATS, token_counter
 from fasbench.harness import Limits
 from fasbench.metrics import bootstrap_ci
@@ -54,7 +55,7 @@ def run_search(tasks: Sequence[Task], policy: str, toolset: str, out: str | Path
     want = {t.id for t in tasks}
     traces = [tr for tr in read_traces(out / "traces.jsonl") if tr.task_id in want]  # the file may hold more
     done = {tr.task_id for tr in traces}
-    rooted = ensure_roots([t for t in tasks if t.id in done])
+    rooted = with_corpora([t for t in tasks if t.id in done], progress=progress).tasks
     return traces, rooted
 
 

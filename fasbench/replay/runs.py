@@ -16,11 +16,12 @@ from pathlib import Path
 import polars as pl
 
 from fasbench.data.corpus import resolve_root
-from fasbench.evaluate import load_task_arg, read_run_meta
+from fasbench.evaluate import read_run_meta
 from fasbench.paths import data_dir
 from fasbench.records import Task, Trace, read_tasks, read_traces
 from fasbench.replay.widgets import TraceReplay
 from fasbench.runs import RunError, resolve_run
+from fasbench.tasksets import load_task_set
 
 EXAMPLE_RUN = "examples/heuristic-swebench-lite"  # under data/
 EXAMPLE_TASK = "django__django-15252"  # its episode that views and cites gold lines
@@ -65,7 +66,7 @@ def _tasks_from_source(source: str | None) -> list[Task]:
         return []
     spec = re.sub(r" \(first \d+\)$", "", source)  # the CLI notes --limit after the source
     try:
-        return load_task_arg(spec)
+        return load_task_set(spec)
     except (ValueError, FileNotFoundError):
         return []
 

@@ -30,8 +30,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from fasbench.data import load_tasks
-from fasbench.data.corpus import CorpusError, materialize
+from fasbench.data.corpora import with_corpora
 from fasbench.harness import restore_notes, run_episode
 from fasbench.models import to_template_messages
 from fasbench.policies import bind_policy, make_policy
@@ -40,6 +39,7 @@ from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, Task, Trace, Turn, append_jsonl, iter_jsonl, repair_jsonl
 from fasbench.reward import score_report
 from fasbench.sft.reference import convert_actions, trajectory_actions
+from fasbench.tasksets import load_task_set
 from fasbench.tools import make_toolset
 
 SOURCES = ("multiturn_traj", "reference_traj", "parallel_toolcalls", "linerange")
@@ -166,9 +166,10 @@ def _tasks(cfg: BuildConfig, kind: str, split: str) -> list[Task]:
     if split == "test":
         raise ValueError("SFT data never uses test tasks")
     if kind == "reference":
-        tasks = [t for t in load_tasks("agent-traces", split=split) if t.meta.get("agent_run") in cfg.reference_runs]
+        tasks = [t for t in load_task_set("agent-traces", split=split) if t.meta.get("agent_run") in cfg.reference_runs]
     else:
-        tasks = load_tasks(cfg.task_source, split=split)
+        # a task without a split (a JSONL file may hold some) would land in both train and dev: left out
+        tasks = [t for t in load_task_set(cfg.task_source, split=split) if t.split == split]
     if cfg.task_ids:
         tasks = [t for t in tasks if t.id in set(cfg.task_ids)]
     return tasks
@@ -176,17 +177,7 @@ def _tasks(cfg: BuildConfig, kind: str, split: str) -> list[Task]:
 
 def _materialized(tasks: list[Task], limit: int, desc: str) -> list[Task]:
     """Up to ``limit`` tasks with their corpus (tasks whose corpus cannot be built are skipped)."""
-    out = []
-    with tqdm(total=limit, desc=desc) as bar:
-        for t in tasks:
-            if len(out) >= limit:
-                break
-            try:
-                out.append(materialize(t))
-                bar.update(1)
-            except (CorpusError, OSError, ValueError):
-                continue
-    return out
+    return with_corpora(tasks, limit=limit, desc=desc).tasks
 
 
 def build(cfg: BuildConfig, out: str | Path) -> dict:
