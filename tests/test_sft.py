@@ -130,7 +130,6 @@ def test_episode_messages_equal_what_the_policy_saw(tmp_path):
     from fasbench.harness import Limits, run_episode
     from fasbench.policies.scripted import ScriptedPolicy
     from fasbench.records import Gold, Task
-    from fasbench.tools import make_toolset
 
     (tmp_path / "a.py").write_text("def f():\n    return 1\n")
     task = Task(id="t", query="where is f", repo="x", gold=Gold(edited={"a.py": [[1, 2]]}), root=str(tmp_path))

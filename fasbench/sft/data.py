@@ -51,7 +51,7 @@ class BuildConfig:
 
     out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
     toolset: str = "relace"  # relace | fastcontext: the tool set the student will use
-    task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (fasbench.data.load_tasks)
+    task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.tasksets)
     reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
     policy: str = "heuristic"  # reference policy spec for multiturn_traj (fasbench.policies.make_policy)
     reward: str = "relace"  # reward used to filter episodes (fasbench.reward.REWARDS)
