@@ -16,11 +16,13 @@ from pathlib import Path
 import polars as pl
 
 from fasbench.data.corpus import resolve_root
-from fasbench.evaluate import load_task_arg, read_run_meta
+from fasbench.episodes import reward_column
+from fasbench.evaluate import read_run_meta
 from fasbench.paths import data_dir
 from fasbench.records import Task, Trace, read_tasks, read_traces
 from fasbench.replay.widgets import TraceReplay
 from fasbench.runs import RunError, resolve_run
+from fasbench.tasksets import load_task_set
 
 EXAMPLE_RUN = "examples/heuristic-swebench-lite"  # under data/
 EXAMPLE_TASK = "django__django-15252"  # its episode that views and cites gold lines
@@ -46,10 +48,10 @@ def _first(path: Path, *names: str) -> Path | None:
 
 
 def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
-    """Each trace's ``meta["reward"]`` from the ``reward_<name>`` column of ``summary.parquet`` (written by
-    ``fasbench.evaluate``), so that the browser shows rewards without the tasks."""
+    """Each trace's ``meta["reward"]`` from the reward's column (``fasbench.episodes.reward_column``) of
+    ``summary.parquet`` (written by ``fasbench.evaluate``), so that the browser shows rewards without the tasks."""
     summary = path / "summary.parquet"
-    col = "reward_" + re.sub(r"[^0-9a-zA-Z]+", "_", reward).strip("_")
+    col = reward_column(reward)
     if not summary.exists():
         return
     df = pl.read_parquet(summary)
@@ -61,11 +63,14 @@ def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
 
 
 def _tasks_from_source(source: str | None) -> list[Task]:
+    """The tasks of the task set recorded in ``run.json`` (``fasbench.tasksets.load_task_set``); none
+    when it names no task set on this machine. Their corpora are not materialised here
+    (``fasbench.data.corpora.with_corpora``): opening a run must not fetch or build corpora."""
     if not source:
         return []
     spec = re.sub(r" \(first \d+\)$", "", source)  # the CLI notes --limit after the source
     try:
-        return load_task_arg(spec)
+        return load_task_set(spec)
     except (ValueError, FileNotFoundError):
         return []
 
