@@ -5,7 +5,8 @@ filterable, sortable list of episodes that opens the replay of the selected one.
 
 The logic they show is in headless modules: :mod:`~fasbench.replay.timeline` (spans, lanes),
 :mod:`~fasbench.replay.overlay` (lines viewed, matched, cited, gold), :mod:`fasbench.episodes` (the
-one episode table: rows and columns), :mod:`~fasbench.replay.episodes` (the browser's filter and sort), :mod:`~fasbench.replay.plots` (figures), :mod:`~fasbench.replay.panels` (HTML).
+one episode table: rows and columns), :mod:`~fasbench.replay.episodes` (the browser's filter and sort),
+:mod:`~fasbench.replay.plots` (figures), :mod:`~fasbench.replay.panels` (HTML).
 """
 
 from __future__ import annotations
