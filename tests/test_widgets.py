@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from fasbench import replay as W
+from fasbench.episodes import COLUMNS, episode_row, episode_rows
 from fasbench.replay.panels import call_label
 from fasbench.records import Gold, Report, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl
 from fasbench.runs import RunError
@@ -139,8 +140,16 @@ def test_overlay_counts_match_trace_and_gold():
 
 
 def test_filter_sort_and_rows():
-    rows = [W.episode_row(hand_trace("fast"), hand_task()), W.episode_row(hand_trace("slow", "task2")),
-            W.episode_row(hand_trace("mid"), hand_task(), reward="file-f1")]
+    traces = [hand_trace("fast"), hand_trace("slow", "task2"), hand_trace("mid")]
+    traces[1].ended_at, traces[2].ended_at = T0 + 9.0, T0 + 5.0
+    kw = {"localization": False}
+    rows = [episode_row(traces[0], hand_task(), rewards=["relace"], **kw),
+            episode_row(traces[1], rewards=["relace"], **kw),
+            episode_row(traces[2], hand_task(), reward="file-f1", rewards=["file-f1"], **kw)]
+    # the replay's rows are rows of the one episode table
+    assert set(COLUMNS) <= set(rows[0]) and rows[0]["reward_relace"] == rows[0]["reward"]
+    assert (rows[0]["wall_s"], rows[0]["tool_s"], rows[0]["stop_reason"]) == (pytest.approx(2.6), pytest.approx(0.6),
+                                                                             "reported")
     # a.py cited, gold {a.py, d.py}: P = 1, R = 1/2; F2 = 5·P·R/(4P + R) = 5/9, F1 = 2/3; 3 turns: no penalty
     assert rows[0]["reward"] == pytest.approx(5 / 9) and rows[2]["reward"] == pytest.approx(2 / 3)
     assert math.isnan(rows[1]["reward"])  # no task, no meta reward
@@ -148,8 +157,13 @@ def test_filter_sort_and_rows():
     assert [r["policy"] for r in W.filter_sort(rows, "", "reward", False)] == ["fast", "mid", "slow"]  # NaN last
     assert [r["policy"] for r in W.filter_sort(rows, "task2")] == ["slow"]
     assert [r["policy"] for r in W.filter_sort(rows, "TASK1 fa")] == ["fast"]
+    assert [r["policy"] for r in W.filter_sort(rows, "reported relace")] == ["mid", "fast", "slow"]
+    assert W.filter_sort(rows, "none") == []  # empty text columns (no repo, no error) never match
+    assert [r["policy"] for r in W.filter_sort(rows, "", "wall_s", False)] == ["fast", "mid", "slow"]
     with pytest.raises(ValueError, match="cannot sort by"):
         W.filter_sort(rows, sort_by="colour")
+    with pytest.raises(ValueError, match="cannot sort by 'time_s'"):  # renamed: the episode table's wall_s
+        W.filter_sort(rows, sort_by="time_s")
 
 
 # ---------------------------------------------------------------- widgets
@@ -195,7 +209,7 @@ def test_compare_side_by_side():
     assert c.a.xrange == c.b.xrange and c.a.xrange[1] >= 2.5
     c.b.slider.value = 3
     assert "Turn 3" in c.b.header.value and "Turn 1" in c.a.header.value
-    assert "left" in c.table.value and "right" in c.table.value
+    assert "left" in c.table.value and "right" in c.table.value and "<th style='padding:0 8px'>wall_s</th>" in c.table.value
     with pytest.raises(ValueError, match="one task"):
         W.compare(hand_trace(task_id="x"), hand_trace(task_id="y"))
     fig = W.compare_figure(hand_trace("left"), hand_trace("right"))
@@ -208,6 +222,9 @@ def test_browser_filter_sort_and_selection():
     traces[1].report, traces[1].stop_reason = None, "max_turns"
     b = W.TraceBrowser(traces, [hand_task()])
     assert len(b.table.options) == 3 and b.replay is None
+    head = b.widget.children[3].value
+    assert "wall_s" in head and "stop_reason" in head and list(b.sort_by.options) == list(W.SORT_KEYS)
+    assert b.table.options[0][0].endswith(" 2.60 reported")
     assert b.shown[-1]["policy"] == "beta" and b.shown[-1]["reward"] == 0.0  # no report: lowest reward
     b.sort_by.value, b.descending.value = "turns", False
     assert [r["policy"] for r in b.shown][0] == "beta"
@@ -235,7 +252,7 @@ def test_run_episodes_take_rewards_from_summary(tmp_path):
     pl.DataFrame({"trace_id": [traces[0].trace_id], "reward_relace": [0.25]}).write_parquet(tmp_path / "summary.parquet")
     got = W.load_run_episodes(tmp_path).traces
     assert [t.meta.get("reward") for t in got] == [0.25, None]
-    rows = W.browser_rows(got)
+    rows = episode_rows(got, rewards=["relace"], localization=False)
     assert rows[0]["reward"] == 0.25 and math.isnan(rows[1]["reward"])
     with pytest.raises(RunError):
         W.load_run_episodes(tmp_path / "missing")

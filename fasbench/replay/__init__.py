@@ -3,9 +3,10 @@
 - :mod:`~fasbench.replay.timeline` — :func:`call_spans` / :func:`assign_lanes`: every call as a span on a
   lane, one lane per concurrent call slot; :func:`turn_summary`;
 - :mod:`~fasbench.replay.observed` — what one call showed (its kind, lines of file content, search
-  hits): the one module here that names tools or reads tool output;
+  hits): the replay's one boundary with the tools (``fasbench.tools.tool_kind`` / ``shown``);
 - :mod:`~fasbench.replay.overlay` — :func:`file_overlay`: per file the lines viewed, matched, cited and gold;
-- :mod:`~fasbench.replay.episodes` — :func:`episode_row` / :func:`filter_sort`: the browser's table;
+- :mod:`~fasbench.replay.episodes` — :func:`filter_sort`, :data:`SORT_KEYS`: the browser's filter and sort over
+  rows of the one episode table (:func:`fasbench.episodes.episode_row`, its columns ``wall_s``, ``stop_reason``, …);
 - :mod:`~fasbench.replay.plots` — :func:`timeline_figure`, :func:`compare_figure`, :func:`file_figure`
   (saved for papers with :func:`fasbench.figures.save`); :mod:`~fasbench.replay.panels` — the HTML panels;
 - :mod:`~fasbench.replay.widgets` — :class:`TraceReplay`, :func:`compare`, :class:`TraceBrowser`;
@@ -20,7 +21,7 @@
 
 from fasbench.replay.browser import RunsBrowser, frame_html
 from fasbench.replay.demo import demo_episode, demo_turns, symbol_task
-from fasbench.replay.episodes import browser_rows, episode_row, filter_sort
+from fasbench.replay.episodes import SORT_KEYS, filter_sort
 from fasbench.replay.observed import grep_hits, observe, viewed_ranges
 from fasbench.replay.overlay import FileOverlay, file_overlay, overlay_totals, report_turn
 from fasbench.replay.plots import compare_figure, file_figure, timeline_figure
@@ -30,7 +31,7 @@ from fasbench.replay.timeline import assign_lanes, call_spans, turn_summary
 from fasbench.replay.widgets import Comparison, TraceBrowser, TraceReplay, compare, compare_rows
 
 __all__ = ["EXAMPLE_RUN", "Comparison", "FileOverlay", "RunEpisodes", "RunsBrowser", "TraceBrowser", "TraceReplay",
-           "assign_lanes", "browser_rows", "call_spans", "compare", "compare_figure", "compare_rows", "demo_episode",
-           "demo_turns", "episode_row", "example_run", "file_figure", "file_overlay", "filter_sort", "frame_html",
+           "SORT_KEYS", "assign_lanes", "call_spans", "compare", "compare_figure", "compare_rows", "demo_episode",
+           "demo_turns", "example_run", "file_figure", "file_overlay", "filter_sort", "frame_html",
            "grep_hits", "load_run_episodes", "observe", "overlay_totals", "pick_episode", "replay_run",
            "report_turn", "symbol_task", "timeline_figure", "turn_summary", "viewed_ranges"]

@@ -33,7 +33,7 @@ def header_html(trace: Trace, i: int) -> str:
     err = f" ({s['n_errors']} failed)" if s["n_errors"] else ""
     calls = {0: "no tool calls", 1: "1 call"}.get(s["n_calls"], f"{s['n_calls']} parallel calls")
     line = (f"<b>Turn {s['turn']} / {s['n_turns']}</b> · {calls}{err} · model {fmt_s(s['model_s'])} · tools "
-            f"{fmt_s(s['tools_s'])} · {_tokens(s)}")
+            f"{fmt_s(s['tool_s'])} · {_tokens(s)}")
     body = pre(s["text"] or "(no assistant text)", 2000, "8em")
     if s["is_last"]:
         rep = trace.report

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from fasbench.data.corpus import resolve_root
+from fasbench.episodes import reward_column
 from fasbench.evaluate import read_run_meta
 from fasbench.paths import data_dir
 from fasbench.records import Task, Trace, read_tasks, read_traces
@@ -47,10 +48,10 @@ def _first(path: Path, *names: str) -> Path | None:
 
 
 def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
-    """Each trace's ``meta["reward"]`` from the ``reward_<name>`` column of ``summary.parquet`` (written by
-    ``fasbench.evaluate``), so that the browser shows rewards without the tasks."""
+    """Each trace's ``meta["reward"]`` from the reward's column (``fasbench.episodes.reward_column``) of
+    ``summary.parquet`` (written by ``fasbench.evaluate``), so that the browser shows rewards without the tasks."""
     summary = path / "summary.parquet"
-    col = "reward_" + re.sub(r"[^0-9a-zA-Z]+", "_", reward).strip("_")
+    col = reward_column(reward)
     if not summary.exists():
         return
     df = pl.read_parquet(summary)
@@ -62,6 +63,9 @@ def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
 
 
 def _tasks_from_source(source: str | None) -> list[Task]:
+    """The tasks of the task set recorded in ``run.json`` (``fasbench.tasksets.load_task_set``); none
+    when it names no task set on this machine. Their corpora are not materialised here
+    (``fasbench.data.corpora.with_corpora``): opening a run must not fetch or build corpora."""
     if not source:
         return []
     spec = re.sub(r" \(first \d+\)$", "", source)  # the CLI notes --limit after the source

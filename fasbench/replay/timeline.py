@@ -140,7 +140,7 @@ def turn_summary(trace: Trace, i: int) -> dict:
         "tools": [c.name for c in t.calls],
         "n_errors": sum(1 for r in t.results if r.is_error),
         "model_s": t.model_time,
-        "tools_s": t.tool_time,
+        "tool_s": t.tool_time,
         "prompt_tokens": t.prompt_tokens,
         "completion_tokens": t.completion_tokens,
         "is_last": i == len(trace.turns) - 1,

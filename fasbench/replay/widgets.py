@@ -4,8 +4,9 @@ turn header, step slider and Play button linked in the browser, call inspector, 
 filterable, sortable list of episodes that opens the replay of the selected one.
 
 The logic they show is in headless modules: :mod:`~fasbench.replay.timeline` (spans, lanes),
-:mod:`~fasbench.replay.overlay` (lines viewed, matched, cited, gold), :mod:`~fasbench.replay.episodes`
-(the browser's table), :mod:`~fasbench.replay.plots` (figures), :mod:`~fasbench.replay.panels` (HTML).
+:mod:`~fasbench.replay.overlay` (lines viewed, matched, cited, gold), :mod:`fasbench.episodes` (the
+one episode table: rows and columns), :mod:`~fasbench.replay.episodes` (the browser's filter and sort),
+:mod:`~fasbench.replay.plots` (figures), :mod:`~fasbench.replay.panels` (HTML).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import plotly.graph_objects as go
 from IPython import get_ipython
 from IPython.display import display
 
+from fasbench.episodes import episode_row, episode_rows, task_map
 from fasbench.linerefs import short_path
 from fasbench.records import Task, Trace
-from fasbench.replay.episodes import SORT_KEYS, browser_rows, episode_row, filter_sort, task_map
+from fasbench.replay.episodes import SORT_KEYS, filter_sort
 from fasbench.replay.overlay import file_overlay, overlay_totals
 from fasbench.replay.panels import call_html, call_label, counts_html, header_html
 from fasbench.replay.plots import file_figure, timeline_figure
@@ -136,10 +138,11 @@ class TraceReplay:
 
 
 def compare_rows(traces: Sequence[Trace], task: Task | None = None, reward: str = "relace") -> list[dict]:
-    """The comparison table: the episode row plus the overlay totals of each trace."""
+    """The comparison table: the episode-table row (``fasbench.episodes.episode_row``, scored with
+    ``reward`` only, no localization columns) plus the overlay totals (``lines_*``) of each trace."""
     out = []
     for tr in traces:
-        r = episode_row(tr, task, reward)
+        r = episode_row(tr, task, reward, rewards=[reward], localization=False)
         r.update({f"lines_{k}": v for k, v in overlay_totals(file_overlay(tr, task)).items()})
         out.append(r)
     return out
@@ -162,7 +165,7 @@ class Comparison:
         self.a = TraceReplay(trace_a, task, xrange=xr)
         self.b = TraceReplay(trace_b, task, xrange=xr)
         cols = [("policy", "{}"), ("reward", "{:.3f}"), ("turns", "{}"), ("calls", "{}"), ("max_parallel", "{}"),
-                ("time_s", "{:.3f}"), ("lines_viewed", "{}"), ("lines_cited", "{}")]
+                ("wall_s", "{:.3f}"), ("lines_viewed", "{}"), ("lines_cited", "{}")]
         if task is not None:
             cols += [("lines_gold_viewed", "{}"), ("lines_gold_cited", "{}")]
         th = "".join(f"<th style='padding:0 8px'>{c}</th>" for c, _ in cols)
@@ -184,8 +187,9 @@ def compare(trace_a: Trace, trace_b: Trace, task: Task | None = None, reward: st
 
 
 class TraceBrowser:
-    """A table of episodes (reward, turns, calls, time) with a filter and a sort order; selecting
-    one opens its replay below. State: ``rows`` (all), ``shown`` (after filter and sort),
+    """A table of episodes (reward, turns, calls, wall time, stop reason) with a filter and a sort order;
+    selecting one opens its replay below. State: ``rows`` (all: rows of the episode table,
+    ``fasbench.episodes.episode_rows``, scored with ``reward``), ``shown`` (after filter and sort),
     ``table`` (the Select), ``replay`` (the open TraceReplay or None)."""
 
     def __init__(self, traces: Sequence[Trace], tasks=None, reward: str = "relace", rows_shown: int = 10):
@@ -197,7 +201,7 @@ class TraceBrowser:
             raise ValueError("TraceBrowser: trace ids repeat; each episode needs its own trace_id")
         self.traces = {t.trace_id: t for t in traces}
         self.tasks = task_map(tasks)
-        self.rows = browser_rows(traces, self.tasks, reward)
+        self.rows = episode_rows(traces, self.tasks, reward, rewards=[reward], localization=False)
         self.filter = W.Text(placeholder="filter: task, policy, stop reason …", description="filter")
         self.sort_by = W.Dropdown(options=list(SORT_KEYS), value="reward", description="sort by")
         self.descending = W.Checkbox(value=True, description="descending", indent=False)
@@ -207,7 +211,7 @@ class TraceBrowser:
         self.detail = W.VBox()
         self.replay: TraceReplay | None = None
         head = self._fmt({"task_id": "task", "policy": "policy", "reward": "reward", "turns": "turns",
-                          "calls": "calls", "time_s": "time s", "stop": "stop"}, header=True)
+                          "calls": "calls", "wall_s": "wall_s", "stop_reason": "stop_reason"}, header=True)
         style = ("<style>.fasbench-browser-table select{font-family:monospace;font-size:12px}</style>")
         self.widget = W.VBox([W.HTML(style), W.HBox([self.filter, self.sort_by, self.descending]), self.count,
                               W.HTML(f"<pre style='margin:0;font-size:12px'>{html.escape(head)}</pre>"),
@@ -224,7 +228,7 @@ class TraceBrowser:
 
         return (f"{short_path(str(r['task_id']), 30):30} {short_path(str(r['policy']), 16):16} "
                 f"{num(r['reward'], '{:.3f}'):>7} {num(r['turns'], '{}'):>5} {num(r['calls'], '{}'):>5} "
-                f"{num(r['time_s'], '{:.2f}'):>7} {r['stop']}")
+                f"{num(r['wall_s'], '{:.2f}'):>7} {r['stop_reason']}")
 
     def _refresh(self, change=None) -> None:
         self.shown = filter_sort(self.rows, self.filter.value, self.sort_by.value, self.descending.value)
