@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from git_repo import three_fixes
 
 from fasbench.data import load_tasks, offline_manifest
 from fasbench.data.corpora import with_corpora
@@ -18,24 +19,10 @@ from fasbench.data.gitmine import mine
 from fasbench.records import iter_jsonl
 
 
-def git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture()
 def tasks(tmp_path, monkeypatch):
     monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
-    r = tmp_path / "proj"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    git(r, "config", "user.email", "t@example.com")
-    git(r, "config", "user.name", "T")
-    (r / "mod.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
-    git(r, "add", ".")
-    git(r, "commit", "-q", "-m", "initial")
-    for i in (3, 10, 17):
-        (r / "mod.py").write_text((r / "mod.py").read_text().replace(f"line {i}\n", f"line #{i}\n"))
-        git(r, "commit", "-qam", f"Fix line {i}")
+    r = three_fixes(tmp_path / "proj")
     ts, _ = mine(r, name="me/proj")
     for t in ts:
         t.meta["clone_url"] = f"file://{r}"

@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 
 import pytest
+from git_repo import three_fixes
 from typer.testing import CliRunner
 
 from fasbench.cli import app
@@ -15,10 +16,6 @@ from fasbench.data import SOURCES
 from fasbench.records import read_tasks, write_tasks
 from fasbench.tasksets import TaskSetError, load_task_set, parse_task_set
 from fasbench.policies.toy import make_corpus, toy_tasks
-
-
-def git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +30,7 @@ def task_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    r = tmp_path_factory.mktemp("proj")
-    git(r, "init", "-q", "-b", "main")
-    git(r, "config", "user.email", "t@example.com")
-    git(r, "config", "user.name", "T")
-    (r / "mod.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
-    git(r, "add", ".")
-    git(r, "commit", "-q", "-m", "initial")
-    for i in (3, 10, 17):
-        (r / "mod.py").write_text((r / "mod.py").read_text().replace(f"line {i}\n", f"line #{i}\n"))
-        git(r, "commit", "-qam", f"Fix line {i}")
-    return r
+    return three_fixes(tmp_path_factory.mktemp("proj"))
 
 
 def test_source_with_and_without_split():

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from fasbench.lines import merge_ranges
 from fasbench.policies.terms import STOP, Term
 
 _DEF = re.compile(r"^\s*(?:async\s+)?(def|class)\s+(\w+)")
@@ -198,11 +199,4 @@ class Evidence:
         for ln, _ in ls:
             blk = _enclosing_block(view, ln) if view and ln in view else None
             out.append(list(blk) if blk else [max(1, ln - 5), ln + pad])
-        out.sort()
-        merged: list[list[int]] = []
-        for a, b in out:
-            if merged and a <= merged[-1][1] + 1:
-                merged[-1][1] = max(merged[-1][1], b)
-            else:
-                merged.append([a, b])
-        return merged or [[1, 50]]
+        return merge_ranges(out) or [[1, 50]]
