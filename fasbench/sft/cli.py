@@ -11,9 +11,6 @@ from typing import List, Optional
 
 import typer
 
-from fasbench.sft.data import build
-from fasbench.sft.evaluate import dev_tasks, evaluate, summary
-from fasbench.sft.train import Profile, load_profile, train
 
 PROFILE_HELP = "profile (tiny | cpu | gpu | long_cpu | long_gpu) or a YAML config file"
 SET_HELP = ("override a config field: key=value (key: a field of build/train/eval, or section.key where "
@@ -21,7 +18,11 @@ SET_HELP = ("override a config field: key=value (key: a field of build/train/eva
 SetOpt = typer.Option(None, "--set", help=SET_HELP)
 
 
-def _profile(config: str, sets: Optional[List[str]], **given) -> Profile:
+def _profile(config: str, sets: Optional[List[str]], **given):
+    # local import: fasbench.sft.train imports sft.data, the harness and the tools (jsonschema): ~1.9 s
+    # (python -X importtime), which `fasbench --help` and every other command would pay at start-up
+    from fasbench.sft.train import load_profile
+
     return load_profile(config, {k: v for k, v in given.items() if v is not None}, sets or ())
 
 
@@ -40,6 +41,8 @@ def register(app: typer.Typer) -> None:
                   out: Optional[str] = typer.Option(None, "--out", help="output folder (build.out; default: the cache)")):
         """Build the SFT data set (episodes → examples → datasets on disk); resumes."""
         p = _profile(config, set_, out=out)
+        from fasbench.sft.data import build  # local import: ~1.9 s (harness, tools), as in _profile
+
         stats = build(p.build, p.data_dir)
         typer.echo(json.dumps({"out": str(p.data_dir), "examples": stats["examples"],
                                "dropped": stats["dropped"]}, indent=1))
@@ -50,6 +53,10 @@ def register(app: typer.Typer) -> None:
                   max_steps: Optional[int] = typer.Option(None, "--max-steps", help="override train.max_steps"),
                   resume: bool = typer.Option(True, "--resume/--no-resume", help="continue from the last checkpoint")):
         """Train a profile with TRL's SFTTrainer (builds the data first when missing)."""
+        # local import: ~1.9 s (harness, tools; torch is loaded by train() itself), as in _profile
+        from fasbench.sft.data import build
+        from fasbench.sft.train import train
+
         p = _profile(config, set_, max_steps=max_steps)
         if not (p.data_dir / "dataset").exists():
             build(p.build, p.data_dir)
@@ -62,6 +69,8 @@ def register(app: typer.Typer) -> None:
                  label: str = typer.Option("model", "--label", help="name of this run in the output"),
                  out: Optional[str] = typer.Option(None, "--out", help="traces JSONL (resumes)")):
         """Run a model through the harness on dev tasks; prints the summary as JSON."""
+        from fasbench.sft.evaluate import dev_tasks, evaluate, summary  # local import: ~1.9 s, as in _profile
+
         p = _profile(config, set_)
         rows = evaluate(model, dev_tasks(p), p, label, out)
         typer.echo(json.dumps(summary(rows), indent=1))
