@@ -61,8 +61,12 @@ $(REPORT_JS)/embed-amd.js:
 	  || { echo "note: npm pack failed; the report will load the widget manager from its CDN" >&2; rm -rf $(REPORT_JS); exit 1; }
 	@rm -rf $(REPORT_JS)/pack
 
+# The tests write their runs, models and figures to a cache of their own, so that `make run` never
+# resumes (or reports) what a test run left behind.
+TEST_CACHE ?= $(CURDIR)/.cache/test
+
 test: install
-	$(PY) -m pytest -q --nbmake tests $(NOTEBOOKS)
+	FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q --nbmake tests $(NOTEBOOKS)
 
 figures: install
 	$(PY) -c "from fasbench.figures import export_all; print(*export_all(), sep='\n')"
