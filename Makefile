@@ -31,11 +31,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # kaleido (static figures) and the browser test drive a Chromium; Debian's package serves both.
+# poppler-utils: pdftoppm, which the figure test renders each exported PDF with.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core; \
-	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-dejavu-core; \
-	  else echo "error: Chromium is needed for figure export; install your distribution's chromium package" >&2; exit 1; fi; }
+	@{ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } && command -v pdftoppm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core poppler-utils; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-dejavu-core poppler-utils; \
+	  else echo "error: Chromium (figure export) and poppler-utils (the figure test) are needed; install your distribution's chromium and poppler-utils packages" >&2; exit 1; fi; }
 
 run: install
 	@mkdir -p $(OUT) figures

@@ -3,6 +3,12 @@
 Static export goes through kaleido, which drives a Chromium browser; the Makefile installs
 Debian's ``chromium``. ``BROWSER_PATH`` points kaleido at it when it is not found on its own.
 
+Whole figures: the three formats show one picture. Kaleido prints a PDF with 0.1-inch print margins,
+which shrank the figure and cut off its bottom (axis titles, legends); ``save`` has it print without
+margins. The template's axes grow the margins for their tick labels and titles (``automargin``), and
+titles wider than the figure are wrapped onto lines (plotly never wraps). ``tests/test_figures.py``
+renders each PDF with poppler and checks it against the PNG, with no ink at the page's edges.
+
 Provenance: every saved figure records what produced it (the code version, the notebook, its
 parameters, the input runs, the time) under ``"fasbench_provenance"`` in its plotly JSON sidecar and,
 as JSON in the ``/fasbench:provenance`` key plus ``/Subject`` and ``/Creator``, in its PDF's document
@@ -61,8 +67,12 @@ pio.templates["paper"] = go.layout.Template(
         paper_bgcolor="white",
         plot_bgcolor="white",
         margin=dict(l=60, r=20, t=50, b=50),
-        xaxis=dict(showline=True, linecolor="#444", ticks="outside", gridcolor="#eee", zeroline=False),
-        yaxis=dict(showline=True, linecolor="#444", ticks="outside", gridcolor="#eee", zeroline=False),
+        # automargin: tick labels and axis titles grow the margins instead of being cut at the figure's
+        # edge (the margins above are minimums; a fresh Template does not inherit plotly's automargin).
+        xaxis=dict(showline=True, linecolor="#444", ticks="outside", gridcolor="#eee", zeroline=False,
+                   automargin=True, title=dict(standoff=12)),
+        yaxis=dict(showline=True, linecolor="#444", ticks="outside", gridcolor="#eee", zeroline=False,
+                   automargin=True, title=dict(standoff=12)),
         legend=dict(bgcolor="rgba(255,255,255,0.8)", borderwidth=0),
     )
 )
@@ -170,15 +180,94 @@ def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, h
     spec = out_dir / f"{name}.json"  # kept so that `make figures` can re-export without re-running
     spec.write_text(json.dumps({**json.loads(pio.to_json(fig)), PROVENANCE_KEY: prov}), encoding="utf-8")
     paths = [out_dir / f"{name}.{fmt}" for fmt in formats]
-    _write_images(fig, paths, formats, w, h)
+    _write_images(_wrap_titles(fig, w, h), paths, formats, w, h)
     for p in paths:
         if p.suffix == ".pdf":
             _stamp_pdf(p, prov)
     return paths
 
 
+EM = 0.6  # a DejaVu Sans character's mean advance, in font sizes (rounded up: a wrap too many costs nothing)
+
+
+def _wrap(text: str, size: float, room: float) -> str:
+    """``text`` with ``<br>`` between words where a line would be wider than ``room`` pixels."""
+    if "<" in text.replace("<br>", ""):
+        return text  # other markup: a break could fall inside a tag
+    per_line = max(8, int(room / (EM * size)))
+    out = []
+    for line in text.split("<br>"):
+        words, cur = line.split(" "), ""
+        for word in words:
+            if cur and len(cur) + 1 + len(word) > per_line:
+                out.append(cur)
+                cur = word
+            else:
+                cur = f"{cur} {word}" if cur else word
+        out.append(cur)
+    return "<br>".join(out)
+
+
+def _wrap_titles(fig: go.Figure, w: int, h: int) -> go.Figure:
+    """A copy of ``fig`` whose figure and axis titles are wrapped onto lines that fit in the figure:
+    plotly never wraps text, so a title wider than the figure is cut at its edge in every format."""
+    full = fig.layout.template.layout if fig.layout.template else go.Layout()
+    base = fig.layout.font.size or full.font.size or 12
+    margin = {k: next((v for v in (getattr(fig.layout.margin, k), getattr(full.margin, k)) if v is not None), 80)
+              for k in "lrtb"}
+    out = go.Figure(fig)
+    t = out.layout.title
+    if t.text:
+        x = t.x if t.x is not None else (full.title.x if full.title.x is not None else 0.5)
+        anchor = t.xanchor or full.title.xanchor or "auto"
+        room = w * (1 - x) if anchor == "left" else w * min(x, 1 - x) * 2
+        out.layout.title.text = _wrap(t.text, t.font.size or full.title.font.size or base * 1.2, room - 10)
+    for ax in [a for k in out.layout if k.startswith(("xaxis", "yaxis")) and (a := out.layout[k]) is not None]:
+        if not ax.title.text:
+            continue
+        d0, d1 = ax.domain or (0, 1)
+        horizontal = ax.plotly_name.startswith("x")
+        size, lo, hi = (w, margin["l"], margin["r"]) if horizontal else (h, margin["b"], margin["t"])
+        centre = lo + (size - lo - hi) * (d0 + d1) / 2
+        room = 2 * min(centre, size - centre) - 10
+        ax.title.text = _wrap(ax.title.text, ax.title.font.size or round(base * 1.2), room)
+    return out
+
+
+# Kaleido makes a PDF by printing the figure's SVG with Chromium on a page of the figure's size, but
+# with 0.1-inch print margins: Chromium then shrinks the figure by 19.2 px to the printable width and
+# cuts off the bottom ~8 px (legends and axis titles under the plot). Printed without margins, the
+# page holds the figure at 1:1, the picture of the SVG and the PNG.
+_PDF_PRINT = {"printBackground": True, "preferCSSPageSize": True, "pageRanges": "1",
+              "marginTop": 0, "marginBottom": 0, "marginLeft": 0, "marginRight": 0}
+
+
+def _whole_pdf_pages() -> None:
+    """Make kaleido print PDFs without margins (its ``print_pdf``, kaleido 1.x, is replaced once)."""
+    try:  # local import: kaleido costs ~0.15 s at start-up (python -X importtime); only figure export needs it
+        from kaleido._kaleido_tab import _devtools_utils as dt
+    except ImportError:
+        dt = None
+    if dt is None or not callable(getattr(dt, "print_pdf", None)) or not callable(getattr(dt, "_raise_error", None)):
+        warnings.warn("this kaleido has no _kaleido_tab._devtools_utils.print_pdf: its PDFs keep the print "
+                      "margins that cut the figure's bottom (tests/test_figures.py checks this)", stacklevel=3)
+        return
+    if getattr(dt.print_pdf, "fasbench_whole", False):
+        return
+
+    async def print_pdf(tab):
+        response = await tab.send_command("Page.printToPDF", params=_PDF_PRINT)
+        dt._raise_error(response)
+        return response.get("result", {}).get("data")
+
+    print_pdf.fasbench_whole = True
+    dt.print_pdf = print_pdf
+
+
 def _write_images(fig: go.Figure, paths: list[Path], formats, w: int, h: int) -> None:
     scales = [3 if fmt == "png" else 1 for fmt in formats]
+    if "pdf" in formats:
+        _whole_pdf_pages()
     server = _kaleido_server()
     try:  # all formats in one browser session
         with warnings.catch_warnings():
