@@ -233,15 +233,21 @@ def paired_differs(res: dict, alpha: float = 0.05) -> bool:
     return p < alpha and (lo > 0 or hi < 0)
 
 
-def fmt_p(p: float) -> str:
-    """``p = 0.125``, ``p = 0.0039``, ``p < 0.0001``; ``p = –`` when missing."""
+def p_text(p: float) -> str:
+    """A p-value as text, exact binary fractions kept: ``0.125``, ``0.0625``, ``0.0391``, ``<0.0001``, ``–``."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "p = –"
-    return "p < 0.0001" if p < 1e-4 else (f"p = {p:.4f}" if p < 0.01 else f"p = {p:.3f}")
+        return "–"
+    return "<0.0001" if p < 1e-4 else (f"{p:.3g}" if p < 0.1 else f"{p:.3f}")
+
+
+def fmt_p(p: float) -> str:
+    """``p = 0.125``, ``p = 0.0391``, ``p < 0.0001``; ``p = –`` when missing."""
+    t = p_text(p)
+    return f"p < {t[1:]}" if t.startswith("<") else f"p = {t}"
 
 
 def paired_words(res: dict, alpha: float = 0.05) -> str:
-    """What the test supports, in words, always with n: "differ at p < 0.05 (p = 0.0039, exact
+    """What the test supports, in words, always with n: "differ at p < 0.05 (p = 0.0391, exact
     sign-flip, n = 9)" only when :func:`paired_differs`; otherwise "no difference detectable with n = 4
     (p = 0.125, exact sign-flip; the smallest p 4 nonzero differences can give is 2/2^4 = 0.125)"."""
     n, how = res.get("n", 0), res.get("test", "")

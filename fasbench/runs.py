@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from fasbench.evaluate import load_summary, read_run_meta
-from fasbench.metrics import EXACT_MAX_N, N_FLIPS, bootstrap_ci, paired_test
+from fasbench.metrics import EXACT_MAX_N, N_FLIPS, bootstrap_ci, p_text, paired_test
 from fasbench.paths import repo_root
 
 RUN_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "acc_at_5", "turns", "wall_s")
@@ -137,7 +137,8 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] = COMPARE_ME
     """Every run after the first against the first (the reference), on the tasks both have: one row per
     (run, metric) with ``n`` shared tasks, ``reference``/``run`` means, ``diff`` = run − reference,
     ``lo``/``hi`` (``level`` interval; nan when n is too small for one), ``p`` (two-sided sign-flip),
-    ``n_nonzero``, ``p_min`` (the smallest p these n could give), ``test`` and ``ci`` (the methods). Unknown runs or metrics raise
+    ``n_nonzero``, ``p_min`` (the smallest p these n could give), ``test`` and ``ci`` (the methods) and
+    ``level``. Unknown runs or metrics raise
     :class:`RunError` with a one-line message."""
     if len(runs) < 2:
         raise RunError("compare needs at least two runs")
@@ -157,7 +158,6 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] = COMPARE_ME
                 raise RunError(f"{name} and {ref} share no task with a value of {m}")
             a, b = j[m].cast(pl.Float64).to_list(), j[f"{m}_b"].cast(pl.Float64).to_list()
             res = paired_diff(a, b, level, n_boot, seed)
-            res = {k: v for k, v in res.items() if k != "level"}
             rows.append({"reference": ref, "run": name, "metric": m, "reference_mean": float(np.mean(a)),
                          "run_mean": float(np.mean(b)), **res})
     return pl.DataFrame(rows)
@@ -181,7 +181,7 @@ def _ci(v, lo, hi, digits: int = 3, signed: bool = False) -> str:
 
 
 def _p(p: float) -> str:
-    return "–" if p is None or math.isnan(p) else ("<0.0001" if p < 1e-4 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}")
+    return p_text(p)
 
 
 def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digits: int = 3) -> pl.DataFrame:

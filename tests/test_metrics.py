@@ -74,7 +74,7 @@ def test_paired_p_values_by_hand_n1_n4_n9():
     # Subsets holding the -1 and j ones have mean (j - 1)/(j + 1), C(8, j) of them: -1 (1), 0 (8),
     # 1/3 (28) -> the 12th smallest is 1/3; the 255 subsets without the -1 have mean 1 -> hi = 1.
     assert r["lo"] == pytest.approx(1 / 3) and r["hi"] == 1.0 and r["ci"] == "exact sign-flip"
-    assert paired_differs(r) and paired_words(r) == "differ at p < 0.05 (p = 0.039, exact sign-flip, n = 9)"
+    assert paired_differs(r) and paired_words(r) == "differ at p < 0.05 (p = 0.0391, exact sign-flip, n = 9)"
     # n = 9 with a zero: it adds 0 under either sign, so m = 8; sum = 6, |T| >= 6 with eight ±1:
     # T in {8, 6, -6, -8}: (1 + 8 + 8 + 1)/256 = 18/256.
     r = paired_test([1.0] * 7 + [-1.0, 0.0], [0.0] * 9)
