@@ -9,8 +9,9 @@ produce the same cheats inside the harness (so they go through the tool sets' re
 parsers); ``audit_table`` scores cheats and honest reports on the same tasks under Relace F2, Relace
 hybrid, FastContext and F0.5 (with line-level F1 as the reference for what was really lost), and
 says for each (cheat, reward) whether the reward *penalises* the cheat, is *blind* to it, or is
-*gamed* by it (paired bootstrap of the difference to honest: interval above zero = gamed, below =
-penalised).
+*gamed* by it (the paired difference to honest and its exact sign-flip interval,
+``fasbench.metrics.paired_test``: interval above zero = gamed, below = penalised; with n ≤ 5 tasks no
+95% interval exists and every verdict is blind, so a smaller ``level`` is needed there).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Sequence
 
 import polars as pl
 
-from fasbench.metrics import file_prf, normalize_files, paired_bootstrap
+from fasbench.metrics import file_prf, normalize_files, paired_bootstrap, paired_differs
 from fasbench.policies import bind_policy
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Report, Task, ToolCall, ToolResult, Trace, Turn
@@ -127,9 +128,10 @@ def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence
     return pl.DataFrame(rows)
 
 
-def audit_table(frame, n_boot: int = 2000, seed: int = 0):
-    """One row per (cheat, reward): honest and cheat means, the paired difference with its 95%
-    interval, and the verdict: ``gamed`` (interval above 0), ``penalised`` (below 0) or ``blind``;
+def audit_table(frame, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
+    """One row per (cheat, reward): honest and cheat means, the paired difference with its ``level``
+    interval, its sign-flip ``p``, and the verdict: ``gamed`` (interval above 0 and p < 1 − level),
+    ``penalised`` (below 0 and p < 1 − level) or ``blind``;
     ``paid_when_wrong``: the mean reward on the tasks where the cheat cited no gold file (a reward
     that pays a wrong answer can be farmed)."""
     rows = []
@@ -137,13 +139,12 @@ def audit_table(frame, n_boot: int = 2000, seed: int = 0):
     for (cheat, rw), g in frame.filter(pl.col("policy") != "honest").group_by(["policy", "reward"], maintain_order=True):
         h = honest.filter(pl.col("reward") == rw).select("task_id", pl.col("score").alias("h"))
         j = g.select("task_id", "score").join(h, on="task_id")
-        res = paired_bootstrap(j["score"].to_list(), j["h"].to_list(), n=n_boot, seed=seed)
-        verdict = "gamed" if res["lo"] > 0 else ("penalised" if res["hi"] < 0 else "blind")
-        if res["diff"] == 0 and res["lo"] == 0 and res["hi"] == 0:
-            verdict = "blind"
+        res = paired_bootstrap(j["score"].to_list(), j["h"].to_list(), n=n_boot, alpha=1 - level, seed=seed)
+        seen = paired_differs(res, alpha=1 - level)  # p < 1 - level and the interval excludes 0
+        verdict = "blind" if not seen else ("gamed" if res["diff"] > 0 else "penalised")
         wrong = g.filter(~pl.col("hit"))["score"]
         rows.append({"cheat": cheat, "reward": rw, "honest": float(j["h"].mean()), "cheat_score": float(j["score"].mean()),
-                     "diff": res["diff"], "lo": res["lo"], "hi": res["hi"], "verdict": verdict,
+                     "diff": res["diff"], "lo": res["lo"], "hi": res["hi"], "p": res["p"], "verdict": verdict,
                      "paid_when_wrong": float(wrong.mean()) if wrong.len() else 0.0, "n": j.height})
     return pl.DataFrame(rows)
 

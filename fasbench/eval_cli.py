@@ -157,10 +157,11 @@ def register(app) -> None:
         metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics (repeat or comma-separate); "
                                                    "default file_f2,line_f1,reward_relace_f2,turns"),
         level: float = typer.Option(0.95, "--level", help="confidence level of the intervals"),
-        n_boot: int = typer.Option(2000, "--n-boot", min=100, help="bootstrap resamples"),
+        n_boot: int = typer.Option(2000, "--n-boot", min=100, help="bootstrap resamples (intervals above 20 tasks)"),
         as_json: bool = typer.Option(False, "--json", help="one JSON object per row instead of a table"),
     ):
-        """Paired bootstrap of each run against the first (run − reference) on their shared tasks."""
+        """Paired comparison of each run against the first (run − reference) on their shared tasks: the
+        two-sided sign-flip p (exact up to 20 tasks) beside its n, and the interval."""
         from fasbench import runs as R  # local import: polars + fasbench.evaluate, ~7 s at CLI start-up
 
         metrics = _metrics(metric, R.COMPARE_METRICS)
@@ -174,8 +175,9 @@ def register(app) -> None:
             for r in table.iter_rows(named=True):
                 typer.echo(json.dumps(r))
             return
-        typer.echo(f"reference: {table['reference'][0]}; paired bootstrap over shared tasks ({n_boot} resamples), "
-                   f"diff = run − reference with its {level:.0%} interval, p two-sided")
+        typer.echo(f"reference: {table['reference'][0]}; diff = run − reference over shared tasks with its "
+                   f"{level:.0%} interval")
+        typer.echo(R.compare_note(table, level))
         typer.echo(R.format_table(R.display_compare(table)))
 
 

@@ -9,7 +9,8 @@ table of :mod:`fasbench.episodes` (its ``COLUMNS``): reward and its parts under 
 every gold file in the top k), turns, calls per turn, wall time split into model and tool time,
 tokens, well-formed calls, the localization grains. Tasks are named by ``fasbench.tasksets`` and get
 their corpora from ``fasbench.data.corpora``. ``aggregate`` gives macro averages with bootstrap 95%
-intervals; ``compare`` a paired bootstrap between two runs on their shared tasks. A model checkpoint
+intervals; ``compare`` the paired test (``fasbench.metrics.paired_test``: exact sign-flip p and interval)
+between two runs on their shared tasks. A model checkpoint
 is evaluated through here too (``fasbench.checkpoints``).
 """
 
@@ -266,7 +267,8 @@ def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str]
 
 
 def compare(a, b, metric: str = "file_f2", n_boot: int = 2000, seed: int = 0) -> dict:
-    """Paired bootstrap of ``metric`` between two summaries on the tasks they share."""
+    """The paired test of ``metric`` (A − B) between two summaries on the tasks they share
+    (:func:`fasbench.metrics.paired_test`: diff, interval, two-sided sign-flip p, n)."""
     for name, df in (("A", a), ("B", b)):
         if metric not in df.columns:
             raise ValueError(f"compare: run {name} has no metric {metric!r} (numeric columns: "

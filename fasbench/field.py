@@ -1,6 +1,7 @@
 """The field side by side (notebooks/09_field.ipynb): the published results shipped in
 ``data/field/published.csv`` (see its SOURCE.md), fasbench runs placed beside them only where the
-metric definitions match, and how the ranking of policies changes with the gold definition.
+metric definitions match, and how the ranking of policies changes with the gold definition (a change
+is claimed only where paired sign-flip tests between the tops support it, :func:`top_sentence`).
 
 Gold definitions compared (each a summary.parquet column, fasbench/localization.py):
 ``line_f1`` against the gold patch's hunks (FastContext), ``function_f1`` against the patch's
@@ -20,6 +21,7 @@ from plotly.subplots import make_subplots
 from fasbench.data.files import find_data
 from fasbench.evaluate import aggregate
 from fasbench.figures import PALETTE
+from fasbench.metrics import fmt_p, paired_differs, paired_test
 
 GOLDS = {  # label -> (summary column, what the gold is)
     "gold-patch hunks": ("line_f1", "line F1 vs the gold patch's hunk lines (FastContext)"),
@@ -88,7 +90,10 @@ def caveats(tasks, df: pl.DataFrame) -> list[str]:
 
 def gold_ranks(df: pl.DataFrame, golds: dict = GOLDS, n_boot: int = 2000) -> pl.DataFrame:
     """One row per (gold definition, policy): macro mean, CI, n on the tasks that have that gold,
-    and the policy's rank under it (1 = best; ties share the better rank)."""
+    the policy's rank under it (1 = best; ties share the better rank), and the paired test of the
+    gold's top policy against it on the tasks both have (``top``, ``vs_top_diff`` = top − policy,
+    ``vs_top_lo``/``vs_top_hi``, ``vs_top_p``, ``vs_top_n``, ``vs_top_p_min``;
+    :func:`fasbench.metrics.paired_test`; null on the top's own row)."""
     rows = []
     for label, (col, _) in golds.items():
         if col not in df.columns:
@@ -101,7 +106,36 @@ def gold_ranks(df: pl.DataFrame, golds: dict = GOLDS, n_boot: int = 2000) -> pl.
             rows.append({"gold": label, "metric": col, "policy": a["policy"], "value": a[col], "lo": a[f"{col}_lo"],
                          "hi": a[f"{col}_hi"], "n": a["n"]})
     out = pl.DataFrame(rows)
-    return out.with_columns(pl.col("value").rank("min", descending=True).over("gold").cast(pl.Int64).alias("rank"))
+    out = out.with_columns(pl.col("value").rank("min", descending=True).over("gold").cast(pl.Int64).alias("rank"))
+    return _vs_top(out, df, n_boot)
+
+
+_VS = ("diff", "lo", "hi", "p", "n", "p_min")
+
+
+def _vs_top(ranks: pl.DataFrame, df: pl.DataFrame, n_boot: int) -> pl.DataFrame:
+    """The paired test (top − policy) of each gold's top policy (first of rank 1) against the others."""
+    extra = []
+    for g in ranks["gold"].unique(maintain_order=True).to_list():
+        r = ranks.filter(pl.col("gold") == g).sort("rank")
+        col, top = r["metric"][0], r["policy"][0]
+        mine = df.filter((pl.col("policy") == top) & pl.col(col).is_not_null()).select("task_id", pl.col(col).alias("t"))
+        for p in r["policy"].to_list():
+            e = {"gold": g, "policy": p, "top": top, **{f"vs_top_{k}": None for k in _VS}}
+            if p != top:
+                j = mine.join(df.filter((pl.col("policy") == p) & pl.col(col).is_not_null())
+                              .select("task_id", pl.col(col).alias("o")), on="task_id")
+                res = paired_test(j["t"].cast(pl.Float64).to_list(), j["o"].cast(pl.Float64).to_list(), n_boot=n_boot)
+                e.update({f"vs_top_{k}": res[k] for k in _VS})
+            extra.append(e)
+    schema = {"gold": pl.Utf8, "policy": pl.Utf8, "top": pl.Utf8,
+              **{f"vs_top_{k}": (pl.Int64 if k == "n" else pl.Float64) for k in _VS}}
+    return ranks.join(pl.DataFrame(extra, schema=schema), on=["gold", "policy"], how="left")
+
+
+def _vs(row: dict) -> dict:
+    """A gold_ranks row's paired test against the top, as :func:`fasbench.metrics.paired_test` keys."""
+    return {k: row[f"vs_top_{k}"] for k in _VS}
 
 
 def rank_figure(ranks: pl.DataFrame, policies: Sequence[str] | None = None) -> go.Figure:
@@ -128,6 +162,38 @@ def rank_figure(ranks: pl.DataFrame, policies: Sequence[str] | None = None) -> g
     return fig
 
 
+def top_sentence(ranks: pl.DataFrame, alpha: float = 0.05) -> str:
+    """Whether the top policy changes across golds, claimed only where the paired tests support it:
+    for two golds with different tops A and B, A beats B under the first AND B beats A under the
+    second (each :func:`fasbench.metrics.paired_differs`: p < ``alpha`` and the interval excludes 0, on
+    the tasks both have that gold). Otherwise the point-estimate tops are given with the tests that
+    fail to separate them, each with its n."""
+    golds = ranks["gold"].unique(maintain_order=True).to_list()
+    tops = {g: ranks.filter(pl.col("gold") == g)["top"][0] for g in golds}
+    listed = ", ".join(f"{g}: {p}" for g, p in tops.items())
+    if len(set(tops.values())) == 1:
+        return f"The top policy by point estimate is the same across the {len(golds)} gold definitions ({listed})."
+
+    def vs(g, p):  # the top of gold g against policy p under g
+        return _vs(ranks.filter((pl.col("gold") == g) & (pl.col("policy") == p)).row(0, named=True))
+
+    def said(g, p):
+        r = vs(g, p)
+        return (f"under {g}, {tops[g]} − {p} = {r['diff']:+.3f}, {fmt_p(r['p'])}, n = {r['n']}"
+                + (f" (smallest attainable p = {r['p_min']:.3g})" if r["p_min"] is not None and r["p_min"] >= alpha else ""))
+
+    pairs = [(g1, g2) for i, g1 in enumerate(golds) for g2 in golds[i + 1:] if tops[g1] != tops[g2]]
+    for g1, g2 in pairs:
+        a, b = vs(g1, tops[g2]), vs(g2, tops[g1])
+        if paired_differs(a, alpha) and paired_differs(b, alpha) and a["diff"] > 0 and b["diff"] > 0:
+            return (f"The top policy changes across the gold definitions ({listed}); paired tests support it: "
+                    f"{said(g1, tops[g2])}; {said(g2, tops[g1])} (each p < {alpha:g} with its interval above 0).")
+    why = "; ".join(dict.fromkeys(x for g1, g2 in pairs for x in (said(g1, tops[g2]), said(g2, tops[g1]))))
+    return (f"The point-estimate top policy differs across the {len(golds)} gold definitions ({listed}), but the paired "
+            f"tests do not show that the ranking changes (a change needs each top ahead of the other under its own gold "
+            f"at p < {alpha:g} with the interval excluding 0): {why}.")
+
+
 def findings(ranks: pl.DataFrame, side: pl.DataFrame, n_tasks: int) -> str:
     """The notebook's closing "What we found" Markdown, written from the computed frames."""
     lines = ["## What we found", ""]
@@ -138,10 +204,7 @@ def findings(ranks: pl.DataFrame, side: pl.DataFrame, n_tasks: int) -> str:
         best = r.row(0, named=True)
         lines.append(f"- **{g}** (`{best['metric']}`, n = {best['n']}): best {best['policy']} "
                      f"{best['value']:.3f} [{best['lo']:.3f}, {best['hi']:.3f}]; order: {' > '.join(pols)}.")
-    firsts = {g: p[0] for g, p in order.items() if p}
-    same = len(set(firsts.values())) == 1
-    lines.append(f"- The top policy {'is the same' if same else 'changes'} across the {len(order)} gold definitions "
-                 f"({', '.join(f'{g}: {p}' for g, p in firsts.items())}).")
+    lines.append(f"- {top_sentence(ranks)}")
     if side.height:
         for col in side["metric"].unique(maintain_order=True):
             s = side.filter(pl.col("metric") == col)

@@ -7,20 +7,26 @@ expression of its last cell (tagged ``findings``; the HTML report hides that cel
     f.metric("file-level F2, heuristic ≤ 4 turns", row["file_f2"], row["file_f2_lo"], row["file_f2_hi"],
              n=row["n"], seed=None)
     f.seed("search share of tokens", ours=0.41, seed=0.566, source="Relace")
-    f.add(f"The heuristic beats BM25 by {diff:+.2f} F2 points [{lo:+.2f}, {hi:+.2f}].")
+    f.paired("heuristic − BM25, file-level F2", compare_row)  # words follow the test, with n
     f.caveat("CPU defaults: 12 tasks from 3 corpora; the full study uses every usable task.")
     f
 
 Every number is passed in, never typed: the cell re-renders with the run it belongs to. Intervals
 are written ``mean [lo, hi]`` with their level and ``n``; differences carry an explicit sign; seed
 values (the published numbers of the three reproduced systems) sit in their own column, with their
-source, beside ours.
+source, beside ours. A paired difference (a :func:`fasbench.metrics.paired_test` result, or a row
+of ``fasbench.runs.compare_runs``) is written by :meth:`Findings.paired` / :func:`paired_sentence`:
+"differ at p < 0.05 (exact sign-flip, n = N)" only when p < 0.05 and the interval excludes 0,
+otherwise "no difference detectable with n = N" with the smallest p those N tasks could give.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Sequence
+
+from fasbench.metrics import fmt_p, paired_differs, paired_words
 
 
 def _bad(v) -> bool:
@@ -50,6 +56,37 @@ def ci(mean, lo, hi, digits: int = 2, pct: bool = False, signed: bool = False) -
     return f"{num(mean, digits, pct, signed)} [{num(lo, digits, pct, signed)}, {num(hi, digits, pct, signed)}]"
 
 
+def paired_phrase(res: dict, digits: int = 3, alpha: float = 0.05) -> str:
+    """``+0.244 [+0.161, +0.286]: differ at p < 0.05 (p = 0.0039, exact sign-flip, n = 9)`` or
+    ``+0.244 [no 95% interval at n = 4]: no difference detectable with n = 4 (…)``."""
+    d = ci(res.get("diff"), res.get("lo"), res.get("hi"), digits, signed=True)
+    if "[" not in d and not _bad(res.get("diff")):
+        d += f" [no {res.get('level', 0.95):.0%} interval at n = {res.get('n', 0)}]"
+    return f"{d}: {paired_words(res, alpha)}"
+
+
+def paired_sentence(what: str, rows: Sequence[dict], name: str = "run", digits: int = 3, alpha: float = 0.05) -> str:
+    """One sentence over several paired comparisons against one reference (e.g. the ``file_f2`` rows
+    of ``compare_runs``): how many differ by :func:`fasbench.metrics.paired_differs` (p < ``alpha`` AND
+    the interval excludes 0), those with difference, interval, p and n, and the others with their n
+    and p (and the smallest p their n allows, when that is what stopped them)."""
+    rows = list(rows)
+    sig = [r for r in rows if paired_differs(r, alpha)]
+    rest = [r for r in rows if not paired_differs(r, alpha)]
+    level = rows[0].get("level", 1 - alpha) if rows else 1 - alpha
+    out = (f"{what}: {len(sig)} of {len(rows)} differ at p < {alpha:g} with a {level:.0%} interval excluding 0 "
+           "(two-sided sign-flip test over the tasks each pair shares)")
+    if sig:
+        out += ": " + "; ".join(f"{r[name]} {ci(r['diff'], r['lo'], r['hi'], digits, signed=True)} "
+                                f"({fmt_p(r['p'])}, n = {r['n']})" for r in sig)
+    if rest:
+        out += ". No difference detectable for " + "; ".join(
+            f"{r[name]} ({fmt_p(r.get('p'))}, n = {r.get('n', 0)}"
+            + (f", smallest attainable p = {r['p_min']:.3g}" if not _bad(r.get("p_min")) and r["p_min"] >= alpha else "")
+            + ")" for r in rest)
+    return out + "."
+
+
 def _cell(s: str) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
@@ -66,11 +103,23 @@ class Findings:
     sentences: list[str] = field(default_factory=list)
     rows: list[dict] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
+    paired_tests: bool = False  # a sentence reports a paired test (the head then names the method)
 
     def add(self, sentence: str) -> "Findings":
         """A finding in words (built with f-strings from computed values)."""
         self.sentences.append(sentence)
         return self
+
+    def paired(self, what: str, res: dict, digits: int = 3, alpha: float = 0.05) -> "Findings":
+        """A paired difference in words that follow the test (:func:`paired_phrase`), always with n."""
+        self.paired_tests = True
+        return self.add(f"{what}: {paired_phrase(res, digits, alpha)}.")
+
+    def compared(self, what: str, rows: Sequence[dict], name: str = "run", digits: int = 3,
+                 alpha: float = 0.05) -> "Findings":
+        """Several paired comparisons against one reference in one sentence (:func:`paired_sentence`)."""
+        self.paired_tests = True
+        return self.add(paired_sentence(what, rows, name, digits, alpha))
 
     def metric(self, label: str, mean, lo=None, hi=None, n: int | None = None, digits: int = 2, pct: bool = False,
                signed: bool = False, seed=None, seed_source: str = "", seed_note: str = "") -> "Findings":
@@ -99,6 +148,9 @@ class Findings:
             head += f"\n\n*Measured on n = {self.n:,} {self.unit}"
             if any(r["has_ci"] for r in self.rows) or any("[" in x for x in self.sentences):
                 head += f"; intervals [lo, hi] are {self.level:.0%} bootstrap intervals over {self.unit}"
+            if self.paired_tests:
+                head += ("; paired differences: two-sided sign-flip test (exact up to 20 differing tasks) and its "
+                         "exact interval (percentile bootstrap above 20 tasks)")
             head += ".*"
         parts = [head]
         if self.sentences:

@@ -8,8 +8,9 @@ when two share a name) and can be given by path or by that name (searched under 
 - :func:`runs_table` — one row per run: policy, tool set, task source, n, the main metrics with
   bootstrap intervals, date, code version (``fasbench runs``);
 - :func:`compare_runs` — each run against the first on the tasks they share: both means, the paired
-  difference (run − reference) with its bootstrap interval and a two-sided bootstrap p-value, for
-  several metrics at once (``fasbench compare A B [C …]``);
+  difference (run − reference) with its interval, the two-sided sign-flip p-value and n
+  (:func:`fasbench.metrics.paired_test`: exact at small n, valid at every n), for several metrics at
+  once (``fasbench compare A B [C …]``);
 - :func:`format_table` — either frame as aligned plain text for a terminal.
 """
 
@@ -25,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from fasbench.evaluate import load_summary, read_run_meta
-from fasbench.metrics import bootstrap_ci
+from fasbench.metrics import EXACT_MAX_N, N_FLIPS, bootstrap_ci, p_text, paired_test
 from fasbench.paths import repo_root
 
 RUN_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "acc_at_5", "turns", "wall_s")
@@ -125,24 +126,19 @@ def _first(df: pl.DataFrame, col: str):
 
 def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95, n_boot: int = 2000,
                 seed: int = 0) -> dict:
-    """Mean of ``b − a`` over paired tasks, its percentile bootstrap interval at ``level``, and the
-    two-sided bootstrap p-value ``min(1, 2·min(P*(Δ ≤ 0), P*(Δ ≥ 0)))`` over the resampled means."""
-    d = np.asarray(b, float) - np.asarray(a, float)
-    if d.size == 0:
-        return {"diff": math.nan, "lo": math.nan, "hi": math.nan, "p": math.nan}
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, d.size, size=(n_boot, d.size))].mean(axis=1)
-    alpha = 1 - level
-    p = min(1.0, 2 * min(float((means <= 0).mean()), float((means >= 0).mean())))
-    return {"diff": float(d.mean()), "lo": float(np.quantile(means, alpha / 2)),
-            "hi": float(np.quantile(means, 1 - alpha / 2)), "p": p}
+    """Mean of ``b − a`` over paired tasks with :func:`fasbench.metrics.paired_test`: the two-sided
+    sign-flip p-value (exact up to 20 tasks that differ), its interval at ``level`` (exact sign-flip up to
+    20 tasks, nan when n is too small for one; percentile bootstrap above), ``n`` and the test's name."""
+    return paired_test(b, a, level=level, n_boot=n_boot, seed=seed)
 
 
 def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] = COMPARE_METRICS, level: float = 0.95,
                  n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
     """Every run after the first against the first (the reference), on the tasks both have: one row per
     (run, metric) with ``n`` shared tasks, ``reference``/``run`` means, ``diff`` = run − reference,
-    ``lo``/``hi`` (``level`` interval) and ``p`` (two-sided). Unknown runs or metrics raise
+    ``lo``/``hi`` (``level`` interval; nan when n is too small for one), ``p`` (two-sided sign-flip),
+    ``n_nonzero``, ``p_min`` (the smallest p these n could give), ``test`` and ``ci`` (the methods) and
+    ``level``. Unknown runs or metrics raise
     :class:`RunError` with a one-line message."""
     if len(runs) < 2:
         raise RunError("compare needs at least two runs")
@@ -162,8 +158,8 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] = COMPARE_ME
                 raise RunError(f"{name} and {ref} share no task with a value of {m}")
             a, b = j[m].cast(pl.Float64).to_list(), j[f"{m}_b"].cast(pl.Float64).to_list()
             res = paired_diff(a, b, level, n_boot, seed)
-            rows.append({"reference": ref, "run": name, "metric": m, "n": j.height,
-                         "reference_mean": float(np.mean(a)), "run_mean": float(np.mean(b)), **res})
+            rows.append({"reference": ref, "run": name, "metric": m, "reference_mean": float(np.mean(a)),
+                         "run_mean": float(np.mean(b)), **res})
     return pl.DataFrame(rows)
 
 
@@ -179,11 +175,13 @@ def _ci(v, lo, hi, digits: int = 3, signed: bool = False) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     f = f"{{:{'+' if signed else ''}.{digits}f}}"
+    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        return f"{f.format(v)} [–]"
     return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
 
 
 def _p(p: float) -> str:
-    return "–" if p is None or math.isnan(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
+    return p_text(p)
 
 
 def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digits: int = 3) -> pl.DataFrame:
@@ -201,11 +199,32 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
 
 
 def display_compare(table: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
-    """The comparison as strings: means, ``diff [lo, hi]`` signed, p."""
-    return pl.DataFrame([{"run": r["run"], "vs": r["reference"], "metric": r["metric"], "n": str(r["n"]),
+    """The comparison as strings: means, ``diff [lo, hi]`` signed (``[–]``: n too small for an interval
+    at this level), then the sign-flip p with its n beside it, the smallest p that n allows, and the
+    test (``exact`` or ``MC``, Monte Carlo)."""
+    return pl.DataFrame([{"run": r["run"], "vs": r["reference"], "metric": r["metric"],
                           "reference": _num(r["reference_mean"], digits), "run mean": _num(r["run_mean"], digits),
-                          "diff (run − ref)": _ci(r["diff"], r["lo"], r["hi"], digits, signed=True), "p": _p(r["p"])}
+                          "diff (run − ref)": _ci(r["diff"], r["lo"], r["hi"], digits, signed=True), "p": _p(r["p"]),
+                          "n": str(r["n"]), "min p": _p(r.get("p_min")),
+                          "test": "exact" if str(r.get("test", "")).startswith("exact") else "MC"}
                          for r in table.iter_rows(named=True)])
+
+
+def compare_note(table: pl.DataFrame, level: float = 0.95) -> str:
+    """One line saying how :func:`display_compare`'s p and intervals were computed (for the CLI and
+    the notebooks)."""
+    note = (f"p: two-sided sign-flip test of the mean paired difference (exact: all 2^m flips of the m tasks "
+            f"that differ, up to {EXACT_MAX_N}; MC: {N_FLIPS:,} random flips, p = (b+1)/(B+1)); min p: the smallest "
+            f"p these tasks allow; interval: {level:.0%}, exact sign-flip up to {EXACT_MAX_N} tasks, percentile "
+            "bootstrap above")
+    if table.height and any(math.isnan(v) for v in table["lo"].to_list() if v is not None):
+        note += f"; [–]: no {level:.0%} interval exists for n ≤ {_no_ci_max_n(level)}"
+    return note
+
+
+def _no_ci_max_n(level: float) -> int:
+    """The largest n for which no exact sign-flip interval reaches ``level`` (2^n < 2/(1 − level))."""
+    return math.ceil(math.log2(2 / (1 - level))) - 1
 
 
 def format_table(df: pl.DataFrame) -> str:

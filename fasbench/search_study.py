@@ -111,7 +111,9 @@ def per_repo_table(df: pl.DataFrame, policies: Sequence[str], metric: str = "fil
 
 def acceptance(df: pl.DataFrame, max_turns: int = 4, margin: float = 0.10, bm25: str = "bm25") -> dict:
     """Does the best heuristic in ≤ ``max_turns`` turns beat bm25 by ≥ ``margin`` file-level F2 on
-    the shared tasks, with its median episode under 2 s? Returns the numbers and the verdict."""
+    the shared tasks, with its median episode under 2 s? Returns the numbers and the verdict (on the
+    point estimate, the target's definition), with the paired sign-flip test of the difference
+    (``p``; ``paired``: the whole :func:`fasbench.metrics.paired_test` result, for the findings' words)."""
     heur = [p for p in df["policy"].unique().to_list() if family(p) == "heuristic"]
     heur = [p for p in heur if df.filter(pl.col("policy") == p)["turns"].max() <= max_turns]
     if not heur or bm25 not in df["policy"].to_list():
@@ -123,6 +125,8 @@ def acceptance(df: pl.DataFrame, max_turns: int = 4, margin: float = 0.10, bm25:
     med = float(a["wall_s"].median())
     return {"heuristic": best, "n_tasks": c["n"], "f2_heuristic": float(a["file_f2"].mean()),
             "f2_bm25": float(b["file_f2"].mean()), "diff": c["diff"], "diff_lo": c["lo"], "diff_hi": c["hi"],
+            "p": c["p"], "paired": {k: c[k] for k in ("diff", "lo", "hi", "p", "n", "n_nonzero", "p_min", "test", "ci",
+                                                      "level")},
             "median_wall_s": med, "passes": bool(c["diff"] >= margin and med < 2.0)}
 
 

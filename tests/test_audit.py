@@ -22,7 +22,10 @@ def run(tmp_path_factory):
 
 def test_audit_table_verdicts(run):
     tasks, traces = run
-    tab = audit_table(audit_frame(tasks, traces), n_boot=500)
+    # 5 toy tasks: no exact 95% sign-flip interval exists (2^5 < 2/0.05); at 90% it does ([min, max] of
+    # the differences, coverage 1 - 2/2^5 >= 0.9)
+    assert set(audit_table(audit_frame(tasks, traces), n_boot=500)["verdict"]) == {"blind"}
+    tab = audit_table(audit_frame(tasks, traces), n_boot=500, level=0.9)
     assert set(tab["cheat"]) == set(CHEATS) and tab.height == len(CHEATS) * 5
 
     def row(cheat, reward):

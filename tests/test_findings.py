@@ -2,7 +2,8 @@
 
 import math
 
-from fasbench.findings import Findings, ci, num
+from fasbench.findings import Findings, ci, num, paired_sentence
+from fasbench.metrics import paired_test
 
 
 def test_number_formats_and_missing_values():
@@ -24,3 +25,20 @@ def test_markdown_has_table_seeds_caveats_and_level():
     assert "| file F2 | 0.50 [0.40, 0.60] | 12 | 0.70 | Relace |" in md
     assert "| read+search share | 46.1% | 500 | 56.2% | FastContext |" in md
     assert "- Heuristic beats BM25." in md and "**Caveats**" in md and "- CPU defaults." in md
+
+
+def test_paired_findings_claim_a_difference_only_when_the_test_supports_it():
+    """The old notebook 03 wrote "differ at p < 0.05" for a policy run on one task (bootstrap p = 0)."""
+    rows = [{"run": "heur", **paired_test([1.0] * 8 + [0.0], [0.0] * 8 + [1.0])},  # p = 20/512, interval > 0
+            {"run": "hf", **paired_test([0.9], [0.1])},  # n = 1: p = 1
+            {"run": "dense", **paired_test([1.0] * 4, [0.5] * 4)}]  # n = 4, all up: p = 0.125
+    text = paired_sentence("Against BM25 on file-level F2, policies", rows)
+    assert text.startswith("Against BM25 on file-level F2, policies: 1 of 3 differ at p < 0.05 with a 95% interval")
+    assert "heur +0.778 [+0.333, +1.000] (p = 0.0391, n = 9)" in text
+    assert "No difference detectable for hf (p = 1.000, n = 1, smallest attainable p = 1)" in text
+    assert "dense (p = 0.125, n = 4, smallest attainable p = 0.125)" in text
+    f = Findings("baselines", n=9)
+    f.paired("dense − BM25", rows[2])
+    md = f.markdown()
+    assert "- dense − BM25: +0.500 [no 95% interval at n = 4]: no difference detectable with n = 4 (p = 0.125" in md
+    assert "two-sided sign-flip test" in md

@@ -1,10 +1,14 @@
-"""Metrics: path normalisation, PRF, Acc@k / Recall@k, bootstrap intervals."""
+"""Metrics: path normalisation, PRF, Acc@k / Recall@k, bootstrap intervals, the paired sign-flip test."""
+
+import itertools
+import math
 
 import numpy as np
 import pytest
 
-from fasbench.metrics import (acc_at_k, bootstrap_ci, file_prf, line_prf, merge_ranges, normalize_files,
-                              normalize_path, paired_bootstrap, recall_at_k)
+from fasbench.metrics import (EXACT_MAX_N, N_FLIPS, _subset_sums, acc_at_k, bootstrap_ci, file_prf, line_prf,
+                              merge_ranges, normalize_files, normalize_path, paired_bootstrap, paired_differs,
+                              paired_test, paired_words, recall_at_k, sign_flip_p)
 
 
 @pytest.mark.parametrize("raw,expected", [
@@ -43,7 +47,52 @@ def test_bootstrap():
     x = rng.normal(0.5, 0.1, 200)
     m, lo, hi = bootstrap_ci(x)
     assert lo < m < hi and hi - lo < 0.05
-    d = paired_bootstrap(x + 0.1, x)
-    assert d["diff"] == pytest.approx(0.1) and d["p_value"] == 0.0
+    d = paired_bootstrap(x + 0.1, x)  # 200 tasks: Monte Carlo sign flips, p = (0 + 1)/(20000 + 1), never 0
+    assert d["diff"] == pytest.approx(0.1) and d["p_value"] == d["p"] == pytest.approx(1 / 20001)
+    assert d["ci"].startswith("percentile bootstrap") and d["lo"] == pytest.approx(0.1) == d["hi"]
     with pytest.raises(ValueError, match="same tasks"):
         paired_bootstrap([1, 2], [1])
+
+
+def test_paired_p_values_by_hand_n1_n4_n9():
+    """Exact two-sided sign-flip p = #{s in {-1,+1}^m : |sum s_i d_i| >= |sum d_i|} / 2^m, m nonzero d_i.
+    The old bootstrap gave p = 0 for each of the one-signed cases, whatever n."""
+    # n = 1: both flips (+d, -d) are as extreme as the data: p = 2/2 = 1; no 95% interval exists.
+    r = paired_test([0.7], [0.2])
+    assert r["p"] == 1.0 and r["n"] == 1 and math.isnan(r["lo"]) and math.isnan(r["hi"])
+    # n = 4, all positive: only s = (+,+,+,+) and (-,-,-,-) reach |sum| = 2: p = 2/16 = 0.125 = p_min.
+    r = paired_test([1, 1, 0.5, 1], [0.5, 0, 0, 0.5])
+    assert r["p"] == 0.125 and r["p_min"] == 0.125 and r["n"] == 4 and r["diff"] == pytest.approx(0.625)
+    assert math.isnan(r["lo"]) and not paired_differs(r)  # 2^4 < 2/0.05: no finite 95% interval
+    assert "no difference detectable with n = 4" in paired_words(r) and "2/2^4 = 0.125" in paired_words(r)
+    # n = 9, eight +1 and one -1: sum = 7; |T| >= 7 needs at most one task flipped against the data's
+    # sign pattern: C(9,0) + C(9,1) for T >= 7 and the mirror for T <= -7: (1 + 9 + 9 + 1)/512 = 20/512.
+    d = [1.0] * 8 + [-1.0]
+    r = paired_test(d, [0.0] * 9)
+    assert r["p"] == 20 / 512 == 0.0390625 and r["test"] == "exact sign-flip (all 2^9 flips)"
+    # 95% interval: k = floor(0.05 * 2^8 - 1) + 1 = 12th smallest and largest of the 511 subset means.
+    # Subsets holding the -1 and j ones have mean (j - 1)/(j + 1), C(8, j) of them: -1 (1), 0 (8),
+    # 1/3 (28) -> the 12th smallest is 1/3; the 255 subsets without the -1 have mean 1 -> hi = 1.
+    assert r["lo"] == pytest.approx(1 / 3) and r["hi"] == 1.0 and r["ci"] == "exact sign-flip"
+    assert paired_differs(r) and paired_words(r) == "differ at p < 0.05 (p = 0.0391, exact sign-flip, n = 9)"
+    # n = 9 with a zero: it adds 0 under either sign, so m = 8; sum = 6, |T| >= 6 with eight ±1:
+    # T in {8, 6, -6, -8}: (1 + 8 + 8 + 1)/256 = 18/256.
+    r = paired_test([1.0] * 7 + [-1.0, 0.0], [0.0] * 9)
+    assert r["p"] == 18 / 256 and r["n"] == 9 and r["n_nonzero"] == 8 and not paired_differs(r)
+    assert paired_test([0.3, 0.3], [0.3, 0.3])["p"] == 1.0  # every difference 0
+
+
+def test_paired_test_matches_brute_force_and_monte_carlo_is_corrected():
+    rng = np.random.default_rng(3)
+    for n in (2, 5, 7, 10):
+        d = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0], size=n)
+        flips = np.array(list(itertools.product([-1, 1], repeat=n)))
+        assert sign_flip_p(d)[0] == pytest.approx(float((np.abs(flips @ d) >= abs(d.sum()) - 1e-9).mean()))
+    # above EXACT_MAX_N: B random flips, p = (b + 1)/(B + 1), never 0, and close to the exact p
+    d = rng.normal(0.2, 1.0, size=EXACT_MAX_N + 2)
+    p, name, p_min = sign_flip_p(d, n_flips=4000)
+    assert "4,000 random flips" in name and p_min == 1 / 4001 and p > 0
+    flips_sums, _ = _subset_sums(d)  # the exact p over all 2^22 flips
+    exact = float((np.abs(d.sum() - 2 * flips_sums) >= abs(d.sum()) - 1e-9).mean())
+    assert abs(p - exact) < 0.03
+    assert sign_flip_p(np.ones(40))[0] == 1 / (N_FLIPS + 1)

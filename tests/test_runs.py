@@ -71,7 +71,8 @@ def test_compare_runs_paired_several_metrics(runs):
     assert c["metric"].to_list() == ["file_f2", "turns"] and (c["n"] == 6).all()
     turns = c.filter(pl.col("metric") == "turns").row(0, named=True)
     assert turns["diff"] == pytest.approx(turns["run_mean"] - turns["reference_mean"]) and turns["diff"] > 0
-    assert turns["p"] < 0.01
+    # heur takes more turns than bm25 on all 6 tasks: exact sign-flip p = 2/2^6, not the bootstrap's 0
+    assert turns["p"] == 2 / 64 == turns["p_min"] and turns["test"] == "exact sign-flip (all 2^6 flips)"
     with pytest.raises(R.RunError, match="unknown metric 'nope'"):
         R.compare_runs([d / "bm25", d / "heur"], ["nope"])
     with pytest.raises(R.RunError, match="no such run"):
@@ -100,6 +101,32 @@ def test_cli_runs_and_compare_tables_and_one_line_errors(runs):
                         "--metric", "nonexistent"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown metric 'nonexistent'" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def _head_run(src, dst, k: int):
+    """A run directory holding the first ``k`` tasks of a real run (compare reads summary.parquet)."""
+    dst.mkdir(parents=True)
+    R.load_summary(src).head(k).write_parquet(dst / "summary.parquet")
+    return dst
+
+
+def test_cli_compare_prints_n_and_the_exact_p_on_a_tiny_run_pair(runs, tmp_path):
+    """4 tasks that all move one way: the exact two-sided p is 2/2^4 = 0.125 (the old bootstrap printed
+    p < 0.001), printed beside n = 4; no 95% interval exists at n = 4 and the table says so."""
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    d = runs["dir"]
+    a, b = _head_run(d / "bm25", tmp_path / "bm25", 4), _head_run(d / "heur", tmp_path / "heur", 4)
+    r = CliRunner().invoke(app, ["compare", str(a), str(b), "--metric", "turns"])
+    assert r.exit_code == 0, r.stderr
+    head, row = r.stdout.splitlines()[-3], r.stdout.splitlines()[-1].split()
+    assert head.split()[-6:] == ["ref)", "p", "n", "min", "p", "test"]  # n right beside p
+    cols = dict(zip(["run", "vs", "metric", "reference", "run_mean", "diff", "ci", "p", "n", "min_p", "test"], row))
+    assert (cols["metric"], cols["p"], cols["n"], cols["min_p"], cols["test"]) == ("turns", "0.125", "4", "0.125", "exact")
+    assert cols["ci"] == "[–]" and "no 95% interval exists for n ≤ 5" in r.stdout
+    assert "sign-flip" in r.stdout and "<0.001" not in r.stdout
 
 
 def test_replay_of_a_named_run_has_its_gold(runs):

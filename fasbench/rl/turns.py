@@ -5,7 +5,9 @@ Relace (seed 000): RL cut the turns of its searcher from 20 to 5 (agent-trace da
 calls alone, stalled once turns fell below n_max, then rose again with accuracy. This module compares
 a run's first and last training steps on the rollouts it logged (``rollouts.jsonl``: one harness
 trace per rollout, with its step and score) — turns, accuracy and the turn penalty, with 95%
-bootstrap intervals over rollouts — and writes notebook 06's closing "What we found" from them.
+bootstrap intervals over rollouts and a two-sample permutation test of the turns (:func:`two_sample_p`;
+"turns fell" needs the intervals apart AND p < 0.05, reported with both n) — and writes notebook 06's
+closing "What we found" from them.
 
 *Accuracy* is the reward's accuracy part: Relace's ``accuracy`` (A2 or A1); under a reward without
 one, FastContext's ``f0.5`` file score, else ``recall``.
@@ -13,7 +15,10 @@ one, FastContext's ``f0.5`` file score, else ``recall``.
 
 from __future__ import annotations
 
+import itertools
+import math
 
+import numpy as np
 import polars as pl
 from tqdm.auto import tqdm
 
@@ -93,9 +98,32 @@ def _est(x: pl.Series) -> dict | None:
     return {"mean": m, "lo": lo, "hi": hi, "n": int(v.size)}
 
 
+def two_sample_p(x, y, exact_max: int = 50_000, n_perm: int = 20_000, seed: int = 0) -> tuple[float, str]:
+    """Two-sided permutation p-value of the difference of means of two independent samples (the
+    rollouts of two steps): the share of relabellings of the pooled values whose |mean difference| is at
+    least the observed one (Good, *Permutation, Parametric and Bootstrap Tests of Hypotheses*, 2005).
+    Exact over all C(n₁ + n₂, n₁) splits up to ``exact_max`` of them (4 vs 4 rollouts: 70 splits, the
+    smallest p 2/70 = 0.029); above, ``n_perm`` random splits with p = (b + 1)/(B + 1)."""
+    a, b = np.asarray(x, float), np.asarray(y, float)
+    if not a.size or not b.size:
+        return math.nan, "none"
+    pool, n1 = np.concatenate([a, b]), a.size
+    obs = abs(a.mean() - b.mean()) - 1e-9 * max(1.0, float(np.abs(pool).max()))
+    total = pool.sum()
+    if math.comb(pool.size, n1) <= exact_max:
+        s1 = np.array([pool[list(c)].sum() for c in itertools.combinations(range(pool.size), n1)])
+        diffs = s1 / n1 - (total - s1) / b.size
+        return float((np.abs(diffs) >= obs).mean()), "exact permutation"
+    rng = np.random.default_rng(seed)
+    hits = sum(abs(pool[idx[:n1]].mean() - pool[idx[n1:]].mean()) >= obs
+               for idx in (rng.permutation(pool.size) for _ in range(n_perm)))
+    return (hits + 1) / (n_perm + 1), f"permutation, {n_perm:,} random splits"
+
+
 def turn_trend(frame: pl.DataFrame, window: int = 1) -> dict:
     """First vs last ``window`` logged steps: turns, accuracy, turn penalty and reward (mean, 95%
-    bootstrap interval, n rollouts), and whether the turn intervals lie apart (``turns_fell``)."""
+    bootstrap interval, n rollouts), the permutation p of the turns (``turns_p``, :func:`two_sample_p`),
+    and whether turns fell: intervals apart and ``turns_p`` < 0.05 (``turns_fell``)."""
     if not frame.height:
         return {"steps": 0}
     steps = sorted(frame["step"].unique().to_list())
@@ -106,7 +134,11 @@ def turn_trend(frame: pl.DataFrame, window: int = 1) -> dict:
         sub = frame.filter(pl.col("step").is_in(sel))
         out[name] = {k: _est(sub[k]) for k in ("turns", "accuracy", "turn_penalty", "reward")}
     t0, t1 = out["first"]["turns"], out["last"]["turns"]
-    out["turns_fell"] = bool(t0 and t1 and t1["hi"] < t0["lo"])  # intervals apart
+    x0 = frame.filter(pl.col("step").is_in(first))["turns"].drop_nulls().to_list()
+    x1 = frame.filter(pl.col("step").is_in(last))["turns"].drop_nulls().to_list()
+    out["turns_p"], out["turns_test"] = two_sample_p(x0, x1) if first != last else (math.nan, "none")
+    # intervals apart and the permutation test rejects (a bootstrap interval over 4 rollouts is too narrow alone)
+    out["turns_fell"] = bool(t0 and t1 and t1["hi"] < t0["lo"] and out["turns_p"] < 0.05)
     out["same_steps"] = first == last
     return out
 
@@ -140,10 +172,14 @@ def findings_markdown(summary: dict, trend: dict, cfg, before_after: pl.DataFram
                   ""]
         if trend["same_steps"]:
             lines.append("- Only one step was logged: there is no trend to read.")
-        elif trend["turns_fell"]:
-            lines.append("- Turns fell from the first to the last step, with intervals apart.")
         else:
-            lines.append("- The turn intervals of the first and last steps overlap: no change in turns is shown.")
+            test = (f"two-sided {trend['turns_test']} test p = {trend['turns_p']:.3g}, n = {(f.get('turns') or {}).get('n')} "
+                    f"vs {(l_.get('turns') or {}).get('n')} rollouts")
+            if trend["turns_fell"]:
+                lines.append(f"- Turns fell from the first to the last step, with intervals apart ({test}).")
+            else:
+                lines.append(f"- No change in turns is shown between the first and last steps: the intervals overlap or "
+                             f"the test does not reject at 0.05 ({test}).")
         t0 = (f.get("turns") or {}).get("mean")
         if t0 is not None and t0 <= 4 and cfg.reward.startswith("relace"):
             lines.append(f"- The run started at {t0:.1f} turns, inside Relace's free zone (n <= 4, penalty 1): "
