@@ -190,10 +190,8 @@ def register(app) -> None:
             for r in table.iter_rows(named=True):
                 typer.echo(json.dumps(r))
             return
-        from fasbench.evaluate import read_run_meta  # local import: as above (fasbench.runs loaded it already)
-
         for name, run in zip(dict.fromkeys([table["reference"][0], *table["run"].to_list()]), runs):
-            meta = read_run_meta(R.resolve_run(run))
+            meta = R.read_run_meta(R.resolve_run(run))
             typer.echo(f"{name}: tasks {task_set_label(meta.get('task_source'), meta.get('corpus'))}")
         typer.echo(f"reference: {table['reference'][0]}; paired bootstrap over shared tasks ({n_boot} resamples), "
                    f"diff = run − reference with its {level:.0%} interval, p two-sided")
