@@ -11,9 +11,9 @@ from typing import Optional
 import typer
 
 from fasbench.records import RecordError, write_tasks
-from fasbench.selection import describe_excluded, pick_ids, read_ids_file, usable
+from fasbench.selection import describe_excluded, describe_run_count, pick_ids, read_ids_file, usable
 from fasbench.shards import parse_shard, record_shard, select_shard
-from fasbench.tasksets import load_task_set, parse_task_set
+from fasbench.tasksets import corpus_kind_of, load_task_set, parse_task_set, task_set_label
 
 
 def register(app) -> None:
@@ -23,12 +23,15 @@ def register(app) -> None:
                                   "JSONL file[:SPLIT], or git:PATH (fasbench.tasksets)"),
         policy: str = typer.Option(..., "--policy", help="NAME[:key=value,...], e.g. heuristic:turns=3, bm25, dense"),
         toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext"),
-        out: Path = typer.Option(..., "--out", help="run directory (traces.jsonl, summary.parquet); resumes"),
+        out: Optional[Path] = typer.Option(None, "--out", help="run directory (traces.jsonl, summary.parquet); resumes "
+                                           "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
+                                           "POLICY-KEY, KEY derived from every option that changes the run"),
         max_turns: int = typer.Option(6, "--max-turns", min=1),
         max_calls: int = typer.Option(12, "--max-calls", min=1),
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
-        limit: int = typer.Option(0, "--limit", help="first N tasks only (0 = all)"),
+        limit: int = typer.Option(0, "--limit", min=0, help="first N tasks only (0 = all); the run says how many "
+                                  "ran and why fewer"),
         ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable; order kept)"),
         ids_file: Optional[Path] = typer.Option(None, "--ids-file", help="only the task ids listed in this file"),
         corpus: Optional[str] = typer.Option(None, "--corpus", help="offline | online (default: offline where a "
@@ -44,7 +47,8 @@ def register(app) -> None:
         # local import: fasbench.evaluate/runs/polars cost ~7 s at CLI start-up (module docstring)
         import polars as pl
         from fasbench import runs as R
-        from fasbench.evaluate import aggregate, run_eval
+        from fasbench.evaluate import aggregate, run_eval, run_name
+        from fasbench.paths import cache_dir
         from fasbench.harness import Limits
         from fasbench.localization import localization_columns
 
@@ -59,8 +63,14 @@ def register(app) -> None:
             chosen = list(ids or []) + (read_ids_file(ids_file) if ids_file else [])
             if chosen:
                 ts = pick_ids(ts, chosen)
+            available = len(ts)
             ts = ts[:limit] if limit else ts
             n = len(ts)
+            if out is None:  # the default run name: every option that changes what the run holds
+                out = cache_dir("runs") / run_name(f"eval-{policy.split(':', 1)[0]}", {
+                    "policy": policy, "toolset": toolset, "tasks": source, "ids": chosen, "limit": limit,
+                    "corpus": corpus, "max_turns": max_turns, "max_calls": max_calls, "shard": shard})
+                typer.echo(f"run directory: {out}", err=True)
             ts, excluded = usable(ts, corpus)
             typer.echo(describe_excluded(excluded, n, corpus), err=True)
             if excluded:
@@ -72,11 +82,15 @@ def register(app) -> None:
                 i, n_shards = parse_shard(shard)
                 record_shard(out, i, n_shards, len(ts))
                 ts = select_shard(ts, i, n_shards)
+            count = describe_run_count(len(ts), limit or None, available, excluded, corpus, out / "excluded.jsonl")
             if not ts:
-                raise ValueError("no task left to run")
+                raise ValueError(f"no task left to run ({count})")
+            if limit or excluded or shard:
+                typer.echo(count, err=True)
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
                           workers or None, backend or None, judge=judge or None,
-                          task_source=source + (f" (first {limit})" if limit else ""))
+                          task_source=source + (f" (first {limit})" if limit else ""),
+                          corpus=corpus or corpus_kind_of(ts) or "default")
         except (ValueError, FileNotFoundError, RecordError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
@@ -97,6 +111,8 @@ def register(app) -> None:
                          "lo": r[f"{m}_lo"], "hi": r[f"{m}_hi"]} for r in ci.iter_rows(named=True) for m in loc]
                 typer.echo(pl.DataFrame(rows).to_pandas().to_string(index=False, float_format="%.3f"))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
+        if limit or excluded or shard:
+            typer.echo(count)
         failed = int(df["error"].is_not_null().sum()) if "error" in df.columns else 0
         if failed:  # e.g. a model server that still failed after the last retry; the reasons are in the traces
             typer.echo(f"{failed} episodes failed (summary column `error`, traces' meta.failed_requests)", err=True)
@@ -175,6 +191,9 @@ def register(app) -> None:
             for r in table.iter_rows(named=True):
                 typer.echo(json.dumps(r))
             return
+        for name, run in zip(dict.fromkeys([table["reference"][0], *table["run"].to_list()]), runs):
+            meta = R.read_run_meta(R.resolve_run(run))
+            typer.echo(f"{name}: tasks {task_set_label(meta.get('task_source'), meta.get('corpus'))}")
         typer.echo(f"reference: {table['reference'][0]}; diff = run − reference over shared tasks with its "
                    f"{level:.0%} interval")
         typer.echo(R.compare_note(table, level))

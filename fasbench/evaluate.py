@@ -12,18 +12,27 @@ their corpora from ``fasbench.data.corpora``. ``aggregate`` gives macro averages
 intervals; ``compare`` the paired test (``fasbench.metrics.paired_test``: exact sign-flip p and interval)
 between two runs on their shared tasks. A model checkpoint
 is evaluated through here too (``fasbench.checkpoints``).
+
+A run directory is what its ``run.json`` says: the configuration and the tasks asked for (their
+count and a key of their ids, with the corpus kind) are checked on every resume, and a run asked for
+with other parameters is refused in one line (:func:`run_name` derives a directory name from the
+parameters, so two parameter sets never share one). Every call prints and records (``run.json``
+``calls``; summary column ``resumed``) how many episodes it ran and how many it resumed from disk;
+:func:`resume_note` says it in one line for tables and findings.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing as mp
 import os
+import re
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import polars as pl
 from tqdm.auto import tqdm
@@ -38,6 +47,7 @@ from fasbench.policies import bind_policy, make_policy
 from fasbench.provenance import code_version, timestamp
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
 from fasbench.reward import REWARDS
+from fasbench.tasksets import corpus_kind_of
 from fasbench.tools import TOOLSETS
 
 MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_relace_f2", "turns", "wall_s")
@@ -51,6 +61,28 @@ class EvalConfig:
     toolset: str = "relace"  # relace | fastcontext
     max_turns: int = 6  # episode turn limit (Limits.max_turns)
     max_calls: int = 12  # parallel calls per turn (Limits.max_calls_per_turn)
+
+
+# ---------------------------------------------------------------- run names and parameters
+
+def params_key(params: Mapping) -> str:
+    """A short key (8 hex digits) of a parameter mapping: equal parameters, equal key."""
+    blob = json.dumps(params, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def tasks_key(ids: Iterable[str]) -> str:
+    """A key of a set of task ids (order does not matter)."""
+    return hashlib.sha256("\n".join(sorted(set(ids))).encode()).hexdigest()[:12]
+
+
+def run_name(prefix: str, params: Mapping) -> str:
+    """A default run directory name: ``prefix`` (the notebook or command, e.g. ``03`` or ``eval-bm25``)
+    and the key of every parameter that changes what the run holds (policy, tool set, task set with
+    its split, corpus kind, limits, n, the task ids...), so two notebooks or two parameter sets never
+    share a run directory: ``03-1a2b3c4d``."""
+    slug = re.sub(r"[^\w.-]+", "-", str(prefix)).strip("-") or "run"
+    return f"{slug}-{params_key(params)}"
 
 
 # ---------------------------------------------------------------- running
@@ -109,32 +141,77 @@ def done_task_ids(traces: Path) -> set[str]:
     return {d["task_id"] for d in iter_jsonl(traces)}
 
 
-def _check_config(out: Path, cfg: EvalConfig, task_source: str | None = None) -> None:
-    """Write ``run.json`` (the configuration, plus provenance: the task source, the code version and
-    the creation time), or check that a resumed run has the same configuration. The provenance keys
-    are not compared; a resume adds its own code version to ``resumed`` when it differs."""
+def _check_config(out: Path, cfg: EvalConfig, task_source: str | None = None, ids: Sequence[str] = (),
+                  corpus: str | None = None, done: set[str] | frozenset = frozenset()) -> dict:
+    """Write ``run.json`` (the configuration, the tasks asked for — ``tasks``: their count and
+    :func:`tasks_key` — the corpus kind, plus provenance: the task source, the code version and the
+    creation time), or check that a resumed run has the same configuration and the same tasks (a
+    one-line ``ValueError`` otherwise: a run directory never mixes two requests). The provenance keys
+    are not compared; a resume adds its own code version to ``resumed_with`` when it differs.
+    Returns the run.json as written."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder (a run directory)")
     f = out / "run.json"
+    req = {"n": len(ids), "key": tasks_key(ids)}
     if f.exists():
         old = json.loads(f.read_text(encoding="utf-8"))
         diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k) != v}
+        if corpus and old.get("corpus") and old["corpus"] != corpus:
+            diff["corpus"] = (old["corpus"], corpus)
         if diff:
             raise ValueError(f"{out} holds a run with another configuration {diff} (was, now); "
                              "use another --out or delete it")
+        was = old.get("tasks")
+        if was and was.get("key") != req["key"]:
+            raise ValueError(f"{out} holds a run on other tasks ({was.get('n')} tasks, key {was.get('key')}; now "
+                             f"{req['n']} tasks, key {req['key']}); use another --out (or the default run name) "
+                             "or delete it")
+        extra = set(done) - set(ids)
+        if not was and extra:  # a run.json from before the tasks key: its traces say what it holds
+            raise ValueError(f"{out} holds traces of {len(extra)} tasks not asked for now (e.g. {sorted(extra)[0]}); "
+                             "use another --out (or the default run name) or delete it")
         ver = code_version()["describe"]
         changed = False
-        if task_source and not old.get("task_source"):
-            old["task_source"], changed = task_source, True
+        for k, v in (("task_source", task_source), ("corpus", corpus), ("tasks", req)):
+            if v and not old.get(k):
+                old[k], changed = v, True
         if old.get("code_version", {}).get("describe") != ver and ver not in old.get("resumed_with", []):
             old.setdefault("resumed_with", []).append(ver)
             changed = True
         if changed:
             f.write_text(json.dumps(old, indent=1), encoding="utf-8")
-    else:
-        out.mkdir(parents=True, exist_ok=True)
-        meta = {**asdict(cfg), "task_source": task_source, "code_version": code_version(), "created": timestamp()}
-        f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        return old
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {**asdict(cfg), "task_source": task_source, "corpus": corpus, "tasks": req,
+            "code_version": code_version(), "created": timestamp()}
+    f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    return meta
+
+
+def _record_call(out: Path, call: dict) -> None:
+    """Append this call's counts (episodes run now, resumed from disk, asked for) to ``run.json``."""
+    f = out / "run.json"
+    meta = json.loads(f.read_text(encoding="utf-8"))
+    meta.setdefault("calls", []).append(call)
+    f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+
+
+def last_call(out: str | Path) -> dict:
+    """The last call's counts of a run directory: ``ran`` (episodes run in that call), ``resumed``
+    (episodes it found on disk), ``asked``, ``at``, ``resumed_since`` (when the resumed ones were
+    run: the first call's time); {} for a run written before calls were recorded."""
+    calls = read_run_meta(out).get("calls") or []
+    return calls[-1] if calls else {}
+
+
+def resume_note(out: str | Path) -> str | None:
+    """"resumed: k of n episodes from an earlier run (date)" when the last call of the run found
+    episodes on disk, else None (every episode ran in that call)."""
+    c = last_call(out)
+    if not c.get("resumed"):
+        return None
+    when = (c.get("resumed_since") or "")[:16].replace("T", " ")
+    return f"resumed: {c['resumed']} of {c['resumed'] + c['ran']} episodes from an earlier run" + (f" ({when})" if when else "")
 
 
 def read_run_meta(out: str | Path) -> dict:
@@ -167,7 +244,7 @@ def default_backend(spec: str) -> str:
 def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
              limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
              progress: bool = True, judge: str | None = None, task_source: str | None = None,
-             reward: str = "relace") -> pl.DataFrame:
+             reward: str = "relace", corpus: str | None = None) -> pl.DataFrame:
     """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary
     (the episode table of ``fasbench.episodes``; ``reward`` names its headline ``reward`` column).
     ``judge``: FastContext's LLM judge (``openai:model=…,base_url=…``) for the ``fastcontext`` reward's
@@ -175,7 +252,11 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     set name, ``fasbench.tasksets``) is recorded in ``run.json``; the tasks themselves, with their gold,
     go to ``out/tasks.jsonl``. Tasks without a corpus get one (``fasbench.data.corpora``); those that
     cannot are listed with their reason in ``out/skipped.jsonl``. The policy is built only when an
-    episode is left to run (a finished run is re-summarised without loading a model)."""
+    episode is left to run (a finished run is re-summarised without loading a model). ``corpus``
+    (offline | online, the kind the tasks were chosen on) is recorded and checked like the tasks: a
+    resume must ask for the same tasks (``run.json`` ``tasks``), else a one-line ``ValueError``.
+    Prints how many episodes ran in this call and how many were resumed; the summary's ``resumed``
+    column marks the resumed ones and ``run.json`` keeps the counts of every call (:func:`resume_note`)."""
     if toolset not in TOOLSETS:
         raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
     if reward not in REWARDS:
@@ -190,7 +271,12 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     pending = [t for t in tasks if t.id not in done]
     main_policy = make_policy(policy) if pending else None  # fails early on a bad spec
     the_judge = make_judge(judge) if judge else None  # idem
-    _check_config(out, EvalConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn), task_source)
+    corpus = corpus or corpus_kind_of(tasks)  # tasks that came with their corpus: the kind they have
+    meta = _check_config(out, EvalConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn), task_source,
+                         ids, corpus, done)
+    resumed = [i for i in ids if i in done]
+    calls = meta.get("calls") or []
+    since = (calls[0].get("at") if calls else None) or meta.get("created")
     todo = with_corpora(pending, skipped=out / "skipped.jsonl", progress=progress).tasks
     _record_tasks(out, [t for t in tasks if t.id in done] + todo)  # done ones too: a run from before tasks.jsonl
     note = getattr(main_policy, "cache_note", None)
@@ -226,7 +312,15 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
             run_pool(pool_cls(max_workers=workers, **kw), _episode,
                      ((t.to_dict(), policy, toolset, limits) for t in todo), keep, workers)
     bar.close()
+    now = done_task_ids(traces) if traces.exists() else set()
+    ran = len([t for t in todo if t.id in now])
+    _record_call(out, {"at": timestamp(), "ran": ran, "resumed": len(resumed), "asked": len(ids),
+                       "no_corpus": len(pending) - len(todo), "resumed_since": since if resumed else None})
+    when = f" ({since[:16].replace('T', ' ')})" if resumed and since else ""
+    print(f"eval {policy}: {ran} episodes run in this call, {len(resumed)} of {len(ids)} resumed from an earlier "
+          f"run{when} in {out}")
     df = summarize(tasks, traces, judge=the_judge, reward=reward)
+    df = df.with_columns(pl.col("task_id").is_in(resumed).alias("resumed"))
     df.write_parquet(out / "summary.parquet")
     return df
 

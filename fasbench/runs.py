@@ -25,9 +25,10 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from fasbench.evaluate import load_summary, read_run_meta
+from fasbench.evaluate import load_summary, read_run_meta, resume_note
 from fasbench.metrics import EXACT_MAX_N, N_FLIPS, bootstrap_ci, p_text, paired_test
 from fasbench.paths import repo_root
+from fasbench.tasksets import task_set_label
 
 RUN_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "acc_at_5", "turns", "wall_s")
 COMPARE_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "turns")
@@ -104,8 +105,9 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
         meta, df = read_run_meta(d), load_summary(d)
         r = {"run": name, "policy": meta.get("policy") or _first(df, "policy"),
              "toolset": meta.get("toolset") or _first(df, "toolset"),
-             "task_source": meta.get("task_source") or ("tasks.jsonl" if (d / "tasks.jsonl").exists() else None),
-             "n": df.height}
+             "task_source": task_set_label(meta.get("task_source") or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
+                                                                        else None), meta.get("corpus")),
+             "n": df.height, "resumed": resume_note(d)}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
             mean, lo, hi = bootstrap_ci(vals, n=n_boot, alpha=1 - level, seed=seed) if vals else (None,) * 3
@@ -115,6 +117,7 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
         r["path"] = str(d)
         rows.append(r)
     schema = {"run": pl.Utf8, "policy": pl.Utf8, "toolset": pl.Utf8, "task_source": pl.Utf8, "n": pl.Int64,
+              "resumed": pl.Utf8,
               **{f"{m}{s}": pl.Float64 for m in metrics for s in ("", "_lo", "_hi")},
               "created": pl.Utf8, "code": pl.Utf8, "path": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)
@@ -188,7 +191,7 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
     """The runs table as strings: ``mean [lo, hi]`` per metric, date without seconds."""
     rows = []
     for r in table.iter_rows(named=True):
-        row = {k: r[k] for k in ("run", "policy", "toolset", "task_source", "n")}
+        row = {k: r[k] for k in ("run", "policy", "toolset", "task_source", "n", "resumed") if k in r}
         for m in metrics:
             if m in r:
                 row[m] = _ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits)

@@ -14,7 +14,7 @@ import polars as pl
 
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
-from fasbench.evaluate import aggregate, compare, load_summary, run_eval
+from fasbench.evaluate import aggregate, compare, load_summary, run_eval, run_name
 from fasbench.figures import PALETTE
 from fasbench.harness import Limits
 from fasbench.paths import cache_dir
@@ -22,7 +22,7 @@ from fasbench.policies.rag import corpus_files
 from fasbench.policies.toy import ISSUES, make_corpus, toy_tasks
 from fasbench.records import Task
 from fasbench.reward import turn_penalty
-from fasbench.tasksets import load_task_set
+from fasbench.tasksets import corpus_kind_of, load_task_set, task_set_label
 
 
 def study_tasks(n: int, split: str = "test", sources: Sequence[str] = ("swebench-lite", "swebench-verified"),
@@ -60,11 +60,37 @@ def study_tasks(n: int, split: str = "test", sources: Sequence[str] = ("swebench
     return out
 
 
+def task_source_of(tasks: Sequence[Task], note: str = "") -> str:
+    """The task-set name of drawn study tasks, e.g. ``swebench-lite+swebench-verified:test (8 drawn)``
+    (the SWE-bench sets they belong to and their split), or ``toy corpus (5 tasks)``."""
+    sets = sorted({f"swebench-{s}" for t in tasks for s in t.meta.get("sets", [])})
+    splits = {t.split for t in tasks}
+    note = f", {note}" if note else ""
+    if not sets:
+        return f"toy corpus ({len(tasks)} tasks{note})"
+    sp = f":{splits.pop()}" if len(splits) == 1 and None not in splits else ""
+    return f"{'+'.join(sets)}{sp} ({len(tasks)} drawn{note})"
+
+
+def tasks_label(tasks: Sequence[Task]) -> str:
+    """The task-set label of study tasks (``fasbench.tasksets.task_set_label``: split, how many of the
+    upstream tasks, corpus kind), for tables and figure titles."""
+    return task_set_label(task_source_of(tasks), corpus_kind_of(tasks))
+
+
+def study_run_name(notebook: str, tasks: Sequence[Task], **params) -> str:
+    """The default run folder name of a study notebook: the notebook and a key of its parameters and
+    of the task ids, so notebooks 03 and 04 (or two parameter sets) never share run directories."""
+    return run_name(notebook, {**params, "tasks": sorted(t.id for t in tasks)})
+
+
 def run_grid(tasks: Sequence[Task], specs: Sequence[str], out_root: str | Path, toolset: str = "relace",
              max_turns: int = 6, workers: int | None = None, task_limits: dict[str, int] | None = None,
              turn_limits: dict[str, int] | None = None) -> pl.DataFrame:
     """Run every policy spec (resuming), return all summaries stacked. ``task_limits`` caps the
-    number of tasks and ``turn_limits`` the episode turns for slow policies (e.g. ``{"hf": 3}``)."""
+    number of tasks and ``turn_limits`` the episode turns for slow policies (e.g. ``{"hf": 3}``).
+    Each run records its task source (:func:`task_source_of`) and corpus kind; a spec folder that
+    holds a run on other tasks or limits is refused (``fasbench.evaluate``)."""
     frames = []
     for spec in specs:
         name = spec.split(":", 1)[0]
@@ -74,7 +100,9 @@ def run_grid(tasks: Sequence[Task], specs: Sequence[str], out_root: str | Path, 
         ts = ts[: (task_limits or {}).get(name, len(tasks))]
         d = run_dir(out_root, spec)
         turns = (turn_limits or {}).get(name, max_turns)
-        df = run_eval(ts, spec, toolset, d, Limits(max_turns=turns), workers=workers)
+        src = task_source_of(ts, f"capped at {len(ts)} of {len(tasks)} for {name}" if len(ts) < len(tasks) else "")
+        df = run_eval(ts, spec, toolset, d, Limits(max_turns=turns), workers=workers, task_source=src,
+                      corpus=corpus_kind_of(ts))
         frames.append(df)
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
 
@@ -96,8 +124,13 @@ def family(policy: str) -> str:
 
 def results_table(df: pl.DataFrame, metrics=("file_f2", "file_recall", "file_precision", "line_f1", "acc_at_5",
                                               "reward_relace_f2", "turns", "wall_s")) -> pl.DataFrame:
+    """Macro means with 95% intervals per policy, the median episode time and ``resumed``: how many of
+    the policy's episodes the last run call found on disk (run by an earlier call) rather than ran."""
     agg = aggregate(df, metrics)
-    med = df.group_by("policy").agg(pl.col("wall_s").median().alias("median_wall_s"))
+    extra = [pl.col("wall_s").median().alias("median_wall_s")]
+    if "resumed" in df.columns:
+        extra.append(pl.col("resumed").fill_null(False).sum().cast(pl.Int64).alias("resumed"))
+    med = df.group_by("policy").agg(extra)
     return agg.join(med, on="policy").sort("file_f2", descending=True)
 
 
@@ -130,9 +163,10 @@ def acceptance(df: pl.DataFrame, max_turns: int = 4, margin: float = 0.10, bm25:
             "median_wall_s": med, "passes": bool(c["diff"] >= margin and med < 2.0)}
 
 
-def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = ""):
+def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = "", tasks: str = ""):
     """Relace Fig. 1 style: accuracy (with its 95% interval) against latency or turns, one point per
-    policy, the heuristic's turn sweep joined by a line."""
+    policy, the heuristic's turn sweep joined by a line. ``tasks``: the task-set label
+    (:func:`tasks_label`), shown under the title."""
     fig = go.Figure()
     fams = sorted({family(p) for p in table["policy"]})
     for i, fam in enumerate(fams):
@@ -144,6 +178,8 @@ def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = 
             marker=dict(size=10, color=PALETTE[i % len(PALETTE)]),
             error_y=dict(type="data", symmetric=False, array=(sub[f"{y}_hi"] - sub[y]).to_list(),
                          arrayminus=(sub[y] - sub[f"{y}_lo"]).to_list())))
+    if tasks:
+        title = f"{title}<br><sup>{tasks}</sup>" if title else tasks
     fig.update_layout(title=title, xaxis_title={"wall_s": "mean episode wall time (s)", "turns": "turns"}.get(x, x),
                       yaxis_title={"file_f2": "file-level F2"}.get(y, y))
     if x == "wall_s":

@@ -14,11 +14,17 @@ A task set is named by one string:
 ``{cache}`` and ``{repo}`` in a path stand for the cache and repository folders (as in the RL and
 SFT profiles). :func:`parse_task_set` checks a name and says in one line what is wrong with a bad
 one; :func:`load_task_set` returns its tasks (optionally one split, chosen ids, the first N).
+:func:`task_set_label` is the one label of a task set in tables and figures: the name, whose split it
+is (fasbench's own deterministic split, ``fasbench.data.splits``, not the upstream one), how many of
+the upstream tasks it holds and the corpus kind, e.g. ``swebench-lite:test (fasbench split, 98 of
+Lite's 300 test tasks; offline sdist corpora)``; :func:`corpus_kind_of` names the corpus kind of tasks.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -123,3 +129,67 @@ def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | No
             raise TaskSetError(f"ids not in task set {ts.spec!r}: {', '.join(unknown[:3])}{more}")
         tasks = [by_id[i] for i in dict.fromkeys(ids)]
     return tasks[:limit] if limit else tasks
+
+
+# ---------------------------------------------------------------- labels
+
+UPSTREAM = {"swebench-lite": "Lite's {n} test tasks", "swebench-verified": "Verified's {n} test tasks",
+            "agent-traces": "the {n} agent-trace tasks"}  # what the shipped sources are drawn from
+CORPUS_KINDS = {"offline": "offline sdist corpora", "online": "online git worktrees at base_commit",
+                "mixed": "offline sdist and online git corpora", "local": "local corpora",
+                "default": "offline sdist corpora where a release is picked, else online"}
+
+
+@functools.lru_cache(maxsize=None)
+def _count(source: str, split: str | None) -> int:
+    return len(load_tasks(source, split))
+
+
+def corpus_kind_of(tasks: Sequence[Task]) -> str | None:
+    """``offline`` | ``online`` | ``mixed`` | ``local`` (corpora given by path, e.g. a toy corpus or a
+    mined repository's worktree) for tasks with their corpus (``meta["corpus"]["mode"]``); None without tasks."""
+    modes = {(t.meta.get("corpus") or {}).get("mode") or ("local" if t.root else None) for t in tasks}
+    modes.discard(None)
+    if not modes:
+        return None
+    if modes <= {"offline"} or modes <= {"online"} or modes <= {"local"}:
+        return modes.pop()
+    return "mixed" if modes >= {"offline", "online"} else sorted(modes - {"local"})[0]
+
+
+def task_set_label(name: str | None, corpus: str | None = None) -> str:
+    """The label of a task set for tables and figures: its name (as recorded, e.g. ``run.json``'s
+    ``task_source``, a trailing ``(first N)`` kept), whose split it is and how many upstream tasks it
+    holds, and the corpus kind (``offline`` | ``online`` | ``mixed`` | ``local`` | ``default`` or None =
+    not recorded). Several sources joined by ``+`` share one split. Never raises: a name it cannot
+    read is given back with the corpus kind."""
+    corpus_txt = CORPUS_KINDS.get(corpus, corpus) if corpus else None
+    if not name:
+        return f"tasks of the run ({corpus_txt})" if corpus_txt else "tasks of the run"
+    m = re.match(r"^(.*?)((?:\s+\(.*\))?)$", str(name).strip())
+    base, extra = m.group(1), m.group(2).strip()[1:-1] if m.group(2).strip() else ""
+    head, sep, split = base.rpartition(":")
+    if not sep or split not in SPLITS:
+        head, split = base, None
+    parts = [p for p in head.split("+") if p]
+    what: list[str] = []
+    if parts and all(p in SOURCES for p in parts):
+        try:
+            counts = [(p, _count(p, split), _count(p, None)) for p in parts]
+        except Exception:  # noqa: BLE001 - a label never fails; the shipped task files may be missing
+            counts = []
+        if counts and split:
+            of = ", ".join(f"{k} of {UPSTREAM[p].format(n=n)}" for p, k, n in counts)
+            what.append(f"fasbench {split} split, {of}" if len(counts) > 1 else f"fasbench split, {of}")
+        elif counts:
+            what.append(", ".join(f"all of {UPSTREAM[p].format(n=n)}" for p, k, n in counts))
+    elif base.startswith("git:"):
+        what.append("mined from git history" + (f", fasbench {split} split" if split else ""))
+    elif split:
+        what.append(f"task file, {split} split")
+    if extra:
+        what.append(extra)
+    label = "; ".join([", ".join(what)] if what else [])
+    if corpus_txt:
+        label = f"{label}; {corpus_txt}" if label else corpus_txt
+    return f"{base} ({label})" if label else base

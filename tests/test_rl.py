@@ -474,3 +474,25 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypat
     assert [a.text for a in fig.layout.annotations][:3] == ["reward", "accuracy", "turn_penalty"]
     assert list(fig.data[0].x) == ["before", "after"]
     assert list(fig.data[0].y) == pytest.approx(ba.group_by("policy", maintain_order=True).agg(pl.col("reward").mean())["reward"].to_list())
+
+
+def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tasks, tmp_path, capsys):
+    import hashlib
+
+    import torch
+
+    torch.set_num_threads(1)
+    cfg = load_config("tiny", {"output_dir": str(tmp_path / "run"), "max_steps": 2, "save_steps": 4, "report_to": "none",
+                               "max_turns": 2, "max_completion_length": 48, "num_generations": 2,
+                               "per_device_train_batch_size": 2})
+    first = rl_train(cfg, tasks)  # save_steps (4) does not divide max_steps: a checkpoint is saved at the last step
+    assert (first["global_step"], first["steps_this_call"], first["steps_resumed"]) == (2, 2, 0)
+    final = cfg.out / "final"
+    digest = {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest()) for p in final.iterdir()}
+    again = rl_train(cfg, tasks)
+    assert (again["global_step"], again["steps_this_call"], again["steps_resumed"]) == (2, 0, 2)
+    raw = [json.loads(line) for line in (cfg.out / LOG_FILE).read_text().splitlines()]
+    assert [r["step"] for r in raw if r["kind"] == "step"] == [1, 2]  # the raw log: no step trained twice
+    assert {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in final.iterdir()} == digest, "a rerun at max_steps overwrote final/"
+    assert "resumed at step 2 of max_steps=2" in capsys.readouterr().out

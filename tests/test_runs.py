@@ -60,7 +60,7 @@ def test_runs_table_has_one_row_per_run_with_intervals(runs):
     assert sorted(t["run"]) == ["bm25", "heur"] and (t["n"] == 6).all()
     h = t.filter(pl.col("run") == "heur").row(0, named=True)
     assert h["file_f2_lo"] <= h["file_f2"] <= h["file_f2_hi"] and h["turns"] == 3.0
-    assert h["task_source"] == "toy (6 tasks)" and h["code"]
+    assert h["task_source"] == "toy (6 tasks; local corpora)" and h["code"]  # the label names the corpus kind
     text = R.format_table(R.display_runs(t, ["file_f2", "turns"]))
     assert "heuristic:turns=3" in text and "[" in text
 

@@ -185,3 +185,49 @@ def test_task_source_is_a_task_set_name(tmp_path):
         _tasks(BuildConfig(task_source=f"{f}:dev"), "policy", "train")
     with pytest.raises(ValueError, match="never uses test"):
         _tasks(BuildConfig(task_source=str(f)), "policy", "test")
+
+
+def _tiny_dataset(root: Path, n: int = 4) -> Path:
+    """A small SFT data set (report_back answers) saved as ``build`` saves it; no corpus needed."""
+    from fasbench.sft.data import save_dataset
+    from fasbench.tools import make_toolset
+
+    root.mkdir(parents=True, exist_ok=True)
+    schemas = make_toolset("relace", str(root), None).schemas
+    rows = [{"messages": [{"role": "system", "content": "Find the code."}, {"role": "user", "content": f"where is f{i}?"},
+                          {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+                              "name": "report_back", "arguments": {"explanation": "here", "files": {f"m{i}.py": [[1, 3]]}}}}]}],
+             "tools": schemas, "source": "test", "task_id": f"t{i}", "split": "train", "n_turns": 1, "n_calls": 1,
+             "trace_id": f"t{i}"} for i in range(n)]
+    save_dataset({"train": rows}, root / "dataset")
+    return root
+
+
+def _tree_digest(d: Path) -> dict:
+    import hashlib
+
+    return {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest()) for p in sorted(d.iterdir())}
+
+
+def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tmp_path, capsys):
+    from fasbench.sft.train import read_state
+
+    data = _tiny_dataset(tmp_path / "data")
+    run = tmp_path / "run"
+    over = {"out": str(data), "output_dir": str(run), "max_steps": 2, "per_device_train_batch_size": 2}
+    final = train(load_profile("tiny", over))  # tiny's save_steps (4) does not divide max_steps
+    before = _tree_digest(final)
+    assert read_state(run)["steps_this_call"] == 2 and read_state(run)["steps_resumed"] == 0
+    assert train(load_profile("tiny", over)) == final
+    raw = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in raw if r["kind"] == "step"] == [1, 2]  # the raw log: no step trained twice
+    assert _tree_digest(final) == before, "a rerun at max_steps overwrote final/"
+    st = read_state(run)
+    assert (st["global_step"], st["steps_this_call"], st["steps_resumed"], st["final_written"]) == (2, 0, 2, False)
+    assert "resumed at step 2 of max_steps=2" in capsys.readouterr().out
+    # raising max_steps continues from step 2 (a checkpoint was saved at the last step)
+    over["max_steps"] = 3
+    train(load_profile("tiny", over))
+    raw = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in raw if r["kind"] == "step"] == [1, 2, 3]
+    assert read_state(run)["steps_this_call"] == 1 and read_state(run)["steps_resumed"] == 2

@@ -41,7 +41,12 @@ def register(app) -> None:
                 ts = [t for t in ts if t.id in want or t.meta.get("instance_id") in want]
                 if not ts:
                     raise ValueError(f"--ids: none of {', '.join(sorted(want))} is in {tasks}")
+            n_all = len(ts)
             ts = ts[:limit] if limit else ts
+            if limit:
+                typer.echo(f"e2e: running the first {len(ts)} of the {limit} asked"
+                           + (f" (the task set {tasks} holds only {n_all})" if n_all < limit else f" ({n_all} in {tasks})")
+                           + "; tasks without a usable corpus are skipped with their reason in the records", err=True)
             run_e2e(ts, main, search, out, toolset, handoff, search_turns, keep_work)
         except (ValueError, FileNotFoundError, MainAgentError) as e:
             typer.echo(f"error: {e}", err=True)

@@ -32,7 +32,7 @@ from fasbench.rl.reward import EpisodeReward, _mean_std, rollout_stats
 from fasbench.rl.tasks import load_rl_tasks
 from fasbench.rl.trl_compat import check_env_tools, check_grpo_trainer
 from fasbench.tools import make_toolset
-from fasbench.training.log import last_checkpoint, read_log, step_log
+from fasbench.training.log import checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
 # The function-local imports below are the heavy training libraries (python -X importtime on this
 # machine: torch ~1.9 s, transformers ~0.6 s, datasets ~0.9 s, trl ~0.3 s on top of torch), which
@@ -214,14 +214,17 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     trainer = _trainer_class()(
         model=model, reward_funcs=[reward], args=args, train_dataset=build_dataset(tasks, cfg),
         processing_class=tok, environment_factory=env_cls, peft_config=peft_config(cfg),
-        callbacks=[step_log(out / LOG_FILE)], harness_tool_schemas=harness_schemas(cfg.toolset, limits),
+        callbacks=[step_log(out / LOG_FILE), save_at_end()], harness_tool_schemas=harness_schemas(cfg.toolset, limits),
         episode_reward=reward)
     return trainer, tasks
 
 
 def train(cfg: RLConfig, tasks: list[Task] | None = None) -> dict:
     """Run GRPO; resume from the last checkpoint in ``cfg.out`` when ``cfg.resume``. Saves the final
-    model to ``out/final`` and returns (and writes ``summary.json``) the run's headline numbers."""
+    model to ``out/final`` and returns (and writes ``summary.json``) the run's headline numbers, with
+    ``steps_this_call`` and ``steps_resumed`` (also printed). ``max_steps`` is a total: a run resumed
+    at or past it does no step, keeps ``final/`` and returns its earlier summary with
+    ``steps_this_call`` 0 (a checkpoint is saved at the last step, so no step is ever trained twice)."""
     import torch  # local import: torch ~1.9 s
 
     out = cfg.out
@@ -232,12 +235,21 @@ def train(cfg: RLConfig, tasks: list[Task] | None = None) -> dict:
         if before is not None and before != start:
             raise ValueError(f"{out} holds a run that started from {before!r}, but this config starts from "
                              f"{start!r}; use another output_dir (or delete {out}) to train from it")
+    start_step = checkpoint_step(resume)
+    if resume and cfg.max_steps > 0 and start_step >= cfg.max_steps and (out / "final").is_dir():
+        old = json.loads((out / SUMMARY_FILE).read_text()) if (out / SUMMARY_FILE).exists() else {}
+        summary = {**old, "resumed_from": resume, "global_step": start_step, "steps_this_call": 0,
+                   "steps_resumed": start_step,  # the other numbers are the earlier call's (the model in final/)
+                   "note": f"resumed at step {start_step} >= max_steps={cfg.max_steps}: no step in this call; "
+                           f"the numbers are those of the earlier call that trained final/"}
+        (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, default=str))
+        print(resume_line("RL", out, start_step, 0, cfg.max_steps))
+        return summary
     trainer, tasks = make_trainer(cfg, tasks)
     (out / "config.json").write_text(json.dumps({**cfg.to_dict(), "resolved_model": start}, indent=1))
     init = None
     if cfg.track_weights:
         init = {k: v.detach().to("cpu", copy=True) for k, v in trainer.model.named_parameters() if v.requires_grad}
-    start_step = int(json.loads((Path(resume) / "trainer_state.json").read_text())["global_step"]) if resume else 0
     t0 = time.time()
     result = trainer.train(resume_from_checkpoint=resume)
     wall = time.time() - t0
@@ -264,7 +276,9 @@ def train(cfg: RLConfig, tasks: list[Task] | None = None) -> dict:
     summary["steps_with_reward_parts"] = sum(any(k.startswith("reward_parts/") for k in s) for s in steps)
     summary["nonzero_loss_steps"] = sum(abs(s.get("loss", 0.0) or 0.0) > 0 for s in steps)
     summary["steps_this_call"] = trainer.state.global_step - start_step
+    summary["steps_resumed"] = start_step
     summary["s_per_step"] = wall / max(1, summary["steps_this_call"])
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, default=str))
+    print(resume_line("RL", out, start_step, summary["steps_this_call"], cfg.max_steps))
     return summary
 

@@ -15,12 +15,13 @@ from typing import Any, Mapping, Sequence
 
 from fasbench.models import load_model, to_template_messages
 from fasbench.paths import cache_dir
+from fasbench.provenance import timestamp
 from fasbench.sft.data import BuildConfig, load_dataset
 from fasbench.training.config import Kind, expand, load
-from fasbench.training.log import LOG_FILE, last_checkpoint, read_log, step_log
+from fasbench.training.log import LOG_FILE, checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
 __all__ = ["TrainConfig", "EvalConfig", "Profile", "load_profile", "train", "make_trainer", "read_log",
-           "last_checkpoint"]
+           "last_checkpoint", "read_state"]
 
 
 @dataclass
@@ -184,28 +185,55 @@ def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
     trainer = SFTTrainer(model=model, args=args, train_dataset=train,
                          eval_dataset=dev if args.eval_strategy != "no" else None,
                          processing_class=tokenizer, peft_config=peft_config(tc),
-                         callbacks=[step_log(profile.run_dir / LOG_FILE)])
+                         callbacks=[step_log(profile.run_dir / LOG_FILE), save_at_end()])
     if len(trainer.train_dataset) == 0:
         raise ValueError(f"all {len(train)} SFT examples lost their assistant tokens to truncation at max_length="
                          f"{tc.max_length}; raise train.max_length or lower build.max_output_chars")
     return trainer
 
 
+STATE_FILE = "train_state.json"  # what the last training call did (steps this call, resumed, final written)
+
+
 def train(profile: Profile, resume: bool = True) -> Path:
-    """Train a profile; resumes from the last checkpoint in its run dir. Saves the final model
-    (LoRA merged) with its tokenizer to ``<run_dir>/final``; the step log is appended to
-    ``<run_dir>/log.jsonl`` as training goes (``read_log``). Returns the final model's folder
-    (loadable by ``load_model``)."""
-    trainer = make_trainer(profile)
+    """Train a profile; resumes from the last checkpoint in its run dir. ``max_steps`` is a total: a
+    run resumed at or past it does no step and keeps its ``final/`` (a checkpoint is saved at the last
+    step, so a rerun never trains steps again). Saves the final model (LoRA merged) with its tokenizer
+    to ``<run_dir>/final``; the step log is appended to ``<run_dir>/log.jsonl`` as training goes
+    (``read_log``); ``<run_dir>/train_state.json`` says how many steps this call ran and how many were
+    resumed (also printed). Returns the final model's folder (loadable by ``load_model``)."""
     run_dir = profile.run_dir
+    final = run_dir / "final"
+    ckpt = last_checkpoint(run_dir) if resume else None
+    done = checkpoint_step(ckpt)
+    target = profile.train.max_steps
+    if ckpt and target > 0 and done >= target and (final / "config.json").exists():
+        _write_state(run_dir, done, 0, done, ckpt, target, final_written=False)
+        print(resume_line("SFT", run_dir, done, 0, target))
+        return final
+    trainer = make_trainer(profile)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "profile.json").write_text(json.dumps(profile.to_dict(), indent=1))
-    ckpt = last_checkpoint(run_dir) if resume else None
     trainer.train(resume_from_checkpoint=ckpt)
-    final = run_dir / "final"
+    step = trainer.state.global_step
     model = trainer.model
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
     model.save_pretrained(final)
     trainer.processing_class.save_pretrained(final)
+    _write_state(run_dir, step, step - done, done, ckpt, target, final_written=True)
+    print(resume_line("SFT", run_dir, done, step - done, target))
     return final
+
+
+def _write_state(run_dir: Path, step: int, this_call: int, resumed: int, ckpt, target: int, final_written: bool):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / STATE_FILE).write_text(json.dumps(
+        {"global_step": step, "max_steps": target, "steps_this_call": this_call, "steps_resumed": resumed,
+         "resumed_from": str(ckpt) if ckpt else None, "final_written": final_written, "at": timestamp()}, indent=1))
+
+
+def read_state(run_dir: str | Path) -> dict:
+    """``train_state.json`` of an SFT run folder ({} before the first training call)."""
+    f = Path(run_dir) / STATE_FILE
+    return json.loads(f.read_text()) if f.exists() else {}
