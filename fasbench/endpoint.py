@@ -135,9 +135,17 @@ def _proxy_for(base_url: str) -> str | None:
     return proxy
 
 
-def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_BYTES, max_connections: int = 16):
+def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_BYTES, max_connections: int = 16,
+                   gateway_chars: int = 0):
     """An ``httpx.Client`` for ``base_url`` whose every request has the total deadline of its read
-    timeout (``timeout_s`` unless a caller passes another) and refuses bodies over ``max_bytes``."""
+    timeout (``timeout_s`` unless a caller passes another) and refuses bodies over ``max_bytes``.
+
+    ``gateway_chars`` > 0 makes the client a checking gateway for a caller that cannot be changed (the
+    OpenAI SDK inside LiteLLM, which turns a transport error into a bare "Connection error."): the
+    body is read whole in the transport (within the cap), a chat-completions reply is checked
+    (:func:`check_chat_reply`, ``gateway_chars`` characters), and every failure comes back as a
+    response of its own, ``504`` for the deadline and ``502`` for the rest, whose JSON error message
+    is the one named line (``fasbench.endpoint: ...``)."""
     # local import: httpx costs ~0.7 s at start-up (python -X importtime); only remote calls need it
     import httpx
 
@@ -180,6 +188,11 @@ def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_B
             prev = _set_deadline(deadline)
             try:
                 resp = self._inner.handle_request(request)
+            except httpx.TimeoutException:
+                if not gateway_chars:
+                    raise
+                err = f"fasbench.endpoint: no complete reply within the total deadline of {total:g} s"
+                return httpx.Response(504, json={"error": {"message": err, "type": "invalid_reply"}})
             finally:
                 _set_deadline(prev)
             enc = resp.headers.get("content-encoding", "identity").strip().lower()
@@ -187,7 +200,28 @@ def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_B
                 resp.close()
                 raise httpx.DecodingError(f"reply is {enc}-encoded; only identity (uncompressed) is accepted")
             resp.stream = Body(resp.stream, deadline)
-            return resp
+            return self._gateway(request, resp, total) if gateway_chars else resp
+
+        def _gateway(self, request, resp, total: float):
+            def fail(status: int, why: str):
+                resp.close()
+                err = {"error": {"message": f"fasbench.endpoint: {one_line(why)}", "type": "invalid_reply"}}
+                return httpx.Response(status, json=err)
+
+            try:
+                data = b"".join(resp.stream)
+            except httpx.TimeoutException:
+                return fail(504, f"no complete reply within the total deadline of {total:g} s")
+            except httpx.HTTPError as e:
+                return fail(502, str(e))
+            finally:
+                resp.close()
+            if resp.status_code == 200 and request.url.path.endswith("/chat/completions"):
+                try:
+                    check_chat_reply(parse_json(data, content_type=resp.headers.get("content-type", "")), gateway_chars)
+                except EndpointError as e:
+                    return fail(502, str(e))
+            return httpx.Response(resp.status_code, headers=resp.headers, content=data, extensions=resp.extensions)
 
         def close(self) -> None:
             self._inner.close()

@@ -147,3 +147,31 @@ def test_score_with_a_good_judge_still_scores(srv, tmp_path):
     r, _ = _score(url, "judge-ok", tmp_path, ws)
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["parts"]["quality"] == pytest.approx(0.7)
+
+
+MAIN = [("drip", "fasbench.endpoint: no complete reply within the total deadline of 2 s"),
+        ("big", f"fasbench.endpoint: reply body over the limit of {MAX_REPLY_BYTES} bytes"),
+        ("message-str", "fasbench.endpoint: reply: choices[0].message is a string, expected a dict"),
+        ("deep", "fasbench.endpoint: reply: JSON nested too deeply")]
+
+
+@pytest.mark.parametrize("mode,want", MAIN, ids=[m for m, _ in MAIN])
+def test_the_e2e_main_agent_model_calls_are_bounded_too(srv, tmp_path, mode, want):
+    pytest.importorskip("minisweagent", reason="the live main agent needs mini-swe-agent")
+    from fasbench.e2e.live import MainAgentError, MainConfig, run_main
+
+    url, _ = srv
+    cfg = MainConfig(model=mode, base_url=url, timeout_s=2, retries=1, step_limit=2)
+
+    def run():
+        try:
+            return run_main("fix it", tmp_path, cfg, tmp_path / "traj.json", "x")["error"]
+        except MainAgentError as e:  # the endpoint gave no usable reply at all
+            return str(e)
+
+    with PeakRSS() as m:
+        err, secs = wait_s(run, GUARD_S)
+    assert err is not None and secs is not None, f"the main agent still runs after {GUARD_S} s"
+    assert want in str(err) and "Traceback" not in str(err), err
+    assert secs < 3 * 2 + 30, secs  # LiteLLM's OpenAI client makes 3 attempts of 2 s at most
+    assert m.growth_mb < 120, m.growth_mb
