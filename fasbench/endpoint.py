@@ -191,7 +191,7 @@ def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_B
             except httpx.TimeoutException:
                 if not gateway_chars:
                     raise
-                err = f"fasbench.endpoint: no complete reply within the total deadline of {total:g} s"
+                err = f"fasbench.endpoint: no complete reply within the total deadline (timeout_s={float(total)})"
                 return httpx.Response(504, json={"error": {"message": err, "type": "invalid_reply"}})
             finally:
                 _set_deadline(prev)
@@ -211,7 +211,7 @@ def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_B
             try:
                 data = b"".join(resp.stream)
             except httpx.TimeoutException:
-                return fail(504, f"no complete reply within the total deadline of {total:g} s")
+                return fail(504, f"no complete reply within the total deadline (timeout_s={float(total)})")
             except httpx.HTTPError as e:
                 return fail(502, str(e))
             finally:

@@ -74,10 +74,10 @@ def test_a_reply_of_the_wrong_shape_ends_the_episode_with_a_named_error(toy, srv
 def test_a_dripping_server_is_cut_at_the_total_deadline(toy, srv, mode):
     url, _ = srv
     tr, secs = episode(toy[0], url, mode)
-    assert_named(tr, "no complete reply within the total deadline of 2 s")
+    assert_named(tr, "no complete reply within the total deadline (timeout_s=2.0)")
     assert secs < 2 + 20, secs  # deadline + generous slack for a busy machine
     tr, secs = episode(toy[0], url, mode, retries=1, backoff_s=0.01)  # each attempt has its own deadline
-    assert_named(tr, "giving up after 2 attempts; last error: no complete reply within the total deadline of 2 s")
+    assert_named(tr, "giving up after 2 attempts; last error: no complete reply within the total deadline (timeout_s=2.0)")
     assert secs < 4 + 20, secs
 
 
@@ -120,7 +120,7 @@ def _score(url, mode, tmp_path, ws):
                   GUARD_S)
 
 
-JUDGE = [("drip", "no complete reply within the total deadline of 2 s"),
+JUDGE = [("drip", "no complete reply within the total deadline (timeout_s=2.0)"),
          ("message-str", "reply: choices[0].message is a string, expected a dict"),
          ("deep", "reply: JSON nested too deeply"),
          ("html", "reply: not JSON (text/html)"),
@@ -149,7 +149,7 @@ def test_score_with_a_good_judge_still_scores(srv, tmp_path):
     assert json.loads(r.output)["parts"]["quality"] == pytest.approx(0.7)
 
 
-MAIN = [("drip", "fasbench.endpoint: no complete reply within the total deadline of 2 s"),
+MAIN = [("drip", "fasbench.endpoint: no complete reply within the total deadline (timeout_s=2.0)"),
         ("big", f"fasbench.endpoint: reply body over the limit of {MAX_REPLY_BYTES} bytes"),
         ("message-str", "fasbench.endpoint: reply: choices[0].message is a string, expected a dict"),
         ("deep", "fasbench.endpoint: reply: JSON nested too deeply")]

@@ -143,7 +143,7 @@ class OpenAIPolicy:
                 rec["latency_s"] = round(time.perf_counter() - t0, 6)
                 last = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                 if isinstance(e, httpx.TimeoutException):
-                    last = f"no complete reply within the total deadline of {self.timeout_s:g} s ({last})"
+                    last = f"no complete reply within the total deadline (timeout_s={float(self.timeout_s)}): {last}"
                 rec["status"], rec["error"] = None, one_line(last, 200)
                 if str(e).startswith(TOO_LARGE) or isinstance(e, httpx.DecodingError):
                     raise EndpointError(f"{url}: {last}", log) from None  # the same reply again will not fit
