@@ -125,7 +125,7 @@ def score(
         if judge is not None and not query:
             _fail("--judge needs --query (the judge scores the cited lines against the query)")
         try:
-            kw = {"judge": make_judge(judge) if judge else None, "query": query, "finish_reason": finish}
+            kw = {"judge": make_judge(judge, strict=True) if judge else None, "query": query, "finish_reason": finish}
         except ValueError as e:
             _fail(str(e))
     elif judge is not None:

@@ -21,7 +21,10 @@ file for its sibling recipe, ``training/swefc-rl/agent_judge.md`` @23ca8c6 (same
 fasbench additions: a spec string like the policies' (``openai:model=NAME,base_url=URL[,workers=N,
 cache=DIR,...]``; the HTTP client, retries and timeouts are :class:`~fasbench.policies.openai_compat.
 OpenAIPolicy`'s), concurrent calls (``score_many``), an on-disk cache keyed by the whole request, and a
-reason for every score (a failed call scores 0 as released, but says so).
+reason for every score (a failed call scores 0 as released, but says so; a ``strict`` judge, the one
+``fasbench score --judge`` uses, raises the call's ``EndpointError`` instead, so that the command ends
+with one ``error:`` line and exit status 2 rather than a 0 that reads like a verdict). The client bounds
+every call (:mod:`fasbench.endpoint`: total deadline ``timeout_s``, body cap, reply shape checked).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from tqdm.auto import tqdm
 
 from fasbench.metrics import normalize_path
 from fasbench.paths import cache_dir
-from fasbench.policies.openai_compat import OpenAIPolicy
+from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.specs import build, parse_spec
 
 MAX_LINES = 500  # read_citations_content: lines per citation
@@ -144,10 +147,12 @@ class Verdict:
 class Judge:
     """An OpenAI-compatible judge; build one with :func:`make_judge`."""
 
-    def __init__(self, client: OpenAIPolicy, workers: int = 8, cache: str | Path | None = None, spec: str = ""):
+    def __init__(self, client: OpenAIPolicy, workers: int = 8, cache: str | Path | None = None, spec: str = "",
+                 strict: bool = False):
         if workers < 1:
             raise ValueError("judge: workers must be >= 1")
         self.client = client
+        self.strict = strict  # a failed call raises EndpointError instead of scoring 0 (one report, `fasbench score`)
         self.workers = workers
         self.cache = Path(cache) if cache else cache_dir("judge")
         self.spec = spec or f"openai:model={client.model},base_url={client.base_url}"
@@ -187,11 +192,12 @@ class Judge:
         if hit is not None:
             q, why = parse_judge_result(hit["reply"])
             return Verdict(q, why, hit["reply"], cached=True)
-        try:
-            data = self.client.complete(body)
-            reply = str(((data.get("choices") or [{}])[0].get("message") or {}).get("content") or "").strip()
-        except Exception as e:  # as released, a failed call scores 0; it is not cached
-            return Verdict(0.0, f"judge call failed: {type(e).__name__}: {e}")
+        try:  # the reply is checked by the client (endpoint.check_chat_reply): content is a string or null
+            reply = (self.client.complete(body)["choices"][0]["message"].get("content") or "").strip()
+        except EndpointError as e:  # as released, a failed call scores 0; it is not cached
+            if self.strict:
+                raise EndpointError(f"judge call failed: {e}", e.requests) from None
+            return Verdict(0.0, f"judge call failed: EndpointError: {e}")
         self._store(key, reply)
         q, why = parse_judge_result(reply)
         return Verdict(q, why, reply)
@@ -212,9 +218,10 @@ class Judge:
                 return list(pool.map(one, items))
 
 
-def make_judge(spec: str) -> Judge:
+def make_judge(spec: str, strict: bool = False) -> Judge:
     """A judge from ``openai:model=NAME,base_url=URL[,api_key_env=…,timeout_s=…,retries=…,workers=N,
-    cache=DIR]`` (the spec form of the ``openai`` policy); a clear ValueError on a bad spec."""
+    cache=DIR]`` (the spec form of the ``openai`` policy); a clear ValueError on a bad spec.
+    ``strict``: a failed call raises ``EndpointError`` instead of scoring 0."""
     name, kw = parse_spec(spec)
     if name != "openai":
         raise ValueError(f"judge spec {spec!r}: only 'openai:model=NAME,base_url=URL' judges exist, got {name!r}")
@@ -227,4 +234,4 @@ def make_judge(spec: str) -> Judge:
     if "model" not in kw:
         raise ValueError(f"judge spec {spec!r} needs model=NAME (the model the endpoint serves)")
     client = build(OpenAIPolicy, "openai judge", kw, name=spec)
-    return Judge(client, workers=workers, cache=cache, spec=spec)
+    return Judge(client, workers=workers, cache=cache, spec=spec, strict=strict)

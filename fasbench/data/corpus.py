@@ -10,7 +10,9 @@ Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
   release before it; table in ``data/swebench/corpora_picks.tsv`` from ../shared/data/CORPORA.md),
   fetched with ``pip download --no-deps --no-binary :all: --no-build-isolation NAME==R``; when pip
   cannot prepare the metadata the same file is fetched straight from PyPI's simple API (sha256
-  checked). Unpacked once per release into ``sdist/<name>-<R>/``. The gold is then relocated hunk
+  checked). Unpacked once per release into ``sdist/<name>-<R>/``, within bounds (``fasbench.data.archive``:
+  no member outside the tree, no links out, devices or FIFOs, bounded member count and size); a refused archive drops its tasks with ``bad-archive`` and leaves nothing in
+  the cache but its reason in ``sdist/<name>-<R>.json``. The gold is then relocated hunk
   by hunk (patches.relocate); tasks whose gold cannot be placed are dropped with a reason.
 
 ``materialize(task)`` returns a copy of the task with ``root`` set and gold relocated, or raises
@@ -28,21 +30,20 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 import urllib.request
-import zipfile
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from fasbench.data.archive import ArchiveError, unpack
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, relocate_regions
 from fasbench.entities import entity_gold, file_entities
-from fasbench.paths import building, cache_dir, replace_dir
+from fasbench.paths import cache_dir
 from fasbench.records import Gold, Task, append_jsonl
 
 DROP_REASONS = (
@@ -57,6 +58,7 @@ DROP_REASONS = (
     "entity-not-found",  # an imported gold entity (Loc-Bench list) is not in the corpus
     "io-error",  # the file system failed while building the corpus (try_materialize)
     "bad-task",  # the task's patch or gold cannot be read (try_materialize)
+    "bad-archive",  # the sdist is refused: not an archive, a member escapes or is special, over the size limits
 )
 PYPI_SIMPLE = os.environ.get("FASBENCH_PYPI_SIMPLE", "https://pypi.org/simple")
 PIP_TIMEOUT = int(os.environ.get("FASBENCH_PIP_TIMEOUT", "300"))  # seconds for one pip download
@@ -171,16 +173,12 @@ def _direct_download(name: str, release: str, dest: Path) -> str:
 
 
 def _unpack(archive: Path, dest: Path) -> Path:
-    with building(dest) as tmp:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as z:
-                z.extractall(tmp)
-        else:
-            with tarfile.open(archive) as t:
-                t.extractall(tmp, filter="data")
-        tops = list(tmp.iterdir())
-        replace_dir(tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp, dest)
-    return dest
+    """Unpack the sdist into ``dest`` within bounds (``fasbench.data.archive.unpack``); a refused
+    archive is a ``bad-archive`` drop."""
+    try:
+        return unpack(archive, dest)
+    except ArchiveError as e:
+        raise CorpusError("bad-archive", str(e)) from None
 
 
 def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
@@ -195,13 +193,16 @@ def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
     with _lock(key):
         if tree.is_dir() and info_path.exists():
             return tree
+        dl = root_dir() / "downloads" / key
+        dl.mkdir(parents=True, exist_ok=True)
         if info_path.exists():
             info = json.loads(info_path.read_text())
             if info.get("error") and info.get("method") == method:
                 raise CorpusError("sdist-unavailable", info["error"])
+            old = _sdist_file(dl)
+            if info.get("reason") == "bad-archive" and old and [old.name, old.stat().st_size] == [info.get("file"), info.get("bytes")]:
+                raise CorpusError("bad-archive", info["error"])  # refused before: the same file is not unpacked again
         info_path.parent.mkdir(parents=True, exist_ok=True)
-        dl = root_dir() / "downloads" / key
-        dl.mkdir(parents=True, exist_ok=True)
         info = {"name": name, "release": release, "method": None, "pip_error": "", "error": "", "seconds": 0.0}
         t0 = time.time()
         if not _sdist_file(dl):
@@ -224,7 +225,12 @@ def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
             info["method"] = "cached"
         archive = _sdist_file(dl)
         info["file"], info["bytes"] = archive.name, archive.stat().st_size
-        _unpack(archive, tree)
+        try:
+            _unpack(archive, tree)
+        except CorpusError as e:
+            info.update(reason=e.reason, error=e.detail, seconds=round(time.time() - t0, 2))
+            info_path.write_text(json.dumps(info))
+            raise
         info["seconds"] = round(time.time() - t0, 2)
         info_path.write_text(json.dumps(info))
     return tree

@@ -9,7 +9,9 @@ and instance templates, observation and format-error templates, ``parallel_tool_
 changes: the working directory named in the instance template is the corpus copy instead of
 ``/testbed``, and the environment is the local one (commands run as subprocesses in the copy, without
 a container: mini-swe-agent's own local mode; not a sandbox). Step and cost limits come from
-``MainConfig``.
+``MainConfig``. Every model call goes through :func:`fasbench.endpoint.bounded_client` (set as
+``litellm.client_session``): ``timeout_s`` is the call's total wall time, the reply body is capped and
+its shape checked, and each failure reaches mini-swe-agent as a 502/504 answer naming it.
 
 Offline notes (measured here): importing LiteLLM fetches its model-cost map from GitHub at import time
 and, without network, retries for ~6 s and falls back to its bundled copy; ``LITELLM_LOCAL_MODEL_COST_MAP``
@@ -26,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from fasbench.endpoint import bounded_client
 from fasbench.paths import cache_dir
 from fasbench.specs import convert, parse_spec
 
@@ -68,6 +71,7 @@ class MainConfig:
     command_timeout_s: int = 60  # per shell command (mini-swe-agent's SWE-bench default)
     wall_limit_s: int = 0  # per task; 0 = none
     retries: int = 3  # attempts per model call on retryable errors (MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT)
+    timeout_s: float = 300.0  # total wall time of one model call (fasbench.endpoint: deadline and body cap)
 
 
 def parse_main(spec: str) -> MainConfig:
@@ -110,6 +114,17 @@ def usage_totals(messages: list[dict]) -> dict:
     return {"prompt_tokens": p, "completion_tokens": c, "tokens": p + c, "model_calls": n}
 
 
+_SESSIONS: dict = {}
+
+
+def _model_session(base_url: str, timeout_s: float, max_chars: int):
+    """One bounded, checking HTTP client per endpoint (LiteLLM caches the OpenAI clients made with it)."""
+    key = (base_url, timeout_s, max_chars)
+    if key not in _SESSIONS:
+        _SESSIONS[key] = bounded_client(base_url, timeout_s, gateway_chars=max_chars)
+    return _SESSIONS[key]
+
+
 def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instance_id: str,
              handoff: str | None = None, extra_info: dict | None = None) -> dict:
     """Run mini-swe-agent on ``workdir``; save its trajectory to ``traj_path``; return exit status,
@@ -129,8 +144,12 @@ def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instan
         observation_template=mconf["observation_template"], format_error_template=mconf["format_error_template"],
         model_kwargs={**mconf.get("model_kwargs", {}), "api_base": cfg.base_url,
                       "api_key": os.environ.get(cfg.api_key_env, "") or "EMPTY",
-                      "temperature": cfg.temperature, "max_tokens": cfg.max_tokens},
+                      "temperature": cfg.temperature, "max_tokens": cfg.max_tokens, "timeout": cfg.timeout_s},
     )
+    # LiteLLM's OpenAI client sends through litellm.client_session: fasbench.endpoint's bounded client
+    # makes the call's timeout its total deadline, caps the reply body (MAX_REPLY_BYTES) and checks the
+    # reply's shape, each failure a 502/504 answer whose message names it
+    litellm.client_session = _model_session(cfg.base_url, cfg.timeout_s, max(65536, 32 * cfg.max_tokens))
     env_vars = {k: v for k, v in conf["environment"].get("env", {}).items() if k != "BASH_ENV"}
     env = LocalEnvironment(cwd=str(workdir), timeout=cfg.command_timeout_s, env=env_vars)
     agent = DefaultAgent(model, env, **agent_cfg)

@@ -4,8 +4,13 @@ Relace, ``transformers serve``), with tool calling and parallel calls, timeouts 
 One ``POST {base_url}/chat/completions`` per turn with the conversation, the tool schemas and
 ``parallel_tool_calls``. ``tool_calls`` in the answer become ``ToolCall`` records (arguments parsed
 from their JSON string; kept as the raw string when it is not JSON, which the harness answers with an
-error observation). Connection errors, timeouts, 408/409/429 and 5xx are retried with exponential
-backoff (honouring ``Retry-After``); other HTTP errors fail the turn with the server's message.
+error observation). Each request goes through :mod:`fasbench.endpoint`: ``timeout_s`` is its total
+wall time (a server that drips its reply is cut off), a body over ``max_reply_bytes`` is refused, and
+the reply is parsed with bounded depth and checked against the chat-completions shape, an answer
+longer than ``max_reply_chars`` refused; each failure is one named ``EndpointError`` line, which the
+harness records as the episode's ``policy_error``. Connection errors, timeouts, 408/409/429 and 5xx are
+retried with exponential backoff (honouring ``Retry-After``); other HTTP errors, a reply of the wrong
+shape and a reply over the caps fail the turn at once.
 Every HTTP attempt is recorded (``Reply.requests`` → ``Turn.requests`` in the trace: attempt, HTTP
 status or error, latency, prompt/completion tokens); when the last retry fails, ``EndpointError``
 carries them too (the harness keeps them in ``trace.meta["failed_requests"]``). One policy object is
@@ -15,25 +20,29 @@ is created once under a lock.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import threading
 import time
 from dataclasses import dataclass, field
 
+from fasbench.endpoint import (MAX_DEPTH, MAX_REPLY_BYTES, TOO_LARGE, EndpointError, bounded_client, check_chat_reply,
+                               depth_over, one_line, parse_json, post_json)
 from fasbench.records import Reply, ToolCall, parse_arguments
+
+__all__ = ["EndpointError", "OpenAIPolicy", "parse_tool_calls"]
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
-class EndpointError(RuntimeError):
-    """The endpoint answered with an error that retrying will not fix (or retries ran out).
-    ``requests`` holds the record of every attempt."""
-
-    def __init__(self, message: str, requests: list[dict] | None = None):
-        super().__init__(message)
-        self.requests = list(requests or [])
+def _arguments(raw):
+    """Parsed arguments, or the raw string (which the harness reports) when they are not a JSON
+    object or nest deeper than the reply may (``endpoint.MAX_DEPTH``)."""
+    try:
+        args = parse_arguments(raw)
+    except RecursionError:
+        return raw
+    return raw if isinstance(args, dict) and depth_over(args, MAX_DEPTH) else args
 
 
 def parse_tool_calls(message: dict) -> list[ToolCall]:
@@ -44,7 +53,7 @@ def parse_tool_calls(message: dict) -> list[ToolCall]:
     out = []
     for i, c in enumerate(raw):
         fn = c.get("function") or {}
-        args = parse_arguments(fn.get("arguments", {}))  # a raw string stays: the harness reports it
+        args = _arguments(fn.get("arguments", {}))  # a raw string stays: the harness reports it
         out.append(ToolCall(id=str(c.get("id") or f"call_{i}"), name=str(fn.get("name", "")), arguments=args))
     return out
 
@@ -61,34 +70,36 @@ class OpenAIPolicy:
     max_tokens: int = 1024  # completion tokens per turn
     parallel_tool_calls: bool = True
     tool_choice: str = "auto"  # auto | required | none ("none" on the final turn is not forced)
-    timeout_s: float = 60.0  # per request
+    timeout_s: float = 60.0  # total wall time of one request (connect, send, the whole reply), per attempt
     retries: int = 3  # extra attempts on retryable errors
     backoff_s: float = 1.0  # first backoff; doubles per retry, with jitter
     seed: int | None = None
     name: str = "openai"
     extra_body: dict = field(default_factory=dict)  # merged into every request body
     max_connections: int = 256  # HTTP connections kept to the endpoint (concurrent episodes share them)
+    max_reply_bytes: int = MAX_REPLY_BYTES  # body of one reply; a longer one is refused (EndpointError)
+    max_reply_chars: int = 0  # content + tool calls of one reply; 0 = 32 x max_tokens, at least 65536
 
     def __post_init__(self):
         self.base_url = (self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
         if not self.model:
             raise ValueError("openai policy needs model=NAME (the model the endpoint serves)")
-        if self.timeout_s <= 0 or self.retries < 0:
-            raise ValueError("openai policy: timeout_s must be > 0 and retries >= 0")
+        if self.timeout_s <= 0 or self.retries < 0 or self.max_reply_bytes < 1 or self.max_reply_chars < 0:
+            raise ValueError("openai policy: timeout_s and max_reply_bytes must be > 0, retries and "
+                             "max_reply_chars >= 0")
         self._client = None
         self._lock = threading.Lock()
 
     def _http(self):
-        # local import: httpx costs ~0.7 s at start-up (python -X importtime); only remote policies need it
-        import httpx
-
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(
-                    timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
-                    limits=httpx.Limits(max_connections=self.max_connections,
-                                        max_keepalive_connections=self.max_connections))
+                self._client = bounded_client(self.base_url, self.timeout_s, self.max_reply_bytes, self.max_connections)
             return self._client
+
+    @property
+    def reply_chars(self) -> int:
+        """The longest answer accepted (content and tool calls, in characters)."""
+        return self.max_reply_chars or max(65536, 32 * self.max_tokens)
 
     def _headers(self) -> dict:
         h = {"Content-Type": "application/json"}
@@ -112,8 +123,9 @@ class OpenAIPolicy:
         return body
 
     def complete(self, body: dict, log: list[dict] | None = None) -> dict:
-        """POST the body, retrying what can be retried; returns the response JSON. Each attempt is
-        appended to ``log`` (attempt, status, error, latency_s, tokens)."""
+        """POST the body, retrying what can be retried; returns the reply, checked
+        (``endpoint.check_chat_reply``). Each attempt is appended to ``log`` (attempt, status, error,
+        latency_s, tokens). Every failure is an ``EndpointError`` of one line."""
         # local import: httpx costs ~0.7 s at start-up (python -X importtime); only remote policies need it
         import httpx
 
@@ -126,30 +138,33 @@ class OpenAIPolicy:
             log.append(rec)
             t0 = time.perf_counter()
             try:
-                r = self._http().post(url, json=body, headers=self._headers())
-            except (httpx.TimeoutException, httpx.TransportError) as e:
+                status, headers, data = post_json(self._http(), url, body, self._headers(), self.timeout_s)
+            except httpx.HTTPError as e:
                 rec["latency_s"] = round(time.perf_counter() - t0, 6)
                 last = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                 if isinstance(e, httpx.TimeoutException):
-                    last += f" (timeout_s={self.timeout_s})"
-                rec["status"], rec["error"] = None, last
+                    last = f"no complete reply within the total deadline (timeout_s={float(self.timeout_s)}): {last}"
+                rec["status"], rec["error"] = None, one_line(last, 200)
+                if str(e).startswith(TOO_LARGE) or isinstance(e, httpx.DecodingError):
+                    raise EndpointError(f"{url}: {last}", log) from None  # the same reply again will not fit
             else:
                 rec["latency_s"] = round(time.perf_counter() - t0, 6)
-                rec["status"] = r.status_code
-                if r.status_code == 200:
+                rec["status"] = status
+                if status == 200:
                     try:
-                        data = r.json()
-                    except ValueError:
-                        rec["error"] = "invalid JSON"
-                        raise EndpointError(f"{url} returned invalid JSON: {r.text[:300]}", log) from None
-                    usage = (data.get("usage") or {}) if isinstance(data, dict) else {}
+                        reply = check_chat_reply(parse_json(data, content_type=headers.get("content-type", "")),
+                                                 self.reply_chars)
+                    except EndpointError as e:
+                        rec["error"] = one_line(str(e), 200)
+                        raise EndpointError(f"{url}: {e}", log) from None
+                    usage = reply.get("usage") or {}
                     rec["prompt_tokens"], rec["completion_tokens"] = usage.get("prompt_tokens"), usage.get("completion_tokens")
-                    return data
-                last = f"HTTP {r.status_code}: {r.text[:500]}"
+                    return reply
+                last = f"HTTP {status}: {one_line(data.decode('utf-8', 'replace'), 300)}"
                 rec["error"] = last[:200]
-                if r.status_code not in RETRY_STATUS:
+                if status not in RETRY_STATUS:
                     raise EndpointError(f"{url}: {last}", log)
-                ra = r.headers.get("retry-after")
+                ra = headers.get("retry-after")
                 if ra and ra.replace(".", "", 1).isdigit():
                     wait = min(60.0, float(ra))
             if attempt < self.retries:
@@ -159,11 +174,8 @@ class OpenAIPolicy:
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         log: list[dict] = []
         data = self.complete(self.request_body(messages, tools), log)
-        choices = data.get("choices") or []
-        if not choices:
-            raise EndpointError(f"endpoint returned no choices: {json.dumps(data)[:300]}", log)
-        msg = choices[0].get("message") or {}
+        msg = data["choices"][0]["message"]
         usage = data.get("usage") or {}
-        return Reply(text=str(msg.get("content") or ""), calls=parse_tool_calls(msg),
+        return Reply(text=msg.get("content") or "", calls=parse_tool_calls(msg),
                      prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
                      requests=log)
