@@ -19,6 +19,10 @@ is already the leader of its own session and process group, ``start_new_session=
    no TCP connection or bind (Landlock ABI >= 4); no signals to or abstract sockets of processes
    outside (ABI >= 6).
 
+Nothing the workspace contains widens a wall: the allow-list is the root and fasbench's tool
+binaries (:func:`git_dir` names the only repository git may use). Where the seccomp filter is not
+in force, every command runs under :data:`REAPER`, so a ``setsid`` child still dies with the call.
+
 Each part that the kernel does not offer is skipped; :func:`status` says which parts are in
 force (the tests skip what is missing). The first wall (the bash checker) does
 not depend on any of them.
@@ -205,7 +209,8 @@ def git_dir(root: Path) -> Path | None:
 #: (``PR_SET_CHILD_SUBREAPER``), so every orphan of the command, in any session, becomes its child;
 #: when the command exits, or on SIGTERM (run_pipeline's deadline or output cap), it SIGKILLs its
 #: children until it has none (the kernel says so: ``waitpid`` raises ChildProcessError), then
-#: exits with the command's status. Costs one interpreter start per command (~25 ms).
+#: exits with the command's status. Costs one interpreter start per command (measured 60 ms on a busy
+#: 2-core machine: `cat` 17 ms with seccomp, 78 ms under the reaper).
 REAPER = r"""
 import ctypes, os, signal, sys, time
 class Stop(Exception): pass
