@@ -230,4 +230,4 @@ def test_git_cannot_see_a_repository_above_the_root(tmp_path):
     sub.mkdir()
     (sub / "a.txt").write_text("x\n")
     out, err = make_toolset("relace", sub).call("bash", {"command": "git log"})
-    assert err and "not a git repository" in out
+    assert err and "this workspace has no git repository" in out

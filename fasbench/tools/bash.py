@@ -36,6 +36,7 @@ from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.commands import (
     FIND_PRIMARIES, FIND_REFUSED, GIT_EXTRA, GIT_SPECS, GIT_SUBCOMMANDS, NO_DASHDASH, OPERANDS, PATTERN_OPTS, SPECS,
 )  # fmt: skip
+from fasbench.tools.gitwall import refusal as git_refusal
 from fasbench.tools.options import PATH, emit, parse
 from fasbench.tools.rg import ignore_flags, rg_binary
 from fasbench.tools.sandbox import Stage, _relative_spelling, decode, is_inside, resolve, run_pipeline
@@ -265,6 +266,11 @@ def _check_git(ws: Workspace, args: list[str]) -> list[str]:
     for o, v in opts:
         if o.kind == PATH:  # pragma: no cover - no git option with a file value is allowed
             _refuse(f"git {sub} {o.canonical} is not allowed")
+        if {"pretty", "format"} & set(o.names) and v and "%G" in v:
+            _refuse(f"git {sub} {o.canonical} with %G is not allowed (it runs gpg)")
+    why = git_refusal(ws)  # the repository's own layout and config (fasbench/tools/gitwall.py)
+    if why:
+        _refuse(f"git is not available here: {why}")
     given = {n for o, _ in opts for n in o.names}
     if sub == "grep" and not given & {"e"} and operands and (dashdash is None or dashdash > 0):
         pattern, operands = [operands[0]], operands[1:]

@@ -155,18 +155,21 @@ FIND_REFUSED = {
 
 # ---------------------------------------------------------------- git
 
+#: a submodule's ``.git`` file and repository (its own config) may lie anywhere
+_SUBMODULES = "it reads the submodules' repositories, which may lie outside the workspace"
+
 GIT_SUBCOMMANDS = ("ls-files", "ls-tree", "log", "show", "grep", "diff", "blame", "rev-parse")
 
 _GIT_DIFF = (
     "p|u|patch s|no-patch U|unified: output-indicator-new: output-indicator-old: output-indicator-context: raw "
     "patch-with-raw t z numstat shortstat dirstat:: cumulative dirstat-by-file:: summary patch-with-stat "
     "stat:: stat-width: stat-name-width: stat-count: stat-graph-width: compact-summary name-only name-status "
-    "submodule:: color:: no-color color-moved:: no-color-moved color-moved-ws: word-diff:: word-diff-regex: "
+    "color:: no-color color-moved:: no-color-moved color-moved-ws: word-diff:: word-diff-regex: "
     "color-words:: no-renames rename-empty no-rename-empty check full-index binary abbrev:: B|break-rewrites:: "
     "M|find-renames:: C|find-copies:: find-copies-harder D|irreversible-delete l: diff-filter: S: G: "
     "find-object: pickaxe-all pickaxe-regex R text a ignore-cr-at-eol ignore-space-at-eol "
     "b|ignore-space-change w|ignore-all-space ignore-blank-lines I|ignore-matching-lines: inter-hunk-context: "
-    "W|function-context exit-code quiet no-textconv no-ext-diff ignore-submodules:: src-prefix: dst-prefix: "
+    "W|function-context exit-code quiet no-textconv no-ext-diff src-prefix: dst-prefix: "
     "no-prefix default-prefix line-prefix: ita-invisible-in-index relative:: no-relative minimal "
     "patience histogram anchored: diff-algorithm: indent-heuristic no-indent-heuristic"
 )
@@ -177,7 +180,7 @@ _GIT_REV = (
     "merge boundary simplify-by-decoration full-history dense sparse simplify-merges ancestry-path "
     "date-order author-date-order topo-order reverse no-walk:: do-walk pretty:: format: abbrev-commit "
     "no-abbrev-commit oneline encoding: expand-tabs:: no-expand-tabs notes:: no-notes show-notes:: "
-    "show-signature relative-date date: parents children left-right graph show-linear-break:: "
+    "relative-date date: parents children left-right graph show-linear-break:: "
     "c cc dd m diff-merges: combined-all-paths follow decorate:: no-decorate decorate-refs: "
     "decorate-refs-exclude: source use-mailmap log-size L: remerge-diff"
 )
@@ -186,7 +189,7 @@ GIT_SPECS: dict[str, Spec] = {
     "show": spec(_GIT_REV + " " + _GIT_DIFF),
     "diff": spec(_GIT_DIFF + " cached staged merge-base"),
     "grep": spec(
-        "cached untracked no-index exclude-standard no-exclude-standard recurse-submodules a|text no-textconv "
+        "cached untracked no-index exclude-standard no-exclude-standard a|text no-textconv "
         "i|ignore-case I max-depth: r|recursive w|word-regexp v|invert-match h H full-name E|extended-regexp "
         "G|basic-regexp P|perl-regexp F|fixed-strings n|line-number column l|files-with-matches|name-only "
         "L|files-without-match z|null o|only-matching c|count color:: no-color break heading p|show-function "
@@ -202,7 +205,7 @@ GIT_SPECS: dict[str, Spec] = {
     ),
     "ls-files": spec(
         "c|cached d|deleted m|modified o|others i|ignored s|stage u|unmerged k|killed directory no-empty-directory "
-        "z t v f full-name recurse-submodules abbrev:: debug eol deduplicate x|exclude: exclude-standard "
+        "z t v f full-name abbrev:: debug eol deduplicate x|exclude: exclude-standard "
         "error-unmatch with-tree: sparse format:",
         refused={"X": _READS, "exclude-from": _READS, "exclude-per-directory": _READS},
     ),
@@ -216,11 +219,15 @@ GIT_SPECS: dict[str, Spec] = {
 }
 for _n, _why in (("output", _WRITES), ("ext-diff", _EXEC), ("textconv", _EXEC), ("exec", _EXEC),
                  ("upload-pack", _EXEC), ("open-files-in-pager", _EXEC), ("contents", _READS), ("O", _READS),
-                 ("no-index", "it compares files outside the repository")):  # fmt: skip
+                 ("no-index", "it compares files outside the repository"), ("show-signature", "it runs gpg"),
+                 ("submodule", _SUBMODULES), ("ignore-submodules", _SUBMODULES),
+                 ("recurse-submodules", _SUBMODULES)):  # fmt: skip
     for _s in GIT_SPECS.values():
         _s.refused.setdefault(_n, _why)
 # (git diff --no-index compares any two files; git grep --no-index only searches the work tree.)
 
-#: Flags the harness adds so that no diff driver or text conversion program runs.
-GIT_EXTRA = {"log": ["--no-ext-diff", "--no-textconv"], "show": ["--no-ext-diff", "--no-textconv"],
-             "diff": ["--no-ext-diff", "--no-textconv"], "grep": ["--no-textconv"], "blame": []}  # fmt: skip
+#: Flags the harness adds so that no diff driver or text conversion program runs and no
+#: submodule's repository is read (the repository's config is checked too: fasbench/tools/gitwall.py).
+_NO_DRIVERS = ["--no-ext-diff", "--no-textconv", "--ignore-submodules=all"]
+GIT_EXTRA = {"log": _NO_DRIVERS, "show": _NO_DRIVERS, "diff": _NO_DRIVERS, "grep": ["--no-textconv"],
+             "blame": ["--no-textconv"]}  # fmt: skip

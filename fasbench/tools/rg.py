@@ -23,6 +23,7 @@ import sysconfig
 from pathlib import Path
 
 from fasbench.tools.base import ToolError
+from fasbench.tools.confine import git_dir
 
 #: Flags every harness search uses: no config file, no colours, no error chatter for
 #: unreadable files, and long lines (minified code) cut to a preview.
@@ -61,5 +62,6 @@ def ignore_flags(root) -> list[str]:
     in a project's ``.cache/`` as part of that project's repository: the project's ``build/``
     or ``*.egg-info/`` rules then hid corpus files, and matching every path against them cost a
     quarter of the CPU time of each search. ``.ignore``/``.rgignore`` files inside the workspace
-    still apply."""
-    return ["--no-ignore-parent"] + ([] if (Path(root) / ".git").exists() else ["--no-ignore-vcs"])
+    still apply. "A git checkout" is :func:`fasbench.tools.confine.git_dir` (a real ``.git``
+    directory): a ``.git`` file would make rg read ``info/exclude`` wherever it points."""
+    return ["--no-ignore-parent"] + ([] if git_dir(Path(root)) is not None else ["--no-ignore-vcs"])

@@ -13,7 +13,9 @@ The read-only ``bash`` checker lives in :mod:`fasbench.tools.bash`.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.confine import Confinement, Limits, confine_parts
+from fasbench.tools.confine import Confinement, Limits, confine_parts, git_dir
 from fasbench.tools.rg import rg_binary
 
 MAX_LINE_CHARS = 2000  # longer lines are cut in file views, with a marker
@@ -177,12 +179,33 @@ def read_lines(ws: Workspace, real: Path, start: int, end: int, label: str) -> L
 _ENV_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
+#: git configuration every git in a tool subprocess gets (``GIT_CONFIG_COUNT``, above the
+#: repository's own config): no program the repository could name runs, no pager, no gpg.
+GIT_OVERRIDES = (
+    ("core.fsmonitor", "false"), ("core.hooksPath", "/dev/null"), ("core.pager", "cat"),
+    ("core.attributesFile", "/dev/null"), ("core.sshCommand", "false"), ("log.showSignature", "false"),
+    ("gpg.program", "false"), ("protocol.allow", "never"), ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "all"), ("core.untrackedCache", "false"),
+)  # fmt: skip
+
+
 def tool_env(ws: Workspace) -> dict[str, str]:
     """A stripped environment for tool subprocesses: no user config (git, ripgrep), no pager,
-    no network prompts, git confined to the workspace (it may not discover a repository above
-    the root), UTF-8 locale."""
+    no network prompts, UTF-8 locale, and git fixed to the workspace's own repository:
+    ``GIT_DIR=<root>/.git`` and ``GIT_WORK_TREE=<root>`` when that is a real directory
+    (:func:`fasbench.tools.confine.git_dir`), else a ``GIT_DIR`` that names nothing, so no git
+    discovers or follows a repository the workspace points to (a ``.git`` file,
+    ``core.worktree``, a parent directory); :data:`GIT_OVERRIDES` on top of its config."""
     path = os.path.dirname(rg_binary()) + ":" + _ENV_PATH
+    gd = git_dir(ws.root)
+    cfg = {"GIT_CONFIG_COUNT": str(len(GIT_OVERRIDES))}
+    for i, (k, v) in enumerate(GIT_OVERRIDES):
+        cfg[f"GIT_CONFIG_KEY_{i}"], cfg[f"GIT_CONFIG_VALUE_{i}"] = k, v
     return {
+        **cfg,
+        "GIT_DIR": str(gd) if gd is not None else "/nonexistent/no-git-repository",
+        "GIT_WORK_TREE": str(ws.root),
+        "GIT_ATTR_NOSYSTEM": "1",
         "PATH": path,
         "LC_ALL": "C.UTF-8",
         "LANG": "C.UTF-8",
@@ -210,6 +233,7 @@ class Stage:
     stdin_path: Path | None = None
     stdout: str = "out"
     stderr: str = "err"
+    env: dict[str, str] | None = None  # set on top of tool_env for this stage
 
 
 @dataclass
@@ -223,10 +247,16 @@ class ProcResult:
 
 def _kill(procs: list[subprocess.Popen]) -> None:
     """SIGKILL every stage's whole process group, also when the stage itself has exited
-    (a child it left behind is still in the group; the group id is not reused while it exists)."""
+    (a child it left behind is still in the group; the group id is not reused while it exists).
+    A stage under the reaper (no seccomp filter, :data:`fasbench.tools.confine.REAPER`) gets
+    SIGTERM instead: the reaper then kills every process the command left, in any session."""
     for p in procs:
         try:
-            os.killpg(p.pid, signal.SIGKILL)
+            if getattr(p, "reaper", False):
+                if p.returncode is None:
+                    os.kill(p.pid, signal.SIGTERM)
+            else:
+                os.killpg(p.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -295,10 +325,14 @@ def run_pipeline(
                 if st.stderr == "out" and st.stdout == "null":
                     stderr = subprocess.DEVNULL
                 try:
+                    if conf.reaper and shutil.which(st.argv[0], path=env["PATH"]) is None:
+                        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
                     p = subprocess.Popen(
-                        st.argv, cwd=cwd or ws.root, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                        start_new_session=True, close_fds=True, preexec_fn=conf.preexec,
+                        conf.argv(st.argv), cwd=cwd or ws.root, env={**env, **(st.env or {})}, stdin=stdin, stdout=stdout,
+                        stderr=stderr, start_new_session=True, close_fds=True, preexec_fn=conf.preexec,
+                        pass_fds=conf.pass_fds(),
                     )
+                    p.reaper = conf.reaper
                 except (OSError, subprocess.SubprocessError) as e:
                     raise ToolError(f"could not start {os.path.basename(st.argv[0])}: {getattr(e, 'strerror', None) or e}")
                 finally:
@@ -337,9 +371,9 @@ def run_pipeline(
             t.join(2)
         for p in procs:
             try:
-                p.wait(timeout=2)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
+                p.wait(timeout=5 if p.reaper else 2)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a reaper that does not finish
+                os.killpg(p.pid, signal.SIGKILL)
         rc = None if (timed_out or state["cut"]) else last_proc.returncode
         return ProcResult(bytes(buf), bytes(ebuf), rc, timed_out=timed_out, cut=state["cut"])
     finally:
