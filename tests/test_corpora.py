@@ -73,3 +73,18 @@ def test_shipped_manifest_skips_known_failures_without_download(tmp_path, monkey
     got = with_corpora(bad, progress=False)
     assert not got.tasks and [r["reason"] for r in got.skipped] == [man[t.id]["reason"] for t in bad]
     assert not (tmp_path / "cache" / "corpora" / "downloads").exists()  # nothing fetched
+
+
+def test_online_corpus_has_its_own_git_dir_and_the_tools_run_git_there(tasks):
+    """An online corpus is a checkout with a .git directory of its own, not a `git worktree` (whose
+    .git file the tool sandbox refuses to follow): the bash tool's git commands work on it."""
+    from fasbench.tools import make_toolset
+
+    ts, _, _ = tasks
+    got = with_corpora(ts[1:2], mode="online", progress=False)
+    root = Path(got.tasks[0].root)
+    assert (root / ".git").is_dir() and not (root / ".git" / "commondir").exists()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    assert head == ts[1].base_commit
+    out, error = make_toolset("relace", root).call("bash", {"command": "git log --oneline -1"})
+    assert not error and head[:7] in out, out

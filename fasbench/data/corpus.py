@@ -2,8 +2,9 @@
 
 Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
 
-- **online** (exact): ``git clone`` once per repository into ``git/<owner>__<name>``, then a detached
-  worktree at ``base_commit`` in ``worktrees/<owner>__<name>@<sha12>``. The clone URL comes from
+- **online** (exact): ``git clone`` once per repository into ``git/<owner>__<name>``, then a local
+  clone checked out at ``base_commit`` in ``worktrees/<owner>__<name>@<sha12>`` (its own ``.git``
+  directory: the tools run git only there). The clone URL comes from
   ``task.meta["clone_url"]``, else ``FASBENCH_GIT_URL`` (a template with ``{repo}``, e.g.
   ``file:///mirrors/{repo}``), else ``https://github.com/{repo}.git``. The gold needs no relocation.
 - **offline**: the PyPI sdist of the release picked for the task's (repository, version) (the last
@@ -43,7 +44,7 @@ from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, relocate_regions
 from fasbench.entities import entity_gold, file_entities
-from fasbench.paths import cache_dir
+from fasbench.paths import building, cache_dir, replace_dir
 from fasbench.records import Gold, Task, append_jsonl
 
 DROP_REASONS = (
@@ -254,14 +255,20 @@ def _git(*args: str, cwd: Path | None = None) -> str:
 
 
 def git_worktree(task: Task, url: str | None = None) -> Path:
-    """A detached worktree of ``task.repo`` at ``task.base_commit`` (clone once per repository)."""
+    """A checkout of ``task.repo`` at ``task.base_commit`` with a ``.git`` directory of its own (clone
+    once per repository, then a local clone per commit: objects hard-linked, no alternates).
+
+    Not a ``git worktree``: a worktree's ``.git`` is a file pointing into the shared clone, and the tool
+    sandbox runs git only on a root's own ``.git`` directory (``fasbench.tools.gitwall``), so the bash
+    tool's git commands and ``.gitignore`` handling would be refused there. A checkout cached by an
+    older fasbench as a worktree is rebuilt."""
     if not task.base_commit:
         raise CorpusError("clone-failed", f"task {task.id} has no base_commit")
     slug = task.repo.strip("/").replace("/", "__")
     clone = root_dir() / "git" / slug
     wt = root_dir() / "worktrees" / f"{slug}@{task.base_commit[:12]}"
     with _lock(f"git-{slug}"):
-        if wt.is_dir():
+        if (wt / ".git").is_dir():
             return wt
         if not (clone / ".git").exists():
             clone.parent.mkdir(parents=True, exist_ok=True)
@@ -270,7 +277,14 @@ def git_worktree(task: Task, url: str | None = None) -> Path:
             _git("cat-file", "-e", f"{task.base_commit}^{{commit}}", cwd=clone)
         except CorpusError:
             _git("fetch", "--quiet", "origin", cwd=clone)
-        _git("worktree", "add", "--quiet", "--detach", str(wt), task.base_commit, cwd=clone)
+        if wt.exists():  # an old worktree (its .git a file): prune it from the clone, rebuild
+            shutil.rmtree(wt)
+            _git("worktree", "prune", cwd=clone)
+        with building(wt) as tmp:
+            co = tmp / "checkout"
+            _git("clone", "--quiet", "--local", "--no-checkout", str(clone), str(co))
+            _git("checkout", "--quiet", "--detach", task.base_commit, cwd=co)
+            replace_dir(co, wt)
     return wt
 
 
