@@ -65,9 +65,11 @@ $(REPORT_JS)/embed-amd.js:
 # The tests write their runs, models and figures to a cache of their own, so that `make run` never
 # resumes (or reports) what a test run left behind.
 TEST_CACHE ?= $(CURDIR)/.cache/test
+# nbmake's per-cell limit (its default of 300 s failed notebook 03 at load 5): a hang guard, not a speed check.
+NB_CELL_TIMEOUT ?= 1800
 
 test: install
-	FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q --nbmake tests $(NOTEBOOKS)
+	FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q --nbmake --nbmake-timeout=$(NB_CELL_TIMEOUT) tests $(NOTEBOOKS)
 
 figures: install
 	$(PY) -c "from fasbench.figures import export_all; print(*export_all(), sep='\n')"
