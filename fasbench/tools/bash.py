@@ -3,7 +3,8 @@ allowlist, and executed *without a shell* (argv lists chained with pipes).
 
 What is accepted: simple commands from :data:`ALLOWED`, joined by ``|``, ``|&``, ``;``,
 ``&&``, ``||``; quoting; unquoted globs (``*.py``, expanded inside the workspace, sorted, left
-as is when nothing matches, hidden files only when the pattern names them); redirections
+as is when nothing matches, hidden files only when the pattern names them, never looking outside
+the root, matches passed as operands: :mod:`fasbench.tools.bash_paths`); redirections
 ``>/dev/null``, ``2>/dev/null``, ``&>/dev/null``, ``2>&1``, ``1>&2`` and ``< file`` (a file in
 the workspace). Everything else is refused with a reason: other redirections, here-documents,
 command/process substitution, variables, ``~``, subshells and compound commands, background

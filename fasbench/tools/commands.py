@@ -13,6 +13,9 @@ Deliberately absent (refused because they are not listed): options that write (`
 ``grep -R``, ``find -L``), read file names from a file or standard input (``--files0-from``,
 ``file -f``, ``find -files0-from``), or read other files (``file -m``, ``du -X``, ``grep
 --exclude-from``, ``sort --random-source``, ``git blame --contents``).
+
+sed scripts (:func:`sed_script_ok`) may hold printing commands only; they are read by a scanner
+whose time is linear in the script's length.
 """
 
 from __future__ import annotations
