@@ -3,7 +3,8 @@ allowlist, and executed *without a shell* (argv lists chained with pipes).
 
 What is accepted: simple commands from :data:`ALLOWED`, joined by ``|``, ``|&``, ``;``,
 ``&&``, ``||``; quoting; unquoted globs (``*.py``, expanded inside the workspace, sorted, left
-as is when nothing matches, hidden files only when the pattern names them); redirections
+as is when nothing matches, hidden files only when the pattern names them, never looking outside
+the root, matches passed as operands: :mod:`fasbench.tools.bash_paths`); redirections
 ``>/dev/null``, ``2>/dev/null``, ``&>/dev/null``, ``2>&1``, ``1>&2`` and ``< file`` (a file in
 the workspace). Everything else is refused with a reason: other redirections, here-documents,
 command/process substitution, variables, ``~``, subshells and compound commands, background
@@ -23,8 +24,6 @@ of the search commands (grep, rg, git grep), which means "no match".
 
 from __future__ import annotations
 
-import fnmatch
-import glob as globmod
 import os
 import re
 import shutil
@@ -33,13 +32,15 @@ import time
 import bashlex
 
 from fasbench.tools.base import ToolError, Workspace
+from fasbench.tools.bash_paths import GlobBudget, contain, expand_glob
 from fasbench.tools.commands import (
     FIND_PRIMARIES, FIND_REFUSED, GIT_EXTRA, GIT_SPECS, GIT_SUBCOMMANDS, NO_DASHDASH, OPERANDS, PATTERN_OPTS, SPECS,
+    sed_script_ok,
 )  # fmt: skip
 from fasbench.tools.gitwall import refusal as git_refusal
 from fasbench.tools.options import PATH, emit, parse
 from fasbench.tools.rg import ignore_flags, rg_binary
-from fasbench.tools.sandbox import Stage, _relative_spelling, decode, is_inside, resolve, run_pipeline
+from fasbench.tools.sandbox import Stage, decode, resolve, run_pipeline
 
 # ---------------------------------------------------------------- the allowlist
 
@@ -51,110 +52,16 @@ ALLOWED = (
 _SEARCHERS = {"grep", "rg"}  # exit status 1 = no match
 MAX_COMMAND_CHARS = 16_384  # a longer command line is refused before it is parsed
 MAX_ARGS = 4096  # words of one command after glob expansion
-GLOB_MAX_MATCHES = 4096  # paths one glob may expand to
-GLOB_MAX_SCANNED = 200_000  # directory entries one command line's globs may look at
 
 
 def _refuse(msg: str):
     raise ToolError(f"command refused: {msg}")
 
 
-# ---------------------------------------------------------------- paths in arguments
-
-def contain(ws: Workspace, p: str, what: str = "path") -> str:
-    """``p`` as it may be passed to the program: a relative path whose real path (symlinks and
-    ``..`` resolved, missing parts allowed) is inside the root, or an absolute workspace spelling
-    (``/repo/x``, ``/x``, the root path) rewritten to the real absolute path; ToolError when it
-    leads outside the workspace."""
-    if "\x00" in p:
-        _refuse(f"NUL character in {what}")
-    root = ws.root
-    if p.startswith("/"):
-        mapped = root / _relative_spelling(root, p)
-        spelled_inside = is_inside(root, os.path.normpath(p)) or p == "/repo" or p.startswith("/repo/")
-        if not spelled_inside and not os.path.lexists(mapped):
-            _refuse(f"{what} {p!r} is outside the workspace; paths are relative to the repository root")
-        if not is_inside(root, os.path.realpath(mapped)):
-            _refuse(f"{what} {p!r} leads outside the workspace ('..' and symlinks may not leave it)")
-        return str(mapped)
-    if not is_inside(root, os.path.realpath(root / p)):
-        _refuse(f"{what} {p!r} leads outside the workspace ('..' and symlinks may not leave it)")
-    return p
-
-
-class _GlobBudget:
-    def __init__(self, deadline: float):
-        self.deadline, self.scanned = deadline, 0
-
-    def tick(self, n: int = 1):
-        self.scanned += n
-        if self.scanned > GLOB_MAX_SCANNED:
-            _refuse(f"globs of this command look at more than {GLOB_MAX_SCANNED} directory entries; narrow them")
-        if time.monotonic() > self.deadline:
-            raise ToolError("command timed out while expanding globs; narrow them")
-
-
-def expand_glob(ws: Workspace, word: str, budget: _GlobBudget) -> list[str]:
-    """Bash-style expansion of ``word`` inside the root: sorted, hidden names only when the
-    pattern names them, the word itself when nothing matches. Bounded: at most
-    GLOB_MAX_MATCHES results and GLOB_MAX_SCANNED entries looked at, under the call's deadline."""
-    absolute = word.startswith("/")
-    pat = _relative_spelling(ws.root, word) if absolute else word
-    parts = [q for q in pat.split("/") if q]
-    if not parts:
-        return [word]
-    found = [""]  # relative prefixes matched so far
-    for k, part in enumerate(parts):
-        last = k == len(parts) - 1
-        nxt: list[str] = []
-        if not globmod.has_magic(part):
-            for pre in found:
-                budget.tick()
-                cand = pre + part
-                if os.path.lexists(ws.root / cand):
-                    nxt.append(cand + ("" if last else "/"))
-        else:
-            rx = re.compile(fnmatch.translate(part))
-            for pre in found:
-                try:
-                    it = os.scandir(ws.root / pre if pre else ws.root)
-                except OSError:
-                    continue
-                with it:
-                    for e in it:
-                        budget.tick()
-                        if e.name.startswith(".") and not part.startswith("."):
-                            continue
-                        if not rx.match(e.name):
-                            continue
-                        if not last and not e.is_dir():
-                            continue
-                        nxt.append(pre + e.name + ("" if last else "/"))
-                        if len(nxt) > GLOB_MAX_MATCHES:
-                            _refuse(f"glob {word!r} matches more than {GLOB_MAX_MATCHES} paths; narrow it")
-        found = nxt
-        if not found:
-            return [word]
-    out = []
-    for h in sorted(found):
-        if not is_inside(ws.root, os.path.realpath(ws.root / h)):
-            _refuse(f"glob {word!r} matches {h!r}, which leads outside the workspace")
-        out.append(str(ws.root / h) if absolute else h)
-    return out
-
-
 # ---------------------------------------------------------------- per-command checks
 
-_ADDR = r"(?:\d+(?:~\d+)?|\$|/(?:[^/\\\n]|\\.)*/[IM]*)"
-_SED_CMD = (
-    rf"(?:{_ADDR}(?:\s*,\s*(?:{_ADDR}|[+~]\d+))?)?\s*!?\s*"
-    r"(?:[pP=lqQdDnNgGhHxz]|s/(?:[^/\\\n]|\\.)*/(?:[^/\\\n]|\\.)*/[gpiI0-9]*|[{}])?"
-)
-_SED_SCRIPT = re.compile(rf"\s*{_SED_CMD}(?:\s*[;\n]\s*{_SED_CMD})*\s*;?\s*", re.S)
-
-
 def _check_sed_script(s: str) -> None:
-    if not _SED_SCRIPT.fullmatch(s):
+    if not sed_script_ok(s):
         _refuse(
             f"sed script {s!r} is not allowed: only printing commands (p, =, l, q, d, n, "
             "addresses and s/x/y/ with flags g, p, i) are accepted; no w, W, e, r or R"
@@ -298,7 +205,7 @@ class _Cmd:
         self.argv, self.stdin_path, self.stdout, self.stderr = argv, stdin_path, stdout, stderr
 
 
-def _words(ws: Workspace, command: str, node, budget: _GlobBudget) -> tuple[list[str], dict]:
+def _words(ws: Workspace, command: str, node, budget: GlobBudget) -> tuple[list[str], dict]:
     argv: list[str] = []
     fds = {1: "out", 2: "err"}
     stdin_path = None
@@ -356,6 +263,7 @@ def _redirect(ws: Workspace, r, fds: dict, stdin_path):
             return stdin_path
         _refuse(f"redirection {src}>&{out} is not allowed; only 2>&1 and 1>&2")
     if t == "<" and target is not None:
+        contain(ws, target, "the file of <")  # decided without looking outside the root
         return resolve(ws, target, kind="file")
     if t in ("<<", "<<-", "<<<"):
         _refuse("here-documents and here-strings are not supported")
@@ -365,7 +273,7 @@ def _redirect(ws: Workspace, r, fds: dict, stdin_path):
     )
 
 
-def _pipeline(ws: Workspace, command: str, node, budget: _GlobBudget) -> list[_Cmd]:
+def _pipeline(ws: Workspace, command: str, node, budget: GlobBudget) -> list[_Cmd]:
     if node.kind == "command":
         nodes, pipes = [node], []
     elif node.kind == "pipeline":
@@ -431,7 +339,7 @@ def parse_command(ws: Workspace, command: str, deadline: float | None = None) ->
         _refuse("NUL character in the command")
     if len(command) > MAX_COMMAND_CHARS:
         _refuse(f"the command is longer than {MAX_COMMAND_CHARS} characters")
-    budget = _GlobBudget(deadline or time.monotonic() + ws.limits.timeout_s)
+    budget = GlobBudget(deadline or time.monotonic() + ws.limits.timeout_s)
     try:
         trees = bashlex.parse(command)
     except Exception as e:  # bashlex raises ParsingError and NotImplementedError

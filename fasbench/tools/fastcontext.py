@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
@@ -62,11 +63,23 @@ def _abs(rel: str) -> str:
     return WORK_DIR if rel in ("", ".") else f"{WORK_DIR}/{rel}"
 
 
-def _count_lines(real) -> int:
-    """Lines in a file as ``readlines()`` counts them (a last line without a newline counts)."""
-    n, last = 0, b""
+def _count_lines(ws: Workspace, real, label: str) -> int:
+    """Lines in a file as ``readlines()`` counts them (a last line without a newline counts),
+    within the byte budget and time limit of one view (``max_read_bytes``, ``timeout_s``, as
+    :func:`read_lines`): a file longer than that is refused (a negative offset on a 50 GB file
+    counted for 92 s), a binary file too."""
+    cap, deadline = ws.limits.max_read_bytes, time.monotonic() + ws.limits.timeout_s
+    n, last, read_ = 0, b"", 0
     with open(real, "rb") as f:
-        while chunk := f.read(1 << 20):
+        while chunk := f.read(min(1 << 20, cap + 1 - read_)):
+            if not read_ and b"\x00" in chunk[:8192]:
+                break  # read_lines refuses it with its own message
+            read_ += len(chunk)
+            if read_ > cap or time.monotonic() > deadline:
+                raise ToolError(
+                    f"a negative offset counts lines from the end of {label}, which is longer than the "
+                    f"{cap / 2**20:g} MiB one Read looks at; read it with a positive offset or search it with Grep"
+                )
             n += chunk.count(b"\n")
             last = chunk
     return n + (1 if last and not last.endswith(b"\n") else 0)
@@ -80,7 +93,7 @@ def read(ws: Workspace, path: str, offset: int = 1, limit: int | None = None, **
     real = resolve(ws, path, kind="file")
     label = display(ws, real)
     if offset < 0:  # counts back from the end; an over-long one clamps to the first line
-        offset = max(1, _count_lines(real) + offset + 1)
+        offset = max(1, _count_lines(ws, real, label) + offset + 1)
     end = offset + limit - 1 if limit is not None else -1
     got = read_lines(ws, real, offset, end, label)
     if got.total == 0:
@@ -132,7 +145,7 @@ def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) 
         raise ToolError("pattern must not be empty")
     real = resolve(ws, directory if directory is not None else ".", kind="dir")
     base = display(ws, real)
-    files, cut = _rg(ws, ["--files", "--glob", pattern, "--sort", "modified", "./"], GLOB_LIMIT, cwd=real)
+    files, cut = _rg(ws, ["--files", f"--glob={pattern}", "--sort=modified", "--", "./"], GLOB_LIMIT, cwd=real)
     if not files:
         return "No files found"
     files = [_abs(f[2:] if base == "." else f"{base}/{f[2:]}") if f.startswith("./") else _abs(f) for f in files]
@@ -149,13 +162,15 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
         raise ToolError("pattern must not be empty")
     real = resolve(ws, path if path is not None else ".")
     target = display(ws, real)
-    args = ["--regexp", pattern, "./" if target == "." else target]
+    # every value attached to its option and the path after `--`, spelled `./…`: no path or value
+    # the model writes (a corpus file named `--pre=sh`, `-L` or `-`) can be read as an option
+    args = [f"--regexp={pattern}"]
     if glob:
-        args += ["--glob", glob]
+        args.append(f"--glob={glob}")
     if flags.get("-i"):
         args.append("--ignore-case")
     if type:
-        args += ["--type", type]
+        args.append(f"--type={type}")
     if multiline:
         args += ["--multiline", "--multiline-dotall"]
     if output_mode == "content":
@@ -168,7 +183,7 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
         args.append("--files-with-matches")
     else:
         args.append("--count-matches")
-    args.append("--with-filename")
+    args += ["--with-filename", "--", "./" if target == "." else "./" + target]
     limit = int(head_limit) if head_limit is not None and head_limit > 0 else GREP_HEAD
     # sorted by path (run_rg: a parallel pass sorted here, or a sorted pass when the output is big)
     lines, cut = run_rg(ws, args, max_lines=limit, paths_only=output_mode == "files_with_matches",

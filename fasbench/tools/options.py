@@ -153,8 +153,10 @@ def parse(cmd: str, sp: Spec, args: list[str]) -> tuple[list[tuple[Opt, str | No
 
 
 def emit(opts: list[tuple[Opt, str | None]]) -> list[str]:
-    """The options in canonical spelling: ``--name``, ``--name=value`` (``-x value`` for an
-    option with no long name)."""
+    """The options in canonical spelling: ``--name``, ``--name=value``; an option with no long
+    name as ``-x value`` (a required value: the program takes the next argument whatever it
+    starts with), or ``-xvalue`` (an optional value, which only an attached one can be: apart,
+    ``git blame -M--contents=F`` would run as ``-M --contents=F``)."""
     out: list[str] = []
     for o, v in opts:
         c = o.canonical
@@ -162,6 +164,8 @@ def emit(opts: list[tuple[Opt, str | None]]) -> list[str]:
             out.append(c)
         elif c.startswith("--"):
             out.append(f"{c}={v}")
+        elif o.kind == OPTIONAL:
+            out.append(c + v)
         else:
             out += [c, v]
     return out

@@ -120,11 +120,11 @@ def grep_search(
         raise ToolError("query must not be empty")
     args = ["--line-number", "--with-filename", "--no-heading"]
     args.append("--case-sensitive" if case_sensitive else "--ignore-case")
-    if include_pattern:
-        args += ["--glob", include_pattern]
+    if include_pattern:  # values attached to their options: none can be read as an option
+        args.append(f"--glob={include_pattern}")
     if exclude_pattern:
-        args += ["--glob", "!" + exclude_pattern]
-    args += ["--regexp", query, "./"]
+        args.append(f"--glob=!{exclude_pattern}")
+    args += [f"--regexp={query}", "--", "./"]
     lines, cut = run_rg(ws, args, max_lines=GREP_LIMIT)
     if not lines:
         where = "".join(
