@@ -143,3 +143,39 @@ def test_replay_in_the_report_is_static_and_its_widget_state_is_left_out(tmp_pat
     kept = re.search(r'<script type="application/vnd.jupyter.widget-state\+json">\s*(.*?)</script>', html, re.S)
     saved = json.loads(kept.group(1))["state"]
     assert len(states) > 50 and 0 < len(saved) <= 3 and any(m["state"].get("value") == 5 for m in saved.values())
+
+
+FINDINGS_MARKERS = ("Findings(", "what_we_found", "findings_markdown", "What we found", "findings(")
+
+
+def test_every_notebooks_findings_cell_is_tagged():
+    """The last cell that builds "What we found" carries the ``findings`` tag (the report hides its
+    code), and no other cell does."""
+    from fasbench.paths import repo_root
+
+    paths = sorted((repo_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert len(paths) >= 11
+    for p in paths:
+        nb = nbformat.read(p, as_version=4)
+        code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        builds = [i for i, c in code if any(m in c.source for m in FINDINGS_MARKERS)]
+        tagged = [i for i, c in code if "findings" in c.metadata.get("tags", [])]
+        assert builds, f"{p.name}: no cell builds the findings"
+        assert tagged == [builds[-1]], f"{p.name}: findings cell {builds[-1]} tagged? tagged cells: {tagged}"
+
+
+def test_executed_notebooks_show_the_numbers_their_findings_quote():
+    """On executed notebooks (``make run``'s runs/notebooks, when present): no findings number that a
+    table hid. Numbers the findings cell computes itself are reported, not failed, by the report's
+    note; this fails only on a cut table (an elided column, "…")."""
+    from fasbench.paths import repo_root
+    from fasbench.report import unshown_numbers
+
+    paths = sorted((repo_root() / "runs" / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not paths:
+        pytest.skip("no executed notebooks in runs/notebooks (make run)")
+    for p in paths:
+        nb = nbformat.read(p, as_version=4)
+        cut = [o.get("text", "") for c in nb.cells for o in c.get("outputs", [])
+               if o.get("output_type") == "stream" and "┆ … ┆" in o.get("text", "")]
+        assert not cut, f"{p.name}: a table has hidden columns while its findings quote {unshown_numbers(nb)}"
