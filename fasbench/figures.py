@@ -39,22 +39,22 @@ from fasbench.provenance import code_version, timestamp
 # Okabe–Ito: a colour-blind-safe qualitative palette.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
-# Fixed colours for the concepts that recur across figures.
-CATEGORY_COLORS = {"search": "#0072B2", "read": "#56B4E9", "edit": "#D55E00", "test": "#E69F00", "other": "#999999"}
-# Outcome colours: none of them is a category colour (edit's vermillion against "unresolved" was
-# read as the same thing); green/purple are told apart with red-green colour blindness too.
+# One colour per kind of action, in every figure: a tool call's kind in the replay (fasbench.tools.KINDS;
+# a tool's kind: fasbench.tools.tool_kind(toolset, name)) and an action's category in the trajectory
+# figures (fasbench.trajectories: read/search/edit/test/other) share it, so that orange never means
+# "edit" in one figure and a search tool in another. Both tool sets share it: search blue, read light
+# blue, list green, report purple; edit vermillion, test orange, other grey.
+KIND_COLORS = {"search": "#0072B2", "read": "#56B4E9", "list": "#009E73", "report": "#CC79A7",
+               "edit": "#D55E00", "test": "#E69F00", "other": "#999999"}
+# Outcome colours: none of them is a colour of a trajectory category (edit's vermillion against
+# "unresolved" was read as the same thing); green/purple are told apart with red-green colour
+# blindness too. (They are the list/report colours, kinds no trajectory figure shows.)
 OUTCOME_COLORS = {True: "#009E73", False: "#CC79A7", None: "#666666"}
 SEED_MARKER = dict(symbol="diamond", size=11, color="#000000", line=dict(color="white", width=1))
-# Tool colours are per tool kind (fasbench.tools.KINDS; a tool's kind: fasbench.tools.tool_kind(toolset,
-# name)), so both tool sets share them: search blue, read light blue, list green, report purple.
-KIND_COLORS = {"search": "#0072B2", "read": "#56B4E9", "list": "#009E73", "report": "#CC79A7"}
-# Colours by tool name are gone (tool names live in fasbench/tools/); kept empty, so code still
-# reading it falls back to its palette until it uses kind_color (issue #16: fasbench/replay).
-TOOL_COLORS: dict[str, str] = {}
 
 
 def kind_color(kind: str | None, fallback: str = "#999999") -> str:
-    """The figure colour of a tool kind (``fallback`` for None: a tool of no known tool set)."""
+    """The figure colour of a kind (``fallback`` for None: a tool of no known tool set)."""
     return KIND_COLORS.get(kind or "", fallback)
 
 WIDTH, HEIGHT = 700, 420  # pixels at scale 1 (≈ a single-column figure at 3x)

@@ -6,8 +6,15 @@ were computed (plotly figures as interactive HTML with plotly.js embedded once, 
 found" cells), the code of the ``findings`` cells hidden, and the saved widget state of every notebook
 kept in the page: the ipywidgets HTML manager (loaded by the page from its CDN) renders the widgets from
 it without a kernel (offline when ``--js`` gives a local copy of it: ``make run`` fetches one with
-``npm pack``), their Python callbacks do not run, and the plotly figures inside them (Output widgets)
-are stored as PNG images, which that manager can show. Usage:
+``npm pack``; its icon fonts are copied where it looks for them), their Python callbacks do not run, and
+the plotly figures inside them (Output widgets) are stored as PNG images, which that manager can show.
+
+What would mislead without a kernel is replaced: an output that carries a static rendering beside its
+widget (the replay widgets of ``fasbench.replay``: every turn, with a CSS turn switcher) shows the static
+one, and the widget state nothing shows any more is left out; stderr that is only warnings or progress
+bars is dropped (a traceback or any other text is kept, and error outputs always). Every decimal or
+percentage a findings cell quotes should be visible in an output above it: :func:`unshown_numbers`
+lists those that are not, and the report prints them. Usage:
 ``python -m fasbench.report runs/notebooks --out runs/report``.
 """
 
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import html
 import json
 import re
 import shutil
@@ -27,9 +35,127 @@ from nbconvert import HTMLExporter
 from traitlets.config import Config
 
 from fasbench.figures import _browser, _kaleido_server, _stop_kaleido_server
+from fasbench.replay.static import STATIC_CLASS
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PLOTLY = "application/vnd.plotly.v1+json"
+
+
+def _static_views(nb: nbformat.NotebookNode) -> int:
+    """Outputs that carry a static HTML rendering of their widget (``fasbench.replay.static``) keep only
+    that: the page has no kernel to run the widget's callbacks. Returns the number replaced."""
+    n = 0
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if WIDGET_VIEW in data and STATIC_CLASS in str(data.get("text/html", "")):
+                del data[WIDGET_VIEW]
+                n += 1
+    return n
+
+
+_MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})|\"model_id\": \"([0-9a-f]{32})\"")
+
+
+def _shown_states(nb: nbformat.NotebookNode, states: dict) -> dict:
+    """The saved widget models that the page still shows: those of its widget views and the models
+    they refer to (children, layouts, styles, the outputs of Output widgets)."""
+    todo = [o["data"][WIDGET_VIEW]["model_id"] for c in nb.cells for o in c.get("outputs", [])
+            if WIDGET_VIEW in o.get("data", {})]
+    keep: dict = {}
+    while todo:
+        mid = todo.pop()
+        if mid in keep or mid not in states:
+            continue
+        keep[mid] = states[mid]
+        todo += [a or b for a, b in _MODEL_REF.findall(json.dumps(states[mid]))]
+    return keep
+
+
+# stderr lines that are a warning (``file:line: XWarning: message`` and the source line printed under
+# it) or a progress bar (tqdm's text form): dropped from the page, where they read as errors
+_WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")
+_PROGRESS = re.compile(r"^.*\d+%\|.*\|.*\[.*\]\s*$")
+
+
+def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
+    """Drop warnings and progress bars from stderr streams (a stream with nothing else left goes);
+    tracebacks, any other text and error outputs stay. Returns the number of lines dropped."""
+    n = 0
+    for cell in nb.cells:
+        outs = []
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                kept, after_warning = [], False
+                for line in re.split(r"(?<=\n)", o.get("text", "")):
+                    for part in line.split("\r"):  # progress bars redraw over one line
+                        body = part.rstrip("\n")
+                        if _WARNING.match(body) or _PROGRESS.match(body):
+                            n, after_warning = n + 1, bool(_WARNING.match(body))
+                            continue
+                        if after_warning and body.startswith("  ") and body.strip():
+                            n, after_warning = n + 1, False  # the source line of the warning
+                            continue
+                        after_warning = False
+                        if body.strip():
+                            kept.append(body + "\n")
+                if not kept:
+                    continue
+                o["text"] = "".join(kept)
+            outs.append(o)
+        if "outputs" in cell:
+            cell["outputs"] = outs
+    return n
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+(?:,\d{3})*\.\d+|\d+)(%?)")
+
+
+def _numbers(text: str) -> list[tuple[str, float, int, bool]]:
+    """(as written, value, decimals, is a percentage) of the decimals and percentages in ``text``."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        digits, pct = m.group(1), m.group(2) == "%"
+        if "." not in digits and not pct:
+            continue  # counts (n = 12, turn 3, 2024) are too common to check
+        dec = len(digits.split(".")[1]) if "." in digits else 0
+        out.append((m.group(0), float(digits.replace(",", "")), dec, pct))
+    return out
+
+
+def _output_text(o: dict) -> str:
+    if o.get("output_type") == "stream":
+        return o.get("text", "")
+    data = o.get("data", {})
+    txt = data.get("text/html") or data.get("text/markdown") or data.get("text/plain") or ""
+    txt = "".join(txt) if isinstance(txt, list) else str(txt)
+    return html.unescape(re.sub(r"<[^>]+>", " ", txt))
+
+
+def unshown_numbers(nb: nbformat.NotebookNode) -> list[str]:
+    """The decimals and percentages the ``findings`` cells' output quotes that no other output of the
+    notebook shows (up to rounding, a percentage also as a fraction): what a table hid (columns cut,
+    rows elided) or what only the findings cell computed. Interval bounds (in brackets) are not checked."""
+    shown: list[tuple[float, int]] = []
+    quoted: list[tuple[str, float, int, bool]] = []
+    for cell in nb.cells:
+        findings = "findings" in cell.get("metadata", {}).get("tags", [])
+        for o in cell.get("outputs", []):
+            text = _output_text(o)
+            if findings:
+                quoted += _numbers(re.sub(r"\[[^\]]*\]", " ", text))
+            else:
+                shown += [(v, d) for _, v, d, _ in _numbers(text)]
+    values = [v for v, _ in shown]
+    missing = []
+    for written, v, dec, pct in quoted:
+        targets = [v] + ([v / 100] if pct else [])
+        ok = any(round(s, dec + (2 if t != v else 0)) == round(t, dec + (2 if t != v else 0)) or
+                 abs(s - t) < 1e-12 for t in targets for s in values)
+        if not ok and written not in missing:
+            missing.append(written)
+    return missing
 
 
 def _plotly_outputs_to_html(nb: nbformat.NotebookNode) -> int:
@@ -93,6 +219,9 @@ def combine(paths: list[Path]) -> nbformat.NotebookNode:
             out.metadata["kernelspec"] = nb.metadata["kernelspec"]
             out.metadata["language_info"] = nb.metadata.get("language_info", {})
     out.cells.insert(0, nbformat.v4.new_markdown_cell("\n".join(contents)))
+    _static_views(out)
+    _quiet_stderr(out)
+    states = _shown_states(out, states)
     _plotly_outputs_to_html(out)
     _plotly_widget_outputs_to_png(states)
     if states:
@@ -101,13 +230,18 @@ def combine(paths: list[Path]) -> nbformat.NotebookNode:
 
 
 JS_FILES = ("embed-amd.js", "libembed-amd.js", "require.js")  # the widget HTML manager and its AMD loader
-JS_ASSETS = ("*.woff2", "*.woff", "*.ttf", "*.eot", "*.svg", "*.LICENSE.txt")  # the manager's icon fonts
+JS_ASSETS = ("*.LICENSE.txt",)
+FONTS = ("*.woff2", "*.woff")  # the manager's icon fonts (Font Awesome 5, bundled): every browser reads these
+# Where the manager's CSS looks for its fonts: relative to the page, under the module names require.js
+# loaded it by (measured in Chromium: both are asked for). Elsewhere the icons are empty boxes.
+FONT_DIRS = ("@jupyter-widgets", "@jupyter-widgets/html-manager/dist")
 
 
 def vendor_js(js_dir: Path, out_dir: Path) -> bool:
     """Copy the widget HTML manager (``dist/`` of the npm package @jupyter-widgets/html-manager) and
-    require.js from ``js_dir`` to ``out_dir/js`` so that the page renders its widgets offline; False
-    (the page then loads them from their CDN) when ``js_dir`` lacks them."""
+    require.js from ``js_dir`` to ``out_dir/js``, and its icon fonts to where its CSS looks for them
+    (:data:`FONT_DIRS`), so that the page renders its widgets offline with their icons; False (the page
+    then loads them from their CDN) when ``js_dir`` lacks them."""
     js_dir = Path(js_dir)
     if not all((js_dir / f).exists() for f in ("embed-amd.js", "require.js")):
         return False
@@ -116,14 +250,22 @@ def vendor_js(js_dir: Path, out_dir: Path) -> bool:
     for f in [js_dir / n for n in JS_FILES] + [p for pat in JS_ASSETS for p in js_dir.glob(pat)]:
         if f.exists():
             shutil.copy2(f, dst / f.name)
+    for d in FONT_DIRS:
+        (out_dir / d).mkdir(parents=True, exist_ok=True)
+        for f in (p for pat in FONTS for p in js_dir.glob(pat)):
+            shutil.copy2(f, out_dir / d / f.name)
     return True
+
+
+def _paths(notebooks: Path | list[Path]) -> list[Path]:
+    return sorted(Path(notebooks).glob("[0-9][0-9]_*.ipynb")) if isinstance(notebooks, (str, Path)) else \
+        [Path(p) for p in notebooks]
 
 
 def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | None = None) -> Path:
     """Export the executed notebooks (a folder of ``NN_*.ipynb`` or a list) to ``out_dir/index.html``;
     ``js_dir`` (see :func:`vendor_js`) makes the page independent of the network."""
-    paths = sorted(Path(notebooks).glob("[0-9][0-9]_*.ipynb")) if isinstance(notebooks, (str, Path)) else \
-        [Path(p) for p in notebooks]
+    paths = _paths(notebooks)
     if not paths:
         raise FileNotFoundError(f"no executed notebooks (NN_*.ipynb) in {notebooks}")
     missing = [p for p in paths if not p.exists()]
@@ -145,6 +287,16 @@ def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | Non
     return target
 
 
+def _unshown_note(paths: list[Path]) -> list[str]:
+    out = []
+    for p in paths:
+        missing = unshown_numbers(nbformat.read(p, as_version=4))
+        if missing:
+            out.append(f"note: {p.name}: its findings quote {', '.join(missing[:8])}"
+                       f"{' …' if len(missing) > 8 else ''}, which no output above them shows")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fasbench.report", description=__doc__.splitlines()[0])
     ap.add_argument("notebooks", nargs="+", help="a folder of executed NN_*.ipynb, or notebook files")
@@ -159,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"report: {target} ({target.stat().st_size / 1e6:.1f} MB)")
+    for line in _unshown_note(_paths(src)):
+        print(line)
     return 0
 
 

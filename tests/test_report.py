@@ -3,6 +3,10 @@ HTML, widget state kept, and the widget manager copied beside the page when give
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -48,10 +52,130 @@ def test_report_joins_notebooks_with_outputs_findings_and_widget_state(executed,
     assert "application/vnd.jupyter.widget-state+json" in html and '"value": 7' in html
     assert "01_x.ipynb" in html and "02_y.ipynb" in html
     assert 'src="js/require.js"' in html and "js/embed-amd.js" in html
-    assert (tmp_path / "report" / "js" / "x.woff2").exists()
+    # the icon fonts where the manager's CSS looks for them (relative to the page, by module name)
+    assert (tmp_path / "report" / "@jupyter-widgets" / "html-manager" / "dist" / "x.woff2").exists()
+    assert (tmp_path / "report" / "@jupyter-widgets" / "x.woff2").exists()
 
 
 def test_report_cli_one_line_error(tmp_path, capsys):
     assert main([str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no executed notebooks") and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------- issue 27: a report read without a kernel
+
+def _nb(*cells) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    for src, outputs, tags in cells:
+        c = nbformat.v4.new_code_cell(src)
+        c.outputs = [nbformat.from_dict(o) for o in outputs]
+        if tags:
+            c.metadata["tags"] = tags
+        nb.cells.append(c)
+    return nb
+
+
+def _stream(text, name="stderr"):
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def _md(text):
+    return {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": text, "text/plain": text}}
+
+
+def test_report_drops_warnings_and_progress_bars_but_keeps_tracebacks_and_errors(tmp_path):
+    from fasbench.report import _quiet_stderr
+
+    warning = ("/x/site-packages/torch/utils/data.py:42: UserWarning: this DataLoader will create 4 workers\n"
+               "  warnings.warn(\n")
+    tb = "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: bad\n"
+    bar = "eval bm25:  20%|██        | 1/5 [00:01<00:06,  1.51s/ep]\reval bm25: 100%|██████████| 5/5 [00:01<00:00]\n"
+    err = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": ["ValueError: bad"]}
+    nb = _nb(("a", [_stream(warning), _stream(bar)], None), ("b", [_stream(warning + tb), err], None),
+             ("c", [_stream("x.py:3: FutureWarning: old\n  f()\nnote: something else\n")], None))
+    assert _quiet_stderr(nb) == 8  # 3 warnings with their source lines, 2 redraws of a bar
+    assert nb.cells[0].outputs == []  # only warnings and a progress bar: gone
+    kept = nb.cells[1].outputs
+    assert kept[0]["text"] == tb and kept[1]["output_type"] == "error"  # the traceback and the error stay
+    assert nb.cells[2].outputs[0]["text"] == "note: something else\n"
+    # and in the page
+    nbformat.write(_nb(("b", [_stream(warning + tb), err], None)), tmp_path / "01_x.ipynb")
+    page = write_report(tmp_path, tmp_path / "report").read_text()
+    assert "ValueError: bad" in page and "Traceback" in page and "UserWarning" not in page
+
+
+def test_unshown_numbers_finds_what_a_table_hid():
+    import polars as pl
+
+    from fasbench.report import unshown_numbers
+
+    cols = {f"col{i}": [0.1 * i] for i in range(10)}
+    df = pl.DataFrame({**dict(list(cols.items())[:5]), "net_share": [0.58571], **dict(list(cols.items())[5:])})
+    finding = _md("Net share 58.6% [40.1%, 70.2%] of tokens; col3 0.30; seed 0.12.")
+    with pl.Config(tbl_cols=8):  # polars' default text view: columns past the 8th become "…"
+        cut = str(df)
+    with pl.Config(tbl_cols=-1):
+        whole = str(df)
+    plain = lambda t: {"output_type": "stream", "name": "stdout", "text": t}  # noqa: E731
+    assert unshown_numbers(_nb(("t", [plain(cut)], None), ("f", [finding], ["findings"]))) == ["58.6%", "0.12"]
+    assert unshown_numbers(_nb(("t", [plain(whole)], None), ("f", [finding], ["findings"]))) == ["0.12"]
+
+
+def test_replay_in_the_report_is_static_and_its_widget_state_is_left_out(tmp_path):
+    src = ("import sys; sys.path.insert(0, %r)\n" % str(Path(__file__).parent) +
+           "from test_widgets import hand_trace, hand_task\nfrom fasbench.replay import TraceReplay\n"
+           "import ipywidgets as W\nkeep = W.IntSlider(value=5)\n"
+           "TraceReplay(hand_trace(), hand_task())")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src), nbformat.v4.new_code_cell("keep")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=180, kernel_name="python3", store_widget_state=True).execute()
+    out = nb.cells[0].outputs[-1]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in out and "fasbench-static" in out["text/html"]
+    states = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    nbformat.write(nb, tmp_path / "01_replay.ipynb")
+    html = write_report(tmp_path, tmp_path / "report").read_text()
+    for k in (1, 2, 3):  # every turn's content is in the page, not only the one the widget showed
+        assert f"Turn {k} / 3" in html
+    assert "no such file b.py" in html and "Static snapshot" in html
+    # the replay's hundred-odd widget models are not in the page; the slider shown is
+    kept = re.search(r'<script type="application/vnd.jupyter.widget-state\+json">\s*(.*?)</script>', html, re.S)
+    saved = json.loads(kept.group(1))["state"]
+    assert len(states) > 50 and 0 < len(saved) <= 3 and any(m["state"].get("value") == 5 for m in saved.values())
+
+
+FINDINGS_MARKERS = ("Findings(", "what_we_found", "findings_markdown", "What we found", "findings(")
+
+
+def test_every_notebooks_findings_cell_is_tagged():
+    """The last cell that builds "What we found" carries the ``findings`` tag (the report hides its
+    code), and no other cell does."""
+    from fasbench.paths import repo_root
+
+    paths = sorted((repo_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert len(paths) >= 11
+    for p in paths:
+        nb = nbformat.read(p, as_version=4)
+        code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        builds = [i for i, c in code if any(m in c.source for m in FINDINGS_MARKERS)]
+        tagged = [i for i, c in code if "findings" in c.metadata.get("tags", [])]
+        assert builds, f"{p.name}: no cell builds the findings"
+        assert tagged == [builds[-1]], f"{p.name}: findings cell {builds[-1]} tagged? tagged cells: {tagged}"
+
+
+def test_executed_notebooks_show_the_numbers_their_findings_quote():
+    """On executed notebooks (``make run``'s runs/notebooks, when present): no findings number that a
+    table hid. Numbers the findings cell computes itself are reported, not failed, by the report's
+    note; this fails only on a cut table (an elided column, "…")."""
+    from fasbench.paths import repo_root
+    from fasbench.report import unshown_numbers
+
+    paths = sorted((repo_root() / "runs" / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not paths:
+        pytest.skip("no executed notebooks in runs/notebooks (make run)")
+    for p in paths:
+        nb = nbformat.read(p, as_version=4)
+        cut = [o.get("text", "") for c in nb.cells for o in c.get("outputs", [])
+               if o.get("output_type") == "stream" and "┆ … ┆" in o.get("text", "")]
+        assert not cut, f"{p.name}: a table has hidden columns while its findings quote {unshown_numbers(nb)}"

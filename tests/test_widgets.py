@@ -182,7 +182,7 @@ def test_replay_slider_changes_the_shown_turn():
     assert "30, -1" in r.call_detail.value
     assert sum(f.counts()["viewed"] for f in r.overlay) == 22
     shade = [s for s in r.timeline_fig.layout.shapes if s.name == "current-turn"]
-    assert len(shade) == 1 and shade[0].x0 == pytest.approx(1.5)
+    assert len(shade) == 1 and (shade[0].x0, shade[0].x1) == (1, 2)  # the second of three equal turn columns
     r.slider.value = 3
     assert "Turn 3 / 3" in r.header.value and "Report" in r.header.value and "a.py [[10, 15]]" in r.header.value
     r.show_turn(0)
@@ -213,7 +213,9 @@ def test_compare_side_by_side():
     with pytest.raises(ValueError, match="one task"):
         W.compare(hand_trace(task_id="x"), hand_trace(task_id="y"))
     fig = W.compare_figure(hand_trace("left"), hand_trace("right"))
-    assert {t.name for t in fig.data} >= {"model", "grep_search", "view_file", "Read", "report_back"}
+    # legend entries name the tool and its kind (Read is no relace tool: no kind)
+    assert {t.name for t in fig.data} >= {"model", "grep_search (search)", "view_file (read)", "Read",
+                                          "report_back (report)"}
 
 
 def test_browser_filter_sort_and_selection():
@@ -341,3 +343,101 @@ def test_timeline_figure_exports(tmp_path):
     width = int.from_bytes(png[16:20], "big")
     assert width == 3 * figures.WIDTH
     assert (tmp_path / "timeline_test.json").exists()
+
+
+# ---------------------------------------------------------------- issue 27: turn columns, clicks, colours, static
+
+def _late_short_turns() -> Trace:
+    """A first turn of 10 s and four later turns of 10 ms each: on a wall-clock axis the later turns
+    are slivers (0.1% of the axis each)."""
+    turns, t = [], T0
+    for i, dur in enumerate([10.0, 0.01, 0.01, 0.01, 0.01]):
+        calls = [ToolCall(f"c{i}{j}", "grep_search", {"query": f"q{i}{j}"}) for j in range(2)]
+        res = [ToolResult(c.id, "./a.py:1:x", False, t + dur / 2, t + dur) for c in calls]
+        turns.append(Turn(i, f"turn {i}", calls, res, 10, 1, t, t + dur / 2, t + dur / 2, t + dur))
+        t += dur
+    return Trace("task1", "p", "relace", turns, Report({"a.py": [[1, 1]]}), "reported", T0, t, trace_id="late")
+
+
+def test_timeline_gives_every_turn_an_equal_column_with_its_label():
+    tr = _late_short_turns()
+    cols, n_rows = W.turn_columns(tr)
+    assert len(cols) == 5 and n_rows == 3  # model + two concurrent slots
+    for col in cols:  # time runs within each turn: its model bar starts it, its calls end it
+        model = [b for b in col if b.call is None][0]
+        assert model.left == 0 and model.width == pytest.approx(0.5)
+        assert max(b.left + b.width for b in col) == pytest.approx(1.0)
+        assert {b.row for b in col if b.call is not None} == {1, 2}
+    fig = W.timeline_figure(tr)
+    labels = sorted(a.text for a in fig.layout.annotations if a.text.startswith("T"))
+    assert labels == ["T1", "T2", "T3", "T4", "T5"]  # all five, also the 10 ms turns'
+    widths = {}
+    for d in fig.data:
+        for (turn, _), w in zip(d.customdata or [], d.x):
+            widths.setdefault(turn, []).append(w)
+    assert widths[4][0] == pytest.approx(widths[0][0])  # a 10 ms call as wide as a 5 s one in its column
+    wall = W.timeline_figure(tr, scale="s")  # the wall-clock view is still there, for durations
+    assert len([a for a in wall.layout.annotations if a.text.startswith("T")]) < 5
+    with pytest.raises(ValueError, match="unknown timeline scale"):
+        W.timeline_figure(tr, scale="minutes")
+
+
+def test_clicking_a_timeline_bar_selects_its_turn_and_call():
+    tr, task = hand_trace(), hand_task()
+    r = W.TraceReplay(tr, task)
+    assert set(r.bars) == {(0, 0), (0, 1), (0, 2), (1, 0), (2, 0)} and len(r.turn_cols) == 3
+    r.bars[(0, 2)].click()  # the failed Read of turn 1
+    assert r.step == 0 and r.calls.value == 2 and "no such file b.py" in r.call_detail.value
+    assert "fasbench-bar-error" in r.bars[(0, 2)]._dom_classes
+    r.bars[(1, 0)].click()
+    assert r.step == 1 and r.slider.value == 2 and "Turn 2 / 3" in r.header.value and "30, -1" in r.call_detail.value
+    assert "fasbench-current-turn" in r.turn_cols[1]._dom_classes
+    assert "fasbench-current-turn" not in r.turn_cols[0]._dom_classes
+    label = r.turn_cols[2].children[0]
+    assert label.description == "T3"
+    label.click()
+    assert r.step == 2 and "Report" in r.header.value
+
+
+def test_one_colour_per_kind_in_the_replay_and_the_trajectory_figures():
+    from fasbench.figures import KIND_COLORS
+    from fasbench.trajectories.plots import fig2
+
+    fig = W.timeline_figure(hand_trace())
+    colour = {d.name: d.marker.color for d in fig.data}
+    assert colour["grep_search (search)"] == KIND_COLORS["search"]
+    assert colour["view_file (read)"] == KIND_COLORS["read"] and colour["report_back (report)"] == KIND_COLORS["report"]
+    assert KIND_COLORS["edit"] not in colour.values()  # edit's vermillion never marks a search tool
+    r = W.TraceReplay(hand_trace())
+    assert r.bars[(0, 0)].style.button_color == KIND_COLORS["search"]
+    summary = {"overall": {"turn_share": {"read": 0.4, "search": 0.3, "edit": 0.2, "test": 0.1, "other": 0.0},
+                           "token_share": {"read": 0.4, "search": 0.3, "edit": 0.2, "test": 0.1, "other": 0.0}}}
+    import polars as pl
+    traj = pl.DataFrame({"first_edit_turn": [1], "explore_turns_before": [1], "explore_calls_before": [1],
+                         "resolved": [True]})
+    bars = fig2(summary, traj, "t").data[0]
+    assert dict(zip(bars.x, bars.marker.color)) == {k: KIND_COLORS[k] for k in ("read", "search", "edit", "test", "other")}
+
+
+def test_static_html_holds_every_turn_and_the_display_bundle_both_views():
+    import re
+
+    tr, task = hand_trace(), hand_task()
+    r = W.TraceReplay(tr, task)
+    page = r.static_html()
+    assert "Static snapshot" in page and "fasbench-static" in page
+    for k in (1, 2, 3):
+        assert f"Turn {k} / 3" in page
+    assert "no such file b.py" in page and "[end of file: a.py has 31 lines]" in page and "a.py [[10, 15]]" in page
+    ids = set(re.findall(r"<input type='radio' name='\w+' id='([\w-]+)'", page))
+    fors = set(re.findall(r"for='([\w-]+)'", page))
+    assert len(ids) == 5 and fors == ids  # one radio per call; every label (turn, bar, call) selects one
+    assert page.count("class='fbs-bar fbs-bar-") == 5
+    bundle = r._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "Turn 3 / 3" in bundle["text/html"]
+    c = W.compare(hand_trace("left"), hand_trace("right"), task)
+    assert c._repr_mimebundle_()["text/html"].count("Turn 2 / 3") == 2
+    b = W.TraceBrowser([hand_trace(p) for p in ("alpha", "beta")], [task])
+    assert "2 episodes" in b.static_html() and "Turn 1 / 3" not in b.static_html()
+    b.open("trace-beta-task1")
+    assert "Turn 1 / 3" in b._repr_mimebundle_()["text/html"]

@@ -153,6 +153,17 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
             page.wait_for_timeout(1500)  # still turn 2 after a Play interval: nothing else moves it
             expect(replay.locator(".fasbench-turn-header")).to_contain_text("Turn 2 / 3")
             expect(replay.locator(".widget-readout").first).to_have_text("2")
+
+            # A bar of the timeline, clicked, shows its turn and puts its call in the inspector.
+            bar = replay.locator(".fasbench-turn-col").nth(0).locator(".fasbench-bar").nth(1)  # turn 1, call 1
+            tip = bar.get_attribute("title")
+            assert tip.startswith("turn 1, call 1: "), tip
+            bar.click()
+            expect(replay.locator(".fasbench-turn-header")).to_contain_text("Turn 1 / 3", timeout=30_000)
+            expect(replay.locator(".widget-readout").first).to_have_text("1")
+            expect(replay.locator(".fasbench-call")).to_contain_text(tip.split(": ", 1)[1].split(" ")[0])
+            replay.locator(".fasbench-turn-label", has_text="T3").click()  # a turn label shows its turn
+            expect(replay.locator(".fasbench-turn-header")).to_contain_text("Turn 3 / 3", timeout=30_000)
             replay.scroll_into_view_if_needed()
             page.screenshot(path=str(artifacts / "07_trace_replay.png"))
             replay.screenshot(path=str(artifacts / "07_trace_replay_widget.png"))
@@ -164,3 +175,51 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
     assert (artifacts / "07_trace_replay.png").stat().st_size > 10_000
     assert sorted(q.name for q in (lab["root"] / "figures").glob("*.png")) == [
         "07_parallel_vs_sequential.png", "07_trace_files.png", "07_trace_timeline.png"]
+
+
+def test_static_report_steps_through_turns_without_a_kernel(tmp_path):
+    """The report of an executed notebook with a replay, in Chromium with no kernel: the replay is the
+    static one, its turn labels and bars switch the turn and the call shown (CSS only), and the icons of
+    the widgets that remain have their font (when the widget manager is here: make run's copy)."""
+    from nbclient import NotebookClient
+    from playwright.sync_api import expect, sync_playwright
+
+    from fasbench.report import write_report
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                                          "from test_widgets import hand_trace, hand_task\n"
+                                          "from fasbench.replay import TraceReplay\nTraceReplay(hand_trace(), hand_task())"),
+                nbformat.v4.new_code_cell("import ipywidgets as W\nW.Play(value=1, min=1, max=3)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=180, kernel_name="python3", store_widget_state=True).execute()
+    (tmp_path / "nb").mkdir()
+    nbformat.write(nb, tmp_path / "nb" / "01_replay.ipynb")
+    js = repo_root() / ".venv" / "report-js"
+    manager = (js / "embed-amd.js").exists()
+    page_path = write_report(tmp_path / "nb", tmp_path / "report", js_dir=js if manager else None)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(page_path.as_uri())
+            r = page.locator(".fasbench-static-replay")
+            expect(r).to_have_count(1)
+            headers = r.locator(".fasbench-turn-header")
+            expect(headers.nth(0)).to_be_visible()
+            expect(headers.nth(1)).to_be_hidden()
+            r.locator(".fbs-tlabel", has_text="T3").click()
+            expect(headers.nth(2)).to_be_visible()
+            expect(headers.nth(2)).to_contain_text("Turn 3 / 3")
+            expect(headers.nth(0)).to_be_hidden()
+            r.locator(".fbs-bar-0-2").click()  # turn 1's failed call
+            expect(headers.nth(0)).to_be_visible()
+            expect(r.locator(".fbs-call-0-2")).to_be_visible()
+            expect(r.locator(".fbs-call-0-2")).to_contain_text("no such file b.py")
+            expect(r.locator(".fbs-call-0-0")).to_be_hidden()
+            if manager:
+                expect(page.locator(".widget-play i.fa-play")).to_be_visible(timeout=60_000)
+                page.wait_for_function("() => [...document.fonts].some(f => /Font Awesome/.test(f.family)"
+                                       " && f.status === 'loaded')", timeout=30_000)
+        finally:
+            browser.close()

@@ -1,7 +1,8 @@
 """Interactive replay of parallel tool-call traces, of named runs with their gold, and a browser over runs.
 
 - :mod:`~fasbench.replay.timeline` — :func:`call_spans` / :func:`assign_lanes`: every call as a span on a
-  lane, one lane per concurrent call slot; :func:`turn_summary`;
+  lane, one lane per concurrent call slot; :func:`turn_columns`: the same in one equal-width column per
+  turn (what the replay draws); :func:`turn_summary`;
 - :mod:`~fasbench.replay.observed` — what one call showed (its kind, lines of file content, search
   hits): the replay's one boundary with the tools (``fasbench.tools.tool_kind`` / ``shown``);
 - :mod:`~fasbench.replay.overlay` — :func:`file_overlay`: per file the lines viewed, matched, cited and gold;
@@ -10,6 +11,8 @@
 - :mod:`~fasbench.replay.plots` — :func:`timeline_figure`, :func:`compare_figure`, :func:`file_figure`
   (saved for papers with :func:`fasbench.figures.save`); :mod:`~fasbench.replay.panels` — the HTML panels;
 - :mod:`~fasbench.replay.widgets` — :class:`TraceReplay`, :func:`compare`, :class:`TraceBrowser`;
+- :mod:`~fasbench.replay.static` — :func:`replay_html`: every turn as HTML with a CSS-only turn switcher,
+  which the widgets hand to Jupyter beside their live view for pages read without a kernel;
 - :mod:`~fasbench.replay.runs` — :func:`load_run_episodes` (a run by path or name: its traces and its
   tasks with gold, from ``tasks.jsonl`` or the task source recorded in ``run.json``),
   :func:`example_run` (the shipped example run, notebook 07's default), :func:`replay_run`;
@@ -27,11 +30,13 @@ from fasbench.replay.overlay import FileOverlay, file_overlay, overlay_totals, r
 from fasbench.replay.plots import compare_figure, file_figure, timeline_figure
 from fasbench.replay.runs import (EXAMPLE_RUN, RunEpisodes, example_run, load_run_episodes, pick_episode,
                                   replay_run)
-from fasbench.replay.timeline import assign_lanes, call_spans, turn_summary
+from fasbench.replay.static import replay_html
+from fasbench.replay.timeline import assign_lanes, call_spans, turn_columns, turn_summary
 from fasbench.replay.widgets import Comparison, TraceBrowser, TraceReplay, compare, compare_rows
 
 __all__ = ["EXAMPLE_RUN", "Comparison", "FileOverlay", "RunEpisodes", "RunsBrowser", "TraceBrowser", "TraceReplay",
            "SORT_KEYS", "assign_lanes", "call_spans", "compare", "compare_figure", "compare_rows", "demo_episode",
            "demo_turns", "example_run", "file_figure", "file_overlay", "filter_sort", "frame_html",
            "grep_hits", "load_run_episodes", "observe", "overlay_totals", "pick_episode", "replay_run",
-           "report_turn", "symbol_task", "timeline_figure", "turn_summary", "viewed_ranges"]
+           "replay_html", "report_turn", "symbol_task", "timeline_figure", "turn_columns", "turn_summary",
+           "viewed_ranges"]

@@ -9,10 +9,10 @@ from typing import Sequence
 
 import ipywidgets as W
 import polars as pl
-from IPython.display import display
 
 from fasbench import runs as R
 from fasbench.replay.runs import RunEpisodes, load_run_episodes
+from fasbench.replay.static import display_bundle, runs_html
 from fasbench.replay.widgets import TraceBrowser
 
 
@@ -97,5 +97,10 @@ class RunsBrowser:
             self.open_run.value = name
         return self.episodes
 
-    def _ipython_display_(self):
-        display(self.widget)
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return display_bundle(self.widget, self.static_html(), include, exclude)
+
+    def static_html(self) -> str:
+        """The picked runs' metrics and comparison and the open run's episodes, as HTML that needs no kernel."""
+        return runs_html(self.metrics_html.value, self.compare_html.value,
+                         self.episodes.static_html() if self.episodes is not None else "")

@@ -62,3 +62,9 @@ def grep_hits(toolset: str, call: ToolCall, result: ToolResult | None,
         for p, n in seen.hits:
             out.setdefault(p, []).append(n)
     return {p: sorted(set(ns)) for p, ns in out.items()}
+
+
+def call_kind(toolset: str, name: str) -> str | None:
+    """The kind of a call (``read`` | ``search`` | ``list`` | ``report``), which sets its colour in the
+    replay (``fasbench.figures.KIND_COLORS``); None for a tool the trace's tool set does not have."""
+    return tool_kind(toolset, name)

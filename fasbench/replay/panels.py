@@ -1,5 +1,5 @@
-"""The HTML panels of the replay widgets: the turn header, the call list and inspector, the file
-panel's counts."""
+"""The HTML panels of the replay widgets: the title, the turn header, the call list and inspector, the
+file panel's counts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from typing import Sequence
 
 from fasbench.linerefs import short_path
-from fasbench.records import ToolCall, ToolResult, Trace
+from fasbench.records import Task, ToolCall, ToolResult, Trace
 from fasbench.replay.overlay import FileOverlay, overlay_totals
 from fasbench.replay.timeline import fmt_s, turn_summary
 
@@ -25,6 +25,16 @@ def _tokens(s: dict) -> str:
     p = "?" if s["prompt_tokens"] is None else f"{s['prompt_tokens']:,}"
     c = "?" if s["completion_tokens"] is None else f"{s['completion_tokens']:,}"
     return f"tokens {p} in / {c} out"
+
+
+def title_html(trace: Trace, task: Task | None = None) -> str:
+    """The replay's title: policy, task, tool set, turns, calls, time, stop reason, and the query."""
+    out = (f"<h4 style='margin:4px 0'>{html.escape(trace.policy)} · {html.escape(trace.task_id)} · "
+           f"{html.escape(trace.toolset)} · {trace.n_turns} turns, {trace.n_calls} calls, "
+           f"{fmt_s(trace.wall_time)} · stop: {html.escape(trace.stop_reason)}</h4>")
+    if task is not None:
+        out += f"<div style='font-size:12px'><b>Query:</b> {html.escape(task.query[:400])}</div>"
+    return out
 
 
 def header_html(trace: Trace, i: int) -> str:

@@ -11,83 +11,113 @@ from typing import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from fasbench.figures import PALETTE, TOOL_COLORS
+from fasbench.figures import kind_color
 from fasbench.linerefs import short_path
 from fasbench.records import Trace
+from fasbench.replay.observed import call_kind
 from fasbench.replay.overlay import FileOverlay
-from fasbench.replay.timeline import call_spans, fmt_s
+from fasbench.replay.static import MODEL_COLOR
+from fasbench.replay.timeline import call_spans, fmt_s, turn_columns
 
-MODEL_COLOR = "#BBBBBB"
 LAYER_COLORS = {"gold": "#E69F00", "cited": "#CC79A7", "viewed": "#56B4E9", "grep": "#0072B2"}
 
 
-def tool_color(name: str) -> str:
-    """The figure colour of a tool; tools without a fixed colour get a stable palette colour."""
-    if name in TOOL_COLORS:
-        return TOOL_COLORS[name]
-    return PALETTE[sum(map(ord, name)) % len(PALETTE)]
+def tool_color(toolset: str, name: str) -> str:
+    """The figure colour of a tool: its kind's (``fasbench.figures.KIND_COLORS``, the colours of the
+    trajectory figures too), grey for a tool of no known tool set."""
+    return kind_color(call_kind(toolset, name))
 
 
 # A horizontal legend under the plot: it never scrolls, whatever the plot's height.
 _BOTTOM_LEGEND = dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container")
+PAD = 0.03  # of a turn's column, either side, on the turn-scaled axis
+
+
+def _bars(trace: Trace, scale: str) -> tuple[list, list, int, float]:
+    """(model bars, call bars, rows, axis end) as (turn, call span or None, x0, width, row) on the
+    chosen axis: ``turn`` (one equal-width column per turn, time scaled within it) or wall-clock ``s``."""
+    if scale == "turn":
+        cols, n_rows = turn_columns(trace)
+        bars = [(b.turn, b.call, b.turn + PAD + b.left * (1 - 2 * PAD), b.width * (1 - 2 * PAD), b.row)
+                for col in cols for b in col]
+        end = float(len(cols) or 1)
+    elif scale == "s":
+        turns, spans, _ = call_spans(trace)
+        n_rows = 1 + max((s.lane + 1 for s in spans), default=0)
+        end = max([s.end for s in spans] + [t.tools_end for t in turns] + [t.model_end for t in turns] + [1e-9])
+        min_w = end * 0.004  # bars thinner than this would vanish; hover shows the real duration
+        pos = {t.turn: k for k, t in enumerate(turns)}
+        bars = [(k, None, t.model_start, max(t.model_end - t.model_start, min_w), 0) for k, t in enumerate(turns)]
+        bars += [(pos[s.turn], s, s.start, max(s.duration, min_w), s.lane + 1) for s in spans]
+    else:
+        raise ValueError(f"unknown timeline scale {scale!r}; scales: turn, s")
+    return [b for b in bars if b[1] is None], [b for b in bars if b[1] is not None], n_rows, end
 
 
 def _add_timeline(fig: go.Figure, trace: Trace, row: int | None = None, highlight: int | None = None,
-                  legend: bool = True, seen: set | None = None) -> None:
-    turns, spans, unit = call_spans(trace)
+                  legend: bool = True, seen: set | None = None, scale: str = "turn") -> None:
+    turns, _, unit = call_spans(trace)
+    models, calls, n_rows, end = _bars(trace, scale)
     kw = dict(row=row, col=1) if row is not None else {}
-    n_lanes = max((s.lane for s in spans), default=-1) + 1
-    lane_names = ["model"] + [f"slot {k + 1}" for k in range(n_lanes)]
-    end = max([s.end for s in spans] + [t.tools_end for t in turns] + [t.model_end for t in turns] + [1e-9])
-    min_w = end * 0.004  # bars thinner than this would vanish; hover shows the real duration
+    lane_names = ["model"] + [f"slot {k}" for k in range(1, n_rows)]
     seen = seen if seen is not None else set()
-    # model phases
+    timed = unit == "s"
     fig.add_trace(go.Bar(
-        orientation="h", y=["model"] * len(turns), base=[t.model_start for t in turns],
-        x=[max(t.model_end - t.model_start, min_w) for t in turns], marker_color=MODEL_COLOR,
-        name="model", legendgroup="model", showlegend=legend and "model" not in seen,
-        hovertext=[f"turn {t.turn + 1}: model {fmt_s(t.model_end - t.model_start)}" if unit == "s"
-                   else f"turn {t.turn + 1}: model" for t in turns], hoverinfo="text", width=0.7), **kw)
+        orientation="h", y=["model"] * len(models), base=[b[2] for b in models], x=[b[3] for b in models],
+        marker_color=MODEL_COLOR, name="model", legendgroup="model", showlegend=legend and "model" not in seen,
+        hovertext=[f"turn {k + 1}: model {fmt_s(turns[k].model_end - turns[k].model_start)}" if timed
+                   else f"turn {k + 1}: model" for k, *_ in models], hoverinfo="text", width=0.7), **kw)
     seen.add("model")
-    for tool in dict.fromkeys(s.tool for s in spans):
-        ss = [s for s in spans if s.tool == tool]
-        hover = [f"turn {s.turn + 1}, call {s.index + 1}: {html.escape(s.tool)}"
-                 + (f" · {fmt_s(s.duration)}" if unit == "s" else "")
-                 + (" · ERROR" if s.is_error else "") + "<br>" + html.escape(s.arguments[:120]) for s in ss]
+    for tool in dict.fromkeys(b[1].tool for b in calls):
+        bs = [b for b in calls if b[1].tool == tool]
+        kind = call_kind(trace.toolset, tool)
+        name = f"{tool} ({kind})" if kind else tool
+        hover = [f"turn {b[0] + 1}, call {b[1].index + 1}: {html.escape(tool)}"
+                 + (f" · {fmt_s(b[1].duration)}" if timed else "")
+                 + (" · ERROR" if b[1].is_error else "") + "<br>" + html.escape(b[1].arguments[:120]) for b in bs]
         fig.add_trace(go.Bar(
-            orientation="h", y=[f"slot {s.lane + 1}" for s in ss], base=[s.start for s in ss],
-            x=[max(s.duration, min_w) for s in ss], name=tool, legendgroup=tool,
-            showlegend=legend and tool not in seen, hovertext=hover, hoverinfo="text", width=0.7,
-            marker=dict(color=tool_color(tool), line=dict(color="#222", width=0.5),
-                        pattern=dict(shape=["x" if s.is_error else "" for s in ss])),
-            customdata=[[s.turn, s.index] for s in ss]), **kw)
-        seen.add(tool)
+            orientation="h", y=[lane_names[b[4]] for b in bs], base=[b[2] for b in bs], x=[b[3] for b in bs],
+            name=name, legendgroup=name, showlegend=legend and name not in seen, hovertext=hover, hoverinfo="text",
+            width=0.7, marker=dict(color=tool_color(trace.toolset, tool), line=dict(color="#222", width=0.5),
+                                   pattern=dict(shape=["x" if b[1].is_error else "" for b in bs])),
+            customdata=[[b[0], b[1].index] for b in bs]), **kw)
+        seen.add(name)
     xref = "x" if row in (None, 1) else f"x{row}"
     yref = "y" if row in (None, 1) else f"y{row}"
+    starts = list(range(len(turns))) if scale == "turn" else [t.model_start for t in turns]
     last_label = -math.inf
-    for t in turns:
-        fig.add_shape(type="line", x0=t.model_start, x1=t.model_start, y0=0, y1=1, xref=xref,
-                      yref=f"{yref} domain", line=dict(color="#666", width=1, dash="dot"))
-        if t.model_start - last_label < 0.04 * end:  # labels this close would print over each other
+    for k, x0 in enumerate(starts):
+        fig.add_shape(type="line", x0=x0, x1=x0, y0=0, y1=1, xref=xref, yref=f"{yref} domain",
+                      line=dict(color="#666", width=1, dash="dot"))
+        if scale == "s" and x0 - last_label < 0.04 * end:  # labels this close would print over each other
             continue
-        last_label = t.model_start
-        fig.add_annotation(x=t.model_start, y=1, xref=xref, yref=f"{yref} domain", text=f"T{t.turn + 1}",
-                           showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=10, color="#444"))
+        last_label = x0
+        fig.add_annotation(x=x0 + (0.5 if scale == "turn" else 0), y=1, xref=xref, yref=f"{yref} domain",
+                           text=f"T{k + 1}", showarrow=False, xanchor="center" if scale == "turn" else "left",
+                           yanchor="bottom", font=dict(size=10, color="#444"))
     if highlight is not None and 0 <= highlight < len(turns):
-        t = turns[highlight]
-        x1 = turns[highlight + 1].model_start if highlight + 1 < len(turns) else max(end, t.tools_end)
-        fig.add_shape(type="rect", x0=t.model_start, x1=x1, y0=0, y1=1, xref=xref, yref=f"{yref} domain",
-                      fillcolor="rgba(230,159,0,0.15)", line=dict(width=0), layer="below", name="current-turn")
+        x0 = starts[highlight]
+        x1 = starts[highlight + 1] if highlight + 1 < len(turns) else (
+            len(turns) if scale == "turn" else max(end, turns[highlight].tools_end))
+        fig.add_shape(type="rect", x0=x0, x1=x1, y0=0, y1=1, xref=xref, yref=f"{yref} domain",
+                      fillcolor="rgba(120,120,120,0.15)", line=dict(width=0), layer="below", name="current-turn")
     fig.update_yaxes(categoryorder="array", categoryarray=lane_names, autorange="reversed", **kw)
-    fig.update_xaxes(title_text="seconds since episode start" if unit == "s" else "turn", **kw)
+    if scale == "turn":
+        fig.update_xaxes(title_text="turn (one column each; time runs within a turn)", range=[0, end],
+                         showticklabels=False, ticks="", **kw)
+    else:
+        fig.update_xaxes(title_text="seconds since episode start" if timed else "turn", **kw)
 
 
-def timeline_figure(trace: Trace, highlight: int | None = None, title: str | None = None) -> go.Figure:
+def timeline_figure(trace: Trace, highlight: int | None = None, title: str | None = None,
+                    scale: str = "turn") -> go.Figure:
     """A Gantt chart of one episode: a lane for the model and one per concurrent call slot, a bar
-    per call coloured by tool (hatched when it failed), turn boundaries dotted and labelled
-    T1, T2, …; ``highlight`` (0-based) shades one turn."""
+    per call coloured by its tool's kind (hatched when it failed), turn boundaries dotted and labelled
+    T1, T2, …; ``highlight`` (0-based) shades one turn. ``scale="turn"`` (default) gives every turn a
+    column of the same width, time scaled within the turn (:func:`~fasbench.replay.timeline.turn_columns`);
+    ``scale="s"`` puts all on one wall-clock axis (late short turns become slivers)."""
     fig = go.Figure()
-    _add_timeline(fig, trace, highlight=highlight)
+    _add_timeline(fig, trace, highlight=highlight, scale=scale)
     n_lanes = len({s.lane for s in call_spans(trace)[1]})
     fig.update_layout(
         barmode="overlay", height=170 + 34 * (n_lanes + 1),
@@ -98,8 +128,10 @@ def timeline_figure(trace: Trace, highlight: int | None = None, title: str | Non
     return fig
 
 
-def compare_figure(trace_a: Trace, trace_b: Trace, titles: Sequence[str] | None = None) -> go.Figure:
-    """Two timelines stacked on a shared time axis: which episode searched faster and how."""
+def compare_figure(trace_a: Trace, trace_b: Trace, titles: Sequence[str] | None = None,
+                   scale: str = "s") -> go.Figure:
+    """Two timelines stacked on a shared time axis: which episode searched faster and how (``scale``:
+    wall-clock ``s`` by default, or ``turn`` as in :func:`timeline_figure`)."""
     la = len({s.lane for s in call_spans(trace_a)[1]}) + 1
     lb = len({s.lane for s in call_spans(trace_b)[1]}) + 1
     units = {call_spans(trace_a)[2], call_spans(trace_b)[2]}
@@ -108,8 +140,8 @@ def compare_figure(trace_a: Trace, trace_b: Trace, titles: Sequence[str] | None 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=len(units) == 1, row_heights=[la, lb],
                         vertical_spacing=0.22, subplot_titles=list(titles))
     seen: set = set()
-    _add_timeline(fig, trace_a, row=1, seen=seen)
-    _add_timeline(fig, trace_b, row=2, seen=seen)
+    _add_timeline(fig, trace_a, row=1, seen=seen, scale=scale)
+    _add_timeline(fig, trace_b, row=2, seen=seen, scale=scale)
     if len(units) == 1:
         fig.update_xaxes(title_text="", row=1, col=1)
     for a in fig.layout.annotations[:2]:  # subplot titles: left, above the turn labels

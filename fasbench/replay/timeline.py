@@ -1,6 +1,8 @@
 """The replay's timeline: every tool call of an episode as a span on a lane, one lane per concurrent
 call slot (greedy interval partitioning), x = seconds since the episode started, or the turn index
-when the trace has no timings; and what the turn header shows of a turn."""
+when the trace has no timings (:func:`call_spans`); the same bars in one equal-width column per turn,
+time scaled within each turn only (:func:`turn_columns`: what the replay and its figure draw); and what
+the turn header shows of a turn."""
 
 from __future__ import annotations
 
@@ -72,7 +74,6 @@ def has_timings(trace: Trace) -> bool:
             if r.started_at is None or r.ended_at is None:
                 return False
     return bool(trace.turns)
-
 
 
 def results_by_call(turn: Turn) -> list[ToolResult | None]:
@@ -150,3 +151,40 @@ def turn_summary(trace: Trace, i: int) -> dict:
 def fmt_s(x: float) -> str:
     """A duration for labels: milliseconds below a second."""
     return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
+
+
+@dataclass
+class Placed:
+    """A bar in its turn's column of the turn-scaled timeline: ``row`` 0 is the model phase, row
+    ``k`` the call slot ``k`` (the call's lane + 1); ``left`` and ``width`` are fractions of the column."""
+
+    turn: int
+    row: int
+    left: float
+    width: float
+    call: CallSpan | None  # None: the model phase
+
+
+def turn_columns(trace: Trace, min_width: float = 0.04) -> tuple[list[list[Placed]], int]:
+    """The timeline as one equal-width column per turn: inside a column, x is the time since the
+    turn's model phase started over the turn's duration (the model and its calls), so that a short
+    late turn is as wide as a long first one and its label stays readable. Bars are at least
+    ``min_width`` of the column wide (the hover, the inspector show the real duration). Returns the
+    bars of each turn and the number of rows (the model's and one per concurrent call slot)."""
+    turns, spans, _ = call_spans(trace)
+    n_rows = 1 + max((s.lane + 1 for s in spans), default=0)
+    cols: list[list[Placed]] = []
+    for k, t in enumerate(turns):
+        ss = [s for s in spans if s.turn == t.turn]
+        start = t.model_start
+        end = max([t.model_end, t.tools_end] + [s.end for s in ss])
+        dur = (end - start) or 1.0
+
+        def place(a: float, b: float) -> tuple[float, float]:
+            w = min(1.0, max((b - a) / dur, min_width))
+            return min(max(0.0, (a - start) / dur), 1.0 - w), w
+
+        col = [Placed(k, 0, *place(t.model_start, t.model_end), None)]
+        col += [Placed(k, s.lane + 1, *place(s.start, s.end), s) for s in ss]
+        cols.append(col)
+    return cols, n_rows

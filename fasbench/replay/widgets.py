@@ -21,18 +21,32 @@ from IPython import get_ipython
 from IPython.display import display
 
 from fasbench.episodes import episode_row, episode_rows, task_map
+from fasbench.figures import kind_color
 from fasbench.linerefs import short_path
 from fasbench.records import Task, Trace
 from fasbench.replay.episodes import SORT_KEYS, filter_sort
 from fasbench.replay.overlay import file_overlay, overlay_totals
-from fasbench.replay.panels import call_html, call_label, counts_html, header_html
+from fasbench.replay.observed import call_kind
+from fasbench.replay.panels import call_html, call_label, counts_html, header_html, title_html
 from fasbench.replay.plots import file_figure, timeline_figure
-from fasbench.replay.timeline import call_spans, fmt_s, results_by_call
+from fasbench.replay.static import MODEL_COLOR, browser_html, compare_html, display_bundle, replay_html
+from fasbench.replay.timeline import fmt_s, results_by_call, turn_columns
 
 
 def _in_kernel() -> bool:
     ip = get_ipython()
     return ip is not None and getattr(ip, "kernel", None) is not None
+
+
+TIMELINE_CSS = """<style>
+.fasbench-timeline .fasbench-bar{padding:0;border:1px solid #222;border-radius:0;min-width:3px}
+.fasbench-timeline .fasbench-bar-error{background-image:repeating-linear-gradient(45deg,#fff 0 2px,transparent 2px 5px)}
+.fasbench-timeline .fasbench-turn-label{padding:0;font-size:11px;background:none;border:none;box-shadow:none}
+.fasbench-timeline .fasbench-turn-col{border-left:1px dotted #888}
+.fasbench-timeline .fasbench-current-turn{background:rgba(120,120,120,0.15)}
+.fasbench-timeline .fasbench-current-turn .fasbench-turn-label{font-weight:bold}
+</style>"""
+ROW_H = "18px"
 
 
 def _show(out, fig: go.Figure) -> None:
@@ -69,16 +83,13 @@ class TraceReplay:
         self.slider.add_class("fasbench-turn-slider")
         self.link = W.jslink((self.play, "value"), (self.slider, "value"))
         self.header = W.HTML()
-        self.timeline = W.Output()
+        self.bars: dict[tuple[int, int], W.Button] = {}  # (turn, call) -> its bar on the timeline
+        self.timeline = self._timeline()
         self.calls = W.Dropdown(description="call", layout=W.Layout(width="98%"))
         self.call_detail = W.HTML()
         self.files = W.Output()
         self.file_counts = W.HTML()
-        title = (f"<h4 style='margin:4px 0'>{html.escape(trace.policy)} · {html.escape(trace.task_id)} · "
-                 f"{html.escape(trace.toolset)} · {trace.n_turns} turns, {trace.n_calls} calls, "
-                 f"{fmt_s(trace.wall_time)} · stop: {html.escape(trace.stop_reason)}</h4>")
-        if task is not None:
-            title += f"<div style='font-size:12px'><b>Query:</b> {html.escape(task.query[:400])}</div>"
+        title = title_html(trace, task)
         call_box = W.VBox([W.HTML("<b>Calls of this turn</b>"), self.calls, self.call_detail],
                           layout=W.Layout(width="46%"))
         file_box = W.VBox([W.HTML("<b>Files: gold, cited, viewed so far</b>"), self.files, self.file_counts],
@@ -91,8 +102,71 @@ class TraceReplay:
         self.calls.observe(self._on_call, "value")
         self.show_turn(0)
 
-    def _ipython_display_(self):
-        display(self.widget)
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return display_bundle(self.widget, self.static_html(), include, exclude)
+
+    def static_html(self) -> str:
+        """Every turn of the episode as HTML that needs no kernel (a CSS turn switcher, clickable
+        bars): what a page exported without a kernel shows instead of the widget."""
+        return replay_html(self.trace, self.task)
+
+    def _timeline(self) -> W.Box:
+        """The timeline: one equal-width column per turn (time scaled within the turn), a row for the
+        model and one per concurrent call slot, a bar per call coloured by its kind; a turn label or a
+        bar, clicked, shows that turn (and that call in the inspector)."""
+        cols, n_rows = turn_columns(self.trace)
+        if self.xrange is not None:  # a comparison: as many columns as the longer episode has turns
+            cols = cols + [[] for _ in range(max(0, math.ceil(self.xrange[1]) - len(cols)))]
+        names = ["", "model"] + [f"slot {k}" for k in range(1, n_rows)]
+        lanes = W.VBox([W.HTML(f"<small>{n}</small>", layout=W.Layout(height=ROW_H, margin="0"))
+                        for n in names], layout=W.Layout(width="52px", min_width="52px"))
+        self.turn_cols: list[W.VBox] = []
+        for k, col in enumerate(cols):
+            label = W.Button(description=f"T{k + 1}" if col else "", tooltip=f"show turn {k + 1}" if col else "",
+                             disabled=not col, layout=W.Layout(width="100%", height=ROW_H, margin="0"))
+            label.add_class("fasbench-turn-label")
+            label.on_click(lambda _b, k=k: self.show_turn(k))
+            rows = []
+            for r in range(n_rows):
+                items, right = [], 0.0
+                for b in sorted((b for b in col if b.row == r), key=lambda b: b.left):
+                    items.append(self._bar(b, max(0.0, b.left - right)))
+                    right = max(right, b.left + b.width)
+                rows.append(W.HBox(items, layout=W.Layout(height=ROW_H, width="100%", margin="0",
+                                                          overflow="hidden")))
+            c = W.VBox([label] + rows, layout=W.Layout(flex="1 1 0px", min_width="0", padding="0 2px"))
+            c.add_class("fasbench-turn-col")
+            self.turn_cols.append(c)
+        box = W.HBox([W.HTML(TIMELINE_CSS, layout=W.Layout(width="0", margin="0")), lanes] + self.turn_cols,
+                     layout=W.Layout(width="100%"))
+        box.add_class("fasbench-timeline")
+        return box
+
+    def _bar(self, b, gap: float) -> W.Button:
+        lay = W.Layout(width=f"{100 * b.width:.2f}%", margin=f"2px 0 2px {100 * gap:.2f}%", height="14px",
+                       flex="0 0 auto")
+        if b.call is None:
+            t = self.trace.turns[b.turn]
+            btn = W.Button(tooltip=f"turn {b.turn + 1}: model {fmt_s(t.model_time)}", layout=lay,
+                           style=W.ButtonStyle(button_color=MODEL_COLOR))
+            btn.on_click(lambda _b, k=b.turn: self.show_turn(k))
+        else:
+            c = b.call
+            kind = call_kind(self.trace.toolset, c.tool)
+            btn = W.Button(tooltip=f"turn {b.turn + 1}, call {c.index + 1}: {c.tool}{f' ({kind})' if kind else ''}"
+                           f"{' · ERROR' if c.is_error else ''} · {c.arguments[:100]}", layout=lay,
+                           style=W.ButtonStyle(button_color=kind_color(kind)))
+            if c.is_error:
+                btn.add_class("fasbench-bar-error")
+            btn.on_click(lambda _b, k=b.turn, j=c.index: self.select_call(k, j))
+            self.bars[(b.turn, c.index)] = btn
+        btn.add_class("fasbench-bar")
+        return btn
+
+    def select_call(self, turn: int, j: int) -> None:
+        """Show turn ``turn`` (0-based) with its call ``j`` in the inspector (a timeline bar's click)."""
+        self.show_turn(turn)
+        self.calls.value = j
 
     def _on_slider(self, change) -> None:
         self.show_turn(change["new"] - 1)
@@ -130,10 +204,11 @@ class TraceReplay:
         self.timeline_fig = timeline_figure(self.trace, highlight=i)
         if self.xrange is not None:
             self.timeline_fig.update_xaxes(range=list(self.xrange))
+        for k, c in enumerate(self.turn_cols):
+            (c.add_class if k == i else c.remove_class)("fasbench-current-turn")
         self.overlay = file_overlay(self.trace, self.task, upto_turn=i)
         self.file_fig = file_figure(self.overlay)
         self.file_counts.value = counts_html(self.overlay, self.task is not None)
-        _show(self.timeline, self.timeline_fig)
         _show(self.files, self.file_fig)
 
 
@@ -156,12 +231,7 @@ class Comparison:
             raise ValueError(f"compare needs two episodes of one task, got {trace_a.task_id!r} and "
                              f"{trace_b.task_id!r}")
         self.rows = compare_rows([trace_a, trace_b], task, reward)
-        units = {call_spans(trace_a)[2], call_spans(trace_b)[2]}
-        xr = None
-        if len(units) == 1:  # one x range so that durations compare by eye
-            ends = [max([s.end for s in call_spans(t)[1]] + [u.model_end for u in call_spans(t)[0]] + [0.0])
-                    for t in (trace_a, trace_b)]
-            xr = (0.0, max(ends) * 1.03 or 1.0)
+        xr = (0.0, float(max(trace_a.n_turns, trace_b.n_turns, 1)))  # turn columns of one width in both
         self.a = TraceReplay(trace_a, task, xrange=xr)
         self.b = TraceReplay(trace_b, task, xrange=xr)
         cols = [("policy", "{}"), ("reward", "{:.3f}"), ("turns", "{}"), ("calls", "{}"), ("max_parallel", "{}"),
@@ -171,14 +241,19 @@ class Comparison:
         th = "".join(f"<th style='padding:0 8px'>{c}</th>" for c, _ in cols)
         trs = "".join("<tr>" + "".join(f"<td style='padding:0 8px'>{f.format(r[c])}</td>" for c, f in cols)
                       + "</tr>" for r in self.rows)
-        self.table = W.HTML(f"<div style='overflow-x:auto;max-width:100%'><table class='fasbench-compare' "
-                            f"style='font-size:12px;white-space:nowrap'><tr>{th}</tr>{trs}</table></div>")
+        self.table_html = (f"<div style='overflow-x:auto;max-width:100%'><table class='fasbench-compare' "
+                           f"style='font-size:12px;white-space:nowrap'><tr>{th}</tr>{trs}</table></div>")
+        self.table = W.HTML(self.table_html)
         # one replay above the other, each at full width and on one time axis: side by side at half
         # width their labels collided, their legends scrolled and the table was cut off
         self.widget = W.VBox([self.table, self.a.widget, self.b.widget], layout=W.Layout(width="100%"))
 
-    def _ipython_display_(self):
-        display(self.widget)
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return display_bundle(self.widget, self.static_html(), include, exclude)
+
+    def static_html(self) -> str:
+        """The table and both episodes, every turn, as HTML that needs no kernel."""
+        return compare_html(self.table_html, self.a.static_html(), self.b.static_html())
 
 
 def compare(trace_a: Trace, trace_b: Trace, task: Task | None = None, reward: str = "relace") -> Comparison:
@@ -257,5 +332,9 @@ class TraceBrowser:
             self.table.value = trace_id
         return self.replay
 
-    def _ipython_display_(self):
-        display(self.widget)
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return display_bundle(self.widget, self.static_html(), include, exclude)
+
+    def static_html(self) -> str:
+        """The episodes (in the shown order) as a table, and the open replay, as HTML that needs no kernel."""
+        return browser_html(self.shown, self.replay.static_html() if self.replay is not None else "")

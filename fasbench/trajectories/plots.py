@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from fasbench.figures import CATEGORY_COLORS, OUTCOME_COLORS, PALETTE, SEED_MARKER
+from fasbench.figures import KIND_COLORS, OUTCOME_COLORS, PALETTE, SEED_MARKER
 from fasbench.trajectories.analysis import CATEGORIES, SEEDS
 from fasbench.trajectories.relace_measures import POPULATIONS_SHORT
 
@@ -65,7 +65,7 @@ def fig2(summary: dict, trajectories, title: str):
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
                         subplot_titles=("Share by category", "Exploration before the first edit"))
     cats = list(CATEGORIES) + (["none"] if o["token_share"].get("none") else [])  # turns without an action
-    colors = {**CATEGORY_COLORS, "none": "#CCCCCC"}
+    colors = {**KIND_COLORS, "none": "#CCCCCC"}
     for measure, name, pattern in (("turn_share", "tool-use turns", ""), ("token_share", "tokens", "/")):
         vals = [o[measure].get(c) for c in cats]
         fig.add_trace(go.Bar(x=[c if c != "none" else "no action" for c in cats], y=vals, name=name,
