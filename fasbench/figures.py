@@ -269,17 +269,23 @@ def _write_images(fig: go.Figure, paths: list[Path], formats, w: int, h: int) ->
     if "pdf" in formats:
         _whole_pdf_pages()
     server = _kaleido_server()
+    for p in paths:  # a file left by an earlier export must not pass for this one
+        p.unlink(missing_ok=True)
     try:  # all formats in one browser session
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The kopts argument is ignored")
             pio.write_images([fig] * len(paths), paths, format=list(formats), scale=scales, width=w, height=h)
-        return
     except Exception:
         if not server:
             raise
-    _stop_kaleido_server()  # the shared browser died: export the slow way
+        _stop_kaleido_server()  # the shared browser died: export the slow way
+    # Once, on a loaded machine, kaleido returned without writing one of the files (notebook 04's PDF):
+    # whatever is missing is exported again on its own, and an export that still writes nothing is an error.
     for p, fmt, sc in zip(paths, formats, scales):
-        pio.write_image(fig, p, format=fmt, width=w, height=h, scale=sc)
+        if not p.is_file() or p.stat().st_size == 0:
+            pio.write_image(fig, p, format=fmt, width=w, height=h, scale=sc)
+        if not p.is_file() or p.stat().st_size == 0:
+            raise RuntimeError(f"kaleido wrote no {fmt.upper()} for {p.name} (Chromium: {os.environ.get('BROWSER_PATH')})")
 
 
 def _in_kernel() -> bool:
