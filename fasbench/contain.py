@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
+from functools import lru_cache
 from typing import BinaryIO, Iterator
 
 MAX_READ_BYTES = 64 << 20  # bytes one read of a file may take (as the tools' Limits.max_read_bytes)
@@ -64,8 +64,13 @@ class Unreadable(PathRefused):
 
 
 def root_path(root: str | os.PathLike) -> str:
-    """The root's real path (symlinks resolved)."""
-    return os.path.realpath(os.fspath(root))
+    """The root's real path (symlinks resolved; cached for the process: roots are fixed)."""
+    return _root_path(os.fspath(root))
+
+
+@lru_cache(maxsize=256)
+def _root_path(root: str) -> str:
+    return os.path.realpath(root)
 
 
 def is_inside(root: str | os.PathLike, real: str | os.PathLike) -> bool:

@@ -91,6 +91,10 @@ def file_entities(root: str | Path, rel: str) -> Sequence[Entity]:
     file longer than ``contain.MAX_READ_BYTES``."""
     if not rel.endswith(".py"):
         return ()
+    try:
+        os.stat(os.path.join(root, rel))  # a missing file costs one stat
+    except (OSError, ValueError):
+        return ()
     key = file_key(root, rel)
     if key is None:
         return ()

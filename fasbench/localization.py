@@ -71,13 +71,16 @@ def ranked_items(regions: Sequence[Region], level: str, root: str | None = None)
     """Files, or ``path:Qual.name`` entities of ``level``, in the order the regions first cover them."""
     out: list[str] = []
     seen: set[str] = set()
+    ents: dict = {}
     for path, s, e in regions:
         if level == "file":
             names = [path]
         elif e == END_OF_FILE or s < 0 or not root:
             names = []
         else:
-            names = [f"{path}:{q}" for q in entities_at(file_entities(root, path), min(s, e), max(s, e))[level]]
+            if path not in ents:  # once per file, not per region
+                ents[path] = file_entities(root, path)
+            names = [f"{path}:{q}" for q in entities_at(ents[path], min(s, e), max(s, e))[level]]
         for n in names:
             if n not in seen:  # a set beside the list: a membership test per name was quadratic
                 seen.add(n)
