@@ -10,7 +10,8 @@ episode's last prompt message, ``<query>…</query>``). As released:
   one chat completion with ``max_completion_tokens=1024`` (no other sampling setting);
 - contents: per citation, in answer order, ```` ```{path}:{range}\\n{lines}``` ```` + newline, at most
   500 lines of at most 500 characters each (the cut drops a long line's newline, as released);
-  ``Error: the file does not exist.`` for a missing file;
+  ``Error: the file does not exist.`` for a missing file (here also for a path outside the root or
+  a special file: every path is read through :mod:`fasbench.contain`, see :func:`citation_contents`);
 - parsing: the ```` ```json ```` block if there is one, else the whole reply, as JSON; ``int(score) × 0.1``;
   anything unparsable (or a failed call) scores 0.
 
