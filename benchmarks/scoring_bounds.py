@@ -10,6 +10,10 @@ separate pass so that tracing does not slow the timed one):
    against the interval arithmetic of ``fasbench.lines``.
 3. The eval summary row (every reward, file/line PRF, Acc@k) of reports citing 10k, 40k and 100k
    files, and a FastContext final answer with 200k ranges, to show linear growth.
+4. Issue 25: the summary row of a FastContext answer of 200k citations (100k ranges of one file of
+   1,000 functions, 100k more files; over 600 s before), SWE-Explore metrics of a region
+   ``[1, 3·10⁷]`` (a MemoryError before), and the line count of a 2 GB sparse file under the root
+   (read up to ``contain.MAX_READ_BYTES``, then unknown).
 
 The last line is ``line_sets/intervals=X`` (CPU time ratio at ``--lines`` lines; higher is better).
 
@@ -25,6 +29,8 @@ import tracemalloc
 from pathlib import Path
 
 from fasbench.episodes import episode_row
+from fasbench.lines import file_lines
+from fasbench.localization import explore_metrics
 from fasbench.metrics import line_prf, normalize_files
 from fasbench.records import Gold, Report, Task, Trace
 from fasbench.reward import score_report
@@ -97,6 +103,23 @@ def main() -> None:
         text = "<final_answer>\n" + "\n".join(f"src/a.py:{i}-{i}" for i in range(200_000, 0, -1)) + "\n</final_answer>"
         cpu, mem = measure(lambda: parse_final_answer(text))
         print(f"FastContext answer with 200,000 ranges parsed: {cpu:.2f} s CPU, peak {mem:.0f} MiB")
+
+        (root / "src").mkdir()
+        (root / "src" / "a.py").write_text("".join(f"def f{i}():\n    return {i}\n" for i in range(1000)))
+        cites = [f"src/a.py:{i}-{i}" for i in range(100_000, 0, -1)] + [f"src/m{i}.py:1-2" for i in range(100_000)]
+        tr = Trace(task_id=task.id, policy="p", toolset="fastcontext")
+        tr.report = parse_final_answer("<final_answer>\n" + "\n".join(cites) + "\n</final_answer>")
+        t = time.process_time()
+        episode_row(tr, task)
+        print(f"eval summary row of a 200,000-citation answer: {time.process_time() - t:.1f} s CPU")
+        ex = {"core_regions": [["a.py", 1, 30_000_000]], "core_files": ["a.py"]}
+        cpu, mem = measure(lambda: explore_metrics([("a.py", 1, 30_000_000)], ex, {"a.py": 500}))
+        print(f"SWE-Explore metrics of a [1, 30,000,000] region: {cpu * 1e3:.2f} ms CPU, peak {mem:.2f} MiB")
+        with open(root / "sparse.py", "wb") as f:
+            f.truncate(2 << 30)
+        t = time.perf_counter()
+        n = file_lines(str(root), "sparse.py")
+        print(f"line count of a 2 GB sparse file: {n} (unknown past the read cap) in {time.perf_counter() - t:.2f} s")
     print(f"line_sets/intervals={cpu_sets / max(cpu_int, 1e-9):.0f}")
 
 

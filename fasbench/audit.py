@@ -24,6 +24,7 @@ from typing import Sequence
 
 import polars as pl
 
+from fasbench.lines import file_lines
 from fasbench.metrics import file_prf, normalize_files, paired_bootstrap, paired_differs
 from fasbench.policies import bind_policy
 from fasbench.policies.dialect import dialect_for
@@ -48,11 +49,7 @@ def _corpus_files(root: str | Path, limit: int | None = None) -> list[str]:
 
 
 def _n_lines(root: str | Path, path: str) -> int:
-    try:
-        with open(Path(root) / path, "rb") as f:
-            return max(1, sum(1 for _ in f))
-    except OSError:
-        return 1
+    return max(1, file_lines(root, path) or 0)  # fasbench.contain's rule: inside the root, bounded
 
 
 def seen_files(trace: Trace) -> list[str]:

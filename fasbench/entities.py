@@ -21,10 +21,14 @@ a file that does not parse, or is not ``.py``, contributes its file only.
 from __future__ import annotations
 
 import ast
+import os
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
+
+from fasbench.contain import PathRefused, file_key, read_bytes
 
 LEVELS = ("file", "module", "class", "function")
 
@@ -76,35 +80,79 @@ def parse_entities(source: str) -> list[Entity]:
 
 
 @lru_cache(maxsize=256)
-def _file_entities(path: str, mtime: float) -> tuple[Entity, ...]:
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
-    return tuple(parse_entities(text))
+def _file_entities(root: str, real: str, size: int, mtime_ns: int) -> tuple[Entity, ...]:
+    data, more = read_bytes(root, real)
+    return () if more else tuple(parse_entities(data.decode("utf-8", errors="replace")))
 
 
-def file_entities(root: str | Path, rel: str) -> list[Entity]:
-    """The entities of ``root/rel`` (cached by modification time); [] for non-Python or missing."""
-    p = Path(root) / rel
-    if not rel.endswith(".py") or not p.is_file():
-        return []
-    return list(_file_entities(str(p), p.stat().st_mtime))
+def file_entities(root: str | Path, rel: str) -> Sequence[Entity]:
+    """The entities of ``root/rel`` (cached by size and modification time); () for non-Python,
+    missing, a path :mod:`fasbench.contain` refuses (outside the root, not a regular file) or a
+    file longer than ``contain.MAX_READ_BYTES``."""
+    if not rel.endswith(".py"):
+        return ()
+    try:
+        os.stat(os.path.join(root, rel))  # a missing file costs one stat
+    except (OSError, ValueError):
+        return ()
+    key = file_key(root, rel)
+    if key is None:
+        return ()
+    try:
+        return _file_entities(os.fspath(root), *key)
+    except PathRefused:
+        return ()
+
+
+_INDEX: dict[int, tuple[Sequence[Entity], tuple]] = {}
+
+
+def _segments(entities: Sequence[Entity]) -> tuple:
+    """(segment starts, per segment: (entities containing it, entities innermost on it)), cached by
+    the sequence's identity: lines split where an entity starts or ends, so that a range's entities
+    are found by bisection instead of a scan of every entity per line."""
+    hit = _INDEX.get(id(entities))
+    if hit is not None and hit[0] is entities:
+        return hit[1]
+    bounds = sorted({e.start for e in entities} | {e.end + 1 for e in entities})
+    holders: list[list[int]] = [[] for _ in bounds]
+    for i, e in enumerate(entities):
+        if e.end < e.start:
+            continue
+        for k in range(bisect_left(bounds, e.start), bisect_left(bounds, e.end + 1)):
+            holders[k].append(i)
+    segs = []
+    for hs in holders:
+        inner = [i for i in hs if not any(
+            j != i and entities[j].kind == entities[i].kind and entities[i].start <= entities[j].start
+            and entities[j].end <= entities[i].end and entities[j].qualname.startswith(entities[i].qualname + ".")
+            for j in hs)]
+        segs.append((tuple(hs), tuple(inner)))
+    out = (bounds, segs)
+    if len(_INDEX) > 512:
+        _INDEX.clear()
+    _INDEX[id(entities)] = (entities, out)
+    return out
 
 
 def entities_at(entities: Sequence[Entity], start: int, end: int) -> dict[str, list[str]]:
     """Qualified names of the innermost function, innermost class, and top-level entity of each
-    line in ``[start, end]``, in line order (no path prefix)."""
+    line in ``[start, end]``, in the entities' order (no path prefix). Computed on segments of lines
+    (:func:`_segments`): a range ``[1, 3·10⁷]`` costs as much as ``[1, 2]``."""
     out: dict[str, list[str]] = {"module": [], "class": [], "function": []}
-    if end < start:
+    if end < start or not entities:
         return out
-    for e in entities:
-        if e.end < start or e.start > end:
-            continue
-        lines = range(max(start, e.start), min(end, e.end) + 1)
-        # e is innermost for a line when no other entity of its kind nests inside e around that line
-        inner = [c for c in entities if c.kind == e.kind and c is not e and e.start <= c.start and c.end <= e.end
-                 and c.qualname.startswith(e.qualname + ".")]
-        if any(not any(c.start <= ln <= c.end for c in inner) for ln in lines):
-            if e.qualname not in out[e.kind]:
-                out[e.kind].append(e.qualname)
+    bounds, segs = _segments(entities)
+    k0 = max(0, bisect_right(bounds, start) - 1)
+    held: set[int] = set()
+    innermost: set[int] = set()
+    for k in range(k0, bisect_right(bounds, end)):
+        held.update(segs[k][0])
+        innermost.update(segs[k][1])
+    for i in sorted(held):
+        e = entities[i]
+        if i in innermost and e.qualname not in out[e.kind]:
+            out[e.kind].append(e.qualname)
         if e.top not in out["module"]:
             out["module"].append(e.top)
     return out
@@ -177,12 +225,16 @@ def entity_gold(root: str | Path, files: Sequence, offsets: Mapping[str, Sequenc
 
     root = Path(root)
     for f in files:
-        if f.created or not (root / f.path).is_file():
+        if f.created or file_key(root, f.path) is None:  # missing, outside the root, not a regular file
             continue
         add("file", f.path)
         if not f.path.endswith(".py"):
             continue
-        old_text = (root / f.path).read_text(encoding="utf-8", errors="replace")
+        try:
+            data, more = read_bytes(root, f.path)  # fasbench.contain: the one containment rule, bounded
+        except PathRefused:
+            continue
+        old_text = data.decode("utf-8", errors="replace")
         old_lines = old_text.splitlines()
         old_ents = parse_entities(old_text)
         new_lines, removed, added = _apply(old_lines, f, offsets.get(f.path) or [0] * len(f.hunks))

@@ -26,7 +26,7 @@ from typing import Iterable, Mapping, Sequence
 import polars as pl
 
 from fasbench.localization import localization_row
-from fasbench.metrics import acc_at_k, file_prf, line_prf, normalize_path
+from fasbench.metrics import acc_at_k, file_prf, line_prf, normalize_path, scoring_memo
 from fasbench.models import well_formed
 from fasbench.records import Task, Trace
 from fasbench.reward import REWARDS, episode_kwargs, finish_reason, judge_requests, score_report
@@ -149,6 +149,14 @@ def _meta_reward(trace: Trace) -> float:
 
 def episode_row(trace: Trace, task: Task | None = None, reward: str = "relace",
                 rewards: Sequence[str] | None = None, judge=None, localization: bool = True) -> dict:
+    """One row of the episode table; see :func:`_episode_row` (the report's files are normalised
+    once for the whole row: :func:`fasbench.metrics.scoring_memo`)."""
+    with scoring_memo():
+        return _episode_row(trace, task, reward, rewards, judge, localization)
+
+
+def _episode_row(trace: Trace, task: Task | None, reward: str, rewards: Sequence[str] | None, judge,
+                 localization: bool) -> dict:
     """One row of the episode table (:data:`COLUMNS`, then ``reward_NAME`` / ``reward_NAME__PART``
     for each name of ``rewards`` (default: every reward of ``REWARDS``) and the localization
     columns). ``reward`` picks the headline ``reward`` column. ``judge``: FastContext's LLM judge for

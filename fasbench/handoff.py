@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 import polars as pl
 
+from fasbench import contain
 from fasbench.metrics import normalize_files
 from fasbench.models import OFFLINE, load_tokenizer
 from fasbench.records import Task, ToolCall, ToolResult, Trace
@@ -32,6 +33,7 @@ from fasbench.tools import shown, tool_kind
 
 FORMATS = ("citations", "code", "code+search")
 MAX_RANGE_LINES = 120  # lines of code shown per cited range
+MAX_LINE_CHARS = 2000  # longer lines are cut (as the tools' file views cut them)
 
 
 def _args(arguments) -> dict:
@@ -55,24 +57,56 @@ def citations(trace: Trace, root: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _shown_lines(root: str, path: str, wanted: Sequence[Sequence[int]]) -> tuple[dict[int, str], int, str]:
+    """The lines of ``path`` in the ``wanted`` ranges (``-1`` end: to the end), the file's line count
+    and a note; read through :mod:`fasbench.contain` (inside the root, a regular file, at most
+    ``contain.MAX_READ_BYTES`` read, lines cut at ``MAX_LINE_CHARS``)."""
+    with contain.open_file(root, path) as f:
+        if b"\0" in f.read(8192):
+            raise contain.Unreadable(path, "a binary file")
+        f.seek(0)
+        reader = contain.LineReader(f, MAX_LINE_CHARS * 4 + 4)
+        last = max((b if b != -1 else 1 << 62 for _, b in wanted), default=0)
+        shown, n = {}, 0
+        while n < last:
+            try:
+                raw = next(reader)
+            except StopIteration:
+                break
+            n += 1
+            if any(a <= n and (b == -1 or n <= b) for a, b in wanted):
+                text = raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace")
+                shown[n] = text[:MAX_LINE_CHARS] + " …[line cut]" if len(text) > MAX_LINE_CHARS else text
+        n += reader.count_rest()
+    note = (f"\n      [only the first {contain.MAX_READ_BYTES >> 20} MiB of the file were read]"
+            if reader.exhausted else "")
+    return shown, n, note
+
+
 def cited_code(trace: Trace, root: str | Path, max_lines: int = MAX_RANGE_LINES) -> str:
-    """The cited ranges with their code read from ``root`` (a whole file is cut at ``max_lines``)."""
+    """The cited ranges with their code read from ``root`` (a whole file is cut at ``max_lines``).
+    Files are read through :mod:`fasbench.contain`: a path outside the root (``..``, absolute, a
+    symlink out), a FIFO, device or directory, or a binary file shows a one-line reason instead
+    of code, and a huge file costs at most ``contain.MAX_READ_BYTES`` of reading."""
     if trace.report is None:
         return ""
     out = []
     for p, rs in normalize_files(trace.report.files, str(root)).items():
-        f = Path(root) / p
+        want = [[a, min(b, a + max_lines - 1)] for a, b in rs] if rs else [[1, max_lines]]
         try:
-            text = f.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
+            shown, n, note = _shown_lines(str(root), p, want)
+        except contain.NoSuchFile:
             out.append(f"## {p}\n(file not found)")
             continue
-        for a, b in (rs or [[1, len(text)]]):
-            b = min(b, len(text))
+        except contain.PathRefused as e:
+            out.append(f"## {p}\n(not shown: {e.why})")
+            continue
+        for a, b in (rs or [[1, n]]):
+            b = min(b, n)
             cut = min(b, a + max_lines - 1)
-            body = "\n".join(f"{i:>5} {text[i - 1]}" for i in range(a, cut + 1))
+            body = "\n".join(f"{i:>5} {shown.get(i, '')}" for i in range(a, cut + 1))
             more = f"\n      [... {b - cut} more lines]" if cut < b else ""
-            out.append(f"## {p}:{a}-{b}\n{body}{more}")
+            out.append(f"## {p}:{a}-{b}\n{body}{more}{note}")
     return "\n\n".join(out)
 
 

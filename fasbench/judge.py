@@ -10,7 +10,8 @@ episode's last prompt message, ``<query>…</query>``). As released:
   one chat completion with ``max_completion_tokens=1024`` (no other sampling setting);
 - contents: per citation, in answer order, ```` ```{path}:{range}\\n{lines}``` ```` + newline, at most
   500 lines of at most 500 characters each (the cut drops a long line's newline, as released);
-  ``Error: the file does not exist.`` for a missing file;
+  ``Error: the file does not exist.`` for a missing file (here also for a path outside the root or
+  a special file: every path is read through :mod:`fasbench.contain`, see :func:`citation_contents`);
 - parsing: the ```` ```json ```` block if there is one, else the whole reply, as JSON; ``int(score) × 0.1``;
   anything unparsable (or a failed call) scores 0.
 
@@ -30,6 +31,7 @@ every call (:mod:`fasbench.endpoint`: total deadline ``timeout_s``, body cap, re
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -40,6 +42,7 @@ from typing import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
+from fasbench import contain
 from fasbench.metrics import normalize_path
 from fasbench.paths import cache_dir
 from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
@@ -95,26 +98,87 @@ def _range_text(s: int, e: int) -> str:
     return str(s) if s == e else f"{s}-{e}"
 
 
+MISSING = "Error: the file does not exist.\n"  # read_citations_content, as released
+UNREADABLE = "Error: failed to read the file.\n"  # read_citations_content, as released
+MAX_CONTENT_CHARS = 4_000_000  # all citations' contents together (~1M tokens, past any judge's window)
+
+
+def _cited_lines(root: str, rel: str, s: int, e: int, budget: list[int]) -> str:
+    """Lines ``s..e`` of one cited file as ``read_citations_content`` gives them (text mode: universal
+    newlines, strict UTF-8), read through :mod:`fasbench.contain` and bounded: at most ``MAX_LINES``
+    kept lines of ``MAX_LINE_LENGTH`` characters, the rest of a long line read past in chunks, at most
+    ``budget[0]`` bytes read (shared by the whole answer)."""
+    with contain.open_file(root, rel) as raw:
+        limited = _Limited(raw, budget)
+        f = io.TextIOWrapper(io.BufferedReader(limited), encoding="utf-8")
+        out, n = [], 0
+        last = s - 1 + MAX_LINES if e == -1 else min(e, s - 1 + MAX_LINES)
+        while n < last:
+            ln = f.readline(MAX_LINE_LENGTH)
+            if not ln:
+                break
+            tail = ln
+            while not tail.endswith("\n") and (tail := f.readline(1 << 16)):
+                pass  # the rest of a long line: read past, not kept
+            n += 1
+            if n >= s:
+                out.append(ln)
+        if limited.exhausted:
+            raise contain.Unreadable(rel, "the answer's read budget is spent")
+        return "".join(out)
+
+
+class _Limited(io.RawIOBase):
+    """A raw reader that stops (``exhausted``) once the shared byte budget is spent."""
+
+    def __init__(self, f, budget: list[int]):
+        self.f, self.budget, self.exhausted = f, budget, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self.budget[0] <= 0:
+            self.exhausted = True
+            return 0
+        data = self.f.read(min(len(b), self.budget[0], 1 << 20))
+        self.budget[0] -= len(data)
+        b[:len(data)] = data
+        return len(data)
+
+
 def citation_contents(files: Mapping[str, Sequence[Sequence[int]]], root: str | Path | None) -> str:
     """The cited lines, as ``read_citations_content`` lays them out. Paths are resolved against the
     workspace ``root`` (any ``/repo/`` or absolute-root spelling); an end of ``-1`` reads to the end
-    of the file. Files cited without a line range are not citations in the release and are skipped."""
-    out = []
+    of the file. Files cited without a line range are not citations in the release and are skipped.
+
+    Every path is read through :mod:`fasbench.contain` (the tools' rule), which the release does not
+    have (``os.path.join(workspace, path)``: an absolute path or ``..`` reads any file). A path that
+    leaves the root (``..``, absolute, a symlink out) or is not a regular file (a FIFO, a device, a
+    directory) gets the release's ``Error: the file does not exist.``, as a file missing from the
+    repository does (the judge sees the repository only, and one text for both says nothing about
+    what exists outside it); a file that fails to read, is not UTF-8, or whose bytes pass the
+    answer's read budget (``contain.MAX_READ_BYTES`` for all citations together) gets
+    ``Error: failed to read the file.``; once ``MAX_CONTENT_CHARS`` are written, every further
+    citation gets that text too. Without a ``root`` nothing is read (every citation "does not exist")."""
+    out, used, budget = [], 0, [contain.MAX_READ_BYTES]
     for path, ranges in files.items():
         for s, e in ranges:
             rel = normalize_path(path, str(root) if root else None)
-            real = Path(root) / rel if root else Path(rel)
-            if not rel or not real.is_file():
-                content = "Error: the file does not exist.\n"
+            if not rel or not root:
+                content = MISSING
+            elif used > MAX_CONTENT_CHARS:
+                content = UNREADABLE
             else:
                 try:
-                    with open(real, encoding="utf-8") as f:
-                        lines = f.readlines()
-                    lines = lines[s - 1:] if e == -1 else lines[s - 1:e]
-                    content = "".join(ln[:MAX_LINE_LENGTH] for ln in lines[:MAX_LINES])
-                except (OSError, UnicodeDecodeError):
-                    content = "Error: failed to read the file.\n"
-            out.append(f"```{path}:{_range_text(s, e)}\n{content}```\n")
+                    content = _cited_lines(str(root), rel, int(s), int(e), budget)
+                except (contain.OutsideRoot, contain.NoSuchFile, contain.NotARegularFile):
+                    content = MISSING
+                except (contain.PathRefused, OSError, UnicodeDecodeError, ValueError):
+                    content = UNREADABLE
+            block = f"```{path}:{_range_text(s, e)}\n{content}```\n"
+            used += len(block)
+            out.append(block)
     return "".join(out)
 
 

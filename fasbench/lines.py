@@ -5,9 +5,9 @@ A range is ``[start, end]``, 1-based and inclusive. ``end == -1`` means "to the 
 range ``[1, 2147483647]`` costs as much as ``[1, 2]``. Every range is clipped before it is counted:
 
 - to the file's length when the file is known: ``root`` names an existing workspace directory and
-  the (normalised) path is a regular file inside it (symlinks are followed only while they stay
-  inside the root; the file is streamed, never held whole, and its count is cached by size and
-  modification time);
+  the (normalised) path is a regular file inside it, by :mod:`fasbench.contain`'s rule (symlinks
+  are followed only while they stay inside the root; the file is streamed, at most
+  ``contain.MAX_READ_BYTES`` of it, and its count is cached by size and modification time);
 - otherwise (no root, a file missing from the root, outside it, or not a regular file) to
   :data:`LINE_CAP`: ``[s, -1]`` then counts as ``[s, LINE_CAP]`` and ``[s, 10**9]`` as
   ``[s, LINE_CAP]``. :func:`capped_ranges` counts the ranges this touched so that a score can say so.
@@ -23,12 +23,12 @@ from __future__ import annotations
 import os
 import stat
 from functools import lru_cache
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
+
+from fasbench.contain import PathRefused, count_lines, file_key
 
 END = -1  # a range end meaning "the last line of the file"
 LINE_CAP = 100_000  # ranges of files of unknown length are clipped here (see the module docstring)
-_CHUNK = 1 << 20
 
 
 def merge_ranges(ranges: Iterable[Sequence[int]], n_lines: int | None = None) -> list[list[int]]:
@@ -75,47 +75,30 @@ def overlap(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]]) -> int:
     return n
 
 
-@lru_cache(maxsize=1024)
-def _root_dir(root: str) -> Path | None:
-    p = Path(root)
-    try:
-        return p.resolve() if p.is_dir() else None
-    except OSError:
-        return None
-
-
 @lru_cache(maxsize=65536)
-def _count(path: str, size: int, mtime_ns: int) -> int:
-    """Lines of a regular file (a last line without a newline counts), read in 1 MiB chunks."""
-    n, last = 0, b"\n"
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks, even if swapped for a FIFO
-    with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a regular file")
-        while chunk := f.read(_CHUNK):
-            n += chunk.count(b"\n")
-            last = chunk[-1:]
-    return n + (last != b"\n")
+def _count(root: str, real: str, size: int, mtime_ns: int) -> int | None:
+    """Lines of a regular file inside the root (a last line without a newline counts), read through
+    :func:`fasbench.contain.count_lines` (None past its byte cap)."""
+    return count_lines(root, real)
 
 
 def file_lines(root: str | os.PathLike | None, rel: str) -> int | None:
     """Line count of workspace-relative ``rel`` under ``root``; None when it cannot be known (no
-    root, missing file, a path that leaves the root, not a regular file, unreadable)."""
+    root, missing file, a path that leaves the root, not a regular file, unreadable, longer than
+    :data:`fasbench.contain.MAX_READ_BYTES`)."""
     if not root or not rel:
         return None
-    base = _root_dir(str(root))
-    if base is None:
+    try:
+        if not stat.S_ISREG(os.stat(os.path.join(root, rel)).st_mode):
+            return None  # a missing file costs one stat, a FIFO or device is never opened
+    except (OSError, ValueError):
+        return None
+    key = file_key(root, rel)  # the one containment rule: real path inside the root, a regular file
+    if key is None:
         return None
     try:
-        st = os.stat(os.path.join(base, rel))  # before any open: a FIFO or device must never be opened
-        if not stat.S_ISREG(st.st_mode):  # (and a missing file costs one stat, not a path resolution)
-            return None
-        p = os.path.realpath(os.path.join(base, rel))
-        if os.path.commonpath((p, base)) != str(base):  # left the root (.., a symlink out)
-            return None
-        st = os.stat(p)
-        return _count(p, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
-    except (OSError, ValueError):
+        return _count(os.fspath(root), *key)
+    except PathRefused:
         return None
 
 

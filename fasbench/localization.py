@@ -34,10 +34,11 @@ Sources and definitions (per task; the summary averages over tasks = macro, with
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from fasbench.contain import PathRefused, read_bytes
 from fasbench.entities import entities_at, file_entities
+from fasbench.lines import merge_ranges, overlap as line_overlap, total
 from fasbench.metrics import normalize_path
 
 KS = (1, 3, 5, 10)
@@ -69,14 +70,21 @@ def ranked_regions(files: Mapping[str, Sequence[Sequence[int]]] | None, root: st
 def ranked_items(regions: Sequence[Region], level: str, root: str | None = None) -> list[str]:
     """Files, or ``path:Qual.name`` entities of ``level``, in the order the regions first cover them."""
     out: list[str] = []
+    seen: set[str] = set()
+    ents: dict = {}
     for path, s, e in regions:
         if level == "file":
             names = [path]
         elif e == END_OF_FILE or s < 0 or not root:
             names = []
         else:
-            names = [f"{path}:{q}" for q in entities_at(file_entities(root, path), min(s, e), max(s, e))[level]]
-        out.extend(n for n in names if n not in out)
+            if path not in ents:  # once per file, not per region
+                ents[path] = file_entities(root, path)
+            names = [f"{path}:{q}" for q in entities_at(ents[path], min(s, e), max(s, e))[level]]
+        for n in names:
+            if n not in seen:  # a set beside the list: a membership test per name was quadratic
+                seen.add(n)
+                out.append(n)
     return out
 
 
@@ -132,25 +140,40 @@ def _resolve(path: str, start: int, end: int, n_lines: Mapping[str, int]) -> tup
     return max(1, start), end
 
 
-def _lines(regions: Iterable[Sequence], n_lines: Mapping[str, int]) -> set[tuple[str, int]]:
-    out = set()
+def _lines(regions: Iterable[Sequence], n_lines: Mapping[str, int]) -> dict[str, list[list[int]]]:
+    """The lines the regions cover, per path, as merged intervals (eval.py's ``(path, line)`` set,
+    without one entry per line: a region ``[1, 3·10⁷]`` costs as much as ``[1, 2]``)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
     for path, s, e in regions:
         r = _resolve(path, s, e, n_lines)
-        if r:
-            out.update((path, i) for i in range(r[0], r[1] + 1))
-    return out
+        if r and r[0] <= r[1]:
+            spans.setdefault(path, []).append(r)
+    return {p: merge_ranges(rs, max(b for _, b in rs)) for p, rs in spans.items()}
+
+
+def _count(lines: Mapping[str, Sequence[Sequence[int]]]) -> int:
+    return sum(total(rs) for rs in lines.values())
+
+
+def _shared(a: Mapping[str, Sequence[Sequence[int]]], b: Mapping[str, Sequence[Sequence[int]]]) -> int:
+    return sum(line_overlap(rs, b[p]) for p, rs in a.items() if p in b)
 
 
 def explore_line_counts(explore: Mapping, root: str | None) -> dict[str, int]:
     """Line counts of the gold paths (core and optional regions) on the corpus, as eval_runner's
-    ``_build_file_line_counts`` (``len(text.splitlines())``)."""
+    ``_build_file_line_counts`` (``len(text.splitlines())``), read through :mod:`fasbench.contain`
+    (inside the root, regular files, at most ``contain.MAX_READ_BYTES``; a path it refuses or a
+    longer file has no count)."""
     out: dict[str, int] = {}
     if not root:
         return out
     for path in {r[0] for r in list(explore.get("core_regions") or []) + list(explore.get("optional_regions") or [])}:
-        f = Path(root) / path
-        if f.is_file():
-            out[path] = len(f.read_text(errors="ignore").splitlines())
+        try:
+            data, more = read_bytes(root, path)
+        except PathRefused:
+            continue
+        if not more:
+            out[path] = len(data.decode("utf-8", errors="ignore").splitlines())
     return out
 
 
@@ -161,8 +184,9 @@ def explore_metrics(preds: Sequence[Region], explore: Mapping, n_lines: Mapping[
     core_r = [tuple(r) for r in explore.get("core_regions") or []]
     opt_r = [tuple(r) for r in explore.get("optional_regions") or []]
     pl, cl = _lines(preds, n_lines), _lines(core_r, n_lines)
-    p = len(pl & cl) / len(pl) if pl else 0.0
-    r = len(pl & cl) / len(cl) if cl else 0.0
+    n_pl, n_cl, hit = _count(pl), _count(cl), _shared(pl, cl)
+    p = hit / n_pl if n_pl else 0.0
+    r = hit / n_cl if n_cl else 0.0
     core_f = set(explore.get("core_files") or [])
     visited = {x[0] for x in preds}
     opt_f = set(explore.get("optional_files") or [])

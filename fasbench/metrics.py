@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -24,7 +26,13 @@ _PREFIXES = ("/repo/", "/testbed/", "/workspace/", "repo/", "testbed/")
 def normalize_path(path: str, root: str | None = None) -> str:
     """A workspace-relative path with ``/`` separators, whatever prefix the answer used:
     leading ``/``, ``./``, ``/repo/``, ``/testbed/``, or the workspace's absolute root."""
-    return _normalize_path(str(path), str(root) if root else None)
+    path, root = str(path), str(root) if root else None
+    if _PLAIN.fullmatch(path) and not path.startswith(_PREFIXES) and not (root and path.startswith(root.rstrip("/") + "/")):
+        return path  # already workspace-relative and clean (most paths): no cache entry, no rewriting
+    return _normalize_path(path, root)
+
+
+_PLAIN = re.compile(r"[\w\-][\w.\-]*(?:/[\w\-][\w.\-]*)*")  # segments never "", "." or ".."
 
 
 @lru_cache(maxsize=1 << 17)  # a summary row normalises each cited path ~18 times (every reward, every level)
@@ -47,13 +55,38 @@ def normalize_files(files: Mapping[str, Sequence[Sequence[int]]], root: str | No
     """Normalise the paths of a file → ranges mapping, merging duplicates. Ranges are clipped to
     the file's length when ``root`` is an existing workspace holding the file (``[s, -1]`` = to its
     last line), else to ``lines.LINE_CAP`` (see ``fasbench.lines``)."""
+    memo = _MEMO.get()
+    if memo is not None:
+        hit = memo.get((id(files), root))
+        if hit is not None and hit[0] is files:
+            return hit[1]
     out: dict[str, list] = {}
     for p, rs in files.items():
         key = normalize_path(p, root)
         if not key:
             continue
         out.setdefault(key, []).extend(rs or ())
-    return {k: merge_ranges(v, file_lines(root, k) if v else None) for k, v in out.items()}
+    got = {k: merge_ranges(v, file_lines(root, k) if v else None) for k, v in out.items()}
+    if memo is not None:  # the objects are kept alive with their entries, so an id is never reused
+        memo[(id(files), root)] = (files, got)
+        memo[(id(got), root)] = (got, got)
+    return got
+
+
+_MEMO: ContextVar[dict | None] = ContextVar("fasbench_normalize_memo", default=None)
+
+
+@contextmanager
+def scoring_memo():
+    """Within the block, :func:`normalize_files` of the same mapping object (and of its own result)
+    is computed once: one summary row normalises a report ~11 times (every reward, every level),
+    which for a report of 200k files cost ~1.8M file stats. The mappings must not change within the
+    block, and a result is shared, not copied (read it, do not mutate it)."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
 
 
 def fbeta(p: float, r: float, beta: float) -> float:

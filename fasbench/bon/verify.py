@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from fasbench import contain
 from fasbench.policies.terms import extract_terms
 from fasbench.records import Task, Trace
 from fasbench.tools import shown
@@ -37,6 +38,7 @@ CHECKS = ("exists", "query_ident", "query_def", "grep_led", "independent")
 MAX_TERMS = 16  # identifiers searched by the independent pass (the query's most distinctive first)
 INDEPENDENT_TOP = 5  # files kept from the independent search
 RG_TIMEOUT_S = 30
+MAX_FILE_BYTES = 8 << 20  # bytes of a cited file the verifier reads (fasbench.contain bounds every read)
 
 
 @dataclass
@@ -62,11 +64,10 @@ class TaskProbe:
     def lines(self, path: str) -> list[str] | None:
         """The file's lines (cached), or None when it is not a file inside the root."""
         if path not in self._lines:
-            p = (self.root / path)
-            try:
-                ok = p.resolve().is_relative_to(self.root.resolve()) and p.is_file()
-                self._lines[path] = p.read_text(encoding="utf-8", errors="replace").splitlines() if ok else None
-            except OSError:
+            try:  # fasbench.contain: inside the root, a regular file, at most MAX_READ_BYTES read
+                data, _ = contain.read_bytes(self.root, path, MAX_FILE_BYTES)
+                self._lines[path] = data.decode("utf-8", errors="replace").splitlines()
+            except contain.PathRefused:
                 self._lines[path] = None
         return self._lines[path]
 

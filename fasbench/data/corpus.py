@@ -39,6 +39,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from fasbench import contain
 from fasbench.data.archive import ArchiveError, unpack
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
@@ -292,14 +293,14 @@ def git_worktree(task: Task, url: str | None = None) -> Path:
 
 
 def _check_files(gold: Gold, root: Path) -> None:
-    missing = [p for p, r in gold.edited.items() if r and not (root / p).is_file()]
+    missing = [p for p, r in gold.edited.items() if r and contain.file_key(root, p) is None]  # inside, regular
     if missing:
         raise CorpusError("file-missing", "missing: " + ", ".join(missing))
 
 
 def _filter_viewed(t: Task, root: Path) -> None:
     if t.gold.viewed is not None:
-        keep = {p for p in t.gold.viewed if (root / p).is_file()}
+        keep = {p for p in t.gold.viewed if contain.file_key(root, p) is not None}
         t.meta["viewed_not_in_corpus"] = len(t.gold.viewed) - len(keep)
         t.gold.viewed = keep
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import unidiff
 
+from fasbench import contain
 from fasbench.records import Ranges
 
 MAX_FUZZ = 2
@@ -177,9 +178,10 @@ class HunkPlace:
     applied: bool = False  # the new side is already there (fix already in this tree)
 
 
-def _read_lines(path: Path) -> list[str]:
-    with open(path, "r", encoding="utf-8", errors="surrogateescape", newline="") as f:
-        return [l.rstrip("\r\n") for l in f.read().splitlines(keepends=True)]
+def _read_lines(root: Path, rel: str) -> list[str]:
+    """A gold patch's file on the corpus, through :mod:`fasbench.contain` (inside the root, bounded)."""
+    text = contain.read_bytes(root, rel)[0].decode("utf-8", errors="surrogateescape")
+    return [l.rstrip("\r\n") for l in text.splitlines(keepends=True)]
 
 
 def locate_file(f: FileDiff, lines: list[str]) -> list[HunkPlace]:
@@ -241,11 +243,12 @@ def relocate(files: list[FileDiff], root: str | Path) -> Relocation:
         if f.created:
             hunk_v[f.path], changed_v[f.path] = [], []
             continue
-        p = root / f.path
-        if not p.is_file():
+        try:
+            lines = _read_lines(root, f.path)
+        except contain.PathRefused:  # missing, outside the corpus, not a regular file
             missing.append(f.path)
             continue
-        places = locate_file(f, _read_lines(p))
+        places = locate_file(f, lines)
         offsets[f.path] = [pl.offset for pl in places]
         for h, pl in zip(f.hunks, places):
             n_hunks += 1

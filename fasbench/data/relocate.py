@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from fasbench import contain
 from fasbench.data.patches import FileDiff
 
 MIN_MATCHED = 0.9  # share of a region's lines difflib must match (rule 3)
@@ -99,7 +100,7 @@ def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bo
         def drop(reason: str, detail: str = "") -> None:
             res.dropped.append({"region": [path, s, e], "reason": reason, "detail": detail})
 
-        if not (root / path).is_file():
+        if contain.file_key(root, path) is None:  # missing, outside the corpus or not a regular file
             drop("file-missing", path)
         elif exact:
             keep(s, e, "exact")
@@ -107,7 +108,10 @@ def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bo
             keep(s, e, "end-relative")
         elif old_texts and path in old_texts:
             if path not in maps:
-                new = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+                try:
+                    new = contain.read_bytes(root, path)[0].decode("utf-8", errors="replace").splitlines()
+                except contain.PathRefused:
+                    new = []
                 maps[path] = _difflib_map(old_texts[path].splitlines(), new)
             hit = [maps[path][i] for i in range(s, e + 1) if i in maps[path]]
             if len(hit) < MIN_MATCHED * (e - s + 1) or not hit:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import gzip
 import re
-from pathlib import Path
 
 import polars as pl
 
+from fasbench.lines import file_lines
 from fasbench.data.files import find_data
 from fasbench.records import Task
 
@@ -63,11 +63,9 @@ def gold_file_frame(tasks: list[Task]) -> pl.DataFrame:
         if not t.root:
             continue
         for p, rs in t.gold.edited.items():
-            f = Path(t.root) / p
-            if not rs or not f.is_file():
+            n = file_lines(t.root, p) if rs else None  # fasbench.contain's rule: inside the corpus, bounded
+            if n is None:
                 continue
-            with open(f, "rb") as fh:
-                n = sum(1 for _ in fh)
             rows.append({"id": t.id, "repo": t.repo, "path": p, "depth": p.count("/") + 1, "file_lines": n,
                          "first_gold_line": min(s for s, _ in rs), "gold_lines": sum(e - s + 1 for s, e in rs)})
     return pl.DataFrame(rows)

@@ -43,6 +43,7 @@ from tqdm.auto import tqdm
 from fasbench.data.agent_traces import RUNS
 from fasbench.e2e.looked import Look, call_looks, shell_calls
 from fasbench.handoff import FORMATS, render
+from fasbench.lines import merge_ranges, overlap, total
 from fasbench.metrics import normalize_files
 from fasbench.records import Task, Trace
 from fasbench.trajectories.analysis import EXPLORE
@@ -145,19 +146,30 @@ def coverage(looks: Iterable[Look], files: Mapping[str, Sequence[Sequence[int]]]
     looks = list(looks)
     all_files = {lk.path for lk in looks}
     read_files = {lk.path for lk in looks if lk.how != "search-file"}
-    lines = {(lk.path, i) for lk in looks if lk.lines for a, b in lk.lines for i in range(a, b + 1)}
+    spans: dict[str, list] = {}  # looked lines as intervals: a look at lines 1..3·10⁷ costs one entry
+    for lk in looks:
+        for a, b in lk.lines or ():
+            if a <= b:
+                spans.setdefault(lk.path, []).append((a, b))
+    looked = {p: merge_ranges(rs, max(b for _, b in rs)) for p, rs in spans.items()}
+    n_lines = sum(total(rs) for rs in looked.values())
     cited = set(files)
 
-    def in_report(p: str, i: int) -> bool:
-        rs = files.get(p)
-        return rs is not None and (not rs or any(a <= i <= b for a, b in rs))
+    def in_report(p: str, rs: list) -> int:
+        got = files.get(p)
+        if got is None:
+            return 0
+        if not got:
+            return total(rs)
+        proper = [(a, b) for a, b in got if a <= b]
+        return overlap(rs, merge_ranges(proper, max(b for _, b in proper))) if proper else 0
 
     share = lambda hit, n: hit / n if n else None  # noqa: E731
     return {
-        "looked_files": len(all_files), "read_files": len(read_files), "looked_lines": len(lines),
+        "looked_files": len(all_files), "read_files": len(read_files), "looked_lines": n_lines,
         "file_coverage": share(len(all_files & cited), len(all_files)),
         "read_file_coverage": share(len(read_files & cited), len(read_files)),
-        "line_coverage": share(sum(in_report(p, i) for p, i in lines), len(lines)),
+        "line_coverage": share(sum(in_report(p, rs) for p, rs in looked.items()), n_lines),
     }
 
 

@@ -17,6 +17,7 @@ import ast
 from pathlib import Path
 from typing import Sequence
 
+from fasbench import contain
 from fasbench.data.patches import PatchError, parse_diff
 from fasbench.records import Gold
 from fasbench.trajectories.first_edit import submission_files
@@ -81,10 +82,10 @@ def localization(diff: str, gold: Gold, root: str | Path) -> dict:
     for p in gold_files:
         if not p.endswith(".py") or not changed.get(p):
             continue
-        f = Path(root) / p
-        if not f.is_file():
+        try:  # fasbench.contain: inside the corpus copy, a regular file, bounded
+            src = contain.read_bytes(root, p)[0].decode("utf-8", errors="replace")
+        except contain.PathRefused:
             continue
-        src = f.read_text(encoding="utf-8", errors="replace")
         g = {(p, n) for n in functions_at(src, _changed_lines(changed[p]))}
         gold_fn |= g
         if p in pat:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fasbench import contain
 from fasbench.paths import cache_dir
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Task
@@ -137,10 +138,14 @@ def chunk_python(path: str, source: str) -> list[Chunk]:
     return chunks
 
 
-def read_text(p: Path) -> str | None:
+def read_text(root: str | Path, rel: str) -> str | None:
+    """A corpus file's text through :mod:`fasbench.contain` (inside the root: a symlink out of the
+    corpus or a FIFO is never read); None for a refused, binary or too large file."""
     try:
-        data = p.read_bytes()
-    except OSError:
+        data, more = contain.read_bytes(root, rel, MAX_FILE_BYTES)
+    except contain.PathRefused:
+        return None
+    if more:
         return None
     if b"\0" in data[:4096]:
         return None
@@ -151,7 +156,7 @@ def build_chunks(root: str | Path) -> list[Chunk]:
     root = Path(root)
     out = []
     for rel, _, _ in corpus_files(root):
-        text = read_text(root / rel)
+        text = read_text(root, rel)
         if text is None:
             continue
         if rel.endswith((".py", ".pyi")):
@@ -168,7 +173,7 @@ def chunk_texts(root: str | Path, chunks: list[Chunk], max_chars: int | None = N
     for c in chunks:
         if c.path not in cache:
             cache.clear()
-            cache[c.path] = (read_text(root / c.path) or "").splitlines()
+            cache[c.path] = (read_text(root, c.path) or "").splitlines()
         body = "\n".join(cache[c.path][c.start - 1:c.end])
         t = f"{c.path} {c.symbol}\n{body}"
         out.append(t[:max_chars] if max_chars else t)

@@ -70,10 +70,14 @@ def file_overlay(trace: Trace, task: Task | None = None, upto_turn: int | None =
                 f = get(p)
                 f.viewed = merge_ranges(f.viewed + rs)
                 f.first_turn = t.index if f.first_turn is None else f.first_turn
+            grown: set[str] = set()
             for p, n in seen.hits:
                 f = get(p)
-                f.grep = sorted(set(f.grep) | {n})
+                f.grep.append(n)  # sorted once per call below: a sort per hit was quadratic
+                grown.add(p)
                 f.first_turn = t.index if f.first_turn is None else f.first_turn
+            for p in grown:
+                files[p].grep = sorted(set(files[p].grep))
     rt = report_turn(trace)
     if rt is not None and last >= rt:
         for p, rs in trace.report.files.items():

@@ -1,6 +1,7 @@
 """The workspace sandbox: path resolution, text file reading, subprocess running.
 
-- :func:`resolve` turns a path as a model writes it (``src/a.py``, ``/src/a.py``, ``./src/a.py``,
+- :func:`resolve` (the rule of :mod:`fasbench.contain`, shared with every other reader of model- or
+  task-named paths) turns a path as a model writes it (``src/a.py``, ``/src/a.py``, ``./src/a.py``,
   ``/repo/src/a.py``, or the absolute root path) into a real path inside the root; ``..``
   escapes and symlinks leading out of the root are refused.
 - :func:`read_lines` streams the requested lines of a text file with notes for binary,
@@ -23,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fasbench.contain import PathRefused, is_inside, real_path, relative
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.confine import Confinement, Limits, confine_parts, git_dir
 from fasbench.tools.rg import rg_binary
@@ -32,23 +34,7 @@ MAX_LINE_CHARS = 2000  # longer lines are cut in file views, with a marker
 
 # ---------------------------------------------------------------- paths
 
-def _relative_spelling(root: Path, path: str) -> str:
-    """The workspace-relative part of a path spelled in any accepted way."""
-    p = path.strip()
-    rs = str(root)
-    if p == rs or p.startswith(rs + "/"):
-        return p[len(rs):].lstrip("/")
-    if (p == "/repo" or p.startswith("/repo/")) and not (root / "repo").is_dir():
-        p = p[len("/repo"):]
-    while p.startswith("./"):
-        p = p[2:]
-    return p.lstrip("/")
-
-
-def is_inside(root: Path, real: Path | str) -> bool:
-    real = str(real)
-    rs = str(root)
-    return real == rs or real.startswith(rs.rstrip("/") + "/")
+_relative_spelling = relative  # the one spelling rule (fasbench.contain), under its old name here
 
 
 def resolve(ws: Workspace, path: str, *, must_exist: bool = True, kind: str = "any") -> Path:
@@ -58,13 +44,13 @@ def resolve(ws: Workspace, path: str, *, must_exist: bool = True, kind: str = "a
         raise ToolError(f"path must be a string, got {type(path).__name__}")
     if "\x00" in path:
         raise ToolError("path contains a NUL character")
-    rel = _relative_spelling(ws.root, path)
-    real = Path(os.path.realpath(ws.root / rel))
-    if not is_inside(ws.root, real):
+    try:
+        real = Path(real_path(ws.root, path))  # the one containment rule (fasbench.contain)
+    except PathRefused:
         raise ToolError(
             f"path {path!r} is outside the workspace (paths are relative to the repository root; "
             "'..' and symlinks may not leave it)"
-        )
+        ) from None
     if must_exist and not real.exists():
         raise ToolError(f"path {path!r} does not exist in the workspace")
     if kind == "file" and real.is_dir():
