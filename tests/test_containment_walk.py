@@ -57,7 +57,6 @@ ALLOWED = {
     ("fasbench/data/corpus.py", "picks"): "package data (swebench/corpora_picks.tsv)",
     ("fasbench/data/corpus.py", "_sdist_file"): "the sdist cache folder",
     ("fasbench/data/corpus.py", "_direct_download"): "the download's own temporary file",
-    ("fasbench/data/corpus.py", "_unpack"): "the sdist archive fasbench downloaded (archive limits: another part of issue 25)",
     ("fasbench/data/corpus.py", "sdist_tree"): "the sdist cache's own info files and archive",
     ("fasbench/data/corpus.py", "git_worktree"): "the clone fasbench made in its cache",
     ("fasbench/data/importers.py", "_records"): "a task file the user names on the command line",

@@ -15,6 +15,7 @@ The read-only ``bash`` checker lives in :mod:`fasbench.tools.bash`.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shutil
 import signal
@@ -24,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasbench.contain import PathRefused, is_inside, real_path, relative
+from fasbench.contain import PathRefused, is_inside, open_file, real_path, relative
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.confine import Confinement, Limits, confine_parts, git_dir
 from fasbench.tools.rg import rg_binary
@@ -104,7 +105,11 @@ def read_lines(ws: Workspace, real: Path, start: int, end: int, label: str) -> L
         read += len(got)
         return got
 
-    with open(real, "rb") as f:
+    try:  # opened through the containment rule: a FIFO or a symlink swapped in since resolve() is refused
+        raw = open_file(ws.root, str(real))
+    except PathRefused as e:
+        raise ToolError(f"{label}: {e.why}") from None
+    with io.BufferedReader(raw) as f:
         if b"\x00" in f.read(8192):
             raise ToolError(f"{label} is a binary file ({size} bytes); it cannot be shown as text")
         f.seek(0)
