@@ -18,8 +18,6 @@ from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.e2e.localize import functions_at, localization
-from fasbench.e2e.runner import prepare_copy, worktree_diff
-from fasbench.e2e.sandbox import GitError
 from fasbench.records import Gold, Task, write_tasks
 from fasbench.trajectories.analysis import analyze_paths
 from servers import free_port, server, wait_http
@@ -171,7 +169,8 @@ def _attack_script(tmp: Path, out: Path, port: int) -> list[dict]:
         f"ln -s {tmp} link_out; echo {W} > link_out/out_link.txt; echo {W} > $HOME/out_home.txt; "
         f"echo {W} > {tmp}/home/out_home2.txt; echo {W} > {tmp}/cache/out_cache.txt; "
         f"echo {W} >> {out}/records.jsonl; echo {W} > {episode}/base.git/config; echo {W} > {USR_PROBE}; "
-        f"(sleep 1; echo {W} > late.txt) > /dev/null 2>&1 & echo started",
+        f"(sleep 1; echo {W} > late.txt) > /dev/null 2>&1 & "
+        "python3 -c \"import os; print('PROCSYS-' + str(os.access('/proc/sys/kernel/core_pattern', os.W_OK)))\"",
         # (b) read a secret outside the copy: a temp dir, through the symlink, the cache, $HOME
         f"cat {tmp}/secret.txt ../../../../secret.txt link_out/secret.txt {tmp}/cache/secret.txt "
         f"{tmp}/home/.netrc $HOME/.netrc; ls / /root {tmp}",
@@ -272,6 +271,7 @@ def test_sandbox_writes_nothing_outside_the_copy(attacked):
     written = [str(p) for p in _files_under(a.tmp) if a.repo not in p.parents and b"PWNED" in p.read_bytes()]
     assert written == [], written
     assert not (a.repo / "late.txt").exists()
+    assert "PROCSYS-False" in a.traj, a.why  # kernel settings not writable (as root: by mode alone)
     assert "PWNED" not in "".join(a.records) and len(a.records) == 1
 
 
@@ -322,6 +322,10 @@ def test_e2e_without_bubblewrap_stops_before_any_episode(tmp_path, monkeypatch):
 def test_fasbench_git_on_an_attacked_copy(tmp_path):
     """fasbench's own git on a copy whose .git the agent rewrote, without the agent: nothing of it runs;
     a tracked file turned into a FIFO is a named GitError at once (never a hang), not a traceback."""
+    # imported here, so that the other tests of this file run against code without these names
+    from fasbench.e2e.runner import prepare_copy, worktree_diff
+    from fasbench.e2e.sandbox import GitError
+
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "a.py").write_text("x = 1\n")

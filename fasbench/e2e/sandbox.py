@@ -7,7 +7,8 @@
 - the file system is a fresh one: the system directories (``/usr``, ``/bin``, ``/lib*``, ``/sbin``) and a
   few files of ``/etc`` (users, the loader cache, the time zone, Python's site config) read-only, the corpus
   copy read-write at its own path, a private tmpfs on ``/tmp`` (also ``HOME``), a minimal ``/dev`` and the
-  sandbox's own ``/proc``. Nothing else is mounted: not the home directory, not ``/work`` or ``/opt``, not the
+  sandbox's own ``/proc``, read-only (run as root, the sandbox's user is the host's root, and ``/proc/sys``
+  checks only the file mode). Nothing else is mounted: not the home directory, not ``/work`` or ``/opt``, not the
   fasbench cache or run directory, not fasbench's virtual environment. The agent gets the system's
   ``python3``, ``git``, coreutils, grep and sed (what SWE-bench's agents use); a corpus whose tests need more
   packages cannot run them here (the offline corpora are source trees only, their tests are not run);
@@ -94,7 +95,9 @@ def wrapper_args(env: dict[str, str]) -> list[str]:
     args = ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
     for k, v in env.items():
         args += ["--setenv", k, v]
-    return args + _mounts() + ["--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc"]
+    # /proc read-only: run as root, the sandbox's uid is the host's root, whom /proc/sys lets write
+    # kernel settings (core_pattern, …) by file mode alone, capabilities dropped or not
+    return args + _mounts() + ["--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc"]
 
 
 def check_sandbox() -> str:
