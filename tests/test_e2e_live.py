@@ -196,6 +196,7 @@ def _attack_script(tmp: Path, out: Path, port: int) -> list[dict]:
         "printf '* diff=evil filter=evil\\n' > .git/info/attributes; echo configured",
         "sleep 2; echo slept",  # the background writer of step 2 would have written late.txt by now
         "sleep 60; echo SLEPT-$((2+2))",  # the time limit kills it (command_timeout_s=3)
+        "yes | head -c 60000000; echo DONE-$((3+3))",  # 60 MB of output: stopped at the output bound
         "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",  # no submission: the patch is fasbench's own diff
     ]]
 
@@ -286,6 +287,12 @@ def test_sandbox_sees_no_secret(attacked):
     assert "KEY=\\n" in a.traj, a.why
     names = set(re.findall(r"ENV:(\w+)=", a.traj))
     assert "PATH" in names and names <= ALLOWED_ENV, names - ALLOWED_ENV
+
+
+def test_sandbox_bounds_a_command_s_output(attacked):
+    a = attacked
+    assert "passed 2000000 bytes; it was stopped" in a.traj and "DONE-6" not in a.traj, a.why[-1500:]
+    assert len(a.traj) < 10_000_000
 
 
 def test_sandbox_has_no_network(attacked):

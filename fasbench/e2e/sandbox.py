@@ -18,8 +18,8 @@
 - every namespace unshared (user where possible, pid, network, ipc, uts, cgroup) and every capability
   dropped: no network at all (the model endpoint is called by fasbench's process, not by the commands),
   no view of the host's processes; ``--die-with-parent`` and the pid namespace end every process of a
-  command with it (a timeout kills bwrap, and with it the namespace); ``--new-session`` (no terminal
-  injection) and stdin is ``/dev/null``.
+  command with it (a timeout, or output past ``MAX_OUTPUT_BYTES``, kills bwrap, and with it the namespace);
+  ``--new-session`` (no terminal injection) and stdin is ``/dev/null``.
 
 **fasbench's git.** The agent's ``.git`` in its copy is its own (its config, hooks and attributes may be
 anything). fasbench keeps the base commit in a second git directory *beside* the copy, never mounted in
@@ -38,9 +38,11 @@ from __future__ import annotations
 
 import glob
 import os
+import selectors
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 INSTALL_HINT = "apt-get install bubblewrap"
@@ -52,6 +54,7 @@ ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf",
        "timezone", "alternatives", "os-release", "debian_version", "mime.types", "protocols", "services",
        "shells", "locale.alias", "terminfo", "magic", "magic.mime")
 STARTUP_TIMEOUT_S = 30
+MAX_OUTPUT_BYTES = 2_000_000  # of one command (the model sees the first and last 5,000 characters of it anyway)
 # fasbench's git: never the agent's config, hooks, fsmonitor, attributes or drivers
 GIT_FLAGS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.attributesFile=/dev/null",
              "-c", "core.pager=cat", "-c", "diff.external=", "-c", "core.untrackedCache=false",
@@ -118,25 +121,43 @@ def check_sandbox() -> str:
     return exe
 
 
-def execute_sandboxed(executable: str, root: str, command: str, env: dict[str, str], timeout: float) -> dict:
+def execute_sandboxed(executable: str, root: str, command: str, env: dict[str, str], timeout: float,
+                      max_output: int = MAX_OUTPUT_BYTES) -> dict:
     """Run ``/bin/bash -c command`` in the sandbox of the copy ``root``; mini-swe-agent's output dict (output,
     returncode, exception_info). bwrap itself starts with ``env`` (the command's whole environment), so the
     sandbox's pid 1, a bwrap process whose ``/proc/1/environ`` the command can read, holds nothing else;
-    stdin is ``/dev/null``. A timeout kills bwrap, and with it every process of the namespace."""
+    stdin is ``/dev/null``. Past ``timeout`` seconds or ``max_output`` bytes of output bwrap is killed, and
+    with it every process of the namespace (what was read is kept)."""
     cmd = [executable, *wrapper_args(env), "--bind", root, root, "--chdir", root, "/bin/bash", "-c", command]
     try:
-        r = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, encoding="utf-8", errors="replace", timeout=timeout)
-        return {"output": r.stdout, "returncode": r.returncode, "exception_info": ""}
-    except subprocess.TimeoutExpired as e:
-        raw = e.output.decode("utf-8", errors="replace") if isinstance(e.output, bytes) else (e.output or "")
-        return {"output": raw, "returncode": -1,
-                "exception_info": f"An error occurred while executing the command: the command timed out "
-                                  f"after {timeout} seconds",
-                "extra": {"exception_type": "TimeoutExpired", "exception": f"timed out after {timeout} s"}}
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
     except OSError as e:
         return {"output": "", "returncode": -1, "exception_info": f"An error occurred while executing the command: {e}",
                 "extra": {"exception_type": type(e).__name__, "exception": str(e)}}
+    buf, stop = bytearray(), ""
+    deadline = time.monotonic() + timeout
+    with proc, selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while not stop:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                stop = f"the command timed out after {timeout:g} seconds"
+            elif sel.select(left):
+                chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+                if len(buf) > max_output:
+                    stop = f"the command's output passed {max_output} bytes; it was stopped"
+        if stop:
+            proc.kill()
+        rc = proc.wait()
+    out = bytes(buf[:max_output]).decode("utf-8", errors="replace")
+    if not stop:
+        return {"output": out, "returncode": rc, "exception_info": ""}
+    return {"output": out, "returncode": -1, "exception_info": f"An error occurred while executing the command: {stop}",
+            "extra": {"exception_type": "TimeoutExpired" if "timed out" in stop else "OutputLimit", "exception": stop}}
 
 
 # ---- fasbench's own git on the copy
