@@ -17,9 +17,9 @@ REPORT_JS := $(VENV)/report-js
 HTML_MANAGER := @jupyter-widgets/html-manager@1.0.15
 REQUIREJS := requirejs@2.3.7
 
-.PHONY: install run report test figures chromium clean
+.PHONY: install run report test figures chromium bubblewrap clean
 
-install: $(STAMP) chromium
+install: $(STAMP) chromium bubblewrap
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core poppler-utils; \
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-dejavu-core poppler-utils; \
 	  else echo "error: Chromium (figure export) and poppler-utils (the figure test) are needed; install your distribution's chromium and poppler-utils packages" >&2; exit 1; fi; }
+
+# `fasbench e2e` runs the live main agent's commands in a bubblewrap sandbox (fasbench/e2e/sandbox.py).
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap; \
+	  else echo "error: bubblewrap (bwrap) is needed by fasbench e2e; install your distribution's bubblewrap package" >&2; exit 1; fi; }
 
 run: install
 	@mkdir -p $(OUT) figures

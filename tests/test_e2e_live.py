@@ -1,14 +1,17 @@
 """`fasbench e2e` end to end: the real mini-swe-agent package against a real local OpenAI-compatible
 server process (scripted answers), both arms, a run killed mid-way and resumed, and the trajectories
-read back by the trajectory analysis."""
+read back by the trajectory analysis; a scripted agent attacking from inside its commands (writes and reads
+outside its copy, the environment's secrets, the network, fasbench's own git diff) against the sandbox."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -139,3 +142,220 @@ def test_localization_functions(tmp_path):
     m = localization(wrong, gold, tmp_path)
     assert m["edits_gold_file"] is True and m["gold_function_recall"] == 0.0 and m["edits_gold_function"] is False
     assert localization("", gold, tmp_path)["edits_gold_file"] is False
+
+
+# ---- the main agent's sandbox (issue 25): a scripted model that attacks from inside its commands
+
+CALC_ATTACK = "def add(a, b):\n    return a - b\n"
+# what the agent writes, spelled so that no command's text holds it (a file holding it was written by a command)
+W = "$(printf 'PW%s' NED)"
+USR_PROBE = Path(f"/usr/.fasbench-sandbox-probe-{os.getpid()}")  # removed by the test where it was written
+# the rest of the agent's git helper: a failing fsmonitor (git then scans), a filter that passes the text
+# through, a textconv that marks its output (so that a run on unsandboxed code completes and shows each leak)
+EVIL_TAIL = ('case $1 in fsmonitor|included) exit 1;; clean|smudge) cat;; textconv) cat \\"$2\\"; echo TEXTCONV-RAN;; '
+             '*) cat > /dev/null;; esac\\n')
+ALLOWED_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "PAGER", "MANPAGER", "LESS", "PIP_PROGRESS_BAR", "TQDM_DISABLE",
+               "PWD", "SHLVL", "OLDPWD", "_"}
+
+
+def _attack_script(tmp: Path, out: Path, port: int) -> list[dict]:
+    episode = out / "work" / "none" / "demo__attack-1"
+    return [{"command": c} for c in [
+        # the honest path: edit a file of the copy, run python on it
+        "sed -i 's/return a - b/return a + b/' src/calc.py && echo more >> notes.txt && "
+        "python3 -c 'import sys; sys.path.insert(0, \"src\"); import calc; print(\"HONEST\", calc.add(2, 3))'",
+        # (a) write outside the copy: absolute, ../, a symlink it makes, HOME, the cache, the run directory
+        f"echo {W} > {tmp}/out_abs.txt; echo {W} > ../../../../out_rel.txt; echo {W} > ../out_parent.txt; "
+        f"ln -s {tmp} link_out; echo {W} > link_out/out_link.txt; echo {W} > $HOME/out_home.txt; "
+        f"echo {W} > {tmp}/home/out_home2.txt; echo {W} > {tmp}/cache/out_cache.txt; "
+        f"echo {W} >> {out}/records.jsonl; echo {W} > {episode}/base.git/config; echo {W} > {USR_PROBE}; "
+        f"(sleep 1; echo {W} > late.txt) > /dev/null 2>&1 & "
+        "python3 -c \"import os; print('PROCSYS-' + str(os.access('/proc/sys/kernel/core_pattern', os.W_OK)))\"",
+        # (b) read a secret outside the copy: a temp dir, through the symlink, the cache, $HOME
+        f"cat {tmp}/secret.txt ../../../../secret.txt link_out/secret.txt {tmp}/cache/secret.txt "
+        f"{tmp}/home/.netrc $HOME/.netrc; ls / /root {tmp}",
+        # (c) the environment: the key, env, pid 1's and the parent's environment
+        "echo KEY=$OPENAI_API_KEY; env | sed 's/^/ENV:/'; tr '\\0' '\\n' < /proc/1/environ; "
+        "tr '\\0' '\\n' < /proc/$PPID/environ; cat /proc/*/environ | tr '\\0' '\\n' | sort -u",
+        # (d) the network: the scripted server itself
+        f"python3 -c \"import urllib.request as u; print('NET-' + 'OK', u.urlopen('http://127.0.0.1:{port}/v1/models',"
+        f" timeout=5).status)\"; (exec 3<>/dev/tcp/127.0.0.1/{port} && echo TCP-$((1+1))-OPEN)",
+        # (e) fasbench's own git diff: fsmonitor, hooks, an include, filters, textconv and diff drivers,
+        # attributes (the corpus ships .gitattributes naming 'evil'; info/attributes too), a pager
+        "E=$PWD/.git/evil.sh; H=$PWD/.git/myhooks; "
+        f"printf '#!/bin/sh\\ntouch {tmp}/PWN_$1_$$\\n{EVIL_TAIL}' > $E; chmod +x $E; "
+        "git config core.fsmonitor \"$E fsmonitor\"; git config filter.evil.clean \"$E clean\"; "
+        "git config filter.evil.smudge \"$E smudge\"; "
+        "git config diff.evil.textconv \"$E textconv\"; git config diff.evil.command \"$E diffcmd\"; "
+        "git config diff.external \"$E external\"; git config core.pager \"$E pager\"; "
+        "git config include.path $PWD/.git/extra.cfg; "
+        "printf '[core]\\n\\tfsmonitor = %s included\\n' $E > .git/extra.cfg; mkdir -p $H .git/hooks; "
+        "for h in post-index-change pre-commit post-commit post-checkout reference-transaction; "
+        f"do printf '#!/bin/sh\\ntouch {tmp}/PWN_hook_'$h'\\n' > $H/$h; chmod +x $H/$h; done; "
+        "git config core.hooksPath $H; cp $H/* .git/hooks/; "
+        "printf '* diff=evil filter=evil\\n' > .git/info/attributes; echo configured",
+        "sleep 2; echo slept",  # the background writer of step 2 would have written late.txt by now
+        "sleep 60; echo SLEPT-$((2+2))",  # the time limit kills it (command_timeout_s=3)
+        "yes | head -c 60000000; echo DONE-$((3+3))",  # 60 MB of output: stopped at the output bound
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",  # no submission: the patch is fasbench's own diff
+    ]]
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """One e2e episode of the attacking script (module-scoped: the tests below read its results)."""
+    tmp = tmp_path_factory.mktemp("attack")
+    corpus = tmp / "corpus"
+    (corpus / "src").mkdir(parents=True)
+    (corpus / "src" / "calc.py").write_text(CALC_ATTACK)
+    (corpus / "notes.txt").write_text("notes\n")
+    (corpus / ".gitattributes").write_text("*.py diff=evil filter=evil\nnotes.txt -diff\n")  # a malicious repository
+    secrets = {"file": "SECRET-FILE-7f3a9", "cache": "SECRET-CACHE-51c2e", "home": "SECRET-HOME-c8d01",
+               "key": "sk-SECRET-KEY-e94b7", "var": "SECRET-VAR-0a6d3"}
+    (tmp / "secret.txt").write_text(secrets["file"] + "\n")
+    for d, k, name in (("cache", "cache", "secret.txt"), ("home", "home", ".netrc")):
+        (tmp / d).mkdir()
+        (tmp / d / name).write_text(secrets[k] + "\n")
+    task = Task(id="demo__attack-1", query="TASK-ATTACK: add() subtracts.", repo="demo/calc",
+                gold=Gold(edited={"src/calc.py": [[1, 2]]}, variants={"changed": {"src/calc.py": [[2, 2]]}}),
+                root=str(corpus))
+    write_tasks(tmp / "tasks.jsonl", [task])
+    port, out = free_port(), tmp / "run"
+    (tmp / "script.json").write_text(json.dumps({"TASK-ATTACK": _attack_script(tmp, out, port)}))
+    log = tmp / "server.log"
+    main = f"openai:model=scripted,base_url=http://127.0.0.1:{port}/v1,step_limit=20,command_timeout_s=3"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "OPENAI_API_KEY": secrets["key"],
+           "FASBENCH_CACHE": str(tmp / "cache"), "HOME": str(tmp / "home"), "FASBENCH_TEST_SECRET": secrets["var"]}
+    with server([sys.executable, str(Path(__file__).parent / "scripted_openai_server.py"), str(port),
+                 str(tmp / "script.json")], log) as proc:
+        wait_http(f"http://127.0.0.1:{port}/v1/models", proc, 30, log)
+        try:
+            r = subprocess.run([sys.executable, "-m", "fasbench.cli", "e2e", "--tasks", str(tmp / "tasks.jsonl"),
+                                "--main", main, "--search", "none", "--out", str(out), "--keep-work"],
+                               env=env, capture_output=True, text=True, timeout=400)
+        finally:
+            usr_written = USR_PROBE.exists()
+            USR_PROBE.unlink(missing_ok=True)
+    traj_f = out / "trajs" / "none" / "demo__attack-1.traj.json"
+    traj = traj_f.read_text() if traj_f.exists() else "{}"
+    observations = [m.get("content") for m in json.loads(traj).get("messages", []) if m.get("role") in ("tool", "user")]
+    records = (out / "records.jsonl").read_text().splitlines() if (out / "records.jsonl").exists() else []
+    return SimpleNamespace(tmp=tmp, out=out, secrets=secrets, proc=r, traj=traj, records=records,
+                           why=r.stderr[-1500:] + json.dumps(observations)[-6000:],
+                           repo=out / "work" / "none" / "demo__attack-1" / "repo", usr_written=usr_written)
+
+
+def _files_under(d: Path) -> list[Path]:
+    """Every regular file under ``d``, symbolic links not followed."""
+    paths = [Path(r) / f for r, _, fs in os.walk(d) for f in fs]
+    return [p for p in paths if p.is_file() and not p.is_symlink()]
+
+
+def test_sandbox_honest_path(attacked):
+    """The agent edits a file of its copy and runs python on it; the patch is fasbench's diff, as text
+    although the corpus's .gitattributes marks the file binary."""
+    a = attacked
+    assert a.proc.returncode == 0 and len(a.records) == 1, a.why
+    rec = json.loads(a.records[-1])
+    assert "HONEST 5" in a.traj, a.why
+    assert rec["exit_status"] == "Submitted" and rec["patch_source"] == "worktree" and rec.get("diff_error") is None
+    assert "+    return a + b" in rec["diff"] and "+more" in rec["diff"] and rec["edits_gold_file"] is True, rec["diff"]
+    assert "configured" in a.traj and "slept" in a.traj, a.why  # the agent's own git is its own
+    assert "SLEPT-4" not in a.traj and "timed out after 3 seconds" in a.traj, a.why  # the time limit kept
+
+
+def test_sandbox_writes_nothing_outside_the_copy(attacked):
+    """Absolute paths, ../, a symlink the agent made, HOME, the cache, the run directory, fasbench's
+    git dir, /usr, and a background process outliving its command."""
+    a = attacked
+    assert not a.usr_written
+    written = [str(p) for p in _files_under(a.tmp) if a.repo not in p.parents and b"PWNED" in p.read_bytes()]
+    assert written == [], written
+    assert not (a.repo / "late.txt").exists()
+    assert "PROCSYS-False" in a.traj, a.why  # kernel settings not writable (as root: by mode alone)
+    assert "PWNED" not in "".join(a.records) and len(a.records) == 1
+
+
+def test_sandbox_sees_no_secret(attacked):
+    """A secret file outside the copy, the cache's, HOME's, the API key and a variable of fasbench's
+    environment: in no file fasbench wrote, nor its output; the commands' environment is the sandbox's."""
+    a = attacked
+    leaks = [(name, str(p)) for p in _files_under(a.out) for name, s in a.secrets.items()
+             if s in p.read_bytes().decode("utf-8", "replace")]
+    leaks += [(name, "stdout/stderr") for name, s in a.secrets.items() if s in a.proc.stdout + a.proc.stderr]
+    assert leaks == [], leaks
+    assert "KEY=\\n" in a.traj, a.why
+    names = set(re.findall(r"ENV:(\w+)=", a.traj))
+    assert "PATH" in names and names <= ALLOWED_ENV, names - ALLOWED_ENV
+
+
+def test_sandbox_bounds_a_command_s_output(attacked):
+    a = attacked
+    assert "passed 2000000 bytes; it was stopped" in a.traj and "DONE-6" not in a.traj, a.why[-1500:]
+    assert len(a.traj) < 10_000_000
+
+
+def test_sandbox_has_no_network(attacked):
+    assert "NET-OK" not in attacked.traj and "TCP-2-OPEN" not in attacked.traj, attacked.why
+
+
+def test_sandbox_fasbench_git_runs_nothing_of_the_agent(attacked):
+    """fsmonitor, hooks, an include, filters, textconv, diff drivers and a pager the agent configured in
+    its .git, with the corpus's .gitattributes naming them: fasbench's diff ran none of them."""
+    ran = sorted(p.name for p in attacked.tmp.iterdir() if p.name.startswith("PWN_"))
+    assert ran == [], ran
+    assert attacked.records and "TEXTCONV-RAN" not in json.loads(attacked.records[-1])["diff"]
+
+
+def test_e2e_without_bubblewrap_stops_before_any_episode(tmp_path, monkeypatch):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("x = 1\n")
+    write_tasks(tmp_path / "tasks.jsonl", [Task(id="t-1", query="q", repo="r", gold=Gold(edited={"a.py": [[1, 1]]}),
+                                                root=str(corpus))])
+    runner = CliRunner()
+    args = ["e2e", "--tasks", str(tmp_path / "tasks.jsonl"), "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1",
+            "--search", "none", "--out", str(tmp_path / "o")]
+    for exe, words in (("fasbench-no-such-bwrap", "'bwrap' is not installed"),
+                       ("/bin/false", "cannot create its sandbox")):
+        monkeypatch.setenv("MSWEA_BUBBLEWRAP_EXECUTABLE", exe)
+        r = runner.invoke(app, args)
+        lines = [x for x in r.output.splitlines() if x.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and words in lines[0], r.output
+        assert "apt-get install bubblewrap" in lines[0]
+        assert not (tmp_path / "o" / "work").exists() and not (tmp_path / "o" / "records.jsonl").exists()
+
+
+def test_fasbench_git_on_an_attacked_copy(tmp_path):
+    """fasbench's own git on a copy whose .git the agent rewrote, without the agent: nothing of it runs;
+    a tracked file turned into a FIFO is a named GitError at once (never a hang), not a traceback."""
+    # imported here, so that the other tests of this file run against code without these names
+    from fasbench.e2e.runner import prepare_copy, worktree_diff
+    from fasbench.e2e.sandbox import GitError
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("x = 1\n")
+    (corpus / "b.txt").write_text("b\n")
+    (corpus / ".gitattributes").write_text("* diff=evil filter=evil\nb.txt -diff\n")
+    episode = tmp_path / "ep"
+    repo = prepare_copy(corpus, episode)
+    assert (repo / ".git").is_dir() and (episode / "base.git").is_dir() and not (repo / ".git").samefile(episode)
+    mark = tmp_path / "ran"
+    evil = repo / ".git" / "evil.sh"
+    evil.write_text(f"#!/bin/sh\necho $1 >> {mark}\ncat\n")
+    evil.chmod(0o755)
+    with open(repo / ".git" / "config", "a") as f:
+        f.write(f'[core]\n\tfsmonitor = "{evil} fsmonitor"\n\thooksPath = {repo}/.git/hooks\n'
+                f'[filter "evil"]\n\tclean = "{evil} clean"\n[diff "evil"]\n\ttextconv = "{evil} textconv"\n'
+                f'\tcommand = "{evil} command"\n[diff]\n\texternal = "{evil} external"\n')
+    (repo / "a.py").write_text("x = 2\n")
+    (repo / "b.txt").write_text("c\n")
+    d = worktree_diff(episode)
+    assert "+x = 2" in d and "+c" in d and not mark.exists(), d
+    (repo / "b.txt").unlink()
+    os.mkfifo(repo / "b.txt")
+    t = time.time()
+    with pytest.raises(GitError, match="git diff in .*b.txt"):
+        worktree_diff(episode)
+    assert time.time() - t < 60 and not mark.exists()

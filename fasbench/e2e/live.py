@@ -7,11 +7,14 @@ before they start).
 Prompts are mini-swe-agent's own SWE-bench configuration (``config/benchmarks/swebench.yaml``: system
 and instance templates, observation and format-error templates, ``parallel_tool_calls``), with two
 changes: the working directory named in the instance template is the corpus copy instead of
-``/testbed``, and the environment is the local one (commands run as subprocesses in the copy, without
-a container: mini-swe-agent's own local mode; not a sandbox). Step and cost limits come from
-``MainConfig``. Every model call goes through :func:`fasbench.endpoint.bounded_client` (set as
-``litellm.client_session``): ``timeout_s`` is the call's total wall time, the reply body is capped and
-its shape checked, and each failure reaches mini-swe-agent as a 502/504 answer naming it.
+``/testbed``, and the environment is mini-swe-agent's bubblewrap one configured by fasbench
+(``fasbench.e2e.sandbox``: only the copy writable, nothing of the host's home, caches or run directory
+visible, no network, a cleared environment; ``check_main_sandbox`` fails before any episode where bwrap is
+missing). The model endpoint is called by this process, never by a command; the API key is sent but not
+saved in the trajectory. Step and cost limits come from ``MainConfig``. Every model call goes through
+:func:`fasbench.endpoint.bounded_client` (set as ``litellm.client_session``): ``timeout_s`` is the call's
+total wall time, the reply body is capped and its shape checked, and each failure reaches mini-swe-agent
+as a 502/504 answer naming it.
 
 Offline notes (measured here): importing LiteLLM fetches its model-cost map from GitHub at import time
 and, without network, retries for ~6 s and falls back to its bundled copy; ``LITELLM_LOCAL_MODEL_COST_MAP``
@@ -28,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from fasbench.e2e.sandbox import SandboxError, check_sandbox, execute_sandboxed, sandbox_env, wrapper_args
 from fasbench.endpoint import bounded_client
 from fasbench.paths import cache_dir
 from fasbench.specs import convert, parse_spec
@@ -42,7 +46,7 @@ try:
     import minisweagent
     import yaml
     from minisweagent.agents.default import DefaultAgent
-    from minisweagent.environments.local import LocalEnvironment
+    from minisweagent.environments.extra.bubblewrap import BubblewrapEnvironment, BubblewrapEnvironmentConfig
     from minisweagent.models.litellm_model import LitellmModel
 except ImportError as _e:  # a clear error where it is used, not at `fasbench` start-up
     IMPORT_ERROR: ImportError | None = _e
@@ -72,6 +76,59 @@ class MainConfig:
     wall_limit_s: int = 0  # per task; 0 = none
     retries: int = 3  # attempts per model call on retryable errors (MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT)
     timeout_s: float = 300.0  # total wall time of one model call (fasbench.endpoint: deadline and body cap)
+
+
+if IMPORT_ERROR is None:
+    class SandboxEnvironment(BubblewrapEnvironment):
+        """mini-swe-agent's bubblewrap environment with fasbench's configuration (``fasbench.e2e.sandbox``).
+        Two changes: ``execute`` starts bwrap with the sandbox's environment, not this process's (mini-swe-agent's
+        passes the caller's, which the sandbox's pid 1 then holds in ``/proc/1/environ``), stdin ``/dev/null``;
+        no host temp directory is made (the copy is the working directory)."""
+
+        def __init__(self, *, cwd: str, timeout: int, env: dict[str, str], executable: str):
+            self.env_all = sandbox_env(env)
+            self.config = BubblewrapEnvironmentConfig(cwd=cwd, timeout=timeout, env=self.env_all, executable=executable,
+                                                      wrapper_args=wrapper_args(self.env_all))
+
+        def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict:
+            out = execute_sandboxed(self.config.executable, self.config.cwd, action.get("command", ""), self.env_all,
+                                    timeout or self.config.timeout)
+            self._check_finished(out)
+            return out
+
+        def cleanup(self):  # nothing of its own on the host: the copy is the runner's
+            pass
+
+    class KeylessTrajectoryModel(LitellmModel):
+        """LiteLLM's model; its serialized config (saved in the trajectory) without ``api_key``."""
+
+        def serialize(self) -> dict:
+            d = super().serialize()
+            d["info"]["config"]["model"].get("model_kwargs", {}).pop("api_key", None)
+            return d
+
+
+def check_main_sandbox() -> str:
+    """bwrap's path once it has run a probe command in the main agent's sandbox; MainAgentError (one
+    line: what to install) otherwise. Called before any episode."""
+    if IMPORT_ERROR is not None:
+        raise MainAgentError(f"the live main agent needs the 'mini-swe-agent' package ({IMPORT_ERROR}); "
+                             "pip install mini-swe-agent")
+    try:
+        return check_sandbox()
+    except SandboxError as e:
+        raise MainAgentError(str(e)) from None
+
+
+def _model(cfg: MainConfig, mconf: dict):
+    """mini-swe-agent's LiteLLM model with the endpoint's key (which its trajectory leaves out)."""
+    return KeylessTrajectoryModel(
+        model_name=f"openai/{cfg.model}", cost_tracking="ignore_errors",
+        observation_template=mconf["observation_template"], format_error_template=mconf["format_error_template"],
+        model_kwargs={**mconf.get("model_kwargs", {}), "api_base": cfg.base_url,
+                      "api_key": os.environ.get(cfg.api_key_env, "") or "EMPTY",
+                      "temperature": cfg.temperature, "max_tokens": cfg.max_tokens, "timeout": cfg.timeout_s},
+    )
 
 
 def parse_main(spec: str) -> MainConfig:
@@ -127,11 +184,11 @@ def _model_session(base_url: str, timeout_s: float, max_chars: int):
 
 def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instance_id: str,
              handoff: str | None = None, extra_info: dict | None = None) -> dict:
-    """Run mini-swe-agent on ``workdir``; save its trajectory to ``traj_path``; return exit status,
-    submission, tokens, turns and wall time. Raises MainAgentError when the endpoint is unreachable."""
-    if IMPORT_ERROR is not None:
-        raise MainAgentError(f"the live main agent needs the 'mini-swe-agent' package ({IMPORT_ERROR}); "
-                             "pip install mini-swe-agent")
+    """Run mini-swe-agent on ``workdir`` (its commands in the sandbox); save its trajectory to
+    ``traj_path``; return exit status, submission, tokens, turns and wall time. Raises MainAgentError
+    when the endpoint is unreachable or the sandbox cannot start."""
+    bwrap = check_main_sandbox()
+    workdir = Path(workdir).resolve()  # bound at its own path in the sandbox
     os.environ["MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT"] = str(max(1, cfg.retries))
     conf = _swebench_config()
     agent_cfg = dict(conf["agent"])
@@ -139,19 +196,14 @@ def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instan
     agent_cfg.update(step_limit=cfg.step_limit, cost_limit=0.0, wall_time_limit_seconds=cfg.wall_limit_s,
                      output_path=traj_path)
     mconf = conf["model"]
-    model = LitellmModel(
-        model_name=f"openai/{cfg.model}", cost_tracking="ignore_errors",
-        observation_template=mconf["observation_template"], format_error_template=mconf["format_error_template"],
-        model_kwargs={**mconf.get("model_kwargs", {}), "api_base": cfg.base_url,
-                      "api_key": os.environ.get(cfg.api_key_env, "") or "EMPTY",
-                      "temperature": cfg.temperature, "max_tokens": cfg.max_tokens, "timeout": cfg.timeout_s},
-    )
+    model = _model(cfg, mconf)
     # LiteLLM's OpenAI client sends through litellm.client_session: fasbench.endpoint's bounded client
     # makes the call's timeout its total deadline, caps the reply body (MAX_REPLY_BYTES) and checks the
     # reply's shape, each failure a 502/504 answer whose message names it
     litellm.client_session = _model_session(cfg.base_url, cfg.timeout_s, max(65536, 32 * cfg.max_tokens))
     env_vars = {k: v for k, v in conf["environment"].get("env", {}).items() if k != "BASH_ENV"}
-    env = LocalEnvironment(cwd=str(workdir), timeout=cfg.command_timeout_s, env=env_vars)
+    env = SandboxEnvironment(cwd=str(workdir), timeout=cfg.command_timeout_s, env=env_vars,
+                             executable=bwrap)
     agent = DefaultAgent(model, env, **agent_cfg)
     t0 = time.time()
     error = None

@@ -11,12 +11,16 @@ Layout of ``out/`` (append-only, resumable):
   analyze out/trajs/<arm>`` reads it); rewritten when an interrupted episode is rerun.
 - ``skipped.jsonl``: the tasks whose corpus could not be built, one row each with its reason
   (``fasbench.data.corpora.with_corpora``); their episodes are not run.
-- ``work/<arm>/<task>/``: the corpus copy (a git repository at its base state), removed after the
-  episode unless ``keep_work``.
+- ``work/<arm>/<task>/``: the episode's directory, removed after the episode unless ``keep_work``:
+  ``repo/``, the corpus copy the agent works in (a git repository at its base state, the only path its
+  sandbox can write), and ``base.git``, fasbench's own git directory of the same base commit, outside the
+  sandbox, from which the final ``git diff`` is read (``fasbench.e2e.sandbox``: the agent's ``.git``
+  config, hooks and attributes never reach fasbench's git).
 
 Arms: ``none`` (the main agent alone) always; ``search`` (the subagent's handoff in the task text) when
 ``search`` is a policy spec. Metrics per record: exit status, patch (the agent's submission and the
-working tree's ``git diff`` of tracked files), tokens (the endpoint's usage), model calls (turns), wall
+working tree's ``git diff`` of tracked files, by fasbench's own git; ``diff_error`` when git could not
+read it), tokens (the endpoint's usage), model calls (turns), wall
 time (the subagent's included in the search arm), and the localisation proxy (``localize.py``).
 """
 
@@ -24,7 +28,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +37,9 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from fasbench.data.corpora import with_corpora
-from fasbench.e2e.live import MainConfig, parse_main, run_main
+from fasbench.e2e.live import MainConfig, check_main_sandbox, parse_main, run_main
 from fasbench.e2e.localize import localization
+from fasbench.e2e.sandbox import GitError, base_repository, safe_diff
 from fasbench.evaluate import _check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
@@ -44,6 +48,7 @@ from fasbench.policies import bind_policy, make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
 
 ARMS = ("none", "search")
+BASE_GIT = "base.git"
 COMPARE = ("edits_gold_file", "gold_file_recall", "gold_function_recall", "tokens", "turns", "wall_s")
 
 
@@ -62,24 +67,21 @@ def task_key(task_id: str) -> str:
     return re.sub(r"[^\w.@-]+", "_", task_id)
 
 
-def _git(args: list[str], cwd: Path) -> str:
-    r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
-    if r.returncode:
-        raise RuntimeError(f"git {' '.join(args)} in {cwd}: {r.stderr.strip()[:300]}")
-    return r.stdout
-
-
-def prepare_copy(root: str | Path, dest: Path) -> Path:
-    """A fresh copy of the corpus at ``dest``, committed as a git repository (the base for the patch)."""
-    if dest.exists():
-        shutil.rmtree(dest)
+def prepare_copy(root: str | Path, episode: Path) -> Path:
+    """A fresh copy of the corpus at ``episode/repo`` with the base commit in fasbench's own
+    ``episode/base.git`` (and a copy of it as the agent's ``.git``); returns the copy."""
+    if episode.exists():
+        shutil.rmtree(episode)
+    dest = episode / "repo"
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(root, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-    _git(["init", "-q"], dest)
-    _git(["add", "-A", "-f"], dest)
-    _git(["-c", "user.name=fasbench", "-c", "user.email=fasbench@localhost", "commit", "-q", "--no-verify",
-          "-m", "base"], dest)
+    base_repository(dest, episode / BASE_GIT)
     return dest
+
+
+def worktree_diff(episode: Path) -> str:
+    """The copy's tracked changes against the base, by fasbench's git only (nothing the agent wrote runs)."""
+    return safe_diff(episode / BASE_GIT, episode / "repo")
 
 
 def done_pairs(records: Path) -> set[tuple[str, str]]:
@@ -100,6 +102,7 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
     if handoff not in FORMATS:
         raise ValueError(f"unknown handoff rendering {handoff!r}; choose one of {', '.join(FORMATS)}")
     policy = None if search == "none" else make_policy(search)  # fails early on a bad spec
+    check_main_sandbox()  # no episode without the sandbox: one line naming what to install
     out = Path(out)
     _check_config(out, E2EConfig(main, search, toolset, handoff, search_turns))
     records, traces_f = out / "records.jsonl", out / "search_traces.jsonl"
@@ -119,7 +122,8 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
             bar.update()
             continue
         key = task_key(t.id)
-        work = prepare_copy(t.root, out / "work" / arm / key)
+        episode = out / "work" / arm / key
+        work = prepare_copy(t.root, episode)
         rec = {"task_id": t.id, "arm": arm, "instance_id": t.meta.get("instance_id", t.id), "repo": t.repo,
                "main": main, "search": search if arm == "search" else "none", "started_at": time.time()}
         hand, search_info = None, {}
@@ -138,13 +142,17 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
                            "report_files": sorted(tr.report.files) if tr.report else []}
         traj = out / "trajs" / arm / f"{key}.traj.json"
         res = run_main(t.query, work, cfg, traj, t.id, hand, {"arm": arm, **search_info})
-        diff = _git(["diff", "HEAD"], work)
+        try:
+            diff, diff_error = worktree_diff(episode), None
+        except GitError as e:  # the agent left something git cannot diff: recorded, the run goes on
+            diff, diff_error = "", str(e)
         patch = res["submission"] if res["submission"].strip() else diff
-        rec.update(res, **search_info, diff=diff, patch_source="submission" if res["submission"].strip() else "worktree",
+        rec.update(res, **search_info, diff=diff, diff_error=diff_error,
+                   patch_source="submission" if res["submission"].strip() else "worktree",
                    wall_s=res["main_wall_s"] + search_info.get("search_wall_s", 0.0),
                    trajectory=str(traj.relative_to(out)), **localization(patch, t.gold, t.root))
         if not keep_work:
-            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(episode, ignore_errors=True)
         append_jsonl(records, [rec])  # the commit point: an episode killed before it is run again
         bar.update()
     bar.close()
