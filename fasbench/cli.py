@@ -31,6 +31,7 @@ PLUGINS: list[str] = [
     "fasbench.trajectories.cli",
     "fasbench.sft.cli",
     "fasbench.e2e.cli",
+    "fasbench.replay.cli",
 ]
 
 
