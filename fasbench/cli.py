@@ -31,7 +31,7 @@ PLUGINS: list[str] = [
     "fasbench.trajectories.cli",
     "fasbench.sft.cli",
     "fasbench.e2e.cli",
-    "fasbench.replay.cli",
+    "fasbench.replay_cli",  # beside the package: importing fasbench.replay loads its widgets (plotly)
 ]
 
 

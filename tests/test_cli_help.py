@@ -58,3 +58,17 @@ def test_every_help_keeps_its_brackets():
 def test_score_help_shows_the_range_syntax():
     out = _flat(runner.invoke(app, ["score", "--help"]).stdout)
     assert _flat("[[s, e], ...]") in out and _flat("[s, -1] ends at the file's last line") in out
+
+
+def test_cli_start_up_loads_no_heavy_module():
+    """A regression guard for the commands added here: `fasbench --help` must not import the replay
+    package (plotly, widgets) nor the trajectory parsers (the tokenizer via fasbench.models)."""
+    import subprocess
+    import sys
+
+    heavy = ["plotly", "ipywidgets", "fasbench.replay", "fasbench.models", "fasbench.trajectories.parsers",
+             "jsonschema"]
+    code = "import sys, fasbench.cli; print(' '.join(m for m in %r if m in sys.modules))" % heavy
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == []

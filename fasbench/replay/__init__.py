@@ -19,7 +19,7 @@
   sequential searches (turns in ``data/demo/``) run through the real harness;
 - :mod:`~fasbench.replay.text` — :func:`~fasbench.replay.text.episode_view`, ``to_text``, ``to_html``: one
   episode for the terminal or as a static HTML page, without Jupyter (``fasbench replay RUN TASK [--html
-  FILE]``, :mod:`~fasbench.replay.cli`).
+  FILE]``, ``fasbench/replay_cli.py``).
 """
 
 from fasbench.replay.browser import RunsBrowser, frame_html

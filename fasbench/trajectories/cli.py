@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from fasbench.trajectories.classify import analyze
-from fasbench.trajectories.parsers import FORMAT_NAMES, SUPPORTED
+from fasbench.trajectories.turns import FORMAT_NAMES, SUPPORTED
 
 SHOW_SKIPPED = 20  # skipped files named on the terminal; summary.json lists them all
 

@@ -38,19 +38,9 @@ from typing import Any
 from fasbench.records import RecordError, Trace, parse_arguments
 from fasbench.trajectories import openhands
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
-from fasbench.trajectories.turns import Call, ParsedFile, Trajectory, TrajectoryError, Turn
+from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, Call, ParsedFile, Trajectory,  # noqa: F401
+                                        TrajectoryError, Turn)
 
-#: format name → what it is, for error messages and --help
-FORMAT_NAMES = {
-    "mini-swe-agent-1": "mini-swe-agent v1 .traj.json (```bash blocks)",
-    "mini-swe-agent-tools": "mini-swe-agent v1.1/v2 and other OpenAI-style `messages` with tool_calls",
-    "swe-agent": "SWE-agent .traj",
-    "claude-code": "Claude Code session JSONL",
-    "openhands": "OpenHands event lists (saved trajectory JSON, evaluation output.jsonl)",
-    "fasbench-trace": "fasbench traces.jsonl",
-}
-FORMATS = tuple(FORMAT_NAMES)
-SUPPORTED = "supported formats: " + "; ".join(FORMAT_NAMES.values())
 
 
 # ------------------------------------------------------------------ reading

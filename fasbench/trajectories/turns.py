@@ -7,6 +7,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+#: format name → what it is, for error messages and --help (here, not in parsers: the CLI's help
+#: must not load the tokenizer that parsers imports)
+FORMAT_NAMES = {
+    "mini-swe-agent-1": "mini-swe-agent v1 .traj.json (```bash blocks)",
+    "mini-swe-agent-tools": "mini-swe-agent v1.1/v2 and other OpenAI-style `messages` with tool_calls",
+    "swe-agent": "SWE-agent .traj",
+    "claude-code": "Claude Code session JSONL",
+    "openhands": "OpenHands event lists (saved trajectory JSON, evaluation output.jsonl)",
+    "fasbench-trace": "fasbench traces.jsonl",
+}
+FORMATS = tuple(FORMAT_NAMES)
+SUPPORTED = "supported formats: " + "; ".join(FORMAT_NAMES.values())
+
+
 class TrajectoryError(ValueError):
     """A trajectory file could not be parsed; the message is the reason."""
 

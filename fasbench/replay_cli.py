@@ -1,5 +1,6 @@
 """``fasbench replay RUN [TASK]``: one episode of a run in the terminal, or as a static HTML page
-(``--html FILE``), for users outside Jupyter (registered by fasbench.cli's PLUGINS)."""
+(``--html FILE``), for users outside Jupyter (registered by fasbench.cli's PLUGINS; outside
+fasbench/replay/ because importing that package loads the widgets, plotly and polars: ~7 s)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def replay_cmd(
 ):
     """Replay one episode: each turn's text and parallel calls with their arguments and result excerpts,
     the report, the reward and its parts, and the lines viewed / matched / cited / gold per file."""
-    # local import: fasbench.replay loads plotly, ipywidgets and polars, ~1.5 s at CLI start-up (python -X importtime)
+    # local import: fasbench.replay loads plotly, ipywidgets and polars, ~7 s at CLI start-up (python -X importtime)
     from fasbench.paths import data_dir
     from fasbench.reward import REWARDS
     from fasbench.replay.runs import EXAMPLE_RUN, load_run_episodes, pick_episode
