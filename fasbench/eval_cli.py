@@ -189,9 +189,10 @@ def register(app) -> None:
 
 def summary_text(df, out: Path, level: float = 0.95) -> str:
     """``fasbench eval``'s end-of-run summary: the run, policy, tool set, task set, episodes (and whether
-    the run was resumed) and code version once in a header line, then one table, a row per metric (the runs table's, then the localization
-    columns defined for some task): mean, the bootstrap interval over tasks, n (tasks where the metric
-    is defined). Writes the localization intervals to OUT/summary_ci.parquet."""
+    the run was resumed) and code version once in a header line, then one table, a row per metric (the
+    runs table's, then the localization columns defined for some task): mean, the bootstrap interval
+    over tasks, n (tasks where the metric is defined). Writes the localization intervals to
+    OUT/summary_ci.parquet."""
     # local import: polars + fasbench.evaluate/runs/localization, ~7 s at CLI start-up (module docstring)
     import polars as pl
     from fasbench import runs as R
