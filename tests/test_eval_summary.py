@@ -28,8 +28,9 @@ def test_eval_prints_one_compact_summary_table(tmp_path, monkeypatch):
                                  "--workers", "1", "--backend", "serial"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
-    assert sum(policy in ln for ln in lines) == 1  # the spec once, in the header
-    head = next(ln for ln in lines if policy in ln)
+    head = next(ln for ln in lines if ln.startswith("run ") and f"policy {policy}" in ln)
+    # the spec once, in the header (before it: run_eval's own line on what this call ran)
+    assert sum(policy in ln for ln in lines[lines.index(head):]) == 1, r.stdout
     assert "tool set relace" in head and str(tf) in head and f"{len(tasks)} episodes" in head
     i = lines.index(head)
     assert re.fullmatch(r"metric +mean +95% CI +n", lines[i + 1])
