@@ -16,8 +16,10 @@ import typer
 from fasbench.errors import CliGroup, UserError
 from fasbench.records import Gold, RecordError, Report
 
-# CliGroup turns what escapes a command into a one-line error and a non-zero exit (fasbench/errors.py)
-app = typer.Typer(cls=CliGroup, add_completion=False, no_args_is_help=True,
+# CliGroup turns what escapes a command into a one-line error and a non-zero exit (fasbench/errors.py).
+# rich_markup_mode=None (for every subcommand: typer passes it down): help texts are printed as written;
+# rich markup would take `[s, -1]` or `[[s, e], ...]` for tags and drop them.
+app = typer.Typer(cls=CliGroup, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="fasbench: fast agentic code search workbench")
 
 # Modules exposing ``register(app: typer.Typer)``; one line per package.
@@ -29,6 +31,7 @@ PLUGINS: list[str] = [
     "fasbench.trajectories.cli",
     "fasbench.sft.cli",
     "fasbench.e2e.cli",
+    "fasbench.replay_cli",  # beside the package: importing fasbench.replay loads its widgets (plotly)
 ]
 
 

@@ -45,12 +45,9 @@ def register(app) -> None:
         Only the tasks usable on the chosen corpus kind run; the excluded count and reasons are
         printed (and written to OUT/excluded.jsonl) before the run starts."""
         # local import: fasbench.evaluate/runs/polars cost ~7 s at CLI start-up (module docstring)
-        import polars as pl
-        from fasbench import runs as R
-        from fasbench.evaluate import aggregate, run_eval, run_name
+        from fasbench.evaluate import run_eval, run_name
         from fasbench.paths import cache_dir
         from fasbench.harness import Limits
-        from fasbench.localization import localization_columns
 
         if corpus not in (None, "offline", "online"):
             typer.echo(f"error: --corpus must be offline or online, got {corpus!r}", err=True)
@@ -99,17 +96,7 @@ def register(app) -> None:
                        "the same command resumes", err=True)
             raise typer.Exit(130)
         if df.height:
-            typer.echo(R.format_table(R.display_runs(R.runs_table([out]))))
-            loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
-            if loc:
-                ci = aggregate(df, loc)
-                n = {(p, m): df.filter(pl.col("policy") == p)[m].drop_nulls().len()
-                     for p in ci["policy"] for m in loc}  # tasks with this gold (null = not defined)
-                ci = ci.with_columns([pl.Series(f"n_{m}", [n[(p, m)] for p in ci["policy"]]) for m in loc])
-                ci.write_parquet(out / "summary_ci.parquet")
-                rows = [{"policy": r["policy"], "metric": m, "n": n[(r["policy"], m)], "mean": r[m],
-                         "lo": r[f"{m}_lo"], "hi": r[f"{m}_hi"]} for r in ci.iter_rows(named=True) for m in loc]
-                typer.echo(pl.DataFrame(rows).to_pandas().to_string(index=False, float_format="%.3f"))
+            typer.echo(summary_text(df, out))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
         if limit or excluded or shard:
             typer.echo(count)
@@ -198,6 +185,44 @@ def register(app) -> None:
                    f"{level:.0%} interval")
         typer.echo(R.compare_note(table, level))
         typer.echo(R.format_table(R.display_compare(table)))
+
+
+def summary_text(df, out: Path, level: float = 0.95) -> str:
+    """``fasbench eval``'s end-of-run summary: the run, policy, tool set, task set, episodes (and whether
+    the run was resumed) and code version once in a header line, then one table, a row per metric (the
+    runs table's, then the localization columns defined for some task): mean, the bootstrap interval
+    over tasks, n (tasks where the metric is defined). Writes the localization intervals to
+    OUT/summary_ci.parquet."""
+    # local import: polars + fasbench.evaluate/runs/localization, ~7 s at CLI start-up (module docstring)
+    import polars as pl
+    from fasbench import runs as R
+    from fasbench.evaluate import aggregate
+    from fasbench.localization import localization_columns
+
+    run = R.runs_table([out], level=level).row(0, named=True)
+    rows = [(m, run[m], run[f"{m}_lo"], run[f"{m}_hi"], df[m].drop_nulls().len() if m in df.columns else run["n"])
+            for m in R.RUN_METRICS]
+    loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
+    if loc:
+        ci = aggregate(df, loc)
+        n = {(p, m): df.filter(pl.col("policy") == p)[m].drop_nulls().len()
+             for p in ci["policy"] for m in loc}  # tasks with this gold (null = not defined)
+        ci = ci.with_columns([pl.Series(f"n_{m}", [n[(p, m)] for p in ci["policy"]]) for m in loc])
+        ci.write_parquet(out / "summary_ci.parquet")
+        for r in ci.iter_rows(named=True):
+            rows += [(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n[(r["policy"], m)]) for m in loc
+                     if m not in R.RUN_METRICS]  # e.g. file_f2 is both: shown once
+    head = (f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
+            f"{run['n']} episodes" + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}")
+
+    def num(x) -> str:
+        return "n/a" if x is None or x != x else f"{x:.3f}"
+
+    cells = [(m, num(v), f"[{num(lo)}, {num(hi)}]", str(k)) for m, v, lo, hi, k in rows]
+    w = [max(len(c[i]) for c in cells + [("metric", "mean", f"{level:.0%} CI", "n")]) for i in range(4)]
+    lines = [head, f"{'metric':<{w[0]}}  {'mean':>{w[1]}}  {f'{level:.0%} CI':<{w[2]}}  {'n':>{w[3]}}"]
+    lines += [f"{m:<{w[0]}}  {v:>{w[1]}}  {c:<{w[2]}}  {k:>{w[3]}}" for m, v, c, k in cells]
+    return "\n".join(lines)
 
 
 def _metrics(given, default) -> list[str]:

@@ -86,7 +86,10 @@ def cases(b):
                      *[["--config", "tiny", *s] for s in SET_RL]],
         "rl config": [[D], [B], [H], [BK], ["no-such-profile"], *[["tiny", *s] for s in SET_RL]],
         "rl log": [[F], [D], [B]],
-        "trajectories analyze": [[B, "--out", F], [D, "--labels", D, "--out", out], [D, "--labels", B, "--out", out]],
+        "trajectories analyze": [[B, "--out", F], [D, "--labels", D, "--out", out], [D, "--labels", B, "--out", out],
+                                 [D, "--out", out], [F, "--out", out], [H, "--out", out]],  # nothing parses: exit 2
+        "replay": [[D], [F], [B], [str(b / "run_half")], ["example", "no__such-1"], ["example", "--html", D],
+                   ["example", "--reward", "nope"]],
         "sft config": [[D], [B], [H], [BV], ["no-such-profile"], *[["tiny", *s] for s in SET_SFT]],
         "sft build": [["--config", D], ["--config", B], ["--config", BV], *[["--config", "tiny", *s] for s in SET_SFT]],
         "sft train": [["--config", D], ["--config", B], *[["--config", "tiny", *s] for s in SET_SFT]],

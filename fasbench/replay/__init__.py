@@ -19,7 +19,10 @@
 - :mod:`~fasbench.replay.browser` — :class:`RunsBrowser`: pick runs, see their metrics and paired
   differences, open an episode of one of them in the replay (with its gold);
 - :mod:`~fasbench.replay.demo` — :func:`symbol_task`, :func:`demo_episode`: scripted parallel and
-  sequential searches (turns in ``data/demo/``) run through the real harness.
+  sequential searches (turns in ``data/demo/``) run through the real harness;
+- :mod:`~fasbench.replay.text` — :func:`~fasbench.replay.text.episode_view`, ``to_text``, ``to_html``: one
+  episode for the terminal or as a static HTML page, without Jupyter (``fasbench replay RUN TASK [--html
+  FILE]``, ``fasbench/replay_cli.py``).
 """
 
 from fasbench.replay.browser import RunsBrowser, frame_html

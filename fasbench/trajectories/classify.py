@@ -410,7 +410,7 @@ def analyze_call(name: str, arguments) -> Action:
         if isinstance(cmd, list):
             cmd = " ".join(map(shlex.quote, map(str, cmd)))
         return analyze(str(cmd))
-    if key in ("str_replace_editor", "str_replace_based_edit_tool", "text_editor"):
+    if key in ("str_replace_editor", "str_replace_based_edit_tool", "text_editor", "file_editor"):
         sub = str(args.get("command", ""))
         if sub == "view":
             return Action("read", "tool", ("read",))

@@ -11,6 +11,7 @@ from typing import List, Optional
 import typer
 
 from fasbench.trajectories.classify import analyze
+from fasbench.trajectories.turns import FORMAT_NAMES, SUPPORTED
 
 SHOW_SKIPPED = 20  # skipped files named on the terminal; summary.json lists them all
 
@@ -45,7 +46,16 @@ def analyze_cmd(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N files of each path (smoke runs)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ):
-    """Parse, classify and measure trajectories; write DIR/steps.parquet and DIR/summary.json."""
+    """Parse, classify and measure trajectories; write OUT/steps.parquet, OUT/summary.json and
+    OUT/skipped.jsonl (each file that was not read, with the reason).
+
+    Formats (detected from the content; files may be gzipped):
+
+    \b
+    {formats}
+
+    Files that cannot be read are skipped and listed; when none can, the command fails with the
+    reason (what the file holds) and the formats above. ATIF trajectories are refused: not read yet."""
     # local import: the analysis (polars, tokenizers) costs ~0.2-0.4 s at CLI start-up (python -X importtime)
     from fasbench.trajectories.analysis import analyze_paths
 
@@ -67,16 +77,16 @@ def analyze_cmd(
             _fail(f"--labels {labels}: expected an object {{instance_id: true|false}}")
         lab = {str(k): bool(v) for k, v in lab.items()}
     a = analyze_paths(paths, labels=lab, progress=not quiet, limit=limit)
+    skipped = _write_skipped(out, a.files.skipped)
+    if not a.files.parsed:
+        _nothing_parsed(paths, a.files, skipped)
     steps, summary = a.write(out)
     s = json.loads(summary.read_text(encoding="utf-8"))
     f = s["files"]
     o = s["overall"]
     typer.echo(f"parsed {f['parsed']} files ({s['trajectories']} trajectories, {s['actions']} actions); "
                f"skipped {f['skipped']}" + (f" {f['skipped_by_reason']}" if f["skipped"] else ""))
-    for sk in f["skipped_files"][:SHOW_SKIPPED]:
-        typer.echo(f"  skipped {sk['path']}: {sk['reason']}")
-    if f["skipped"] > SHOW_SKIPPED:
-        typer.echo(f"  ... and {f['skipped'] - SHOW_SKIPPED} more skipped files (all listed in {summary})")
+    _show_skipped(a.files.skipped, skipped)
     if o:
         typer.echo(f"read+search: {o['read_search_turn_share']:.3f} of tool turns, {o['read_search_token_share']:.3f} "
                    f"of tokens; first edit turn mean {o['first_edit_turn_mean']}")
@@ -87,7 +97,46 @@ def analyze_cmd(
                    f"[{sp['ci'][0]:.3f}, {sp['ci'][1]:.3f}] (Relace: {sp['seed']} on ~1,200 real agent traces, not "
                    f"SWE-bench); {ini['value']:.3f} pooled [{ini['ci'][0]:.3f}, {ini['ci'][1]:.3f}] (Relace's initial "
                    f"search: ~{ini['seed']} on SWE-bench Verified); n={r['n']}")
-    typer.echo(f"wrote {steps} and {summary}")
+    typer.echo(f"wrote {steps}, {summary} and {skipped}")
+
+
+analyze_cmd.__doc__ = analyze_cmd.__doc__.replace(
+    "{formats}", "\n    ".join(f"{k}: {v}" for k, v in FORMAT_NAMES.items()))
+
+
+def _write_skipped(out: Path, skipped: list[tuple[str, str]]) -> Path:
+    """OUT/skipped.jsonl: one {"path", "reason"} per file that was not read (nothing is lost)."""
+    out.mkdir(parents=True, exist_ok=True)
+    p = out / "skipped.jsonl"
+    p.write_text("".join(json.dumps({"path": f, "reason": r}, ensure_ascii=False) + "\n" for f, r in skipped),
+                 encoding="utf-8")
+    return p
+
+
+def _show_skipped(skipped: list[tuple[str, str]], listed: Path, formats: bool = True) -> None:
+    for f, r in skipped[:SHOW_SKIPPED]:
+        typer.echo(f"  skipped {f}: {r}")
+    if len(skipped) > SHOW_SKIPPED:
+        typer.echo(f"  ... and {len(skipped) - SHOW_SKIPPED} more skipped files (all listed in {listed})")
+    if formats and any(r.startswith("unknown trajectory layout") for _, r in skipped):
+        typer.echo(f"  {SUPPORTED}")
+
+
+def _nothing_parsed(paths: List[Path], files, listed: Path) -> None:
+    """No file was read: one error line naming the file, the reason and the formats; exit 2."""
+    bad = [(f, r) for f, r in files.skipped if not r.startswith("labels unreadable")]
+    where = ", ".join(map(str, paths))
+    if not bad:
+        ign = f" ({len(files.ignored)} other files ignored, e.g. {files.ignored[0][0]}: {files.ignored[0][1]})" \
+            if files.ignored else ""
+        _fail(f"no trajectory files under {where}: names must end in .traj, .json or .jsonl (.gz allowed){ign}; "
+              f"{SUPPORTED}")
+    if len(bad) > 1:
+        _show_skipped(bad, listed, formats=False)
+    f, r = bad[0]
+    head = f"{f}: {r}" if len(bad) == 1 else f"none of the {len(bad)} trajectory files parsed (first: {f}: {r}; " \
+        f"all in {listed})"
+    _fail(f"{head}; {SUPPORTED}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""Main-agent trajectories in five formats → one ``Trajectory`` of turns and calls each.
+"""Main-agent trajectories in six formats → one ``Trajectory`` of turns and calls each.
 
 Formats (``detect`` tells them apart by content, not by name; files may be gzip or plain):
 
@@ -12,10 +12,16 @@ Formats (``detect`` tells them apart by content, not by name; files may be gzip 
 - ``claude-code``: Claude Code session JSONL (``type: user|assistant``, ``message.content`` blocks
   ``tool_use``/``tool_result``, ``message.usage``); one turn per API message id; side-chain
   (sub-agent) lines are left out and counted.
+- ``openhands``: OpenHands event lists (a saved trajectory, or evaluation ``output.jsonl`` rows
+  with ``history``): actions with ``tool_call_metadata``, one turn per model response
+  (``fasbench.trajectories.openhands``).
 - ``fasbench-trace``: fasbench's own ``Trace`` JSONL (``fasbench.records``), one trace per line.
 
 A file that cannot be read (bad gzip, invalid or truncated JSON, unknown layout) raises
-``TrajectoryError`` with the reason; ``analysis`` counts it. A JSONL file whose last line was cut
+``TrajectoryError`` with the reason; ``analysis`` counts it. An unknown layout's reason says what
+was seen (``seen``: "a JSON list of 12 objects with keys …"); ``SUPPORTED`` names the formats for
+messages and ``--help``. ATIF (Harbor's Agent Trajectory Interchange Format) and OpenHands V1 SDK
+events are recognised and refused: they are not read yet. A JSONL file whose last line was cut
 off mid-write is read without that line and reported as partial.
 """
 
@@ -25,68 +31,16 @@ import gzip
 import json
 import re
 import zlib
-from dataclasses import dataclass, field
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from fasbench.records import RecordError, Trace, parse_arguments
+from fasbench.trajectories import openhands
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
+from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, Call, ParsedFile, Trajectory,  # noqa: F401
+                                        TrajectoryError, Turn)
 
-FORMATS = ("mini-swe-agent-1", "mini-swe-agent-tools", "swe-agent", "claude-code", "fasbench-trace")
-
-
-class TrajectoryError(ValueError):
-    """A trajectory file could not be parsed; the message is the reason."""
-
-
-@dataclass(slots=True)
-class Call:
-    """One action: a tool name, the raw action text, and the parsed arguments (None for shell text)."""
-
-    tool: str
-    action: str
-    args: dict | None = None
-
-
-@dataclass(slots=True)
-class Turn:
-    """One model call (1-based ``index``) and the calls it made.
-
-    prompt/completion tokens are the model call's; ``reasoning_tokens`` are completion tokens that are
-    not fed back into the next prompt. ``obs_tokens`` is set only where the format gives or estimates
-    the observation directly; otherwise the analysis takes the growth of the next prompt.
-    """
-
-    index: int
-    calls: list[Call] = field(default_factory=list)
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    reasoning_tokens: int = 0
-    obs_tokens: int | None = None
-    estimated: bool = False
-
-
-@dataclass
-class Trajectory:
-    trajectory_id: str
-    instance_id: str
-    agent: str
-    model: str
-    format: str
-    turns: list[Turn]
-    submission: str | None = None
-    resolved: bool | None = None
-    exit_status: str | None = None
-    path: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ParsedFile:
-    trajectories: list[Trajectory]
-    format: str
-    partial: str | None = None  # why some of the file was left out (a truncated last JSONL line)
-    dropped_lines: int = 0  # e.g. Claude Code side-chain lines
 
 
 # ------------------------------------------------------------------ reading
@@ -109,11 +63,17 @@ def read_text(path: str | Path) -> str:
 
 def load(path: str | Path) -> tuple[Any, str | None]:
     """(object or list of JSONL objects, partial-reason). Raises TrajectoryError."""
+    obj, partial, _ = load_jsonl(path)
+    return obj, partial
+
+
+def load_jsonl(path: str | Path) -> tuple[Any, str | None, bool]:
+    """``load`` and whether the file was JSONL (one object per line)."""
     text = read_text(path)
     if not text.strip():
         raise TrajectoryError("empty file")
     try:
-        return json.loads(text), None
+        return json.loads(text), None, False
     except json.JSONDecodeError as e:
         if e.msg != "Extra data":
             if e.msg.startswith("Unterminated string") or e.pos >= len(text.rstrip()) - 1:  # ran into EOF
@@ -133,11 +93,49 @@ def load(path: str | Path) -> tuple[Any, str | None]:
             raise TrajectoryError(f"invalid JSONL line {i + 1} ({e.msg})") from e
     if not objs:
         raise TrajectoryError(partial or "no JSON objects")
-    return objs, partial
+    return objs, partial, True
 
 
-def detect(obj: Any) -> str:
-    """The format of a loaded file (see ``FORMATS``); raises TrajectoryError when unknown."""
+def _keys(dicts: list[dict], most: int = 8) -> str:
+    keys = list(dict.fromkeys(k for d in dicts[:50] for k in d))
+    return ", ".join(map(str, keys[:most])) + (", …" if len(keys) > most else "") if keys else "no keys"
+
+
+def seen(obj: Any, jsonl: bool = False) -> str:
+    """What a loaded file holds, in words: "a JSON list of 12 objects with keys action, observation, …"."""
+    what = "JSONL lines" if jsonl else "a JSON list of"
+    if isinstance(obj, dict):
+        return f"a JSON object with keys {_keys([obj])}"
+    if isinstance(obj, list):
+        if not obj:
+            return "an empty JSON list"
+        dicts = [o for o in obj if isinstance(o, dict)]
+        if len(dicts) == len(obj):
+            return f"{what} {len(obj)} objects with keys {_keys(dicts)}"
+        kinds = ", ".join(f"{n} {k}" for k, n in Counter(type(o).__name__ for o in obj).most_common())
+        return f"{what} {len(obj)} values ({kinds})"
+    return f"a JSON {type(obj).__name__}"
+
+
+def _refused(obj: Any) -> str | None:
+    """Why a recognised format that is not read yet is refused (None for the others)."""
+    if isinstance(obj, dict) and (str(obj.get("schema_version", "")).startswith("ATIF")
+                                  or isinstance(obj.get("steps"), list) and isinstance(obj.get("agent"), dict)):
+        return (f"ATIF trajectory (Harbor's Agent Trajectory Interchange Format, schema_version "
+                f"{obj.get('schema_version') or '?'}): ATIF is not read yet")
+    events = obj.get("history") if isinstance(obj, dict) else obj
+    if isinstance(events, list) and any(isinstance(e, dict) and str(e.get("kind", "")).endswith("Event")
+                                        for e in events[:50]):
+        return "OpenHands V1 SDK events (`kind`: ActionEvent, ObservationEvent, …): not read yet"
+    return None
+
+
+def detect(obj: Any, jsonl: bool = False) -> str:
+    """The format of a loaded file (see ``FORMATS``); raises TrajectoryError when unknown, saying
+    what was seen (``seen``), or when the format is recognised but not read yet (ATIF)."""
+    refused = _refused(obj)
+    if refused:
+        raise TrajectoryError(refused)
     if isinstance(obj, dict):
         if isinstance(obj.get("trajectory"), list):
             return "swe-agent"
@@ -154,23 +152,26 @@ def detect(obj: Any) -> str:
             return "mini-swe-agent-1"
         if "task_id" in obj and "turns" in obj:
             return "fasbench-trace"
-        raise TrajectoryError(f"unknown trajectory layout (keys: {', '.join(sorted(obj)[:8])})")
-    if isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
+        if openhands.is_history(obj):
+            return "openhands"
+    elif isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
         first = obj[0]
         if "task_id" in first and "turns" in first and "policy" in first:
             return "fasbench-trace"
         if any(o.get("type") in ("user", "assistant") and isinstance(o.get("message"), dict) for o in obj[:50]):
             return "claude-code"
+        if openhands.is_history(first) or any(openhands.is_event(o) for o in obj[:50]):
+            return "openhands"
         if isinstance(first.get("role"), str):  # a bare list of chat messages
             return "mini-swe-agent-tools"
-    raise TrajectoryError(f"unknown trajectory layout ({type(obj).__name__})")
+    raise TrajectoryError(f"unknown trajectory layout ({seen(obj, jsonl)})")
 
 
 def parse_file(path: str | Path) -> ParsedFile:
     """Parse one trajectory file of any known format. Raises TrajectoryError with the reason."""
     path = Path(path)
-    obj, partial = load(path)
-    fmt = detect(obj)
+    obj, partial, jsonl = load_jsonl(path)
+    fmt = detect(obj, jsonl)
     try:
         if fmt == "mini-swe-agent-1":
             trajs, dropped = [_mini_v1(obj, path)], 0
@@ -181,6 +182,8 @@ def parse_file(path: str | Path) -> ParsedFile:
         elif fmt == "claude-code":
             t, dropped = _claude_code(obj, path)
             trajs = [t]
+        elif fmt == "openhands":
+            trajs, dropped = openhands.parse(obj, path, _stem(path)), 0
         else:
             trajs, dropped = _fasbench(obj if isinstance(obj, list) else [obj], path), 0
     except TrajectoryError:

@@ -1,0 +1,75 @@
+"""What every trajectory parser returns: a ``Trajectory`` of turns (``Turn``) of calls (``Call``)
+(``fasbench.trajectories.parsers`` and the per-format modules beside it), and ``TrajectoryError``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+#: format name → what it is, for error messages and --help (here, not in parsers: the CLI's help
+#: must not load the tokenizer that parsers imports)
+FORMAT_NAMES = {
+    "mini-swe-agent-1": "mini-swe-agent v1 .traj.json (```bash blocks)",
+    "mini-swe-agent-tools": "mini-swe-agent v1.1/v2 and other OpenAI-style `messages` with tool_calls",
+    "swe-agent": "SWE-agent .traj",
+    "claude-code": "Claude Code session JSONL",
+    "openhands": "OpenHands event lists (saved trajectory JSON, evaluation output.jsonl)",
+    "fasbench-trace": "fasbench traces.jsonl",
+}
+FORMATS = tuple(FORMAT_NAMES)
+SUPPORTED = "supported formats: " + "; ".join(FORMAT_NAMES.values())
+
+
+class TrajectoryError(ValueError):
+    """A trajectory file could not be parsed; the message is the reason."""
+
+
+@dataclass(slots=True)
+class Call:
+    """One action: a tool name, the raw action text, and the parsed arguments (None for shell text)."""
+
+    tool: str
+    action: str
+    args: dict | None = None
+
+
+@dataclass(slots=True)
+class Turn:
+    """One model call (1-based ``index``) and the calls it made.
+
+    prompt/completion tokens are the model call's; ``reasoning_tokens`` are completion tokens that are
+    not fed back into the next prompt. ``obs_tokens`` is set only where the format gives or estimates
+    the observation directly; otherwise the analysis takes the growth of the next prompt.
+    """
+
+    index: int
+    calls: list[Call] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int = 0
+    obs_tokens: int | None = None
+    estimated: bool = False
+
+
+@dataclass
+class Trajectory:
+    trajectory_id: str
+    instance_id: str
+    agent: str
+    model: str
+    format: str
+    turns: list[Turn]
+    submission: str | None = None
+    resolved: bool | None = None
+    exit_status: str | None = None
+    path: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedFile:
+    trajectories: list[Trajectory]
+    format: str
+    partial: str | None = None  # why some of the file was left out (a truncated last JSONL line)
+    dropped_lines: int = 0  # e.g. Claude Code side-chain lines
