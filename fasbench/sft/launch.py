@@ -71,9 +71,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     try:
         profile = load_profile(args.profile, sets=args.sets)
-        if args.dry_run:
+        if args.dry_run:  # every process builds the arguments (under a launch they meet in torch.distributed)
+            got = dry_run(profile, args.profile)
             if os.environ.get("RANK", "0") == "0":
-                print(json.dumps(dry_run(profile, args.profile), indent=1, default=str))
+                print(json.dumps(got, indent=1, default=str))
             return
         _data(profile, args.profile)
     except ValueError as e:  # a config error, a missing data set or tracker: one line, exit status 2
