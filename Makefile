@@ -1,5 +1,5 @@
 # fasbench: the two commands are `make run` (every notebook, CPU defaults, figures/) and `make test`.
-# Both create .venv and install everything on a fresh machine. GPU users: make TORCH='torch==2.x.y'.
+# Both create .venv and install everything on a fresh machine. GPU nodes: docs/scale.md (torch stays 2.13.0, pinned by the gpu extra's vLLM).
 
 PYTHON ?= python3
 VENV   ?= .venv

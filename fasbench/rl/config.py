@@ -71,7 +71,7 @@ class RLConfig:
     save_steps: int = 2  # checkpoint every n steps (resume picks the last)
     save_total_limit: int = 2
     logging_steps: int = 1
-    report_to: Any = "auto"  # "auto" = tensorboard/wandb when installed (wandb only when configured); "none"; a list
+    report_to: str | list[str] | None = "tensorboard"  # TRL's trackers: tensorboard | trackio | wandb | none | auto | a list
     resume: bool = True  # continue from the last checkpoint in output_dir when there is one
     log_rollouts: bool = True  # write every rollout as a Trace to rollouts.jsonl
     track_weights: bool = True  # keep a copy of the initial weights and report how far training moved them

@@ -4,8 +4,8 @@ The prompt is ``harness.initial_messages`` and the tools are rendered with the h
 schemas (:class:`HarnessGRPOTrainer` hands TRL the schema dicts, not the introspected ones), so
 training sees what evaluation sees. The environment is :mod:`fasbench.rl.env`, the reward
 :mod:`fasbench.rl.reward`. Each logged step carries mean and std of the reward and each of its parts,
-turns, calls per turn, episode tokens and tool errors (``rl_log.jsonl`` in the output dir, and
-TensorBoard/W&B through TRL's ``report_to``); every rollout is written as a harness
+turns, calls per turn, episode tokens and tool errors (``rl_log.jsonl`` in the output dir, always,
+and the trackers of TRL's ``report_to``: TensorBoard by default, trackio, W&B); every rollout is written as a harness
 :class:`~fasbench.records.Trace` to ``rollouts.jsonl``.
 
 The private ``GRPOTrainer`` methods overridden here are checked against the supported TRL range by
@@ -14,7 +14,6 @@ The private ``GRPOTrainer`` methods overridden here are checked against the supp
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -32,6 +31,7 @@ from fasbench.rl.reward import EpisodeReward, _mean_std, rollout_stats
 from fasbench.rl.tasks import load_rl_tasks
 from fasbench.rl.trl_compat import check_env_tools, check_grpo_trainer
 from fasbench.tools import make_toolset
+from fasbench.training.config import check_report_to, report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
 # The function-local imports below are the heavy training libraries (python -X importtime on this
@@ -108,19 +108,6 @@ def _trainer_class():
     return HarnessGRPOTrainer
 
 
-def _report_to(value: Any) -> list[str]:
-    if value in (None, "none", []):
-        return []
-    if value != "auto":
-        return [value] if isinstance(value, str) else list(value)
-    out = []
-    if importlib.util.find_spec("tensorboard") or importlib.util.find_spec("tensorboardX"):
-        out.append("tensorboard")
-    if importlib.util.find_spec("wandb") and (os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_MODE")):
-        out.append("wandb")
-    return out
-
-
 def prepare_tokenizer(tok):
     """Give the tokenizer a TRL response parser: known templates through ``add_response_schema``;
     the Qwen2.5/Qwen3 *training* templates (same text plus generation markers) get Qwen's parser."""
@@ -157,7 +144,7 @@ def grpo_args(cfg: RLConfig, use_cpu: bool | None = None):
         max_completion_length=cfg.max_completion_length, max_tool_calling_iterations=cfg.max_turns - 1,
         epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, beta=cfg.beta, loss_type=cfg.loss_type,
         temperature=cfg.temperature, seed=cfg.seed, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit, report_to=_report_to(cfg.report_to), bf16=cfg.bf16,
+        save_total_limit=cfg.save_total_limit, report_to=report_to_list(cfg.report_to), bf16=cfg.bf16,
         gradient_checkpointing=cfg.gradient_checkpointing, use_vllm=cfg.use_vllm, vllm_mode=cfg.vllm_mode,
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization, use_cpu=use_cpu,
         remove_unused_columns=False, **extra)
@@ -189,6 +176,7 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     import torch  # local import: torch ~1.9 s
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    check_report_to(cfg.report_to, "rl config")  # a missing tracker: one line, before tasks and model load
     if cfg.torch_threads:
         torch.set_num_threads(int(cfg.torch_threads))
     tasks = tasks if tasks is not None else load_rl_tasks(cfg)

@@ -17,7 +17,7 @@ from fasbench.models import load_model, to_template_messages
 from fasbench.paths import cache_dir
 from fasbench.provenance import timestamp
 from fasbench.sft.data import BuildConfig, load_dataset
-from fasbench.training.config import Kind, expand, load
+from fasbench.training.config import Kind, check_report_to, expand, load, report_to_list
 from fasbench.training.log import LOG_FILE, checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
 __all__ = ["TrainConfig", "EvalConfig", "Profile", "load_profile", "train", "make_trainer", "read_log",
@@ -55,7 +55,7 @@ class TrainConfig:
     eval_steps: int | None = None  # evaluate loss on the dev split every N steps (None = no eval)
     seed: int = 0
     dataloader_num_workers: int = 0
-    report_to: str | list[str] = "none"  # "tensorboard", "wandb" when installed
+    report_to: str | list[str] | None = "tensorboard"  # TRL's trackers: tensorboard | trackio | wandb | none | a list
 
     def __post_init__(self):
         if self.over_length not in ("truncate", "drop"):
@@ -118,7 +118,7 @@ def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool 
         gradient_accumulation_steps=tc.gradient_accumulation_steps, max_length=tc.max_length,
         assistant_only_loss=tc.assistant_only_loss, gradient_checkpointing=tc.gradient_checkpointing,
         bf16=tc.bf16, logging_steps=tc.logging_steps, save_steps=tc.save_steps,
-        save_total_limit=tc.save_total_limit, seed=tc.seed, report_to=tc.report_to,
+        save_total_limit=tc.save_total_limit, seed=tc.seed, report_to=report_to_list(tc.report_to),
         dataloader_num_workers=tc.dataloader_num_workers, packing=False, dataset_num_proc=None,
         eval_strategy="steps" if (tc.eval_steps and has_eval) else "no", eval_steps=tc.eval_steps,
         per_device_eval_batch_size=tc.per_device_train_batch_size, use_cpu=use_cpu,
@@ -158,6 +158,7 @@ def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
     from trl import SFTTrainer  # local import: trl + torch ~2 s (python -X importtime)
 
     tc = profile.train
+    check_report_to(tc.report_to, f"sft profile {profile.name}: train")  # before the model loads
     if dataset is None:
         dataset = load_dataset(profile.data_dir)
     if model is None:

@@ -23,12 +23,16 @@ The same rules for both:
   ``--set reference_runs=[a,b]``; a ``str`` field takes the text as is);
 - ``None`` (YAML ``null``) is a value like any other, allowed where the field's type allows it: an
   override of ``None`` sets the field to ``None``; to keep the profile's value, leave the key out;
-- ``{cache}`` and ``{repo}`` in paths expand to the cache folder and the repository (:func:`expand`).
+- ``{cache}`` and ``{repo}`` in paths expand to the cache folder and the repository (:func:`expand`);
+- a ``report_to`` field (the experiment trackers, TRL's ``report_to``) is checked when the profile
+  loads, before any model: every tracker it names must be installed, else a one-line error names the
+  extra to install (``pip install 'fasbench[track]'``) (:func:`check_report_to`).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 import types
 import typing
@@ -42,6 +46,17 @@ from fasbench.errors import UserError
 from fasbench.paths import cache_dir, repo_root
 
 CONFIGS_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+# Experiment trackers (TrainingArguments.report_to) -> the modules transformers imports for them.
+# The first three are installed by fasbench's `track` extra (tensorboard is also a dependency: the
+# shipped profiles' default); the others are transformers' remaining integrations, passed through.
+TRACKERS: dict[str, tuple[str, ...]] = {
+    "tensorboard": ("tensorboard", "tensorboardX"), "trackio": ("trackio",), "wandb": ("wandb",),
+    "mlflow": ("mlflow",), "comet_ml": ("comet_ml",), "clearml": ("clearml",), "neptune": ("neptune",),
+    "swanlab": ("swanlab",), "dvclive": ("dvclive",), "codecarbon": ("codecarbon",), "azure_ml": ("azureml",),
+    "dagshub": ("dagshub",), "flyte": ("flytekit",),
+}
+TRACK_EXTRA = ("tensorboard", "trackio", "wandb")  # pyproject.toml: [project.optional-dependencies] track
 
 
 @dataclass(frozen=True)
@@ -317,6 +332,47 @@ def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, An
     parts = {}
     for s, cls in kind.sections.items():
         parts[s] = _build(cls, per[s], f"{where}{': ' + s if s else ''}")
+        if hasattr(parts[s], "report_to"):
+            check_report_to(parts[s].report_to, f"{where}{': ' + s if s else ''}")
     name = str(extra.get("name") or path.stem.removeprefix(kind.prefix + "_"))
     return Loaded(path, name, parts, extra)
 
+
+
+# ---------------------------------------------------------------- experiment trackers (report_to)
+
+def _installed(modules: Sequence[str]) -> bool:
+    return any(importlib.util.find_spec(m) is not None for m in modules)
+
+
+def report_to_list(value: Any) -> list[str]:
+    """TRL's ``report_to`` of a profile's value: ``"none"``/null/[] -> [], a name -> [name], a list as
+    is; ``"auto"`` -> tensorboard when installed, plus wandb when installed and configured
+    (``WANDB_API_KEY`` or ``WANDB_MODE`` set)."""
+    if value in (None, "none", [], ["none"]):
+        return []
+    if value == "auto":
+        out = ["tensorboard"] if _installed(TRACKERS["tensorboard"]) else []
+        if _installed(TRACKERS["wandb"]) and (os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_MODE")):
+            out.append("wandb")
+        return out
+    return [value] if isinstance(value, str) else list(value)
+
+
+def check_report_to(value: Any, where: str = "config") -> list[str]:
+    """The trackers of ``value`` (:func:`report_to_list`), each known and installed; else a one-line
+    ``UserError`` naming the package and the extra that installs it. Fast (``find_spec``, no import)."""
+    if not (value is None or isinstance(value, str) or
+            (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))):
+        raise UserError(f"{where}: report_to expects a tracker name or a list of them, got {value!r}")
+    names = report_to_list(value)
+    for n in names:
+        if n not in TRACKERS:
+            raise UserError(f"{where}: report_to {n!r} is not a tracker{_suggest(n, TRACKERS)} "
+                            f"(choose {', '.join(TRACK_EXTRA)}, none, auto, or another transformers "
+                            f"integration: {', '.join(k for k in TRACKERS if k not in TRACK_EXTRA)})")
+        if not _installed(TRACKERS[n]):
+            how = "pip install 'fasbench[track]'" if n in TRACK_EXTRA else f"pip install {TRACKERS[n][0]}"
+            raise UserError(f"{where}: report_to {n!r} needs the {TRACKERS[n][0]} package, which is not "
+                            f"installed: {how} (or set report_to: none)")
+    return names
