@@ -77,25 +77,29 @@ def _outside(path: str) -> ToolText:
     return ToolText(f"Permission error: `{path}` is not within the working directory `{WORK_DIR}`.")
 
 
-def _place(ws: Workspace, path: str) -> tuple[Path, str, str | None]:
-    """Where a path as the model wrote it lies: (real path, rg's spelling of it, the prefix rg's
-    leading ``.`` stands for). ``/repo/...`` (or the root's own path) is the workspace; a relative path
-    is relative to it, as in the release's CLI (cli.py @5fb8c1d: ``work_dir = os.getcwd()``); any other
-    absolute path, or one that resolves outside the root ('..', a symlink out), is outside."""
+def _place(ws: Workspace, path: str) -> tuple[Path, str, tuple[str, str] | None]:
+    """Where a path as the model wrote it lies: (real path, rg's spelling of it, (what rg prints for
+    the start of the path, what the model wrote there) or None when rg prints it as written).
+    ``/repo/...`` (or the root's own path) is the workspace; a relative path is relative to it, as in
+    the release's CLI (cli.py @5fb8c1d: ``work_dir = os.getcwd()``); any other absolute path, or one
+    that resolves outside the root ('..', a symlink out), is outside. A relative path starting with
+    ``-`` goes to rg as ``./-…`` (after ``--`` too, rg reads ``-`` as standard input)."""
     if "\x00" in path:
         raise _outside(path.replace("\x00", "\\0"))
-    rel, prefix = path, None
+    rel, target, spell = path, path, None
     for p in (WORK_DIR, str(ws.root)):
         if path == p or path.startswith(p + "/"):
-            rel, prefix = path[len(p):].lstrip("/"), p
+            rel, target, spell = path[len(p):].lstrip("/"), "." + path[len(p):], (".", p)
             break
     else:
         if path.startswith("/"):
             raise _outside(path)
+        if path.startswith("-"):
+            target, spell = "./" + path, ("./", "")
     real = Path(os.path.realpath(ws.root / rel))
     if not is_inside(ws.root, real):
         raise _outside(path)
-    return real, ("." + path[len(prefix):] if prefix else path), prefix
+    return real, target, spell
 
 
 def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
@@ -168,19 +172,20 @@ def _run(ws: Workspace, tool: str, args: list[str]) -> tuple[str, bool]:
     return text.replace("\r\n", "\n").replace("\r", "\n"), err
 
 
-def _unprefix(line: str, prefix: str | None) -> str:
-    return prefix + line[1:] if prefix and line.startswith(".") else line
+def _unprefix(line: str, spell: tuple[str, str] | None) -> str:
+    """A path rg printed, spelled from the path the model wrote (see :func:`_place`)."""
+    return spell[1] + line[len(spell[0]):] if spell and line.startswith(spell[0]) else line
 
 
 def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) -> str:
     """glob.py @5fb8c1d: ``rg --files DIRECTORY --glob PATTERN``, the first 100 lines."""
     directory = WORK_DIR if directory is None else directory
-    real, target, prefix = _place(ws, directory)
+    real, target, spell = _place(ws, directory)
     if not os.path.isdir(real):
         return f"The directory `{directory}` does not exist or is not a directory."
     output, err = _run(ws, "Glob", ["--files", f"--glob={pattern}", "--", target])
     # fasbench: sorted by path (the release printed rg's parallel walk order, which varies run to run)
-    matched_files = [ln if err else _unprefix(ln, prefix) for ln in output.splitlines()]
+    matched_files = [ln if err else _unprefix(ln, spell) for ln in output.splitlines()]
     if len(matched_files) > GLOB_LIMIT:
         matched_files = matched_files[:GLOB_LIMIT]
         matched_files.append(f"Results are truncated: showing first {GLOB_LIMIT} results. "
@@ -192,11 +197,11 @@ def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) 
     return "\n".join(matched_files)
 
 
-def _headings(data: str, prefix: str | None, paths_only: bool) -> str:
+def _headings(data: str, spell: tuple[str, str] | None, paths_only: bool) -> str:
     """rg's ``--null`` output back in its ``--heading`` layout, each path spelled as the model's."""
     if paths_only:
-        return "".join(_unprefix(p, prefix) + "\n" for p in data.split("\0") if p)
-    return re.sub(r"(^|\n)([^\n\0]*)\0", lambda m: m[1] + _unprefix(m[2], prefix) + "\n", data)
+        return "".join(_unprefix(p, spell) + "\n" for p in data.split("\0") if p)
+    return re.sub(r"(^|\n)([^\n\0]*)\0", lambda m: m[1] + _unprefix(m[2], spell) + "\n", data)
 
 
 def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None = None,
@@ -204,7 +209,7 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
          **flags) -> str:
     """grep.py @5fb8c1d ``GrepTool.call`` and ``run_rg``."""
     path = WORK_DIR if path is None else path
-    real, target, prefix = _place(ws, path)
+    real, target, spell = _place(ws, path)
     if not os.path.exists(real):  # rg's own message for a missing path (exit status 2)
         return _limited(f"rg: {path}: IO error for operation on {path}: No such file or directory (os error 2)\n",
                         head_limit, err=True)
@@ -233,7 +238,7 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
     args += ["--heading", "--color", "never", "--null", "--", target]
     output, err = _run(ws, "Grep", args)
     if not err:
-        output = _headings(output, prefix, output_mode == "files_with_matches")
+        output = _headings(output, spell, output_mode == "files_with_matches")
     if not output:
         return "No matches found"
     return _limited(output, head_limit, err)
