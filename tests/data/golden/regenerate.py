@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 TOOLSETS = ("relace", "fastcontext")
 LIMITS = dict(max_calls_per_turn=8)
 REWARDS = ("relace", "relace-f2", "fastcontext", "f0.5", "line-f1")
-MTIME = 1_700_000_000  # fixed modification times: FastContext's Glob sorts by them
+MTIME = 1_700_000_000  # fixed modification times (the fastcontext-fork Glob sorts by them)
 
 FILES = {
     "README.md": "# shop\n\nA tiny shop: carts, prices and discounts.\n",
