@@ -140,12 +140,13 @@ def test_relace_report_back_and_errors_show_nothing(root):
 # ---------------------------------------------------------------- fastcontext
 
 
-def test_fastcontext_read(root):
-    s, _ = run(root, "fastcontext", "Read", {"path": "/repo/pkg/core.py", "offset": 4, "limit": 3})
+@pytest.mark.parametrize("ts", ["fastcontext", "fastcontext-fork"])
+def test_fastcontext_read(root, ts):
+    s, _ = run(root, ts, "Read", {"path": "/repo/pkg/core.py", "offset": 4, "limit": 3})
     assert s == Shown(ranges={"pkg/core.py": [[4, 6]]})
-    s, _ = run(root, "fastcontext", "Read", {"path": "pkg/core.py", "offset": -2})
-    assert s == Shown(ranges={"pkg/core.py": [[9, 10]]})
-    s, _ = run(root, "fastcontext", "Read", {"path": "big.txt"})
+    s, _ = run(root, ts, "Read", {"path": "pkg/core.py", "offset": -2})  # the release: from line 1
+    assert s == Shown(ranges={"pkg/core.py": [[9, 10]] if ts == "fastcontext-fork" else [[1, 10]]})
+    s, _ = run(root, ts, "Read", {"path": "big.txt"})
     assert s == Shown(ranges={"big.txt": [[1, 300]]})
 
 
@@ -154,17 +155,33 @@ def test_fastcontext_glob(root):
     assert sorted(s.paths) == ["pkg/__init__.py", "pkg/core.py", "pkg/util/text.py"] and not s.hits
 
 
-def test_fastcontext_grep_modes(root):
+def test_fastcontext_released_grep_modes(root):
+    """The release's Grep: no output_mode and count print lines without numbers (their files are
+    listed); content forces -C 3 and numbers lines; a single file prints no path."""
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper"})
-    assert s == Shown(hits=[["pkg/core.py", 6], ["pkg/core.py", 9], ["pkg/util/text.py", 1]])
-    s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "-C": 1, "path": "pkg/core.py"})
-    # context lines are content shown (ranges), not hits
+    assert s == Shown(paths=["pkg/core.py", "pkg/util/text.py"])
+    s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "count", "path": "pkg/core.py"})
+    assert s == Shown(paths=["pkg/core.py"])
+    s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "content", "-C": 1,
+                                             "path": "pkg/core.py"})
     assert s == Shown(ranges={"pkg/core.py": [[5, 5], [7, 8], [10, 10]]}, hits=[["pkg/core.py", 6], ["pkg/core.py", 9]])
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "files_with_matches"})
     assert s == Shown(paths=["pkg/core.py", "pkg/util/text.py"])
-    s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "count"})
-    assert s == Shown(paths=["pkg/core.py", "pkg/util/text.py"])
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "zzz_none"})
+    assert s == Shown()
+
+
+def test_fastcontext_fork_grep_modes(root):
+    s, _ = run(root, "fastcontext-fork", "Grep", {"pattern": "helper"})
+    assert s == Shown(hits=[["pkg/core.py", 6], ["pkg/core.py", 9], ["pkg/util/text.py", 1]])
+    s, _ = run(root, "fastcontext-fork", "Grep", {"pattern": "helper", "-C": 1, "path": "pkg/core.py"})
+    # context lines are content shown (ranges), not hits
+    assert s == Shown(ranges={"pkg/core.py": [[5, 5], [7, 8], [10, 10]]}, hits=[["pkg/core.py", 6], ["pkg/core.py", 9]])
+    s, _ = run(root, "fastcontext-fork", "Grep", {"pattern": "helper", "output_mode": "files_with_matches"})
+    assert s == Shown(paths=["pkg/core.py", "pkg/util/text.py"])
+    s, _ = run(root, "fastcontext-fork", "Grep", {"pattern": "helper", "output_mode": "count"})
+    assert s == Shown(paths=["pkg/core.py", "pkg/util/text.py"])
+    s, _ = run(root, "fastcontext-fork", "Grep", {"pattern": "zzz_none"})
     assert s == Shown()
 
 

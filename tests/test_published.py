@@ -107,27 +107,38 @@ def test_relace_outputs_and_limits(tmp_path):
 # ---------------------------------------------------------------- FastContext
 
 def test_fastcontext_schemas_as_released(fc):
+    """Microsoft's release @5fb8c1d (the tool package training/fastcontext-rl imports): read.md,
+    glob.md, grep.md and the parameters of read.py, glob.py, grep.py, verbatim (compared whole with
+    the recorded release in tests/test_fastcontext_release.py)."""
     assert [s["function"]["name"] for s in fc.schemas] == ["Read", "Glob", "Grep"]
     assert all(set(s["function"]) == {"name", "description", "parameters"} for s in fc.schemas)  # Tool.schema()
     read, glob, grep = (fn(fc, n)["parameters"] for n in ("Read", "Glob", "Grep"))
     assert "additionalProperties" not in read and read["required"] == ["path"]
     assert set(read["properties"]) == {"path", "offset", "limit"}
-    assert "Negative values count backwards from the end of the file" in read["properties"]["offset"]["description"]
+    assert "Negative values count backwards from the end (e.g. -1 is the last line)" in read["properties"]["offset"]["description"]
     assert glob["required"] == ["pattern"] and set(glob["properties"]) == {"directory", "pattern"}
     assert grep["required"] == ["pattern"]
     assert list(grep["properties"]) == ["pattern", "path", "glob", "output_mode", "-B", "-A", "-C", "-n", "-i",
                                         "type", "head_limit", "multiline"]
     assert grep["properties"]["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
-    assert 'Defaults to "content"' in grep["properties"]["output_mode"]["description"]
-    assert grep["properties"]["head_limit"] == {"type": "number", "minimum": 0,
-                                                "description": grep["properties"]["head_limit"]["description"]}
+    assert 'Defaults to "files_with_matches"' in grep["properties"]["output_mode"]["description"]  # as released
+    assert "When unspecified, shows all results from ripgrep." in grep["properties"]["head_limit"]["description"]
     assert all(grep["properties"][k]["type"] == "number" for k in ("-A", "-B", "-C"))
+    assert (sha(read), sha(glob), sha(grep)) == ("1d46a4f160560eef", "e4106f537c82ee85", "7de4b565c394bfd8")
+    assert [sha(fn(fc, n)["description"]) for n in ("Read", "Glob", "Grep")] == [
+        "c3a63b977c74c5f8", "f98b94af9212df7c", "7af6ab2cffade45c"]
+    assert "truncated to 500 characters" in fn(fc, "Read")["description"]  # read.md; read.py cuts at 2000
+    assert "use the Agent tool instead" in fn(fc, "Glob")["description"]  # glob.md, verbatim
+    assert '(e.g., ".js", "**/.tsx")' in fn(fc, "Grep")["description"]  # grep.md's malformed examples
+
+
+def test_fastcontext_fork_schemas(tmp_path):
+    """The fork's texts @058b710: read.md/glob.md unchanged, grep.md @6c98019, parameters @058b710."""
+    fork = make_toolset("fastcontext-fork", tmp_path)
+    read, glob, grep = (fn(fork, n)["parameters"] for n in ("Read", "Glob", "Grep"))
     assert (sha(read), sha(glob), sha(grep)) == ("f43efd79f64e5e7a", "e4106f537c82ee85", "6dc1ebe95eac4667")
-    assert fn(fc, "Grep")["description"].startswith("A powerful search tool built on ripgrep")
-    assert sha(fn(fc, "Grep")["description"]) == "ee33a0cf3b54b252"
-    # read.md / glob.md are not in the stored release: their texts state the released behaviour
-    assert "LINE_NUMBER|LINE_CONTENT" in fn(fc, "Read")["description"] and "'File is empty.'" in fn(fc, "Read")["description"]
-    assert "modification time" in fn(fc, "Glob")["description"] and "100" in fn(fc, "Glob")["description"]
+    assert sha(fn(fork, "Grep")["description"]) == "ee33a0cf3b54b252"
+    assert 'Defaults to "content"' in grep["properties"]["output_mode"]["description"]
 
 
 def test_fastcontext_prompts_as_released(fc):
@@ -148,14 +159,18 @@ def test_fastcontext_prompts_as_released(fc):
 def test_fastcontext_limits_as_released(tmp_path):
     (tmp_path / "big.py").write_text("".join("hit\n" for _ in range(150)))
     ts = make_toolset("fastcontext", tmp_path)
-    out = ts.call("Grep", {"pattern": "hit"})[0].splitlines()  # content is the default mode
-    assert out[0] == "/repo/big.py" and out[1] == "1:hit" and len(out) == 101
+    out = ts.call("Grep", {"pattern": "hit"})[0].splitlines()  # no output_mode: lines without numbers
+    assert out[0] == "/repo/big.py" and out[1] == "hit" and len(out) == 101
     assert out[-1] == "Results truncated to first 100 lines"
+    assert ts.call("Grep", {"pattern": "hit", "head_limit": 150})[0].splitlines()[-1] == "Results truncated to first 100 lines"
     for i in range(120):
         (tmp_path / f"m{i:03}.md").write_text("")
     g = ts.call("Glob", {"pattern": "*.md"})[0].splitlines()
     assert len(g) == 101 and g[-1].startswith("Results are truncated: showing first 100 results.")
-    assert ts.call("Read", {"path": "big.py", "offset": -1})[0] == "```big.py:150-150\n150|hit\n\n```"
+    assert ts.call("Read", {"path": "big.py", "offset": -1, "limit": 1})[0] == "```big.py:1-1\n1|hit\n\n```"  # 5fb8c1d
+    fork = make_toolset("fastcontext-fork", tmp_path)
+    assert fork.call("Read", {"path": "big.py", "offset": -1})[0] == "```big.py:150-150\n150|hit\n\n```"
+    assert fork.call("Grep", {"pattern": "hit"})[0].splitlines()[1] == "1:hit"
 
 
 # ---------------------------------------------------------------- judge and CLI
@@ -166,7 +181,7 @@ def test_judge_prompt_as_released():
     assert sha(JUDGE_PROMPT) == "7f7222eac99ff9a4"
 
 
-@pytest.mark.parametrize("name", ["relace", "fastcontext"])
+@pytest.mark.parametrize("name", ["relace", "fastcontext", "fastcontext-fork"])
 def test_cli_prints_the_schemas_the_model_sees(name, tmp_path):
     r = CliRunner().invoke(app, ["tool", "--toolset", name, "--schemas"])
     assert r.exit_code == 0, r.output
@@ -189,15 +204,18 @@ def test_released_formats_are_read_back(tmp_path):
     rel, fc = make_toolset("relace", tmp_path), make_toolset("fastcontext", tmp_path)
     call = ToolCall("v", "view_file", {"path": "pkg/a.py", "view_range": [3, 4]})
     assert seen("relace", call, rel.execute(call)).text == {"pkg/a.py": {3: "def target():", 4: "    return os.sep"}}
-    call = ToolCall("g", "Grep", {"pattern": "target", "-C": 1})
+    call = ToolCall("g", "Grep", {"pattern": "target", "-C": 1, "output_mode": "content"})
     got = seen("fastcontext", call, fc.execute(call))
     assert got.shown.hits == [["b.py", 1], ["pkg/a.py", 3]]
     assert got.text == {"b.py": {1: "target = 1"}, "pkg/a.py": {2: "", 3: "def target():", 4: "    return os.sep"}}
     assert got.shown.ranges == {"pkg/a.py": [[2, 2], [4, 4]]}  # the context lines
-    res = fc.execute(ToolCall("g", "Grep", {"pattern": "target", "-C": 1}))
-    assert grep_hits("fastcontext", ToolCall("g", "Grep", {"pattern": "target"}), res) == {
+    call = ToolCall("g", "Grep", {"pattern": "target", "-C": 1, "output_mode": "content"})
+    res = fc.execute(call)
+    assert grep_hits("fastcontext", call, res) == {
         "b.py": [1], "pkg/a.py": [2, 3, 4]}
     call = ToolCall("l", "Glob", {"pattern": "*.py"})
     assert sorted(seen("fastcontext", call, fc.execute(call)).shown.paths) == ["b.py", "pkg/a.py"]
-    call = ToolCall("r", "Read", {"path": "/repo/pkg/a.py", "offset": -2})
-    assert viewed_ranges("fastcontext", call, fc.execute(call)) == ("pkg/a.py", [[3, 4]])
+    call = ToolCall("r", "Read", {"path": "/repo/pkg/a.py", "offset": -2})  # 5fb8c1d: from line 1
+    assert viewed_ranges("fastcontext", call, fc.execute(call)) == ("pkg/a.py", [[1, 4]])
+    fork = make_toolset("fastcontext-fork", tmp_path)
+    assert viewed_ranges("fastcontext-fork", call, fork.execute(call)) == ("pkg/a.py", [[3, 4]])

@@ -75,17 +75,19 @@ def _hit_line(rel: str) -> tuple[int, str]:
 
 # ---------------------------------------------------------------- the tool sets' path arguments
 
+@pytest.mark.parametrize("ts", ["fastcontext", "fastcontext-fork"])
 @pytest.mark.parametrize("rel", list(HOSTILE))
-def test_fastcontext_grep_path_is_a_path(base, walls, rel):
-    fc = make_toolset("fastcontext", base / "repo")
+def test_fastcontext_grep_path_is_a_path(base, walls, rel, ts):
+    fc = make_toolset(ts, base / "repo")
     before = snapshot(base)
     n, line = _hit_line(rel)
+    release = ts == "fastcontext"  # 5fb8c1d: one file prints no path; no output_mode and count print bare lines
     content, err = fc.call("Grep", {"pattern": "login", "path": rel})
-    assert not err and content == f"/repo/{rel}\n{n}:{line}", content
+    assert not err and content == (f"{line}\n" if release else f"/repo/{rel}\n{n}:{line}"), content
     files, err = fc.call("Grep", {"pattern": "login", "path": rel, "output_mode": "files_with_matches"})
-    assert not err and files == f"/repo/{rel}", files
+    assert not err and files == (f"{rel}\n" if release else f"/repo/{rel}"), files
     count, err = fc.call("Grep", {"pattern": "login", "path": rel, "output_mode": "count"})
-    assert not err and count == f"/repo/{rel}:1", count
+    assert not err and count == (f"{line}\n" if release else f"/repo/{rel}:1"), count
     secret, _ = fc.call("Grep", {"pattern": "TOPSECRET", "path": rel})
     assert secret == "No matches found", secret
     _harmless(base, before, content, files, count, secret)
@@ -127,6 +129,8 @@ def test_view_and_read_paths_are_paths(base, walls, rel):
         out, err = rl.call("view_directory", {"path": top})
         assert not err and out.splitlines()[0] == rel.split("/", 1)[1].split("/")[0] + "/", out
         out, err = fc.call("Glob", {"pattern": "*", "directory": top})
+        assert not err and out == rel, out  # the release spells paths from the directory as written
+        out, err = make_toolset("fastcontext-fork", base / "repo").call("Glob", {"pattern": "*", "directory": top})
         assert not err and out == f"/repo/{rel}", out
 
 
@@ -365,7 +369,7 @@ def test_read_with_negative_offset_of_a_huge_sparse_file_is_bounded(base, walls,
     code = (
         "import json\n"
         "from fasbench.tools import make_toolset\n"
-        f"ts = make_toolset('fastcontext', {str(big)!r})\n"
+        f"ts = make_toolset('fastcontext-fork', {str(big)!r})\n"  # the fork counts back from the end
         "print(json.dumps([ts.call('Read', {'path': 'huge.txt', 'offset': -3}),"
         " ts.call('Read', {'path': 'small.txt', 'offset': -2})]))\n"
     )

@@ -42,7 +42,8 @@ SCENARIOS = {
     "flood": ("relace", "bash", {"command": "cat huge.txt 1>&2"}, ""),
     "view": ("relace", "view_file", {"path": "huge.txt"}, ""),
     "view_all": ("relace", "view_file", {"path": "huge.txt", "view_range": [1, -1]}, ""),
-    "read": ("fastcontext", "Read", {"path": "huge.txt"}, ""),
+    "read": ("fastcontext-fork", "Read", {"path": "huge.txt"}, ""),
+    "read_release": ("fastcontext", "Read", {"path": "huge.txt"}, ""),
     "view_far": ("relace", "view_file", {"path": "huge.txt", "view_range": [2, 3]}, ""),
     "glob_all": ("relace", "bash", {"command": "ls big/*"}, ""),
     "glob_deep": ("relace", "bash", {"command": "cat big/*/x"}, ""),
@@ -97,6 +98,12 @@ def test_a_1gb_single_line_file_is_not_held(results, key):
     # released, so only the reader's closing note says the long line was cut
     assert not got["err"] and "reads at most" in got["out"]
     assert ("line cut" in got["out"]) if key != "read" else ("characters were cut" in got["out"])
+
+
+def test_the_released_read_refuses_a_file_over_the_read_budget(results):
+    """The release read a whole file into memory; fasbench refuses one over max_read_bytes."""
+    got = results["read_release"]
+    assert got["err"] and "64 MiB" in got["out"] and got["seconds"] < 5 and got["rss_growth_mib"] < 64, got
 
 
 def test_a_line_beyond_the_read_budget_is_an_error(results):

@@ -32,7 +32,9 @@ def relace(repo):
 
 @pytest.fixture(scope="module")
 def fc(repo):
-    return make_toolset("fastcontext", repo)
+    """The fork's fixed tools (these tests pin them); Microsoft's release, the ``fastcontext`` tool set,
+    is compared with its recorded outputs in tests/test_fastcontext_release.py."""
+    return make_toolset("fastcontext-fork", repo)
 
 
 def ok(ts, name, **args) -> str:
@@ -262,7 +264,7 @@ def test_read_line_and_file_cuts(tmp_path):
     lines are cut to 2000 with '...' after them."""
     (tmp_path / "wide.txt").write_text("a" * 499 + "\n" + "b" * 500 + "\n" + "c" * 900 + "\n")
     (tmp_path / "tall.txt").write_text("".join(f"{i}\n" for i in range(2500)))
-    ts = make_toolset("fastcontext", tmp_path, ToolLimits(max_output_chars=200_000))
+    ts = make_toolset("fastcontext-fork", tmp_path, ToolLimits(max_output_chars=200_000))
     lines = ok(ts, "Read", path="wide.txt").splitlines()
     assert lines[1] == "1|" + "a" * 499 and lines[2] == "2|" + "b" * 500 + "..." and lines[3] == "3|" + "c" * 500 + "..."
     lines = ok(ts, "Read", path="tall.txt").splitlines()
@@ -270,7 +272,7 @@ def test_read_line_and_file_cuts(tmp_path):
 
 
 def test_read_output_limit_says_where_to_continue(repo):
-    ts = make_toolset("fastcontext", repo, ToolLimits(max_output_chars=300))
+    ts = make_toolset("fastcontext-fork", repo, ToolLimits(max_output_chars=300))
     out = ok(ts, "Read", path="src/long.txt")
     last = [ln for ln in out.splitlines() if "|" in ln][-1]
     n = int(last.split("|")[0])
@@ -295,7 +297,7 @@ def test_glob_cap_and_modification_time_order(tmp_path):
         f = tmp_path / f"f{i:03}.py"
         f.write_text("")
         os.utime(f, (10_000 - i, 10_000 - i))  # f104 is the oldest
-    out = ok(make_toolset("fastcontext", tmp_path), "Glob", pattern="*.py").splitlines()
+    out = ok(make_toolset("fastcontext-fork", tmp_path), "Glob", pattern="*.py").splitlines()
     assert len(out) == 101 and out[:2] == ["/repo/f104.py", "/repo/f103.py"] and out[99] == "/repo/f005.py"
     assert out[100] == "Results are truncated: showing first 100 results. Consider using a more specific path or pattern."
 
@@ -480,7 +482,7 @@ def test_cli_entry_point_subprocess(repo):
     if not exe.exists():
         pytest.skip("the fasbench console script is not installed in this environment")
     call = json.dumps({"name": "Grep", "arguments": {"pattern": "TOKEN_TTL", "output_mode": "content"}})
-    p = subprocess.run([str(exe), "tool", "--root", str(repo), "--toolset", "fastcontext", call],
+    p = subprocess.run([str(exe), "tool", "--root", str(repo), "--toolset", "fastcontext-fork", call],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == {"output": "/repo/src/pkg/auth.py\n14:    TOKEN_TTL = 3600", "is_error": False}
@@ -506,7 +508,7 @@ def test_search_order_is_deterministic_beyond_the_parallel_bound(tmp_path):
     first = expect_files[0]
     assert out[:50] == [f"{first}:{j}:hit {j}" for j in range(1, 51)] and "more than 50" in out[-1]
     assert first.startswith("a/")  # a/… before a.b/ and a.txt: rg's component-wise path order
-    fc = make_toolset("fastcontext", tmp_path)
+    fc = make_toolset("fastcontext-fork", tmp_path)
     want = ["/repo/" + f for f in expect_files]
     assert ok(fc, "Grep", pattern="hit", head_limit=1000, output_mode="files_with_matches").splitlines()[:n_files + 1] == want
     got = ok(fc, "Grep", pattern="hit 7$", output_mode="content", head_limit=15).splitlines()[:14]
@@ -539,7 +541,7 @@ def test_ignore_rules_of_directories_above_the_root_do_not_apply(tmp_path):
     (corpus / ".ignore").write_text("skip/\n")
     want = ["build/gen.py", "main.py", "run.log"]
 
-    rel, fcs = make_toolset("relace", corpus), make_toolset("fastcontext", corpus)
+    rel, fcs = make_toolset("relace", corpus), make_toolset("fastcontext-fork", corpus)
     hits = ok(rel, "grep_search", query="NEEDLE").splitlines()
     assert sorted({h.split(":")[0] for h in hits}) == want
     assert ok(fcs, "Grep", pattern="NEEDLE", output_mode="files_with_matches").splitlines() == ["/repo/" + w for w in want]

@@ -1,7 +1,10 @@
 """Harness tools: two published tool sets, each sandboxed to one workspace root.
 
 - ``relace``: view_file, view_directory, grep_search, bash (read-only), report_back (Relace FAS).
-- ``fastcontext``: Read, Glob, Grep; the answer is a ``<final_answer>`` block (FastContext).
+- ``fastcontext``: Read, Glob, Grep; the answer is a ``<final_answer>`` block (FastContext, Microsoft's
+  release as its models were trained with it).
+- ``fastcontext-fork``: the same names and prompts with the fork's fixed Read, Glob, Grep
+  (``T0mSIlver/fastcontext`` @058b710).
 
 Tool names belong here. Code outside ``fasbench/tools/`` asks about tools by **kind** and reads what
 a result showed from its structured record:
@@ -22,15 +25,16 @@ from pathlib import Path
 from typing import Iterable
 
 from fasbench.records import Shown, ToolCall, ToolResult
-from fasbench.tools import fastcontext, relace
+from fasbench.tools import fastcontext, fastcontext_fork, relace
 from fasbench.tools.base import ToolError, ToolLimits, Toolset
 from fasbench.tools.calls import Calls, calls_for
 from fasbench.tools.observed import Seen
 
-TOOLSETS = ("relace", "fastcontext")
+TOOLSETS = ("relace", "fastcontext", "fastcontext-fork")
 KINDS = ("read", "search", "list", "report")
-_CLASSES: dict[str, type[Toolset]] = {"relace": relace.RelaceToolset, "fastcontext": fastcontext.FastContextToolset}
-_PARSERS = {"relace": relace.observe, "fastcontext": fastcontext.observe}
+_CLASSES: dict[str, type[Toolset]] = {"relace": relace.RelaceToolset, "fastcontext": fastcontext.FastContextToolset,
+                                      "fastcontext-fork": fastcontext_fork.FastContextForkToolset}
+_PARSERS = {"relace": relace.observe, "fastcontext": fastcontext.observe, "fastcontext-fork": fastcontext_fork.observe}
 
 
 def _check(toolset: str) -> type[Toolset]:
@@ -52,9 +56,10 @@ def tool_kind(toolset: str, name: str) -> str | None:
 
 
 def tool_names(toolset: str | None = None) -> list[str]:
-    """The tool names of ``toolset`` in schema order (of every tool set when None)."""
+    """The tool names of ``toolset`` in schema order (of every tool set when None, each name once:
+    ``fastcontext-fork`` has ``fastcontext``'s names)."""
     sets = [toolset] if toolset is not None else list(TOOLSETS)
-    return [n for ts in sets for n in _check(ts).kinds]
+    return list(dict.fromkeys(n for ts in sets for n in _check(ts).kinds))
 
 
 def answer_tool(toolset: str) -> str | None:
@@ -64,15 +69,26 @@ def answer_tool(toolset: str) -> str | None:
 
 def toolset_of(tools: Iterable) -> str | None:
     """Which tool set a list of tool schemas (OpenAI format) or tool names is: the one whose every
-    tool is present; None when none is."""
-    names = set()
+    tool is present (``fastcontext`` and ``fastcontext-fork`` share their names: schemas equal to the
+    fork's are the fork, names alone ``fastcontext``); None when none is."""
+    names, schemas = set(), {}
     for t in tools or []:
         fn = t.get("function", t) if isinstance(t, dict) else None
-        names.add(fn.get("name") if isinstance(fn, dict) else str(t))
-    for ts in TOOLSETS:
-        if set(_check(ts).kinds) <= names:
+        name = fn.get("name") if isinstance(fn, dict) else str(t)
+        names.add(name)
+        if isinstance(fn, dict) and "parameters" in fn:
+            schemas[name] = (fn.get("description"), fn.get("parameters"))
+    found = [ts for ts in TOOLSETS if set(_check(ts).kinds) <= names]
+    for ts in found:
+        fns = [t.schema()["function"] for t in _templates(ts)]
+        if schemas and all(schemas.get(f["name"]) == (f.get("description"), f.get("parameters")) for f in fns):
             return ts
-    return None
+    return found[0] if found else None
+
+
+def _templates(toolset: str):
+    """The Tool objects of ``toolset`` (schemas only; bound to no workspace)."""
+    return _check(toolset).make_tools(None)
 
 
 def _args(call: ToolCall) -> dict:

@@ -23,6 +23,11 @@ class ToolError(Exception):
     """A failed tool call; the message is shown to the model as the observation."""
 
 
+class ToolText(ToolError):
+    """A failed tool call whose message is a published tool's own text, shown as is (no ``Error: ``
+    prefix): FastContext's released tools answer a bad call with their own sentences."""
+
+
 @dataclass
 class ToolLimits:
     """Limits applied to every tool call."""
@@ -137,6 +142,8 @@ class Toolset:
         start = time.time()
         try:
             out, err = self._dispatch(call), False
+        except ToolText as e:
+            out, err = str(e), True
         except ToolError as e:
             out, err = f"Error: {e}", True
         except Exception as e:  # a bug in a tool must not end the episode

@@ -133,6 +133,6 @@ def final_answer_text(files: dict[str, Ranges], explanation: str = "", confidenc
 
 def calls_for(toolset: str) -> Calls:
     """The call builder of ``toolset`` (a clear error for an unknown one)."""
-    if toolset not in ("relace", "fastcontext"):
-        raise ValueError(f"no call builder for tool set {toolset!r}; choose relace or fastcontext")
+    if toolset not in ("relace", "fastcontext", "fastcontext-fork"):
+        raise ValueError(f"no call builder for tool set {toolset!r}; choose relace, fastcontext or fastcontext-fork")
     return Calls(toolset)

@@ -1,21 +1,28 @@
 """The FastContext tool set (Microsoft): Read, Glob, Grep; the answer is a text block.
 
-Schemas, descriptions, prompts, limits and output formats follow the public FastContext code release
-(see :mod:`fasbench.tools.fastcontext_published` for the files and commits); deviations are listed in
-``fasbench/tools/README.md``. Output formats, as released:
+Tools, schemas and descriptions are Microsoft's release as the published models were trained with it:
+GitHub ``T0mSIlver/fastcontext`` @5fb8c1d (the history of a fork; Microsoft's commits end at ``913afd3``),
+``src/fastcontext/agent/tool/{read,glob,grep}.py`` and ``{read,glob,grep}.md``; texts in
+:mod:`fasbench.tools.fastcontext_published`; the fork's fixed tools are the tool set ``fastcontext-fork``
+(:mod:`fasbench.tools.fastcontext_fork`). Every element, its source and each deviation (all forced by
+the sandbox or by reproducibility) are in ``fasbench/tools/README.md``; recorded outputs of the
+released code are in ``tests/data/fastcontext_release/``. Output formats, as released:
 
-- ``Read``: a fenced block headed by the path as the model wrote it and the line range shown,
-  ```` ```PATH:START-END ````, then ``N|line`` lines; lines over 500 characters are cut with ``...``;
-  at most 2000 lines, then ``...``; a negative ``offset`` counts from the end of the file (-1 = the
-  last line), one beyond the start clamps to line 1; ``offset`` 0 is an error; an empty file gives
-  ``File is empty.``.
-- ``Glob``: ``rg --files DIR --glob PATTERN --sort modified``: absolute paths (``/repo/...``), oldest
-  first, at most 100, then ``Results are truncated: ...``; ``No files found``.
-- ``Grep``: ``rg --heading``: each file's path on its own line, then its ``N:match`` / ``N-context``
-  lines (``-n`` defaults to true), a blank line between files; ``files_with_matches`` one path a line,
-  ``count`` ``path:N`` (``--count-matches``); ``type`` (``rg --type``), ``multiline``
-  (``--multiline --multiline-dotall``); at most ``head_limit`` output lines (100 when not given or 0),
-  then ``Results truncated to first N lines``; ``No matches found``. The default mode is ``content``.
+- ``Read``: ```` ```PATH:START-END ```` (the path as written), then ``N|line`` lines; lines longer
+  than 2000 characters (with their newline) are cut to 2000 with ``...`` (read.md says 500); at most
+  2000 lines, then ``...``; a negative or missing ``offset`` reads from line 1; ``offset`` 0 shows the
+  last line as line 0 first; ``limit`` 0 gives an empty block, -1 the whole file; an offset beyond the
+  end an empty block; ``File is empty.``; ``Read Tool: file X does not exist.``.
+- ``Glob``: ``rg --files DIR --glob PATTERN``: paths spelled from ``DIR`` as written (``/repo/...`` by
+  default), at most 100, then ``Results are truncated: ...``; ``No files found``; sorted by path here
+  (the release: ripgrep's unsorted parallel order; glob.md says modification time).
+- ``Grep``: ``rg PATTERN PATH --heading``: with no ``output_mode`` (and with ``count``, which the
+  release never wires up) matching lines without line numbers under each file's path;
+  ``content`` adds ``-n`` (unless ``-n`` is false) and ``-C 3`` unless ``-C`` is given (``-C`` comes
+  last, so it overrides ``-A``/``-B``); ``files_with_matches`` one path a line; a single file as the
+  path prints no path; at most 100 lines, a ``head_limit`` only lowers that, then
+  ``Results truncated to first N lines``; the untruncated output keeps rg's final newline;
+  ``No matches found``; rg's error text on a bad pattern, type or path.
 
 The answer is the assistant text's last ``<final_answer>`` block, one citation a line::
 
@@ -37,211 +44,274 @@ from __future__ import annotations
 
 import os
 import re
-import time
+from pathlib import Path
 
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
-from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
+from fasbench.tools.base import Tool, ToolError, Toolset, ToolText, Workspace
 from fasbench.tools.fastcontext_published import (
-    FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_DESCRIPTION, GREP_HEAD,
+    FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_CONTEXT, GREP_DESCRIPTION, GREP_HEAD,
     GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
     system_prompt, user_prompt,
 )
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
-from fasbench.tools.rg import ignore_flags, rg_argv
-from fasbench.tools.rgsearch import run_rg
-from fasbench.tools.sandbox import Stage, decode, display, read_lines, resolve, run_pipeline
+from fasbench.tools.rg import ignore_flags, rg_binary
+from fasbench.tools.sandbox import Stage, is_inside, run_pipeline
 
 #: Each tool's kind (fasbench.tools.KINDS); the answer is a text block, not a tool.
 KINDS = {"Read": "read", "Glob": "list", "Grep": "search"}
 
 
-# ---------------------------------------------------------------- tools
+# ---------------------------------------------------------------- tools (the release @5fb8c1d)
+#
+# Each tool is the released code's logic (GitHub T0mSIlver/fastcontext @5fb8c1d,
+# src/fastcontext/agent/tool/{read,glob,grep}.py), run inside fasbench's sandbox. The release's
+# ToolSet (tool.py @5fb8c1d) shows an exception's str(e) as the observation; those texts are raised
+# here as ToolText (shown as is). Containment the release lacked (Read opened any path; Grep's rg
+# read its pattern as an option when it began with '-') is fasbench's: see fasbench/tools/README.md.
 
-def _abs(rel: str) -> str:
-    """A root-relative path as the release prints it: absolute under the workspace path."""
-    rel = rel[2:] if rel.startswith("./") else rel
-    return WORK_DIR if rel in ("", ".") else f"{WORK_DIR}/{rel}"
-
-
-def _count_lines(ws: Workspace, real, label: str) -> int:
-    """Lines in a file as ``readlines()`` counts them (a last line without a newline counts),
-    within the byte budget and time limit of one view (``max_read_bytes``, ``timeout_s``, as
-    :func:`read_lines`): a file longer than that is refused (a negative offset on a 50 GB file
-    counted for 92 s), a binary file too."""
-    cap, deadline = ws.limits.max_read_bytes, time.monotonic() + ws.limits.timeout_s
-    n, last, read_ = 0, b"", 0
-    with open(real, "rb") as f:
-        while chunk := f.read(min(1 << 20, cap + 1 - read_)):
-            if not read_ and b"\x00" in chunk[:8192]:
-                break  # read_lines refuses it with its own message
-            read_ += len(chunk)
-            if read_ > cap or time.monotonic() > deadline:
-                raise ToolError(
-                    f"a negative offset counts lines from the end of {label}, which is longer than the "
-                    f"{cap / 2**20:g} MiB one Read looks at; read it with a positive offset or search it with Grep"
-                )
-            n += chunk.count(b"\n")
-            last = chunk
-    return n + (1 if last and not last.endswith(b"\n") else 0)
+_MAX_GREP_BYTES = 16 * 2**20  # fasbench: rg's output is read up to 16 MiB (the release read all of it)
 
 
-def read(ws: Workspace, path: str, offset: int = 1, limit: int | None = None, **_ignored) -> str:
-    if offset == 0:
-        raise ToolError("offset must be a non-zero integer")
-    if limit is not None and limit <= 0:
-        raise ToolError("limit must be a positive integer")
-    real = resolve(ws, path, kind="file")
-    label = display(ws, real)
-    if offset < 0:  # counts back from the end; an over-long one clamps to the first line
-        offset = max(1, _count_lines(ws, real, label) + offset + 1)
-    end = offset + limit - 1 if limit is not None else -1
-    got = read_lines(ws, real, offset, end, label)
-    if got.total == 0:
+def _outside(path: str) -> ToolText:
+    """glob.py / grep.py @5fb8c1d's refusal of a path outside the working directory."""
+    return ToolText(f"Permission error: `{path}` is not within the working directory `{WORK_DIR}`.")
+
+
+def _place(ws: Workspace, path: str) -> tuple[Path, str, tuple[str, str] | None]:
+    """Where a path as the model wrote it lies: (real path, rg's spelling of it, (what rg prints for
+    the start of the path, what the model wrote there) or None when rg prints it as written).
+    ``/repo/...`` (or the root's own path) is the workspace; a relative path is relative to it, as in
+    the release's CLI (cli.py @5fb8c1d: ``work_dir = os.getcwd()``); any other absolute path, or one
+    that resolves outside the root ('..', a symlink out), is outside. A relative path starting with
+    ``-`` goes to rg as ``./-…`` (after ``--`` too, rg reads ``-`` as standard input)."""
+    if "\x00" in path:
+        raise _outside(path.replace("\x00", "\\0"))
+    rel, target, spell = path, path, None
+    for p in (WORK_DIR, str(ws.root)):
+        if path == p or path.startswith(p + "/"):
+            rel, target, spell = path[len(p):].lstrip("/"), "." + path[len(p):], (".", p)
+            break
+    else:
+        if path.startswith("/"):
+            raise _outside(path)
+        if path.startswith("-"):
+            target, spell = "./" + path, ("./", "")
+    real = Path(os.path.realpath(ws.root / rel))
+    if not is_inside(ws.root, real):
+        raise _outside(path)
+    return real, target, spell
+
+
+def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
+    """read.py @5fb8c1d ``ReadTool.call``, line for line."""
+    file_path = path
+    if not file_path:
+        return "Read Tool: file path is required."
+    try:
+        real, _, _ = _place(ws, file_path)
+    except ToolText:  # fasbench: the release read any path; here the Grep/Glob refusal (README)
+        raise ToolText(f"Permission error: `{file_path}` is not within the working directory `{WORK_DIR}`.")
+    if not os.path.exists(real):
+        return f"Read Tool: file {file_path} does not exist."
+    if not os.path.isdir(real) and not os.path.isfile(real):  # fasbench: a FIFO or device would block
+        raise ToolError(f"{file_path!r} is not a regular file")
+    if os.path.isfile(real) and os.path.getsize(real) > ws.limits.max_read_bytes:
+        raise ToolError(  # fasbench: the release read the whole file into memory
+            f"{file_path} has {os.path.getsize(real)} bytes, more than the {ws.limits.max_read_bytes / 2**20:g} MiB "
+            "one Read looks at; search it with Grep")
+    try:
+        # aiofiles.open(file_path, mode="r").readlines(): text mode, universal newlines, strict
+        # decoding (the locale's encoding: UTF-8 assumed)
+        with open(real, encoding="utf-8") as f:
+            raw_lines = f.readlines()
+    except OSError as e:  # e.g. [Errno 21] Is a directory: '/repo/src' (the path as written)
+        raise ToolText(f"[Errno {e.errno}] {e.strerror}: {file_path!r}")
+    except UnicodeDecodeError as e:
+        raise ToolText(str(e))
+    if len(raw_lines) == 0:
         return "File is empty."
-    if offset > got.total:
-        raise ToolError(f"offset {offset} is beyond the end of {label} ({got.total} lines)")
-    want_end = got.total if end == -1 or end > got.total else end
-    shown = got.lines[:READ_MAX_LINES]
-    # read.py's "..." marks the 2000-line cut (not the harness's output cap, which has its own note)
-    over = want_end - offset + 1 > READ_MAX_LINES and len(shown) == READ_MAX_LINES
-    out = []
-    for n, text in shown:
-        # read.py cuts a line whose length *with its newline* exceeds 500 characters
-        if len(text) + 1 > READ_MAX_LINE_LENGTH:
-            text = text[:READ_MAX_LINE_LENGTH] + "..."
-        out.append(f"{n}|{text}\n")
-    last = shown[-1][0]
-    body = "".join(out) + ("..." if over else "")
-    notes = list(got.notes)
-    if got.stopped_at is not None and last < want_end:
-        notes.append(f"[output limit reached at line {last} of {got.total}; continue with offset={last + 1}]")
-    text = f"```{path}:{offset}-{last}\n{body}\n```"
-    return text + ("\n" + "\n".join(notes) if notes else "")
+    try:
+        end_line = -1
+        if offset is None or offset < 0:  # 5fb8c1d: a negative offset reads from line 1 (913afd3: an error)
+            offset = 1
+        if limit is not None:  # limit 0 or below: an empty block, or (end_line -1) the whole file
+            end_line = offset + limit - 1
+        if end_line == -1 or end_line > len(raw_lines):
+            end_line = len(raw_lines)
+        lines = []
+        total_read_lines = end_line - offset + 1
+        if total_read_lines > READ_MAX_LINES:
+            end_line = offset + READ_MAX_LINES - 1
+        for i in range(offset - 1, end_line):  # offset 0: i = -1 shows the last line as line 0
+            if len(raw_lines[i]) > READ_MAX_LINE_LENGTH:  # counted with the newline; read.md says 500
+                line = raw_lines[i][:READ_MAX_LINE_LENGTH] + "...\n"
+            else:
+                line = raw_lines[i]
+            lines.append(f"{i+1}|{line}")
+        if total_read_lines > READ_MAX_LINES:
+            lines.append("...")
+    except Exception as e:  # noqa: BLE001 — tool.py @5fb8c1d shows any exception as str(e)
+        raise ToolText(str(e))
+    content = "".join(lines)
+    return f"```{file_path}:{offset}-{end_line}\n{content}\n```"
 
 
-def _rg(ws: Workspace, args: list[str], max_lines: int | None, cwd=None) -> tuple[list[str], bool]:
-    """Lines of ``rg args`` in rg's own order (Glob's ``--sort modified``; at most ``max_lines``,
-    ``cut`` when there were more), run in the workspace with the harness's fixed flags and ignore rules."""
-    r = run_pipeline(ws, [Stage(rg_argv(*ignore_flags(ws.root), *args))],
-                     max_lines=None if max_lines is None else max_lines + 1, max_bytes=16 * 2**20, cwd=cwd)
-    if r.timed_out:
-        raise ToolError(f"search timed out after {ws.limits.timeout_s:g}s; narrow the pattern or the path")
-    if not r.cut and r.returncode not in (0, 1):
-        raise ToolError(decode(r.stderr).strip() or f"ripgrep failed with exit status {r.returncode}")
-    text = decode(r.stdout)
-    if r.cut:
-        text = text[: text.rfind("\n") + 1]
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    cut = r.cut
-    if max_lines is not None and len(lines) > max_lines:
-        lines, cut = lines[:max_lines], True
-    return lines, cut
+def _run(ws: Workspace, tool: str, args: list[str]) -> tuple[str, bool]:
+    """``rg args`` in the workspace root as ``subprocess.run(..., text=True)`` gives it: (stdout if the
+    exit status is 0 else stderr, decoded strictly with universal newlines; whether it was stderr)."""
+    r = run_pipeline(ws, [Stage([rg_binary(), "--no-config", *ignore_flags(ws.root), "--sort=path", *args])],
+                     max_lines=None, max_bytes=_MAX_GREP_BYTES)
+    if r.timed_out:  # tool.py @5fb8c1d's timeout text (glob.py's own reads the same)
+        raise ToolText(f"Tool `{tool}` timed out after {ws.limits.timeout_s:g}s.")
+    err = not r.cut and r.returncode != 0
+    data = r.stderr if err else r.stdout
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ToolText(str(e))
+    return text.replace("\r\n", "\n").replace("\r", "\n"), err
+
+
+def _unprefix(line: str, spell: tuple[str, str] | None) -> str:
+    """A path rg printed, spelled from the path the model wrote (see :func:`_place`)."""
+    return spell[1] + line[len(spell[0]):] if spell and line.startswith(spell[0]) else line
 
 
 def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) -> str:
-    if not pattern:
-        raise ToolError("pattern must not be empty")
-    real = resolve(ws, directory if directory is not None else ".", kind="dir")
-    base = display(ws, real)
-    files, cut = _rg(ws, ["--files", f"--glob={pattern}", "--sort=modified", "--", "./"], GLOB_LIMIT, cwd=real)
-    if not files:
+    """glob.py @5fb8c1d: ``rg --files DIRECTORY --glob PATTERN``, the first 100 lines."""
+    directory = WORK_DIR if directory is None else directory
+    real, target, spell = _place(ws, directory)
+    if not os.path.isdir(real):
+        return f"The directory `{directory}` does not exist or is not a directory."
+    output, err = _run(ws, "Glob", ["--files", f"--glob={pattern}", "--", target])
+    # fasbench: sorted by path (the release printed rg's parallel walk order, which varies run to run)
+    matched_files = [ln if err else _unprefix(ln, spell) for ln in output.splitlines()]
+    if len(matched_files) > GLOB_LIMIT:
+        matched_files = matched_files[:GLOB_LIMIT]
+        matched_files.append(f"Results are truncated: showing first {GLOB_LIMIT} results. "
+                             "Consider using a more specific path or pattern.")
+    if not matched_files:
         return "No files found"
-    files = [_abs(f[2:] if base == "." else f"{base}/{f[2:]}") if f.startswith("./") else _abs(f) for f in files]
-    if cut:
-        files.append(f"Results are truncated: showing first {GLOB_LIMIT} results. "
-                     "Consider using a more specific path or pattern.")
-    return "\n".join(files)
+    if err:  # rg's error text (a bad glob): the release returned it as the observation
+        raise ToolText("\n".join(matched_files))
+    return "\n".join(matched_files)
+
+
+def _headings(data: str, spell: tuple[str, str] | None, paths_only: bool) -> str:
+    """rg's ``--null`` output back in its ``--heading`` layout, each path spelled as the model's."""
+    if paths_only:
+        return "".join(_unprefix(p, spell) + "\n" for p in data.split("\0") if p)
+    return re.sub(r"(^|\n)([^\n\0]*)\0", lambda m: m[1] + _unprefix(m[2], spell) + "\n", data)
 
 
 def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None = None,
-         output_mode: str = "content", head_limit: float | None = None, type: str | None = None,
-         multiline: bool | None = None, **flags) -> str:
-    if not pattern:
-        raise ToolError("pattern must not be empty")
-    real = resolve(ws, path if path is not None else ".")
-    target = display(ws, real)
-    # every value attached to its option and the path after `--`, spelled `./…`: no path or value
-    # the model writes (a corpus file named `--pre=sh`, `-L` or `-`) can be read as an option
+         output_mode: str | None = None, head_limit=None, type: str | None = None, multiline=None,
+         **flags) -> str:
+    """grep.py @5fb8c1d ``GrepTool.call`` and ``run_rg``."""
+    path = WORK_DIR if path is None else path
+    real, target, spell = _place(ws, path)
+    if not os.path.exists(real):  # rg's own message for a missing path (exit status 2)
+        return _limited(f"rg: {path}: IO error for operation on {path}: No such file or directory (os error 2)\n",
+                        head_limit, err=True)
+    context = flags.get("-C", GREP_CONTEXT)
+    # the release's argv order, every value attached or after its flag and the path after `--`: no
+    # pattern or path can be read as an option (the release passed the pattern bare: '-x' was a flag)
     args = [f"--regexp={pattern}"]
     if glob:
         args.append(f"--glob={glob}")
-    if flags.get("-i"):
+    if flags.get("-i", False):
         args.append("--ignore-case")
     if type:
         args.append(f"--type={type}")
     if multiline:
         args += ["--multiline", "--multiline-dotall"]
     if output_mode == "content":
-        for k in ("-B", "-A", "-C"):
-            if flags.get(k) is not None:
-                args += [k, str(int(flags[k]))]
+        for k, v in (("-B", flags.get("-B")), ("-A", flags.get("-A")), ("-C", context)):
+            if v is not None:
+                args += [k, str(v)]  # str(2.0) == "2.0": rg refuses it, as it refused the release's
         if flags.get("-n", True):
-            args.append("--line-number")
+            args.append("-n")
     elif output_mode == "files_with_matches":
         args.append("--files-with-matches")
-    else:
-        args.append("--count-matches")
-    args += ["--with-filename", "--", "./" if target == "." else "./" + target]
-    limit = int(head_limit) if head_limit is not None and head_limit > 0 else GREP_HEAD
-    # sorted by path (run_rg: a parallel pass sorted here, or a sorted pass when the output is big)
-    lines, cut = run_rg(ws, args, max_lines=limit, paths_only=output_mode == "files_with_matches",
-                        heading=_abs if output_mode == "content" else None)
-    if output_mode == "files_with_matches":
-        lines = [_abs(ln) for ln in lines]
-    elif output_mode == "count":
-        lines = [_abs(p) + ":" + n for p, _, n in (ln.rpartition(":") for ln in lines)]
-    if not lines:
+    # output_mode "count" adds nothing: run_rg @5fb8c1d tests `output_mode == "count_matches"`, so
+    # count (like no output_mode) prints matching lines without line numbers, grouped by file
+    args += ["--heading", "--color", "never", "--null", "--", target]
+    output, err = _run(ws, "Grep", args)
+    if not err:
+        output = _headings(output, spell, output_mode == "files_with_matches")
+    if not output:
         return "No matches found"
+    return _limited(output, head_limit, err)
+
+
+def _limited(output: str, head_limit, err: bool) -> str:
+    """grep.py @5fb8c1d's cut: 100 lines, or head_limit when it is below 100 (above 100 it is
+    ignored, 0 is 100); the untruncated output as rg printed it (a final newline included)."""
+    limit = GREP_HEAD
+    if head_limit is not None:
+        if head_limit < limit and head_limit > 0:
+            limit = head_limit
+    lines = output.splitlines()  # str.splitlines: \x0c, \x1c-\x1e, \x85, U+2028/9 end lines too
     if len(lines) > limit:
-        lines, cut = lines[:limit], True
-    out = "\n".join(lines)
-    if cut:
-        out += f"\nResults truncated to first {limit} lines"
-    return out
+        try:
+            output = "\n".join(lines[:limit])  # a float head_limit (5.0) fails here, as released
+        except TypeError as e:
+            raise ToolText(str(e))
+        output += f"\nResults truncated to first {limit} lines"
+    if err:
+        raise ToolText(output)
+    return output
 
 
 # ---------------------------------------------------------------- what a result showed
 
 _READ_LINE = re.compile(r"^(?P<n>\d+)\|(?P<text>.*)$")  # Read's `N|line`
-_MATCH_LINE = re.compile(r"^(?P<n>\d+)(?P<sep>[:-])(?P<text>.*)$")  # `rg --heading` `N:match` / `N-context`
+_MATCH_LINE = re.compile(r"^(?P<n>\d+)(?P<sep>[:-])(?P<text>.*)$")  # `rg -n --heading` `N:match` / `N-context`
+_NOTES = ("Results truncated to first ", "Results are truncated: ", "No files found", "No matches found")
 
 
-def _listed(rows: list[str]) -> list[str]:
-    return [norm(r) for r in rows if r.startswith(WORK_DIR + "/")]
+def _looks_like_file(path: str) -> bool:
+    """For traces without a workspace: a Grep target with an extension is taken for one file."""
+    return bool(os.path.splitext(path.rstrip("/"))[1])
 
 
-def observe(name: str, args: dict, text: str, canon: Canon = norm) -> Seen:
-    """What the output ``text`` of a successful call ``name(**args)`` showed: the FastContext tool
-    set's one parser of its output formats (run on every result when the tool runs, and on old traces)."""
+def observe(name: str, args: dict, text: str, canon: Canon = norm, is_file=_looks_like_file) -> Seen:
+    """What the output ``text`` of a successful call ``name(**args)`` showed, in the release's formats:
+    the FastContext tool set's one parser of its output (run on every result when the tool runs, and
+    on old traces). ``is_file(path)``: whether a Grep target is one file (rg then prints no path)."""
     seen = Seen()
-    rows = text.split("\n")
+    rows = [r for r in text.split("\n") if not r.startswith(_NOTES)]
     if name == "Read" and text.startswith("```"):
-        seen.view(canon(str(args.get("path", ""))), numbered(text, _READ_LINE, skip_first=True))
+        seen.view(canon(str(args.get("path", ""))),
+                  [(n, t) for n, t in numbered(text, _READ_LINE, skip_first=True) if n >= 1])
     elif name == "Glob":
-        seen.listed(_listed(rows))
+        seen.listed([canon(r) for r in rows if r])
     elif name == "Grep":
-        mode = args.get("output_mode") or "content"
+        mode = args.get("output_mode")
+        target = str(args.get("path") or WORK_DIR)
+        single = is_file(target)
         if mode == "files_with_matches":
-            seen.listed(_listed(rows))
-        elif mode == "count":
-            seen.listed(_listed([r.rpartition(":")[0] for r in rows]))
-        else:  # rg --heading groups: a path line first and after each blank line, then its lines
-            numbered_lines = args.get("-n", True) is not False
-            path, head = None, True
+            seen.listed([canon(r) for r in rows if r])
+        elif mode == "content" and args.get("-n", True):  # `N:match` / `N-context` lines
+            path = canon(target) if single else None
             for row in rows:
-                if head and row.startswith(WORK_DIR + "/"):
-                    path, head = norm(row), False
-                    if not numbered_lines:
-                        seen.listed([path])
-                    continue
+                m = _MATCH_LINE.match(row)
+                if m and path is not None:
+                    if m.group("sep") == ":":
+                        seen.hit(path, int(m.group("n")), m.group("text"))
+                    else:  # a context line: content shown, not a match
+                        seen.view(path, [(int(m.group("n")), m.group("text"))])
+                elif row and row != "--" and not single:
+                    path = canon(row)
+        elif single:  # lines without numbers (no output_mode, count, -n false): the file was searched
+            if text.strip():
+                seen.listed([canon(target)])
+        else:  # each group's path: the first row and the row after each blank one
+            head = True
+            for row in rows:
+                if head and row:
+                    seen.listed([canon(row)])
                 head = row == ""
-                m = _MATCH_LINE.match(row) if numbered_lines and path is not None else None
-                if m and m.group("sep") == ":":
-                    seen.hit(path, int(m.group("n")), m.group("text"))
-                elif m:  # a context line: content shown, not a match
-                    seen.view(path, [(int(m.group("n")), m.group("text"))])
     return seen
 
 
@@ -303,7 +373,8 @@ class FastContextToolset(Toolset):
     kinds = KINDS
 
     def shown_of(self, name: str, args: dict, text: str) -> Shown:
-        return observe(name, args, text, workspace_canon(self.ws)).shown
+        canon = workspace_canon(self.ws)
+        return observe(name, args, text, canon, lambda p: (self.root / canon(p)).is_file()).shown
 
     def make_tools(self) -> list[Tool]:
         return [
