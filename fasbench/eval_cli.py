@@ -13,15 +13,22 @@ import typer
 from fasbench.records import RecordError, write_tasks
 from fasbench.selection import describe_excluded, describe_run_count, pick_ids, read_ids_file, usable
 from fasbench.shards import parse_shard, record_shard, select_shard
+from fasbench.specs import POLICY_FAMILIES
 from fasbench.tasksets import corpus_kind_of, load_task_set, parse_task_set, task_set_label
 
 
+# every policy family with an example (typer keeps these lines as they are)
+POLICY_HELP = "Policies (`fasbench policies` lists their parameters):\n\n" + "\n".join(
+    f"  {example}   {what}" for _, example, what in POLICY_FAMILIES)
+
+
 def register(app) -> None:
-    @app.command("eval")
+    @app.command("eval", epilog=POLICY_HELP)
     def eval_cmd(
         tasks: str = typer.Option(..., "--tasks", help="task set: SOURCE[:SPLIT] e.g. swebench-verified:test, a Task "
                                   "JSONL file[:SPLIT], or git:PATH (fasbench.tasksets)"),
-        policy: str = typer.Option(..., "--policy", help="NAME[:key=value,...], e.g. heuristic:turns=3, bm25, dense"),
+        policy: str = typer.Option(..., "--policy", help="NAME[:key=value,...], e.g. heuristic:turns=3, bm25, "
+                                   "openai:model=M,base_url=URL, hf:model=smollm2-offline (all families below)"),
         toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext"),
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (traces.jsonl, summary.parquet); resumes "
                                            "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
@@ -45,7 +52,7 @@ def register(app) -> None:
         Only the tasks usable on the chosen corpus kind run; the excluded count and reasons are
         printed (and written to OUT/excluded.jsonl) before the run starts."""
         # local import: fasbench.evaluate/runs/polars cost ~7 s at CLI start-up (module docstring)
-        from fasbench.evaluate import run_eval, run_name
+        from fasbench.evaluate import last_call, run_eval, run_name
         from fasbench.paths import cache_dir
         from fasbench.harness import Limits
 
@@ -87,7 +94,7 @@ def register(app) -> None:
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
                           workers or None, backend or None, judge=judge or None,
                           task_source=source + (f" (first {limit})" if limit else ""),
-                          corpus=corpus or corpus_kind_of(ts) or "default")
+                          corpus=corpus or corpus_kind_of(ts) or "default", warn=False)
         except (ValueError, FileNotFoundError, RecordError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
@@ -103,6 +110,22 @@ def register(app) -> None:
         failed = int(df["error"].is_not_null().sum()) if "error" in df.columns else 0
         if failed:  # e.g. a model server that still failed after the last retry; the reasons are in the traces
             typer.echo(f"{failed} episodes failed (summary column `error`, traces' meta.failed_requests)", err=True)
+        for w in last_call(out).get("warnings") or ():  # no parsable tool call, calls read from text
+            typer.echo(w, err=True)
+
+    @app.command("policies")
+    def policies_cmd(model_path: str = typer.Option("", "--model-path", help="print the local folder of an hf model "
+                                                    "name (smollm2-offline, tiny; converted on first use) and exit")):
+        """Every policy family: an example --policy spec and its parameters with defaults."""
+        # local import: fasbench.policies and fasbench.models cost ~3.5 s at CLI start-up (the tools' jsonschema;
+        # python -X importtime)
+        from fasbench.models import resolve_model
+        from fasbench.policies import describe_policies
+
+        if model_path:
+            typer.echo(resolve_model(model_path))
+            return
+        typer.echo(describe_policies())
 
     @app.command("runs")
     def runs_cmd(

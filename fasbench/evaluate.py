@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from fasbench.data.corpora import with_corpora
 from fasbench.episode_pool import guard_worker, run_pool
 from fasbench.episodes import episode_table
-from fasbench.harness import Limits, run_episode
+from fasbench.harness import Limits, parsable_calls, run_episode
 from fasbench.judge import make_judge
 from fasbench.metrics import bootstrap_ci, paired_bootstrap
 from fasbench.policies import bind_policy, make_policy
@@ -244,7 +244,7 @@ def default_backend(spec: str) -> str:
 def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
              limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
              progress: bool = True, judge: str | None = None, task_source: str | None = None,
-             reward: str = "relace", corpus: str | None = None) -> pl.DataFrame:
+             reward: str = "relace", corpus: str | None = None, warn: bool = True) -> pl.DataFrame:
     """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary
     (the episode table of ``fasbench.episodes``; ``reward`` names its headline ``reward`` column).
     ``judge``: FastContext's LLM judge (``openai:model=…,base_url=…``) for the ``fastcontext`` reward's
@@ -256,7 +256,10 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     (offline | online, the kind the tasks were chosen on) is recorded and checked like the tasks: a
     resume must ask for the same tasks (``run.json`` ``tasks``), else a one-line ``ValueError``.
     Prints how many episodes ran in this call and how many were resumed; the summary's ``resumed``
-    column marks the resumed ones and ``run.json`` keeps the counts of every call (:func:`resume_note`)."""
+    column marks the resumed ones and ``run.json`` keeps the counts of every call (:func:`resume_note`).
+    :func:`tool_call_warnings` (episodes without a parsable tool call, calls read from reply text) are
+    kept in that call's record (``warnings``) and printed last unless ``warn`` is False (the CLI prints
+    them at its own end)."""
     if toolset not in TOOLSETS:
         raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
     if reward not in REWARDS:
@@ -314,15 +317,53 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     bar.close()
     now = done_task_ids(traces) if traces.exists() else set()
     ran = len([t for t in todo if t.id in now])
+    warnings = tool_call_warnings(traces, ids)
     _record_call(out, {"at": timestamp(), "ran": ran, "resumed": len(resumed), "asked": len(ids),
-                       "no_corpus": len(pending) - len(todo), "resumed_since": since if resumed else None})
+                       "no_corpus": len(pending) - len(todo), "resumed_since": since if resumed else None,
+                       **({"warnings": warnings} if warnings else {})})
     when = f" ({since[:16].replace('T', ' ')})" if resumed and since else ""
     print(f"eval {policy}: {ran} episodes run in this call, {len(resumed)} of {len(ids)} resumed from an earlier "
           f"run{when} in {out}")
     df = summarize(tasks, traces, judge=the_judge, reward=reward)
     df = df.with_columns(pl.col("task_id").is_in(resumed).alias("resumed"))
     df.write_parquet(out / "summary.parquet")
+    for w in warnings if warn else ():
+        print(w)
     return df
+
+
+def tool_call_warnings(traces: str | Path | Iterable[Trace], ids: Iterable[str] | None = None) -> list[str]:
+    """One line each: how many episodes (of those of ``ids``, first trace per task) had no parsable tool
+    call in any turn (``harness.parsable_calls``), quoting the start of what the model wrote instead;
+    how many had calls read from the reply text instead of structured ``tool_calls`` (the
+    ``calls_from_text`` of the OpenAI-compatible policy's request records). [] when neither happened."""
+    if isinstance(traces, (str, Path)):
+        traces = (Trace.from_dict(d) for d in iter_jsonl(traces)) if Path(traces).exists() else ()
+    want = set(ids) if ids is not None else None
+    seen: set[str] = set()
+    n, silent, sample, from_text, formats = 0, 0, None, 0, {}
+    for tr in traces:
+        if tr.task_id in seen or (want is not None and tr.task_id not in want):
+            continue
+        seen.add(tr.task_id)
+        n += 1
+        if tr.turns and not parsable_calls(tr):
+            silent += 1
+            sample = sample or next((" ".join(t.text.split()) for t in tr.turns if t.text.strip()), None)
+        recs = [r for t in tr.turns for r in t.requests if r.get("calls_from_text")]
+        from_text += bool(recs)
+        for r in recs:
+            formats[str(r.get("text_format"))] = formats.get(str(r.get("text_format")), 0) + 1
+    out = []
+    if silent:
+        wrote = f"model wrote text like: {sample[:80]!r}" if sample else "model wrote no text"
+        out.append(f"warning: {silent} of {n} episodes had no parsable tool call in any turn ({wrote}); "
+                   "see docs/own_model.md")
+    if from_text:
+        out.append(f"note: {from_text} of {n} episodes had tool calls read from the reply text "
+                   f"({', '.join(sorted(formats))}), not from structured tool_calls: the server's tool-call "
+                   "parser is off or does not know this format; see docs/own_model.md")
+    return out
 
 
 # ---------------------------------------------------------------- summary

@@ -5,7 +5,8 @@ reads); results come back in call order with their own timings. On the last allo
 policy is told to stop exploring and answer; after a turn with neither calls nor answer it is
 reminded to go on. The Trace records every message the policy saw, notes included, and the chat
 given to the policy at each turn is read back from it (``Trace.to_messages``), so SFT data, RL and
-replay that read the trace read the same chat. The trace is returned whole; callers append it to a
+replay that read the trace read the same chat. An episode whose replies held no parsable tool call
+(:func:`parsable_calls`) is flagged ``meta["no_tool_call"]``. The trace is returned whole; callers append it to a
 JSONL file as each episode finishes (see ``run_episodes``).
 """
 
@@ -132,8 +133,16 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
             break
         if not turn.calls and not final:
             notes.append({"role": "user", "content": NO_CALL_NOTE})
+    if trace.turns and not parsable_calls(trace):  # fasbench eval warns about these (evaluate.tool_call_warnings)
+        trace.meta["no_tool_call"] = True
     trace.ended_at = time.time()
     return trace
+
+
+def parsable_calls(trace: Trace) -> int:
+    """Calls of the episode that were parsed: a name and JSON-object arguments (a malformed call keeps
+    its raw text as arguments). An episode with turns and none of these has ``meta["no_tool_call"]``."""
+    return sum(1 for t in trace.turns for c in t.calls if c.name and isinstance(c.arguments, dict))
 
 
 def restore_notes(trace: Trace) -> Trace:

@@ -25,6 +25,7 @@ import os
 import random
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -306,7 +307,7 @@ def load_model(name_or_path: str | os.PathLike, *, dtype: Any = None, device: st
 # ------------------------------------------------------------------ parsing tool calls
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)
-_FUNC = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|\Z)", re.S)
+_FUNC = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|(?=<function=)|\Z)", re.S)
 _PARAM = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
 
 
@@ -329,58 +330,137 @@ def _param_types(tools: list[dict] | None) -> dict[str, dict[str, str]]:
     return out
 
 
-def parse_tool_calls(text: str, tools: list[dict] | None = None,
-                     id_prefix: str = "call") -> tuple[str, list[ToolCall], list[str]]:
-    """Tool calls in generated text → ``(text_without_calls, calls, errors)``.
+def _arguments_of(obj: dict):
+    """The arguments of a JSON call object (``arguments`` or ``parameters``; a double-encoded string decoded)."""
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):  # double-encoded arguments
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except (json.JSONDecodeError, RecursionError):
+            pass
+    return args
+
+
+def _xml_calls(inner: str, closed: bool, types: dict, calls: list[ToolCall], errors: list[str], id_prefix: str) -> None:
+    """The ``<function=NAME>`` elements of one Qwen3-Coder block (several = parallel calls, as Relace's
+    published prompt allows), appended to ``calls``."""
+    if not _FUNC.match(inner):
+        errors.append(f"tool call {len(calls)}: no <function=NAME> element in the XML <tool_call> block")
+        calls.append(ToolCall(f"{id_prefix}_{len(calls)}", "", inner))
+        return
+    for fm in _FUNC.finditer(inner):
+        name = fm.group(1).strip()
+        args = {p.group(1).strip(): _xml_value(p.group(2), types.get(name, {}).get(p.group(1).strip()))
+                for p in _PARAM.finditer(fm.group(2))}
+        cid = f"{id_prefix}_{len(calls)}"
+        if closed and fm.group(0).endswith("</function>"):
+            calls.append(ToolCall(cid, name, args))
+        else:
+            errors.append(f"tool call {len(calls)}: unclosed XML <tool_call>/<function> block")
+            calls.append(ToolCall(cid, name, fm.group(0)))
+
+
+def _json_call(inner: str, calls: list[ToolCall], errors: list[str], id_prefix: str) -> None:
+    """One Hermes/Qwen JSON block's call appended to ``calls`` (malformed: raw text and an error)."""
+    cid = f"{id_prefix}_{len(calls)}"
+    try:
+        obj = json.loads(inner)
+    except (json.JSONDecodeError, RecursionError) as e:
+        nm = re.search(r'"name"\s*:\s*"([^"]+)"', inner)
+        why = f"{e.msg} at position {e.pos}" if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+        errors.append(f"tool call {len(calls)}: invalid JSON ({why})")
+        calls.append(ToolCall(cid, nm.group(1) if nm else "", inner))
+        return
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
+        errors.append(f"tool call {len(calls)}: expected an object with a string 'name'")
+        name = obj.get("name") if isinstance(obj, dict) else None
+        calls.append(ToolCall(cid, name if isinstance(name, str) else "", inner))
+        return
+    args = _arguments_of(obj)
+    if not isinstance(args, dict):
+        errors.append(f"tool call {len(calls)}: arguments of {obj['name']} are not a JSON object")
+        args = json.dumps(args) if not isinstance(args, str) else args
+    calls.append(ToolCall(cid, obj["name"], args))
+
+
+_FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
+
+
+def _bare_json_calls(text: str, tools: list[dict] | None, id_prefix: str) -> tuple[str, list[ToolCall]]:
+    """Calls written as plain JSON: a ```json fenced block, or the whole reply, holding an object (or a
+    list of objects) with a string ``name`` (one of ``tools`` when given) and object ``arguments``.
+    Only whole, valid calls count (JSON in a reply can be anything else); the rest is left as text."""
+    known = set(_param_types(tools)) if tools else None
+    fenced = [(m.group(0), m.group(1)) for m in _FENCE.finditer(text)]
+    pieces = fenced or ([(text, text)] if text.strip()[:1] in ("{", "[") else [])
+    calls: list[ToolCall] = []
+    rest = text
+    for whole, inner in pieces:
+        try:
+            obj = json.loads(inner)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        objs = obj if isinstance(obj, list) else [obj]
+        got = []
+        for o in objs:
+            ok = isinstance(o, dict) and isinstance(o.get("name"), str) and bool(o["name"])
+            args = _arguments_of(o) if ok else None
+            if not ok or not isinstance(args, dict) or (known is not None and o["name"] not in known):
+                got = []
+                break
+            got.append(ToolCall(f"{id_prefix}_{len(calls) + len(got)}", o["name"], args))
+        if got:
+            calls += got
+            rest = rest.replace(whole, "", 1)
+    return rest.strip(), calls
+
+
+def parse_tool_calls(text: str, tools: list[dict] | None = None, id_prefix: str = "call",
+                     keep_malformed: bool = False) -> tuple[str, list[ToolCall], list[str]]:
+    """Tool calls in generated text → ``(text_without_calls, calls, errors)``. The one parser of tool
+    calls written as text: the local-model policy (``policies.hf``) reads every reply with it, the
+    OpenAI-compatible policy a reply whose content holds calls but no structured ``tool_calls``.
 
     Understands Qwen/Hermes JSON blocks ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
     and Qwen3-Coder XML blocks ``<tool_call><function=NAME><parameter=P>value</parameter>
-    </function></tool_call>``. A malformed block (bad JSON, no name, unclosed) becomes a ToolCall
-    whose ``arguments`` is the raw block text, so the harness answers it with an error observation;
-    ``errors`` holds one message per malformed block. ``tools`` (schemas) types XML parameters."""
+    </function></tool_call>`` (several ``<function=…>`` in one block are parallel calls). A malformed
+    block (bad JSON, no name, unclosed) becomes a ToolCall whose ``arguments`` is the raw block text,
+    so the harness answers it with an error observation; ``errors`` holds one message per malformed
+    block. Without any ``<tool_call>`` block, a ```json fenced block or a reply that is one JSON
+    object (or list) of ``{"name", "arguments"}`` calls is read too (only whole, valid calls with a
+    name in ``tools``). ``tools`` (schemas) types XML parameters. ``keep_malformed``: a malformed
+    block stays in the text instead and gives no call (for a server that refuses a chat whose earlier
+    call's arguments are not JSON: ``transformers serve`` answers HTTP 500); ``errors`` still lists it."""
     types = _param_types(tools)
     calls: list[ToolCall] = []
     errors: list[str] = []
+    kept, last = [], 0  # the text outside the blocks taken out
     for m in _BLOCK.finditer(text):
-        body = m.group(0)
         inner = m.group(1).strip()
-        cid = f"{id_prefix}_{len(calls)}"
-        closed = body.rstrip().endswith("</tool_call>")
+        closed = m.group(0).rstrip().endswith("</tool_call>")
+        n_errors = len(errors)
         if inner.startswith("<function="):
-            fm = _FUNC.match(inner)
-            name = fm.group(1).strip() if fm else ""
-            args = {p.group(1).strip(): _xml_value(p.group(2), types.get(name, {}).get(p.group(1).strip()))
-                    for p in _PARAM.finditer(fm.group(2))} if fm else {}
-            if fm and closed and "</function>" in inner:
-                calls.append(ToolCall(cid, name, args))
-            else:
-                errors.append(f"tool call {len(calls)}: unclosed XML <tool_call>/<function> block")
-                calls.append(ToolCall(cid, name, inner))
-            continue
-        try:
-            obj = json.loads(inner)
-        except json.JSONDecodeError as e:
-            nm = re.search(r'"name"\s*:\s*"([^"]+)"', inner)
-            errors.append(f"tool call {len(calls)}: invalid JSON ({e.msg} at position {e.pos})")
-            calls.append(ToolCall(cid, nm.group(1) if nm else "", inner))
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
-            errors.append(f"tool call {len(calls)}: expected an object with a string 'name'")
-            name = obj.get("name") if isinstance(obj, dict) else None
-            calls.append(ToolCall(cid, name if isinstance(name, str) else "", inner))
-            continue
-        args = obj.get("arguments", obj.get("parameters", {}))
-        if isinstance(args, str):  # double-encoded arguments
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError:
-                pass
-        if not isinstance(args, dict):
-            errors.append(f"tool call {len(calls)}: arguments of {obj['name']} are not a JSON object")
-            args = json.dumps(args) if not isinstance(args, str) else args
-        calls.append(ToolCall(cid, obj["name"], args))
-    rest = _BLOCK.sub("", text).strip()
-    return rest, calls, errors
+            _xml_calls(inner, closed, types, calls, errors, id_prefix)
+        else:
+            _json_call(inner, calls, errors, id_prefix)
+        kept.append(text[last:m.start()])
+        last = m.end()
+        if keep_malformed and len(errors) > n_errors:  # the block stays text; its malformed calls are dropped
+            calls[:] = [c for c in calls if isinstance(c.arguments, dict)]
+            kept.append(m.group(0))
+    if not calls and not errors and "<tool_call>" not in text:
+        return (*_bare_json_calls(text, tools, id_prefix), [])
+    rest = ("".join(kept) + text[last:]).strip()
+    return rest, [replace(c, id=f"{id_prefix}_{i}") for i, c in enumerate(calls)], errors
+
+
+def call_format(text: str, tools: list[dict] | None = None) -> str | None:
+    """The text format of the tool calls ``parse_tool_calls`` finds in ``text``: ``qwen3_coder_xml``,
+    ``hermes_json`` (``<tool_call>`` JSON blocks), ``json`` (a fenced or bare JSON call), or None."""
+    m = _BLOCK.search(text)
+    if m:
+        return "qwen3_coder_xml" if m.group(1).lstrip().startswith("<function=") else "hermes_json"
+    return "json" if _bare_json_calls(text, tools, "c")[1] else None
 
 
 def well_formed(call: ToolCall, tools: list[dict] | None = None) -> bool:

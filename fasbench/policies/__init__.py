@@ -6,10 +6,17 @@ that needs the task itself (the RAG baselines need the corpus) also has ``bind(t
 ``make_policy("NAME[:key=value,...]")`` builds one from a spec string, e.g. ``heuristic:turns=3``,
 ``heuristic:temperature=0.5,seed=3``, ``sequential:per_turn=1,turns=4`` (the heuristic's calls one a
 turn), ``bm25:k=5``, ``dense``, ``openai:model=gpt-4o-mini,base_url=…``,
-``hf`` (the offline model), ``scripted`` is for tests and is built directly.
+``hf`` or ``hf:model=smollm2-offline`` (the offline model), ``scripted`` is for tests and is built
+directly. The families with an example each are ``fasbench.specs.POLICY_FAMILIES`` (what
+`fasbench eval --help` lists); :func:`describe_policies` adds every parameter with its default and
+comment (`fasbench policies`).
 """
 
 from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
 
 from fasbench.policies import hf as hf_mod
 from fasbench.policies.heuristic import HeuristicPolicy
@@ -19,9 +26,9 @@ from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.sequential import SequentialPolicy
 from fasbench.specs import build as _build
 from fasbench.specs import convert as _convert
-from fasbench.specs import parse_spec
+from fasbench.specs import POLICY_FAMILIES, parse_spec
 
-POLICIES = ("heuristic", "sequential", "bm25", "dense", "openai", "hf")
+POLICIES = tuple(name for name, _, _ in POLICY_FAMILIES)
 
 
 def make_policy(spec: str, **overrides):
@@ -47,10 +54,48 @@ def make_policy(spec: str, **overrides):
     raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
 
 
+_CLASSES = {"heuristic": HeuristicPolicy, "sequential": HeuristicPolicy, "bm25": RagPolicy, "dense": RagPolicy,
+            "openai": OpenAIPolicy, "hf": hf_mod.HFPolicy}
+# set by make_policy or the harness, or Python-only (a dict): not spec parameters
+_HIDDEN = {"name", "root", "query", "method", "tokenizer", "stats", "extra_body"}
+_ONLY = {"bm25": {"model", "prefilter"}}  # dense-only fields of RagPolicy
+
+
+def policy_parameters(name: str) -> list[tuple[str, str, str]]:
+    """``(parameter, default, comment)`` of each spec parameter of policy family ``name``, the comment
+    read from the field's line in its class."""
+    if name not in _CLASSES:
+        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
+    cls = _CLASSES[name]
+    notes = dict(re.findall(r"^\s+(\w+):[^#\n]*#\s*(.+)$", inspect.getsource(cls), re.M))
+    out = [("per_turn", "1", "calls a turn")] if name == "sequential" else []
+    for f in dataclasses.fields(cls):
+        if f.init and f.name not in _HIDDEN and f.name not in _ONLY.get(name, ()):
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
+            out.append((f.name, "(required)" if f.name == "model" and name == "openai" else str(default),
+                        notes.get(f.name, "")))
+    return out
+
+
+def describe_policies() -> str:
+    """Every policy family: an example spec, what it is, and its parameters (`fasbench policies`)."""
+    lines = []
+    for name, example, what in POLICY_FAMILIES:
+        lines += [f"{name}: {what}", f"  e.g. --policy {example}"]
+        lines += [f"    {k}={v}" + (f"  # {c}" if c else "") for k, v, c in policy_parameters(name)]
+    lines += ["scripted: Python only (fasbench.policies.ScriptedPolicy(turns)), replays given turns; over HTTP, "
+              "`python -m fasbench.scripted_server` answers scripted tool calls for the openai policy",
+              "hf models (hf:model=NAME, also the checkpoints of `fasbench sft train`): smollm2-offline, tiny, "
+              "a checkpoint folder, a hub id; `fasbench policies --model-path NAME` prints the folder to serve"]
+    return "\n".join(lines)
+
+
 def bind_policy(policy, task):
     """The policy bound to ``task`` when it needs the task (``bind``), else the policy itself."""
     bind = getattr(policy, "bind", None)
     return bind(task) if callable(bind) else policy
 
 
-__all__ = ["POLICIES", "ScriptedPolicy", "bind_policy", "make_policy", "parse_spec"]
+__all__ = ["POLICIES", "ScriptedPolicy", "bind_policy", "describe_policies", "make_policy", "parse_spec",
+           "policy_parameters"]

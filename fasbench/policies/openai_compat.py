@@ -11,6 +11,13 @@ longer than ``max_reply_chars`` refused; each failure is one named ``EndpointErr
 harness records as the episode's ``policy_error``. Connection errors, timeouts, 408/409/429 and 5xx are
 retried with exponential backoff (honouring ``Retry-After``); other HTTP errors, a reply of the wrong
 shape and a reply over the caps fail the turn at once.
+A reply without structured ``tool_calls`` whose content holds calls written as text (a server
+started without its tool-call parser, or one that does not know the model's format: Hermes/Qwen2.5
+``<tool_call>`` JSON, Qwen3-Coder ``<function=…>`` XML, a fenced or bare JSON call) is read with
+fasbench's one text parser, :func:`fasbench.models.parse_tool_calls` (``text_tool_calls=false``
+turns this off); the turn's last request record then says so: ``calls_from_text`` (how many),
+``text_format``, ``text_errors`` (malformed blocks, which stay in the text and give no call: a server
+refuses a chat whose earlier call's arguments are not JSON). ``finish_reason`` is recorded too.
 Every HTTP attempt is recorded (``Reply.requests`` → ``Turn.requests`` in the trace: attempt, HTTP
 status or error, latency, prompt/completion tokens); when the last retry fails, ``EndpointError``
 carries them too (the harness keeps them in ``trace.meta["failed_requests"]``). One policy object is
@@ -28,9 +35,10 @@ from dataclasses import dataclass, field
 
 from fasbench.endpoint import (MAX_DEPTH, MAX_REPLY_BYTES, TOO_LARGE, EndpointError, bounded_client, check_chat_reply,
                                depth_over, one_line, parse_json, post_json)
+from fasbench.models import call_format, parse_tool_calls
 from fasbench.records import Reply, ToolCall, parse_arguments
 
-__all__ = ["EndpointError", "OpenAIPolicy", "parse_tool_calls"]
+__all__ = ["EndpointError", "OpenAIPolicy", "reply_calls", "structured_calls"]
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -45,7 +53,7 @@ def _arguments(raw):
     return raw if isinstance(args, dict) and depth_over(args, MAX_DEPTH) else args
 
 
-def parse_tool_calls(message: dict) -> list[ToolCall]:
+def structured_calls(message: dict) -> list[ToolCall]:
     """ToolCalls of an OpenAI chat message (``tool_calls`` list; legacy ``function_call`` too)."""
     raw = list(message.get("tool_calls") or [])
     if not raw and message.get("function_call"):
@@ -56,6 +64,27 @@ def parse_tool_calls(message: dict) -> list[ToolCall]:
         args = _arguments(fn.get("arguments", {}))  # a raw string stays: the harness reports it
         out.append(ToolCall(id=str(c.get("id") or f"call_{i}"), name=str(fn.get("name", "")), arguments=args))
     return out
+
+
+def reply_calls(message: dict, tools: list[dict] | None = None, id_prefix: str = "text_call",
+                text_calls: bool = True) -> tuple[str, list[ToolCall], dict]:
+    """``(text, calls, note)`` of a chat message: its structured ``tool_calls``; else, with
+    ``text_calls``, the calls its content writes as text (``models.parse_tool_calls``; the text is then
+    the content without them) and a ``note`` for the request record (``calls_from_text``,
+    ``text_format``, ``text_errors``); ``note`` is {} when the calls were structured or there were none."""
+    text = message.get("content") or ""
+    calls = structured_calls(message)
+    if calls or not text_calls or not text:
+        return text, calls, {}
+    # a malformed block stays text: servers refuse a chat whose earlier call's arguments are not JSON
+    # (transformers serve answers HTTP 500 to the next request)
+    rest, found, errors = parse_tool_calls(text, tools, id_prefix=id_prefix, keep_malformed=True)
+    if errors and not found:
+        return text, [], {"calls_from_text": 0, "text_errors": [one_line(e, 200) for e in errors[:8]]}
+    if not found:
+        return text, [], {}
+    return rest, found, {"calls_from_text": len(found), "text_format": call_format(text, tools),
+                         "text_errors": [one_line(e, 200) for e in errors[:8]]}
 
 
 @dataclass
@@ -79,6 +108,7 @@ class OpenAIPolicy:
     max_connections: int = 256  # HTTP connections kept to the endpoint (concurrent episodes share them)
     max_reply_bytes: int = MAX_REPLY_BYTES  # body of one reply; a longer one is refused (EndpointError)
     max_reply_chars: int = 0  # content + tool calls of one reply; 0 = 32 x max_tokens, at least 65536
+    text_tool_calls: bool = True  # no structured tool_calls: read calls written in the content (<tool_call>, XML, JSON)
 
     def __post_init__(self):
         self.base_url = (self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
@@ -174,8 +204,14 @@ class OpenAIPolicy:
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         log: list[dict] = []
         data = self.complete(self.request_body(messages, tools), log)
-        msg = data["choices"][0]["message"]
+        choice = data["choices"][0]
+        msg = choice["message"]
         usage = data.get("usage") or {}
-        return Reply(text=msg.get("content") or "", calls=parse_tool_calls(msg),
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        text, calls, note = reply_calls(msg, tools, f"text_{turn}", self.text_tool_calls)
+        log[-1].update(note)
+        if choice.get("finish_reason") is not None:
+            log[-1]["finish_reason"] = one_line(str(choice["finish_reason"]), 40)
+        return Reply(text=text, calls=calls,
                      prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
                      requests=log)
