@@ -88,6 +88,7 @@ def cases(b):
         "rl log": [[F], [D], [B]],
         "trajectories analyze": [[B, "--out", F], [D, "--labels", D, "--out", out], [D, "--labels", B, "--out", out],
                                  [D, "--out", out], [F, "--out", out], [H, "--out", out]],  # nothing parses: exit 2
+        "policies": [["--model-path", "nope"], ["--model-path", "/nonexistent/model"]],
         "replay": [[D], [F], [B], [str(b / "run_half")], ["example", "no__such-1"], ["example", "--html", D],
                    ["example", "--reward", "nope"]],
         "sft config": [[D], [B], [H], [BV], ["no-such-profile"], *[["tiny", *s] for s in SET_SFT]],
