@@ -121,3 +121,18 @@ def test_the_judge_reads_cited_lines_as_the_release_opens_paths(tmp_path):
                    "```/repo/../etc/passwd:1\nError: the file does not exist.\n```\n")
     # the lenient reading resolves the relative spelling against the workspace
     assert "a = 1" in citation_contents({"shop/pricing.py": [[1, 1]]}, tmp_path)
+
+
+def test_the_release_reads_a_messy_block_line_by_line():
+    """The lenient forms of tests/test_tools.py read as the release reads them (worked out from its
+    regular expression ``(.+?):(\\d+(?:-\\d+)?)\\s*(.*)``: the path is all before the first ``:N``)."""
+    text = ("I looked around.\n<final_answer>\nHere are the locations:\n- src/pkg/auth.py:4-10 (Login and check)\n"
+            "* `src/pkg/models.py:2` (the name)\n1. src/pkg/auth.py:13-14, 20-22 (Auth class)\nsrc/pkg/auth.py:L30-L31\n"
+            "  tests/test_auth.py   (the test, whole file)\nREADME.md:9-3 reversed\ne.g. this is junk\nNote: more junk\n"
+            "</final_answer>\ntrailing text")
+    assert parse_final_answer(text).files == {"- src/pkg/auth.py": [[4, 10]], "* `src/pkg/models.py": [[2, 2]],
+                                              "1. src/pkg/auth.py": [[13, 14]], "README.md": [[9, 3]]}
+    two = "<final_answer>a.py:1-2</final_answer> then <final_answer>b.py:3-4</final_answer>"
+    assert parse_final_answer(two).files == {"a.py": [[1, 2]]}  # the first block
+    assert parse_final_answer("<FINAL_ANSWER>a.py:1-2</FINAL_ANSWER>") is None  # case-sensitive
+    assert parse_final_answer("<final_answer>\na.py:1-2\na.py:1-2\n</final_answer>").files == {"a.py": [[1, 2], [1, 2]]}

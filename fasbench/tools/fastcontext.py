@@ -41,12 +41,13 @@ unclosed block), used only by the ``fastcontext-lenient`` reward.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
 
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
-from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
+from fasbench.tools.base import Tool, ToolError, ToolLimits, Toolset, Workspace
 from fasbench.tools.fastcontext_published import (
     FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_DESCRIPTION, GREP_HEAD,
     GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
@@ -57,6 +58,11 @@ from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rg import ignore_flags, rg_argv
 from fasbench.tools.rgsearch import run_rg
 from fasbench.tools.sandbox import Stage, decode, display, read_lines, resolve, run_pipeline
+
+#: Characters one observation may reach (a memory bound, not the release's: its tools print at most
+#: 2000 lines of at most 2000 characters from Read, 100 lines or ``head_limit`` from Grep, 100 paths
+#: from Glob, and ``tool.py`` passes that through whole; fasbench's 20,000-character cap is not applied).
+OBSERVATION_BOUND = 16_000_000
 
 #: Each tool's kind (fasbench.tools.KINDS); the answer is a text block, not a tool.
 KINDS = {"Read": "read", "Glob": "list", "Grep": "search"}
@@ -350,6 +356,12 @@ class FastContextToolset(Toolset):
     extra_final_turn = True
     silent_reply_ends = True
     caps_output = False
+
+    def __init__(self, root, limits: ToolLimits | None = None):
+        # no fasbench output cap: the shared readers' budgets (sandbox.read_lines, run_pipeline) get
+        # OBSERVATION_BOUND instead of limits.max_output_chars, far above what the released tools print
+        lim = limits or ToolLimits()
+        super().__init__(root, dataclasses.replace(lim, max_output_chars=max(lim.max_output_chars, OBSERVATION_BOUND)))
 
     def episode_query(self, task) -> tuple[str, str]:
         """``task.meta["fc_query"]`` (the generated query, :mod:`fasbench.tools.fastcontext_query`)
