@@ -29,7 +29,7 @@ from fasbench.localization import localization_row
 from fasbench.metrics import acc_at_k, file_prf, line_prf, normalize_path, scoring_memo
 from fasbench.models import well_formed
 from fasbench.records import Task, Trace
-from fasbench.reward import REWARDS, episode_kwargs, finish_reason, judge_requests, score_report
+from fasbench.reward import REWARDS, episode_kwargs, episode_query, finish_reason, judge_requests, score_report
 from fasbench.tools import TOOLSETS, make_toolset
 
 KS = (1, 3, 5, 10)
@@ -226,7 +226,7 @@ def episode_rows(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, T
     if dup:
         warnings.warn(f"{dup} duplicate traces ignored (first one per task kept)")
     if judge is not None:  # every judge question at once, concurrently, before the rows
-        judge.score_many(judge_requests((tr.report, by_id[tr.task_id].root, by_id[tr.task_id].query,
+        judge.score_many(judge_requests((tr.report, by_id[tr.task_id].root, episode_query(tr, by_id[tr.task_id].query),
                                          finish_reason(tr)) for tr in kept if tr.task_id in by_id))
     return [episode_row(tr, by_id.get(tr.task_id), reward, rewards, judge, localization) for tr in kept]
 

@@ -33,7 +33,9 @@ def register(app) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (traces.jsonl, summary.parquet); resumes "
                                            "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
                                            "POLICY-KEY, KEY derived from every option that changes the run"),
-        max_turns: int = typer.Option(6, "--max-turns", min=1),
+        max_turns: int = typer.Option(6, "--max-turns", min=1, help="turn limit K: Relace, at most K replies (the "
+                                      "last after the stop-and-answer note); FastContext, the release's max_turns: "
+                                      "K replies, then its last-turn message and one extra reply (at most K+1)"),
         max_calls: int = typer.Option(12, "--max-calls", min=1),
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
@@ -44,6 +46,8 @@ def register(app) -> None:
         corpus: Optional[str] = typer.Option(None, "--corpus", help="offline | online (default: offline where a "
                                              "release is picked); tasks not usable on it are excluded"),
         judge: str = typer.Option("", "--judge", help="FastContext reward's LLM judge: openai:model=NAME,base_url=URL"),
+        reward: str = typer.Option("relace", "--reward", help="the summary's headline `reward` column: relace | "
+                                   "fastcontext | fastcontext-lenient | … (every reward is a column anyway)"),
         shard: str = typer.Option("", "--shard", help="i/n: run shard i (0-based) of n of the tasks, for several "
                                   "machines; merge with `fasbench eval-merge`"),
     ):
@@ -73,7 +77,8 @@ def register(app) -> None:
             if out is None:  # the default run name: every option that changes what the run holds
                 out = cache_dir("runs") / run_name(f"eval-{policy.split(':', 1)[0]}", {
                     "policy": policy, "toolset": toolset, "tasks": source, "ids": chosen, "limit": limit,
-                    "corpus": corpus, "max_turns": max_turns, "max_calls": max_calls, "shard": shard})
+                    "corpus": corpus, "max_turns": max_turns, "max_calls": max_calls, "shard": shard,
+                    **({"reward": reward} if reward != "relace" else {})})
                 typer.echo(f"run directory: {out}", err=True)
             ts, excluded = usable(ts, corpus)
             typer.echo(describe_excluded(excluded, n, corpus), err=True)
@@ -92,7 +97,7 @@ def register(app) -> None:
             if limit or excluded or shard:
                 typer.echo(count, err=True)
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
-                          workers or None, backend or None, judge=judge or None,
+                          workers or None, backend or None, judge=judge or None, reward=reward,
                           task_source=source + (f" (first {limit})" if limit else ""),
                           corpus=corpus or corpus_kind_of(ts) or "default", warn=False)
         except (ValueError, FileNotFoundError, RecordError) as e:

@@ -326,6 +326,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
           f"run{when} in {out}")
     df = summarize(tasks, traces, judge=the_judge, reward=reward)
     df = df.with_columns(pl.col("task_id").is_in(resumed).alias("resumed"))
+    df = _record_query_sources(out, df, traces)
     df.write_parquet(out / "summary.parquet")
     for w in warnings if warn else ():
         print(w)
@@ -364,6 +365,34 @@ def tool_call_warnings(traces: str | Path | Iterable[Trace], ids: Iterable[str] 
                    f"({', '.join(sorted(formats))}), not from structured tool_calls: the server's tool-call "
                    "parser is off or does not know this format; see docs/own_model.md")
     return out
+
+
+def _record_query_sources(out: Path, df: pl.DataFrame, traces: Path) -> pl.DataFrame:
+    """The summary with a ``query_source`` column (what each episode's explorer was given:
+    ``trace.meta["query_source"]``, e.g. ``problem_statement`` or a FastContext query generator; null
+    for a trace written before it was recorded), and ``run.json`` ``query_sources`` (count per source)."""
+    src: dict[str, str | None] = {}
+    if traces.exists():
+        for d in iter_jsonl(traces):
+            src.setdefault(d.get("task_id"), (d.get("meta") or {}).get("query_source"))
+    df = df.with_columns(pl.Series("query_source", [src.get(t) for t in df["task_id"].to_list()], dtype=pl.Utf8))
+    counts: dict[str, int] = {}
+    for v in df["query_source"].to_list():
+        counts[v or "unrecorded"] = counts.get(v or "unrecorded", 0) + 1
+    f = out / "run.json"
+    meta = json.loads(f.read_text(encoding="utf-8"))
+    meta["query_sources"] = counts
+    f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    return df
+
+
+def query_source_label(meta: dict) -> str | None:
+    """One line for the runs table: the run's query sources with their counts (``problem_statement 3,
+    query_gen.py@5fb8c1d model=m … 7``); None for a run written before they were recorded."""
+    counts = meta.get("query_sources")
+    if not counts:
+        return None
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 # ---------------------------------------------------------------- summary

@@ -1,13 +1,29 @@
 """The episode loop: policy → concurrent tool execution → observations → report.
 
 One turn = one policy reply. All calls of a turn run concurrently (they are independent
-reads); results come back in call order with their own timings. On the last allowed turn the
-policy is told to stop exploring and answer; after a turn with neither calls nor answer it is
-reminded to go on. The Trace records every message the policy saw, notes included, and the chat
-given to the policy at each turn is read back from it (``Trace.to_messages``), so SFT data, RL and
-replay that read the trace read the same chat. An episode whose replies held no parsable tool call
-(:func:`parsable_calls`) is flagged ``meta["no_tool_call"]``. The trace is returned whole; callers append it to a
-JSONL file as each episode finishes (see ``run_episodes``).
+reads); results come back in call order with their own timings. Two loops, chosen by the tool set's
+flags (:class:`fasbench.tools.base.Toolset`):
+
+- fasbench's (Relace): at most ``max_turns`` replies; before the last the policy is told to stop
+  exploring and answer; after a reply with neither calls nor answer it is reminded to go on.
+- FastContext's release (``src/fastcontext/agent/agent.py`` ``_agent_loop`` @5fb8c1d, unchanged at
+  913afd3): ``max_turns`` replies, then the last-turn message as a user message and one extra reply
+  (turn ``max_turns + 1``, tools still offered and run); a reply without tool calls ends the episode
+  (``reported`` if it holds an answer block, else stop reason ``no_answer``, which every reward scores
+  0). So ``--max-turns K`` is the release's ``max_turns=K`` (at most K + 1 replies). The RL rollout of
+  the release (``training/fastcontext-rl/agent_runner.py`` @5fb8c1d) differs: 8 replies, the 8th after
+  an *assistant* message "Stop exploring and return the final answer directly."; its over-length rule
+  (``generate_with_fastcontext.py``: a rollout over 65,536 tokens is removed from training) is
+  :data:`RL_MAX_CONTEXT_TOKENS` / :func:`context_tokens`, for the trainer to apply; evaluation has none.
+
+The query is the tool set's ``episode_query(task)`` (FastContext: the generated query of
+``task.meta["fc_query"]`` when there is one); ``trace.meta["query_source"]`` says which, and
+``trace.meta["query"]`` holds it when it is not ``task.query``. The Trace records every message the
+policy saw, notes included, and the chat given to the policy at each turn is read back from it
+(``Trace.to_messages``), so SFT data, RL and replay that read the trace read the same chat. An
+episode whose replies held no parsable tool call (:func:`parsable_calls`) is flagged
+``meta["no_tool_call"]``. The trace is returned whole; callers append it to a JSONL file as each
+episode finishes (see ``run_episodes``).
 """
 
 from __future__ import annotations
@@ -53,6 +69,27 @@ class Limits:
 
 NO_CALL_NOTE = "Your reply had no tool call and no answer. Call tools to keep searching, or give your answer."
 
+#: generate_with_fastcontext.py @5fb8c1d: ``total_length > 65536`` tokens -> the rollout is removed.
+RL_MAX_CONTEXT_TOKENS = 65_536
+
+
+def turn_budget(toolset: Toolset, limits: Limits) -> int:
+    """Replies an episode may have: ``max_turns``, plus one for a tool set with the release's extra
+    last turn (FastContext). The last-turn note comes before reply number ``turn_budget``."""
+    return limits.max_turns + (1 if toolset.extra_final_turn else 0)
+
+
+def context_tokens(trace: Trace) -> int | None:
+    """Tokens of the whole episode as the model server counted them: the last reply's prompt plus
+    its completion (None when the policy reported no token counts). Over
+    :data:`RL_MAX_CONTEXT_TOKENS` FastContext's RL drops the rollout."""
+    if not trace.turns:
+        return None
+    t = trace.turns[-1]
+    if t.prompt_tokens is None or t.completion_tokens is None:
+        return None
+    return int(t.prompt_tokens) + int(t.completion_tokens)
+
 
 def tool_pool_size() -> int:
     """Threads of the tool pool shared by every episode of the process: $FASBENCH_TOOL_WORKERS, else
@@ -96,12 +133,17 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
         if not task.root:
             raise ValueError(f"task {task.id} has no corpus root; materialise it first")
         toolset = make_toolset(toolset, task.root, limits.tool)
+    query, source = toolset.episode_query(task)
     trace = Trace(task_id=task.id, policy=policy.name, toolset=toolset.name,
-                  prompt=initial_messages(toolset, task.query, limits), started_at=time.time(),
+                  prompt=initial_messages(toolset, query, limits), started_at=time.time(),
                   stop_reason="max_turns")
+    trace.meta["query_source"] = source
+    if query != task.query:
+        trace.meta["query"] = query
     notes: list[dict] = []  # what the harness adds to the chat before the next reply
-    for i in range(limits.max_turns):
-        final = i == limits.max_turns - 1
+    budget = turn_budget(toolset, limits)
+    for i in range(budget):
+        final = i == budget - 1
         if final:
             notes.append({"role": "user", "content": toolset.final_turn_note()})
             trace.meta["final_note_turn"] = i
@@ -130,6 +172,9 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
         report = toolset.parse_report(turn.text, turn.calls[:limits.max_calls_per_turn])
         if report is not None:
             trace.report, trace.stop_reason = report, "reported"
+            break
+        if not turn.calls and toolset.silent_reply_ends:  # FastContext: no calls, no answer: the end
+            trace.stop_reason = "no_answer"
             break
         if not turn.calls and not final:
             notes.append({"role": "user", "content": NO_CALL_NOTE})

@@ -47,6 +47,7 @@ from fasbench.metrics import normalize_path
 from fasbench.paths import cache_dir
 from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.specs import build, parse_spec
+from fasbench.tools.fastcontext_published import WORK_DIR
 
 MAX_LINES = 500  # read_citations_content: lines per citation
 MAX_LINE_LENGTH = 500  # read_citations_content: characters per line
@@ -90,7 +91,9 @@ You MUST respond in the following JSON format and nothing else:
 
 
 def query_message(query: str) -> str:
-    """The episode's query as the released RL data words it (``rl_data_preprocess.py``)."""
+    """The episode's query as the released RL data words it (``rl_data_preprocess.py``). ``query`` is
+    the query the explorer was given (``reward.episode_query``: FastContext's generated query,
+    ``task.meta["fc_query"]``, when the task has one; else the problem statement)."""
     return f"<query>{query}</query>"
 
 
@@ -147,10 +150,28 @@ class _Limited(io.RawIOBase):
         return len(data)
 
 
-def citation_contents(files: Mapping[str, Sequence[Sequence[int]]], root: str | Path | None) -> str:
-    """The cited lines, as ``read_citations_content`` lays them out. Paths are resolved against the
-    workspace ``root`` (any ``/repo/`` or absolute-root spelling); an end of ``-1`` reads to the end
-    of the file. Files cited without a line range are not citations in the release and are skipped.
+def _released_rel(path: str) -> str:
+    """The workspace-relative path the release's judge can open for a cited ``path``: it opens the
+    path as written (``read_citations_content`` without ``workspace``), so only a path under the
+    workspace path the prompt showed (``/repo/``) reaches a workspace file; a relative path is opened
+    from the trainer's directory and reads as missing, as does any other path (fasbench never opens
+    a path outside the workspace)."""
+    pre = WORK_DIR.rstrip("/") + "/"
+    if not path.startswith(pre):
+        return ""
+    rel = path[len(pre):]
+    parts = rel.split("/")
+    return "" if ".." in parts or not rel else rel
+
+
+def citation_contents(files: Mapping[str, Sequence[Sequence[int]]], root: str | Path | None,
+                      released: bool = False) -> str:
+    """The cited lines, as ``read_citations_content`` lays them out. ``released``: paths are opened as
+    the release opens them (:func:`_released_rel`: only ``/repo/…`` paths reach the workspace ``root``);
+    otherwise they are resolved against ``root`` (any ``/repo/`` or absolute-root spelling, the
+    ``fastcontext-lenient`` reward). An end of ``-1`` reads to the end of the file. Files cited
+    without a line range are not citations in the release and are skipped. Deviation: a range is
+    shown as ``S`` or ``S-E`` (the release shows it as the model wrote it, so ``4-4`` there is ``4`` here).
 
     Every path is read through :mod:`fasbench.contain` (the tools' rule), which the release does not
     have (``os.path.join(workspace, path)``: an absolute path or ``..`` reads any file). A path that
@@ -164,7 +185,7 @@ def citation_contents(files: Mapping[str, Sequence[Sequence[int]]], root: str | 
     out, used, budget = [], 0, [contain.MAX_READ_BYTES]
     for path, ranges in files.items():
         for s, e in ranges:
-            rel = normalize_path(path, str(root) if root else None)
+            rel = _released_rel(path) if released else normalize_path(path, str(root) if root else None)
             if not rel or not root:
                 content = MISSING
             elif used > MAX_CONTENT_CHARS:

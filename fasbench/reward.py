@@ -6,6 +6,10 @@ Formulas (see docs/design.md):
   files, agent-trace-derived data), and turn penalty ``P = clip((24 − n) / (24 − 4), 0, 1)``.
 - FastContext, as released: ``1[n_cit ≥ 1] · (1 + 1[finish = stop] · (F0.5 − 0.1 · max(0, (n_pred − n_gt)
   / n_gt)) + 2·J)``, 0 for a failed episode, with J = the LLM judge's 0-10 score × 0.1 (fasbench.judge).
+  Paths are compared as released: the workspace path the prompt showed (``/repo/``, the release's
+  ``drop_prefix``) is stripped and the rest must equal a gold path (a bullet, a backtick or a leading
+  ``/`` is a wrong path). ``fastcontext-lenient`` is the same formula over fasbench's looser reading
+  (``parse_final_answer_lenient`` of the answer text, every path normalised): not the release's.
 - F0.5 over files, as Cognition reports its searcher.
 
 ``root`` (a workspace directory) lets line ranges resolve against the files: ``[s, -1]`` ends at the
@@ -22,6 +26,8 @@ from fasbench.judge import citation_contents, query_message
 from fasbench.lines import LINE_CAP, capped_ranges
 from fasbench.metrics import fbeta, file_prf, line_prf, normalize_files, normalize_path
 from fasbench.records import Gold, Report
+from fasbench.tools.fastcontext import parse_final_answer_lenient
+from fasbench.tools.fastcontext_published import WORK_DIR
 
 
 @dataclass
@@ -84,13 +90,24 @@ def finish_reason(trace) -> str:
     """The release's finish reason for a fasbench episode: ``stop`` when the model answered (a report
     was parsed), ``tool_calls`` when the turn limit came while it was still calling tools (the
     release's loop ends there; that status is FAILED), ``error`` when the policy failed."""
-    if trace.stop_reason == "reported":
+    if trace.stop_reason in ("reported", "no_answer"):  # no_answer: the model stopped without an answer block
         return "stop"
     return "error" if trace.stop_reason == "policy_error" or trace.error else "tool_calls"
 
 
+def _released_files(cited: dict, gold: Gold) -> tuple[float, float, int, int, int]:
+    """``calculate_score_file`` @5fb8c1d on path sets: (precision, recall, n_pred, n_gold, n_hit),
+    the cited paths with the shown workspace (``drop_prefix``) stripped and compared exactly."""
+    pre = WORK_DIR.rstrip("/") + "/"
+    pred = {p[len(pre):] if p.startswith(pre) else p for p in cited}
+    true = set(gold.edited)
+    hit = len(pred & true)
+    return (hit / len(pred) if pred else 0.0), (hit / len(true) if true else 0.0), len(pred), len(true), hit
+
+
 def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
-                judge=None, query: str | None = None, finish_reason: str | None = "stop") -> Score:
+                judge=None, query: str | None = None, finish_reason: str | None = "stop",
+                lenient: bool = False, answer: str | None = None) -> Score:
     """FastContext's RL reward as released (``generate_with_fastcontext.py`` ``reward_func``, scores
     from ``utils.py``):
 
@@ -103,7 +120,12 @@ def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, roo
 
     ``judge`` is a :class:`fasbench.judge.Judge` (or None: the quality term is 0 and the reason says
     so); ``query`` the task's query (needed by a judge); ``root`` the workspace the citations are read
-    from. Deviations: a gold with no file gives no over-citation term (the release divides by 0)."""
+    from. Deviations: a gold with no file gives no over-citation term (the release divides by 0).
+
+    ``lenient`` (the ``fastcontext-lenient`` reward): ``answer`` (the answer text, when given) is
+    re-read with ``parse_final_answer_lenient`` and paths are normalised (fasbench's older reading)."""
+    if lenient and answer is not None:
+        report = parse_final_answer_lenient(answer)
     parts = {"cited": 0.0, "score_file": 0.0, "f0.5": 0.0, "over_penalty": 0.0, "quality": 0.0,
              "judged": 0.0}
     status = _status(finish_reason)
@@ -115,9 +137,13 @@ def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, roo
         return Score(0.0, parts, "no citation with a line range in the answer: 0"
                      + ("" if report is not None else " (no answer)"))
     parts["cited"] = 1.0
-    prf = file_prf(normalize_files(cited, root), gold.edited, root)
-    f05 = fbeta(prf.precision, prf.recall, 0.5)
-    over = 0.1 * max(0.0, (prf.n_pred - prf.n_gold) / prf.n_gold) if prf.n_gold else 0.0
+    if lenient:
+        prf = file_prf(normalize_files(cited, root), gold.edited, root)
+        prec, rec, n_pred, n_gold, n_hit = prf.precision, prf.recall, prf.n_pred, prf.n_gold, prf.n_hit
+    else:
+        prec, rec, n_pred, n_gold, n_hit = _released_files(cited, gold)
+    f05 = fbeta(prec, rec, 0.5)
+    over = 0.1 * max(0.0, (n_pred - n_gold) / n_gold) if n_gold else 0.0
     parts["f0.5"], parts["over_penalty"] = f05, over
     if status == "completed":
         parts["score_file"] = f05 - over
@@ -129,33 +155,60 @@ def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, roo
     elif not query:
         judge_note = "no query given to the judge: quality 0"
     else:
-        v = judge.judge(query_message(query), citation_contents(cited, root))
+        v = judge.judge(query_message(query), citation_contents(cited, root, released=not lenient))
         parts["quality"], parts["judged"] = v.quality, 1.0
         judge_note = f"judge {v.quality * 10:.0f}/10" + (f" ({v.reason})" if v.reason else "")
     value = 1.0 + parts["score_file"] + 2.0 * parts["quality"]
-    reason = (f"{n_cit} citations in {prf.n_pred} files ({prf.n_hit}/{prf.n_gold} gold files); {file_note}; "
+    reason = (f"{n_cit} citations in {n_pred} files ({n_hit}/{n_gold} gold files); {file_note}; "
               f"{judge_note}; 1 + {parts['score_file']:.3f} + 2·{parts['quality']:.2f} = {value:.3f}")
     return Score(value, parts, reason)
 
 
 def judge_requests(items) -> list[tuple[str, str]]:
-    """The (query message, cited contents) pairs :func:`fastcontext` will send the judge for
+    """The (query message, cited contents) pairs the ``fastcontext`` reward will send the judge for
     ``items`` = (report, root, query, finish reason) tuples, so that a caller can have them judged
-    concurrently first (``Judge.score_many``); episodes the reward scores 0 are left out."""
+    concurrently first (``Judge.score_many``); episodes the reward scores 0 are left out. Give the
+    query as :func:`episode_query` returns it."""
     out = []
     for report, root, query, fr in items:
         cited = {p: rs for p, rs in (report.files.items() if report is not None else ()) if rs}
         if cited and query and _status(fr) != "failed":
-            out.append((query_message(query), citation_contents(cited, root)))
+            out.append((query_message(query), citation_contents(cited, root, released=True)))
     return out
+
+
+def episode_query(trace, query: str | None) -> str | None:
+    """The query the episode's explorer was given (``trace.meta["query"]``, a FastContext generated
+    query), else ``query`` (the task's): what the judge is asked about, as the release asks it about
+    the rollout's own ``<query>`` message."""
+    q = (trace.meta or {}).get("query") if trace is not None else None
+    return q if isinstance(q, str) and q else query
+
+
+def _answer_text(trace) -> str | None:
+    """The text of the episode's last reply (the one a FastContext answer is read from)."""
+    return trace.turns[-1].text if trace is not None and trace.turns else None
 
 
 def episode_kwargs(reward: str, trace, query: str | None = None, judge=None) -> dict:
     """The keyword arguments a reward takes from the episode itself (FastContext's: the finish
-    reason, the query and the judge); ``{}`` for the others."""
-    if reward != "fastcontext":
+    reason, the query the explorer was given and the judge; the lenient one also the answer text);
+    ``{}`` for the others."""
+    if reward not in ("fastcontext", "fastcontext-lenient"):
         return {}
-    return {"finish_reason": finish_reason(trace), "query": query, "judge": judge}
+    kw = {"finish_reason": finish_reason(trace), "query": episode_query(trace, query), "judge": judge}
+    if reward == "fastcontext-lenient":
+        kw["answer"] = _answer_text(trace) if trace is not None and trace.stop_reason in ("reported", "no_answer") \
+            else None
+    return kw
+
+
+def fastcontext_lenient(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
+                        judge=None, query: str | None = None, finish_reason: str | None = "stop",
+                        answer: str | None = None) -> Score:
+    """:func:`fastcontext` over fasbench's looser answer reading (not the release's; see there)."""
+    return fastcontext(gold, report, turns, root, judge=judge, query=query, finish_reason=finish_reason,
+                       lenient=True, answer=answer)
 
 
 def f05(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
@@ -196,6 +249,7 @@ REWARDS: dict[str, Callable[..., Score]] = {
     "relace-f2": relace_f2,
     "relace-hybrid": relace_hybrid,
     "fastcontext": fastcontext,
+    "fastcontext-lenient": fastcontext_lenient,
     "f0.5": f05,
     "file-f1": file_f1,
     "line-f1": line_f1,

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from fasbench.evaluate import load_summary, read_run_meta, resume_note
+from fasbench.evaluate import load_summary, query_source_label, read_run_meta, resume_note
 from fasbench.metrics import EXACT_MAX_N, N_FLIPS, bootstrap_ci, p_text, paired_test
 from fasbench.paths import repo_root
 from fasbench.tasksets import task_set_label
@@ -96,7 +96,8 @@ def check_metrics(df: pl.DataFrame, metrics: Sequence[str], run: str) -> None:
 
 def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str] = RUN_METRICS,
                level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
-    """One row per run: ``run``, ``policy``, ``toolset``, ``task_source``, ``n``, each metric with
+    """One row per run: ``run``, ``policy``, ``toolset``, ``task_source``, ``n``, ``resumed``, ``query_source``
+    (what the explorer was given, with counts: run.json ``query_sources``), each metric with
     ``<m>_lo``/``<m>_hi`` (percentile bootstrap at ``level`` over tasks), ``created``, ``code`` and
     ``path``. Metrics a run lacks are null."""
     dirs = find_runs(paths)
@@ -107,7 +108,7 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
              "toolset": meta.get("toolset") or _first(df, "toolset"),
              "task_source": task_set_label(meta.get("task_source") or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
                                                                         else None), meta.get("corpus")),
-             "n": df.height, "resumed": resume_note(d)}
+             "n": df.height, "resumed": resume_note(d), "query_source": query_source_label(meta)}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
             mean, lo, hi = bootstrap_ci(vals, n=n_boot, alpha=1 - level, seed=seed) if vals else (None,) * 3
@@ -117,7 +118,7 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
         r["path"] = str(d)
         rows.append(r)
     schema = {"run": pl.Utf8, "policy": pl.Utf8, "toolset": pl.Utf8, "task_source": pl.Utf8, "n": pl.Int64,
-              "resumed": pl.Utf8,
+              "resumed": pl.Utf8, "query_source": pl.Utf8,
               **{f"{m}{s}": pl.Float64 for m in metrics for s in ("", "_lo", "_hi")},
               "created": pl.Utf8, "code": pl.Utf8, "path": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)
@@ -191,7 +192,7 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
     """The runs table as strings: ``mean [lo, hi]`` per metric, date without seconds."""
     rows = []
     for r in table.iter_rows(named=True):
-        row = {k: r[k] for k in ("run", "policy", "toolset", "task_source", "n", "resumed") if k in r}
+        row = {k: r[k] for k in ("run", "policy", "toolset", "task_source", "n", "resumed", "query_source") if k in r}
         for m in metrics:
             if m in r:
                 row[m] = _ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits)

@@ -10,6 +10,14 @@ past that wait for a slot, as requests wait for a place in a server's batch), an
   Relace tool set by default: cheap reads, so the client's cost per call stays small);
 - turn ``k = turns - 1``: the Relace answer call naming ``report_path``.
 
+Two other scripts, chosen by the tools a request offers: a request offering FastContext's
+query-generation tools (``subagent``, :mod:`fasbench.tools.fastcontext_query`) gets one ``subagent``
+call whose ``prompt`` is ``Find the code involved in: `` + the problem statement's first line (at
+most 200 characters); a request offering FastContext's explorer tools gets, before the last turn, a
+``Grep`` for the longest word of the ``<query>`` (then the calls' turns as above are not used), and
+on the last turn a text answer ``<final_answer>`` citing lines 1-20 of the first ``/repo/…`` path the
+tool results showed (``README.md`` if none), without tool calls (finish reason ``stop``).
+
 ``usage`` carries prompt tokens (request bytes / 4) and completion tokens (answer bytes / 4), so a
 client can record them. A task steers the server from its query, for failure tests: a query holding
 ``[[server:500]]`` always gets HTTP 500, ``[[server:sleep=S]]`` waits S seconds before answering,
@@ -34,8 +42,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fasbench.tools import calls_for
+from fasbench.tools.fastcontext_query import offers_subagent, subagent_call
 
 _RELACE = calls_for("relace")
+_FC = calls_for("fastcontext")
+_FC_SEARCH = _FC.search("x", "x").name  # the explorer's search tool: a request offering it is a FastContext one
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_REPO_PATH = re.compile(r"/repo/[\w./-]+\.\w+")
 DEFAULT_CALLS = tuple({"name": c.name, "arguments": c.arguments} for c in (
     _RELACE.list_dir("c0", "/repo"), _RELACE.read("c1", "/repo/requests/__init__.py", 1, 40)))
 STEER = re.compile(r"\[\[server:(500|sleep=[0-9.]+|flaky=[0-9]+)\]\]")
@@ -101,6 +114,23 @@ class ScriptedServer(ThreadingHTTPServer):
                 with self.lock:
                     self.in_flight -= 1
                     self.served += 1
+        names = {(t.get("function") or {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+        if offers_subagent(body.get("tools")):
+            first = next((ln.strip() for ln in user.split("</problem_statement>")[0]
+                          .replace("<problem_statement>", "").splitlines() if ln.strip()), "the problem")
+            calls = [subagent_call(f"call_{k}_0", "Explore the codebase", f"Find the code involved in: {first[:200]}")]
+            return self._reply(body, key, n_bytes, "I will explore first.", calls, "tool_calls")
+        if _FC_SEARCH in names:
+            if k < self.turns - 1:
+                words = sorted(set(_WORD.findall(user.replace("<query>", " ").replace("</query>", " "))),
+                               key=lambda w: (-len(w), w))
+                c = _FC.search(f"call_{k}_0", words[0] if words else "def", include=None)
+                calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}]
+                return self._reply(body, key, n_bytes, f"Turn {k + 1}: searching.", calls, "tool_calls")
+            seen = [p for m in msgs if m.get("role") == "tool" for p in _REPO_PATH.findall(str(m.get("content") or ""))]
+            cite = seen[0] if seen else "/repo/README.md"
+            return self._reply(body, key, n_bytes, f"Found it.\n\n<final_answer>\n{cite}:1-20 (scripted)\n</final_answer>",
+                               [], "stop")
         if k < self.turns - 1:
             calls = [{"id": f"call_{k}_{i}", "type": "function",
                       "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
@@ -110,17 +140,26 @@ class ScriptedServer(ThreadingHTTPServer):
             (rep,) = _RELACE.report(f"call_{k}_0", {self.report_path: [[1, 20]]}, "scripted report").calls
             calls = [{"id": rep.id, "type": "function", "function": {"name": rep.name, "arguments": rep.arguments_json()}}]
             text = "Reporting."
-        fm = FORMAT.search(user)
-        fmt = fm.group(1) if fm and fm.group(1) in TOOL_FORMATS else self.tool_format
-        msg = {"role": "assistant", "content": text, "tool_calls": calls}
-        if fmt == "prose":
-            msg = {"role": "assistant", "content": PROSE}
-        elif fmt != "structured":
-            msg = {"role": "assistant", "content": as_text(text, calls, fmt)}
+        return self._reply(body, key, n_bytes, text, calls, "tool_calls", user=user)
+
+    def _reply(self, body: dict, key: str, n_bytes: int, text: str, calls: list, finish: str,
+               user: str | None = None) -> tuple[int, dict]:
+        """The chat completion; ``user`` (the Relace script's turns) picks the tool-call format: the
+        server's ``--tool-format`` or a ``[[server:format=F]]`` in the user message (else structured)."""
+        msg = {"role": "assistant", "content": text}
+        if calls:
+            msg["tool_calls"] = calls
+        if user is not None:
+            fm = FORMAT.search(user)
+            fmt = fm.group(1) if fm and fm.group(1) in TOOL_FORMATS else self.tool_format
+            if fmt == "prose":
+                msg = {"role": "assistant", "content": PROSE}
+            elif fmt != "structured":
+                msg = {"role": "assistant", "content": as_text(text, calls, fmt)}
+            finish = "tool_calls" if msg.get("tool_calls") else "stop"
         n_out = len(json.dumps(msg)) // 4
         return 200, {"id": f"chatcmpl-{key[:12]}", "object": "chat.completion", "created": int(time.time()),
-                     "model": body.get("model", ""), "choices": [{"index": 0, "message": msg,
-                                                                 "finish_reason": "tool_calls" if msg.get("tool_calls") else "stop"}],
+                     "model": body.get("model", ""), "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
                      "usage": {"prompt_tokens": n_bytes // 4, "completion_tokens": n_out,
                                "total_tokens": n_bytes // 4 + n_out}}
 

@@ -188,7 +188,8 @@ def test_bad_judge_specs():
 
 
 def test_cli_score_with_a_real_judge(judge_url, ws, tmp_path):
-    gold, rep = json.dumps({"edited": {"pkg/a.py": [[1, 2]]}}), json.dumps({"files": {"pkg/a.py": [[1, 2]]}})
+    # the answer's path as the release's judge can open it: under the workspace path the prompt shows
+    gold, rep = json.dumps({"edited": {"pkg/a.py": [[1, 2]]}}), json.dumps({"files": {"/repo/pkg/a.py": [[1, 2]]}})
     spec = f"openai:model=judge9,base_url={judge_url},cache={tmp_path / 'cli-cache'}"
     runner = CliRunner()
     r = runner.invoke(app, ["score", "--reward", "fastcontext", "--judge", spec, "--query", QUERY,

@@ -146,7 +146,8 @@ def _same_calls(toolset, root):
         ("Grep", {"pattern": "def", "glob": "*.py"}),
         ("Glob", {"pattern": "**/*.py"}),
         ("Read", {"path": "calc/ops.py", "offset": 5, "limit": 4}),
-        ("Read", {"path": "README.md"}),  # long: cut by the output cap, with a note
+        ("Read", {"path": "README.md"}),  # long: shown whole (FastContext has no output cap, as released)
+        ("Grep", {"pattern": "def", "head_limit": 2}),  # cut by the tool's own head_limit, with its note
         ("Read", {"path": "nope.py"}),
         ("Read", {"path": "calc/ops.py", "offset": 0}),  # schema violation (minimum 1)
     ]

@@ -140,7 +140,7 @@ def test_many_citations_are_linear():
         n = 200_000
         rep = parse_final_answer("<final_answer>\\n" + "\\n".join(f"src/a.py:{i}-{i}" for i in range(n, 0, -1))
                                  + "\\n</final_answer>")
-        assert len(rep.files["src/a.py"]) == n and rep.files["src/a.py"][0] == [1, 1]
+        assert len(rep.files["src/a.py"]) == n and rep.files["src/a.py"][0] == [n, n]  # as written (released)
         tr = Trace(task_id="t", policy="p", toolset="relace")
         tr.report = Report(files={f"./m{i}.py": [[1, 2]] for i in range(n)})
         r = ranked_files(tr)

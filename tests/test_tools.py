@@ -16,7 +16,7 @@ from fasbench.cli import app
 from fasbench.harness import execute_calls
 from fasbench.records import ToolCall
 from fasbench.tools import ToolLimits, make_toolset
-from fasbench.tools.fastcontext import parse_final_answer
+from fasbench.tools.fastcontext import parse_final_answer, parse_final_answer_lenient
 from tools_fixture import SECRET, make_repo
 
 
@@ -271,12 +271,16 @@ def test_read_line_and_file_cuts(tmp_path):
     assert lines[0] == "```tall.txt:1-2000" and lines[-3:] == ["2000|1999", "...", "```"]
 
 
-def test_read_output_limit_says_where_to_continue(repo):
-    ts = make_toolset("fastcontext-fork", repo, ToolLimits(max_output_chars=300))
+@pytest.mark.parametrize("toolset", ["fastcontext", "fastcontext-fork"])
+def test_read_has_no_output_cap_as_released(repo, toolset):
+    """FastContext's release passes a Read's output through whole (tool.py ToolSet.call): fasbench's
+    max_output_chars does not cut it (a Relace view still is: tests/test_fc_loop.py); the fork's tool
+    set runs in the same loop."""
+    ts = make_toolset(toolset, repo, ToolLimits(max_output_chars=300))
     out = ok(ts, "Read", path="src/long.txt")
+    n_lines = sum(1 for _ in open(repo / "src" / "long.txt"))
     last = [ln for ln in out.splitlines() if "|" in ln][-1]
-    n = int(last.split("|")[0])
-    assert f"continue with offset={n + 1}" in out and n < 300 and out.startswith(f"```src/long.txt:1-{n}\n")
+    assert int(last.split("|")[0]) == n_lines and "continue with" not in out and len(out) > 300
 
 
 def test_glob(fc):
@@ -347,7 +351,8 @@ def test_grep_context_and_head_limit(fc):
 
 # ---------------------------------------------------------------- fastcontext: the answer block
 
-def test_parse_final_answer_forms():
+def test_parse_final_answer_lenient_forms():
+    """fasbench's lenient reading (reward fastcontext-lenient); the release's is tests/test_fc_answers.py."""
     text = """I looked around.
 <final_answer>
 Here are the locations:
@@ -361,7 +366,7 @@ e.g. this is junk
 Note: more junk
 </final_answer>
 trailing text"""
-    rep = parse_final_answer(text)
+    rep = parse_final_answer_lenient(text)
     assert rep.files == {
         "src/pkg/auth.py": [[4, 10], [13, 14], [20, 22], [30, 31]],
         "src/pkg/models.py": [[2, 2]],
@@ -371,13 +376,13 @@ trailing text"""
     assert "Login and check" in rep.explanation
 
 
-def test_parse_final_answer_edge_cases():
-    assert parse_final_answer("no block here: a.py:1-2") is None
-    assert parse_final_answer("<final_answer>\n</final_answer>").files == {}
-    assert parse_final_answer("<final_answer>\na.py:1-2\n").files == {"a.py": [[1, 2]]}  # unclosed
+def test_parse_final_answer_lenient_edge_cases():
+    assert parse_final_answer_lenient("no block here: a.py:1-2") is None
+    assert parse_final_answer_lenient("<final_answer>\n</final_answer>").files == {}
+    assert parse_final_answer_lenient("<final_answer>\na.py:1-2\n").files == {"a.py": [[1, 2]]}  # unclosed
     two = "<final_answer>a.py:1-2</final_answer> then <final_answer>b.py:3-4</final_answer>"
-    assert parse_final_answer(two).files == {"b.py": [[3, 4]]}  # the last block
-    assert parse_final_answer("<final_answer>\na.py:1-2\na.py:1-2\na.py\n</final_answer>").files == {"a.py": [[1, 2]]}
+    assert parse_final_answer_lenient(two).files == {"b.py": [[3, 4]]}  # the last block
+    assert parse_final_answer_lenient("<final_answer>\na.py:1-2\na.py:1-2\na.py\n</final_answer>").files == {"a.py": [[1, 2]]}
 
 
 def test_fastcontext_parse_report_uses_text(fc):

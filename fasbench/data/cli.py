@@ -113,6 +113,39 @@ def register(app: typer.Typer) -> None:
         why = collections.Counter(s["reason"] for s in skipped)
         typer.echo(f"{len(ts)} tasks -> {out}; skipped: {dict(why)}")
 
+    @data.command("fc-queries")
+    def fc_queries_cmd(
+        tasks: str = typer.Option(..., "--tasks", help="task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH"),
+        endpoint: str = typer.Option(..., "--endpoint", help="the main agent: openai:model=NAME,base_url=URL[,temperature=…]"
+                                     " (temperature defaults to the release's 1.0)"),
+        out: Path = typer.Option(..., "--out", help="queries JSONL, one record per task (appended; resumed)"),
+        tasks_out: Optional[Path] = typer.Option(None, "--tasks-out", help="write the tasks with meta.fc_query set here"),
+        ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
+        n: Optional[int] = typer.Option(None, "--n", help="only the first N tasks"),
+        retry_failed: bool = typer.Option(False, "--retry-failed", help="ask again for tasks whose generation failed"),
+    ):
+        """FastContext's query as released (query_gen.py @5fb8c1d): the prompt of a main agent's subagent call."""
+        # local import: fc_queries loads fasbench.policies (~5 s cumulative, python -X importtime); only this command needs it
+        from fasbench.data.fc_queries import generate, make_client, with_queries
+
+        try:
+            client = make_client(endpoint)
+            ts = load_task_set(tasks, ids=ids or None)
+            if n is not None:
+                if n < 1:
+                    raise ValueError(f"--n must be >= 1, got {n}")
+                ts = ts[:n]
+            recs = generate(ts, client, out, retry_failed=retry_failed)
+        except (ValueError, RecordError) as e:
+            _fail(str(e))
+        ok = [r for r in recs.values() if r.get("fc_query")]
+        for r in recs.values():
+            if not r.get("fc_query"):
+                typer.echo(f"{r['task_id']}\tfailed\t{r.get('error')}", err=True)
+        if tasks_out:
+            write_tasks(tasks_out, with_queries(ts, recs))
+        typer.echo(f"{len(ok)}/{len(ts)} queries -> {out}" + (f"; tasks -> {tasks_out}" if tasks_out else ""))
+
     @data.command("ship")
     def ship_cmd(
         corpora: bool = typer.Option(False, "--corpora", help="also materialise every SWE-bench task offline "

@@ -203,7 +203,7 @@ def parse_confidence(v) -> float | None:
     return x if x <= 1 else None
 
 
-STOP_REASONS = ("reported", "max_turns", "policy_error")
+STOP_REASONS = ("reported", "max_turns", "policy_error", "no_answer")  # no_answer: FastContext's loop (harness)
 
 
 @dataclass

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from fasbench.harness import Limits
+from fasbench.harness import Limits, turn_budget
 from fasbench.records import Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.reward import Score
 from fasbench.tools import make_toolset
@@ -131,7 +131,8 @@ class HarnessEnv:
         """The harness's last-turn note when the turn whose results were just returned is the one
         before the last allowed turn (run_episode appends it as a user message there); None
         otherwise, or once the search has ended with a report."""
-        if self._toolset is None or self._reported_turn is not None or self._turn != self._limits.max_turns - 2:
+        if (self._toolset is None or self._reported_turn is not None
+                or self._turn != turn_budget(self._toolset, self._limits) - 2):
             return None
         self._note_turn = self._turn + 1
         return self._toolset.final_turn_note()

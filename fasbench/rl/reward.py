@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fasbench.records import append_jsonl
-from fasbench.reward import REWARDS, Score, episode_kwargs, finish_reason, judge_requests, score_report
+from fasbench.reward import REWARDS, Score, episode_kwargs, episode_query, finish_reason, judge_requests, score_report
 from fasbench.rl.config import ROLLOUT_FILE
 
 @dataclass
@@ -53,7 +53,7 @@ class EpisodeReward:
                             prompt=p if isinstance(p, list) else None)
                for p, c, env in zip(prompts, completions, environments)]
         if self.judge is not None:  # the batch's judge calls at once, concurrently
-            self.judge.score_many(judge_requests((tr.report, env._task.root, env._task.query, finish_reason(tr))
+            self.judge.score_many(judge_requests((tr.report, env._task.root, episode_query(tr, env._task.query), finish_reason(tr))
                                                  for tr, env in zip(trs, environments)))
         for tr, env in zip(trs, environments):
             n = tr.n_turns if tr.n_turns else None

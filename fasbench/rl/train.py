@@ -157,7 +157,7 @@ def build_dataset(tasks: list[Task], cfg: RLConfig):
     rows = []
     for t in tasks:
         ts = make_toolset(cfg.toolset, t.root, cfg.limits.tool)
-        rows.append({"prompt": initial_messages(ts, t.query, cfg.limits), "task": json.dumps(t.to_dict())})
+        rows.append({"prompt": initial_messages(ts, ts.episode_query(t)[0], cfg.limits), "task": json.dumps(t.to_dict())})
     return Dataset.from_list(rows)
 
 

@@ -33,7 +33,8 @@ class ToolLimits:
     """Limits applied to every tool call."""
 
     timeout_s: float = 10.0  # wall-clock limit of one call (subprocesses are killed)
-    max_output_chars: int = 20_000  # observations longer than this are cut, with a note
+    max_output_chars: int = 20_000  # observations longer than this are cut, with a note (not FastContext:
+    # its release has no such cap, Toolset.caps_output)
     max_file_bytes: int = 2_000_000  # files larger than this are not read whole
     max_calls_per_turn: int = 12  # only harness.execute_calls without max_calls reads this; in an episode
     # harness.Limits.max_calls_per_turn rules (run_episode and the RL environment pass that one)
@@ -90,6 +91,10 @@ class Toolset:
     name: str = ""
     answer_tool: str | None = None
     kinds: dict[str, str] = {}
+    # the episode loop (fasbench.harness) and the observation cap; FastContext's release differs in all three
+    extra_final_turn: bool = False  # True: the last-turn note comes on an extra turn max_turns + 1
+    silent_reply_ends: bool = False  # True: a reply with neither calls nor answer ends the episode
+    caps_output: bool = True  # False: no limits.max_output_chars cut (the tools' own limits only)
 
     def __init__(self, root: str | Path, limits: ToolLimits | None = None):
         self.ws = Workspace(Path(root), limits or ToolLimits())
@@ -111,6 +116,10 @@ class Toolset:
     def parse_report(self, text: str, calls: list[ToolCall]) -> Report | None:
         """The report in an assistant reply, or None when the reply holds none."""
         raise NotImplementedError
+
+    def episode_query(self, task) -> tuple[str, str]:
+        """The query the policy is given for ``task`` (a Task), and where it came from."""
+        return task.query, "task"
 
     def shown_of(self, name: str, args: dict, text: str) -> Shown:
         """What the output ``text`` of a successful call showed (the tool set's own parser, with
@@ -148,7 +157,8 @@ class Toolset:
             out, err = f"Error: {e}", True
         except Exception as e:  # a bug in a tool must not end the episode
             out, err = f"Error: {call.name} failed unexpectedly: {type(e).__name__}: {e}", True
-        out = cap_output(out, self.limits.max_output_chars)
+        if self.caps_output:
+            out = cap_output(out, self.limits.max_output_chars)
         end = time.time()
         shown = Shown()
         if not err:  # what the text the model gets showed, after the cap

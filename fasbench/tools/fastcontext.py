@@ -24,38 +24,51 @@ released code are in ``tests/data/fastcontext_release/``. Output formats, as rel
   ``Results truncated to first N lines``; the untruncated output keeps rg's final newline;
   ``No matches found``; rg's error text on a bad pattern, type or path.
 
-The answer is the assistant text's last ``<final_answer>`` block, one citation a line::
+The answer is read as the release reads it (``training/fastcontext-rl/utils.py``
+``parse_final_answer`` @5fb8c1d, the parser behind the RL reward and the judge; the same regular
+expressions as ``src/fastcontext/agent/utils.py`` ``parse_citations`` @913afd3): the text's *first*
+closed ``<final_answer>…</final_answer>`` block (case-sensitive; an unclosed block is no answer), one
+citation a non-blank line, each matched from its start by ``(.+?):(\\d+(?:-\\d+)?)\\s*(.*)``::
 
     <final_answer>
-    src/app/auth.py:10-45 (login checks the token here)
-    src/app/models.py:120 (the User model)
-    src/app/urls.py (routes; file-level citation)
+    /repo/src/app/auth.py:10-45 (login checks the token here)
+    /repo/src/app/models.py:120
     </final_answer>
 
-Accepted line forms: ``path:START-END``, ``path:N`` (one line), several ranges
-``path:1-5,9-12``, an optional ``L`` before numbers, a bare ``path`` (a file cited without line
-ranges: an empty range list), each optionally bulleted (``-``, ``*``, ``1.``), in backticks, and
-followed by a reason. Lines that do not look like a citation (no ``/`` and no file extension in
-the path) are ignored. Duplicate paths are merged. A block with no closing tag runs to the end
-of the text.
+So a path is everything before the first ``:N`` (a bullet or a backtick stays part of it), one range
+per line (``a.py:1-5,9-12`` cites 1-5), no ``L`` before numbers, no bare path; ranges are kept as
+written (not sorted, merged or clipped), a repeated path keeps every range. Lines that do not match
+are ignored (the release counts them as ``n_broken_lines``). The path is kept as written: the reward
+strips the workspace path the prompt showed (``/repo/``, the release's ``drop_prefix``) and compares
+the rest with the gold paths exactly. fasbench adds one thing that scores nothing: an optional
+``confidence: 0.8`` line (best-of-N feature). :func:`parse_final_answer_lenient` is fasbench's older,
+looser reading (bullets, backticks, ``L`` numbers, several ranges, bare paths, the last block, an
+unclosed block), used only by the ``fastcontext-lenient`` reward.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
 
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
-from fasbench.tools.base import Tool, ToolError, Toolset, ToolText, Workspace
+from fasbench.tools.base import Tool, ToolError, ToolLimits, Toolset, ToolText, Workspace
 from fasbench.tools.fastcontext_published import (
     FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_CONTEXT, GREP_DESCRIPTION, GREP_HEAD,
     GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
     system_prompt, user_prompt,
 )
+from fasbench.tools.fastcontext_query import FC_QUERY, FC_QUERY_SOURCE, PROBLEM_STATEMENT
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rg import ignore_flags, rg_binary
 from fasbench.tools.sandbox import Stage, is_inside, run_pipeline
+
+#: Characters one observation may reach (a memory bound, not the release's: its tools print at most
+#: 2000 lines of at most 2000 characters from Read, 100 lines or ``head_limit`` from Grep, 100 paths
+#: from Glob, and ``tool.py`` passes that through whole; fasbench's 20,000-character cap is not applied).
+OBSERVATION_BOUND = 16_000_000
 
 #: Each tool's kind (fasbench.tools.KINDS); the answer is a text block, not a tool.
 KINDS = {"Read": "read", "Glob": "list", "Grep": "search"}
@@ -333,8 +346,42 @@ def _looks_like_path(p: str) -> bool:
     return "/" in p or re.search(r"\w\.\w+$", p) is not None
 
 
+#: utils.py parse_final_answer @5fb8c1d: the block and one citation line, as released.
+_RELEASED_BLOCK = re.compile(r"<final_answer>(.*?)</final_answer>", re.DOTALL)
+_RELEASED_LINE = re.compile(r"(.+?):(\d+(?:-\d+)?)\s*(.*)")
+
+
 def parse_final_answer(text: str) -> Report | None:
-    """The report in the last ``<final_answer>`` block of ``text``, or None without a block."""
+    """The report in ``text`` as the release reads it (see the module docstring): None without a
+    closed block; a Report whose ``files`` map each path as written to its ranges in answer order
+    (``[start, end]`` as written, a single line ``N`` as ``[N, N]``), else empty."""
+    m = _RELEASED_BLOCK.search(text or "")
+    if m is None:
+        return None
+    files: dict[str, list[list[int]]] = {}
+    reasons = []
+    confidence = None
+    for entry in m.group(1).strip().splitlines():
+        if not entry.strip():
+            continue
+        cm = _RELEASED_LINE.match(entry.strip())
+        if not cm:
+            c = _CONFIDENCE.match(entry)  # fasbench addition, on a line the release counts as broken
+            if c:
+                confidence = parse_confidence(c.group(1))
+            continue  # the release's n_broken_lines
+        path, rng, why = cm.group(1).strip(), cm.group(2).strip(), (cm.group(3) or "").strip()
+        s, e = rng.split("-") if "-" in rng else (rng, rng)
+        files.setdefault(path, []).append([int(s), int(e)])
+        if why:
+            reasons.append(f"{path}: {why.strip('()')}")
+    return Report(files=files, explanation="\n".join(reasons), confidence=confidence)
+
+
+def parse_final_answer_lenient(text: str) -> Report | None:
+    """fasbench's looser reading (not the release's): the report in the last ``<final_answer>``
+    block of ``text`` (an unclosed one runs to the end), accepting bullets, backticks, ``L`` numbers,
+    several ranges a line and bare paths; None without a block."""
     blocks = _BLOCK.findall(text or "")
     if not blocks:
         return None
@@ -368,9 +415,32 @@ def parse_final_answer(text: str) -> Report | None:
 # ---------------------------------------------------------------- the tool set
 
 class FastContextToolset(Toolset):
+    """The loop rules are the release's (``src/fastcontext/agent/agent.py`` ``_agent_loop`` @5fb8c1d,
+    unchanged at 913afd3): the last-turn message on an extra turn ``max_turns + 1``, a reply without
+    tool calls ends the episode (answer or not), and no cap on an observation beyond the tools' own
+    limits (``tool.py`` ``ToolSet.call`` passes every output through whole)."""
+
     name = "fastcontext"
     answer_tool = None
     kinds = KINDS
+    extra_final_turn = True
+    silent_reply_ends = True
+    caps_output = False
+
+    def __init__(self, root, limits: ToolLimits | None = None):
+        # no fasbench output cap: the shared readers' budgets (sandbox.read_lines, run_pipeline) get
+        # OBSERVATION_BOUND instead of limits.max_output_chars, far above what the released tools print
+        lim = limits or ToolLimits()
+        super().__init__(root, dataclasses.replace(lim, max_output_chars=max(lim.max_output_chars, OBSERVATION_BOUND)))
+
+    def episode_query(self, task) -> tuple[str, str]:
+        """``task.meta["fc_query"]`` (the generated query, :mod:`fasbench.tools.fastcontext_query`)
+        with its recorded source; else the task's query, recorded as ``problem_statement``."""
+        meta = task.meta if isinstance(task.meta, dict) else {}
+        q = meta.get(FC_QUERY)
+        if isinstance(q, str) and q.strip():
+            return q, str(meta.get(FC_QUERY_SOURCE) or "generated")
+        return task.query, PROBLEM_STATEMENT
 
     def shown_of(self, name: str, args: dict, text: str) -> Shown:
         canon = workspace_canon(self.ws)
@@ -401,4 +471,6 @@ class FastContextToolset(Toolset):
         return FINAL_TURN_MESSAGE
 
     def parse_report(self, text: str, calls: list[ToolCall]) -> Report | None:
-        return parse_final_answer(text)
+        """The answer of a reply without tool calls (agent.py and the RL rollout run the calls of a
+        reply that has both, and go on); None for a reply with calls."""
+        return None if calls else parse_final_answer(text)
