@@ -54,7 +54,8 @@ def hostile(tmp_path_factory) -> Path:
 def outside_paths(root: Path) -> list[str]:
     base = root.parent
     return ["../secret.txt", "/repo/../secret.txt", str(base / "secret.txt"), "../../../../etc/passwd",
-            "link_file.py", "link_dir/secret2.txt", f"{root}/../secret.txt", "../../../../dev/zero"]
+            "link_file.py", "link_dir/secret2.txt", f"{root}/../secret.txt", "../../../../dev/zero",
+            "/repo/link_file.py", "/repo/link_dir/secret2.txt", "/repo/../../../../etc/passwd"]
 
 
 def child(code: str, timeout: float = 240, mem: int = 2 << 30) -> dict:
@@ -136,7 +137,8 @@ def test_cli_score_with_a_judge_sends_no_outside_file(hostile, tmp_path):
         spec = f"openai:model=j,base_url=http://127.0.0.1:{port}/v1,retries=0,cache={tmp_path / 'cache'}"
         gold = json.dumps({"edited": {"pkg/a.py": [[1, 2]]}})
         for p in outside_paths(hostile):
-            rep = json.dumps({"files": {p: [[1, 5]], "pkg/a.py": [[1, 2]]}})
+            # the released judge opens only /repo/… paths (a relative one reads as missing: judge._released_rel)
+            rep = json.dumps({"files": {p: [[1, 5]], "/repo/pkg/a.py": [[1, 2]]}})
             r = CliRunner().invoke(app, ["score", "--reward", "fastcontext", "--judge", spec, "--query", "find target",
                                          "--root", str(hostile), "--gold", gold, "--report", rep])
             assert r.exit_code == 0, r.output
