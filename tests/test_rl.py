@@ -149,7 +149,8 @@ def _same_calls(toolset, root):
         ("Read", {"path": "README.md"}),  # long: shown whole (FastContext has no output cap, as released)
         ("Grep", {"pattern": "def", "head_limit": 2}),  # cut by the tool's own head_limit, with its note
         ("Read", {"path": "nope.py"}),
-        ("Read", {"path": "calc/ops.py", "offset": 0}),  # schema violation (minimum 1)
+        ("Read", {"path": "calc/ops.py", "offset": 0}),  # as released: the last line first, as line 0
+        ("Grep", {"path": "calc"}),  # schema violation (pattern is required)
     ]
 
 
