@@ -9,6 +9,7 @@ import signal
 import time
 
 import pytest
+from procs_fixture import procs_with, reap  # noqa: F401 (reap is a fixture)
 
 from fasbench.tools import ToolLimits, sandbox
 from fasbench.tools.base import Workspace
@@ -33,31 +34,6 @@ def ws(base):
     return Workspace(base / "repo", ToolLimits(timeout_s=2))
 
 
-def _procs_with(marker: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if marker.encode() in f.read().replace(b"\x00", b" "):
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
-
-
-@pytest.fixture()
-def reap():
-    markers: list[str] = []
-    yield markers
-    for m in markers:  # whatever a failing run left behind
-        for pid in _procs_with(m):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
 @needs_seccomp
 def test_a_setsid_grandchild_does_not_outlive_the_call(ws, reap):
     reap.append("sleep 61.25")
@@ -65,7 +41,7 @@ def test_a_setsid_grandchild_does_not_outlive_the_call(ws, reap):
     r = run_pipeline(ws, [Stage(["sh", "-c", "setsid sleep 61.25 & sleep 30"])], timeout=1)
     assert r.returncode != 0 and time.monotonic() - t < 5  # the shell cannot even fork
     time.sleep(0.3)
-    assert _procs_with("sleep 61.25") == []
+    assert procs_with("sleep 61.25") == []
 
 
 def test_a_child_left_in_the_group_is_killed_after_its_leader_exits(ws, reap, monkeypatch):
@@ -76,7 +52,7 @@ def test_a_child_left_in_the_group_is_killed_after_its_leader_exits(ws, reap, mo
     r = run_pipeline(ws, [Stage(["sh", "-c", "sleep 62.25 & echo started"])], timeout=1)
     assert b"started" in r.stdout
     time.sleep(0.3)
-    assert _procs_with("sleep 62.25") == []
+    assert procs_with("sleep 62.25") == []
 
 
 @needs_seccomp

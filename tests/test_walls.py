@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs_fixture import procs_with, reap  # noqa: F401 (reap is a fixture)
 
 from fasbench.tools import ToolLimits, make_toolset, sandbox
 from fasbench.tools.base import Workspace
@@ -255,31 +256,6 @@ def test_a_workspace_without_git_says_so(base, walls):
 
 # ---------------------------------------------------------------- processes that outlive the call
 
-def _procs_with(marker: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if marker.encode() in f.read().replace(b"\x00", b" "):
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
-
-
-@pytest.fixture()
-def reap():
-    markers: list[str] = []
-    yield markers
-    for m in markers:  # what a failing run left behind
-        for pid in _procs_with(m):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
 PARTS = {"both": None, "first-alone": {"landlock": False, "seccomp": False},
          "landlock, no seccomp": {"landlock": True, "seccomp": False}}  # fmt: skip
 
@@ -305,7 +281,7 @@ def test_setsid_children_do_not_outlive_the_call(tmp_path, monkeypatch, reap, pa
     if PARTS[parts] is not None:
         assert b"started" in r.stdout, r  # without seccomp the shell forks
     time.sleep(0.3)
-    assert _procs_with(f"sleep {m}") == []
+    assert procs_with(f"sleep {m}") == []
 
 
 def test_reaped_commands_keep_their_output_status_and_errors(tmp_path, monkeypatch):
