@@ -37,6 +37,9 @@ def register(app) -> None:
         corpus: Optional[str] = typer.Option(None, "--corpus", help="offline | online (default: offline where a "
                                              "release is picked); tasks not usable on it are excluded"),
         judge: str = typer.Option("", "--judge", help="FastContext reward's LLM judge: openai:model=NAME,base_url=URL"),
+        scoring: str = typer.Option("", "--scoring", help="also score as FastContext's run_score.py: fastcontext "
+                                    "(its FILE_TYPES filter: no .py) or fastcontext-all (every file); adds fc_* "
+                                    "columns and prints its result"),
         shard: str = typer.Option("", "--shard", help="i/n: run shard i (0-based) of n of the tasks, for several "
                                   "machines; merge with `fasbench eval-merge`"),
     ):
@@ -87,7 +90,7 @@ def register(app) -> None:
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
                           workers or None, backend or None, judge=judge or None,
                           task_source=source + (f" (first {limit})" if limit else ""),
-                          corpus=corpus or corpus_kind_of(ts) or "default")
+                          corpus=corpus or corpus_kind_of(ts) or "default", scoring=[scoring] if scoring else [])
         except (ValueError, FileNotFoundError, RecordError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
@@ -97,6 +100,11 @@ def register(app) -> None:
             raise typer.Exit(130)
         if df.height:
             typer.echo(summary_text(df, out))
+            if scoring:
+                # local import: loaded with fasbench.evaluate above (~7 s at CLI start-up)
+                from fasbench.localization import fastcontext_summary
+
+                typer.echo(f"FastContext run_score.py ({scoring}): " + json.dumps(fastcontext_summary(df)))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
         if limit or excluded or shard:
             typer.echo(count)
