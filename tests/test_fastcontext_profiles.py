@@ -25,7 +25,7 @@ def test_rl_profile_trainer_arguments_are_the_releases(tmp_path):
     assert (cfg.toolset, cfg.reward, cfg.judge.startswith("openai:")) == ("fastcontext", "fastcontext", True)
     a = grpo_args(cfg, use_cpu=True)
     assert a.num_generations == 16 and a.generation_batch_size == 32  # 2 prompts x 16 samples a step
-    assert a.scale_rewards == "none" and a.mask_truncated_completions is True
+    assert cfg.advantage == "raw" and a.scale_rewards == "none" and a.mask_truncated_completions is True
     assert a.generation_kwargs == {"max_tokens": 2048} and a.vllm_max_model_length == 65536
     assert a.max_completion_length == 65536 - 4096 and a.max_tool_calling_iterations == 7
     assert (a.learning_rate, a.epsilon, a.epsilon_high, a.beta, a.temperature, a.top_p) == (1e-6, 0.2, 0.28, 0.0, 1.0, 1.0)
