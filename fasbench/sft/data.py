@@ -55,6 +55,13 @@ from fasbench.tools import make_toolset
 from fasbench.tools.fastcontext_published import WORK_DIR
 
 
+def episode_query(toolset, task: Task) -> str:
+    """The query the tool set gives the policy for ``task`` (``Toolset.episode_query``: FastContext's
+    generated query where the task has one), else ``task.query``."""
+    pick = getattr(toolset, "episode_query", None)
+    return pick(task)[0] if callable(pick) else task.query
+
+
 def workspace_ls(root: str | Path) -> str:
     """``cd WORKSPACE && ls`` as the release records it (``get_workspace_ls.py`` @0dc077f): the names
     of the root, hidden ones left out, one a line, sorted byte-wise (the C locale)."""
@@ -142,7 +149,8 @@ def synthesized_example(task: Task, toolset, limits_, reply: Reply, source: str 
     if not calls or len(calls) != len(reply.calls):
         return None
     tr = Trace(task_id=task.id, policy="teacher", toolset=toolset.name,
-               prompt=initial_messages(toolset, task.query, limits_), turns=[Turn(index=0, text="", calls=calls)])
+               prompt=initial_messages(toolset, episode_query(toolset, task), limits_),
+               turns=[Turn(index=0, text="", calls=calls)])
     return _example(tr.to_messages(), toolset.schemas, source, task, tr)
 
 
@@ -205,7 +213,7 @@ def teacher_trace(teacher, task: Task, cfg: BuildConfig) -> Trace:
     """The teacher's reply to the release's synthesis prompt for ``task`` (one turn, its calls not run),
     as a Trace so the build log resumes like the other sources."""
     ts = make_toolset(cfg.toolset, task.root, limits(cfg).tool)
-    msgs = synthesis_messages(task.query, WORK_DIR, workspace_ls(task.root))
+    msgs = synthesis_messages(episode_query(ts, task), WORK_DIR, workspace_ls(task.root))
     reply = teacher.act(msgs, ts.schemas, final=False)
     return Trace(task_id=task.id, policy=getattr(teacher, "name", "teacher"), toolset=ts.name, prompt=msgs,
                  turns=[Turn(index=0, text=reply.text, calls=list(reply.calls))], stop_reason="max_turns")  # one turn, no answer asked for
