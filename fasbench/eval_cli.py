@@ -26,7 +26,7 @@ def register(app) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (traces.jsonl, summary.parquet); resumes "
                                            "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
                                            "POLICY-KEY, KEY derived from every option that changes the run"),
-        max_turns: int = typer.Option(6, "--max-turns", min=1, help="assistant replies per episode, the one with the answer included (how each tool set's loop counts them: fasbench/harness.py)"),
+        max_turns: int = typer.Option(6, "--max-turns", min=1),
         max_calls: int = typer.Option(12, "--max-calls", min=1, help="calls allowed in one turn (fasbench's cap; neither Relace nor FastContext sets one: 12 is the top of the 4-12 Relace's prompt asks for)"),
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
