@@ -25,8 +25,8 @@ from typing import Iterable, Mapping, Sequence
 
 import polars as pl
 
-from fasbench.localization import localization_row
-from fasbench.metrics import acc_at_k, file_prf, line_prf, normalize_path, scoring_memo
+from fasbench.localization import FC_SCORINGS, fastcontext_row, localization_row
+from fasbench.metrics import all_gold_at_k, file_prf, line_prf, normalize_path, scoring_memo
 from fasbench.models import well_formed
 from fasbench.records import Task, Trace
 from fasbench.reward import REWARDS, episode_kwargs, episode_query, finish_reason, judge_requests, score_report
@@ -64,7 +64,8 @@ COLUMNS: dict[str, str] = {
     "gold_files": "files in the gold (null without the task)",
     **{f"{lv}_{m}": f"{lv}-level {m.replace('_', ' ')} of the report against the gold (FastContext's {lv} P/R/F)"
        for lv in ("file", "line") for m in ("precision", "recall", "f1", "f2")},
-    **{f"acc_at_{k}": f"every gold file in the report's top {k} (LocAgent Acc@{k})" for k in KS},
+    **{f"acc_at_{k}": f"every gold file in the report's top {k} (stricter than LocAgent's Acc@{k}, which asks "
+                      f"for min(|gold|, {k}) gold files there: file_acc_at_{k})" for k in KS},
     **{f"recall_at_{k}": f"share of gold files in the report's top {k}" for k in KS},
 }
 
@@ -74,6 +75,8 @@ COLUMN_FAMILIES: dict[str, str] = {
     "reward_NAME": "the value of reward NAME (fasbench.reward.REWARDS)",
     "reward_NAME__PART": "one part of reward NAME (e.g. reward_relace__turn_penalty)",
     "localization": "module/function grains, LocAgent Acc@k, SWE-Explore (fasbench.localization.localization_columns)",
+    "fc_*": "with scoring fastcontext / fastcontext-all: FastContext's run_score.py per task "
+            "(fasbench.localization.fastcontext_row)",
 }
 
 #: Columns that are text (filter/search keys of a browser).
@@ -147,12 +150,28 @@ def _meta_reward(trace: Trace) -> float:
     return math.nan
 
 
+def check_scoring(scoring: Sequence[str]) -> list[str]:
+    """The scoring names, checked (one line naming the bad one)."""
+    for s in scoring:
+        if s not in FC_SCORINGS:
+            raise ValueError(f"unknown scoring {s!r}; choose {' or '.join(FC_SCORINGS)}")
+    if len(set(scoring)) > 1:
+        raise ValueError(f"scorings {', '.join(scoring)} write the same fc_* columns; choose one")
+    return list(dict.fromkeys(scoring))
+
+
 def episode_row(trace: Trace, task: Task | None = None, reward: str = "relace",
-                rewards: Sequence[str] | None = None, judge=None, localization: bool = True) -> dict:
+                rewards: Sequence[str] | None = None, judge=None, localization: bool = True,
+                scoring: Sequence[str] = ()) -> dict:
     """One row of the episode table; see :func:`_episode_row` (the report's files are normalised
-    once for the whole row: :func:`fasbench.metrics.scoring_memo`)."""
+    once for the whole row: :func:`fasbench.metrics.scoring_memo`). ``scoring``: ``fastcontext``
+    (or ``fastcontext-all``) adds FastContext's run_score.py columns ``fc_*``."""
     with scoring_memo():
-        return _episode_row(trace, task, reward, rewards, judge, localization)
+        row = _episode_row(trace, task, reward, rewards, judge, localization)
+        for s in check_scoring(scoring):
+            if task is not None:
+                row.update(fastcontext_row(task, trace, FC_SCORINGS[s]))
+        return row
 
 
 def _episode_row(trace: Trace, task: Task | None, reward: str, rewards: Sequence[str] | None, judge,
@@ -192,7 +211,7 @@ def _episode_row(trace: Trace, task: Task | None, reward: str, rewards: Sequence
     ranked = ranked_files(trace, root)
     gold = [normalize_path(p) for p in task.gold.edited]
     for k in KS:
-        row[f"acc_at_{k}"] = acc_at_k(ranked, gold, k)
+        row[f"acc_at_{k}"] = all_gold_at_k(ranked, gold, k)
         row[f"recall_at_{k}"] = (len(set(gold) & set(ranked[:k])) / len(set(gold))) if gold else 0.0
     row["n_files_reported"] = len(ranked)
     row["gold_files"] = len(gold)
@@ -210,8 +229,10 @@ def task_map(tasks: Iterable[Task] | Mapping[str, Task] | None) -> dict[str, Tas
 
 def episode_rows(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, Task] | None = None,
                  reward: str = "relace", rewards: Sequence[str] | None = None, judge=None,
-                 localization: bool = True, first_per_task: bool = False, only_tasks: bool = False) -> list[dict]:
+                 localization: bool = True, first_per_task: bool = False, only_tasks: bool = False,
+                 scoring: Sequence[str] = ()) -> list[dict]:
     """Rows of many episodes (see :func:`episode_table`)."""
+    check_scoring(scoring)
     by_id = task_map(tasks)
     kept, seen, dup = [], set(), 0
     for tr in traces:
@@ -228,17 +249,18 @@ def episode_rows(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, T
     if judge is not None:  # every judge question at once, concurrently, before the rows
         judge.score_many(judge_requests((tr.report, by_id[tr.task_id].root, episode_query(tr, by_id[tr.task_id].query),
                                          finish_reason(tr)) for tr in kept if tr.task_id in by_id))
-    return [episode_row(tr, by_id.get(tr.task_id), reward, rewards, judge, localization) for tr in kept]
+    return [episode_row(tr, by_id.get(tr.task_id), reward, rewards, judge, localization, scoring) for tr in kept]
 
 
 def episode_table(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, Task] | None = None,
                   reward: str = "relace", rewards: Sequence[str] | None = None, judge=None,
-                  localization: bool = True, first_per_task: bool = False, only_tasks: bool = False) -> pl.DataFrame:
+                  localization: bool = True, first_per_task: bool = False, only_tasks: bool = False,
+                  scoring: Sequence[str] = ()) -> pl.DataFrame:
     """The episode table of ``traces`` as a polars frame, one row per trace (:func:`episode_row`).
     ``tasks`` (a list or ``{id: task}``) give the gold; ``first_per_task`` keeps the first trace of
     each task (later ones are counted in a warning); ``only_tasks`` drops traces of tasks not given.
-    An empty table still has every column of :data:`COLUMNS`."""
-    rows = episode_rows(traces, tasks, reward, rewards, judge, localization, first_per_task, only_tasks)
+    An empty table still has every column of :data:`COLUMNS`. ``scoring``: see :func:`episode_row`."""
+    rows = episode_rows(traces, tasks, reward, rewards, judge, localization, first_per_task, only_tasks, scoring)
     if not rows:
         return pl.DataFrame(schema=EMPTY_SCHEMA)
     return pl.DataFrame(rows, infer_schema_length=None)

@@ -36,7 +36,7 @@ def register(app) -> None:
         max_turns: int = typer.Option(6, "--max-turns", min=1, help="turn limit K: Relace, at most K replies (the "
                                       "last after the stop-and-answer note); FastContext, the release's max_turns: "
                                       "K replies, then its last-turn message and one extra reply (at most K+1)"),
-        max_calls: int = typer.Option(12, "--max-calls", min=1),
+        max_calls: int = typer.Option(12, "--max-calls", min=1, help="calls allowed in one turn (fasbench's cap; neither Relace nor FastContext sets one: 12 is the top of the 4-12 Relace's prompt asks for)"),
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
         limit: int = typer.Option(0, "--limit", min=0, help="first N tasks only (0 = all); the run says how many "
@@ -48,6 +48,9 @@ def register(app) -> None:
         judge: str = typer.Option("", "--judge", help="FastContext reward's LLM judge: openai:model=NAME,base_url=URL"),
         reward: str = typer.Option("relace", "--reward", help="the summary's headline `reward` column: relace | "
                                    "fastcontext | fastcontext-lenient | … (every reward is a column anyway)"),
+        scoring: str = typer.Option("", "--scoring", help="also score as FastContext's run_score.py: fastcontext "
+                                    "(its FILE_TYPES filter: no .py) or fastcontext-all (every file); adds fc_* "
+                                    "columns and prints its result"),
         shard: str = typer.Option("", "--shard", help="i/n: run shard i (0-based) of n of the tasks, for several "
                                   "machines; merge with `fasbench eval-merge`"),
     ):
@@ -99,7 +102,8 @@ def register(app) -> None:
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
                           workers or None, backend or None, judge=judge or None, reward=reward,
                           task_source=source + (f" (first {limit})" if limit else ""),
-                          corpus=corpus or corpus_kind_of(ts) or "default", warn=False)
+                          corpus=corpus or corpus_kind_of(ts) or "default", warn=False,
+                          scoring=[scoring] if scoring else [])
         except (ValueError, FileNotFoundError, RecordError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
@@ -109,6 +113,11 @@ def register(app) -> None:
             raise typer.Exit(130)
         if df.height:
             typer.echo(summary_text(df, out))
+            if scoring:
+                # local import: loaded with fasbench.evaluate above (~7 s at CLI start-up)
+                from fasbench.localization import fastcontext_summary
+
+                typer.echo(f"FastContext run_score.py ({scoring}): " + json.dumps(fastcontext_summary(df)))
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
         if limit or excluded or shard:
             typer.echo(count)

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from fasbench.data.corpora import with_corpora
 from fasbench.episode_pool import guard_worker, run_pool
-from fasbench.episodes import episode_table
+from fasbench.episodes import check_scoring, episode_table
 from fasbench.harness import Limits, parsable_calls, run_episode
 from fasbench.judge import make_judge
 from fasbench.metrics import bootstrap_ci, paired_bootstrap
@@ -244,7 +244,8 @@ def default_backend(spec: str) -> str:
 def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
              limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
              progress: bool = True, judge: str | None = None, task_source: str | None = None,
-             reward: str = "relace", corpus: str | None = None, warn: bool = True) -> pl.DataFrame:
+             reward: str = "relace", corpus: str | None = None, warn: bool = True,
+             scoring: Sequence[str] = ()) -> pl.DataFrame:
     """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary
     (the episode table of ``fasbench.episodes``; ``reward`` names its headline ``reward`` column).
     ``judge``: FastContext's LLM judge (``openai:model=…,base_url=…``) for the ``fastcontext`` reward's
@@ -259,7 +260,9 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     column marks the resumed ones and ``run.json`` keeps the counts of every call (:func:`resume_note`).
     :func:`tool_call_warnings` (episodes without a parsable tool call, calls read from reply text) are
     kept in that call's record (``warnings``) and printed last unless ``warn`` is False (the CLI prints
-    them at its own end)."""
+    them at its own end).
+    ``scoring`` (``fastcontext`` | ``fastcontext-all``) adds FastContext's run_score.py columns ``fc_*``
+    (fasbench.localization.fastcontext_row); it changes the summary only, not the run."""
     if toolset not in TOOLSETS:
         raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
     if reward not in REWARDS:
@@ -272,6 +275,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
         raise ValueError("tasks have duplicate ids; each task must appear once")
     done = done_task_ids(traces) if out.is_dir() else set()
     pending = [t for t in tasks if t.id not in done]
+    check_scoring(scoring)  # a bad name fails before any episode
     main_policy = make_policy(policy) if pending else None  # fails early on a bad spec
     the_judge = make_judge(judge) if judge else None  # idem
     corpus = corpus or corpus_kind_of(tasks)  # tasks that came with their corpus: the kind they have
@@ -324,7 +328,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     when = f" ({since[:16].replace('T', ' ')})" if resumed and since else ""
     print(f"eval {policy}: {ran} episodes run in this call, {len(resumed)} of {len(ids)} resumed from an earlier "
           f"run{when} in {out}")
-    df = summarize(tasks, traces, judge=the_judge, reward=reward)
+    df = summarize(tasks, traces, judge=the_judge, reward=reward, scoring=scoring)
     df = df.with_columns(pl.col("task_id").is_in(resumed).alias("resumed"))
     df = _record_query_sources(out, df, traces)
     df.write_parquet(out / "summary.parquet")
@@ -398,7 +402,7 @@ def query_source_label(meta: dict) -> str | None:
 # ---------------------------------------------------------------- summary
 
 def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge=None,
-              reward: str = "relace") -> pl.DataFrame:
+              reward: str = "relace", scoring: Sequence[str] = ()) -> pl.DataFrame:
     """The episode table (``fasbench.episodes``) of a run: one row per task that has a trace (the
     first trace of a task wins; duplicates are reported), every reward with its parts, ``reward`` =
     the value of ``reward``. ``judge`` (a :class:`fasbench.judge.Judge`) is asked about every
@@ -407,7 +411,8 @@ def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge
         items = (Trace.from_dict(d) for d in iter_jsonl(traces)) if Path(traces).exists() else iter(())
     else:
         items = traces
-    return episode_table(items, tasks, reward=reward, judge=judge, first_per_task=True, only_tasks=True)
+    return episode_table(items, tasks, reward=reward, judge=judge, first_per_task=True, only_tasks=True,
+                         scoring=scoring)
 
 
 def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str] = "policy", n_boot: int = 2000,

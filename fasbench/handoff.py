@@ -12,6 +12,15 @@
   The answer itself (FastContext's ``<final_answer>`` block, a ``report_back`` call) is left out of
   the account: the citations and code above already carry it.
 
+- ``relace-docs``: Relace's documented hand-off, verbatim: the ``contextWithSearch`` template of
+  the "Subagent Formatting" section of https://docs.relace.ai/docs/fast-agentic-search/integration
+  (the user query, a ``[System Note: Automated Search Results]`` line, "Fast Agentic Search found the
+  following relevant code:" and ``formatResultsForLLM(searchResults)``, in a JavaScript template
+  literal: a leading and a trailing newline, two spaces before each template line). The page does not
+  define ``formatResultsForLLM``; fasbench puts the ``code`` rendering there (its choice). It needs the
+  user query (``render(..., query=...)``); it is not one of ``FORMATS`` (the three fasbench renderings
+  the end-to-end study compares).
+
 Token counts use a real tokenizer, offline by default (SmolLM2's, via ``fasbench.models``);
 ``handoff_tokens`` also counts the reasoning part of each rendering.
 """
@@ -32,6 +41,12 @@ from fasbench.records import Task, ToolCall, ToolResult, Trace
 from fasbench.tools import shown, tool_kind
 
 FORMATS = ("citations", "code", "code+search")
+DOCUMENTED = ("relace-docs",)  # renderings a system's documentation gives, verbatim (see the module doc)
+#: docs.relace.ai/docs/fast-agentic-search/integration, "Subagent Formatting", step 3 "Inject into
+#: context": the template literal ``contextWithSearch``, with ${userQuery} and
+#: ${formatResultsForLLM(searchResults)} as {query} and {results}.
+RELACE_SUBAGENT_TEMPLATE = ("\n  User Query: {query}\n\n  [System Note: Automated Search Results]\n"
+                            "  Fast Agentic Search found the following relevant code:\n  {results}\n")
 MAX_RANGE_LINES = 120  # lines of code shown per cited range
 MAX_LINE_CHARS = 2000  # longer lines are cut (as the tools' file views cut them)
 
@@ -186,11 +201,16 @@ def reasoning_of(trace: Trace, max_reasoning_chars: int | None = None) -> list[s
 
 
 def render(trace: Trace, root: str | Path | None, fmt: str = "code+search",
-           max_reasoning_chars: int | None = None) -> str:
-    """The handoff message in one of ``FORMATS`` (``max_reasoning_chars``: cap per turn of the
-    searcher's reasoning in ``code+search``; None keeps it whole)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown handoff format {fmt!r}; choose one of {', '.join(FORMATS)}")
+           max_reasoning_chars: int | None = None, query: str | None = None) -> str:
+    """The handoff message in one of ``FORMATS`` or ``DOCUMENTED`` (``max_reasoning_chars``: cap per
+    turn of the searcher's reasoning in ``code+search``; None keeps it whole; ``query``: the user's
+    query, which ``relace-docs`` shows)."""
+    if fmt not in FORMATS + DOCUMENTED:
+        raise ValueError(f"unknown handoff format {fmt!r}; choose one of {', '.join(FORMATS + DOCUMENTED)}")
+    if fmt == "relace-docs":
+        if query is None:
+            raise ValueError("the relace-docs handoff shows the user query: pass query=")
+        return RELACE_SUBAGENT_TEMPLATE.format(query=query, results=render(trace, root, "code"))
     parts = [citations(trace, str(root) if root else None)]
     if fmt in ("code", "code+search"):
         if root is None:

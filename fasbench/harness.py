@@ -57,7 +57,9 @@ class Limits:
 
     max_turns: int = 6  # turns before the episode ends without a report (any n >= 1; Relace's turn penalty
     # reaches 0 at n = 24, so runs that study it use 24: configs/rl_long_*.yaml)
-    max_calls_per_turn: int = 12  # parallel calls allowed in one turn; extra calls get an error
+    max_calls_per_turn: int = 12  # parallel calls allowed in one turn; extra calls get an error. fasbench's
+    # cap, not a published one: Relace's prompt asks for "4-12 tools in parallel" and sets none, FastContext
+    # runs every call; 12 is the top of Relace's range
     tool: ToolLimits | None = None  # per-call limits (timeout, output cap); None = defaults
 
     def __post_init__(self):

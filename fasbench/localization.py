@@ -30,10 +30,17 @@ Sources and definitions (per task; the summary averages over tasks = macro, with
   (core and optional regions), so an end-relative prediction on another file counts no lines;
   precision 0 on no predicted lines; F1 = 2PR/(P+R); hit-file = |predicted files ∩ core files| /
   |core files| (a file counts when any region names it).
+- ``fc_*`` (``fasbench eval --scoring fastcontext``): FastContext's ``benchmark/evaluation/run_score.py``
+  (its ``FILE_TYPES`` source filter, the gold of ``parse_patch``: hunk old sides with context, created
+  files dropped; file and line P/R/F1 per task, macro over tasks; ``n_no_citation``), ported in
+  :func:`fastcontext_row` / :func:`fastcontext_summary`; ``--scoring fastcontext-all`` without the filter.
+- LocAgent's evaluation set: the task set ``swebench-lite:locagent`` (fasbench.tasksets: 274 of Lite's
+  300, its ``filtered_instances`` left out); its Acc@k are the ``*_acc_at_k`` columns above.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Mapping, Sequence
 
 from fasbench.contain import PathRefused, read_bytes
@@ -248,3 +255,126 @@ def localization_columns(df) -> list[str]:
     """The metric columns of this module present in a summary frame (for aggregate())."""
     names = [c for c in df.columns if c.startswith("explore_") or c.split("_")[0] in ("file", "module", "class", "function")]
     return [c for c in names if df[c].dtype.is_numeric() or str(df[c].dtype) == "Null"]
+
+
+# ---------------------------------------------------------------- FastContext's run_score.py (ported)
+# benchmark/evaluation/run_score.py and utils.py of Microsoft's FastContext release (the history of
+# github.com/T0mSIlver/fastcontext, commit 0dc077f; unchanged at 913afd3 but for a file encoding).
+
+#: run_score.py line 12: the source files its gold keeps ("C, C++, Go, Java, JavaScript/TypeScript,
+#: PHP, Ruby, and Rust"). No ``.py``: on a Python benchmark every gold is empty; the release then
+#: raises ZeroDivisionError (utils.py line 119, ``calculate_explore_score`` divides by the gold size;
+#: checked on all 800 SWE-bench Lite + Verified patches), fasbench scores such a task 0 (its P/R/F1 as
+#: the lines before the division define them).
+FC_FILE_TYPES = (".c", ".cpp", ".h", ".hpp", ".go", ".java", ".js", ".ts", ".tsx", ".php", ".rb", ".rs")
+#: ``--scoring`` names: the release's filter, or none (every file of the patch).
+FC_SCORINGS = {"fastcontext": FC_FILE_TYPES, "fastcontext-all": None}
+_FC_FILE = re.compile(r"^diff --git a/(.+) b/(.+)$", re.MULTILINE)
+_FC_HUNK = re.compile(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@")
+
+
+def fc_parse_patch(text: str, file_types: Sequence[str] | None = FC_FILE_TYPES) -> list[Region]:
+    """The gold of ``utils.parse_patch`` (lines 180-227): per ``diff --git`` section of a file whose
+    name ends with one of ``file_types`` (None: every file), the old-side range of each hunk, context
+    included (``start .. start + count - 1``). As released: a hunk header without both counts
+    (``@@ -5 +5 @@``) is skipped, and so is a created file's ``@@ -0,0 …`` hunk."""
+    out: list[Region] = []
+    for section in (s for s in re.split(r"(?=^diff --git a/)", text or "", flags=re.MULTILINE) if len(s)):
+        files = _FC_FILE.findall(section)
+        if len(files) != 1:
+            continue
+        path = files[0][0]
+        if file_types is not None and not any(path.endswith(ft) for ft in file_types):
+            continue
+        body = "\n".join(section.splitlines()[3:]).strip()
+        for h in re.split(r"(?=^@@ -\d+,\d+ \+\d+,\d+ @@)", body, flags=re.MULTILINE):
+            m = _FC_HUNK.match(h)
+            if not m:
+                continue
+            start, n = int(m.group(1)), int(m.group(2))
+            if start == 0 and n == 0:
+                continue
+            out.append((path, start, start + n - 1))
+    return out
+
+
+def _fc_lines(regions: Iterable[Region]) -> dict[str, list[list[int]]]:
+    """Per path, the merged lines ``range(start, end + 1)`` covers (a reversed range: none)."""
+    spans: dict[str, list[list[int]]] = {}
+    for p, a, b in regions:
+        if a <= b:
+            spans.setdefault(p, []).append([a, b])
+    out = {}
+    for p, rs in spans.items():
+        rs.sort()
+        merged = [rs[0]]
+        for a, b in rs[1:]:
+            if a <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        out[p] = merged
+    return out
+
+
+def _fc_prf(hit: int, n_pred: int, n_true: int) -> tuple[float, float, float]:
+    p = hit / n_pred if n_pred > 0 else 0.0
+    r = hit / n_true if n_true > 0 else 0.0
+    return p, r, (2 * (p * r) / (p + r) if p + r > 0 else 0.0)
+
+
+def fc_scores(gold: Sequence[Region], citations: Sequence[Region]) -> dict[str, float]:
+    """``calculate_score_file`` and ``calculate_score_line`` (utils.py lines 124-177): file P/R/F1 of
+    the cited paths against the gold paths, line P/R/F1 of the ``(path, line)`` pairs."""
+    true_f, pred_f = {g[0] for g in gold}, {c[0] for c in citations}
+    fp, fr, ff = _fc_prf(len(true_f & pred_f), len(pred_f), len(true_f))
+    tl, pl = _fc_lines(gold), _fc_lines(citations)
+    n_t, n_p = sum(total(v) for v in tl.values()), sum(total(v) for v in pl.values())
+    lp, lr, lf = _fc_prf(sum(line_overlap(v, tl[k]) for k, v in pl.items() if k in tl), n_p, n_t)
+    return {"fc_file_precision": fp, "fc_file_recall": fr, "fc_file_f1": ff, "fc_n_citation_files": len(pred_f),
+            "fc_n_patch_files": len(true_f), "fc_line_precision": lp, "fc_line_recall": lr, "fc_line_f1": lf,
+            "fc_n_citation_lines": n_p, "fc_n_patch_lines": n_t}
+
+
+def fc_citations(files: Mapping[str, Sequence[Sequence[int]]] | None, root: str | None = None) -> list[Region]:
+    """A report's citations as ``parse_final_answer`` yields them: one per range, the path relative
+    to the workspace (fasbench.metrics.normalize_path; the release compares the paths as its input
+    file holds them, and the script that wrote that file is not released). A file cited without a
+    range is no citation (the release's parser needs ``path:N``)."""
+    out: list[Region] = []
+    for p, rs in (files or {}).items():
+        q = normalize_path(p, root)
+        for r in rs or []:
+            out.append((q, int(r[0]), int(r[1])))
+    return out
+
+
+def fastcontext_row(task, trace, file_types: Sequence[str] | None = FC_FILE_TYPES) -> dict:
+    """The ``fc_*`` columns of a summary row: run_score.py's per-task scores (its loop, lines 45-54),
+    ``fc_no_citation`` (counted into ``n_no_citation``) and where the gold came from: ``patch`` (the
+    task's ``meta["patch"]``, parsed as the release does: created files and count-less hunks drop out)
+    or ``gold`` (no patch: ``gold.edited`` under the same file filter, created files (no ranges) left out)."""
+    patch = (task.meta or {}).get("patch")
+    if patch:
+        gold, source = fc_parse_patch(patch, file_types), "patch"
+    else:
+        gold = [(normalize_path(p), int(a), int(b)) for p, rs in task.gold.edited.items()
+                if file_types is None or any(p.endswith(ft) for ft in file_types) for a, b in rs or []]
+        source = "gold"
+    cites = fc_citations(trace.report.files if trace.report is not None else {}, task.root)
+    return {**fc_scores(gold, cites), "fc_no_citation": not cites, "fc_gold": source,
+            "fc_filter": "release" if file_types == FC_FILE_TYPES else ("none" if file_types is None else "custom")}
+
+
+def fastcontext_summary(df) -> dict:
+    """run_score.py's printed result (lines 57-78) from the ``fc_*`` columns of a summary frame: macro
+    means over its rows and ``n_no_citation``."""
+    def mean(c):
+        return float(df[c].mean()) if df.height else 0.0
+    return {"score_file": {k: mean(f"fc_{c}") for k, c in (("precision", "file_precision"), ("recall", "file_recall"),
+                                                            ("f1", "file_f1"), ("n_citation_files", "n_citation_files"),
+                                                            ("n_patch_files", "n_patch_files"))},
+            "score_line": {k: mean(f"fc_{c}") for k, c in (("precision", "line_precision"), ("recall", "line_recall"),
+                                                            ("f1", "line_f1"), ("n_citation_lines", "n_citation_lines"),
+                                                            ("n_patch_lines", "n_patch_lines"))},
+            "n_no_citation": int(df["fc_no_citation"].sum()) if df.height else 0}

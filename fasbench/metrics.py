@@ -129,8 +129,10 @@ def line_prf(pred: Mapping[str, Sequence[Sequence[int]]], gold: Mapping[str, Seq
     return PRF(hit / n_pred if n_pred else 0.0, hit / n_gold if n_gold else 0.0, n_pred, n_gold, hit)
 
 
-def acc_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """LocAgent Acc@k: 1 when every gold file is among the top-k predictions."""
+def all_gold_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """1 when every gold file is among the top-k predictions (0 without gold). Stricter than LocAgent's
+    Acc@k (``fasbench.localization.locagent_acc_at_k``: min(|gold|, k) gold items in the top k), which
+    scores 1 when there are more than k gold files and the top k are all gold; this scores 0 there."""
     g = {normalize_path(p) for p in gold}
     top = {normalize_path(p) for p in list(ranked)[:k]}
     return float(bool(g) and g <= top)

@@ -8,6 +8,8 @@ A task set is named by one string:
 - ``PATH[:SPLIT]`` — a Task JSONL file (``.jsonl`` or ``.jsonl.gz``, as ``fasbench data tasks``,
   ``data import`` or ``data mine-git`` write it); with ``:SPLIT`` the tasks of that split (tasks
   that carry no split are kept);
+- ``swebench-lite:locagent`` — LocAgent's evaluation set: all 300 Lite tasks but the 26 its
+  evaluation leaves out (:data:`LOCAGENT_FILTERED`), 274 tasks (upstream tasks, every fasbench split);
 - ``git:PATH`` — tasks mined from the history of the local git repository at PATH
   (``fasbench.data.gitmine``), with their deterministic split assigned (``fasbench.data.splits``).
 
@@ -36,7 +38,24 @@ from fasbench.paths import cache_dir, repo_root
 from fasbench.records import Task, read_tasks
 
 KINDS = ("source", "file", "git")
-FORMS = "SOURCE[:SPLIT] (SOURCE: {}; SPLIT: {}), a Task JSONL file[:SPLIT], or git:PATH"
+FORMS = "SOURCE[:SPLIT] (SOURCE: {}; SPLIT: {}), swebench-lite:locagent, a Task JSONL file[:SPLIT], or git:PATH"
+
+#: The SWE-bench Lite tasks LocAgent's evaluation leaves out: the first 26 ids of ``filtered_instances``
+#: in ``utils/eval_metric.py`` of github.com/gersteinlab/LocAgent (commit 074ccf6e, lines 14-39, the
+#: default ``filter_list`` of ``cal_metrics``; the 12 ids after them are Loc-Bench tasks, not Lite).
+LOCAGENT_FILTERED = (
+    "pytest-dev__pytest-5227", "sympy__sympy-15345", "sympy__sympy-21614", "scikit-learn__scikit-learn-13439",
+    "sympy__sympy-11400", "sympy__sympy-19487", "sympy__sympy-15308", "django__django-12915",
+    "sympy__sympy-20590", "sympy__sympy-17022", "django__django-11099", "django__django-13220",
+    "django__django-11964", "matplotlib__matplotlib-25332", "django__django-10914", "django__django-14915",
+    "django__django-11049", "django__django-11564", "sympy__sympy-17655", "sympy__sympy-16106",
+    "sympy__sympy-12171", "django__django-15400", "django__django-14411", "sympy__sympy-21055",
+    "django__django-15213", "django__django-15902",
+)
+#: Named selections ``SOURCE:NAME``: (source, ids left out, what it is).
+SELECTIONS = {"locagent": ("swebench-lite", LOCAGENT_FILTERED,
+                           "LocAgent's evaluation set: 274 of Lite's 300 test tasks, the 26 of its "
+                           "eval_metric.py filtered_instances left out")}
 
 
 class TaskSetError(ValueError):
@@ -52,6 +71,7 @@ class TaskSet:
     target: str
     split: str | None
     spec: str
+    selection: str | None = None  # a name of SELECTIONS (source kind only)
 
     def __str__(self) -> str:
         return self.spec
@@ -79,6 +99,10 @@ def parse_task_set(spec: str) -> TaskSet:
             raise TaskSetError(f"task set {spec!r}: {path} is not a folder (git:PATH names a local git repository)")
         return TaskSet("git", path, None, spec)
     base, sep, split = spec.rpartition(":")
+    if sep and split in SELECTIONS:
+        if base != SELECTIONS[split][0]:
+            raise TaskSetError(f"task set {spec!r}: selection {split!r} is of {SELECTIONS[split][0]} only")
+        return TaskSet("source", base, None, spec, split)
     if not sep or split not in SPLITS:
         base, split = spec, None
     if base in SOURCES:
@@ -109,6 +133,9 @@ def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | No
     want = split or ts.split
     if ts.kind == "source":
         tasks = load_tasks(ts.target, want)
+        if ts.selection:
+            drop = set(SELECTIONS[ts.selection][1])
+            tasks = [t for t in tasks if t.id not in drop]
     elif ts.kind == "file":
         tasks = read_tasks(ts.target)
         if want:
@@ -169,6 +196,10 @@ def task_set_label(name: str | None, corpus: str | None = None) -> str:
     m = re.match(r"^(.*?)((?:\s+\(.*\))?)$", str(name).strip())
     base, extra = m.group(1), m.group(2).strip()[1:-1] if m.group(2).strip() else ""
     head, sep, split = base.rpartition(":")
+    if sep and split in SELECTIONS and head == SELECTIONS[split][0]:
+        what_sel = SELECTIONS[split][2]
+        label = "; ".join(x for x in (what_sel, extra, corpus_txt) if x)
+        return f"{base} ({label})"
     if not sep or split not in SPLITS:
         head, split = base, None
     parts = [p for p in head.split("+") if p]

@@ -66,3 +66,17 @@ def test_fastcontext_handoff_keeps_reasoning_but_not_the_answer_block(tmp_path):
     full = render(tr, task.root, "code+search")
     acc = full.split("How the search went:\n", 1)[1]
     assert "Reasoning: Searching for the identifiers" in acc and "<final_answer>" not in acc
+
+
+def test_relace_documented_handoff_is_the_integration_template(tmp_path):
+    """docs.relace.ai/docs/fast-agentic-search/integration, "Subagent Formatting": the contextWithSearch
+    template literal, with the code rendering as formatResultsForLLM(searchResults)."""
+    task = toy_tasks(make_corpus(tmp_path))[0]
+    tr = run_episode(task, make_policy("heuristic"), "relace")
+    out = render(tr, task.root, "relace-docs", query="How is X computed?")
+    code = render(tr, task.root, "code")
+    assert out == ("\n  User Query: How is X computed?\n\n  [System Note: Automated Search Results]\n"
+                   "  Fast Agentic Search found the following relevant code:\n  " + code + "\n")
+    assert "relace-docs" not in FORMATS
+    with pytest.raises(ValueError, match="pass query="):
+        render(tr, task.root, "relace-docs")

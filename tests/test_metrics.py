@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from fasbench.metrics import (EXACT_MAX_N, N_FLIPS, _subset_sums, acc_at_k, bootstrap_ci, file_prf, line_prf,
+from fasbench.metrics import (EXACT_MAX_N, N_FLIPS, _subset_sums, all_gold_at_k, bootstrap_ci, file_prf, line_prf,
                               merge_ranges, normalize_files, normalize_path, paired_bootstrap, paired_differs,
                               paired_test, paired_words, recall_at_k, sign_flip_p)
 
@@ -35,9 +35,9 @@ def test_prf():
 
 def test_acc_recall_at_k():
     ranked = ["a.py", "b.py", "c.py"]
-    assert acc_at_k(ranked, ["a.py", "c.py"], 2) == 0.0 and acc_at_k(ranked, ["a.py", "c.py"], 3) == 1.0
+    assert all_gold_at_k(ranked, ["a.py", "c.py"], 2) == 0.0 and all_gold_at_k(ranked, ["a.py", "c.py"], 3) == 1.0
     assert recall_at_k(ranked, ["a.py", "c.py"], 2) == 0.5
-    assert acc_at_k(ranked, [], 3) == 0.0
+    assert all_gold_at_k(ranked, [], 3) == 0.0
 
 
 def test_bootstrap():

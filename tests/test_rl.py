@@ -498,3 +498,25 @@ def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tasks, tmp_pa
     assert {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
             for p in final.iterdir()} == digest, "a rerun at max_steps overwrote final/"
     assert "resumed at step 2 of max_steps=2" in capsys.readouterr().out
+
+
+def test_raw_advantages_are_the_rewards(tasks, tmp_path):
+    """advantage: raw (FastContext's slime run, --disable-rewards-normalization): the advantage of
+    each rollout is its reward, not reward - group mean (TRL's, which sums to 0 within a group)."""
+    import torch
+
+    from fasbench.rl.train import make_trainer
+
+    torch.set_num_threads(1)
+    cfg = load_config("tiny", {"output_dir": str(tmp_path / "run"), "max_steps": 1, "save_steps": 1,
+                               "report_to": "none", "max_turns": 2, "max_completion_length": 192, "temperature": 0.6,
+                               "advantage": "raw", "track_weights": False})
+    cfg.model = str(teach(tasks, cfg))
+    trainer, _ = make_trainer(cfg, tasks)
+    trainer.train()
+    rewards = [r.reward for r in trainer._episode_reward.batch]
+    logged = list(trainer._logs["advantages"])[-len(rewards):]
+    assert logged == pytest.approx(rewards) and any(r != 0 for r in rewards)
+    assert abs(sum(rewards)) > 1e-6  # TRL's centred advantages of this one group would sum to 0
+    with pytest.raises(ValueError, match="advantage 'mean' unknown"):
+        load_config("tiny", {"advantage": "mean"})

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fasbench.models import load_model, parse_tool_calls, to_template_messages
+from fasbench.policies.sampling import sampling_for
 from fasbench.records import Reply
 
 
@@ -23,9 +24,11 @@ class HFPolicy:
     model: Any = "smollm2-offline"  # a loaded model, or a name/path for fasbench.models.load_model
     tokenizer: Any = None  # the model's tokenizer (loaded with the model when ``model`` is a name)
     max_new_tokens: int = 512  # tokens generated per turn
-    temperature: float = 0.0  # 0 = greedy; > 0 samples (seeded, reproducible)
+    temperature: float | None = None  # 0 = greedy; > 0 samples (seeded, reproducible); None: the tool set's
+    # documented sampling (fasbench.policies.sampling: Relace's 1.0 / top_k 100 / top_p 0.95), else greedy
     seed: int = 0  # base seed of sampling; each turn uses seed + turn counter
-    top_p: float = 1.0  # nucleus sampling when temperature > 0
+    top_p: float | None = None  # nucleus sampling when sampling (None: the tool set's, else 1.0)
+    top_k: int | None = None  # top-k when sampling (None: the tool set's, else none; 0 = none)
     max_context: int | None = None  # prompt + completion token budget; None = model limit
     name: str = "hf"
     stats: dict = field(default_factory=lambda: {"turns": 0, "calls": 0, "malformed": 0})
@@ -71,12 +74,13 @@ class HFPolicy:
         device = next(self.model.parameters()).device
         enc = {k: v.to(device) for k, v in enc.items()}
         n_prompt = enc["input_ids"].shape[1]
-        sample = self.temperature > 0
+        temperature, top_p, top_k = sampling_for(tools, self.temperature, self.top_p, self.top_k)
+        sample = temperature > 0
         gen_kw: dict[str, Any] = dict(max_new_tokens=self.max_new_tokens, do_sample=sample,
                                       pad_token_id=self.tokenizer.pad_token_id,
                                       eos_token_id=self.tokenizer.eos_token_id)
         if sample:
-            gen_kw.update(temperature=self.temperature, top_p=self.top_p)
+            gen_kw.update(temperature=temperature, top_p=1.0 if top_p is None else top_p, top_k=top_k or 0)
         else:
             gen_kw.update(temperature=None, top_p=None, top_k=None)
         was_training = self.model.training

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from fasbench.endpoint import (MAX_DEPTH, MAX_REPLY_BYTES, TOO_LARGE, EndpointError, bounded_client, check_chat_reply,
                                depth_over, one_line, parse_json, post_json)
 from fasbench.models import call_format, parse_tool_calls
+from fasbench.policies.sampling import sampling_for
 from fasbench.records import Reply, ToolCall, parse_arguments
 
 __all__ = ["EndpointError", "OpenAIPolicy", "reply_calls", "structured_calls"]
@@ -94,8 +95,9 @@ class OpenAIPolicy:
     model: str = ""  # model name the endpoint serves
     base_url: str = ""  # e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI's)
     api_key_env: str = "OPENAI_API_KEY"  # environment variable holding the key ("" = none)
-    temperature: float = 0.0
+    temperature: float | None = None  # None: the tool set's documented sampling (fasbench.policies.sampling), else 0
     top_p: float | None = None
+    top_k: int | None = None  # sent as "top_k" when set (vLLM, SGLang accept it; Relace documents 100)
     max_tokens: int = 1024  # completion tokens per turn
     parallel_tool_calls: bool = True
     tool_choice: str = "auto"  # auto | required | none ("none" on the final turn is not forced)
@@ -139,14 +141,18 @@ class OpenAIPolicy:
         return h
 
     def request_body(self, messages: list[dict], tools: list[dict]) -> dict:
-        body: dict = {"model": self.model, "messages": messages, "temperature": self.temperature,
+        # top_k only when asked for: not an OpenAI chat field, strict servers refuse it (fasbench.policies.sampling)
+        temperature, top_p, top_k = sampling_for(tools, self.temperature, self.top_p, self.top_k or 0)
+        body: dict = {"model": self.model, "messages": messages, "temperature": temperature,
                       "max_tokens": self.max_tokens, "stream": False}
         if tools:
             body["tools"] = tools
             body["tool_choice"] = self.tool_choice
             body["parallel_tool_calls"] = self.parallel_tool_calls
-        if self.top_p is not None:
-            body["top_p"] = self.top_p
+        if top_p is not None:
+            body["top_p"] = top_p
+        if top_k is not None:
+            body["top_k"] = top_k
         if self.seed is not None:
             body["seed"] = self.seed
         body.update(self.extra_body)

@@ -58,6 +58,9 @@ class RLConfig:
     epsilon_high: float = 0.28  # upper clip (DAPO clip-higher)
     beta: float = 0.0  # KL coefficient; 0 = no reference model
     loss_type: str = "dapo"  # TRL loss aggregation
+    # grpo: TRL's advantage (reward - group mean, divided by the std as grpo.scale_rewards says) |
+    # raw: the reward itself, as slime's --disable-rewards-normalization (FastContext's RL) uses it
+    advantage: str = "grpo"
     temperature: float = 1.0  # sampling temperature of rollouts
     seed: int = 0
     torch_threads: Optional[int] = None  # CPU threads for torch (1 is much faster on a busy shared CPU); None = torch's
@@ -84,6 +87,8 @@ class RLConfig:
             raise ValueError(f"rl config: reward {self.reward!r} unknown; choose one of {', '.join(REWARDS)}")
         if self.split is not None and self.split not in SPLITS:
             raise ValueError(f"rl config: split {self.split!r} unknown; choose one of {', '.join(SPLITS)} (or null: all)")
+        if self.advantage not in ("grpo", "raw"):
+            raise ValueError(f"rl config: advantage {self.advantage!r} unknown; choose grpo or raw")
         if self.corpus_mode not in (None, "offline", "online"):
             raise ValueError(f"rl config: corpus_mode {self.corpus_mode!r} unknown; choose offline, online or null")
         if self.judge:

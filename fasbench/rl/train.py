@@ -60,11 +60,15 @@ def _trainer_class():
         """GRPOTrainer that (1) renders the harness's exact tool schemas, (2) tells each
         environment when a new turn starts (for ``max_calls_per_turn``), (3) appends the harness's
         last-turn note as a user message after the tool results of the turn before the last, as
-        ``run_episode`` does (environment tokens: masked out of the loss like tool results), and
-        (4) logs the episode statistics of every generation batch with TRL's metrics."""
+        ``run_episode`` does (environment tokens: masked out of the loss like tool results),
+        (4) logs the episode statistics of every generation batch with TRL's metrics, and (5) with
+        ``advantage="raw"`` uses each rollout's reward as its advantage (slime's
+        ``--disable-rewards-normalization``; TRL itself always subtracts the group mean)."""
 
-        def __init__(self, *args, harness_tool_schemas: list[dict], episode_reward: EpisodeReward, **kw):
+        def __init__(self, *args, harness_tool_schemas: list[dict], episode_reward: EpisodeReward,
+                     raw_advantages: bool = False, **kw):
             super().__init__(*args, **kw)
+            self._raw_advantages = raw_advantages
             check_env_tools(self)
             self._env_tools = {name: list(harness_tool_schemas) for name in self._env_tools}
             self._episode_reward = episode_reward
@@ -94,6 +98,8 @@ def _trainer_class():
         def _generate_and_score_completions(self, inputs):
             self._episode_reward.step = self.state.global_step
             out = super()._generate_and_score_completions(inputs)
+            if self._raw_advantages:
+                self._use_raw_rewards(out)
             mode = "train" if self.model.training else "eval"
             stats = rollout_stats(self._episode_reward.batch)
             mask = out["completion_mask"]
@@ -104,6 +110,22 @@ def _trainer_class():
             for k, v in stats.items():
                 self._metrics[mode][k].append(v)
             return out
+
+        def _use_raw_rewards(self, out: dict) -> None:
+            """This process's rollouts' rewards (the reward function ran on them, in order) as their
+            advantages, in the batch and in TRL's advantage log."""
+            import torch  # local import: loaded with trl above (~1.9 s at first import)
+
+            adv = out["advantages"]
+            raw = torch.tensor([r.reward for r in self._episode_reward.batch], dtype=adv.dtype, device=adv.device)
+            if raw.shape != adv.shape:
+                raise RuntimeError(f"raw advantages: {raw.numel()} rewards for {adv.numel()} rollouts")
+            out["advantages"] = raw
+            logged = self.accelerator.gather(raw).tolist()
+            log = self._logs["advantages"]
+            for _ in range(min(len(logged), len(log))):
+                log.pop()
+            log.extend(logged)
 
     return HarnessGRPOTrainer
 
@@ -203,7 +225,7 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
         model=model, reward_funcs=[reward], args=args, train_dataset=build_dataset(tasks, cfg),
         processing_class=tok, environment_factory=env_cls, peft_config=peft_config(cfg),
         callbacks=[step_log(out / LOG_FILE), save_at_end()], harness_tool_schemas=harness_schemas(cfg.toolset, limits),
-        episode_reward=reward)
+        episode_reward=reward, raw_advantages=cfg.advantage == "raw")
     return trainer, tasks
 
 

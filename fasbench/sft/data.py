@@ -6,10 +6,18 @@ Four sources (FastContext's three plus real reference traces):
   ``make_policy`` spec), kept when their reward reaches ``min_reward``;
 - ``reference_traj``: the exploration prefix of real mini-swe-agent trajectories, converted and
   re-executed in the harness (``fasbench.sft.reference``), reporting the files the agent edited;
-- ``parallel_toolcalls``: first turns only (prompt → one assistant turn with 1–6 distinct calls),
-  taken from the episodes of the two sources above;
-- ``linerange``: one parallel turn viewing the gold files around the gold ranges (observations from
-  the harness, with line numbers), then the report with the tight gold ranges.
+- ``parallel_toolcalls``: first turns only (prompt → one assistant turn of parallel calls, no tool
+  results). With ``parallel_teacher`` set (a policy spec, e.g. ``openai:model=…,base_url=…``) the
+  release's way: the teacher is given FastContext's synthesis prompt verbatim
+  (:func:`fasbench.sft.release_formats.synthesis_messages`) and the tool schemas, and its first reply's
+  calls (at least one) become the example, after the explorer's own prompt, with the content emptied
+  (``gen_parallel_toolcalls_1turn.py`` @0dc077f). Without it, fasbench's stand-in: the first turns
+  (1–``max_calls_per_turn`` distinct calls) of the episodes of the two sources above;
+- ``linerange``: for the ``fastcontext`` tool set the release's tool-free task (``gen_linerange.py``
+  @0dc077f): its own system prompt, one user message of ``<files>`` blocks (the gold files around the
+  gold ranges, numbered as the released Read shows them) and the ``<final_answer>`` with the tight gold
+  ranges; no tools. For ``relace`` (no such release) fasbench's adaptation: one parallel turn viewing
+  the same ranges through the harness, then the report.
 
 Every conversation is exactly what the harness showed the policy (same prompts, tool schemas,
 truncation, and the harness's own reminder/last-turn notes): it is read from the episode's Trace
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -30,8 +39,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from fasbench import contain
 from fasbench.data.corpora import with_corpora
-from fasbench.harness import restore_notes, run_episode
+from fasbench.harness import initial_messages, restore_notes, run_episode
 from fasbench.models import to_template_messages
 from fasbench.policies import bind_policy, make_policy
 from fasbench.policies.dialect import Dialect
@@ -39,8 +49,24 @@ from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, Task, Trace, Turn, append_jsonl, iter_jsonl, repair_jsonl
 from fasbench.reward import score_report
 from fasbench.sft.reference import convert_actions, trajectory_actions
+from fasbench.sft.release_formats import linerange_messages, numbered_lines, synthesis_messages
 from fasbench.tasksets import load_task_set
 from fasbench.tools import make_toolset
+from fasbench.tools.fastcontext_published import WORK_DIR
+
+
+def episode_query(toolset, task: Task) -> str:
+    """The query the tool set gives the policy for ``task`` (``Toolset.episode_query``: FastContext's
+    generated query where the task has one), else ``task.query``."""
+    pick = getattr(toolset, "episode_query", None)
+    return pick(task)[0] if callable(pick) else task.query
+
+
+def workspace_ls(root: str | Path) -> str:
+    """``cd WORKSPACE && ls`` as the release records it (``get_workspace_ls.py`` @0dc077f): the names
+    of the root, hidden ones left out, one a line, sorted byte-wise (the C locale)."""
+    return "\n".join(sorted((n for n in os.listdir(root) if not n.startswith(".")),
+                            key=lambda n: n.encode("utf-8", "surrogateescape")))
 
 SOURCES = ("multiturn_traj", "reference_traj", "parallel_toolcalls", "linerange")
 
@@ -64,6 +90,7 @@ class BuildConfig:
     max_calls_per_turn: int = 6  # parallel calls per turn (and the parallel_toolcalls cap)
     max_output_chars: int = 4000  # observation cap (evaluation must use the same)
     linerange_context: int = 15  # lines viewed around each gold range in linerange examples
+    parallel_teacher: str = ""  # parallel_toolcalls: a policy spec given the release's synthesis prompt; "" = first turns
     seed: int = 0  # sampling of the mix
 
 
@@ -114,6 +141,48 @@ def first_turn_example(trace: Trace, tools: list[dict], task: Task, max_calls: i
     return _example(first.to_messages(), tools, "parallel_toolcalls", task, trace)
 
 
+def synthesized_example(task: Task, toolset, limits_, reply: Reply, source: str = "parallel_toolcalls") -> dict | None:
+    """``parallel_toolcalls`` the release's way: the explorer's prompt (system prompt and query message
+    of ``toolset``) and the teacher's ``reply`` calls with the content emptied (no tool results); None
+    without a call (gen_parallel_toolcalls_1turn.py @0dc077f lines 101-113, 163-171)."""
+    calls = [c for c in reply.calls if isinstance(c.arguments, dict)]
+    if not calls or len(calls) != len(reply.calls):
+        return None
+    tr = Trace(task_id=task.id, policy="teacher", toolset=toolset.name,
+               prompt=initial_messages(toolset, episode_query(toolset, task), limits_),
+               turns=[Turn(index=0, text="", calls=calls)])
+    return _example(tr.to_messages(), toolset.schemas, source, task, tr)
+
+
+def linerange_example(task: Task, cfg: BuildConfig, work_dir: str = WORK_DIR) -> dict | None:
+    """The release's tool-free ``linerange`` example (gen_linerange.py @0dc077f): one ``<files>`` block
+    per gold range widened by ``linerange_context`` lines, then the tight gold ranges as the answer;
+    paths absolute under ``work_dir`` (the workspace the FastContext prompt names). None without
+    ranges."""
+    files, answer = [], []
+    for path, ranges in task.gold.edited.items():
+        if not ranges:
+            continue
+        try:
+            data, more = contain.read_bytes(task.root, path)
+        except contain.PathRefused:
+            return None
+        if more:
+            return None
+        lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+        for a, b in ranges:
+            lo, hi = max(1, a - cfg.linerange_context), min(len(lines), b + cfg.linerange_context)
+            if lo > hi:
+                continue
+            files.append((f"{work_dir}/{path}", lo, hi, numbered_lines(lines, lo, hi)))
+            answer.append((f"{work_dir}/{path}", a, b))
+    if not files:
+        return None
+    msgs = linerange_messages(files, answer)
+    return {"messages": msgs, "tools": [], "source": "linerange", "task_id": task.id, "split": task.split or "",
+            "n_turns": 1, "n_calls": 0, "trace_id": ""}
+
+
 # ---------------------------------------------------------------- episodes per source
 
 
@@ -138,6 +207,16 @@ def reference_episode(task: Task, cfg: BuildConfig) -> tuple[Trace | None, dict]
                      limits(cfg, max_turns=len(turns)))
     tr.meta.update(info)
     return tr, info
+
+
+def teacher_trace(teacher, task: Task, cfg: BuildConfig) -> Trace:
+    """The teacher's reply to the release's synthesis prompt for ``task`` (one turn, its calls not run),
+    as a Trace so the build log resumes like the other sources."""
+    ts = make_toolset(cfg.toolset, task.root, limits(cfg).tool)
+    msgs = synthesis_messages(episode_query(ts, task), WORK_DIR, workspace_ls(task.root))
+    reply = teacher.act(msgs, ts.schemas, final=False)
+    return Trace(task_id=task.id, policy=getattr(teacher, "name", "teacher"), toolset=ts.name, prompt=msgs,
+                 turns=[Turn(index=0, text=reply.text, calls=list(reply.calls))], stop_reason="max_turns")  # one turn, no answer asked for
 
 
 def linerange_episode(task: Task, cfg: BuildConfig) -> Trace | None:
@@ -192,6 +271,8 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
     stats: dict[str, Any] = {"config": asdict(cfg), "unconvertible": Counter(), "episodes": Counter(),
                              "dropped": Counter()}
     policy = make_policy(cfg.policy) if "multiturn_traj" in cfg.mix else None
+    teacher = make_policy(cfg.parallel_teacher) if cfg.parallel_teacher and cfg.mix.get("parallel_toolcalls", 0) > 0 else None
+    release_linerange = cfg.toolset == "fastcontext"  # the release's tool-free linerange (relace: fasbench's)
     for split, limit in cfg.max_tasks.items():
         jobs = []
         if cfg.mix.get("multiturn_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0 or cfg.mix.get("linerange", 0) > 0:
@@ -200,6 +281,8 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
                     jobs.append(("policy", t))
                 if cfg.mix.get("linerange", 0) > 0:
                     jobs.append(("linerange", t))
+                if teacher is not None:
+                    jobs.append(("teacher", t))
         if cfg.mix.get("reference_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0:
             for t in _materialized(_tasks(cfg, "reference", split), limit, f"{split} reference corpora"):
                 jobs.append(("reference", t))
@@ -213,6 +296,10 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
                 elif kind == "reference":
                     tr, info = reference_episode(t, cfg)
                     rec["conversion"] = info
+                elif kind == "teacher":
+                    tr = teacher_trace(bind_policy(teacher, t), t, cfg)
+                elif release_linerange:
+                    tr, rec["example"] = None, linerange_example(t, cfg)
                 else:
                     tr = linerange_episode(t, cfg)
                 rec["trace"] = tr.to_dict() if tr is not None else None
@@ -227,6 +314,15 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
             continue
         if r.get("conversion"):
             stats["unconvertible"].update(r["conversion"]["unconvertible"])
+        if r["kind"] == "linerange" and "example" in r:  # the release's tool-free task: no episode to score
+            if cfg.task_ids and r["task_id"] not in cfg.task_ids:
+                continue
+            if r["example"] is None:
+                stats["dropped"]["linerange: no gold range to show"] += 1
+            else:
+                stats["episodes"]["linerange"] += 1
+                examples[r["split"]].append(r["example"])
+            continue
         if r.get("trace") is None:
             stats["dropped"][f"{r['kind']}: {r['error'] if r.get('error') else 'no episode'}"] += 1
             continue
@@ -236,12 +332,19 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
         ts = make_toolset(tr.toolset, task.root)
         tools = ts.schemas
         stats["episodes"][r["kind"]] += 1
+        if r["kind"] == "teacher":  # the release keeps every first turn with a call (no reward: no answer yet)
+            ex = synthesized_example(task, ts, limits(cfg), tr.turns[0]) if tr.turns else None
+            if ex is None:
+                stats["dropped"]["teacher: no tool call"] += 1
+            else:
+                examples[r["split"]].append(ex)
+            continue
         if tr.report is None or _score(task, tr, cfg.reward) < cfg.min_reward:
             stats["dropped"][f"{r['kind']}: reward < {cfg.min_reward}"] += 1
             continue
         src = {"policy": "multiturn_traj", "reference": "reference_traj", "linerange": "linerange"}[r["kind"]]
         examples[r["split"]].append(trace_example(tr, tools, task, src))
-        if r["kind"] in ("policy", "reference"):
+        if r["kind"] in ("policy", "reference") and teacher is None:
             ex = first_turn_example(tr, tools, task, cfg.max_calls_per_turn)
             if ex is not None:
                 examples[r["split"]].append(ex)

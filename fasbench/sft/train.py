@@ -41,6 +41,9 @@ class TrainConfig:
     lr_scheduler_type: str = "cosine"  # "cosine_with_min_lr" + min_lr for FastContext's 1e-5 → 1e-6
     min_lr: float | None = None  # floor of cosine_with_min_lr
     warmup_ratio: float = 0.0  # share of steps warming up (FastContext: 0.1)
+    weight_decay: float = 0.0  # AdamW weight decay (TRL's default 0; FastContext's SFT: 0.1)
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999  # TRL's default (FastContext's SFT: 0.95)
     per_device_train_batch_size: int = 1
     gradient_accumulation_steps: int = 1
     max_length: int | None = 2048  # tokens per example
@@ -122,6 +125,7 @@ def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool 
         dataloader_num_workers=tc.dataloader_num_workers, packing=False, dataset_num_proc=None,
         eval_strategy="steps" if (tc.eval_steps and has_eval) else "no", eval_steps=tc.eval_steps,
         per_device_eval_batch_size=tc.per_device_train_batch_size, use_cpu=use_cpu,
+        weight_decay=tc.weight_decay, adam_beta1=tc.adam_beta1, adam_beta2=tc.adam_beta2,
     )
     if tc.lr_scheduler_type == "cosine_with_min_lr":
         kw["lr_scheduler_kwargs"] = {"min_lr": tc.min_lr if tc.min_lr is not None else 0.0}

@@ -10,7 +10,8 @@ these specific parameters." Nothing here is paraphrased; tests/test_published.py
 
 Limits stated by the published text: view_file shows lines 1-100 by default, ``[start, -1]`` to the
 end; view_directory is "limited to the first 250 items"; grep_search results "are capped at 50
-matches"; the model "typically makes 4-12 tool calls per turn" over "4-5 turns".
+matches". It also says the model "typically makes 4-12 tool calls per turn" over "4-5 turns": a
+description, not a cap (``harness.Limits.max_calls_per_turn`` = 12 is fasbench's choice).
 """
 
 from __future__ import annotations
