@@ -114,3 +114,14 @@ def test_stdin_file_replaced_mid_call_is_not_followed_and_never_blocks(tmp_path,
     (root / "x").unlink()
     (root / "x").write_text("plain\n")
     assert ts.call("bash", {"command": "cat < x"}) == ("plain\n", False)
+
+
+@pytest.mark.parametrize("bounds", [[1, INF], [INF, 1], [NAN, 2], [None, None], ["1", "2"]])
+def test_judge_contents_of_a_range_that_is_not_two_integers(base, bounds):
+    """A report read from a file (a trace, ``--report``) may hold ``1e999`` (infinity in Python's json),
+    NaN or null as a line bound; the judge's contents give the release's read error for that citation
+    (``int(inf)`` was an OverflowError out of ``citation_contents``)."""
+    from fasbench.judge import UNREADABLE, citation_contents
+
+    out = citation_contents({"src/pkg/auth.py": [bounds], "link_out_file": [[1, 2]]}, base / "repo")
+    assert out.count("```") == 4 and UNREADABLE in out and SECRET not in out, out
