@@ -125,3 +125,34 @@ def test_judge_contents_of_a_range_that_is_not_two_integers(base, bounds):
 
     out = citation_contents({"src/pkg/auth.py": [bounds], "link_out_file": [[1, 2]]}, base / "repo")
     assert out.count("```") == 4 and UNREADABLE in out and SECRET not in out, out
+
+
+def test_view_directory_subdirectory_replaced_by_a_symlink_out_is_not_entered(tmp_path, walls):
+    """view_directory lists in the harness's own process (no Landlock there): a subdirectory swapped
+    for a symlink to an outside directory after it was listed was then entered by path, and the
+    outside names came back (30 in 3000 calls)."""
+    root, out = tmp_path / "repo", tmp_path / "out"
+    (root / "d").mkdir(parents=True)
+    out.mkdir()
+    (out / f"{SECRET}-name").write_text("x")
+    stop = threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            os.mkdir(root / "d" / "sub")
+            os.rmdir(root / "d" / "sub")
+            os.symlink(out, root / "d" / "sub")
+            os.unlink(root / "d" / "sub")
+
+    t = threading.Thread(target=flip, daemon=True)
+    t.start()
+    ts = make_toolset("relace", root)
+    try:
+        outs = [ts.call("view_directory", {"path": "d", "include_hidden": False})[0] for _ in range(3000)]
+    finally:
+        stop.set()
+        t.join(10)
+    assert not any(SECRET in o for o in outs), [o for o in outs if SECRET in o][:1]
+    (root / "d" / "sub").mkdir()
+    (root / "d" / "sub" / "a.py").write_text("x\n")
+    assert ts.call("view_directory", {"path": "d", "include_hidden": False}) == ("sub/\nsub/a.py", False)
