@@ -192,7 +192,9 @@ def citation_contents(files: Mapping[str, Sequence[Sequence[int]]], root: str | 
                 content = UNREADABLE
             else:
                 try:
-                    content = _cited_lines(str(root), rel, int(s), int(e), budget)
+                    if not all(isinstance(b, int) for b in (s, e)):  # 1e999, NaN, null of a report file
+                        raise contain.PathRefused(rel, "a line range that is not two integers")
+                    content = _cited_lines(str(root), rel, s, e, budget)
                 except (contain.OutsideRoot, contain.NoSuchFile, contain.NotARegularFile):
                     content = MISSING
                 except (contain.PathRefused, OSError, UnicodeDecodeError, ValueError):

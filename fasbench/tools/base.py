@@ -9,6 +9,7 @@ into a :class:`ToolResult` with ``is_error=True``. No exception leaves :meth:`To
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,6 +176,8 @@ class Toolset:
                 args = json.loads(args) if args.strip() else {}
             except json.JSONDecodeError as e:
                 raise ToolError(f"arguments of {call.name} are not valid JSON ({e.msg} at position {e.pos})")
+            except RecursionError:
+                raise ToolError(f"arguments of {call.name} are nested too deeply to be read") from None
         if not isinstance(args, dict):
             raise ToolError(f"arguments of {call.name} must be a JSON object, got {type(args).__name__}")
         return args
@@ -184,11 +187,16 @@ class Toolset:
         if tool is None:
             raise ToolError(f"unknown tool {call.name!r}; available tools: {', '.join(self.tools)}")
         args = self._arguments(call)
+        for key, value in args.items():  # json reads NaN and Infinity, and JSON schema's "number" takes them
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ToolError(f"invalid arguments for {call.name} at {key}: {value!r} is not a finite number")
         try:
             jsonschema.validate(args, tool.parameters)
         except jsonschema.ValidationError as e:
             where = "/".join(map(str, e.absolute_path))
             raise ToolError(f"invalid arguments for {call.name}{' at ' + where if where else ''}: {e.message}")
+        except RecursionError:
+            raise ToolError(f"arguments of {call.name} are nested too deeply to be checked") from None
         return tool.fn(self.ws, **args)
 
 

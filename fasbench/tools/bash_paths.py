@@ -18,7 +18,9 @@ import os
 import re
 import stat
 import time
+from contextlib import contextmanager
 
+from fasbench.contain import root_path
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.sandbox import _relative_spelling, is_inside
 
@@ -112,6 +114,26 @@ def _as_operand(h: str) -> str:
     return "./" + h if h.startswith("-") or h.split("/", 1)[0] in _FIND_WORDS else h
 
 
+@contextmanager
+def _listing(root: str, real: str):
+    """The entries of the directory ``real`` (a confined real path), empty when it cannot be listed:
+    opened with ``O_NOFOLLOW`` and listed only when the directory actually opened lies under
+    ``root`` (one swapped for a symlink out after it was resolved is not listed)."""
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        yield iter(())
+        return
+    try:
+        if not is_inside(root_path(root), os.readlink(f"/proc/self/fd/{fd}")):
+            yield iter(())
+            return
+        with os.scandir(fd) as it:  # scandir lists a duplicate of fd; fd itself is closed below
+            yield it
+    finally:
+        os.close(fd)
+
+
 def expand_glob(ws: Workspace, word: str, budget: GlobBudget) -> list[str]:
     """Bash-style expansion of ``word`` inside the root: sorted, hidden names only when the
     pattern names them, the word itself when nothing matches. Confined: a part before the first
@@ -152,26 +174,23 @@ def expand_glob(ws: Workspace, word: str, budget: GlobBudget) -> list[str]:
             magic_seen = True
             rx = re.compile(fnmatch.translate(part))
             for pre, real in found:
-                try:
-                    it = os.scandir(real)
-                except OSError:
-                    continue
-                with it:
+                with _listing(root, real) as it:
                     for e in it:
                         budget.tick()
                         if e.name.startswith(".") and not part.startswith("."):
                             continue
                         if not rx.match(e.name):
                             continue
+                        path = os.path.join(real, e.name)
                         if e.is_symlink():  # followed only while it stays inside
-                            r = confined_real(root, os.path.relpath(e.path, root))
+                            r = confined_real(root, os.path.relpath(path, root))
                             if r is None:
                                 if last:
                                     _refuse(f"glob {word!r} matches {pre + e.name!r}, which leads outside the workspace")
                                 continue  # a symlink out: never entered
                             is_dir = os.path.isdir(r)
                         else:
-                            r, is_dir = e.path, e.is_dir(follow_symlinks=False)
+                            r, is_dir = path, e.is_dir(follow_symlinks=False)
                         if not last and not is_dir:
                             continue
                         nxt.append((pre + e.name + ("" if last else "/"), r))

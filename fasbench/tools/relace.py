@@ -19,6 +19,7 @@ from collections import deque
 
 import jsonschema
 
+from fasbench.contain import is_inside, root_path
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
 from fasbench.tools.bash import run_bash
@@ -67,30 +68,51 @@ def view_file(ws: Workspace, path: str, view_range: list[int] | None = None) -> 
     return body + ("\n" + "\n".join(notes) if notes else "")
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 def list_directory(ws: Workspace, real, include_hidden: bool, limit: int) -> tuple[list[str], bool]:
     """Up to ``limit`` entries under ``real``, breadth-first (so a cut keeps the top levels),
     returned sorted, relative to ``real``, directories with a trailing ``/``. ``.git`` is never
-    descended into; symlinks are listed, not followed."""
+    descended into; symlinks are listed, not followed. Each subdirectory is opened relative to its
+    parent's descriptor with ``O_NOFOLLOW``: one replaced by a symlink out after it was listed is
+    not entered (by path, its outside names were listed)."""
     found: list[tuple[tuple[str, ...], bool]] = []
-    queue = deque([(real, ())])
+    try:
+        top = os.open(real, _DIR_FLAGS)
+    except OSError:
+        return [], False
+    if not is_inside(root_path(ws.root), os.readlink(f"/proc/self/fd/{top}")):  # swapped after resolve
+        os.close(top)
+        return [], False
+    queue = deque([(top, ())])
     cut = False
-    while queue and not cut:
-        d, prefix = queue.popleft()
-        try:
-            items = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError:
-            continue
-        for e in items:
-            if not include_hidden and e.name.startswith("."):
-                continue
-            if len(found) >= limit:
-                cut = True
-                break
-            is_dir = e.is_dir(follow_symlinks=False)
-            parts = (*prefix, e.name)
-            found.append((parts, is_dir))
-            if is_dir and e.name != ".git":
-                queue.append((e.path, parts))
+    try:
+        while queue and not cut:
+            fd, prefix = queue.popleft()
+            try:
+                with os.scandir(fd) as it:
+                    items = sorted(it, key=lambda e: e.name)
+            except OSError:
+                items = []
+            for e in items:
+                if not include_hidden and e.name.startswith("."):
+                    continue
+                if len(found) >= limit:
+                    cut = True
+                    break
+                is_dir = e.is_dir(follow_symlinks=False)
+                parts = (*prefix, e.name)
+                found.append((parts, is_dir))
+                if is_dir and e.name != ".git":
+                    try:
+                        queue.append((os.open(e.name, _DIR_FLAGS, dir_fd=fd), parts))
+                    except OSError:  # gone, or no longer a directory (a symlink: ELOOP)
+                        pass
+            os.close(fd)
+    finally:
+        for fd, _ in queue:
+            os.close(fd)
     found.sort()
     return ["/".join(p) + ("/" if is_dir else "") for p, is_dir in found], cut
 

@@ -19,6 +19,7 @@ import io
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -52,13 +53,19 @@ def resolve(ws: Workspace, path: str, *, must_exist: bool = True, kind: str = "a
             f"path {path!r} is outside the workspace (paths are relative to the repository root; "
             "'..' and symlinks may not leave it)"
         ) from None
-    if must_exist and not real.exists():
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:  # ENAMETOOLONG, ELOOP, EACCES: one line, never the exception
+        raise ToolError(f"path {path!r} cannot be used: {e.strerror or e}") from None
+    if must_exist and st is None:
         raise ToolError(f"path {path!r} does not exist in the workspace")
-    if kind == "file" and real.is_dir():
+    if kind == "file" and st is not None and stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{path!r} is a directory, not a file")
-    if kind == "file" and real.exists() and not real.is_file():
+    if kind == "file" and st is not None and not stat.S_ISREG(st.st_mode):
         raise ToolError(f"{path!r} is not a regular file")
-    if kind == "dir" and real.exists() and not real.is_dir():
+    if kind == "dir" and st is not None and not stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{path!r} is a file, not a directory")
     return real
 
@@ -279,6 +286,16 @@ def _drain(stream, buf: bytearray, limit: int, max_lines: int | None, state: dic
     _kill(procs)
 
 
+def _open_stdin(ws: Workspace, path) -> io.RawIOBase:
+    """The ``< file`` of a stage, opened in this process through :func:`fasbench.contain.open_file`
+    (the file it names may have been swapped for a symlink out or a FIFO since the command was
+    checked: refused, never followed, never blocking)."""
+    try:
+        return open_file(ws.root, os.path.relpath(path, real_path(ws.root, "")))
+    except PathRefused as e:
+        raise ToolError(f"the file of < {relative(ws.root, str(path))!r} cannot be read: {e.why}") from None
+
+
 def run_pipeline(
     ws: Workspace,
     stages: list[Stage],
@@ -299,6 +316,9 @@ def run_pipeline(
     deadline = min(deadline or float("inf"), time.monotonic() + timeout)
     if max_bytes is None:
         max_bytes = ws.limits.max_output_chars * 4
+    for st in stages:
+        if any("\x00" in a for a in st.argv):  # no program can be given one; say so instead of ValueError
+            raise ToolError("NUL character in an argument (a pattern, glob or path); leave it out")
     env = tool_env(ws)
     conf = confinement(ws)
     err_r, err_w = os.pipe()  # stderr (and 1>&2) of every stage: a pipe read under a cap
@@ -309,7 +329,7 @@ def run_pipeline(
         try:
             for i, st in enumerate(stages):
                 last = i == len(stages) - 1
-                opened = open(st.stdin_path, "rb") if st.stdin_path is not None else None
+                opened = _open_stdin(ws, st.stdin_path) if st.stdin_path is not None else None
                 stdin = opened or (prev if prev is not None else subprocess.DEVNULL)
                 stdout = {"out": subprocess.PIPE, "null": subprocess.DEVNULL, "err": err_w}[st.stdout]
                 stderr = {"err": err_w, "null": subprocess.DEVNULL, "out": subprocess.STDOUT}[st.stderr]
