@@ -33,6 +33,7 @@ READ_METHODS = {"read_text", "read_bytes", "open", "stat", "lstat", "is_file", "
 
 #: (module, enclosing function) -> why its reads are not on a model's or task's behalf.
 ALLOWED = {
+    ("fasbench/sft/data.py", "workspace_ls"): "the names in the task's corpus root (the workspace fasbench built, as the release's get_workspace_ls.py records them); no path a model or report names",
     ("fasbench/judge.py", "Judge._cached"): "the judge's own on-disk cache (fasbench's cache dir)",
     ("fasbench/lines.py", "file_lines"):
         "an os.stat of the joined path only to answer None fast for a missing file; nothing is opened and "

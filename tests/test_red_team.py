@@ -158,10 +158,6 @@ def test_view_directory_subdirectory_replaced_by_a_symlink_out_is_not_entered(tm
     assert ts.call("view_directory", {"path": "d", "include_hidden": False}) == ("sub/\nsub/a.py", False)
 
 
-@pytest.mark.xfail(strict=True, reason="fastcontext.py read() (the release's Read) checks the path (exists, isfile, getsize) "
-                   "and then opens it with open() in the harness, where no Landlock holds: a file swapped for a symlink out "
-                   "in between is read whole (4 leaks in 300 calls). fastcontext.py is issue 26's; the fix is to read "
-                   "through contain.open_file (reported to the lead)")
 def test_release_read_of_a_file_replaced_by_a_symlink_out_mid_call(tmp_path):
     root = tmp_path / "repo"
     root.mkdir()

@@ -68,6 +68,7 @@ def workspace_ls(root: str | Path) -> str:
     return "\n".join(sorted((n for n in os.listdir(root) if not n.startswith(".")),
                             key=lambda n: n.encode("utf-8", "surrogateescape")))
 
+
 SOURCES = ("multiturn_traj", "reference_traj", "parallel_toolcalls", "linerange")
 
 

@@ -49,10 +49,12 @@ unclosed block), used only by the ``fastcontext-lenient`` reward.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import re
 from pathlib import Path
 
+from fasbench import contain
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, ToolLimits, Toolset, ToolText, Workspace
 from fasbench.tools.fastcontext_published import (
@@ -132,12 +134,23 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
         raise ToolError(  # fasbench: the release read the whole file into memory
             f"{file_path} has {os.path.getsize(real)} bytes, more than the {ws.limits.max_read_bytes / 2**20:g} MiB "
             "one Read looks at; search it with Grep")
+    if os.path.isdir(real):  # as released: open() of a directory, [Errno 21] with the path as written
+        raise ToolText(f"[Errno 21] Is a directory: {file_path!r}")
+    try:  # fasbench: opened through the containment rule, so a file swapped for a symlink out (or a
+        # FIFO) since the checks above is refused, not read; its size checked again on what was opened
+        raw = contain.open_file(ws.root, str(real))
+    except contain.PathRefused as e:
+        raise ToolError(f"{file_path!r}: {e.why}") from None
     try:
-        # aiofiles.open(file_path, mode="r").readlines(): text mode, universal newlines, strict
-        # decoding (the locale's encoding: UTF-8 assumed)
-        with open(real, encoding="utf-8") as f:
-            raw_lines = f.readlines()
-    except OSError as e:  # e.g. [Errno 21] Is a directory: '/repo/src' (the path as written)
+        with raw:
+            if os.fstat(raw.fileno()).st_size > ws.limits.max_read_bytes:
+                raise ToolError(f"{file_path} has more than the {ws.limits.max_read_bytes / 2**20:g} MiB one Read "
+                                "looks at; search it with Grep")
+            # aiofiles.open(file_path, mode="r").readlines(): text mode, universal newlines, strict
+            # decoding (the locale's encoding: UTF-8 assumed)
+            with io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8") as f:
+                raw_lines = f.readlines()
+    except OSError as e:
         raise ToolText(f"[Errno {e.errno}] {e.strerror}: {file_path!r}")
     except UnicodeDecodeError as e:
         raise ToolText(str(e))
