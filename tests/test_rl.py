@@ -520,3 +520,13 @@ def test_raw_advantages_are_the_rewards(tasks, tmp_path):
     assert abs(sum(rewards)) > 1e-6  # TRL's centred advantages of this one group would sum to 0
     with pytest.raises(ValueError, match="advantage 'mean' unknown"):
         load_config("tiny", {"advantage": "mean"})
+
+
+def test_tool_rounds_follow_the_harness_turn_budget():
+    """TRL's tool-calling rounds are the harness's reply budget less the last reply: Relace max_turns - 1,
+    FastContext max_turns (its release adds the last-turn message on an extra turn)."""
+    from fasbench.rl.config import RLConfig
+    from fasbench.rl.train import tool_rounds
+
+    assert tool_rounds(RLConfig(toolset="relace", max_turns=4)) == 3
+    assert tool_rounds(RLConfig(toolset="fastcontext", max_turns=4)) == 4

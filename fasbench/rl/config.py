@@ -43,7 +43,7 @@ class RLConfig:
     toolset: str = "relace"  # relace | fastcontext
     reward: str = "relace"  # a name in fasbench.reward.REWARDS
     judge: str = ""  # fastcontext reward: its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)
-    max_turns: int = 4  # assistant turns per episode (TRL: max_tool_calling_iterations = max_turns - 1)
+    max_turns: int = 4  # turn limit as harness.Limits (FastContext: +1 extra last turn; TRL: rl.train.tool_rounds)
     max_calls_per_turn: int = 8  # parallel calls per turn; extra calls get the harness's error
     tool_timeout_s: float = 10.0  # wall-clock limit of one tool call
     max_output_chars: int = 4000  # observation cap (same cut and note as evaluation)

@@ -30,7 +30,7 @@ from fasbench.rl.env import environment_class, harness_schemas
 from fasbench.rl.reward import EpisodeReward, _mean_std, rollout_stats
 from fasbench.rl.tasks import load_rl_tasks
 from fasbench.rl.trl_compat import check_env_tools, check_grpo_trainer
-from fasbench.tools import make_toolset
+from fasbench.tools import make_toolset, toolset_class
 from fasbench.training.config import check_report_to, report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
@@ -151,6 +151,12 @@ def prepare_tokenizer(tok):
         raise
 
 
+def tool_rounds(cfg: RLConfig) -> int:
+    """TRL's ``max_tool_calling_iterations``: the replies an episode may have (``harness.turn_budget``:
+    ``max_turns``, plus FastContext's extra last turn as released) less the one that ends it."""
+    return cfg.max_turns - 1 + int(toolset_class(cfg.toolset).extra_final_turn)
+
+
 def grpo_args(cfg: RLConfig, use_cpu: bool | None = None):
     """The TRL ``GRPOConfig`` of ``cfg`` (``cfg.grpo`` passes any other field through)."""
     import torch  # local import: torch ~1.9 s
@@ -163,7 +169,7 @@ def grpo_args(cfg: RLConfig, use_cpu: bool | None = None):
         output_dir=str(cfg.out), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps, num_generations=cfg.num_generations,
-        max_completion_length=cfg.max_completion_length, max_tool_calling_iterations=cfg.max_turns - 1,
+        max_completion_length=cfg.max_completion_length, max_tool_calling_iterations=tool_rounds(cfg),
         epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, beta=cfg.beta, loss_type=cfg.loss_type,
         temperature=cfg.temperature, seed=cfg.seed, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
         save_total_limit=cfg.save_total_limit, report_to=report_to_list(cfg.report_to), bf16=cfg.bf16,

@@ -43,6 +43,11 @@ def _check(toolset: str) -> type[Toolset]:
     return _CLASSES[toolset]
 
 
+def toolset_class(name: str) -> type[Toolset]:
+    """The class of tool set ``name`` (its schemas and loop flags without a workspace)."""
+    return _check(name)
+
+
 def make_toolset(name: str, root: str | Path, limits: ToolLimits | None = None) -> Toolset:
     """The tool set ``name`` bound to workspace ``root``."""
     return _check(name)(root, limits)
