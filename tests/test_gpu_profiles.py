@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fasbench.rl.config import load_config
-from fasbench.rl.train import grpo_args
+from fasbench.rl.train import grpo_args, tool_rounds
 from fasbench.sft.train import load_profile, sft_config
 
 CONFIGS = Path(__file__).parents[1] / "fasbench" / "configs"
@@ -37,7 +37,7 @@ def test_sft_gpu_profile_trainer_arguments(name, tmp_path):
 def test_rl_gpu_profile_trainer_arguments(name, tmp_path):
     cfg = load_config(name, {"output_dir": str(tmp_path)})
     args = grpo_args(cfg, use_cpu=True)
-    assert args.num_generations == cfg.num_generations and args.max_tool_calling_iterations == cfg.max_turns - 1
+    assert args.num_generations == cfg.num_generations and args.max_tool_calling_iterations == tool_rounds(cfg)
     assert (args.epsilon, args.epsilon_high, args.beta, args.learning_rate) == \
         (cfg.epsilon, cfg.epsilon_high, cfg.beta, cfg.learning_rate)
 
