@@ -121,13 +121,13 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
     """read.py @5fb8c1d ``ReadTool.call``, line for line."""
     file_path = path
     if not file_path:
-        return "Read Tool: file path is required."
+        raise ToolText("Read Tool: file path is required.")  # the release's text, marked an error
     try:
         real, _, _ = _place(ws, file_path)
     except ToolText:  # fasbench: the release read any path; here the Grep/Glob refusal (README)
         raise ToolText(f"Permission error: `{file_path}` is not within the working directory `{WORK_DIR}`.")
     if not os.path.exists(real):
-        return f"Read Tool: file {file_path} does not exist."
+        raise ToolText(f"Read Tool: file {file_path} does not exist.")  # the release's text, marked an error
     if not os.path.isdir(real) and not os.path.isfile(real):  # fasbench: a FIFO or device would block
         raise ToolError(f"{file_path!r} is not a regular file")
     if os.path.isfile(real) and os.path.getsize(real) > ws.limits.max_read_bytes:
