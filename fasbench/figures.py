@@ -190,8 +190,18 @@ def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, h
 EM = 0.6  # a DejaVu Sans character's mean advance, in font sizes (rounded up: a wrap too many costs nothing)
 
 
+SUP = 0.7  # plotly's <sup> text, as a fraction of the font size (rounded up)
+
+
 def _wrap(text: str, size: float, room: float) -> str:
-    """``text`` with ``<br>`` between words where a line would be wider than ``room`` pixels."""
+    """``text`` with ``<br>`` between words where a line would be wider than ``room`` pixels; a line
+    that is one ``<sup>…</sup>`` (a subtitle: the task-set label under a title) is wrapped at its
+    smaller size, each piece in its own ``<sup>``."""
+    lines = text.split("<br>")
+    subs = [ln.startswith("<sup>") and ln.endswith("</sup>") and "<" not in ln[5:-6] for ln in lines]
+    if any(sub for sub in subs):
+        return "<br>".join("<br>".join(f"<sup>{piece}</sup>" for piece in _wrap(ln[5:-6], size * SUP, room).split("<br>"))
+                           if sub else _wrap(ln, size, room) for ln, sub in zip(lines, subs))
     if "<" in text.replace("<br>", ""):
         return text  # other markup: a break could fall inside a tag
     per_line = max(8, int(room / (EM * size)))
@@ -221,7 +231,11 @@ def _wrap_titles(fig: go.Figure, w: int, h: int) -> go.Figure:
         x = t.x if t.x is not None else (full.title.x if full.title.x is not None else 0.5)
         anchor = t.xanchor or full.title.xanchor or "auto"
         room = w * (1 - x) if anchor == "left" else w * min(x, 1 - x) * 2
-        out.layout.title.text = _wrap(t.text, t.font.size or full.title.font.size or base * 1.2, room - 10)
+        size, before = t.font.size or full.title.font.size or base * 1.2, t.text
+        out.layout.title.text = _wrap(before, size, room - 10)
+        added = out.layout.title.text.count("<br>") - before.count("<br>")
+        if added > 0:  # the lines the wrap added push the plot down instead of covering it
+            out.layout.margin.t = margin["t"] + added * round(size * 1.3)
     for ax in [a for k in out.layout if k.startswith(("xaxis", "yaxis")) and (a := out.layout[k]) is not None]:
         if not ax.title.text:
             continue

@@ -146,3 +146,17 @@ def test_pdf_is_whole_and_the_pngs_picture(exported, name, tmp_path):
     assert max(map(abs, off)) <= TOL, (
         f"{name}.pdf: its ink (left, top, right, bottom) lies {off} CSS px off the PNG's: the PDF is shrunk, "
         "shifted or clipped")
+
+
+def test_a_subtitle_under_the_title_is_wrapped_at_its_own_size():
+    """A task-set label under a title (``title<br><sup>label</sup>``) wider than the figure is wrapped
+    into several <sup> lines (it ran past the right edge of notebook 03's figures)."""
+    from fasbench.figures import _wrap
+
+    label = "swebench-lite+swebench-verified:test (fasbench test split, 98 of Lite's 300 test tasks, " \
+            "145 of Verified's 500 test tasks, 7 drawn; offline sdist corpora)"
+    out = _wrap(f"File-level F2 vs turns<br><sup>{label}</sup>", 16, 600)
+    head, *subs = out.split("<br>")
+    assert head == "File-level F2 vs turns" and len(subs) >= 2
+    assert all(s.startswith("<sup>") and s.endswith("</sup>") and len(s) - 11 <= 600 / (0.6 * 16 * 0.7) for s in subs)
+    assert " ".join(s[5:-6] for s in subs) == label
