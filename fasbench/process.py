@@ -113,15 +113,19 @@ def _ranges(lines: Mapping[str, set[int]]) -> Lines:
     return {p: merge_ranges([[n, n] for n in sorted(ns)], max(ns)) for p, ns in lines.items() if ns}
 
 
+def shown_lines(trace: Trace, upto: int | None = None) -> Lines:
+    """The lines the results of turns ``0 … upto − 1`` showed (every turn when None), merged per path."""
+    acc: dict[str, set[int]] = {}
+    for i, c, r in _calls(trace):
+        if upto is None or i < upto:
+            _add(acc, call_lines(trace.toolset, c, r))
+    return _ranges(acc)
+
+
 def shown_before_report(trace: Trace) -> Lines:
     """The lines shown to the searcher before its report: the results of every turn before the last
     one (the whole episode when it failed after its last turn's results were shown)."""
-    last = len(trace.turns) - (0 if trace.stop_reason == "policy_error" else 1)
-    acc: dict[str, set[int]] = {}
-    for i, c, r in _calls(trace):
-        if i < last:
-            _add(acc, call_lines(trace.toolset, c, r))
-    return _ranges(acc)
+    return shown_lines(trace, len(trace.turns) - (0 if trace.stop_reason == "policy_error" else 1))
 
 
 def cited(report: Report | None, root: str | None) -> Lines:
