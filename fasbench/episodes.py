@@ -3,7 +3,8 @@ column vocabulary for every workflow that tabulates episodes — evaluation runs
 the trace browser, SFT and RL before/after evaluations (:mod:`fasbench.checkpoints`).
 
 :func:`episode_row` builds a row, :func:`episode_table` a polars frame of many; :data:`COLUMNS`
-documents every fixed column, :data:`COLUMN_FAMILIES` the generated ones (a column per reward and
+documents every fixed column (the process measures among them: :data:`fasbench.process.PROCESS_COLUMNS`,
+each with its definition and source), :data:`COLUMN_FAMILIES` the generated ones (a column per reward and
 reward part, per k, and the localization columns of :mod:`fasbench.localization`).
 
 A column that needs the gold (rewards, precision/recall, Acc@k, localization) is null when the

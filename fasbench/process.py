@@ -55,7 +55,7 @@ PROCESS_COLUMNS: dict[str, str] = {
                                "parallel calls); null without search calls",
     "duplicate_calls": "search calls with the same tool and the same arguments (as JSON, keys sorted) as an "
                        "earlier call of the episode (fasbench's own)",
-    "line_redundancy": "ContextBench's redundancy (arXiv 2602.05892) at line level, one step per call: "
+    "context_redundancy": "ContextBench's redundancy (arXiv 2602.05892) at line level, one step per call: "
                        "sum over calls of the lines already shown by earlier calls / sum of the lines each call "
                        "showed; null when no call showed a line",
     "cited_lines": "lines the report cites, clipped to the file (a file cited without ranges counts all its "
@@ -226,7 +226,7 @@ def process_row(trace: Trace, task=None) -> dict:
         "calls_nothing_new": nothing_new,
         "calls_nothing_new_share": nothing_new / n_calls if n_calls else None,
         "duplicate_calls": dup,
-        "line_redundancy": repeat / sizes if sizes else None,
+        "context_redundancy": repeat / sizes if sizes else None,
         "cited_lines": n_cited, "cited_lines_unseen": n_cited - n_seen,
         "unseen_cited_share": (n_cited - n_seen) / n_cited if n_cited else None,
         "cited_paths_missing": (sum(file_key(root, p) is None for p in cit) if root else None),

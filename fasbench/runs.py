@@ -175,7 +175,7 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = Non
     ref, ref_df = names[0], frames[0]
     pool = find_runs(repeats) if repeats is not None else find_runs(sorted({d.parent for d in dirs}))
     floors = noise_floors(list(dict.fromkeys([*dirs, *pool])), metrics)
-    keys = [policy_key(read_run_meta(d)) for d in dirs]
+    keys = [run_key(d) for d in dirs]
     rows = []
     for name, df, key in zip(names[1:], frames[1:], keys[1:]):
         for m in metrics:
@@ -206,11 +206,22 @@ def policy_key(meta: dict) -> tuple:
     return (spec, meta.get("toolset"), meta.get("task_source"), meta.get("max_turns"), meta.get("max_calls"))
 
 
+def run_key(d: Path) -> tuple | None:
+    """:func:`policy_key` of a run directory (its policy read from the summary when ``run.json`` lacks it);
+    None when no policy is recorded at all (such a run is nobody's repeat)."""
+    meta = read_run_meta(d)
+    if not meta.get("policy"):
+        meta = {**meta, "policy": _first(load_summary(d), "policy")}
+    return policy_key(meta) if meta.get("policy") else None
+
+
 def repeat_groups(dirs: Sequence[Path]) -> dict[tuple, list[Path]]:
     """Runs grouped by :func:`policy_key`, only groups of two runs or more."""
     groups: dict[tuple, list[Path]] = {}
     for d in dirs:
-        groups.setdefault(policy_key(read_run_meta(d)), []).append(Path(d))
+        key = run_key(Path(d))
+        if key is not None:
+            groups.setdefault(key, []).append(Path(d))
     return {k: v for k, v in groups.items() if len(v) > 1}
 
 
