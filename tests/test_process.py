@@ -143,3 +143,14 @@ def test_compare_prints_a_noise_floor_from_repeated_runs(repeated):
     assert res.exit_code == 0 and "noise floor" in res.output and f"{floor:.3f}" in res.output
     res = CliRunner().invoke(app, ["runs", str(repeated), "--success", m, "--threshold", "0.2"])
     assert res.exit_code == 0 and "run-to-run noise of repeated runs" in res.output and "pass^3" in res.output
+
+
+def test_swe_explore_context_efficiency_by_hand(tmp_path):
+    """eval.py's context efficiency: |pred ∩ (core ∪ optional)| / |pred| over the top 5 regions."""
+    from dataclasses import replace
+
+    task, tr = _episode(tmp_path)
+    gold = replace(task.gold, explore={"core_files": ["a.py"], "core_regions": [["a.py", 1, 5]],
+                                       "optional_files": ["a.py"], "optional_regions": [["a.py", 26, 30]]})
+    # predicted: a.py 1-12 and 25-28, b.py 1-3, ghost.py 1-5 = 24 lines; useful: a.py 1-5 and 26-28 = 8
+    assert process_row(tr, replace(task, gold=gold))["explore_context_efficiency"] == pytest.approx(8 / 24)
