@@ -3,7 +3,8 @@ column vocabulary for every workflow that tabulates episodes — evaluation runs
 the trace browser, SFT and RL before/after evaluations (:mod:`fasbench.checkpoints`).
 
 :func:`episode_row` builds a row, :func:`episode_table` a polars frame of many; :data:`COLUMNS`
-documents every fixed column, :data:`COLUMN_FAMILIES` the generated ones (a column per reward and
+documents every fixed column (the process measures among them: :data:`fasbench.process.PROCESS_COLUMNS`,
+each with its definition and source), :data:`COLUMN_FAMILIES` the generated ones (a column per reward and
 reward part, per k, and the localization columns of :mod:`fasbench.localization`).
 
 A column that needs the gold (rewards, precision/recall, Acc@k, localization) is null when the
@@ -28,6 +29,7 @@ import polars as pl
 from fasbench.localization import FC_SCORINGS, fastcontext_row, localization_row
 from fasbench.metrics import all_gold_at_k, file_prf, line_prf, normalize_path, scoring_memo
 from fasbench.models import well_formed
+from fasbench.process import PROCESS_COLUMNS, process_row, process_schema
 from fasbench.records import Task, Trace
 from fasbench.reward import REWARDS, episode_kwargs, episode_query, finish_reason, judge_requests, score_report
 from fasbench.tools import TOOLSETS, make_toolset
@@ -67,6 +69,7 @@ COLUMNS: dict[str, str] = {
     **{f"acc_at_{k}": f"every gold file in the report's top {k} (stricter than LocAgent's Acc@{k}, which asks "
                       f"for min(|gold|, {k}) gold files there: file_acc_at_{k})" for k in KS},
     **{f"recall_at_{k}": f"share of gold files in the report's top {k}" for k in KS},
+    **PROCESS_COLUMNS,  # grounding, redundancy, tool and context efficiency, lost calls (fasbench.process)
 }
 
 #: Columns generated from a name: what each family means (NAME = reward name with non-alphanumerics
@@ -193,6 +196,7 @@ def _episode_row(trace: Trace, task: Task | None, reward: str, rewards: Sequence
     row["gold_files"] = None
     gold_cols = [c for c in COLUMNS if c.startswith(("file_", "line_", "acc_at_", "recall_at_"))]
     row.update(dict.fromkeys(gold_cols))
+    row.update(process_row(trace, task))
     if task is None:
         row["reward"] = _meta_reward(trace)
         return row
@@ -266,9 +270,10 @@ def episode_table(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, 
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-_BOOL = {"reported", "wellformed", "any_wellformed", "report_wellformed"}
+_BOOL = {"reported", "wellformed", "any_wellformed", "report_wellformed",
+         *(c for c, k in process_schema().items() if k == "bool")}
 _INT = {"turns", "calls", "max_parallel", "wellformed_calls", "prompt_tokens", "completion_tokens",
-        "n_files_reported", "gold_files"}
+        "n_files_reported", "gold_files", *(c for c, k in process_schema().items() if k == "int")}
 #: The schema of an empty episode table.
 EMPTY_SCHEMA = {c: (pl.Utf8 if c in TEXT_COLUMNS else pl.Boolean if c in _BOOL else pl.Int64 if c in _INT
                     else pl.Float64) for c in COLUMNS}

@@ -11,6 +11,10 @@ Formulas (see docs/design.md):
   ``/`` is a wrong path). ``fastcontext-lenient`` is the same formula over fasbench's looser reading
   (``parse_final_answer_lenient`` of the answer text, every path normalised): not the release's.
 - F0.5 over files, as Cognition reports its searcher.
+- ``grounded-NAME`` for every reward NAME: fasbench's own, not published. The report's citations count only
+  where the searcher was shown them (``fasbench.process.ground_report``: each cited file keeps the cited
+  lines a call showed before the report; a file with none is dropped), then reward NAME scores what is
+  left. It needs the episode's observations (``shown=``, from :func:`episode_kwargs`).
 
 ``root`` (a workspace directory) lets line ranges resolve against the files: ``[s, -1]`` ends at the
 file's last line and every range is clipped to the file's length; without it they are clipped to
@@ -25,6 +29,7 @@ from typing import Callable, Sequence
 from fasbench.judge import citation_contents, query_message
 from fasbench.lines import LINE_CAP, capped_ranges
 from fasbench.metrics import fbeta, file_prf, line_prf, normalize_files, normalize_path
+from fasbench.process import ground_report, shown_before_report
 from fasbench.records import Gold, Report
 from fasbench.tools.fastcontext import parse_final_answer_lenient
 from fasbench.tools.fastcontext_published import WORK_DIR
@@ -193,7 +198,9 @@ def _answer_text(trace) -> str | None:
 def episode_kwargs(reward: str, trace, query: str | None = None, judge=None) -> dict:
     """The keyword arguments a reward takes from the episode itself (FastContext's: the finish
     reason, the query the explorer was given and the judge; the lenient one also the answer text);
-    ``{}`` for the others."""
+    ``{}`` for the others; a grounded reward adds ``shown`` (the lines shown before the report)."""
+    if reward.startswith(GROUNDED):
+        return {**episode_kwargs(reward[len(GROUNDED):], trace, query, judge), "shown": shown_before_report(trace)}
     if reward not in ("fastcontext", "fastcontext-lenient"):
         return {}
     kw = {"finish_reason": finish_reason(trace), "query": episode_query(trace, query), "judge": judge}
@@ -254,6 +261,35 @@ REWARDS: dict[str, Callable[..., Score]] = {
     "file-f1": file_f1,
     "line-f1": line_f1,
 }
+
+GROUNDED = "grounded-"
+
+
+def grounded(name: str) -> Callable[..., Score]:
+    """Reward ``name`` over the report's grounded citations (fasbench's own variant; module docstring).
+    ``shown``: path → line ranges shown to the searcher before its report (``process.shown_before_report``);
+    without it the reward cannot be computed and says so (a ValueError naming it)."""
+    base = REWARDS[name]
+
+    def reward(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
+               shown=None, **kw) -> Score:
+        if shown is None:
+            raise ValueError(f"reward {GROUNDED}{name} needs the episode's observations (shown=); "
+                             "score a whole episode (fasbench eval / episodes.episode_row), not a bare report")
+        if kw.get("answer") is not None:  # the lenient reading re-parses the answer: ground that report
+            report, kw["answer"] = parse_final_answer_lenient(kw["answer"]), None
+        kept = ground_report(report, shown, root)
+        s = base(gold, kept, turns, root, **kw)
+        n = (sum(len(rs) for rs in report.files.values()), sum(len(rs) for rs in kept.files.values())) \
+            if report is not None else (0, 0)
+        return Score(s.value, s.parts, f"grounded: {len(kept.files) if kept else 0} of "
+                     f"{len(report.files) if report else 0} cited files kept ({n[1]} ranges of {n[0]}); {s.reason}")
+
+    reward.__doc__ = f"{GROUNDED}{name}: {name} over the citations the searcher was shown (fasbench's own)."
+    return reward
+
+
+REWARDS.update({GROUNDED + n: grounded(n) for n in list(REWARDS)})
 
 
 def score_report(name: str, gold: Gold, report: Report | None, turns: int | None = None,
