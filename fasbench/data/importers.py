@@ -15,7 +15,10 @@ A region ``[F, 1, N]`` is a whole-file read here when ``read_step_info`` records
 ``[F, 1, -1]`` (the whole file on any corpus version) with N kept in ``whole_files``.
 ``read_step_info`` is kept in ``meta["gold_import"]``, the record's ``test_patch`` in
 ``meta["test_patch"]`` (its hunks anchor regions in test files, data/relocate.py), and
-``count_paths`` lists every path the record's regions name (eval_runner's line-count paths). An instance that is a SWE-bench Lite/Verified task takes that task's query,
+``count_paths`` lists every path the record's regions name (eval_runner's line-count paths).
+``meta["gold_import"]["gold_kind"]`` is the record's ``meta.gold_kind`` (fasbench's one-run files
+say so, data/read_regions.py), else SWE-Explore's "read-core regions" (fasbench/field.py compares
+published numbers only on the same kind). An instance that is a SWE-bench Lite/Verified task takes that task's query,
 repository, version, gold patch (hunk gold, entity gold on materialisation) and split; any other
 needs ``problem_statement`` and a repository (``repo`` or an ``owner__name-N`` id) and is served
 online at its ``base_commit``.
@@ -156,7 +159,8 @@ def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
         if rec.get("test_patch") and not t.meta.get("test_patch"):
             t.meta["test_patch"] = str(rec["test_patch"])
         t.meta["gold_import"] = {"format": "swe-explore", "file": str(path), "main_files": gt.get("main_files") or [],
-                                 "read_step_info": steps}
+                                 "read_step_info": steps,
+                                 "gold_kind": str((rec.get("meta") or {}).get("gold_kind") or "read-core regions")}
         tasks.append(t)
     return assign(tasks), dropped
 
