@@ -142,9 +142,16 @@ def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bo
     return res
 
 
-def record_lines(r: Sequence, whole: Mapping[str, int]) -> int:
-    """Lines of a region on the record's own numbers (a whole-file read at its recorded length)."""
+def record_lines(r: Sequence, whole: Mapping[str, int], root: str | Path | None = None) -> int:
+    """Lines of a region on the record's own numbers (a whole-file read at its recorded length; an
+    end-relative region without one at the length of the file on ``root``, 0 when it is not there)."""
     path, s, e = str(r[0]), int(r[1]), int(r[2])
+    if e == -1 and s == 1 and not whole.get(path) and root is not None:
+        try:
+            data, _ = contain.read_bytes(Path(root), path)
+            return len(data.decode("utf-8", errors="ignore").splitlines())
+        except contain.PathRefused:
+            return 0
     if e == -1:
         return int(whole.get(path) or 0) if s == 1 else (-s if s < 0 else 0)
     return max(e - s + 1, 0)
@@ -164,8 +171,8 @@ def place_explore(ex: Mapping, root: str | Path, *, exact: bool = False,
     core = relocate_regions(ex["core_regions"], root, exact=exact, old_texts=old_texts, anchors=anchors)
     opt = relocate_regions(ex.get("optional_regions") or [], root, exact=exact, old_texts=old_texts, anchors=anchors)
     whole = ex.get("whole_files") or {}
-    total = sum(record_lines(r, whole) for r in ex["core_regions"])
-    lost = sum(record_lines(d["region"], whole) for d in core.dropped)
+    total = sum(record_lines(r, whole, root) for r in ex["core_regions"])
+    lost = sum(record_lines(d["region"], whole, root) for d in core.dropped)
     share = 1.0 - lost / total if total else (1.0 if core.ok else 0.0)
     meta = {"core": core.how, "optional": opt.how, "optional_dropped": len(opt.dropped),
             "core_dropped": core.dropped, "core_lines_placed": round(share, 6)}
