@@ -109,7 +109,8 @@ def explore_records(run: str = "gemini-3-pro", instances: set[str] | None = None
                                      "modified_core_files": modified,
                                      "main_files": [p for p in files if p in modified]},
                     "read_step_info": {}, "meta": {"source": f"fasbench read_regions from one resolved {run} "
-                                                             "mini-swe-agent trajectory (not SWE-Explore's consensus)"}})
+                                                             "mini-swe-agent trajectory (not SWE-Explore's consensus)",
+                                                   "gold_kind": f"one resolved {run} run's reads"}})
     return out
 
 
