@@ -7,7 +7,7 @@ documents every fixed column (the process measures among them: :data:`fasbench.p
 each with its definition and source), :data:`COLUMN_FAMILIES` the generated ones (a column per reward and
 reward part, per k, and the localization columns of :mod:`fasbench.localization`).
 
-A column that needs the gold (rewards, precision/recall, Acc@k, localization) is null when the
+A column that needs the gold (rewards, precision/recall, all-gold@k, recall@k, localization) is null when the
 episode's task is not given; ``reward`` then comes from ``trace.meta["reward"]`` (a run's summary
 puts it there, see ``replay.runs``) and is NaN when absent, so that a table sorts either way.
 A trace without a report scores like an empty report (every reward is defined for it); a trace of a
@@ -26,7 +26,7 @@ from typing import Iterable, Mapping, Sequence
 
 import polars as pl
 
-from fasbench.localization import FC_SCORINGS, fastcontext_row, localization_row
+from fasbench.localization import FC_SCORINGS, KS, fastcontext_row, localization_row
 from fasbench.metrics import all_gold_at_k, file_prf, line_prf, normalize_path, scoring_memo
 from fasbench.models import well_formed
 from fasbench.process import PROCESS_COLUMNS, process_row, process_schema
@@ -34,7 +34,6 @@ from fasbench.records import Task, Trace
 from fasbench.reward import REWARDS, episode_kwargs, episode_query, finish_reason, judge_requests, score_report
 from fasbench.tools import TOOLSETS, make_toolset
 
-KS = (1, 3, 5, 10)
 
 #: Every fixed column of the episode table, in order, with its meaning.
 COLUMNS: dict[str, str] = {
@@ -66,8 +65,8 @@ COLUMNS: dict[str, str] = {
     "gold_files": "files in the gold (null without the task)",
     **{f"{lv}_{m}": f"{lv}-level {m.replace('_', ' ')} of the report against the gold (FastContext's {lv} P/R/F)"
        for lv in ("file", "line") for m in ("precision", "recall", "f1", "f2")},
-    **{f"acc_at_{k}": f"every gold file in the report's top {k} (stricter than LocAgent's Acc@{k}, which asks "
-                      f"for min(|gold|, {k}) gold files there: file_acc_at_{k})" for k in KS},
+    **{f"all_gold_at_{k}": f"every gold file in the report's top {k} (fasbench.metrics.all_gold_at_k; not LocAgent's "
+                           f"Acc@{k}, which asks for min(|gold|, {k}) gold files there: file_acc_at_{k})" for k in KS},
     **{f"recall_at_{k}": f"share of gold files in the report's top {k}" for k in KS},
     **PROCESS_COLUMNS,  # grounding, redundancy, tool and context efficiency, lost calls (fasbench.process)
 }
@@ -194,7 +193,7 @@ def _episode_row(trace: Trace, task: Task | None, reward: str, rewards: Sequence
                                    "wellformed", "any_wellformed", "report_wellformed", "wall_s", "model_s", "tool_s",
                                    "prompt_tokens", "completion_tokens", "n_files_reported")})
     row["gold_files"] = None
-    gold_cols = [c for c in COLUMNS if c.startswith(("file_", "line_", "acc_at_", "recall_at_"))]
+    gold_cols = [c for c in COLUMNS if c.startswith(("file_", "line_", "all_gold_at_", "recall_at_"))]
     row.update(dict.fromkeys(gold_cols))
     row.update(process_row(trace, task))
     if task is None:
@@ -215,7 +214,7 @@ def _episode_row(trace: Trace, task: Task | None, reward: str, rewards: Sequence
     ranked = ranked_files(trace, root)
     gold = [normalize_path(p) for p in task.gold.edited]
     for k in KS:
-        row[f"acc_at_{k}"] = all_gold_at_k(ranked, gold, k)
+        row[f"all_gold_at_{k}"] = all_gold_at_k(ranked, gold, k)
         row[f"recall_at_{k}"] = (len(set(gold) & set(ranked[:k])) / len(set(gold))) if gold else 0.0
     row["n_files_reported"] = len(ranked)
     row["gold_files"] = len(gold)

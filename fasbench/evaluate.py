@@ -5,8 +5,8 @@ with a progress bar, appends each finished trace to ``out/traces.jsonl`` from th
 (so no line is written twice), and resumes: the file is repaired (a truncated last line cut) and the
 tasks it already holds are skipped. ``out/summary.parquet`` then has one row per task, the episode
 table of :mod:`fasbench.episodes` (its ``COLUMNS``): reward and its parts under each reward of
-``fasbench.reward.REWARDS``, file/line precision/recall/F1/F2, Acc@k and Recall@k (LocAgent: Acc@k =
-every gold file in the top k), turns, calls per turn, wall time split into model and tool time,
+``fasbench.reward.REWARDS``, file/line precision/recall/F1/F2, all-gold@k (every gold file in the
+top k) and Recall@k, turns, calls per turn, wall time split into model and tool time,
 tokens, well-formed calls, the localization grains. Tasks are named by ``fasbench.tasksets`` and get
 their corpora from ``fasbench.data.corpora``. ``aggregate`` gives macro averages with bootstrap 95%
 intervals; ``compare`` the paired test (``fasbench.metrics.paired_test``: exact sign-flip p and interval)
@@ -450,6 +450,7 @@ def compare(a, b, metric: str = "file_f2", n_boot: int = 2000, seed: int = 0) ->
 
 
 def load_summary(out: str | Path):
+    """A run's ``summary.parquet`` (legacy ``acc_at_k`` columns read as ``all_gold_at_k``)."""
     p = Path(out) / "summary.parquet"
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
@@ -460,4 +461,6 @@ def load_summary(out: str | Path):
                          f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options") from None
     if "task_id" not in df.columns:
         raise ValueError(f"{p} has no task_id column; not a fasbench eval summary")
-    return df
+    # summaries written before the all-gold@k columns had their own name called them acc_at_k
+    legacy = {c: "all_gold" + c[3:] for c in df.columns if re.fullmatch(r"acc_at_\d+", c)}
+    return df.rename({c: n for c, n in legacy.items() if n not in df.columns})

@@ -17,7 +17,7 @@ Sources and definitions (per task; the summary averages over tasks = macro, with
 - ``{file,module,function}_acc_at_{k}``: LocAgent Acc@k (``utils/eval_metric.py::acc_at_k``): 1
   when the gold items among the top k predictions number min(|gold|, k), i.e. every gold item is
   within the top k (or the top k are all gold when there are more than k gold items).
-  (evaluate's older ``acc_at_{k}`` columns are the untruncated variant: every gold file in the top k.)
+  (the episode table's ``all_gold_at_{k}`` is the untruncated variant: every gold file in the top k.)
 - ``{level}_top1``: top-1 accuracy as Agentless/CoSIL report it: the first-ranked item is gold.
 - ``line_precision/recall/f1`` (episodes.episode_row, FastContext): (path, line) pairs against the
   gold patch's hunk lines (``gold.edited``).
@@ -48,7 +48,7 @@ from fasbench.entities import entities_at, file_entities
 from fasbench.lines import merge_ranges, overlap as line_overlap, total
 from fasbench.metrics import normalize_path
 
-KS = (1, 3, 5, 10)
+KS = (1, 3, 5, 10)  # the k of every @k metric (LocAgent's Acc@k, the episode table's all-gold@k, recall@k)
 ENTITY_LEVELS = ("module", "class", "function")
 ACC_LEVELS = ("file", "module", "function")  # LocAgent's three
 EXPLORE_TOP_K = 5

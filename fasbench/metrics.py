@@ -1,5 +1,6 @@
 """Localisation metrics: path normalisation, file- and line-level precision/recall/F-beta,
-Acc@k and Recall@k (as LocAgent defines them), bootstrap confidence intervals, and the one paired
+all-gold@k and Recall@k over a report's ranked files (LocAgent's Acc@k, a different metric, is
+``fasbench.localization.locagent_acc_at_k``), bootstrap confidence intervals, and the one paired
 test (:func:`paired_test`: exact sign-flip p-value and interval, valid at every n).
 
 Line ranges are handled as intervals by ``fasbench.lines`` (``merge_ranges`` is re-exported from

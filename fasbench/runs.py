@@ -41,7 +41,7 @@ from fasbench.metrics import EXACT_MAX_N, N_FLIPS, bootstrap_ci, p_text, paired_
 from fasbench.paths import repo_root
 from fasbench.tasksets import task_set_label
 
-RUN_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "acc_at_5", "turns", "wall_s", "unseen_cited_share",
+RUN_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "all_gold_at_5", "turns", "wall_s", "unseen_cited_share",
                "calls_nothing_new_share")
 COMPARE_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "turns", "unseen_cited_share",
                    "calls_nothing_new_share")

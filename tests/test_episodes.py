@@ -73,7 +73,7 @@ def test_trace_without_a_report(tasks):
     assert row["reported"] is False and row["report_wellformed"] is False
     assert row["wellformed"] is False and row["any_wellformed"] is True and row["wellformed_calls"] == 2
     assert row["calls"] == 4 and row["calls_per_turn"] == 2.0 and row["n_files_reported"] == 0
-    assert row["reward"] == 0.0 and row["file_recall"] == 0.0 and row["acc_at_1"] == 0.0
+    assert row["reward"] == 0.0 and row["file_recall"] == 0.0 and row["all_gold_at_1"] == 0.0
     assert row["stop_reason"] == tr.stop_reason != "reported"
 
 

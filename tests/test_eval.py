@@ -37,7 +37,7 @@ def test_run_eval_summary_and_intervals(tasks, tmp_path):
     assert df.height == len(tasks) and sorted(df["task_id"]) == sorted(t.id for t in tasks)
     for col in ("reward_relace_f2", "reward_relace_f2__turn_penalty", "reward_relace_hybrid", "reward_fastcontext",
                 "reward_f0_5", "file_precision", "file_recall", "file_f1", "file_f2", "line_precision", "line_recall",
-                "line_f1", "line_f2", "acc_at_1", "acc_at_5", "recall_at_5", "turns", "calls_per_turn", "wall_s",
+                "line_f1", "line_f2", "all_gold_at_1", "all_gold_at_5", "recall_at_5", "turns", "calls_per_turn", "wall_s",
                 "model_s", "tool_s", "prompt_tokens", "completion_tokens"):
         assert col in df.columns, col
     assert (pl.read_parquet(tmp_path / "h" / "summary.parquet").height == len(tasks))

@@ -65,6 +65,16 @@ def test_runs_table_has_one_row_per_run_with_intervals(runs):
     assert "heuristic:turns=3" in text and "[" in text
 
 
+def test_the_shipped_example_runs_older_acc_at_k_columns_read_as_all_gold_at_k():
+    """The shipped run's summary predates the name all_gold_at_k (it wrote acc_at_k, a name that
+    read as LocAgent's Acc@k); the default runs table still shows the metric, values unchanged."""
+    ex = example_run().path
+    raw = pl.read_parquet(ex / "summary.parquet")
+    assert "acc_at_5" in raw.columns and "all_gold_at_5" not in raw.columns
+    t = R.runs_table([ex])
+    assert t["all_gold_at_5"][0] == pytest.approx(raw["acc_at_5"].mean())
+
+
 def test_compare_runs_paired_several_metrics(runs):
     d = runs["dir"]
     c = R.compare_runs([d / "bm25", d / "heur"], ["file_f2", "turns"], level=0.9)
