@@ -22,6 +22,7 @@ from fasbench.data.files import find_data
 from fasbench.evaluate import aggregate
 from fasbench.figures import PALETTE
 from fasbench.localization import EXPLORE_TOP_K
+from fasbench.findings import Findings
 from fasbench.metrics import fmt_p, paired_differs, paired_test
 
 GOLDS = {  # label -> (summary column, what the gold is)
@@ -239,27 +240,27 @@ def top_sentence(ranks: pl.DataFrame, alpha: float = 0.05) -> str:
             f"at p < {alpha:g} with the interval excluding 0): {why}.")
 
 
-def findings(ranks: pl.DataFrame, side: pl.DataFrame, n_tasks: int) -> str:
-    """The notebook's closing "What we found" Markdown, written from the computed frames."""
-    lines = ["## What we found", ""]
+def findings(ranks: pl.DataFrame, side: pl.DataFrame, n_tasks: int) -> Findings:
+    """The notebook's closing "What we found" (a :class:`fasbench.findings.Findings`), written from the
+    computed frames."""
+    f = Findings("the field's golds")
     order = {g: ranks.filter(pl.col("gold") == g).sort("rank")["policy"].to_list() for g in
              ranks["gold"].unique(maintain_order=True)}
     for g, pols in order.items():
         r = ranks.filter(pl.col("gold") == g).sort("rank")
         best = r.row(0, named=True)
-        lines.append(f"- **{g}** (`{best['metric']}`, n = {best['n']}): best {best['policy']} "
-                     f"{best['value']:.3f} [{best['lo']:.3f}, {best['hi']:.3f}]; order: {' > '.join(pols)}.")
-    lines.append(f"- {top_sentence(ranks)}")
+        f.add(f"**{g}** (`{best['metric']}`, n = {best['n']}): best {best['policy']} "
+              f"{best['value']:.3f} [{best['lo']:.3f}, {best['hi']:.3f}]; order: {' > '.join(pols)}.")
+    f.add(top_sentence(ranks))
     if side.height:
         for col in side["metric"].unique(maintain_order=True):
             s = side.filter(pl.col("metric") == col)
             for r in s.unique(["published_system", "benchmark"], maintain_order=True).iter_rows(named=True):
                 best = s.filter(pl.col("benchmark") == r["benchmark"]).sort("fasbench", descending=True).row(0, named=True)
                 n_pub = f"n = {r['published_n']}" if r["published_n"] is not None else "n not given"
-                lines.append(f"- `{col}` on {r['benchmark']}: fasbench's best {best['fasbench_policy']} {best['fasbench']} "
-                             f"[{best['ci_lo']}, {best['ci_hi']}] (n = {best['fasbench_n']}, {best['fasbench_budget']}) vs "
-                             f"{r['published_system']} {r['published']} ({n_pub}, {r['published_budget']})"
-                             + (f"; {r['why']}" if r["why"] else "."))
-    lines.append(f"- These are {n_tasks} offline-usable tasks with LLM-free baselines: read the caveats above before "
+                f.add(f"`{col}` on {r['benchmark']}: fasbench's best {best['fasbench_policy']} {best['fasbench']} "
+                      f"[{best['ci_lo']}, {best['ci_hi']}] (n = {best['fasbench_n']}, {best['fasbench_budget']}) vs "
+                      f"{r['published_system']} {r['published']} ({n_pub}, {r['published_budget']})"
+                      + (f"; {r['why']}" if r["why"] else "."))
+    return f.add(f"These are {n_tasks} offline-usable tasks with LLM-free baselines: read the caveats above before "
                  "putting a fasbench number beside a published one.")
-    return "\n".join(lines)

@@ -18,6 +18,13 @@ source, beside ours. A paired difference (a :func:`fasbench.metrics.paired_test`
 of ``fasbench.runs.compare_runs``) is written by :meth:`Findings.paired` / :func:`paired_sentence`:
 "differ at p < 0.05 (exact sign-flip, n = N)" only when p < 0.05 and the interval excludes 0,
 otherwise "no difference detectable with n = N" with the smallest p those N tasks could give.
+
+This is the one builder of every notebook's "What we found": a notebook's last cell ends with the
+bare name ``f`` of a :class:`Findings` it built there or got from a study's ``findings(...)``
+(``fasbench.trajectories.findings``, ``fasbench.rl.turns``, ``fasbench.bon.findings``,
+``fasbench.field``, ``fasbench.e2e.findings``), each of which fills one with :meth:`Findings.add`,
+:meth:`Findings.table` (a table of its own columns), :meth:`Findings.text` (a paragraph or a
+sub-heading) and :meth:`Findings.caveat`; ``tests/test_report.py`` checks every notebook's last cell.
 """
 
 from __future__ import annotations
@@ -96,7 +103,7 @@ class Findings:
     """Findings of one notebook run: measured values (with intervals and n), seed values beside them,
     sentences, and caveats. Renders as Markdown (``markdown()``, or by displaying it)."""
 
-    title: str
+    title: str = ""
     n: int | None = None  # the population the notebook measured (tasks, episodes, trajectories)
     unit: str = "tasks"  # what n counts
     level: float = 0.95  # the confidence level of the intervals passed in
@@ -104,11 +111,24 @@ class Findings:
     rows: list[dict] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
     paired_tests: bool = False  # a sentence reports a paired test (the head then names the method)
+    blocks: list[tuple[str, str]] = field(default_factory=list)  # ("item" | "text", Markdown), in order
 
     def add(self, sentence: str) -> "Findings":
-        """A finding in words (built with f-strings from computed values)."""
+        """A finding in words (built with f-strings from computed values): one bullet."""
         self.sentences.append(sentence)
+        self.blocks.append(("item", sentence))
         return self
+
+    def text(self, markdown: str) -> "Findings":
+        """A paragraph (or a sub-heading) of its own, in order among the bullets."""
+        self.blocks.append(("text", markdown))
+        return self
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence], intro: str = "") -> "Findings":
+        """A table of a study's own columns (cells already formatted), after an optional sentence."""
+        t = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+        t += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+        return self.text((intro + "\n\n" if intro else "") + "\n".join(t))
 
     def paired(self, what: str, res: dict, digits: int = 3, alpha: float = 0.05) -> "Findings":
         """A paired difference in words that follow the test (:func:`paired_phrase`), always with n."""
@@ -143,7 +163,7 @@ class Findings:
         return self
 
     def markdown(self) -> str:
-        head = f"## What we found: {self.title}"
+        head = "## What we found" + (f": {self.title}" if self.title else "")
         if self.n is not None:
             head += f"\n\n*Measured on n = {self.n:,} {self.unit}"
             if any(r["has_ci"] for r in self.rows) or any("[" in x for x in self.sentences):
@@ -153,8 +173,13 @@ class Findings:
                          "exact interval (percentile bootstrap above 20 tasks)")
             head += ".*"
         parts = [head]
-        if self.sentences:
-            parts.append("\n".join(f"- {s}" for s in self.sentences))
+        last = None
+        for kind, md in self.blocks:  # consecutive bullets make one list
+            if kind == "item" and last == "item":
+                parts[-1] += f"\n- {md}"
+            else:
+                parts.append(f"- {md}" if kind == "item" else md)
+            last = kind
         if self.rows:
             t = ["| measure | ours: mean [CI] | n | seed value | seed source |", "|---|---|---|---|---|"]
             t += [f"| {_cell(r['label'])} | {_cell(r['ours'])} | {r['n']} | {_cell(r['seed'])} | {_cell(r['source'])} |"

@@ -195,9 +195,13 @@ def test_evaluate_synthetic_saves_cost():
     assert all(r["n_test_tasks"] == 20 for r in rows)
     # the findings text is written from the numbers, with the seed's beside them
     from fasbench.bon import plots
-    from fasbench.bon.findings import findings_markdown
+    from fasbench.bon.findings import findings
+    from fasbench.findings import Findings
 
-    md = findings_markdown(res, "synthetic", pools=pools)
+    f = findings(res, "synthetic", pools=pools)
+    md = f.markdown()
+    assert isinstance(f, Findings) and md.startswith("## What we found: budget-aware best-of-N")
+    assert "| cascade: cost saved | " in md and "\n- **cascade**: cost saved" in md
     assert f"{100 * t['cost_saved']:+.1f}%" in md and "up to +44%" in md and "20 test tasks" in md
     assert ("**reached**" in md) or ("oracle" in md)  # a missed target is explained by the bound
     for fig in (plots.resolve_later_figure(res), plots.bounds_figure(res), plots.latency_spread_figure(pools)):

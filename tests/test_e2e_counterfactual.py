@@ -212,3 +212,24 @@ def test_shipped_handoffs_load_and_round_trip(tmp_path):
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(ValueError, match="no handoff"):
         study.load_handoffs(tmp_path / "empty.jsonl")
+
+
+def test_findings_for_notebook_10_from_the_studys_frames(toyset):
+    """Notebook 10's "What we found" is a Findings written from study.totals / upper_bound; a data set
+    with no paired search run gets the upper bound only."""
+    from fasbench.e2e.findings import findings
+    from fasbench.e2e.study import upper_bound
+    from fasbench.findings import Findings
+
+    df = _frame(toyset)
+    ds = df["dataset"][0]
+    tot, ub = totals(df, ("dataset",), 100), upper_bound(df, ("dataset",), 100)
+    by_res = totals(df, ("dataset", "resolved"), 100)
+    f = findings([ds, "other"], {ds: "toy", "other": "other"}, tot, ub, by_res, "heuristic:turns=3")
+    md = f.markdown()
+    s = tot.filter((pl.col("rule") == "strict") & (pl.col("format") == "code+search")).row(0, named=True)
+    assert isinstance(f, Findings) and md.startswith("## What we found: does search help")
+    assert f"- **toy** (n = {s['n']} trajectories" in md and f"{100 * s['net_share']:.1f}% [" in md
+    assert "FastContext" in md and "**Caveats**" in md and "**other**" not in md  # no rows for it: nothing said
+    only_ub = findings([ds], {ds: "toy"}, tot.clear(), ub, by_res.clear(), "x").markdown()
+    assert "no search run paired" in only_ub

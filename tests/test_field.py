@@ -3,6 +3,7 @@
 import polars as pl
 
 from fasbench import field
+from fasbench.findings import Findings
 from fasbench.records import Gold, Task
 
 
@@ -122,7 +123,9 @@ def test_ranks_beside_and_findings():
     a = side.filter((pl.col("metric") == "file_f1") & (pl.col("fasbench_policy") == "a"))
     assert a["fasbench"].unique().to_list() == [90.0] and a["fasbench_n"][0] == 6
     assert "Django==4.0 (6)" in field.corpus_kind(tasks)
-    text = field.findings(ranks, side, 6)
+    f = field.findings(ranks, side, 6)
+    text = f.markdown()
+    assert isinstance(f, Findings) and text.startswith("## What we found: the field")
     # a leads on hunks (6 of 6 tasks, p = 2/2^6) but b's lead on functions rests on 5 tasks, where the
     # smallest exact p is 2/2^5 = 0.0625: the change of top policy is not supported
     assert "The top policy changes" not in text and "0.500" in text

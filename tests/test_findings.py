@@ -42,3 +42,30 @@ def test_paired_findings_claim_a_difference_only_when_the_test_supports_it():
     md = f.markdown()
     assert "- dense − BM25: +0.500 [no 95% interval at n = 4]: no difference detectable with n = 4 (p = 0.125" in md
     assert "two-sided sign-flip test" in md
+
+
+def test_every_studys_findings_builder_returns_a_findings():
+    """One builder: a study module's ``findings(...)`` is annotated to return a Findings, and the
+    older string builders (``findings_markdown``, ``what_we_found``) are gone from fasbench/."""
+    import ast
+
+    from fasbench.paths import repo_root
+
+    builders, stale = [], []
+    for path in sorted((repo_root() / "fasbench").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name in ("findings", "findings_markdown", "what_we_found"):
+                rel = path.relative_to(repo_root()).as_posix()
+                ret = ast.unparse(node.returns) if node.returns else None
+                (builders if node.name == "findings" and ret == "Findings" else stale).append((rel, node.name, ret))
+    assert not stale, f"findings builders that do not return a Findings: {stale}"
+    assert {b[0] for b in builders} >= {"fasbench/trajectories/findings.py", "fasbench/rl/turns.py",
+                                        "fasbench/bon/findings.py", "fasbench/field.py", "fasbench/e2e/findings.py"}
+
+
+def test_blocks_keep_their_order_and_bullets_join_into_one_list():
+    f = Findings()
+    f.text("Data:").add("a").add("b").table(["x", "y|z"], [[1, "2\n3"]], intro="Table:").add("c")
+    md = f.caveat("small").markdown()
+    assert md.startswith("## What we found\n\nData:\n\n- a\n- b\n\nTable:\n\n| x | y\\|z |\n|---|---|\n| 1 | 2 3 |\n\n- c")
+    assert md.endswith("**Caveats**\n\n- small\n")

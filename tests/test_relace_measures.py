@@ -108,21 +108,26 @@ def test_summary_and_seeds_table_label_relace_correctly(steps, tmp_path):
     assert handoff["seed value"] is None
 
 
-def test_findings_markdown_has_numbers_seeds_and_caveats(steps):
-    md = rm.findings_markdown({"toy": rm.measures(steps, n_boot=200)})
-    assert md.startswith("### Relace") and "| toy | 3 |" in md
-    assert "56.6%" in md and "~12.0%" in md and "Caveats" in md
+def test_relace_findings_have_numbers_seeds_and_caveats(steps):
+    from fasbench.findings import Findings
+
+    md = rm.relace_findings(Findings(), {"toy": rm.measures(steps, n_boot=200)}).markdown()
+    assert "### Relace's two token measures" in md and "| toy | 3 |" in md
+    assert "56.6%" in md and "~12.0%" in md and "**Caveats**" in md and "- (Relace) the agents" in md
     assert "above Relace's ~12%" in md or "consistent with Relace's ~12%" in md
 
 
-def test_what_we_found_for_notebook_01(tmp_path, steps):
-    from fasbench.trajectories.findings import what_we_found
+def test_findings_for_notebook_01(tmp_path, steps):
+    from fasbench.findings import Findings
+    from fasbench.trajectories.findings import findings
 
     a = analyze_paths([tmp_path / "set"], progress=False)
-    md = what_we_found({"toy": a}, {"toy": a.summary()}, n_boot=200)
-    assert md.startswith("## What we found") and "| FastContext (seed) | 300 | 56.2% | 46.5% | 8.47 |" in md
+    f = findings({"toy": a}, {"toy": a.summary()}, n_boot=200)
+    assert isinstance(f, Findings)
+    md = f.markdown()
+    assert md.startswith("## What we found: trajectory analysis") and "| FastContext (seed) | 300 | 56.2% | 46.5% | 8.47 |" in md
     assert "- toy: 2 of mini-swe-agent; 1 of mini-swe-agent 2.2.7" in md and "| toy | 3 |" in md and "### Relace's two token measures" in md
-    assert "Caveats (all)" in md
+    assert "- (all) the agents, models" in md and md.index("### Relace") < md.index("**Caveats**")
 
 
 def test_cli_analyze_prints_both_measures_with_their_populations(steps, tmp_path):

@@ -145,23 +145,48 @@ def test_replay_in_the_report_is_static_and_its_widget_state_is_left_out(tmp_pat
     assert len(states) > 50 and 0 < len(saved) <= 3 and any(m["state"].get("value") == 5 for m in saved.values())
 
 
-FINDINGS_MARKERS = ("Findings(", "what_we_found", "findings_markdown", "What we found", "findings(")
+def _findings_call(cell_source: str) -> str | None:
+    """How the cell's last statement, the bare name ``f``, got its value: the name of the called
+    builder (``Findings`` or a study's ``findings``, maybe as ``module.findings``), else None."""
+    import ast
+
+    tree = ast.parse(cell_source)
+    last = tree.body[-1] if tree.body else None
+    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Name) and last.value.id == "f"):
+        return None
+    made = [n.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id == "f" for t in n.targets)]
+    if not made:
+        return None
+    fn = made[-1].func
+    return fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None
 
 
-def test_every_notebooks_findings_cell_is_tagged():
-    """The last cell that builds "What we found" carries the ``findings`` tag (the report hides its
-    code), and no other cell does."""
+def test_every_notebooks_last_cell_is_its_tagged_findings_built_by_the_one_builder():
+    """Each notebook ends with its "What we found": the last cell is a code cell tagged ``findings``
+    (the report hides its code; no other cell carries the tag), and it shows ``f``, a Findings made
+    in that cell by ``Findings(...)`` or by a study's ``findings(...)`` (each returns a Findings:
+    test_findings.py)."""
     from fasbench.paths import repo_root
 
     paths = sorted((repo_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert len(paths) >= 11
     for p in paths:
         nb = nbformat.read(p, as_version=4)
-        code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-        builds = [i for i, c in code if any(m in c.source for m in FINDINGS_MARKERS)]
-        tagged = [i for i, c in code if "findings" in c.metadata.get("tags", [])]
-        assert builds, f"{p.name}: no cell builds the findings"
-        assert tagged == [builds[-1]], f"{p.name}: findings cell {builds[-1]} tagged? tagged cells: {tagged}"
+        last = nb.cells[-1]
+        assert last.cell_type == "code", f"{p.name}: the last cell is not code"
+        tagged = [i for i, c in enumerate(nb.cells) if "findings" in c.metadata.get("tags", [])]
+        assert tagged == [len(nb.cells) - 1], f"{p.name}: cells tagged findings: {tagged}, not only the last"
+        assert _findings_call(last.source) in ("Findings", "findings"), (
+            f"{p.name}: the last cell does not end with `f`, a Findings built by Findings(...) or findings(...)")
+
+
+def test_the_findings_cell_check_fails_on_the_old_ways():
+    assert _findings_call("f = Findings('x')\nf.add('y')\nf") == "Findings"
+    assert _findings_call("f = rl_turns.findings(a, b)\nf") == "findings"
+    for old in ("Markdown(what_we_found(runs, s))", "display(Markdown(field.findings(r, s, 3)))",
+                "lines = ['## What we found']\ndisplay(Markdown('\\n'.join(lines)))", "f = Markdown(x)\nf"):
+        assert _findings_call(old) not in ("Findings", "findings")
 
 
 def test_executed_notebooks_show_the_numbers_their_findings_quote():

@@ -132,7 +132,7 @@ def _rollout(step, turns, acc, task="t1", reward=None):
 
 def test_turn_trend_and_findings_on_known_rollouts():
     from fasbench.rl.config import RLConfig
-    from fasbench.rl.turns import findings_markdown, rollout_frame, turn_trend
+    from fasbench.rl.turns import findings, rollout_frame, turn_trend
 
     rolls = [_rollout(0, n, 0.5) for n in (18, 20, 22, 20)] + [_rollout(1, 12, 0.5)] + \
         [_rollout(2, n, 0.5) for n in (4, 5, 6, 5)]
@@ -148,8 +148,8 @@ def test_turn_trend_and_findings_on_known_rollouts():
     assert t["first"]["turns"]["mean"] == 20 and t["last"]["turns"]["mean"] == 5 and t["turns_fell"]
     assert t["first"]["accuracy"]["mean"] == t["last"]["accuracy"]["mean"] == 0.5
     assert t["last"]["turn_penalty"]["mean"] == pytest.approx(sum(turn_penalty(n) for n in (4, 5, 6, 5)) / 4)
-    md = findings_markdown({"global_step": 3, "n_tasks": 1, "model": "m"}, t, RLConfig(max_turns=24))
-    assert md.startswith("## What we found") and "Turns fell" in md and "20 → 5" in md and "(n=4)" in md
+    md = findings({"global_step": 3, "n_tasks": 1, "model": "m"}, t, RLConfig(max_turns=24)).markdown()
+    assert md.startswith("## What we found: GRPO") and "Turns fell" in md and "20 → 5" in md and "(n=4)" in md
     # 4 vs 4 rollouts, every first-step value above every last-step one: the most extreme of the
     # C(8, 4) = 70 splits, and its mirror: p = 2/70
     assert t["turns_p"] == pytest.approx(2 / 70) and "exact permutation test p = 0.0286, n = 4 vs 4" in md
@@ -159,11 +159,11 @@ def test_turn_trend_and_findings_on_known_rollouts():
                                     _rollout(1, 5, 0.5)]))
     assert two["last"]["turns"]["hi"] < two["first"]["turns"]["lo"] and two["turns_p"] == pytest.approx(1 / 3)
     assert not two["turns_fell"]
-    assert "No change in turns is shown" in findings_markdown({}, two, RLConfig(max_turns=24))
+    assert "No change in turns is shown" in findings({}, two, RLConfig(max_turns=24)).markdown()
     short = turn_trend(rollout_frame([_rollout(0, 2, 0.5), _rollout(1, 2, 0.5)]))
     assert not short["turns_fell"]
-    assert "free zone" in findings_markdown({}, short, RLConfig(max_turns=3))
-    assert "nothing to compare" in findings_markdown({}, turn_trend(rollout_frame([])), RLConfig())
+    assert "free zone" in findings({}, short, RLConfig(max_turns=3)).markdown()
+    assert "nothing to compare" in findings({}, turn_trend(rollout_frame([])), RLConfig()).markdown()
 
 
 def test_turns_accuracy_figure_from_the_step_log():
@@ -186,7 +186,7 @@ def test_turns_accuracy_figure_from_the_step_log():
 
 def test_start_vs_target_shows_the_gap_the_turn_penalty_opens(toy):
     from fasbench.rl.config import RLConfig
-    from fasbench.rl.turns import findings_markdown, rollout_frame, start_vs_target, turn_trend
+    from fasbench.rl.turns import findings, rollout_frame, start_vs_target, turn_trend
 
     f = start_vs_target(toy, progress=False)
     assert set(COLUMNS) <= set(f.columns) and set(f["policy"]) == {"sequential start", "parallel target"}
@@ -194,5 +194,5 @@ def test_start_vs_target_shows_the_gap_the_turn_penalty_opens(toy):
     g = {r["policy"]: r for r in f.group_by("policy").agg(pl.col("turns", "accuracy", "reward").mean()).iter_rows(named=True)}
     seq, par = g["sequential start"], g["parallel target"]
     assert seq["accuracy"] == par["accuracy"] and seq["turns"] > par["turns"] + 4 and seq["reward"] < par["reward"]
-    md = findings_markdown({}, turn_trend(rollout_frame([])), RLConfig(), setup=f)
+    md = findings({}, turn_trend(rollout_frame([])), RLConfig(), setup=f).markdown()
     assert f"Accuracy is equal on {len(toy)} of {len(toy)} tasks" in md and "sequential start: n=5" in md

@@ -1,4 +1,4 @@
-"""The "What we found" text of notebook 08, written from a computed ``BonResult`` (never by hand):
+"""The "What we found" of notebook 08 (a :class:`fasbench.findings.Findings`), written from a computed ``BonResult`` (never by hand):
 our test-split numbers beside the seed paper's, the cascade's latency premium beside its saving,
 the classifier's reliability and the oracle bound where a target is missed. Sign convention:
 ``saved`` > 0 is a saving, < 0 a premium; Δquality in points (0–100)."""
@@ -6,6 +6,7 @@ the classifier's reliability and the oracle bound where a target is missed. Sign
 from __future__ import annotations
 
 from fasbench.bon.experiment import GOALS, SEED, BonResult
+from fasbench.findings import Findings
 
 
 def _pct(x: float) -> str:
@@ -16,8 +17,8 @@ def _ci(t: dict, k: str, scale: float = 100.0, unit: str = "") -> str:
     return f"[{scale * t[k + '_lo']:+.1f}, {scale * t[k + '_hi']:+.1f}]{unit}"
 
 
-def findings_markdown(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, pools=None) -> str:
-    """Markdown paragraphs stating what the experiment found; ``alt``: the same experiment tuned
+def findings(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, pools=None) -> Findings:
+    """What the experiment found; ``alt``: the same experiment tuned
     another way (e.g. ``tune="cost"``, the seed's literal protocol), stated beside it; ``pools``:
     the pools with the latency the experiment used, to state how much their rollouts' latencies
     differ (what bounds parallel early stopping)."""
@@ -28,31 +29,28 @@ def findings_markdown(res: BonResult, pool_desc: str = "", alt: BonResult | None
     lat = ("modelled for a served model (tokens at "
            f"{cfg.decode_tps:g} decoded / {cfg.prefill_tps:g} prefilled tokens/s, {cfg.turn_overhead_s:g} s per call, "
            "plus measured tool time)") if res.latency_source == "model" else "the measured episode wall time"
-    out = ["### What we found", ""]
-    out.append(f"Pool: {pool_desc + '; ' if pool_desc else ''}{res.n_train} training tasks, {res.n_test} test tasks "
-               f"(always-max-N test quality {res.baseline['quality']:.1f} points). ONE pair of calibrated classifiers "
-               f"and ONE threshold pair (p_target = {cas.chosen['p_target']:g}, g = {cas.chosen['g']:g}), tuned on "
-               f"train ({cfg.tune} objective, ≤ {tol:g} point loss), drive both strategies, as in the seed. "
-               f"Latency is {lat}. Savings are test-split point estimates with task-bootstrap 95% intervals; "
-               "positive = saving.")
-    out.append("")
-    out.append("| | ours (test) | seed paper (SWE agents) |")
-    out.append("|---|---|---|")
-    out.append(f"| cascade: cost saved | {_pct(c['cost_saved'])} {_ci(c, 'cost_saved')} | up to +44% |")
-    out.append(f"| cascade: latency saved (its premium) | {_pct(c['latency_saved'])} {_ci(c, 'latency_saved')} | "
-               f"−{100 * SEED['cascade_latency_increase'][0]:.0f}% to −{100 * SEED['cascade_latency_increase'][1]:.0f}% |")
-    out.append(f"| cascade: Δquality (points) | {c['dq']:+.2f} {_ci(c, 'dq', 1.0)} | 0 (−0.6 with more stages) |")
-    out.append(f"| parallel: latency saved | {_pct(p['latency_saved'])} {_ci(p, 'latency_saved')} | up to +25% |")
-    out.append(f"| parallel: cost saved | {_pct(p['cost_saved'])} {_ci(p, 'cost_saved')} | \"more modest\" |")
-    out.append(f"| parallel: Δquality (points) | {p['dq']:+.2f} {_ci(p, 'dq', 1.0)} | about −2 with more stages |")
-    out.append("")
+    f = Findings("budget-aware best-of-N")
+    f.text(f"Pool: {pool_desc + '; ' if pool_desc else ''}{res.n_train} training tasks, {res.n_test} test tasks "
+           f"(always-max-N test quality {res.baseline['quality']:.1f} points). ONE pair of calibrated classifiers "
+           f"and ONE threshold pair (p_target = {cas.chosen['p_target']:g}, g = {cas.chosen['g']:g}), tuned on "
+           f"train ({cfg.tune} objective, ≤ {tol:g} point loss), drive both strategies, as in the seed. "
+           f"Latency is {lat}. Savings are test-split point estimates with task-bootstrap 95% intervals; "
+           "positive = saving.")
+    f.table(["", "ours (test)", "seed paper (SWE agents)"], [
+        ["cascade: cost saved", f"{_pct(c['cost_saved'])} {_ci(c, 'cost_saved')}", "up to +44%"],
+        ["cascade: latency saved (its premium)", f"{_pct(c['latency_saved'])} {_ci(c, 'latency_saved')}",
+         f"−{100 * SEED['cascade_latency_increase'][0]:.0f}% to −{100 * SEED['cascade_latency_increase'][1]:.0f}%"],
+        ["cascade: Δquality (points)", f"{c['dq']:+.2f} {_ci(c, 'dq', 1.0)}", "0 (−0.6 with more stages)"],
+        ["parallel: latency saved", f"{_pct(p['latency_saved'])} {_ci(p, 'latency_saved')}", "up to +25%"],
+        ["parallel: cost saved", f"{_pct(p['cost_saved'])} {_ci(p, 'cost_saved')}", "\"more modest\""],
+        ["parallel: Δquality (points)", f"{p['dq']:+.2f} {_ci(p, 'dq', 1.0)}", "about −2 with more stages"]])
     goals = [("cascade", "cost", c["cost_saved"], GOALS["cascade_cost_saving"], c["dq"]),
              ("parallel", "latency", p["latency_saved"], GOALS["parallel_latency_saving"], p["dq"])]
     for name, axis, saved, goal, dq in goals:
         s = res.strategies[name]
         o = s.calibration["oracle"]
         ok = saved >= goal and dq >= -tol
-        line = (f"- **{name}**: {axis} saved {_pct(saved)} at Δquality {dq:+.2f} points — the target "
+        line = (f"**{name}**: {axis} saved {_pct(saved)} at Δquality {dq:+.2f} points — the target "
                 f"(≥ {100 * goal:.0f}% at ≥ −{tol:g} point) is **{'reached' if ok else 'not reached'}** (point estimate).")
         if not ok and saved < goal <= s.test[f"{axis}_saved_hi"]:
             line += f" Its 95% interval {_ci(s.test, axis + '_saved')} includes the target."
@@ -77,33 +75,33 @@ def findings_markdown(res: BonResult, pool_desc: str = "", alt: BonResult | None
             if dq < -tol:
                 why.append(f"the quality loss ({dq:+.2f}) exceeds the tolerance")
             line += " Why: " + "; ".join(why) + "."
-        out.append(line)
+        f.add(line)
     g = cas.chosen["g"]
     if g <= -1:
-        out.append("- **Resolve-Later**: off in the chosen configuration (g = −1): no g on the grid improved the train "
-                   "objective; the RL figure shows the frontiers with and without it.")
+        f.add("**Resolve-Later**: off in the chosen configuration (g = −1): no g on the grid improved the train "
+              "objective; the RL figure shows the frontiers with and without it.")
     else:
         how = (f"lower the success probability by more than {-g:g}" if g < 0 else
                f"raise the success probability by less than {g:g}")
-        out.append(f"- **Resolve-Later**: used (g = {g:g}): besides RN ≥ p_target, a state also stops when one more "
-                   f"batch is predicted to {how} (RL = P(success after the next batch) − RN < g).")
+        item = (f"**Resolve-Later**: used (g = {g:g}): besides RN ≥ p_target, a state also stops when one more "
+                f"batch is predicted to {how} (RL = P(success after the next batch) − RN < g).")
         for name, axis in (("cascade", "cost"), ("parallel", "latency")):
             st = res.strategies[name]
             off = next(r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"] and r["g"] <= -1)
             on = next(r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"] and r["g"] == g)
-            out.append(f"  - its effect on the {name} (test, same p_target): {axis} saved {_pct(1 - on[axis + '_rel'])} "
-                       f"with RL against {_pct(1 - off[axis + '_rel'])} without, Δquality {on['dq']:+.2f} against "
-                       f"{off['dq']:+.2f}.")
+            item += (f"\n  - its effect on the {name} (test, same p_target): {axis} saved {_pct(1 - on[axis + '_rel'])} "
+                     f"with RL against {_pct(1 - off[axis + '_rel'])} without, Δquality {on['dq']:+.2f} against "
+                     f"{off['dq']:+.2f}.")
+        f.add(item)
     if alt is not None:
         ac, ap = alt.strategies["cascade"], alt.strategies["parallel"]
-        out.append(f"- **Tuned for {alt.config.tune}** ({'the seed' + chr(39) + 's literal protocol: thresholds chosen for the cascade' + chr(39) + 's cost, parallel reusing them' if alt.config.tune == 'cost' else 'another objective'}; "
-                   f"p_target = {ac.chosen['p_target']:g}, g = {ac.chosen['g']:g}): cascade cost saved "
-                   f"{_pct(ac.test['cost_saved'])} {_ci(ac.test, 'cost_saved')} at Δquality {ac.test['dq']:+.2f} "
-                   f"{_ci(ac.test, 'dq', 1.0)}, latency {_pct(ac.test['latency_saved'])}; parallel latency saved "
-                   f"{_pct(ap.test['latency_saved'])} {_ci(ap.test, 'latency_saved')} at Δquality {ap.test['dq']:+.2f} "
-                   f"{_ci(ap.test, 'dq', 1.0)}. One threshold pair cannot serve both objectives here: what the cascade "
-                   "can afford, parallel pays for in quality.")
-    out.append(f"- **Cascade trades latency for cost**: it is {_pct(-c['latency_saved'])[1:]} "
-               f"{'slower' if c['latency_saved'] < 0 else 'faster'} than launching all N at once "
-               f"(the seed reports a 20–41% premium).")
-    return "\n".join(out)
+        f.add(f"**Tuned for {alt.config.tune}** ({'the seed' + chr(39) + 's literal protocol: thresholds chosen for the cascade' + chr(39) + 's cost, parallel reusing them' if alt.config.tune == 'cost' else 'another objective'}; "
+              f"p_target = {ac.chosen['p_target']:g}, g = {ac.chosen['g']:g}): cascade cost saved "
+              f"{_pct(ac.test['cost_saved'])} {_ci(ac.test, 'cost_saved')} at Δquality {ac.test['dq']:+.2f} "
+              f"{_ci(ac.test, 'dq', 1.0)}, latency {_pct(ac.test['latency_saved'])}; parallel latency saved "
+              f"{_pct(ap.test['latency_saved'])} {_ci(ap.test, 'latency_saved')} at Δquality {ap.test['dq']:+.2f} "
+              f"{_ci(ap.test, 'dq', 1.0)}. One threshold pair cannot serve both objectives here: what the cascade "
+              "can afford, parallel pays for in quality.")
+    return f.add(f"**Cascade trades latency for cost**: it is {_pct(-c['latency_saved'])[1:]} "
+                 f"{'slower' if c['latency_saved'] < 0 else 'faster'} than launching all N at once "
+                 f"(the seed reports a 20–41% premium).")

@@ -23,6 +23,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from fasbench.episodes import EMPTY_SCHEMA, column_name, episode_row, part_columns, reward_column
+from fasbench.findings import Findings
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import bootstrap_ci
 from fasbench.policies import bind_policy, make_policy
@@ -150,66 +151,67 @@ def _fmt(e: dict | None, pct: bool = False) -> str:
     return f"{f(e['mean'])} [{f(e['lo'])}, {f(e['hi'])}] (n={e['n']})"
 
 
-def findings_markdown(summary: dict, trend: dict, cfg, before_after: pl.DataFrame | None = None,
-                      setup: pl.DataFrame | None = None) -> str:
-    """Notebook 06's "What we found" from the run's summary, the rollout trend, and (optional) the
-    before/after evaluation frame and the ``start_vs_target`` frame, beside Relace's finding, with caveats."""
+def findings(summary: dict, trend: dict, cfg, before_after: pl.DataFrame | None = None,
+             setup: pl.DataFrame | None = None) -> Findings:
+    """Notebook 06's "What we found" (a :class:`fasbench.findings.Findings`) from the run's summary, the
+    rollout trend, and (optional) the before/after evaluation frame and the ``start_vs_target`` frame,
+    beside Relace's finding, with caveats."""
     part = trend.get("accuracy_part") or "accuracy"
     acc = "accuracy" if part == "accuracy" else f"accuracy ({part})"
-    lines = ["## What we found", "",
-             f"GRPO run: {summary.get('global_step')} steps on {summary.get('n_tasks')} tasks from "
+    out = Findings("GRPO")
+    out.text(f"GRPO run: {summary.get('global_step')} steps on {summary.get('n_tasks')} tasks from "
              f"`{summary.get('model')}`, reward `{cfg.reward}`, tool set `{cfg.toolset}`, turn limit {cfg.max_turns}, "
-             f"up to {cfg.max_calls_per_turn} calls a turn, {cfg.num_generations} rollouts a group.", ""]
+             f"up to {cfg.max_calls_per_turn} calls a turn, {cfg.num_generations} rollouts a group.")
     if not trend.get("steps"):
-        lines.append("No rollouts were logged, so there is nothing to compare.")
+        out.text("No rollouts were logged, so there is nothing to compare.")
     else:
         f, l_ = trend["first"], trend["last"]
-        lines += [f"Rollouts of the first logged step(s) {trend['first_steps']} vs the last {trend['last_steps']} "
-                  "(mean [95% bootstrap interval] (n rollouts)):", "",
-                  f"| | turns | {acc} | turn penalty | reward |", "|---|---|---|---|---|",
-                  f"| first | {_fmt(f['turns'])} | {_fmt(f['accuracy'])} | {_fmt(f['turn_penalty'])} | {_fmt(f['reward'])} |",
-                  f"| last | {_fmt(l_['turns'])} | {_fmt(l_['accuracy'])} | {_fmt(l_['turn_penalty'])} | {_fmt(l_['reward'])} |",
-                  ""]
+        out.table(["", "turns", acc, "turn penalty", "reward"],
+                  [[name, *(_fmt(e[k]) for k in ("turns", "accuracy", "turn_penalty", "reward"))]
+                   for name, e in (("first", f), ("last", l_))],
+                  intro=f"Rollouts of the first logged step(s) {trend['first_steps']} vs the last {trend['last_steps']} "
+                        "(mean [95% bootstrap interval] (n rollouts)):")
         if trend["same_steps"]:
-            lines.append("- Only one step was logged: there is no trend to read.")
+            out.add("Only one step was logged: there is no trend to read.")
         else:
             test = (f"two-sided {trend['turns_test']} test p = {trend['turns_p']:.3g}, n = {(f.get('turns') or {}).get('n')} "
                     f"vs {(l_.get('turns') or {}).get('n')} rollouts")
             if trend["turns_fell"]:
-                lines.append(f"- Turns fell from the first to the last step, with intervals apart ({test}).")
+                out.add(f"Turns fell from the first to the last step, with intervals apart ({test}).")
             else:
-                lines.append(f"- No change in turns is shown between the first and last steps: the intervals overlap or "
-                             f"the test does not reject at 0.05 ({test}).")
+                out.add(f"No change in turns is shown between the first and last steps: the intervals overlap or "
+                        f"the test does not reject at 0.05 ({test}).")
         t0 = (f.get("turns") or {}).get("mean")
         if t0 is not None and t0 <= 4 and cfg.reward.startswith("relace"):
-            lines.append(f"- The run started at {t0:.1f} turns, inside Relace's free zone (n <= 4, penalty 1): "
-                         "the turn penalty cannot bite; start from long episodes (profiles `long_cpu`, `long_gpu`).")
+            out.add(f"The run started at {t0:.1f} turns, inside Relace's free zone (n <= 4, penalty 1): "
+                    "the turn penalty cannot bite; start from long episodes (profiles `long_cpu`, `long_gpu`).")
     if before_after is not None and before_after.height:
         g = before_after.group_by("policy", maintain_order=True).agg(
             pl.len().alias("n"), pl.col("turns").mean(), pl.col("reward").mean(), pl.col("reported").mean())
-        lines += ["", "Greedy evaluation on held-out tasks, before vs after: " + "; ".join(
+        out.text("Greedy evaluation on held-out tasks, before vs after: " + "; ".join(
             f"{r['policy']}: n={r['n']}, turns {r['turns']:.2f}, reward {r['reward']:.3f}, reported {r['reported']:.0%}"
-            for r in g.iter_rows(named=True)) + "."]
+            for r in g.iter_rows(named=True)) + ".")
     if setup is not None and setup.height:
         g = {r["policy"]: r for r in setup.group_by("policy", maintain_order=True).agg(
             pl.len().alias("n"), pl.col("turns", "calls", "accuracy", "turn_penalty", "reward").mean()).iter_rows(named=True)}
-        lines += ["", f"The setup, on the tasks above (reward `{setup['reward_name'][0]}`, turn limit "
-                  f"{setup['max_turns'][0]}): " + "; ".join(
-            f"{k}: n={r['n']}, {r['turns']:.1f} turns, {r['calls']:.1f} calls, accuracy {r['accuracy']:.3f}, "
-            f"turn penalty {r['turn_penalty']:.2f}, reward {r['reward']:.3f}" for k, r in g.items()) + "."]
+        text = (f"The setup, on the tasks above (reward `{setup['reward_name'][0]}`, turn limit "
+                f"{setup['max_turns'][0]}): " + "; ".join(
+                    f"{k}: n={r['n']}, {r['turns']:.1f} turns, {r['calls']:.1f} calls, accuracy {r['accuracy']:.3f}, "
+                    f"turn penalty {r['turn_penalty']:.2f}, reward {r['reward']:.3f}" for k, r in g.items()) + ".")
         if len(g) == 2:
             wide = setup.pivot(on="policy", index="task_id", values="accuracy")
             a, b = list(g)
             same = int((wide[a] == wide[b]).sum())
-            lines.append(f"Accuracy is equal on {same} of {wide.height} tasks; the reward the first leaves on the table "
-                         "is what RL can win by parallelising alone (Relace's first phase), before any gain in accuracy.")
-    lines += ["", "Relace (seed 000): RL cut turns " + ", ".join(
+            text += (f"\nAccuracy is equal on {same} of {wide.height} tasks; the reward the first leaves on the table "
+                     "is what RL can win by parallelising alone (Relace's first phase), before any gain in accuracy.")
+        out.text(text)
+    out.text("Relace (seed 000): RL cut turns " + ", ".join(
         f"{a} → {b} on its {k}" for k, (a, b) in RELACE_FINDING.items()) +
         " at similar accuracy, with an 8×H200 node, 3 epochs over 3.2k prompts, the turn penalty "
-        "P = clip((24 − n)/(24 − 4), 0, 1) and a base model that searched sequentially.",
-        "", "Caveats: a profile's rollouts are few (intervals are over rollouts of a step, not over seeds or runs); "
-        "the tiny and cpu profiles use models far too small to search well, so their numbers check that the "
-        "pipeline runs and which way the curves move, not Relace's effect; under a reward without a turn term "
-        "(FastContext's) fewer turns are not paid for; accuracy here is the reward's own part, on training tasks."]
-    return "\n".join(lines)
+        "P = clip((24 − n)/(24 − 4), 0, 1) and a base model that searched sequentially.")
+    return out.caveat("a profile's rollouts are few (intervals are over rollouts of a step, not over seeds or runs); "
+                      "the tiny and cpu profiles use models far too small to search well, so their numbers check that "
+                      "the pipeline runs and which way the curves move, not Relace's effect; under a reward without a "
+                      "turn term (FastContext's) fewer turns are not paid for; accuracy here is the reward's own part, "
+                      "on training tasks.")
 

@@ -1,6 +1,7 @@
-"""Notebook 01's closing "What we found" (Markdown), generated from the computed analysis: per data set
-FastContext's measures with n and 95% bootstrap intervals over trajectories beside the seed's values,
-then Relace's two token measures (``relace_measures.findings_markdown``), then the caveats."""
+"""Notebook 01's closing "What we found" (a :class:`fasbench.findings.Findings`), generated from the
+computed analysis: per data set FastContext's measures with n and 95% bootstrap intervals over
+trajectories beside the seed's values, then Relace's two token measures
+(``relace_measures.relace_findings``), then the caveats."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 import polars as pl
 
 from fasbench.trajectories.analysis import EXPLORE, SEEDS, Analysis
-from fasbench.trajectories.relace_measures import bootstrap_interval, findings_markdown
+from fasbench.findings import Findings
+from fasbench.trajectories.relace_measures import bootstrap_interval, relace_findings
 
 FC = SEEDS["fastcontext"]
 
@@ -42,22 +44,19 @@ def _cell(est: tuple, pct: bool = False) -> str:
     return f"{_fmt(est[0], pct)} [{_fmt(est[1], pct)}, {_fmt(est[2], pct)}]"
 
 
-def what_we_found(runs: dict[str, Analysis], summaries: dict[str, dict], n_boot: int = 2000, seed: int = 0) -> str:
-    """The Markdown text: one row per data set for FastContext's measures, Relace's section, caveats."""
-    lines = ["## What we found", "", "Data:"]
+def findings(runs: dict[str, Analysis], summaries: dict[str, dict], n_boot: int = 2000, seed: int = 0) -> Findings:
+    """Notebook 01's findings: the data, one table row per data set for FastContext's measures,
+    Relace's section (``relace_measures.relace_findings``), caveats."""
+    f = Findings("trajectory analysis")
+    f.text("Data:")
     for name, a in runs.items():
         who = a.trajectories.group_by("agent", "model").len().sort("len", descending=True)
-        lines.append(f"- {name}: " + "; ".join(f"{r['len']} of {r['agent'] or 'an unnamed agent'}"
-                                               + (f" with {r['model']}" if r["model"] else "")
-                                               for r in who.iter_rows(named=True)))
-    lines += ["", f"FastContext's measures (its population: {FC['source'].split(', ', 1)[1]}) on ours; "
-              "value [95% percentile bootstrap interval over trajectories]:", "",
-              "| data set | n | read+search share of tool-use turns | of tokens | first edit turn, mean (n) "
-              "| explore turns before it, mean: unresolved / resolved |",
-              "|---|---|---|---|---|---|",
-              f"| FastContext (seed) | 300 | {_fmt(FC['read_search_turn_share'], True)} | "
-              f"{_fmt(FC['read_search_token_share'], True)} | {FC['first_edit_turn_mean']:.2f} | "
-              f"{FC['explore_turns_before_mean_unresolved']:.2f} / {FC['explore_turns_before_mean_resolved']:.2f} |"]
+        f.add(f"{name}: " + "; ".join(f"{r['len']} of {r['agent'] or 'an unnamed agent'}"
+                                      + (f" with {r['model']}" if r["model"] else "")
+                                      for r in who.iter_rows(named=True)))
+    rows = [["FastContext (seed)", 300, _fmt(FC["read_search_turn_share"], True), _fmt(FC["read_search_token_share"], True),
+             f"{FC['first_edit_turn_mean']:.2f}",
+             f"{FC['explore_turns_before_mean_unresolved']:.2f} / {FC['explore_turns_before_mean_resolved']:.2f}"]]
     explore = pl.col("category").is_in(EXPLORE)
     notes, fc_gap = [], FC["explore_turns_before_mean_unresolved"] - FC["explore_turns_before_mean_resolved"]
     for name, a in runs.items():
@@ -66,20 +65,25 @@ def what_we_found(runs: dict[str, Analysis], summaries: dict[str, dict], n_boot:
         tokens = _ratio_ci(s, "call_tokens", explore, n_boot, seed)
         fe = _mean_ci(t["first_edit_turn"], n_boot, seed)
         by = {r: _mean_ci(t.filter(pl.col("resolved") == r)["explore_turns_before"], n_boot, seed) for r in (False, True)}
-        lines.append(f"| {name} | {t.height} | {_cell(turns, True)} | {_cell(tokens, True)} | {_cell(fe)} ({fe[3]}) | "
-                     f"{_cell(by[False])} (n={by[False][3]}) / {_cell(by[True])} (n={by[True][3]}) |")
+        rows.append([name, t.height, _cell(turns, True), _cell(tokens, True), f"{_cell(fe)} ({fe[3]})",
+                     f"{_cell(by[False])} (n={by[False][3]}) / {_cell(by[True])} (n={by[True][3]})"])
         gap = by[False][0] - by[True][0]
         if not np.isnan(gap):
-            notes.append(f"- {name}: unresolved runs explore {gap:+.2f} turns more before their first edit than "
+            notes.append(f"{name}: unresolved runs explore {gap:+.2f} turns more before their first edit than "
                          f"resolved ones (FastContext: {fc_gap:+.2f}).")
+    f.table(["data set", "n", "read+search share of tool-use turns", "of tokens", "first edit turn, mean (n)",
+             "explore turns before it, mean: unresolved / resolved"], rows,
+            intro=f"FastContext's measures (its population: {FC['source'].split(', ', 1)[1]}) on ours; "
+                  "value [95% percentile bootstrap interval over trajectories]:")
     for name, s in summaries.items():
         h = (s.get("overall") or {}).get("handoff_share")
         if h is not None:
-            notes.append(f"- {name}: with the boundary at the first edit of a file the submission changes, and reads and "
+            notes.append(f"{name}: with the boundary at the first edit of a file the submission changes, and reads and "
                          f"searches only (our handoff share; no seed measure), {100 * h:.1f}% of consumed tokens.")
-    lines += ["", *notes, "", findings_markdown({n: s["relace"] for n, s in summaries.items() if s.get("relace")}), "",
-              "Caveats (all): the agents, models and benchmarks differ from the seeds' (FastContext: GPT-5.4 "
-              "mini-swe-agent runs; Relace: its own agent); our categories come from a rubric over shell commands and tool names; "
-              "token counts are the agents' own usage where recorded (otherwise estimated with SmolLM2's tokenizer); "
-              "intervals cover the sampling of trajectories, not the choice of rubric or agent."]
-    return "\n".join(lines)
+    for note in notes:
+        f.add(note)
+    relace_findings(f, {n: s["relace"] for n, s in summaries.items() if s.get("relace")})
+    return f.caveat("(all) the agents, models and benchmarks differ from the seeds' (FastContext: GPT-5.4 "
+                    "mini-swe-agent runs; Relace: its own agent); our categories come from a rubric over shell commands "
+                    "and tool names; token counts are the agents' own usage where recorded (otherwise estimated with "
+                    "SmolLM2's tokenizer); intervals cover the sampling of trajectories, not the choice of rubric or agent.")

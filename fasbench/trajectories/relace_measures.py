@@ -43,6 +43,8 @@ import math
 import numpy as np
 import polars as pl
 
+from fasbench.findings import Findings
+
 SEARCH = ("read", "search")  # the rubric's categories that count as search
 POPULATIONS = {
     "search_phase_share": "Relace: ~1,200 real 'vibe-coding' agent traces (production prompts; not SWE-bench)",
@@ -225,28 +227,28 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
-def findings_markdown(results: dict[str, dict]) -> str:
-    """The Relace part of notebook 01's "What we found" (Markdown) from ``{name: measures(...)}``: our two
+def relace_findings(f: Findings, results: dict[str, dict]) -> Findings:
+    """The Relace part of notebook 01's findings, added to ``f`` from ``{name: measures(...)}``: our two
     measures with their intervals and n beside the seed values and populations, then the caveats."""
-    lines = ["### Relace's two token measures", "",
-             "Relace's two token measures, computed on our trajectories (intervals: 95% percentile bootstrap "
-             "over trajectories), beside the seed's values and populations:", "",
-             "| data set | n | search-phase share (mean) [CI] | pooled | initial-search share (pooled) [CI] "
-             "| no non-search call | first non-search call: turn (median), category |",
-             "|---|---|---|---|---|---|---|"]
+    f.text("### Relace's two token measures")
+    rows = []
     for name, m in results.items():
         sp, ini = m.get("search_phase_share"), m.get("initial_search_share")
         if not sp:
-            lines.append(f"| {name} | {m['n']} | n/a | n/a | n/a | n/a | n/a |")
+            rows.append([name, m["n"], "n/a", "n/a", "n/a", "n/a", "n/a"])
             continue
         top = ", ".join(f"{c} {v}" for c, v in list(m["first_non_search_category"].items())[:3])
-        lines.append(f"| {name} | {m['n']} | {_pct(sp['value'])} [{_pct(sp['ci'][0])}, {_pct(sp['ci'][1])}] | "
-                     f"{_pct(sp['pooled'])} | {_pct(ini['value'])} [{_pct(ini['ci'][0])}, {_pct(ini['ci'][1])}] | "
-                     f"{m['without_non_search']} | {m['first_non_search_turn_median']}; {top} |")
-    lines += ["", f"- Relace, **{_pct(RELACE_SEEDS['search_phase_share'])}** of tokens before the first non-search "
-                  f"call, on average per trace — {POPULATIONS['search_phase_share']}.",
-              f"- Relace, **~{_pct(RELACE_SEEDS['initial_search_share'])}** of tokens in the initial search — "
-              f"{POPULATIONS['initial_search_share']}."]
+        rows.append([name, m["n"], f"{_pct(sp['value'])} [{_pct(sp['ci'][0])}, {_pct(sp['ci'][1])}]", _pct(sp["pooled"]),
+                     f"{_pct(ini['value'])} [{_pct(ini['ci'][0])}, {_pct(ini['ci'][1])}]", m["without_non_search"],
+                     f"{m['first_non_search_turn_median']}; {top}"])
+    f.table(["data set", "n", "search-phase share (mean) [CI]", "pooled", "initial-search share (pooled) [CI]",
+             "no non-search call", "first non-search call: turn (median), category"], rows,
+            intro="Relace's two token measures, computed on our trajectories (intervals: 95% percentile bootstrap "
+                  "over trajectories), beside the seed's values and populations:")
+    f.add(f"Relace, **{_pct(RELACE_SEEDS['search_phase_share'])}** of tokens before the first non-search "
+          f"call, on average per trace — {POPULATIONS['search_phase_share']}.")
+    f.add(f"Relace, **~{_pct(RELACE_SEEDS['initial_search_share'])}** of tokens in the initial search — "
+          f"{POPULATIONS['initial_search_share']}.")
     seed = RELACE_SEEDS["initial_search_share"]
     for name, m in results.items():
         ini = m.get("initial_search_share")
@@ -256,17 +258,16 @@ def findings_markdown(results: dict[str, dict]) -> str:
         where = "below" if hi < seed else "above" if lo > seed else "consistent with"
         c = m.get("content_basis") or {}
         if m.get("ends_before_first_edit") is not None:
-            lines.append(f"- {name}: in {m['ends_before_first_edit']} of {m['n']} trajectories the search phase ends "
-                         "before the first edit of a file the submission changes (the agent first writes or runs "
-                         "something else, e.g. a reproduction script).")
-        lines.append(f"- {name}: the initial search takes {_pct(ini['value'])} of the tokens the model consumed, "
-                     f"{where} Relace's ~12% on SWE-bench (the population nearest ours); counting each completion "
-                     f"and observation token once instead, {_pct(c.get('initial_search_share'))} (pooled) and "
-                     f"{_pct(c.get('search_phase_share'))} (mean per trajectory).")
-    lines.append("- The 56.6% comes from vague real-user prompts, not SWE-bench, and is no target for these runs.")
-    lines += ["", "Caveats (Relace): the agents and token counts here are not Relace's; consumed tokens weight late "
-                  "turns (whose prompts hold the whole history) far more than the early search turns; the rubric decides what counts as search (reading and searching commands), and Relace "
-                  "does not say how it classified calls, how it averaged, or whether reasoning tokens count; a "
-                  "trajectory that writes a reproduction script early ends its search phase there, as Relace's "
-                  "\"bash script for testing\" would."]
-    return "\n".join(lines)
+            f.add(f"{name}: in {m['ends_before_first_edit']} of {m['n']} trajectories the search phase ends "
+                  "before the first edit of a file the submission changes (the agent first writes or runs "
+                  "something else, e.g. a reproduction script).")
+        f.add(f"{name}: the initial search takes {_pct(ini['value'])} of the tokens the model consumed, "
+              f"{where} Relace's ~12% on SWE-bench (the population nearest ours); counting each completion "
+              f"and observation token once instead, {_pct(c.get('initial_search_share'))} (pooled) and "
+              f"{_pct(c.get('search_phase_share'))} (mean per trajectory).")
+    f.add("The 56.6% comes from vague real-user prompts, not SWE-bench, and is no target for these runs.")
+    return f.caveat("(Relace) the agents and token counts here are not Relace's; consumed tokens weight late "
+                    "turns (whose prompts hold the whole history) far more than the early search turns; the rubric "
+                    "decides what counts as search (reading and searching commands), and Relace does not say how it "
+                    "classified calls, how it averaged, or whether reasoning tokens count; a trajectory that writes a "
+                    "reproduction script early ends its search phase there, as Relace's \"bash script for testing\" would.")
