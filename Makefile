@@ -53,7 +53,7 @@ run: install
 	    echo "== $$nb failed or a cell ran past $(CELL_TIMEOUT) s; running it once more" >&2; \
 	    $(PY) -m papermill --cwd . --execution-timeout $(CELL_TIMEOUT) "$$nb" "$(OUT)/$$(basename $$nb)"; } || exit 1; \
 	done
-	@echo "figures written to figures/:"; ls figures | grep -v '\.json$$' | sed 's/^/  /'
+	@echo "figures written to figures/:"; ls figures | grep -v '\.json$$\|^README\.md$$' | sed 's/^/  /'
 	@$(MAKE) --no-print-directory report
 
 # One static HTML page of the executed notebooks (outputs, findings, widget state): $(REPORT)/index.html
