@@ -13,22 +13,16 @@ from dataclasses import replace
 
 import polars as pl
 import pytest
+from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
 
 from fasbench.evaluate import aggregate, compare, run_eval, summarize
 from fasbench.harness import Limits
-from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import iter_jsonl, write_tasks
 
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
-    base = toy_tasks(make_corpus(tmp_path_factory.mktemp("toy")))
-    return [replace(base[i % len(base)], id=f"{base[i % len(base)].id}-{i}") for i in range(10)]
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    return toy_copies(tmp_path_factory.mktemp("toy"), 10)
 
 
 def test_run_eval_summary_and_intervals(tasks, tmp_path):

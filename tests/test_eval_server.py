@@ -4,11 +4,10 @@ trace records every request with its latency and tokens."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
+from servers import scripted_server
 
 from fasbench.evaluate import run_eval
 from fasbench.harness import Limits
@@ -18,13 +17,8 @@ from fasbench.records import read_traces
 
 @pytest.fixture(scope="module")
 def server_url():
-    proc = subprocess.Popen([sys.executable, "-m", "fasbench.scripted_server", "--port", "0", "--delay-s", "0.05",
-                             "--max-concurrent", "4", "--turns", "2"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().split()
-    assert line and line[0] == "ready"
-    yield f"http://127.0.0.1:{line[1]}/v1"
-    proc.terminate()
-    proc.wait(10)
+    with scripted_server("--delay-s", "0.05", "--max-concurrent", "4", "--turns", "2") as url:
+        yield url
 
 
 def test_server_errors_and_timeouts_fail_episodes_not_the_run(tmp_path, server_url):

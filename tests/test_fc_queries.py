@@ -8,10 +8,9 @@ query came from (trace meta, summary column, run.json, the runs table)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from servers import scripted_server
 from typer.testing import CliRunner
 
 from fasbench.cli import app
@@ -25,13 +24,8 @@ from fasbench.tools.fastcontext_query import TASK_PROMPT, TOOLS, messages, query
 
 @pytest.fixture(scope="module")
 def server_url():
-    proc = subprocess.Popen([sys.executable, "-m", "fasbench.scripted_server", "--port", "0", "--delay-s", "0.01",
-                             "--turns", "2"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().split()
-    assert line and line[0] == "ready"
-    yield f"http://127.0.0.1:{line[1]}/v1"
-    proc.terminate()
-    proc.wait(10)
+    with scripted_server("--delay-s", "0.01", "--turns", "2") as url:
+        yield url
 
 
 def test_released_prompt_and_tools():

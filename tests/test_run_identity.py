@@ -7,26 +7,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
 
 import polars as pl
 import pytest
+from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
 
 from fasbench.evaluate import last_call, read_run_meta, resume_note, run_eval, run_name
-from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import Gold, Task, write_tasks
 from fasbench.tasksets import task_set_label
 
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
-    base = toy_tasks(make_corpus(tmp_path_factory.mktemp("toy")))
-    return [replace(base[i % len(base)], id=f"{base[i % len(base)].id}-{i}") for i in range(4)]
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    return toy_copies(tmp_path_factory.mktemp("toy"), 4)
 
 
 def test_run_names_differ_per_notebook_and_parameters():

@@ -4,11 +4,8 @@ server on 127.0.0.1 that records their bodies."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
+from servers import recording_chat_server
 
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
@@ -19,29 +16,8 @@ from fasbench.tools import make_toolset
 
 @pytest.fixture()
 def recorder():
-    bodies: list[dict] = []
-
-    class H(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            bodies.append(body)
-            out = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                              "choices": [{"index": 0, "finish_reason": "stop",
-                                           "message": {"role": "assistant", "content": "nothing to call"}}],
-                              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-        def log_message(self, *a):
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", bodies
-    srv.shutdown()
+    with recording_chat_server({"content": "nothing to call"}) as (url, bodies):
+        yield url, bodies
 
 
 def _first_body(url, bodies, spec_extra, toolset, task):

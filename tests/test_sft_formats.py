@@ -118,43 +118,19 @@ def test_build_with_a_teacher_over_http(tmp_path):
     """parallel_teacher: a real OpenAI-compatible server on 127.0.0.1 gets the synthesis prompt; its
     calls become the parallel_toolcalls example (the first turns of episodes are then not used)."""
     import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    seen = []
+    from servers import recording_chat_server
 
-    class H(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            calls = [{"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                     for i, (n, a) in enumerate([("Grep", {"pattern": "l3"}), ("Glob", {"pattern": "**/*.py"})])]
-            out = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "t",
-                              "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                                  "role": "assistant", "content": "Let me look.", "tool_calls": calls}}],
-                              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-        def log_message(self, *a):
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+             for i, (n, a) in enumerate([("Grep", {"pattern": "l3"}), ("Glob", {"pattern": "**/*.py"})])]
+    with recording_chat_server({"content": "Let me look.", "tool_calls": calls}, "tool_calls") as (url, seen):
         (tmp_path / "repo").mkdir()
         task = _task(tmp_path / "repo", {"a.py": [[3, 4]]})
         f = tmp_path / "tasks.jsonl"
         write_tasks(f, [task])
-        url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
         cfg = BuildConfig(toolset="fastcontext", reward="fastcontext", task_source=str(f), max_tasks={"train": 5},
                           mix={"parallel_toolcalls": 1.0}, parallel_teacher=f"openai:model=t,base_url={url},api_key_env=")
         stats = build(cfg, tmp_path / "out")
-    finally:
-        srv.shutdown()
     assert stats["examples"]["train"] == {"parallel_toolcalls": 1}
     assert seen[0]["messages"] == rf.synthesis_messages("where is l3", "/repo", "a.py\nb.py")
     ex = load_dataset(tmp_path / "out")["train"][0]

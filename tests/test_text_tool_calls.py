@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 
 import pytest
+from servers import scripted_server
 
 from fasbench.evaluate import read_run_meta, run_eval, tool_call_warnings
 from fasbench.harness import Limits, run_episode
@@ -31,13 +32,8 @@ def toy(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server_url():
-    proc = subprocess.Popen([sys.executable, "-m", "fasbench.scripted_server", "--port", "0", "--delay-s", "0.01",
-                             "--turns", "2"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().split()
-    assert line and line[0] == "ready"
-    yield f"http://127.0.0.1:{line[1]}/v1"
-    proc.terminate()
-    proc.wait(10)
+    with scripted_server("--delay-s", "0.01", "--turns", "2") as url:
+        yield url
 
 
 def steered(task, fmt):

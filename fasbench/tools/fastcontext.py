@@ -230,6 +230,21 @@ def _headings(data: str, spell: tuple[str, str] | None, paths_only: bool) -> str
     return re.sub(r"(^|\n)([^\n\0]*)\0", lambda m: m[1] + _unprefix(m[2], spell) + "\n", data)
 
 
+def rg_match_args(pattern: str, glob: str | None, ignore_case: bool, type: str | None, multiline: bool) -> list[str]:
+    """The argv of what a Grep call matches, in the release's order, each value attached to its option
+    (``--regexp=…``: no pattern can be read as a flag); shared by the release's and the fork's Grep."""
+    args = [f"--regexp={pattern}"]
+    if glob:
+        args.append(f"--glob={glob}")
+    if ignore_case:
+        args.append("--ignore-case")
+    if type:
+        args.append(f"--type={type}")
+    if multiline:
+        args += ["--multiline", "--multiline-dotall"]
+    return args
+
+
 def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None = None,
          output_mode: str | None = None, head_limit=None, type: str | None = None, multiline=None,
          **flags) -> str:
@@ -242,15 +257,7 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
     context = flags.get("-C", GREP_CONTEXT)
     # the release's argv order, every value attached or after its flag and the path after `--`: no
     # pattern or path can be read as an option (the release passed the pattern bare: '-x' was a flag)
-    args = [f"--regexp={pattern}"]
-    if glob:
-        args.append(f"--glob={glob}")
-    if flags.get("-i", False):
-        args.append("--ignore-case")
-    if type:
-        args.append(f"--type={type}")
-    if multiline:
-        args += ["--multiline", "--multiline-dotall"]
+    args = rg_match_args(pattern, glob, bool(flags.get("-i", False)), type, multiline)
     if output_mode == "content":
         for k, v in (("-B", flags.get("-B")), ("-A", flags.get("-A")), ("-C", context)):
             if v is not None:

@@ -37,7 +37,7 @@ import time
 
 from fasbench.records import Shown
 from fasbench.tools.base import Tool, ToolError, Workspace
-from fasbench.tools.fastcontext import FastContextToolset
+from fasbench.tools.fastcontext import FastContextToolset, rg_match_args
 from fasbench.tools.fastcontext_published import (
     FORK_GLOB_DESCRIPTION, FORK_GLOB_PARAMETERS, FORK_GREP_DESCRIPTION, FORK_GREP_PARAMETERS, FORK_READ_DESCRIPTION,
     FORK_READ_MAX_LINE_LENGTH, FORK_READ_PARAMETERS, GLOB_LIMIT, GREP_HEAD, READ_MAX_LINES, WORK_DIR,
@@ -157,15 +157,7 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
     target = display(ws, real)
     # every value attached to its option and the path after `--`, spelled `./…`: no path or value
     # the model writes (a corpus file named `--pre=sh`, `-L` or `-`) can be read as an option
-    args = [f"--regexp={pattern}"]
-    if glob:
-        args.append(f"--glob={glob}")
-    if flags.get("-i"):
-        args.append("--ignore-case")
-    if type:
-        args.append(f"--type={type}")
-    if multiline:
-        args += ["--multiline", "--multiline-dotall"]
+    args = rg_match_args(pattern, glob, bool(flags.get("-i")), type, multiline)
     if output_mode == "content":
         for k in ("-B", "-A", "-C"):
             if flags.get(k) is not None:
