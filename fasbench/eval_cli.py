@@ -148,7 +148,7 @@ def register(app) -> None:
         metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics to show (repeat or comma-separate)"),
         level: float = typer.Option(0.95, "--level", help="confidence level of the bootstrap intervals"),
         as_json: bool = typer.Option(False, "--json", help="one JSON object per run instead of a table"),
-        success: str = typer.Option("acc_at_5", "--success", help="run-to-run noise: the metric whose value "
+        success: str = typer.Option("all_gold_at_5", "--success", help="run-to-run noise: the metric whose value "
                                     "≥ --threshold is a success (pass^k, flip rate)"),
         threshold: float = typer.Option(1.0, "--threshold", help="run-to-run noise: success threshold"),
     ):

@@ -21,8 +21,8 @@ from plotly.subplots import make_subplots
 from fasbench.data.files import find_data
 from fasbench.evaluate import aggregate
 from fasbench.figures import PALETTE
-from fasbench.localization import EXPLORE_TOP_K
 from fasbench.findings import Findings
+from fasbench.localization import EXPLORE_TOP_K
 from fasbench.metrics import fmt_p, paired_differs, paired_test
 
 GOLDS = {  # label -> (summary column, what the gold is)

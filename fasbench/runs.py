@@ -16,7 +16,7 @@ when two share a name) and can be given by path or by that name (searched under 
   number of runs (τ-bench, Yao et al. 2024, arXiv 2406.12045 §3: pass^k = mean over tasks of
   C(c, k) / C(n, k), c of n runs succeeding) and the flip rate (fasbench's own: mean over tasks of the
   share of pairs of runs that disagree on success, c(n − c) / C(n, 2)); a success is ``metric ≥ threshold``
-  (default ``acc_at_5 ≥ 1``: every gold file in the top 5);
+  (default ``all_gold_at_5 ≥ 1``: every gold file in the top 5);
 - :func:`noise_floors` — per metric, the largest |mean paired difference| between two runs of one policy
   on their shared tasks: ``compare_runs`` puts it beside each difference (``noise_floor``), a difference
   within it is what re-running the same policy already shows;
@@ -261,7 +261,7 @@ def flip_rate(successes: Sequence[int], n: int) -> float:
     return float(np.mean([c * (n - c) / math.comb(n, 2) for c in successes])) if successes and n > 1 else math.nan
 
 
-def noise_table(paths: Sequence[str | Path] | None = None, metric: str = "acc_at_5",
+def noise_table(paths: Sequence[str | Path] | None = None, metric: str = "all_gold_at_5",
                 threshold: float = 1.0) -> pl.DataFrame:
     """One row per policy with repeated runs (:func:`repeat_groups`) among the runs at or under ``paths``:
     ``policy``, ``toolset``, ``task_source``, ``runs`` (n), ``tasks`` (those every run has a value of

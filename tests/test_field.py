@@ -51,7 +51,7 @@ def test_beside_compares_on_the_same_subset_and_gold_and_shows_n_and_budget():
     cav = field.caveats(tasks, pl.DataFrame(rows))
     assert "1 in SWE-bench Lite, 6 in SWE-bench Verified" in cav[0]
     text = field.findings(field.gold_ranks(pl.DataFrame(rows).with_columns(pl.lit(0.5).alias("line_f1")), n_boot=200),
-                          side, 6)
+                          side, 6).markdown()
     assert "`file_acc_at_5` on SWE-bench Lite: fasbench's best a 100.0" in text and "(n = 1, top 5, 3.0 turns" in text
     assert "not comparable: " in text and "n not given" in text
 
