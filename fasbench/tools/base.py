@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import jsonschema
-
 from fasbench.records import Report, Shown, ToolCall, ToolResult
+from fasbench.tools.schema import SchemaError, validate
 
 
 class ToolError(Exception):
@@ -191,9 +190,9 @@ class Toolset:
             if isinstance(value, float) and not math.isfinite(value):
                 raise ToolError(f"invalid arguments for {call.name} at {key}: {value!r} is not a finite number")
         try:
-            jsonschema.validate(args, tool.parameters)
-        except jsonschema.ValidationError as e:
-            where = "/".join(map(str, e.absolute_path))
+            validate(args, tool.parameters)
+        except SchemaError as e:
+            where = "/".join(map(str, e.path))
             raise ToolError(f"invalid arguments for {call.name}{' at ' + where if where else ''}: {e.message}")
         except RecursionError:
             raise ToolError(f"arguments of {call.name} are nested too deeply to be checked") from None
