@@ -88,12 +88,13 @@ def portable_root(root: str | Path | None) -> str | None:
         return str(root)
 
 
-def resolve_root(root: str | None) -> str | None:
+def resolve_root(root: str | None, base: Path | None = None) -> str | None:
     """The absolute corpus root of a manifest row on this machine (relative roots are under the
-    corpora cache ``root_dir()``)."""
+    corpora cache ``base``, by default ``root_dir()``: pass it when resolving many rows, as finding
+    the cache resolves the repository's path)."""
     if not root:
         return None
-    return root if Path(root).is_absolute() else str(root_dir() / root)
+    return root if os.path.isabs(root) else str((base or root_dir()) / root)
 
 
 @contextmanager
