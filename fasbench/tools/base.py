@@ -139,9 +139,6 @@ class Toolset:
     def schemas(self) -> list[dict]:
         return [t.schema() for t in self.tools.values()]
 
-    def is_answer(self, call: ToolCall) -> bool:
-        return self.answer_tool is not None and call.name == self.answer_tool
-
     def call(self, name: str, arguments: dict | str) -> tuple[str, bool]:
         """Run one call; returns (observation, is_error)."""
         r = self.execute(ToolCall(id="cli", name=name, arguments=arguments))
