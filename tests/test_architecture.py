@@ -582,3 +582,41 @@ def test_reader_rules_catch_a_second_reader(tmp_path):
     assert "'/testbed/'" in check_root_spelling(caller)["fasbench/data/agent_traces.py"][0]
     assert "import _script_writes" in check_private_imports(caller)["fasbench/data/agent_traces.py"][0]
     assert check_one_reader([("fasbench/trajectories/viewed.py", src)]) == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# every rg through the sandbox (issue #28 item 6)
+
+RUNNERS = {"run", "Popen", "call", "check_call", "check_output", "system", "popen", "execv", "execvp", "spawnv"}
+
+
+def check_rg_sandboxed(files=None) -> dict[str, list[str]]:
+    """A module outside fasbench/tools/ that builds a ripgrep command line (``rg_argv``, ``rg_binary``)
+    runs it through ``tools.sandbox.run_pipeline`` (confinement, stripped environment, limits): it calls
+    no ``subprocess``/``os`` process runner itself."""
+    out: dict[str, list[str]] = {}
+    for r, p in _modules(files):
+        if r.startswith("fasbench/tools/"):
+            continue
+        tree = parsed(p)[0]
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+            n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        if not names & {"rg_argv", "rg_binary"}:
+            continue
+        for n in ast.walk(tree):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in RUNNERS
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id in ("subprocess", "os")):
+                out.setdefault(r, []).append(f"line {n.lineno}: {n.func.value.id}.{n.func.attr} runs rg outside "
+                                             "the sandbox (use fasbench.tools.sandbox.run_pipeline)")
+    return out
+
+
+def test_rg_runs_in_the_sandbox():
+    expect_clean(check_rg_sandboxed(), "ripgrep run outside the tools' sandbox")
+
+
+def test_rg_rule_catches_a_bare_subprocess(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import subprocess\nfrom fasbench.tools.rg import rg_argv\n\n"
+                   "def f(root):\n    return subprocess.run(rg_argv('x'), cwd=root)\n", encoding="utf-8")
+    assert "subprocess.run" in check_rg_sandboxed([("fasbench/bon/m.py", src)])["fasbench/bon/m.py"][0]
