@@ -1,6 +1,6 @@
 """`fasbench eval`, `fasbench runs` and `fasbench compare` (a cli plugin; heavy imports stay inside the
-commands: ``fasbench.evaluate`` measured 6.6 s with ``python -X importtime`` on the shared 2-core
-machine, 5.5 s of it jsonschema's rfc3987 grammar through the tools; polars ~0.2-1 s)."""
+commands: ``fasbench.evaluate`` costs ~0.5 s of CPU by ``python -X importtime`` on the shared 2-core
+machine: polars, the policies, the scoring)."""
 
 from __future__ import annotations
 
@@ -131,8 +131,8 @@ def register(app) -> None:
     def policies_cmd(model_path: str = typer.Option("", "--model-path", help="print the local folder of an hf model "
                                                     "name (smollm2-offline, tiny; converted on first use) and exit")):
         """Every policy family: an example --policy spec and its parameters with defaults."""
-        # local import: fasbench.policies and fasbench.models cost ~3.5 s at CLI start-up (the tools' jsonschema;
-        # python -X importtime)
+        # local import: fasbench.policies and fasbench.models cost ~0.2 s of CPU at CLI start-up (python -X
+        # importtime)
         from fasbench.models import resolve_model
         from fasbench.policies import describe_policies
 
