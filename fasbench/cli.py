@@ -15,7 +15,7 @@ import typer
 import typer.main
 
 from fasbench.errors import CliGroup, UserError
-from fasbench.records import Gold, RecordError, Report
+from fasbench.records import Gold, Report
 
 # Modules exposing ``register(app: typer.Typer)``; one line per package.
 PLUGINS: list[str] = [
@@ -142,11 +142,8 @@ def score(
 
     if reward not in REWARDS:
         _fail(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
-    try:
-        g = Gold.from_dict(_load_json_arg(gold, "--gold"))
-        r = Report.from_dict(_load_json_arg(report, "--report"))
-    except RecordError as e:
-        _fail(str(e))
+    g = Gold.from_dict(_load_json_arg(gold, "--gold"))
+    r = Report.from_dict(_load_json_arg(report, "--report"))
     if turns is not None and turns < 0:
         _fail("--turns must be >= 0")
     if root is not None and not root.is_dir():
@@ -158,16 +155,10 @@ def score(
 
         if judge is not None and not query:
             _fail("--judge needs --query (the judge scores the cited lines against the query)")
-        try:
-            kw = {"judge": make_judge(judge, strict=True) if judge else None, "query": query, "finish_reason": finish}
-        except ValueError as e:
-            _fail(str(e))
+        kw = {"judge": make_judge(judge, strict=True) if judge else None, "query": query, "finish_reason": finish}
     elif judge is not None:
         _fail(f"--judge only applies to --reward fastcontext, not {reward!r}")
-    try:
-        s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None, **kw)
-    except ValueError as e:  # e.g. a grounded reward, which needs the episode's observations
-        _fail(str(e))
+    s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None, **kw)
     typer.echo(json.dumps(s.to_dict()))
 
 
