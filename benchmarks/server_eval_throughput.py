@@ -11,8 +11,13 @@ timed). The ideal is the rate the server allows: ``min(workers, S) / (turns × d
 second. ``--mode async`` runs the many-worker side as one asyncio loop instead (``httpx.AsyncClient``,
 tool calls in the harness's shared tool pool) — the measurement behind the choice of threads.
 
+Each run also prints the CPU it needed per episode (this process, its finished children such as
+ripgrep, and the server process) and the ceiling that CPU allows: C cores finish at most
+``C / cpu_per_episode`` episodes a second, so the ratio cannot pass ``min(1, C / (cpu_per_episode ×
+ideal))``; a ratio near that ceiling says the machine's cores, not the harness's waiting, are the limit.
+
 Last line: ``episodes_per_s/ideal=X`` for the many-worker run (target X >= 0.8); the 1-worker ratio
-is printed above it.
+and the load average are printed above it.
 
     python benchmarks/server_eval_throughput.py [--workers 64] [--episodes 256] [--delay-s 0.25]
 """
@@ -30,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
+from cpu import cores as n_cores, cpu_s  # benchmarks/cpu.py
 
 from fasbench.evaluate import run_eval
 from fasbench.harness import _POOL, Limits, execute_calls, initial_messages
@@ -47,6 +53,13 @@ def start_server(args) -> tuple[subprocess.Popen, str]:
     if not line or line[0] != "ready":
         raise RuntimeError("the scripted server did not start")
     return proc, f"http://127.0.0.1:{line[1]}/v1"
+
+
+def proc_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def spec(url: str) -> str:
@@ -111,17 +124,24 @@ def main() -> None:
         try:
             timed_eval(tasks[:2], url, 2, Path(tmp) / "warm", limits, "thread")  # imports, connections
             res = {}
+            cores = n_cores()
             for w, k in ((1, args.serial_episodes), (args.workers, args.episodes)):
+                c0, s0 = cpu_s(), proc_cpu_s(proc.pid)
                 wall, ok = timed_eval(tasks[:k], url, w, Path(tmp) / f"w{w}", limits, args.mode)
+                harness, server = (cpu_s() - c0) / k, (proc_cpu_s(proc.pid) - s0) / k
                 ideal = min(w, args.max_concurrent) / (args.turns * args.delay_s)
                 res[w] = (k / wall) / ideal
+                ceiling = min(1.0, cores / ((harness + server) * ideal)) if harness + server > 0 else 1.0
                 print(f"workers={w} mode={args.mode if w > 1 else 'thread'} episodes={k} reported={ok} wall_s={wall:.2f} "
                       f"episodes_per_s={k / wall:.2f} ideal={ideal:.2f} ratio={res[w]:.3f}", flush=True)
+                print(f"  cpu per episode {1000 * (harness + server):.1f} ms (harness {1000 * harness:.1f}, server "
+                      f"{1000 * server:.1f}): {cores} cores allow {cores / (harness + server):.1f} episodes/s, "
+                      f"ratio ceiling {ceiling:.3f}", flush=True)
         finally:
             proc.terminate()
             proc.wait(10)
-    print(f"cores={len(os.sched_getaffinity(0))} delay_s={args.delay_s} max_concurrent={args.max_concurrent} "
-          f"turns={args.turns}; 1 worker: episodes_per_s/ideal={res[1]:.3f}")
+    print(f"cores={n_cores()} load={' '.join(f'{x:.1f}' for x in os.getloadavg())} delay_s={args.delay_s} "
+          f"max_concurrent={args.max_concurrent} turns={args.turns}; 1 worker: episodes_per_s/ideal={res[1]:.3f}")
     print(f"episodes_per_s/ideal={res[args.workers]:.3f}")
 
 

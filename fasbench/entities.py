@@ -158,24 +158,6 @@ def entities_at(entities: Sequence[Entity], start: int, end: int) -> dict[str, l
     return out
 
 
-def ranges_to_entities(root: str | Path, files: Mapping[str, Sequence[Sequence[int]]]) -> dict[str, list[str]]:
-    """``{"file": [...], "module": [...], "class": [...], "function": [...]}`` touched by the line
-    ranges of ``files`` (in file order, then line order); names as in the module docstring."""
-    out: dict[str, list[str]] = {lv: [] for lv in LEVELS}
-    for path, ranges in files.items():
-        if path not in out["file"]:
-            out["file"].append(path)
-        ents = file_entities(root, path) if root else []
-        for a, b in ranges or []:
-            got = entities_at(ents, int(a), int(b))
-            for lv in ("module", "class", "function"):
-                for q in got[lv]:
-                    name = f"{path}:{q}"
-                    if name not in out[lv]:
-                        out[lv].append(name)
-    return out
-
-
 def _apply(lines: list[str], f, offsets: Sequence[int | None]) -> tuple[list[str], list[int], list[int]]:
     """The new file of diff ``f`` applied at its located offsets: (new lines, old line numbers
     removed, new line numbers added)."""

@@ -154,7 +154,7 @@ def provenance(path: str | Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")).get(PROVENANCE_KEY, {})
 
 
-def _browser() -> None:
+def find_browser() -> None:
     if os.environ.get("BROWSER_PATH"):
         return
     for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
@@ -171,7 +171,7 @@ def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, h
     ``provenance`` a record to keep instead of a new one (re-export)."""
     if not name or "/" in name or name.startswith("."):
         raise ValueError(f"figure name must be a plain file stem, got {name!r}")
-    _browser()
+    find_browser()
     out_dir = Path(directory) if directory else figures_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     w = width or fig.layout.width or WIDTH
@@ -282,7 +282,7 @@ def _write_images(fig: go.Figure, paths: list[Path], formats, w: int, h: int) ->
     scales = [3 if fmt == "png" else 1 for fmt in formats]
     if "pdf" in formats:
         _whole_pdf_pages()
-    server = _kaleido_server()
+    server = start_kaleido_server()
     for p in paths:  # a file left by an earlier export must not pass for this one
         p.unlink(missing_ok=True)
     try:  # all formats in one browser session
@@ -292,7 +292,7 @@ def _write_images(fig: go.Figure, paths: list[Path], formats, w: int, h: int) ->
     except Exception:
         if not server:
             raise
-        _stop_kaleido_server()  # the shared browser died: export the slow way
+        stop_kaleido_server()  # the shared browser died: export the slow way
     # Once, on a loaded machine, kaleido returned without writing one of the files (notebook 04's PDF):
     # whatever is missing is exported again on its own, and an export that still writes nothing is an error.
     for p, fmt, sc in zip(paths, formats, scales):
@@ -313,7 +313,7 @@ def _in_kernel() -> bool:
 _SERVER: bool | None = None  # None: not tried yet; True: kaleido's shared browser is running
 
 
-def _kaleido_server() -> bool:
+def start_kaleido_server() -> bool:
     """Start kaleido's persistent browser once per process: each figure then costs about a
     second instead of a Chromium start per format (~10 s on a busy machine)."""
     global _SERVER
@@ -326,14 +326,14 @@ def _kaleido_server() -> bool:
             import kaleido
 
             kaleido.start_sync_server(silence_warnings=True)
-            atexit.register(_stop_kaleido_server)
+            atexit.register(stop_kaleido_server)
             _SERVER = True
         except Exception:
             _SERVER = False
     return _SERVER
 
 
-def _stop_kaleido_server() -> None:
+def stop_kaleido_server() -> None:
     global _SERVER
     if _SERVER:
         try:  # local import: kaleido costs ~0.15 s at start-up (python -X importtime); only figure export needs it

@@ -23,7 +23,7 @@ policy saw, notes included, and the chat given to the policy at each turn is rea
 (``Trace.to_messages``), so SFT data, RL and replay that read the trace read the same chat. An
 episode whose replies held no parsable tool call (:func:`parsable_calls`) is flagged
 ``meta["no_tool_call"]``. The trace is returned whole; callers append it to a JSONL file as each
-episode finishes (see ``run_episodes``).
+episode finishes (``fasbench.evaluate.run_eval``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Protocol
 
-from fasbench.records import SCHEMA_VERSION, Reply, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl
+from fasbench.records import SCHEMA_VERSION, Reply, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.tools import ToolLimits, Toolset, make_toolset
 from fasbench.tools.base import too_many_calls
 
@@ -214,15 +213,3 @@ def restore_notes(trace: Trace) -> Trace:
         trace.tail_notes = pending
     trace.schema_version = SCHEMA_VERSION
     return trace
-
-
-def run_episodes(tasks: Iterable[Task], policy: Policy, toolset: str, limits: Limits | None = None,
-                 out: str | Path | None = None) -> list[Trace]:
-    """Run episodes one after another, appending each trace to ``out`` as it finishes."""
-    traces = []
-    for task in tasks:
-        tr = run_episode(task, policy, toolset, limits)
-        if out is not None:
-            append_jsonl(out, [tr])
-        traces.append(tr)
-    return traces

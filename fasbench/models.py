@@ -149,11 +149,6 @@ def smollm2_path() -> Path:
     return _atomic_save(target, build)
 
 
-def load_offline_smollm2(dtype: Any = None):
-    """(model, tokenizer) of SmolLM2-135M-Instruct from the offline GGUF, float32 unless ``dtype``."""
-    return load_model(str(smollm2_path()), dtype=dtype)
-
-
 # ------------------------------------------------------------------ tiny model
 
 _TOOL_NAMES = tool_names()  # both tool sets' names, in schema order (relace, then fastcontext)

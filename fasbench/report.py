@@ -34,7 +34,7 @@ import plotly.io as pio
 from nbconvert import HTMLExporter
 from traitlets.config import Config
 
-from fasbench.figures import _browser, _kaleido_server, _stop_kaleido_server
+from fasbench.figures import find_browser, start_kaleido_server, stop_kaleido_server
 from fasbench.replay.static import STATIC_CLASS
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -177,11 +177,11 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
     """In Output widgets' saved state, plotly figures become PNG images (the widget HTML manager
     shows images, not the plotly mimetype). Returns the number converted."""
     n = 0
-    _browser()
+    find_browser()
     todo = [m for m in states.values() if m.get("model_name") == "OutputModel"
             and any(PLOTLY in o.get("data", {}) for o in m.get("state", {}).get("outputs", []))]
     if todo:
-        _kaleido_server()  # one browser for all the images (a Chromium start per figure otherwise)
+        start_kaleido_server()  # one browser for all the images (a Chromium start per figure otherwise)
     for model in todo:
         if model.get("model_name") != "OutputModel":
             continue
@@ -194,7 +194,7 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
                 o["data"] = {"image/png": base64.b64encode(png).decode(), "text/plain": "<plotly figure>"}
                 n += 1
     if todo:
-        _stop_kaleido_server()  # now, not at exit (where its temporary browser profile may be left behind)
+        stop_kaleido_server()  # now, not at exit (where its temporary browser profile may be left behind)
     return n
 
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
-from fasbench.evaluate import aggregate, compare, load_summary, run_eval, run_name
+from fasbench.evaluate import aggregate, compare, run_eval, run_name
 from fasbench.figures import PALETTE
 from fasbench.harness import Limits
 from fasbench.paths import cache_dir
@@ -185,11 +185,6 @@ def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = 
     if x == "wall_s":
         fig.update_xaxes(type="log")
     return fig
-
-
-def load_grid(out_root: str | Path) -> pl.DataFrame:
-    frames = [load_summary(d) for d in sorted(Path(out_root).iterdir()) if (d / "summary.parquet").exists()]
-    return pl.concat(frames, how="diagonal_relaxed")
 
 
 def toy_study_tasks(n: int = 5) -> list[Task]:

@@ -19,8 +19,6 @@ import shutil
 from pathlib import Path
 from typing import Sequence, TypeVar
 
-import polars as pl
-
 from fasbench.records import append_jsonl, iter_jsonl, repair_jsonl
 
 T = TypeVar("T")
@@ -119,6 +117,10 @@ def merge_shards(dirs: Sequence[str | Path], out: str | Path):
                 rows = [r for r in iter_jsonl(d / name) if _key(r) is None or _key(r) not in seen]
                 seen.update(_key(r) for r in rows)
                 append_jsonl(out / name, rows)
+    # local import: polars costs ~0.13-0.18 s of CPU at import (python -X importtime), paid by every
+    # `fasbench` command through eval_cli; only a merge reads parquet
+    import polars as pl
+
     frames = [pl.read_parquet(d / "summary.parquet") for d in order]
     df = pl.concat([f for f in frames if f.height], how="diagonal_relaxed") if any(f.height for f in frames) else frames[0]
     if df.height:

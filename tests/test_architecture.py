@@ -11,6 +11,8 @@
 - **Tool names**: a string literal equal to the name of a tool of a registered tool set appears only in
   ``fasbench/tools/`` (names read from the tool sets themselves); ``TOOL_NAME_ALLOWED`` lists the
   justified exceptions (foreign trajectory formats that use the same generic word).
+- **Private names**: no module imports a ``_private`` name from another fasbench module (make it
+  public, or move it to where both can import it): ``check_private_imports``.
 - **Layers**: every module belongs to a row of the "Layers" table of docs/design.md section 2, and
   imports only what that row's "may import" column allows. The table is parsed from the document,
   so the document is the one place the rules are written.
@@ -105,19 +107,23 @@ def imports(path: Path) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
     return out
 
 
+def from_base(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The module a ``from X import ...`` statement names (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
 def targets(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
     """The fasbench modules an import statement loads (submodules resolved)."""
     mods = source_files()
     if isinstance(node, ast.Import):
         names = [a.name for a in node.names]
     else:
-        if node.level:
-            package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-            for _ in range(node.level - 1):
-                package = package.rpartition(".")[0]
-            base = f"{package}.{node.module}" if node.module else package
-        else:
-            base = node.module or ""
+        base = from_base(module, path, node)
         names = []
         for a in node.names:
             sub = f"{base}.{a.name}"
@@ -478,10 +484,6 @@ ROOT_SPELLING_ALLOWED: dict[str, str] = {
     "fasbench/e2e/live.py": "rewrites mini-swe-agent's own instance template (its configuration text), "
     "no path is normalised",
 }
-#: Modules that read main-agent trajectories or build on the reader: none of them imports a private
-#: name (``_x``) of another module (the reader's callers use its public names).
-READER_SCOPE = ("fasbench/trajectories/", "fasbench/data/agent_traces.py", "fasbench/data/read_regions.py",
-                "fasbench/sft/reference.py", "fasbench/e2e/looked.py", "fasbench/e2e/counterfactual.py")
 
 
 def _top_level_names(tree: ast.Module) -> dict[str, int]:
@@ -518,17 +520,23 @@ def check_root_spelling(files=None) -> dict[str, list[str]]:
     return out
 
 
-def check_private_imports(files=None, scope: tuple[str, ...] = READER_SCOPE) -> dict[str, list[str]]:
-    """``from fasbench.x import _y`` (a private name of another module) in the modules of ``scope``."""
+def check_private_imports(files=None) -> dict[str, list[str]]:
+    """``from fasbench.x import _y`` (or ``from .x import _y``): a private name of another module, in any
+    module of the package (make it public, or move it where both can import it). Importing a private
+    submodule (``from fasbench.x import _sub``) is not a private name."""
     out: dict[str, list[str]] = {}
+    mods = source_files()
     for r, p in _modules(files):
-        if not r.startswith(scope):
-            continue
+        me = module_name(p) if files is None else r.removesuffix(".py").replace("/", ".")
         for node, _ in imports(p):
-            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("fasbench"):
-                for a in node.names:
-                    if a.name.startswith("_") and not a.name.startswith("__"):
-                        out.setdefault(r, []).append(f"line {node.lineno}: from {node.module} import {a.name}")
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            src = from_base(me, p, node)
+            if not src.startswith("fasbench") or src == me:
+                continue
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__") and f"{src}.{a.name}" not in mods:
+                    out.setdefault(r, []).append(f"line {node.lineno}: from {src} import {a.name}")
     return out
 
 
@@ -559,8 +567,8 @@ def test_root_allowlist_still_needed():
     assert found == set(ROOT_SPELLING_ALLOWED), f"remove from ROOT_SPELLING_ALLOWED: {set(ROOT_SPELLING_ALLOWED) - found}"
 
 
-def test_reader_and_callers_import_no_private_names():
-    expect_clean(check_private_imports(), "private names imported across modules by the trajectory reader or its callers")
+def test_no_private_name_imported_across_modules():
+    expect_clean(check_private_imports(), "private names imported from another module (make them public or move them)")
 
 
 def test_reader_rules_catch_a_second_reader(tmp_path):
@@ -574,3 +582,41 @@ def test_reader_rules_catch_a_second_reader(tmp_path):
     assert "'/testbed/'" in check_root_spelling(caller)["fasbench/data/agent_traces.py"][0]
     assert "import _script_writes" in check_private_imports(caller)["fasbench/data/agent_traces.py"][0]
     assert check_one_reader([("fasbench/trajectories/viewed.py", src)]) == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# every rg through the sandbox (issue #28 item 6)
+
+RUNNERS = {"run", "Popen", "call", "check_call", "check_output", "system", "popen", "execv", "execvp", "spawnv"}
+
+
+def check_rg_sandboxed(files=None) -> dict[str, list[str]]:
+    """A module outside fasbench/tools/ that builds a ripgrep command line (``rg_argv``, ``rg_binary``)
+    runs it through ``tools.sandbox.run_pipeline`` (confinement, stripped environment, limits): it calls
+    no ``subprocess``/``os`` process runner itself."""
+    out: dict[str, list[str]] = {}
+    for r, p in _modules(files):
+        if r.startswith("fasbench/tools/"):
+            continue
+        tree = parsed(p)[0]
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+            n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        if not names & {"rg_argv", "rg_binary"}:
+            continue
+        for n in ast.walk(tree):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in RUNNERS
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id in ("subprocess", "os")):
+                out.setdefault(r, []).append(f"line {n.lineno}: {n.func.value.id}.{n.func.attr} runs rg outside "
+                                             "the sandbox (use fasbench.tools.sandbox.run_pipeline)")
+    return out
+
+
+def test_rg_runs_in_the_sandbox():
+    expect_clean(check_rg_sandboxed(), "ripgrep run outside the tools' sandbox")
+
+
+def test_rg_rule_catches_a_bare_subprocess(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import subprocess\nfrom fasbench.tools.rg import rg_argv\n\n"
+                   "def f(root):\n    return subprocess.run(rg_argv('x'), cwd=root)\n", encoding="utf-8")
+    assert "subprocess.run" in check_rg_sandboxed([("fasbench/bon/m.py", src)])["fasbench/bon/m.py"][0]

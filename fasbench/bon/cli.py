@@ -10,7 +10,6 @@ from typing import Optional
 import typer
 
 from fasbench.data.corpora import with_corpora
-from fasbench.records import RecordError
 from fasbench.tasksets import load_task_set
 
 TASKS_HELP = "a task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH (fasbench.tasksets)"
@@ -47,11 +46,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
         if "seed=" in policy:
             raise typer.BadParameter("--policy must not set seed: rollout k uses seed=k")
-        try:
-            ts = with_corpora(load_task_set(tasks, limit), desc="bon corpora").tasks
-        except ValueError as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2)
+        ts = with_corpora(load_task_set(tasks, limit), desc="bon corpora").tasks
         sep = "," if ":" in policy else ":"
         out = pool_path(name)
         cache: dict = {}
@@ -82,11 +77,7 @@ def register(app: typer.Typer) -> None:
             if not p.exists():
                 typer.echo(f"error: no {what} file at {p}", err=True)
                 raise typer.Exit(2)
-        try:
-            typer.echo(str(reverify(pool, with_corpora(load_task_set(tasks), desc="bon corpora").tasks, tr, out)))
-        except ValueError as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2)
+        typer.echo(str(reverify(pool, with_corpora(load_task_set(tasks), desc="bon corpora").tasks, tr, out)))
 
     @bon.command("evaluate")
     def evaluate_cmd(
@@ -119,30 +110,24 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {msg}", err=True)
             raise typer.Exit(2)
 
-        try:
-            p = pool if pool.exists() else find_pool(str(pool))
-        except (FileNotFoundError, ValueError) as e:
-            fail(str(e))
+        p = pool if pool.exists() else find_pool(str(pool))
         try:
             sched = tuple(int(x) for x in schedule.split(","))
         except ValueError:
             fail(f"--schedule must be comma-separated integers, got {schedule!r}")
-        try:
-            cfg = BonConfig(selector=selector if selector != "llm-judge" else "majority", schedule=sched, cost=cost,
-                            success_at=success_at, max_loss=max_loss, train_splits=tuple(train.split(",")), tune=tune,
-                            latency=latency, decode_tps=decode_tps, prefill_tps=prefill_tps,
-                            turn_overhead_s=turn_overhead, n_boot=n_boot)
-            if selector == "llm-judge":
-                # local import: the judge's policies and tasks cost ~1.5 s at CLI start-up (python -X importtime)
-                from fasbench.bon.judge import llm_judge_selector
+        cfg = BonConfig(selector=selector if selector != "llm-judge" else "majority", schedule=sched, cost=cost,
+                        success_at=success_at, max_loss=max_loss, train_splits=tuple(train.split(",")), tune=tune,
+                        latency=latency, decode_tps=decode_tps, prefill_tps=prefill_tps,
+                        turn_overhead_s=turn_overhead, n_boot=n_boot)
+        if selector == "llm-judge":
+            # local import: the judge's policies and tasks cost ~1.5 s at CLI start-up (python -X importtime)
+            from fasbench.bon.judge import llm_judge_selector
 
-                if not judge or not judge_tasks:
-                    fail("--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)")
-                cfg.selector, _ = llm_judge_selector(judge, load_task_set(judge_tasks))
-            cfg.latency_model()  # validates the speeds
-            res = evaluate(read_pools(p, n=sched[-1]), cfg)
-        except (ValueError, RecordError, FileNotFoundError) as e:
-            fail(str(e))
+            if not judge or not judge_tasks:
+                fail("--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)")
+            cfg.selector, _ = llm_judge_selector(judge, load_task_set(judge_tasks))
+        cfg.latency_model()  # validates the speeds
+        res = evaluate(read_pools(p, n=sched[-1]), cfg)
         for row in result_table(res):
             typer.echo(json.dumps(row))
         if out:

@@ -10,7 +10,8 @@ repository, cheaply and without a model, the way a reviewer would check a collea
 - ``grep_led``: the cited lines contain a line that one of the rollout's own grep hits pointed to
   (the report follows from evidence it saw; ``None`` without the trace);
 - ``independent``: an independent search (one ripgrep pass, no sampling, for definitions of the
-  query's identifiers and its literal messages) ranks the file among its best files.
+  query's identifiers and its literal messages; run through the tools' sandbox like every ``rg``)
+  ranks the file among its best files.
 
 Per rollout the result is ``{"files": {path: [exists, query_ident, query_def, grep_led,
 independent]}, "score": mean check value over files, "pass": 0/1, "indep_recall": share of the
@@ -23,7 +24,6 @@ files; it never sees the gold.
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -32,12 +32,15 @@ from fasbench import contain
 from fasbench.policies.terms import extract_terms
 from fasbench.records import Task, Trace
 from fasbench.tools import shown
+from fasbench.tools.base import ToolLimits, Workspace
 from fasbench.tools.rg import ignore_flags, rg_argv
+from fasbench.tools.sandbox import Stage, decode, run_pipeline
 
 CHECKS = ("exists", "query_ident", "query_def", "grep_led", "independent")
 MAX_TERMS = 16  # identifiers searched by the independent pass (the query's most distinctive first)
 INDEPENDENT_TOP = 5  # files kept from the independent search
 RG_TIMEOUT_S = 30
+RG_MAX_BYTES = 16 << 20  # output of the independent search read at most (the tools' rg cap)
 MAX_FILE_BYTES = 8 << 20  # bytes of a cited file the verifier reads (fasbench.contain bounds every read)
 
 
@@ -91,10 +94,13 @@ def independent_search(root: Path, idents: Sequence[str], messages: Sequence[str
         return []
     argv = rg_argv(*ignore_flags(root), "-n", "--no-heading", "--null", "-g", "*.py",
                    *[a for p in pats for a in ("-e", p)], ".")
-    try:
-        out = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=RG_TIMEOUT_S).stdout
-    except subprocess.TimeoutExpired:
+    # the tools' sandbox: confined process (rlimits, seccomp, Landlock where enforced), stripped env
+    r = run_pipeline(Workspace(root, ToolLimits(timeout_s=RG_TIMEOUT_S)), [Stage(argv)], max_bytes=RG_MAX_BYTES)
+    if r.timed_out:
         return []
+    out = decode(r.stdout)
+    if r.cut:
+        out = out[: out.rfind("\n") + 1]  # a partial last line
     found: dict[str, set[str]] = {}
     for row in out.splitlines():  # `path NUL line:text` (--null: the path ends at the NUL)
         path, nul, rest = row.partition("\0")

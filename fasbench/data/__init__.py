@@ -10,7 +10,7 @@ the offline corpus manifest (``data/tasks/offline_manifest.jsonl.gz``) marks as 
 from __future__ import annotations
 
 from fasbench.data import agent_traces, splits, swebench
-from fasbench.data.corpus import resolve_root
+from fasbench.data.corpus import resolve_root, root_dir
 from fasbench.data.splits import SPLITS
 from fasbench.paths import data_dir
 from fasbench.records import iter_jsonl, read_tasks
@@ -38,7 +38,10 @@ def offline_manifest() -> dict[str, dict]:
     stores each corpus root relative to the corpora cache; rows come back with ``root`` resolved
     on this machine (``<cache>/corpora/<root>``; None for tasks not located)."""
     p = data_dir() / "tasks" / "offline_manifest.jsonl.gz"
-    return {r["id"]: {**r, "root": resolve_root(r.get("root"))} for r in iter_jsonl(p)} if p.exists() else {}
+    if not p.exists():
+        return {}
+    base = root_dir()  # once: each call resolves the repository's path (0.5 s over the 1,300 rows)
+    return {r["id"]: {**r, "root": resolve_root(r.get("root"), base)} for r in iter_jsonl(p)}
 
 
 def load_tasks(source: str, split: str | None = None, usable_only: bool = False) -> list:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from tqdm.auto import tqdm
 
 from fasbench.data import offline_manifest
 from fasbench.data.corpus import CorpusError, pick_for, try_materialize
@@ -83,6 +82,10 @@ def with_corpora(tasks: Sequence[Task], mode: str | None = None, limit: int | No
     succeeded: set[str] = set()
     changed: set[str] = set()
     total = min(limit, len(tasks)) if limit is not None else len(tasks)
+    # local import: tqdm.auto costs ~0.06 s of CPU at import (asyncio, importlib.metadata; python -X
+    # importtime), paid by every `fasbench` command through the data CLI's imports
+    from tqdm.auto import tqdm
+
     bar = tqdm(total=total, desc=desc, unit="task", disable=not progress or not tasks)
     for t in tasks:
         if limit is not None and len(out.tasks) >= limit:

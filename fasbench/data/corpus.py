@@ -37,7 +37,6 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-from tqdm.auto import tqdm
 
 from fasbench import contain
 from fasbench.data.archive import ArchiveError, unpack
@@ -89,12 +88,13 @@ def portable_root(root: str | Path | None) -> str | None:
         return str(root)
 
 
-def resolve_root(root: str | None) -> str | None:
+def resolve_root(root: str | None, base: Path | None = None) -> str | None:
     """The absolute corpus root of a manifest row on this machine (relative roots are under the
-    corpora cache ``root_dir()``)."""
+    corpora cache ``base``, by default ``root_dir()``: pass it when resolving many rows, as finding
+    the cache resolves the repository's path)."""
     if not root:
         return None
-    return root if Path(root).is_absolute() else str(root_dir() / root)
+    return root if os.path.isabs(root) else str((base or root_dir()) / root)
 
 
 @contextmanager
@@ -429,6 +429,10 @@ def materialize_many(tasks: list[Task], mode: str | None = None, method: str = "
     relative to the corpora cache (:func:`portable_root`; :func:`resolve_root` gives the path).
     (``fasbench.data.corpora.with_corpora`` is the helper for runs: it stops at a limit, uses the
     shipped manifest and keeps a resumable file of the skipped tasks.)"""
+    # local import: tqdm.auto costs ~0.06 s of CPU at import (asyncio, importlib.metadata; python -X
+    # importtime), paid by every `fasbench` command through the data CLI's imports
+    from tqdm.auto import tqdm
+
     ok, rows = [], []
     for task in tqdm(tasks, desc="corpora", unit="task", disable=not progress):
         pk = pick_for(task)

@@ -40,7 +40,7 @@ from fasbench.data.corpora import with_corpora
 from fasbench.e2e.live import MainConfig, check_main_sandbox, parse_main, run_main
 from fasbench.e2e.localize import localization
 from fasbench.e2e.sandbox import GitError, base_repository, safe_diff
-from fasbench.evaluate import _check_config
+from fasbench.evaluate import check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import paired_bootstrap
@@ -104,7 +104,7 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
     policy = None if search == "none" else make_policy(search)  # fails early on a bad spec
     check_main_sandbox()  # no episode without the sandbox: one line naming what to install
     out = Path(out)
-    _check_config(out, E2EConfig(main, search, toolset, handoff, search_turns))
+    check_config(out, E2EConfig(main, search, toolset, handoff, search_turns))
     records, traces_f = out / "records.jsonl", out / "search_traces.jsonl"
     arms = ARMS if policy is not None else ("none",)
     done = done_pairs(records)

@@ -23,7 +23,7 @@ import numpy as np
 
 from fasbench.policies.dialect import Dialect, assistant_calls, dialect_for, observations, turn_observations, user_query
 from fasbench.policies.evidence import Evidence
-from fasbench.policies.terms import _WORD, STOP, Term, extract_terms, task_text
+from fasbench.policies.terms import WORD, STOP, Term, extract_terms, task_text
 from fasbench.records import Reply, Turn
 
 __all__ = ["Evidence", "HeuristicPolicy", "Term", "extract_terms", "task_text"]
@@ -126,7 +126,7 @@ class HeuristicPolicy:
                 break
             calls.append(d.grep(cid(), rf"\b{re.escape(t.text)}\b"))
         if not calls:  # nothing code-like in the query: grep its longest words
-            longest = sorted({w for w in _WORD.findall(query) if len(w) > 5 and w.lower() not in STOP}, key=len,
+            longest = sorted({w for w in WORD.findall(query) if len(w) > 5 and w.lower() not in STOP}, key=len,
                              reverse=True)
             calls = [d.grep(f"c0_{i}", rf"\b{re.escape(w)}\b", ignore_case=True) for i, w in enumerate(longest[:n])]
         return calls[:n]

@@ -97,9 +97,3 @@ class HFPolicy:
         self.stats["calls"] += len(calls)
         self.stats["malformed"] += len(errors)
         return Reply(text=rest, calls=calls, prompt_tokens=int(n_prompt), completion_tokens=int(new.shape[0]))
-
-
-def make_hf_policy(spec: str = "smollm2-offline", **kw) -> HFPolicy:
-    """An HFPolicy from ``spec`` = a model name/path as ``fasbench.models.load_model`` takes it
-    (``smollm2-offline``, ``tiny``, a checkpoint dir, a hub id); ``kw`` go to HFPolicy."""
-    return HFPolicy(spec or "smollm2-offline", **kw)

@@ -20,7 +20,7 @@ true false none this that the and when then there should would could using used 
 numpy np pd plt pandas matplotlib array range open append format join split strip isinstance
 getattr setattr hasattr repr string number function method module package class_ obj x y z
 """.split())
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 _FILE = re.compile(r"\b[\w./-]*[\w-]+\.(?:py|pyx|pyi|c|h|cfg|toml|ini|txt|rst|js|html|css|json|yaml|yml)\b")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[\w<>]+)')
@@ -63,9 +63,9 @@ def _code_words(query: str) -> set[str]:
             in_block = not in_block
             continue
         if in_block or line.startswith(("\t", "    ", ">>>", "+", "-")) or _FRAME.search(line):
-            out.update(_WORD.findall(line))
+            out.update(WORD.findall(line))
     for m in re.finditer(r"`([^`\n]+)`", query):
-        out.update(_WORD.findall(m.group(1)))
+        out.update(WORD.findall(m.group(1)))
     out.update(re.findall(r"\b([A-Za-z_]\w*)\s*\(", query))
     out.update(re.findall(r"\.([A-Za-z_]\w*)", query))
     out.update(re.findall(r"\b([A-Za-z_]\w*)\.[A-Za-z_]", query))
@@ -112,7 +112,7 @@ def extract_terms(query: str) -> list[Term]:
     terms: dict[tuple[str, str], float] = defaultdict(float)
     code = _code_words(query)
     lines = [ln for ln in query.splitlines() if ln.strip()]
-    title = set(_WORD.findall(lines[0])) if lines else set()
+    title = set(WORD.findall(lines[0])) if lines else set()
     for m in _FRAME.finditer(query):
         p = m.group("path").replace("\\", "/")
         terms[(p.rsplit("/", 1)[-1], "file")] += 1.0
@@ -145,7 +145,7 @@ def extract_terms(query: str) -> list[Term]:
             if _is_ident_worth(p, code) or (len(p) >= 5 and p.lower() not in STOP and p.lower() not in ENGLISH):
                 terms[(p, "ident")] += 1.0 * (1.5 if p in title else 1.0)
     counts: dict[str, int] = defaultdict(int)
-    for w in _WORD.findall(query):
+    for w in WORD.findall(query):
         counts[w] += 1
     for w, c in counts.items():
         if _is_ident_worth(w, code):
@@ -153,7 +153,7 @@ def extract_terms(query: str) -> list[Term]:
             terms[(w, "ident")] += (1.0 + 0.25 * min(c - 1, 4)) * bonus
     # distinctive prose words (title first): matched against file and definition names
     prose = []
-    for w in _WORD.findall(" ".join(lines[:1]) + " " + " ".join(lines[1:6])):
+    for w in WORD.findall(" ".join(lines[:1]) + " " + " ".join(lines[1:6])):
         lw = w.lower().strip("_")
         if len(lw) >= 5 and lw.isalpha() and lw not in ENGLISH and lw not in STOP and lw not in prose:
             prose.append(lw)

@@ -74,7 +74,7 @@ class EpisodeReward:
         return values
 
 
-def _mean_std(xs: list[float]) -> tuple[float, float]:
+def mean_std(xs: list[float]) -> tuple[float, float]:
     if not xs:
         return float("nan"), float("nan")
     m = sum(xs) / len(xs)
@@ -94,6 +94,6 @@ def rollout_stats(batch: list[Rollout]) -> dict[str, float]:
             cols.setdefault(f"reward_parts/{k}", []).append(v)
     out = {}
     for k, xs in cols.items():
-        out[f"{k}/mean"], out[f"{k}/std"] = _mean_std([float(x) for x in xs])
+        out[f"{k}/mean"], out[f"{k}/std"] = mean_std([float(x) for x in xs])
     return out
 

@@ -27,7 +27,7 @@ from fasbench.models import load_model, load_tokenizer, resolve_model
 from fasbench.records import Task
 from fasbench.rl.config import LOG_FILE, SUMMARY_FILE, RLConfig, resolve_model_spec
 from fasbench.rl.env import environment_class, harness_schemas
-from fasbench.rl.reward import EpisodeReward, _mean_std, rollout_stats
+from fasbench.rl.reward import EpisodeReward, mean_std, rollout_stats
 from fasbench.rl.tasks import load_rl_tasks
 from fasbench.rl.trl_compat import check_env_tools, check_grpo_trainer
 from fasbench.tools import make_toolset, toolset_class
@@ -104,8 +104,8 @@ def _trainer_class():
             stats = rollout_stats(self._episode_reward.batch)
             mask = out["completion_mask"]
             model_mask = mask * out["tool_mask"] if out.get("tool_mask") is not None else mask
-            stats["episode/tokens/mean"], stats["episode/tokens/std"] = _mean_std(mask.sum(1).float().tolist())
-            stats["episode/model_tokens/mean"], stats["episode/model_tokens/std"] = _mean_std(
+            stats["episode/tokens/mean"], stats["episode/tokens/std"] = mean_std(mask.sum(1).float().tolist())
+            stats["episode/model_tokens/mean"], stats["episode/model_tokens/std"] = mean_std(
                 model_mask.sum(1).float().tolist())
             for k, v in stats.items():
                 self._metrics[mode][k].append(v)

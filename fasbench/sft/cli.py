@@ -19,7 +19,7 @@ SetOpt = typer.Option(None, "--set", help=SET_HELP)
 
 
 def _profile(config: str, sets: Optional[List[str]], **given):
-    # local import: fasbench.sft.train imports sft.data, the harness and the tools (jsonschema): ~1.9 s
+    # local import: fasbench.sft.train imports sft.data, the harness, the policies and tqdm: ~0.35 s of CPU
     # (python -X importtime), which `fasbench --help` and every other command would pay at start-up
     from fasbench.sft.train import load_profile
 
@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
                   out: Optional[str] = typer.Option(None, "--out", help="output folder (build.out; default: the cache)")):
         """Build the SFT data set (episodes → examples → datasets on disk); resumes."""
         p = _profile(config, set_, out=out)
-        from fasbench.sft.data import build  # local import: ~1.9 s (harness, tools), as in _profile
+        from fasbench.sft.data import build  # local import: ~0.35 s (sft.data), as in _profile
 
         stats = build(p.build, p.data_dir)
         typer.echo(json.dumps({"out": str(p.data_dir), "examples": stats["examples"],
@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
                   max_steps: Optional[int] = typer.Option(None, "--max-steps", help="override train.max_steps"),
                   resume: bool = typer.Option(True, "--resume/--no-resume", help="continue from the last checkpoint")):
         """Train a profile with TRL's SFTTrainer (builds the data first when missing)."""
-        # local import: ~1.9 s (harness, tools; torch is loaded by train() itself), as in _profile
+        # local import: ~0.35 s (sft.data; torch is loaded by train() itself), as in _profile
         from fasbench.sft.data import build
         from fasbench.sft.train import train
 
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
                  label: str = typer.Option("model", "--label", help="name of this run in the output"),
                  out: Optional[str] = typer.Option(None, "--out", help="traces JSONL (resumes)")):
         """Run a model through the harness on dev tasks; prints the summary as JSON."""
-        from fasbench.sft.evaluate import dev_tasks, evaluate, summary  # local import: ~1.9 s, as in _profile
+        from fasbench.sft.evaluate import dev_tasks, evaluate, summary  # local import: ~0.5 s (sft.data, evaluate), as in _profile
 
         p = _profile(config, set_)
         rows = evaluate(model, dev_tasks(p), p, label, out)

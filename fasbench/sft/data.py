@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 
 from fasbench import contain
 from fasbench.data.corpora import with_corpora
-from fasbench.harness import initial_messages, restore_notes, run_episode
+from fasbench.harness import Limits, initial_messages, restore_notes, run_episode
 from fasbench.models import to_template_messages
 from fasbench.policies import bind_policy, make_policy
 from fasbench.policies.dialect import Dialect
@@ -51,7 +51,7 @@ from fasbench.reward import score_report
 from fasbench.sft.reference import convert_actions, trajectory_actions
 from fasbench.sft.release_formats import linerange_messages, numbered_lines, synthesis_messages
 from fasbench.tasksets import load_task_set
-from fasbench.tools import make_toolset
+from fasbench.tools import ToolLimits, make_toolset
 from fasbench.tools.fastcontext_published import WORK_DIR
 
 
@@ -97,11 +97,6 @@ class BuildConfig:
 
 def limits(cfg: BuildConfig, max_turns: int | None = None):
     """The harness limits of the build's episodes (``max_turns`` overrides ``cfg.max_turns``)."""
-    # local import: fasbench.harness imports the tools (jsonschema), ~1.5 s by python -X importtime;
-    # fasbench.sft is imported by the `fasbench` CLI at start-up
-    from fasbench.harness import Limits
-    from fasbench.tools import ToolLimits
-
     return Limits(max_turns=max_turns or cfg.max_turns, max_calls_per_turn=cfg.max_calls_per_turn,
                   tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn))
 

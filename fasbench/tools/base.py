@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import jsonschema
-
 from fasbench.records import Report, Shown, ToolCall, ToolResult
+from fasbench.tools.schema import SchemaError, validate
 
 
 class ToolError(Exception):
@@ -140,9 +139,6 @@ class Toolset:
     def schemas(self) -> list[dict]:
         return [t.schema() for t in self.tools.values()]
 
-    def is_answer(self, call: ToolCall) -> bool:
-        return self.answer_tool is not None and call.name == self.answer_tool
-
     def call(self, name: str, arguments: dict | str) -> tuple[str, bool]:
         """Run one call; returns (observation, is_error)."""
         r = self.execute(ToolCall(id="cli", name=name, arguments=arguments))
@@ -191,9 +187,9 @@ class Toolset:
             if isinstance(value, float) and not math.isfinite(value):
                 raise ToolError(f"invalid arguments for {call.name} at {key}: {value!r} is not a finite number")
         try:
-            jsonschema.validate(args, tool.parameters)
-        except jsonschema.ValidationError as e:
-            where = "/".join(map(str, e.absolute_path))
+            validate(args, tool.parameters)
+        except SchemaError as e:
+            where = "/".join(map(str, e.path))
             raise ToolError(f"invalid arguments for {call.name}{' at ' + where if where else ''}: {e.message}")
         except RecursionError:
             raise ToolError(f"arguments of {call.name} are nested too deeply to be checked") from None

@@ -29,7 +29,6 @@ import re
 import shutil
 import time
 
-import bashlex
 
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.bash_paths import GlobBudget, contain, expand_glob
@@ -340,6 +339,10 @@ def parse_command(ws: Workspace, command: str, deadline: float | None = None) ->
     if len(command) > MAX_COMMAND_CHARS:
         _refuse(f"the command is longer than {MAX_COMMAND_CHARS} characters")
     budget = GlobBudget(deadline or time.monotonic() + ws.limits.timeout_s)
+    # local import: bashlex costs ~0.16 s of CPU at import (ply builds its grammar tables; python -X
+    # importtime), paid by every tool set and every `fasbench tool` call though only bash calls parse
+    import bashlex
+
     try:
         trees = bashlex.parse(command)
     except Exception as e:  # bashlex raises ParsingError and NotImplementedError

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from fasbench.contain import root_path
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.sandbox import _relative_spelling, is_inside
+from fasbench.tools.sandbox import relative_spelling, is_inside
 
 GLOB_MAX_MATCHES = 4096  # paths one glob may expand to
 GLOB_MAX_SCANNED = 200_000  # directory entries one command line's globs may look at
@@ -84,7 +84,7 @@ def contain(ws: Workspace, p: str, what: str = "path") -> str:
         _refuse(f"NUL character in {what}")
     root = str(ws.root)
     if p.startswith("/"):
-        rel = _relative_spelling(ws.root, p)
+        rel = relative_spelling(ws.root, p)
         real = confined_real(root, rel)
         spelled_inside = is_inside(ws.root, os.path.normpath(p)) or p == "/repo" or p.startswith("/repo/")
         if not spelled_inside and (real is None or not os.path.lexists(real)):
@@ -143,7 +143,7 @@ def expand_glob(ws: Workspace, word: str, budget: GlobBudget) -> list[str]:
     Bounded: at most GLOB_MAX_MATCHES results and GLOB_MAX_SCANNED entries looked at, under
     the call's deadline."""
     absolute = word.startswith("/")
-    pat = _relative_spelling(ws.root, word) if absolute else word
+    pat = relative_spelling(ws.root, word) if absolute else word
     parts = [q for q in pat.split("/") if q]
     if not parts:
         return [word]

@@ -17,7 +17,6 @@ import os
 import re
 from collections import deque
 
-import jsonschema
 
 from fasbench.contain import is_inside, root_path
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
@@ -29,6 +28,7 @@ from fasbench.tools.relace_published import (
 )
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rgsearch import run_rg
+from fasbench.tools.schema import SchemaError, validate
 from fasbench.tools.sandbox import display, read_lines, resolve
 
 #: Each tool's kind (fasbench.tools.KINDS). ``bash`` is "search": Relace gives it for read-only
@@ -289,8 +289,8 @@ class RelaceToolset(Toolset):
                     continue
             try:
                 # the schema accepts any confidence; _report_from_args parses it leniently
-                jsonschema.validate(args, self.tools[self.answer_tool].parameters)
+                validate(args, self.tools[self.answer_tool].parameters)
                 return _report_from_args(args)
-            except (jsonschema.ValidationError, ToolError):
+            except (SchemaError, ToolError):
                 continue
         return None

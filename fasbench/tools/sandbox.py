@@ -36,7 +36,7 @@ MAX_LINE_CHARS = 2000  # longer lines are cut in file views, with a marker
 
 # ---------------------------------------------------------------- paths
 
-_relative_spelling = relative  # the one spelling rule (fasbench.contain), under its old name here
+relative_spelling = relative  # the one spelling rule (fasbench.contain), under its old name here
 
 
 def resolve(ws: Workspace, path: str, *, must_exist: bool = True, kind: str = "any") -> Path:
