@@ -12,10 +12,10 @@ a result showed from its structured record:
 - :func:`tool_kind` (``"read"`` | ``"search"`` | ``"list"`` | ``"report"``, :data:`KINDS`),
   :func:`answer_tool`, :func:`tool_names`, :func:`toolset_of` (which tool set a list of schemas is);
 - :func:`shown` (a result's :class:`~fasbench.records.Shown`: paths listed, line ranges viewed,
-  match lines; parsed from the text for traces written before it was recorded),
-  :func:`shown_lines` (the text of each content line a result showed) and :func:`observation` (both,
-  with the call, its kind and error flag: a :class:`~fasbench.tools.observed.Seen`, the one
-  observation type that policies and the replay read; :func:`seen` is the tool set's parse of the text);
+  match lines; parsed from the text for traces written before it was recorded) and
+  :func:`observation` (that record with the text of each content line it showed, the call, its kind
+  and error flag: a :class:`~fasbench.tools.observed.Seen`, the one observation type that policies,
+  the replay and the process measures read; :func:`seen` is the tool set's parse of the text);
 - :class:`~fasbench.tools.calls.Calls` (``calls_for(toolset)``): build a call of a kind (search,
   read, list, find files, report) in a tool set's own names and arguments, for scripted policies.
 """
@@ -144,11 +144,5 @@ def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
     return seen(toolset, call, result).shown
 
 
-def shown_lines(toolset: str, call: ToolCall, result: ToolResult) -> dict[str, dict[int, str]]:
-    """The text of each file line ``result`` showed (lines of a view, match lines of a search):
-    path → line → text, as the model read it."""
-    return seen(toolset, call, result).text
-
-
 __all__ = ["KINDS", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
-           "make_toolset", "observation", "seen", "shown", "shown_lines", "tool_kind", "tool_names", "toolset_of"]
+           "make_toolset", "observation", "seen", "shown", "tool_kind", "tool_names", "toolset_of"]
