@@ -4,7 +4,7 @@ in one place), so of ``summary.parquet``, ``fasbench runs`` / ``compare``, the r
 replay overlay. :data:`PROCESS_COLUMNS` gives each column's definition and source beside the code
 below that computes it.
 
-**Shown.** What a call showed is its result's structured record (:func:`fasbench.tools.shown`:
+**Shown.** What a call showed is its result's structured record (:func:`fasbench.tools.observation`:
 ``ToolResult.shown``, or the tool set's own parse of the text for older traces): the file *lines* it
 showed are its content ranges (a view, a ``cat``, the context around search matches) and its search
 match lines; a listing shows paths, not lines. An error result, a call without a result and the
@@ -36,7 +36,7 @@ from fasbench.lines import file_lines, merge_ranges, overlap, total
 from fasbench.localization import explore_line_counts, explore_metrics, ranked_regions
 from fasbench.metrics import normalize_files, normalize_path
 from fasbench.records import Report, Trace
-from fasbench.tools import shown, tool_kind
+from fasbench.tools import observation, tool_kind
 
 Lines = dict[str, list[list[int]]]  # path -> merged 1-based inclusive ranges
 
@@ -88,10 +88,10 @@ def _add(acc: dict[str, set[int]], lines: Mapping[str, set[int]]) -> None:
 def call_lines(toolset: str, call, result) -> dict[str, set[int]]:
     """The file lines one call showed, per path: its content ranges and its match lines (nothing for
     the answer call, an error, a call without a result or a tool the tool set lacks)."""
-    kind = tool_kind(toolset, call.name)
-    if result is None or result.is_error or kind is None or kind == "report":
+    seen = observation(toolset, call, result, lines=False)
+    if seen.kind == "report":
         return {}
-    s = shown(toolset, call, result)
+    s = seen.shown
     out: dict[str, set[int]] = {}
     for p, rs in s.ranges.items():
         out.setdefault(normalize_path(p), set()).update(n for a, b in rs for n in range(int(a), int(b) + 1))

@@ -620,3 +620,119 @@ def test_rg_rule_catches_a_bare_subprocess(tmp_path):
     src.write_text("import subprocess\nfrom fasbench.tools.rg import rg_argv\n\n"
                    "def f(root):\n    return subprocess.run(rg_argv('x'), cwd=root)\n", encoding="utf-8")
     assert "subprocess.run" in check_rg_sandboxed([("fasbench/bon/m.py", src)])["fasbench/bon/m.py"][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# one class per name; one observation type (issue #28 item 2)
+
+#: Class names defined in more than one module, each with the modules and the reason the two stay
+#: apart (fold them, or rename one, and remove the entry).
+CLASS_NAME_ALLOWED: dict[str, tuple[frozenset[str], str]] = {
+    "Turn": (frozenset({"fasbench/records/trace.py", "fasbench/trajectories/turns.py"}),
+             "the harness's turn (the Trace's record) and one model call of a foreign main agent's trajectory "
+             "(the trajectory reader's): two concepts; renaming the reader's is left for a later round"),
+    "EvalConfig": (frozenset({"fasbench/evaluate.py", "fasbench/sft/train.py"}),
+                   "a run directory's configuration and the SFT profile's `eval:` section; sft/train.py's "
+                   "profile sections are being moved to the profile loader this round (issue #28 item 6)"),
+    "Rollout": (frozenset({"fasbench/bon/pool.py", "fasbench/rl/reward.py"}),
+                "a best-of-N pool's episode summary and the RL step log's reward row; rl/reward.py is being "
+                "rewritten on score_episode this round (issue #28 item 4)"),
+    "GitError": (frozenset({"fasbench/data/gitmine.py", "fasbench/e2e/sandbox.py"}),
+                 "two git runners (task mining's plain `git -C`, e2e's hardened safe_git); one error class "
+                 "needs one git runner below both layers"),
+}
+#: The one observation type: ``Shown`` the record, ``Seen`` the record with its line text, the call,
+#: its kind and error flag. Only these modules define a class that holds a ``Shown``.
+SHOWN_HOLDERS = frozenset({"fasbench/records/trace.py", "fasbench/tools/observed.py"})
+#: Functions over what a call showed, each defined once in the package.
+OBSERVATION_FUNCTIONS = frozenset({"observation", "shown", "shown_lines", "grep_hits", "viewed_ranges"})
+
+
+def _class_defs(files=None) -> dict[str, dict[str, int]]:
+    """Class name -> {module: line} over every class statement (nested ones too)."""
+    out: dict[str, dict[str, int]] = {}
+    for r, p in _modules(files):
+        for node in ast.walk(parsed(p)[0]):
+            if isinstance(node, ast.ClassDef):
+                out.setdefault(node.name, {}).setdefault(r, node.lineno)
+    return out
+
+
+def check_class_names(files=None) -> dict[str, list[str]]:
+    """A class name defined in two modules (outside CLASS_NAME_ALLOWED) is reported in each."""
+    out: dict[str, list[str]] = {}
+    for name, where in _class_defs(files).items():
+        if len(where) < 2 or (name in CLASS_NAME_ALLOWED and set(where) == CLASS_NAME_ALLOWED[name][0]):
+            continue
+        for r, line in where.items():
+            others = ", ".join(sorted(set(where) - {r}))
+            out.setdefault(r, []).append(f"line {line}: class {name} is also defined in {others} (one class per name)")
+    return out
+
+
+def _holds_shown(node: ast.ClassDef) -> bool:
+    return any(isinstance(s, ast.AnnAssign) and re.search(r"\bShown\b", ast.unparse(s.annotation))
+               for s in node.body)
+
+
+def check_one_observation(files=None) -> dict[str, list[str]]:
+    """A class holding a ``Shown`` outside SHOWN_HOLDERS is a second observation type; an observation
+    function defined twice is a second reader of what a call showed."""
+    out: dict[str, list[str]] = {}
+    defs: dict[str, list[tuple[str, int]]] = {}
+    for r, p in _modules(files):
+        tree = parsed(p)[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and r not in SHOWN_HOLDERS and _holds_shown(node):
+                out.setdefault(r, []).append(f"line {node.lineno}: class {node.name} holds a Shown (use "
+                                             "fasbench.tools.observed.Seen, the one observation type)")
+        for name, line in _top_level_names(tree).items():
+            if name in OBSERVATION_FUNCTIONS:
+                defs.setdefault(name, []).append((r, line))
+    for name, where in defs.items():
+        if len(where) > 1:
+            for r, line in where:
+                out.setdefault(r, []).append(f"line {line}: {name} is defined {len(where)} times (one definition)")
+    return out
+
+
+CHECKS.update({"class names": check_class_names, "one observation": check_one_observation})
+
+
+def test_one_class_per_name():
+    expect_clean(check_class_names(), "class names defined in more than one module of fasbench")
+
+
+def test_class_name_allowlist_still_needed():
+    """Every CLASS_NAME_ALLOWED entry has a reason and still names exactly the modules defining it."""
+    defs = _class_defs()
+    for name, (where, reason) in CLASS_NAME_ALLOWED.items():
+        assert reason.strip(), f"CLASS_NAME_ALLOWED[{name!r}] needs a reason"
+        assert set(defs.get(name, {})) == where, \
+            f"CLASS_NAME_ALLOWED[{name!r}]: defined in {sorted(defs.get(name, {}))}, not {sorted(where)}; update or remove it"
+
+
+def test_one_observation_type():
+    expect_clean(check_one_observation(), "a second type or function for what a tool call showed")
+
+
+def test_observation_rules_catch_a_second_type(tmp_path):
+    """The rules read real source: a module with its own ``Seen``, an ``Observation`` holding a Shown and
+    a second ``grep_hits`` fails them; the allowlist does not excuse a third module."""
+    src = tmp_path / "second.py"
+    src.write_text("from dataclasses import dataclass\nfrom fasbench.records import Shown\n\n"
+                   "@dataclass\nclass Seen:\n    kind: str\n\n"
+                   "@dataclass\nclass Observation:\n    shown: Shown | None = None\n\n"
+                   "def grep_hits(trace):\n    return {}\n", encoding="utf-8")
+    other = REPO / "fasbench" / "tools" / "observed.py"
+    replay = REPO / "fasbench" / "replay" / "observed.py"
+    files = [("fasbench/policies/second.py", src), ("fasbench/tools/observed.py", other),
+             ("fasbench/replay/observed.py", replay)]
+    assert "class Seen is also defined in fasbench/tools/observed.py" in check_class_names(files)["fasbench/policies/second.py"][0]
+    found = check_one_observation(files)
+    assert any("class Observation holds a Shown" in x for x in found["fasbench/policies/second.py"])
+    assert any("grep_hits is defined 2 times" in x for x in found["fasbench/replay/observed.py"])
+    turn = REPO / "fasbench" / "records" / "trace.py"
+    third = [("fasbench/records/trace.py", turn), ("fasbench/trajectories/turns.py", REPO / "fasbench/trajectories/turns.py"),
+             ("fasbench/policies/second.py", turn)]
+    assert "fasbench/policies/second.py" in check_class_names(third)

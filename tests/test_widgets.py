@@ -114,7 +114,7 @@ def test_grep_hits_matches_and_context():
     # a tool set's kinds decide: a name of the other tool set shows nothing
     assert W.grep_hits("fastcontext", ToolCall("g", "grep_search", {"query": "foo"}), r) == {}
     seen = W.observe("relace", ToolCall("g", "grep_search", {"query": "foo"}), r)
-    assert (seen.kind, seen.ranges, seen.hits) == ("search", {}, [("a.py", 12), ("sub/c-1.py", 3)])
+    assert (seen.kind, seen.viewed(), seen.grep_lines()) == ("search", {}, [("a.py", 12), ("sub/c-1.py", 3)])
 
 
 def test_overlay_counts_match_trace_and_gold():

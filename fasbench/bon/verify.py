@@ -31,7 +31,7 @@ from typing import Sequence
 from fasbench import contain
 from fasbench.policies.terms import extract_terms
 from fasbench.records import Task, Trace
-from fasbench.tools import shown
+from fasbench.tools import observation
 from fasbench.tools.base import ToolLimits, Workspace
 from fasbench.tools.rg import ignore_flags, rg_argv
 from fasbench.tools.sandbox import Stage, decode, run_pipeline
@@ -123,7 +123,7 @@ def probe(task: Task) -> TaskProbe:
     return TaskProbe(root, idents, msgs, independent_search(root, idents, msgs))
 
 
-def grep_hits(trace: Trace | None) -> set[tuple[str, int]] | None:
+def match_lines(trace: Trace | None) -> set[tuple[str, int]] | None:
     """(path, line) of every search match line the episode saw (its results' ``shown.hits``); None
     without a trace."""
     if trace is None:
@@ -132,9 +132,7 @@ def grep_hits(trace: Trace | None) -> set[tuple[str, int]] | None:
     for t in trace.turns:
         by_id = {r.call_id: r for r in t.results}
         for c in t.calls:
-            r = by_id.get(c.id)
-            if r is not None and not r.is_error:
-                out.update((p, ln) for p, ln in shown(trace.toolset, c, r).hits)
+            out.update((p, ln) for p, ln in observation(trace.toolset, c, by_id.get(c.id), lines=False).shown.hits)
     return out
 
 
@@ -158,7 +156,7 @@ def verify_report(pr: TaskProbe, files: dict | None, trace: Trace | None = None)
     """The verifier's result for one report (``files``: normalised path → ranges; None = no report)."""
     if not files:
         return {"files": {}, "score": 0.0, "pass": 0, "indep_recall": 0.0}
-    hits = grep_hits(trace)
+    hits = match_lines(trace)
     per = {p: check_file(pr, p, rs, hits) for p, rs in files.items()}
     scores = [sum(v for v in c if v is not None) / max(1, sum(v is not None for v in c)) for c in per.values()]
     passed = all(c[0] for c in per.values()) and any(c[2] or c[4] for c in per.values())

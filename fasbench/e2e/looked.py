@@ -84,7 +84,7 @@ _HIT = re.compile(r"^([^\s:]+?)[:-](\d+)[:-]")
 _ONE_FILE_HIT = re.compile(r"^(\d+)[:-]")
 
 
-def _grep_hits(s: Simple, output: str, cwd: str) -> dict[str, set[int]]:
+def _shell_grep_lines(s: Simple, output: str, cwd: str) -> dict[str, set[int]]:
     name = posixpath.basename(s.words[0])
     if name not in ("grep", "egrep", "rg", "git"):
         return {}
@@ -141,7 +141,7 @@ def call_looks(command: str, output: str, cwd: str = ROOT) -> list[Look]:
                 looks = [lk for lk in looks if not (lk.path == p and lk.lines is None and lk.how == "display")]
                 looks.append(Look(p, _ranges(shown), "search-hit"))
                 prev_files = []
-        hits = _grep_hits(s, output, cwd)
+        hits = _shell_grep_lines(s, output, cwd)
         for p, ls in hits.items():
             looks.append(Look(p, _ranges(ls), "search-hit"))
         if files and name in ("grep", "egrep", "rg") and not hits and output_text(output).strip():

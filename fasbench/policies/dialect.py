@@ -3,21 +3,22 @@
 The calls come from :class:`fasbench.tools.calls.Calls` (calls of a kind in the tool set's own names
 and arguments); the tool set is told from the tool schemas passed to ``act``
 (:func:`fasbench.tools.toolset_of`), so one policy works with both tool sets. Observations are read as
-structured records (:func:`observations`: each call's kind, its :class:`~fasbench.records.Shown` and
-the text of the lines it showed), never by parsing tool output here: a policy sees the conversation,
-so the tool messages' text goes through the tool set's own parser (:func:`fasbench.tools.seen`).
+structured records (:func:`observations`: per call a :class:`~fasbench.tools.observed.Seen`, the one
+observation type: the call, its kind, its :class:`~fasbench.records.Shown` and the text of the lines it
+showed), never by parsing tool output here: a policy sees the conversation, so the tool messages' text
+goes through the tool set's own parser (:func:`fasbench.tools.observation`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from fasbench.records import Shown, ToolCall, ToolResult, Turn
-from fasbench.tools import Calls, seen, shown, tool_kind, toolset_of
+from fasbench.records import ToolCall, ToolResult, Turn
+from fasbench.tools import Calls, Seen, observation, toolset_of
 from fasbench.tools.calls import final_answer_text
 
-__all__ = ["Dialect", "Observation", "assistant_calls", "dialect_for", "final_answer_text", "observations",
+__all__ = ["Dialect", "assistant_calls", "dialect_for", "final_answer_text", "observations",
            "tool_outputs", "turn_observations", "user_query"]
 
 
@@ -41,17 +42,6 @@ def dialect_for(tools: list[dict]) -> Dialect:
     return Dialect(ts)
 
 
-@dataclass
-class Observation:
-    """One call of the conversation and what its result showed."""
-
-    call: ToolCall
-    kind: str | None  # fasbench.tools.KINDS, None for a tool the tool set does not have
-    is_error: bool
-    shown: Shown = field(default_factory=Shown)
-    lines: dict[str, dict[int, str]] = field(default_factory=dict)  # path -> line -> text shown
-
-
 def _call(c: dict) -> ToolCall:
     fn = c.get("function", {}) or {}
     args = fn.get("arguments", "{}")
@@ -63,7 +53,7 @@ def _call(c: dict) -> ToolCall:
     return ToolCall(str(c.get("id", "")), str(fn.get("name", "")), args if isinstance(args, dict) else {})
 
 
-def observations(messages: list[dict], toolset: str) -> list[list[Observation]]:
+def observations(messages: list[dict], toolset: str) -> list[list[Seen]]:
     """Per assistant turn so far, each call with what its observation showed (the tool set's parse of
     the tool message; a message that starts with ``Error`` is an error, as the tools write them)."""
     outs = tool_outputs(messages)
@@ -73,14 +63,12 @@ def observations(messages: list[dict], toolset: str) -> list[list[Observation]]:
         for c in calls:
             call = _call(c)
             text = outs.get(call.id, "")
-            res = ToolResult(call.id, text, is_error=text.startswith("Error"))
-            s = seen(toolset, call, res)
-            obs.append(Observation(call, tool_kind(toolset, call.name), res.is_error, s.shown, s.text))
+            obs.append(observation(toolset, call, ToolResult(call.id, text, is_error=text.startswith("Error"))))
         turns.append(obs)
     return turns
 
 
-def turn_observations(turns: list[Turn], toolset: str) -> list[list[Observation]]:
+def turn_observations(turns: list[Turn], toolset: str) -> list[list[Seen]]:
     """Like :func:`observations`, from the episode's recorded turns (the harness passes them to a
     policy that sets ``observes_turns``): each result's recorded ``shown``, and the text of its lines."""
     out = []
@@ -91,8 +79,7 @@ def turn_observations(turns: list[Turn], toolset: str) -> list[list[Observation]
             r = res.get(c.id)
             if r is None:
                 continue
-            obs.append(Observation(c, tool_kind(toolset, c.name), r.is_error, shown(toolset, c, r),
-                                   seen(toolset, c, r).text))
+            obs.append(observation(toolset, c, r))
         out.append(obs)
     return out
 

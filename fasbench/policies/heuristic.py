@@ -168,12 +168,12 @@ class HeuristicPolicy:
                 if o.is_error:
                     continue
                 if o.shown.hits:
-                    ev.add_grep([(p, n, o.lines.get(p, {}).get(n, "")) for p, n in o.shown.hits])
+                    ev.add_grep([(p, n, o.text.get(p, {}).get(n, "")) for p, n in o.shown.hits])
                 files = [p for p in o.shown.paths if not p.endswith("/")]
                 if files:
                     ev.add_found(files)
                 for path, ranges in o.shown.ranges.items():
-                    got = o.lines.get(path, {})
+                    got = o.text.get(path, {})
                     ev.add_view(path, [(n, got[n]) for a, b in ranges for n in range(a, b + 1) if n in got])
         return ev
 

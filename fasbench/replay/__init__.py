@@ -3,8 +3,9 @@
 - :mod:`~fasbench.replay.timeline` — :func:`call_spans` / :func:`assign_lanes`: every call as a span on a
   lane, one lane per concurrent call slot; :func:`turn_columns`: the same in one equal-width column per
   turn (what the replay draws); :func:`turn_summary`;
-- :mod:`~fasbench.replay.observed` — what one call showed (its kind, lines of file content, search
-  hits): the replay's one boundary with the tools (``fasbench.tools.tool_kind`` / ``shown``);
+- :mod:`~fasbench.replay.observed` — what one call showed (the tools' one observation type,
+  ``fasbench.tools.observed.Seen``: its kind, lines of file content, search hits): the replay's one
+  boundary with the tools (``fasbench.tools.observation``);
 - :mod:`~fasbench.replay.overlay` — :func:`file_overlay`: per file the lines viewed, matched, cited and gold;
 - :mod:`~fasbench.replay.episodes` — :func:`filter_sort`, :data:`SORT_KEYS`: the browser's filter and sort over
   rows of the one episode table (:func:`fasbench.episodes.episode_row`, its columns ``wall_s``, ``stop_reason``, …);

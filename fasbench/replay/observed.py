@@ -1,45 +1,33 @@
 """What one tool call showed the policy, for the replay's overlay: the replay's one boundary with the
-tools. Kinds come from ``fasbench.tools.tool_kind``, what a result showed from its structured record
-(``fasbench.tools.shown``: ``ToolResult.shown``, or the tool set's own parse of the text for traces
-written before it was recorded); nothing here names a tool or parses tool output.
+tools. What a call showed is the tools' one observation type, :class:`fasbench.tools.observed.Seen`,
+read from the result's structured record (:func:`fasbench.tools.observation`: ``ToolResult.shown``, or
+the tool set's own parse of the text for traces written before it was recorded), kinds from
+``fasbench.tools.tool_kind``; nothing here names a tool or parses tool output.
 
 Layers of the overlay: a result with search matches shows them in the *grep* layer, with the context
-lines printed around them (``-A/-B/-C``); any other content a result showed (a view, a ``cat`` through
-bash) is the *viewed* layer. A call without a result, or whose result is an error, showed nothing.
+lines printed around them (``-A/-B/-C``, :meth:`Seen.grep_lines`); any other content a result showed
+(a view, a ``cat`` through bash) is the *viewed* layer (:meth:`Seen.viewed`). A call without a result,
+or whose result is an error, showed nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from fasbench.metrics import merge_ranges, normalize_path
-from fasbench.records import Ranges, ToolCall, ToolResult
-from fasbench.tools import shown, tool_kind
-
-
-@dataclass
-class Seen:
-    """What one call showed: its kind (``read`` | ``search`` | ``list`` | ``report``; None for a tool
-    the trace's tool set does not have), file content shown (1-based inclusive ranges per path) and
-    search lines (matches and their context, ``(path, line)`` in output order, repeats kept)."""
-
-    kind: str | None
-    ranges: dict[str, Ranges] = field(default_factory=dict)
-    hits: list[tuple[str, int]] = field(default_factory=list)
+from fasbench.records import Ranges, Shown, ToolCall, ToolResult
+from fasbench.tools import Seen, observation, tool_kind
 
 
 def observe(toolset: str, call: ToolCall, result: ToolResult | None, root: str | None = None) -> Seen:
-    """What one call of a ``toolset`` trace showed (paths relative to the workspace ``root``)."""
-    kind = tool_kind(toolset, call.name)
-    if kind is None or result is None or result.is_error:
-        return Seen(kind)
-    s = shown(toolset, call, result)
-    ranges = {normalize_path(p, root): merge_ranges([list(r) for r in rs]) for p, rs in s.ranges.items()}
-    if not s.hits:
-        return Seen(kind, ranges)
-    hits = [(normalize_path(p, root), int(n)) for p, n in s.hits]
-    context = [(p, n) for p, rs in ranges.items() for a, b in rs for n in range(a, b + 1)]
-    return Seen(kind, {}, hits + context)
+    """What one call of a ``toolset`` trace showed, from its record (paths relative to the workspace
+    ``root``, each file's ranges merged); the layers are :meth:`Seen.viewed` and :meth:`Seen.grep_lines`."""
+    s = observation(toolset, call, result, lines=False)
+    if not (s.shown.paths or s.shown.ranges or s.shown.hits):
+        return s
+    s.shown = Shown(paths=[normalize_path(p, root) + "/" * p.endswith("/") for p in s.shown.paths],
+                    ranges={normalize_path(p, root): merge_ranges([list(r) for r in rs])
+                            for p, rs in s.shown.ranges.items()},
+                    hits=[[normalize_path(p, root), int(n)] for p, n in s.shown.hits])
+    return s
 
 
 def viewed_ranges(toolset: str, call: ToolCall, result: ToolResult | None,
@@ -47,10 +35,11 @@ def viewed_ranges(toolset: str, call: ToolCall, result: ToolResult | None,
     """The file and line ranges one read call showed the policy; None for other kinds of call, failed
     calls and calls without a result."""
     seen = observe(toolset, call, result, root)
-    if seen.kind != "read" or not seen.ranges:
+    viewed = seen.viewed()
+    if seen.kind != "read" or not viewed:
         return None
-    path = next(iter(seen.ranges))
-    return path, seen.ranges[path]
+    path = next(iter(viewed))
+    return path, viewed[path]
 
 
 def grep_hits(toolset: str, call: ToolCall, result: ToolResult | None,
@@ -59,7 +48,7 @@ def grep_hits(toolset: str, call: ToolCall, result: ToolResult | None,
     seen = observe(toolset, call, result, root)
     out: dict[str, list[int]] = {}
     if seen.kind == "search":
-        for p, n in seen.hits:
+        for p, n in seen.grep_lines():
             out.setdefault(p, []).append(n)
     return {p: sorted(set(ns)) for p, ns in out.items()}
 

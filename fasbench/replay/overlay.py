@@ -71,12 +71,12 @@ def file_overlay(trace: Trace, task: Task | None = None, upto_turn: int | None =
     for t in trace.turns[: last + 1]:
         for c, r in zip(t.calls, results_by_call(t)):
             seen = observe(trace.toolset, c, r, root)
-            for p, rs in seen.ranges.items():
+            for p, rs in seen.viewed().items():
                 f = get(p)
                 f.viewed = merge_ranges(f.viewed + rs)
                 f.first_turn = t.index if f.first_turn is None else f.first_turn
             grown: set[str] = set()
-            for p, n in seen.hits:
+            for p, n in seen.grep_lines():
                 f = get(p)
                 f.grep.append(n)  # sorted once per call below: a sort per hit was quadratic
                 grown.add(p)

@@ -13,7 +13,9 @@ a result showed from its structured record:
   :func:`answer_tool`, :func:`tool_names`, :func:`toolset_of` (which tool set a list of schemas is);
 - :func:`shown` (a result's :class:`~fasbench.records.Shown`: paths listed, line ranges viewed,
   match lines; parsed from the text for traces written before it was recorded) and
-  :func:`shown_lines` (the text of each content line a result showed);
+  :func:`observation` (that record with the text of each content line it showed, the call, its kind
+  and error flag: a :class:`~fasbench.tools.observed.Seen`, the one observation type that policies,
+  the replay and the process measures read; :func:`seen` is the tool set's parse of the text);
 - :class:`~fasbench.tools.calls.Calls` (``calls_for(toolset)``): build a call of a kind (search,
   read, list, find files, report) in a tool set's own names and arguments, for scripted policies.
 """
@@ -107,11 +109,31 @@ def _args(call: ToolCall) -> dict:
 
 
 def seen(toolset: str, call: ToolCall, result: ToolResult) -> Seen:
-    """The tool set's parse of ``result``'s text: its Shown and the text of each line it showed
-    (empty for an error or a call of an unknown tool or tool set)."""
-    if result.is_error or tool_kind(toolset, call.name) is None:
-        return Seen()
-    return _PARSERS[toolset](call.name, _args(call), result.output)
+    """The tool set's parse of ``result``'s text: its Shown and the text of each line it showed, with
+    the call, its kind and error flag (nothing shown for an error or a call of an unknown tool or tool
+    set)."""
+    kind = tool_kind(toolset, call.name)
+    if result.is_error or kind is None:
+        return Seen(kind=kind, is_error=result.is_error, call=call)
+    s = _PARSERS[toolset](call.name, _args(call), result.output)
+    s.kind, s.call = kind, call
+    return s
+
+
+def observation(toolset: str, call: ToolCall, result: ToolResult | None, *, lines: bool = True) -> Seen:
+    """What ``call`` showed, as recorded: ``result``'s recorded ``shown`` (the tool set's parse of its
+    text for traces written before it was recorded) with the text of each line it showed; with
+    ``lines=False`` the record alone (``text`` empty, and no parse where ``shown`` is recorded). A call
+    without a result, of an unknown tool or whose result is an error showed nothing."""
+    if result is None:
+        return Seen(kind=tool_kind(toolset, call.name), call=call)
+    if lines or result.shown is None:
+        s = seen(toolset, call, result)
+    else:
+        s = Seen(kind=tool_kind(toolset, call.name), is_error=result.is_error, call=call)
+    if result.shown is not None and s.kind is not None and not s.is_error:
+        s.shown = result.shown
+    return s
 
 
 def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
@@ -122,11 +144,5 @@ def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
     return seen(toolset, call, result).shown
 
 
-def shown_lines(toolset: str, call: ToolCall, result: ToolResult) -> dict[str, dict[int, str]]:
-    """The text of each file line ``result`` showed (lines of a view, match lines of a search):
-    path → line → text, as the model read it."""
-    return seen(toolset, call, result).text
-
-
 __all__ = ["KINDS", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
-           "make_toolset", "seen", "shown", "shown_lines", "tool_kind", "tool_names", "toolset_of"]
+           "make_toolset", "observation", "seen", "shown", "tool_kind", "tool_names", "toolset_of"]

@@ -303,7 +303,9 @@ def reaper_paths() -> list[str]:
 # ---------------------------------------------------------------- the child
 
 @dataclass
-class Limits:
+class ChildLimits:
+    """The rlimits of one call's child processes (``harness.Limits`` are an episode's)."""
+
     cpu_s: int
     address_space: int
     file_size: int = 0
@@ -313,7 +315,7 @@ class Confinement:
     """What to apply in one call's children; build it in the parent, pass ``preexec`` to Popen,
     call ``close`` after the processes started."""
 
-    def __init__(self, root: Path, limits: Limits, exec_paths: list[str], landlock: bool = True, seccomp: bool = True):
+    def __init__(self, root: Path, limits: ChildLimits, exec_paths: list[str], landlock: bool = True, seccomp: bool = True):
         self.limits = limits
         self.fprog = _bpf_program() if seccomp else None
         #: without the seccomp filter a child can fork and setsid: every command runs under REAPER
@@ -362,7 +364,7 @@ class Confinement:
 
 def _works(**parts: bool) -> bool:
     """Whether a child confined with ``parts`` runs a program (``true``) here."""
-    conf = Confinement(Path("/"), Limits(5, 1 << 30), [], **parts)
+    conf = Confinement(Path("/"), ChildLimits(5, 1 << 30), [], **parts)
     try:
         return subprocess.run(["true"], preexec_fn=conf.preexec, start_new_session=True,
                               timeout=10).returncode == 0  # fmt: skip

@@ -1,11 +1,14 @@
-"""What a tool result showed: the one parsed form of the tool sets' outputs.
+"""What a tool call showed: :class:`Seen`, the one observation type of fasbench (the tools' parsers
+build it, the scripted policies read it, the replay draws it).
 
-Each tool set parses its own output formats (``RelaceToolset.observe``, ``FastContextToolset.observe``,
-the bash tool's :func:`fasbench.tools.bash_shown.bash_seen`) into a :class:`Seen`: the
-:class:`~fasbench.records.Shown` record (paths listed, line ranges viewed, match lines) and the text
-of every content line it showed (the lines of a view, the text of each match). The same parser runs
-when a tool runs (over the exact text the model gets, after the output cap, so the record and the
-text cannot disagree) and over the text of traces written before ``ToolResult.shown`` existed.
+A :class:`Seen` is the :class:`~fasbench.records.Shown` record (paths listed, line ranges of content,
+match lines) with the text of every content line it showed (the lines of a view, the text of each
+match), and the call it answers: the call, its kind and whether it failed. Each tool set parses its own
+output formats (``relace.observe``, ``fastcontext.observe``, the bash tool's
+:func:`fasbench.tools.bash_shown.bash_seen`) into one. The same parser runs when a tool runs (over the
+exact text the model gets, after the output cap, so the record and the text cannot disagree) and over
+the text of traces written before ``ToolResult.shown`` existed; :func:`fasbench.tools.observation`
+gives a call's :class:`Seen` from its recorded ``shown`` where there is one.
 
 This module holds what the parsers share; it knows no tool name.
 """
@@ -16,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from fasbench.records import Shown
+from fasbench.records import Ranges, Shown, ToolCall
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.sandbox import display, resolve
 
@@ -50,10 +53,33 @@ def workspace_canon(ws: Workspace) -> Canon:
 
 @dataclass
 class Seen:
-    """One result's structured observation and the text of each content line it showed."""
+    """What one call showed: the :class:`~fasbench.records.Shown` record, the text of each content line
+    it showed, and the call with its kind (``fasbench.tools.KINDS``; None for a tool the tool set does not
+    have) and whether its result is an error. A call without a result, of an unknown tool, or whose
+    result is an error showed nothing (empty ``shown`` and ``text``).
+
+    ``text`` (path → line → text, as the model read it) is filled by the tool set's parser; it is empty
+    where only the record was read (``observation(..., lines=False)``)."""
 
     shown: Shown = field(default_factory=Shown)
     text: dict[str, dict[int, str]] = field(default_factory=dict)  # path -> line -> text
+    kind: str | None = None
+    is_error: bool = False
+    call: ToolCall | None = None
+
+    def viewed(self) -> dict[str, Ranges]:
+        """The file content a result without search matches showed (a view, a ``cat`` through bash),
+        per path; empty for a result with matches (its ranges are the context of the matches)."""
+        return {} if self.shown.hits else self.shown.ranges
+
+    def grep_lines(self) -> list[tuple[str, int]]:
+        """The lines a result with search matches showed: the match lines ``(path, line)`` in output
+        order (repeats kept), then the context lines printed around them (``-A/-B/-C``); empty for a
+        result without matches."""
+        if not self.shown.hits:
+            return []
+        return ([(p, int(n)) for p, n in self.shown.hits]
+                + [(p, n) for p, rs in self.shown.ranges.items() for a, b in rs for n in range(a, b + 1)])
 
     def view(self, path: str, lines: Iterable[tuple[int, str]]) -> None:
         """Numbered lines of ``path`` shown in order: their ranges (consecutive lines merged) and text."""

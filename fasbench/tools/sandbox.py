@@ -28,7 +28,7 @@ from pathlib import Path
 
 from fasbench.contain import PathRefused, is_inside, open_file, real_path, relative
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.confine import Confinement, Limits, confine_parts, git_dir
+from fasbench.tools.confine import ChildLimits, Confinement, confine_parts, git_dir
 from fasbench.tools.rg import rg_binary
 
 MAX_LINE_CHARS = 2000  # longer lines are cut in file views, with a marker
@@ -263,7 +263,7 @@ def confinement(ws: Workspace) -> Confinement:
     """The second wall for one call's subprocesses (see :mod:`fasbench.tools.confine`)."""
     lim = ws.limits
     cpu = lim.max_cpu_s or max(2, int(lim.timeout_s * 4) + 1)
-    return Confinement(ws.root, Limits(cpu, lim.max_memory_bytes), [rg_binary()], **confine_parts())
+    return Confinement(ws.root, ChildLimits(cpu, lim.max_memory_bytes), [rg_binary()], **confine_parts())
 
 
 def _drain(stream, buf: bytearray, limit: int, max_lines: int | None, state: dict, procs) -> None:
