@@ -9,6 +9,8 @@ from typing import Optional
 import typer
 
 from fasbench.data import SOURCES, build_tasks
+from fasbench.data.contextbench import ContextBenchError
+from fasbench.data.corpora import usability
 from fasbench.data.corpus import materialize_many, resolve_root
 from fasbench.data.gitmine import GitError, mine
 from fasbench.data.importers import ImportError_, import_gold
@@ -77,23 +79,34 @@ def register(app: typer.Typer) -> None:
 
     @data.command("import")
     def import_cmd(
-        fmt: str = typer.Argument(..., help="swe-explore | locbench"),
-        file: Path = typer.Argument(..., help="the benchmark file (JSONL or a JSON list)"),
+        fmt: str = typer.Argument(..., help="swe-explore | locbench | contextbench"),
+        file: Path = typer.Argument(..., help="the benchmark file (JSONL or a JSON list; contextbench: also .parquet)"),
         out: Path = typer.Option(..., "--out", help="output Task JSONL"),
+        check: bool = typer.Option(True, "--check/--no-check", help="contextbench: materialise each task offline "
+                                   "(downloading its sdist when missing) and say whether it is usable offline and online"),
     ):
-        """Turn another benchmark's gold (SWE-Explore read regions, Loc-Bench entity lists) into tasks.
+        """Turn another benchmark's gold (SWE-Explore read regions, Loc-Bench entity lists, ContextBench
+        gold contexts) into tasks.
 
         Line ranges are relocated onto the corpus when a run materialises it (tasks that cannot be
-        relocated are then excluded with a reason); records unusable as tasks are listed here."""
+        relocated are then excluded with a reason); records unusable as tasks are listed here. For
+        contextbench, each task's line says whether it is usable offline and online, before any eval."""
         try:
             ts, dropped = import_gold(fmt, file)
-        except (ImportError_, ValueError) as e:
+        except (ImportError_, ContextBenchError, ValueError) as e:
             _fail(str(e))
         why = dict(collections.Counter(d["reason"] for d in dropped))
         if not ts:
             _fail(f"{file}: no record could be imported as a {fmt} task" + (f" (dropped {len(dropped)}: {why})" if dropped else ""))
+        n_off = 0
+        for t in ts if check and fmt == "contextbench" else []:
+            u = usability(t)
+            t.meta.setdefault("gold_import", {})["usable"] = u
+            n_off += u["offline"].startswith("usable")
+            typer.echo(f"{t.id}\toffline: {u['offline']}\tonline: {u['online']}")
         write_tasks(out, ts)
-        typer.echo(f"{len(ts)} tasks -> {out}" + (f"; dropped {len(dropped)}: {why}" if dropped else ""))
+        typer.echo(f"{len(ts)} tasks -> {out}" + (f"; usable offline: {n_off}/{len(ts)}" if check and fmt == "contextbench" else "")
+                   + (f"; dropped {len(dropped)}: {why}" if dropped else ""))
 
     @data.command("mine-git")
     def mine_git_cmd(

@@ -21,7 +21,7 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from fasbench.data import offline_manifest
-from fasbench.data.corpus import CorpusError, pick_for, try_materialize
+from fasbench.data.corpus import CorpusError, pick_for, root_dir, try_materialize
 from fasbench.records import Task, append_jsonl, iter_jsonl, repair_jsonl
 
 
@@ -117,3 +117,25 @@ def with_corpora(tasks: Sequence[Task], mode: str | None = None, limit: int | No
         # one row per task still skipped, with its latest reason
         _rewrite(path, [r for i, r in before.items() if i not in succeeded])
     return out
+
+
+def usability(task: Task) -> dict[str, str]:
+    """Whether ``task`` is usable offline (materialised on its picked sdist, downloading it when
+    missing: ``usable``, with how its imported regions were placed, else the drop reason and detail)
+    and online (the exact base commit: checked when that checkout is cached, else said to be
+    unchecked; nothing is cloned here). ``fasbench data import`` prints it per task, before any eval."""
+    t, why = try_materialize(task, mode="offline")
+    if t is not None:
+        how = (t.meta.get("context_relocation") or {}).get("how") or {}
+        offline = "usable" + (" (regions placed: " + ", ".join(f"{k} {n}" for k, n in sorted(how.items())) + ")"
+                              if how else "")
+    else:
+        offline = f"{why['reason']}: {why['detail']}"
+    if not task.base_commit:
+        online = "no-base-commit"
+    elif (root_dir() / "worktrees" / f"{task.repo.strip('/').replace('/', '__')}@{task.base_commit[:12]}").is_dir():
+        t, why = try_materialize(task, mode="online")
+        online = "usable" if t is not None else f"{why['reason']}: {why['detail']}"
+    else:
+        online = f"usable at the exact commit {task.base_commit[:12]} (gold as annotated; not cloned here)"
+    return {"offline": offline, "online": online}

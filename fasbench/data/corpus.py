@@ -43,7 +43,7 @@ from fasbench import contain
 from fasbench.data.archive import ArchiveError, unpack
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
-from fasbench.data.relocate import hunk_anchors, relocate_regions
+from fasbench.data.relocate import hunk_anchors, place_context, relocate_regions
 from fasbench.entities import entity_gold, file_entities
 from fasbench.paths import building, cache_dir, replace_dir
 from fasbench.records import Gold, Task, append_jsonl
@@ -56,7 +56,7 @@ DROP_REASONS = (
     "hunk-not-found",  # a hunk's context cannot be found (fuzz <= 2)
     "no-patch",  # the task carries no diff to relocate
     "clone-failed",  # online: git clone / worktree failed
-    "region-not-relocated",  # an imported read-core region cannot be placed (data/relocate.py)
+    "region-not-relocated",  # an imported read-core or gold-context region cannot be placed (data/relocate.py)
     "entity-not-found",  # an imported gold entity (Loc-Bench list) is not in the corpus
     "io-error",  # the file system failed while building the corpus (try_materialize)
     "bad-task",  # the task's patch or gold cannot be read (try_materialize)
@@ -347,8 +347,9 @@ def materialize(task: Task, mode: str | None = None, method: str = "auto") -> Ta
 
 def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | None = None,
                  files: list | None = None, offsets: dict | None = None) -> Task:
-    """Entity gold (from the patch's changed lines on this tree) and SWE-Explore read regions
-    (relocated with data/relocate.py); imported entity lists are checked against the tree."""
+    """Entity gold (from the patch's changed lines on this tree), SWE-Explore read regions
+    (relocated with data/relocate.py) and ContextBench's gold context (data/contextbench.py:
+    placed by content, else by hunk offsets); imported entity lists are checked against the tree."""
     t.gold.explore = task.gold.explore
     if t.gold.explore is not None:
         ex = dict(t.gold.explore)
@@ -361,6 +362,14 @@ def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | N
         ex["core_regions"], ex["optional_regions"] = core.regions, opt.regions
         t.gold.explore = ex
         t.meta["explore_relocation"] = {"core": core.how, "optional": opt.how, "optional_dropped": len(opt.dropped)}
+    t.gold.context = task.gold.context
+    if t.gold.context is not None:  # ContextBench's gold context: every region placed, or the task is dropped
+        contents = (task.meta.get("contextbench") or {}).get("content") or []
+        placed, meta, detail = place_context(t.gold.context["regions"], contents, root, exact=exact, anchors=anchors)
+        t.meta["context_relocation"] = meta
+        if placed is None:
+            raise CorpusError("region-not-relocated", detail)
+        t.gold.context = {"regions": placed}
     if task.gold.source == "locbench" and task.gold.entities:
         t.gold.entities = task.gold.entities
         for name in task.gold.entities.get("function", []) + task.gold.entities.get("class", []):

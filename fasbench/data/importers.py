@@ -17,6 +17,8 @@ online at its ``base_commit``.
 (Loc-Bench on the Hugging Face hub). Functions and modules become ``gold.entities`` (module =
 ``path:`` + the first name component when only functions are given, as LocAgent derives it).
 
+``contextbench``: ContextBench's rows (parquet, JSONL or JSON list): fasbench/data/contextbench.py.
+
 Records that cannot become a task are returned as dropped rows with a reason; line ranges are
 placed on the corpus later, by ``fasbench.data.corpus.materialize`` (data/relocate.py).
 """
@@ -28,10 +30,11 @@ import re
 from pathlib import Path
 
 from fasbench.data import load_tasks
+from fasbench.data.contextbench import import_contextbench
 from fasbench.data.splits import assign
 from fasbench.records import Gold, Task, iter_jsonl
 
-FORMATS = ("swe-explore", "locbench")
+FORMATS = ("swe-explore", "locbench", "contextbench")
 _ID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*)__(?P<name>.+)-(?P<num>\d+)$")
 
 
@@ -164,4 +167,4 @@ def import_locbench(path: str | Path) -> tuple[list[Task], list[dict]]:
 def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:
     if fmt not in FORMATS:
         raise ImportError_(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return {"swe-explore": import_swe_explore, "locbench": import_locbench}[fmt](path)
+    return {"swe-explore": import_swe_explore, "locbench": import_locbench, "contextbench": import_contextbench}[fmt](path)
