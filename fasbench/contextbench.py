@@ -11,8 +11,9 @@ release; EuniAI/ContextBench is the same package): ``Context-Bench/contextbench/
 gives the same definitions (and F1 = 2PR/(P+R), which evaluate.py does not write).
 
 **An episode as ContextBench reads a trajectory** (the mapping is fasbench's own): a *step* is one
-search call (every call but the answer call, in order; as ``process.context_redundancy``), its
-context the file lines its result showed (``process.call_lines``) and the files holding them; the
+search call (every call but the answer call, in order; as ``process.context_redundancy``) that showed
+a file line (ContextBench's extractors skip a context block without spans), its context the file
+lines its result showed (``process.call_lines``) and the files holding them; the
 *final context* (ContextBench's ``PATCH_CONTEXT`` for mini-SWE-agent: what the agent says it used)
 is the report: its files, and its cited ranges as written (a file cited whole is lines 1..N, ``-1``
 the file's end; evaluate.py clips nothing). Paths that are not a file of the corpus are dropped from
@@ -67,8 +68,8 @@ CONTEXTBENCH_COLUMNS: dict[str, str] = {
     "cb_evidence_drop": ("ContextBench evidence drop (retrieval ≠ use), line level: 1 − |final ∩ G_seen| / |G_seen|, "
                          "G_seen = gold lines any step showed; 1.0 when G_seen is empty (scripts/"
                          "calculate_evidence_drop_laststep_to_final.py, union-drop)"),
-    "cb_evidence_drop_last": ("the same with G_seen = gold lines of the last step that showed any line "
-                              "(that script's last-step-drop)"),
+    "cb_evidence_drop_last": ("the same with G_seen = gold lines shown by the steps of the last turn that has "
+                              "steps (that script's last-step-drop: the blocks of the last assistant message)"),
     "cb_gold_lines": "lines of the gold context (merged per file, as annotated)",
     "cb_gold_seen_lines": "|G_seen|: gold lines some step showed",
 }
@@ -167,10 +168,12 @@ def _cov_prec(pred: int, gold: int, inter: int) -> tuple[float, float]:
     return (inter / gold if gold > 0 else 1.0), (inter / pred if pred > 0 else 1.0)
 
 
-def steps(trace: Trace, root: str | None) -> list[Lines]:
-    """Each search call's shown lines, paths resolved on the corpus (module doc)."""
+def steps(trace: Trace, root: str | None) -> list[tuple[int, Lines]]:
+    """(turn index, shown lines) of each search call that showed a corpus file line, paths resolved
+    on the corpus (module doc: a call that showed nothing is no step, as a context block without
+    spans is none in ContextBench's extractors)."""
     out = []
-    for t in trace.turns:
+    for i, t in enumerate(trace.turns):
         res = {r.call_id: r for r in t.results}
         for c in t.calls:
             if tool_kind(trace.toolset, c.name) == "report":
@@ -180,7 +183,8 @@ def steps(trace: Trace, root: str | None) -> list[Lines]:
                 q = resolve(root, p)
                 if q:
                     got.setdefault(q, set()).update(ns)
-            out.append(got)
+            if got:
+                out.append((i, got))
     return out
 
 
@@ -224,7 +228,8 @@ def contextbench_row(task, trace: Trace) -> dict:
     for p, s, e in ctx["regions"]:
         gold_ranges.setdefault(str(p), []).append((int(s), int(e)))
     gold = {"file": set(gold_ranges), "line": _as_lines(gold_ranges)}
-    st = steps(trace, root)
+    turn_of = steps(trace, root)
+    st = [s for _, s in turn_of]
     files, fin_ranges = final_context(trace, root)
     fin = {"file": files, "line": _as_lines(fin_ranges)}
     named = set(gold_ranges) | files | {p for s in st for p in s}
@@ -263,7 +268,11 @@ def contextbench_row(task, trace: Trace) -> dict:
             continue
         row[f"cb_efficiency_{lv}"] = auc[lv] / len(st) if st else 0.0
     # evidence drop: seen gold kept in the final context
-    last = next((s for s in reversed(st) if s), {})
+    last: Lines = {}  # the script's last EXPLORE_CONTEXT group: every block of the last message with one
+    for i, s in turn_of:
+        if i == turn_of[-1][0]:
+            for p, ns in s.items():
+                last.setdefault(p, set()).update(ns)
     row["cb_gold_seen_lines"] = _inter(union["line"], gold["line"])
     row["cb_evidence_drop"] = _drop(fin["line"], union["line"], gold["line"])
     row["cb_evidence_drop_last"] = _drop(fin["line"], last, gold["line"])

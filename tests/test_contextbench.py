@@ -159,7 +159,8 @@ def test_metrics_of_a_hand_computed_episode(tmp_path, cache, tree):
     task = materialize(tasks[0], mode="offline")
     c = calls_for("relace")
     script = [
-        Reply(calls=[c.read("c1", SW, 200, 230), c.read("c2", BASE, 1, 20)]),
+        # a read of a file that does not exist shows nothing: no step (ContextBench skips blocks without spans)
+        Reply(calls=[c.read("c1", SW, 200, 230), c.read("c0", "astropy/nope.py", 1, 5), c.read("c2", BASE, 1, 20)]),
         Reply(calls=[c.read("c3", SW, 240, 260), c.read("c4", SW, 200, 230)]),
         # the report: 212-227 and 250-269 of sliced_wcs.py, 300-320 (past its 308 lines: ContextBench clips
         # nothing, 21 lines), an invented file (not a corpus file: dropped before scoring)
@@ -167,7 +168,8 @@ def test_metrics_of_a_hand_computed_episode(tmp_path, cache, tree):
     ]
     tr = run_episode(task, ScriptedPolicy(script), "relace", Limits(max_turns=5))
     assert tr.stop_reason == "reported"
-    assert process_row(tr, task)["lines_shown"] == 31 + 20 + 21  # the four steps showed what they asked for
+    pr = process_row(tr, task)
+    assert pr["search_calls"] == 5 and pr["lines_shown"] == 31 + 20 + 21  # the 4 steps showed what they asked for
     row = contextbench_row(task, tr)
     assert set(row) == set(CONTEXTBENCH_COLUMNS)
     exp = {
@@ -187,8 +189,8 @@ def test_metrics_of_a_hand_computed_episode(tmp_path, cache, tree):
         "cb_efficiency_block": (2 + 3 + 4 + 4) / 6 / 4,
         # seen gold: 212-227 and 245-260 = 32 lines; kept in the final context 16 + 11 (250-260) = 27
         "cb_gold_lines": 47, "cb_gold_seen_lines": 32, "cb_evidence_drop": 1 - 27 / 32,
-        # the last step (200-230 again) saw 212-227, all kept
-        "cb_evidence_drop_last": 0.0,
+        # the last turn's steps (240-260 and 200-230) saw 245-260 and 212-227: 32, kept 27
+        "cb_evidence_drop_last": 1 - 27 / 32,
     }
     assert row == pytest.approx(exp)
     # ContextBench's redundancy is process.py's column: 31 of the 103 lines the steps showed were seen before
@@ -215,8 +217,10 @@ def _independent(task, trace: Trace) -> dict:
                 continue
             r = res.get(call.id)
             sh = r.shown if r is not None and not r.is_error else None
-            steps.append(set() if sh is None else
-                         {(p, n) for p, rs in sh.ranges.items() for a, b in rs for n in range(a, b + 1)} | {(p, int(n)) for p, n in sh.hits})
+            got = set() if sh is None else ({(p, n) for p, rs in sh.ranges.items() for a, b in rs for n in range(a, b + 1)}
+                                            | {(p, int(n)) for p, n in sh.hits})
+            if got:  # a call that showed no line is no step
+                steps.append(got)
     n_lines = {p: len((Path(task.root) / p).read_text().splitlines()) for p in trace.report.files}
     fin = {(p, n) for p, rs in trace.report.files.items() for a, b in (rs or [[1, n_lines[p]]]) for n in range(a, b + 1)}
     union, auc = set(), 0.0
@@ -254,3 +258,16 @@ def test_end_to_end_import_eval_heuristic_offline(tmp_path, cache, tree):
     # the heuristic reads sliced_wcs.py but cites none of the gold lines of 13579: evidence it never kept
     one = df.filter(pl.col("task_id") == "astropy__astropy-13579").row(0, named=True)
     assert one["cb_file_recall"] == 0.5 and one["cb_line_recall"] == 0.0
+
+
+def test_bad_files_give_one_line_errors(tmp_path):
+    bad = tmp_path / "broken.parquet"
+    bad.write_text("not parquet")
+    empty = tmp_path / "none.jsonl"
+    empty.write_text(json.dumps({"instance_id": "x", "gold_context": "[]"}) + "\n")
+    for f, want in ((bad, "not a readable parquet file"), (tmp_path / "missing.jsonl", "does not exist"),
+                    (empty, "no record could be imported as a contextbench task (dropped 1: {'empty-gold-context': 1})")):
+        r = CliRunner().invoke(app, ["data", "import", "contextbench", str(f), "--out", str(tmp_path / "o.jsonl")])
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        (line,) = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert line.startswith("error: ") and want in line, line
