@@ -26,6 +26,7 @@ from typing import Iterable, Mapping, Sequence
 
 import polars as pl
 
+from fasbench.contextbench import contextbench_row
 from fasbench.localization import FC_SCORINGS, KS, fastcontext_row, localization_row
 from fasbench.metrics import all_gold_at_k, file_prf, line_prf, normalize_path, scoring_memo
 from fasbench.models import well_formed
@@ -77,6 +78,8 @@ COLUMN_FAMILIES: dict[str, str] = {
     "reward_NAME": "the value of reward NAME (fasbench.reward.REWARDS)",
     "reward_NAME__PART": "one part of reward NAME (e.g. reward_relace__turn_penalty)",
     "localization": "module/function grains, LocAgent Acc@k, SWE-Explore (fasbench.localization.localization_columns)",
+    "cb_*": "ContextBench's file/block/line recall, precision, F1, efficiency (AUC-Coverage) and evidence drop "
+            "against gold.context, null for tasks without it (fasbench.contextbench.CONTEXTBENCH_COLUMNS)",
     "fc_*": "with scoring fastcontext / fastcontext-all: FastContext's run_score.py per task "
             "(fasbench.localization.fastcontext_row)",
 }
@@ -220,6 +223,7 @@ def _episode_row(trace: Trace, task: Task | None, reward: str, rewards: Sequence
     row["gold_files"] = len(gold)
     if localization:
         row.update(localization_row(task, trace))
+        row.update(contextbench_row(task, trace))  # null unless the task has ContextBench gold
     return row
 
 

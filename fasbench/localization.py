@@ -254,8 +254,9 @@ def localization_row(task, trace) -> dict:
 
 
 def localization_columns(df) -> list[str]:
-    """The metric columns of this module present in a summary frame (for aggregate())."""
-    names = [c for c in df.columns if c.startswith("explore_") or c.split("_")[0] in ("file", "module", "class", "function")]
+    """The metric columns of this module present in a summary frame (for aggregate()), with
+    ContextBench's ``cb_*`` (fasbench.contextbench)."""
+    names = [c for c in df.columns if c.startswith(("explore_", "cb_")) or c.split("_")[0] in ("file", "module", "class", "function")]
     return [c for c in names if df[c].dtype.is_numeric() or str(df[c].dtype) == "Null"]
 
 

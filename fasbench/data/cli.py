@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from fasbench.data import SOURCES, build_tasks
+from fasbench.data.contextbench import ContextBenchError
 from fasbench.data.corpus import materialize_many, resolve_root
 from fasbench.data.gitmine import GitError, mine
 from fasbench.data.importers import ImportError_, import_gold, usability
@@ -77,20 +78,21 @@ def register(app: typer.Typer) -> None:
 
     @data.command("import")
     def import_cmd(
-        fmt: str = typer.Argument(..., help="swe-explore | locbench"),
-        file: Path = typer.Argument(..., help="the benchmark file (JSONL or a JSON list)"),
+        fmt: str = typer.Argument(..., help="swe-explore | locbench | contextbench"),
+        file: Path = typer.Argument(..., help="the benchmark file (JSONL or a JSON list; contextbench: also .parquet)"),
         out: Path = typer.Option(..., "--out", help="output Task JSONL"),
         check: bool = typer.Option(True, "--check/--no-check", help="materialise each task offline (downloading "
                                    "its sdist when missing) and say whether it is usable offline and online"),
     ):
-        """Turn another benchmark's gold (SWE-Explore read regions, Loc-Bench entity lists) into tasks.
+        """Turn another benchmark's gold (SWE-Explore read regions, Loc-Bench entity lists, ContextBench
+        gold contexts) into tasks.
 
         Prints, per task, whether it is usable offline (its gold placed on the picked sdist, or the
         drop reason) and online (the exact base commit), before any eval; records unusable as tasks
         are listed too. Runs relocate the gold again when they materialise the corpus."""
         try:
             ts, dropped = import_gold(fmt, file)
-        except (ImportError_, ValueError) as e:
+        except (ImportError_, ContextBenchError, ValueError) as e:
             _fail(str(e))
         why = dict(collections.Counter(d["reason"] for d in dropped))
         if not ts:

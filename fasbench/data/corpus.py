@@ -42,7 +42,7 @@ from fasbench import contain
 from fasbench.data.archive import ArchiveError, unpack
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
-from fasbench.data.relocate import hunk_anchors, place_explore
+from fasbench.data.relocate import hunk_anchors, place_context, place_explore
 from fasbench.entities import entity_gold, file_entities
 from fasbench.paths import building, cache_dir, replace_dir
 from fasbench.records import Gold, Task, append_jsonl
@@ -55,7 +55,7 @@ DROP_REASONS = (
     "hunk-not-found",  # a hunk's context cannot be found (fuzz <= 2)
     "no-patch",  # the task carries no diff to relocate
     "clone-failed",  # online: git clone / worktree failed
-    "region-not-relocated",  # an imported read-core region cannot be placed (data/relocate.py)
+    "region-not-relocated",  # an imported read-core or gold-context region cannot be placed (data/relocate.py)
     "entity-not-found",  # an imported gold entity (Loc-Bench list) is not in the corpus
     "io-error",  # the file system failed while building the corpus (try_materialize)
     "bad-task",  # the task's patch or gold cannot be read (try_materialize)
@@ -347,9 +347,10 @@ def materialize(task: Task, mode: str | None = None, method: str = "auto") -> Ta
 
 def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | None = None,
                  files: list | None = None, offsets: dict | None = None) -> Task:
-    """Entity gold (from the patch's changed lines on this tree) and SWE-Explore read regions
+    """Entity gold (from the patch's changed lines on this tree), SWE-Explore read regions
     (``relocate.place_explore``: anchored by the gold and test patches' hunks, matched on the base
-    text of a cached online checkout); imported entity lists are checked against the tree."""
+    text of a cached online checkout) and ContextBench's gold context (``relocate.place_context``:
+    placed by content, else by hunk offsets); imported entity lists are checked against the tree."""
     t.gold.explore = task.gold.explore
     if t.gold.explore is not None:
         ex = t.gold.explore
@@ -359,6 +360,14 @@ def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | N
         if placed.explore is None:
             raise CorpusError("region-not-relocated", placed.detail)
         t.gold.explore = placed.explore
+    t.gold.context = task.gold.context
+    if t.gold.context is not None:  # ContextBench's gold context: every region placed, or the task is dropped
+        contents = (task.meta.get("contextbench") or {}).get("content") or []
+        placed_c, meta, detail = place_context(t.gold.context["regions"], contents, root, exact=exact, anchors=anchors)
+        t.meta["context_relocation"] = meta
+        if placed_c is None:
+            raise CorpusError("region-not-relocated", detail)
+        t.gold.context = {"regions": placed_c}
     if task.gold.source == "locbench" and task.gold.entities:
         t.gold.entities = task.gold.entities
         for name in task.gold.entities.get("function", []) + task.gold.entities.get("class", []):

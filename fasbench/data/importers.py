@@ -29,6 +29,8 @@ online at its ``base_commit``.
 (Loc-Bench on the Hugging Face hub). Functions and modules become ``gold.entities`` (module =
 ``path:`` + the first name component when only functions are given, as LocAgent derives it).
 
+``contextbench``: ContextBench's rows (parquet, JSONL or JSON list): fasbench/data/contextbench.py.
+
 Records that cannot become a task are returned as dropped rows with a reason; line ranges are
 placed on the corpus later, by ``fasbench.data.corpus.materialize`` (data/relocate.py).
 """
@@ -41,10 +43,11 @@ from pathlib import Path
 
 from fasbench.data import load_tasks
 from fasbench.data.corpus import root_dir, try_materialize
+from fasbench.data.contextbench import import_contextbench
 from fasbench.data.splits import assign
 from fasbench.records import Gold, Task, iter_jsonl
 
-FORMATS = ("swe-explore", "locbench")
+FORMATS = ("swe-explore", "locbench", "contextbench")
 _ID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*)__(?P<name>.+)-(?P<num>\d+)$")
 
 
@@ -202,7 +205,7 @@ def import_locbench(path: str | Path) -> tuple[list[Task], list[dict]]:
 
 def usability(task: Task) -> dict[str, str]:
     """Whether ``task`` is usable offline (materialised on its picked sdist, downloading it when
-    missing; else the drop reason and detail) and online (the exact base commit: checked when its
+    missing: ``usable``, with how its imported regions were placed, else the drop reason and detail) and online (the exact base commit: checked when its
     checkout is cached, else said to be unchecked)."""
     t, why = try_materialize(task, mode="offline")
     if t is not None:
@@ -210,6 +213,9 @@ def usability(task: Task) -> dict[str, str]:
         lost = rel.get("core_dropped") or []
         offline = "usable" + (f" ({len(lost)} core regions dropped, {100 * rel['core_lines_placed']:.1f}% of the core "
                               f"lines placed: {', '.join(sorted({d['reason'] for d in lost}))})" if lost else "")
+        how = (t.meta.get("context_relocation") or {}).get("how") or {}
+        if how:  # ContextBench's gold context: how its regions were placed
+            offline += " (regions placed: " + ", ".join(f"{k} {n}" for k, n in sorted(how.items())) + ")"
     else:
         offline = f"{why['reason']}: {why['detail']}"
     if not task.base_commit:
@@ -225,4 +231,4 @@ def usability(task: Task) -> dict[str, str]:
 def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:
     if fmt not in FORMATS:
         raise ImportError_(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return {"swe-explore": import_swe_explore, "locbench": import_locbench}[fmt](path)
+    return {"swe-explore": import_swe_explore, "locbench": import_locbench, "contextbench": import_contextbench}[fmt](path)

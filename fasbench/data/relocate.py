@@ -31,6 +31,11 @@ the core lines (counted on the record's own line numbers, a whole file at its re
 is dropped with ``region-not-relocated`` otherwise. ``count_paths`` keeps every path the record's
 regions name, so that a file whose optional region was dropped still has its line count when scored
 (eval_runner counts the lines of every core and optional region path of the record).
+its reason; callers drop the task when a core region cannot be placed.
+
+:func:`place_context` places ContextBench's gold context (data/contextbench.py): each region by its
+annotated ``content`` when it has one (rule 3, the content standing at its own lines and every other
+base line unknown), else by the hunk anchors; the gold is kept only when every region is placed.
 """
 
 from __future__ import annotations
@@ -185,3 +190,30 @@ def place_explore(ex: Mapping, root: str | Path, *, exact: bool = False,
     out = dict(ex, core_regions=core.regions, optional_regions=opt.regions,
                count_paths=sorted(paths | set(ex.get("count_paths") or [])))
     return ExplorePlacement(out, meta)
+_UNKNOWN = "\x00fasbench: base-commit line {} unknown"  # matches no corpus line
+
+
+def _content_text(start: int, content: str) -> str:
+    """A stand-in for a base-commit file of which only one region's text is known: ``content`` at
+    its own lines from ``start``, every other line unknown."""
+    return "\n".join([_UNKNOWN.format(i) for i in range(1, start)] + content.splitlines())
+
+
+def place_context(regions: Sequence[Sequence], contents: Sequence[str | None], root: str | Path, *, exact: bool,
+                  anchors: Mapping[str, list[tuple[int, int, int]]] | None = None) -> tuple[list | None, dict, str]:
+    """(the placed regions, or None when one cannot be placed; ``{"how", "dropped"}``; why None) of
+    ContextBench gold regions on ``root``, ``contents[i]`` the annotated text of ``regions[i]``."""
+    placed, how, dropped = [], {}, []
+    for i, r in enumerate(regions):
+        c = contents[i] if i < len(contents) else None
+        old = {str(r[0]): _content_text(int(r[1]), c)} if c and not exact else None
+        rel = relocate_regions([r], root, exact=exact, old_texts=old, anchors=anchors)
+        for k, n in rel.how.items():
+            how[k] = how.get(k, 0) + n
+        placed += rel.regions
+        dropped += rel.dropped
+    meta = {"how": how, "dropped": dropped}
+    if dropped:
+        d = dropped[0]
+        return None, meta, f"{len(dropped)}/{len(regions)} gold-context regions: {d['reason']} ({d['detail']})"
+    return placed, meta, ""

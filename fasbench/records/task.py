@@ -45,6 +45,14 @@ def _explore(value: Any) -> dict | None:
     return out
 
 
+def _context(value: Any) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RecordError(f"gold.context: expected an object, got {type(value).__name__}")
+    return {"regions": [_region(r, "gold.context.regions") for r in value.get("regions") or []]}
+
+
 @dataclass
 class Gold:
     """The answer of a search task.
@@ -60,7 +68,10 @@ class Gold:
         "optional_regions": [[path, start, end]], "modified_files": [path]}; end -1 = end of file.
         Optional keys: "whole_files" {path: the record's line count} (whole-file reads, written
         ``[path, 1, -1]``) and "count_paths" [path] (the paths whose line counts scoring uses).
-    Both are optional in JSON (records without them load as before).
+    context: ContextBench's gold context (fasbench.contextbench), or None: {"regions": [[path,
+        start, end]]}, its annotated line ranges (files = their paths; blocks = the definitions
+        they overlap on the corpus, found when scored).
+    All are optional in JSON (records without them load as before).
     """
 
     edited: dict[str, Ranges]
@@ -69,6 +80,7 @@ class Gold:
     variants: dict[str, dict[str, Ranges]] = field(default_factory=dict)
     entities: dict[str, list[str]] = field(default_factory=dict)
     explore: dict[str, list] | None = None
+    context: dict[str, list] | None = None
 
     def to_dict(self) -> dict:
         d = {
@@ -81,6 +93,8 @@ class Gold:
             d["entities"] = self.entities
         if self.explore is not None:
             d["explore"] = self.explore
+        if self.context is not None:
+            d["context"] = self.context
         return d
 
     @classmethod
@@ -100,6 +114,7 @@ class Gold:
             variants={k: file_ranges(v, f"gold.variants[{k!r}]") for k, v in variants.items()},
             entities=_entities(d.get("entities")),
             explore=_explore(d.get("explore")),
+            context=_context(d.get("context")),
         )
 
     def with_variant(self, name: str | None) -> "Gold":
@@ -109,7 +124,7 @@ class Gold:
         if name not in self.variants:
             raise RecordError(f"gold has no line-range variant {name!r} (has {sorted(self.variants)})")
         edited = {p: self.variants[name].get(p, []) for p in self.edited}
-        return Gold(edited, self.viewed, self.source, self.variants, self.entities, self.explore)
+        return Gold(edited, self.viewed, self.source, self.variants, self.entities, self.explore, self.context)
 
 
 @dataclass
