@@ -24,9 +24,9 @@ from typing import Sequence
 
 import polars as pl
 
+from fasbench.harness import Policy
 from fasbench.lines import file_lines
 from fasbench.metrics import file_prf, normalize_files, paired_bootstrap, paired_differs
-from fasbench.policies import bind_policy
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Report, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.reward import score_report
@@ -147,11 +147,11 @@ def audit_table(frame, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
 
 
 @dataclass
-class CheatPolicy:
+class CheatPolicy(Policy):
     """Wraps a policy; when it answers, the answer is replaced by the cheat's report (bound to a
     task for the cheats that read the corpus)."""
 
-    base: object
+    base: Policy
     cheat: str = "all-seen"
     name: str = ""
     root: str | None = None
@@ -163,7 +163,7 @@ class CheatPolicy:
         self.name = self.name or f"cheat:{self.cheat}"
 
     def bind(self, task: Task) -> "CheatPolicy":
-        return CheatPolicy(bind_policy(self.base, task), self.cheat, self.name, str(task.root))
+        return CheatPolicy(self.base.bind(task), self.cheat, self.name, str(task.root))
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         if self.root is None:

@@ -10,16 +10,16 @@ from typing import Optional
 
 import typer
 
+from fasbench.policies import POLICIES
 from fasbench.records import RecordError, write_tasks
 from fasbench.selection import describe_excluded, describe_run_count, pick_ids, read_ids_file, usable
 from fasbench.shards import parse_shard, record_shard, select_shard
-from fasbench.specs import POLICY_FAMILIES
 from fasbench.tasksets import corpus_kind_of, load_task_set, parse_task_set, task_set_label
 
 
 # every policy family with an example (typer keeps these lines as they are)
 POLICY_HELP = "Policies (`fasbench policies` lists their parameters):\n\n" + "\n".join(
-    f"  {example}   {what}" for _, example, what in POLICY_FAMILIES)
+    f"  {fam.example}   {fam.what}" for fam in POLICIES.values())
 
 
 def register(app) -> None:

@@ -8,7 +8,7 @@ import pytest
 from fasbench.audit import CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
 from fasbench.harness import run_episode
 from fasbench.metrics import normalize_path
-from fasbench.policies import bind_policy, make_policy
+from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
 
 
@@ -61,7 +61,7 @@ def test_cheat_reports(run):
 def test_cheat_policy_through_the_harness(run, toolset):
     tasks, _ = run
     t = tasks[0]
-    tr = run_episode(t, bind_policy(CheatPolicy(make_policy("heuristic"), "nonexistent"), t), toolset)
+    tr = run_episode(t, CheatPolicy(make_policy("heuristic"), "nonexistent").bind(t), toolset)
     assert tr.stop_reason == "reported" and any(p.endswith("_fix.py") for p in tr.report.files)
-    tr = run_episode(t, bind_policy(CheatPolicy(make_policy("heuristic"), "nothing"), t), toolset)
+    tr = run_episode(t, CheatPolicy(make_policy("heuristic"), "nothing").bind(t), toolset)
     assert tr.report is not None and tr.report.files == {}

@@ -12,7 +12,7 @@ import pytest
 from fasbench.episodes import (COLUMNS, EMPTY_SCHEMA, episode_row, episode_table, part_columns, reward_column,
                                tool_schemas)
 from fasbench.evaluate import run_eval, safe_episode
-from fasbench.harness import Limits, run_episode
+from fasbench.harness import Limits, Policy, run_episode
 from fasbench.localization import localization_columns
 from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.policies.scripted import ScriptedPolicy
@@ -35,7 +35,7 @@ def _names(toolset="relace"):
     return [s["function"]["name"] for s in tool_schemas(toolset)]
 
 
-class Boom:
+class Boom(Policy):
     name = "boom"
 
     def act(self, messages, tools, *, final):

@@ -8,7 +8,7 @@ import pytest
 
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import file_prf
-from fasbench.policies import bind_policy, make_policy, parse_spec
+from fasbench.policies import make_policy, parse_spec
 from fasbench.policies.heuristic import HeuristicPolicy, extract_terms
 from fasbench.policies.rag import RagPolicy, chunk_python, load_chunks
 from fasbench.policies.toy import make_corpus, package_source, toy_tasks
@@ -73,7 +73,7 @@ def test_extract_terms_from_traceback_and_prose():
 def test_bm25_one_shot(toy, toolset):
     pol = make_policy("bm25:k=3")
     pol.prepare(toy)
-    traces = [run_episode(t, bind_policy(pol, t), toolset) for t in toy]
+    traces = [run_episode(t, pol.bind(t), toolset) for t in toy]
     assert all(tr.n_turns == 1 and tr.stop_reason == "reported" and 1 <= len(tr.report.files) <= 3 for tr in traces)
     assert sum(recall(tr, t) for tr, t in zip(traces, toy)) >= 3
 
@@ -103,7 +103,7 @@ def test_dense_on_a_small_corpus(tmp_path):
         shutil.copy(src / f, root / "requests" / f)
     task = toy_tasks_like(root)
     pol = RagPolicy(method="dense", k=1)
-    tr = run_episode(task, bind_policy(pol, task), "relace")
+    tr = run_episode(task, pol.bind(task), "relace")
     assert tr.stop_reason == "reported"
     assert list(tr.report.files) == ["requests/auth.py"]
     hybrid = RagPolicy(method="dense", k=1, prefilter=10)  # dense rerank of BM25's top 10 chunks
