@@ -62,6 +62,7 @@ def register(app) -> None:
         from fasbench.evaluate import last_call, run_eval, run_name
         from fasbench.paths import cache_dir
         from fasbench.harness import Limits
+        from fasbench.reward import DEFAULT_REWARD
 
         if corpus not in (None, "offline", "online"):
             typer.echo(f"error: --corpus must be offline or online, got {corpus!r}", err=True)
@@ -81,7 +82,7 @@ def register(app) -> None:
                 out = cache_dir("runs") / run_name(f"eval-{policy.split(':', 1)[0]}", {
                     "policy": policy, "toolset": toolset, "tasks": source, "ids": chosen, "limit": limit,
                     "corpus": corpus, "max_turns": max_turns, "max_calls": max_calls, "shard": shard,
-                    **({"reward": reward} if reward != "relace" else {})})
+                    **({"reward": reward} if reward != DEFAULT_REWARD else {})})
                 typer.echo(f"run directory: {out}", err=True)
             ts, excluded = usable(ts, corpus)
             typer.echo(describe_excluded(excluded, n, corpus), err=True)
