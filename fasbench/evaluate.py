@@ -243,6 +243,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     :func:`tool_call_warnings` (episodes without a parsable tool call, calls read from reply text) are
     kept in that call's record (``warnings``) and printed last unless ``warn`` is False (the CLI prints
     them at its own end).
+    ``backend`` (process | thread | serial) defaults to the policy's own (``Policy.backend``).
     ``scoring`` (``fastcontext`` | ``fastcontext-all``) adds FastContext's run_score.py columns ``fc_*``
     (fasbench.localization.fastcontext_row); it changes the summary only, not the run."""
     if toolset not in TOOLSETS:

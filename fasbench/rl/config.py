@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional, Sequence
 from fasbench.data.splits import SPLITS
 from fasbench.harness import Limits
 from fasbench.judge import make_judge
-from fasbench.reward import DEFAULT_REWARD, judged_rewards, reward_named
+from fasbench.reward import DEFAULT_REWARD, REWARDS, judged_rewards
 from fasbench.tools import TOOLSETS, ToolLimits
 from fasbench.training.config import Kind, expand, load
 
@@ -83,10 +83,8 @@ class RLConfig:
     def __post_init__(self):
         if self.toolset not in TOOLSETS:
             raise ValueError(f"rl config: toolset {self.toolset!r} unknown; choose one of {', '.join(TOOLSETS)}")
-        try:
-            rw = reward_named(self.reward)
-        except ValueError as e:
-            raise ValueError(f"rl config: {e}") from None
+        if self.reward not in REWARDS:
+            raise ValueError(f"rl config: reward {self.reward!r} unknown; choose one of {', '.join(REWARDS)}")
         if self.split is not None and self.split not in SPLITS:
             raise ValueError(f"rl config: split {self.split!r} unknown; choose one of {', '.join(SPLITS)} (or null: all)")
         if self.advantage not in ("grpo", "raw"):
@@ -94,7 +92,7 @@ class RLConfig:
         if self.corpus_mode not in (None, "offline", "online"):
             raise ValueError(f"rl config: corpus_mode {self.corpus_mode!r} unknown; choose offline, online or null")
         if self.judge:
-            if not rw.judged:
+            if not REWARDS[self.reward].judged:
                 raise ValueError(f"rl config: judge applies to the {' and '.join(judged_rewards())} rewards, "
                                  f"not {self.reward!r}")
             make_judge(self.judge)  # a bad spec fails here, not at the first reward
