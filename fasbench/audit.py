@@ -4,10 +4,13 @@ Each cheat turns the honest report of an episode into a cheating one, using only
 could do: cite every file its observations showed (``all-seen``), cite whole files (``whole-files``),
 cite nothing (``nothing``), cite the top 50 files of the corpus (``top50``), cite its files under
 mangled paths (``mangled``: case changed and backslashes) or add made-up ones (``nonexistent``), or
-cite the directories instead of the files (``directory``). ``CheatPolicy`` wraps any policy to
+cite the directories instead of the files (``directory``); or fabricate: answer its honest report at
+once, after zero tool calls (``zero-calls``), or cite, in its honest files, as many lines as it
+honestly cited but none of them shown to it (``unseen-lines``). ``CheatPolicy`` wraps any policy to
 produce the same cheats inside the harness (so they go through the tool sets' real report
 parsers); ``audit_table`` scores cheats and honest reports on the same tasks under Relace F2, Relace
-hybrid, FastContext and F0.5 (with line-level F1 as the reference for what was really lost), and
+hybrid, FastContext and F0.5 (with line-level F1 as the reference for what was really lost) and the
+grounded variants of Relace F2 and FastContext (``fasbench.reward``: citations count only where shown), and
 says for each (cheat, reward) whether the reward *penalises* the cheat, is *blind* to it, or is
 *gamed* by it (the paired difference to honest and its exact sign-flip interval,
 ``fasbench.metrics.paired_test``: interval above zero = gamed, below = penalised; with n ≤ 5 tasks no
@@ -24,16 +27,19 @@ from typing import Sequence
 
 import polars as pl
 
-from fasbench.harness import Policy
+from fasbench.harness import Limits, Policy, run_episode
 from fasbench.lines import file_lines
 from fasbench.metrics import file_prf, normalize_files, paired_bootstrap, paired_differs
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Report, Task, ToolCall, ToolResult, Trace, Turn
+from fasbench.process import shown_before_report, shown_lines
 from fasbench.reward import score_report
 from fasbench.tools import make_toolset, shown
 
-CHEATS = ("all-seen", "whole-files", "nothing", "top50", "mangled", "nonexistent", "directory")
-AUDIT_REWARDS = ("relace-f2", "relace-hybrid", "fastcontext", "f0.5", "line-f1")
+CHEATS = ("all-seen", "whole-files", "nothing", "top50", "mangled", "nonexistent", "directory", "zero-calls",
+          "unseen-lines")
+AUDIT_REWARDS = ("relace-f2", "relace-hybrid", "fastcontext", "f0.5", "line-f1", "grounded-relace-f2",
+                 "grounded-fastcontext")
 
 
 def _corpus_files(root: str | Path, limit: int | None = None) -> list[str]:
@@ -68,14 +74,47 @@ def seen_files(trace: Trace) -> list[str]:
     return out
 
 
+def _unseen_window(n_file: int, length: int, start: int, seen: list[list[int]]) -> list[int] | None:
+    """The first ``length``-line window of a file of ``n_file`` lines, from ``start`` on (then from line 1),
+    holding no line of ``seen`` (merged ranges); None when there is none."""
+    length = max(1, min(length, n_file))
+    for first in (start, 1):
+        a = max(1, first)
+        while a + length - 1 <= n_file:
+            b = a + length - 1
+            hit = next((r for r in seen if r[0] <= b and a <= r[1]), None)
+            if hit is None:
+                return [a, b]
+            a = hit[1] + 1
+    return None
+
+
+def unseen_lines(honest: Report | None, shown: dict, root: str | Path) -> dict:
+    """The ``unseen-lines`` cheat's citations: for each honest range, a range of as many lines in the same
+    file that the searcher was never shown (the first such window after it, else from line 1)."""
+    out: dict[str, list] = {}
+    for p, rs in (normalize_files(honest.files, str(root)) if honest is not None else {}).items():
+        n = _n_lines(root, p)
+        for a, b in rs or [[1, n]]:
+            w = _unseen_window(n, b - a + 1, b + 1, shown.get(p, []))
+            if w is not None:
+                out.setdefault(p, []).append(w)
+    return out
+
+
 def cheat_report(kind: str, honest: Report | None, trace: Trace | None, root: str | Path) -> Report:
-    """The report the cheat ``kind`` makes from an honest report of the same episode."""
+    """The report the cheat ``kind`` makes from an honest report of the same episode (``zero-calls``:
+    the honest report itself; the cheat is in the episode, which makes no call)."""
     if kind not in CHEATS:
         raise ValueError(f"unknown cheat {kind!r}; choose one of {', '.join(CHEATS)}")
     files = normalize_files(honest.files, str(root)) if honest is not None else {}
     why = f"cheat:{kind}"
     if kind == "nothing":
         return Report({}, why)
+    if kind == "zero-calls":
+        return Report(dict(honest.files) if honest is not None else {}, why)
+    if kind == "unseen-lines":
+        return Report(unseen_lines(honest, shown_before_report(trace) if trace is not None else {}, root), why)
     if kind == "all-seen":
         seen = seen_files(trace) if trace is not None else []
         out = dict(files)
@@ -114,11 +153,14 @@ def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence
         task = by_id.get(tr.task_id)
         if task is None or not task.root:
             continue
-        reports = {"honest": tr.report}
-        reports.update({c: cheat_report(c, tr.report, tr, task.root) for c in cheats})
-        for who, rep in reports.items():
+        seen = shown_before_report(tr)
+        # (report, turns, lines shown) per policy: a zero-calls cheat answers on its first turn, shown nothing
+        reports = {"honest": (tr.report, tr.n_turns, seen)}
+        reports.update({c: (cheat_report(c, tr.report, tr, task.root), 1 if c == "zero-calls" else tr.n_turns,
+                            {} if c == "zero-calls" else seen) for c in cheats})
+        for who, (rep, turns, shown) in reports.items():
             for rw in rewards:
-                s = score_report(rw, task.gold, rep, tr.n_turns, root=task.root)
+                s = score_report(rw, task.gold, rep, turns, root=task.root, shown=shown)  # grounded ones read shown
                 hit = bool(file_prf(normalize_files(rep.files, task.root) if rep else {}, task.gold.edited,
                                     task.root).n_hit)
                 rows.append({"task_id": tr.task_id, "policy": who, "reward": rw, "score": float(s.value), "hit": hit})
@@ -149,13 +191,15 @@ def audit_table(frame, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
 @dataclass
 class CheatPolicy(Policy):
     """Wraps a policy; when it answers, the answer is replaced by the cheat's report (bound to a
-    task for the cheats that read the corpus)."""
+    task for the cheats that read the corpus). ``zero-calls`` answers on its first turn, without a call,
+    the report the base policy makes in a private episode of its own on the task."""
 
     base: Policy
     cheat: str = "all-seen"
     name: str = ""
     root: str | None = None
     _messages: list = field(default_factory=list, repr=False)
+    task: Task | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.cheat not in CHEATS:
@@ -163,18 +207,27 @@ class CheatPolicy(Policy):
         self.name = self.name or f"cheat:{self.cheat}"
 
     def bind(self, task: Task) -> "CheatPolicy":
-        return CheatPolicy(self.base.bind(task), self.cheat, self.name, str(task.root))
+        return CheatPolicy(self.base.bind(task), self.cheat, self.name, str(task.root), task=task)
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         if self.root is None:
             raise RuntimeError(f"{self.name}: call bind(task) first (the cheats read the corpus)")
-        reply = self.base.act(messages, tools, final=final)
         d = dialect_for(tools)
+        if self.cheat == "zero-calls":
+            if self.task is None:
+                raise RuntimeError(f"{self.name}: call bind(task) first (the cheat runs the base policy on it)")
+            private = run_episode(self.task, self.base, d.name, Limits())
+            rep = cheat_report(self.cheat, private.report, private, self.root)
+            return d.report("cheat_r", rep.files, rep.explanation)
+        reply = self.base.act(messages, tools, final=final)
         honest = make_toolset(d.name, self.root).parse_report(reply.text, reply.calls)
         if honest is None:
             return reply
         tr = _trace_from_messages(messages, d.name)
-        rep = cheat_report(self.cheat, honest, tr, self.root)
+        if self.cheat == "unseen-lines":  # every turn of the chat so far was shown to it
+            rep = Report(unseen_lines(honest, shown_lines(tr), self.root), "cheat:unseen-lines")
+        else:
+            rep = cheat_report(self.cheat, honest, tr, self.root)
         return d.report("cheat_r", rep.files, rep.explanation)
 
 

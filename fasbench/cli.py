@@ -135,7 +135,10 @@ def score(
             _fail(str(e))
     elif judge is not None:
         _fail(f"--judge only applies to a judged reward ({', '.join(judged_rewards())}), not {reward!r}")
-    s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None, **kw)
+    try:
+        s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None, **kw)
+    except ValueError as e:  # e.g. a grounded reward, which needs the episode's observations
+        _fail(str(e))
     typer.echo(json.dumps(s.to_dict()))
 
 

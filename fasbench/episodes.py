@@ -5,7 +5,8 @@ the trace browser, SFT and RL before/after evaluations (:mod:`fasbench.checkpoin
 :func:`episode_row` builds a row, :func:`episode_table` a polars frame of many. :data:`TABLE` is the
 one declaration of every fixed column (its meaning, its type and how it is computed from an
 :class:`Episode`, the facts of one episode each computed once); :data:`COLUMNS` (name → meaning) and
-:data:`EMPTY_SCHEMA` are read from it. :data:`COLUMN_FAMILIES` documents the generated ones: a column
+:data:`EMPTY_SCHEMA` are read from it (the process measures among them: :data:`fasbench.process.PROCESS_COLUMNS`,
+each with its definition and source). :data:`COLUMN_FAMILIES` documents the generated ones: a column
 per reward and reward part (every reward of ``fasbench.reward.REWARDS``, scored by
 ``fasbench.reward.score_episode``), and the localization columns of :mod:`fasbench.localization`.
 Adding a column is one entry in :data:`TABLE`; adding a reward is one entry in ``REWARDS``.
@@ -33,6 +34,7 @@ import polars as pl
 from fasbench.localization import FC_SCORINGS, fastcontext_row, localization_row
 from fasbench.metrics import PRF, all_gold_at_k, normalize_path, scoring_memo
 from fasbench.models import well_formed
+from fasbench.process import PROCESS_COLUMNS, process_row, process_schema
 from fasbench.records import Task, Trace
 from fasbench.reward import (DEFAULT_REWARD, REWARDS, Score, judge_requests, report_files_prf, report_lines_prf,
                              reward_named, score_episode)
@@ -113,6 +115,11 @@ class Episode:
         return report_lines_prf(self.task.gold, self.trace.report, self.root)
 
     @cached_property
+    def process(self) -> dict:
+        """The process measures (:func:`fasbench.process.process_row`; the task-dependent ones null without it)."""
+        return process_row(self.trace, self.task)
+
+    @cached_property
     def scores(self) -> dict[str, Score]:
         """Reward name → its score of this episode (:func:`fasbench.reward.score_episode`)."""
         names = list(REWARDS) if self.rewards is None else list(dict.fromkeys([*self.rewards, self.reward]))
@@ -148,6 +155,7 @@ def _recall_at(e: Episode, k: int) -> float:
     return len(gold & set(e.ranked[:k])) / len(gold) if gold else 0.0
 
 
+_KIND = {"int": pl.Int64, "bool": pl.Boolean, "float": pl.Float64}
 _PRF = {"precision": lambda p: p.precision, "recall": lambda p: p.recall, "f1": lambda p: p.f(1.0),
         "f2": lambda p: p.f(2.0)}
 
@@ -199,6 +207,9 @@ TABLE: dict[str, Column] = {
                              (lambda e, k=k: all_gold_at_k(e.ranked, e.gold_files, k)), gold=True) for k in KS},
     **{f"recall_at_{k}": Column(f"share of gold files in the report's top {k}", pl.Float64,
                                 (lambda e, k=k: _recall_at(e, k)), gold=True) for k in KS},
+    # grounding, redundancy, tool and context efficiency, lost calls: defined in fasbench.process
+    **{c: Column(meaning, _KIND[kind], (lambda e, c=c: e.process[c]))
+       for (c, meaning), kind in zip(PROCESS_COLUMNS.items(), process_schema().values())},
 }
 
 #: Every fixed column of the episode table, in order, with its meaning (read from :data:`TABLE`).

@@ -149,8 +149,12 @@ def register(app) -> None:
         metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics to show (repeat or comma-separate)"),
         level: float = typer.Option(0.95, "--level", help="confidence level of the bootstrap intervals"),
         as_json: bool = typer.Option(False, "--json", help="one JSON object per run instead of a table"),
+        success: str = typer.Option("acc_at_5", "--success", help="run-to-run noise: the metric whose value "
+                                    "≥ --threshold is a success (pass^k, flip rate)"),
+        threshold: float = typer.Option(1.0, "--threshold", help="run-to-run noise: success threshold"),
     ):
-        """One table of all runs: policy, tool set, task source, n, main metrics with CIs, date, code version."""
+        """One table of all runs: policy, tool set, task source, n, main metrics with CIs, date, code version;
+        then, where one policy was run more than once, its run-to-run noise (pass^k, flip rate)."""
         from fasbench import runs as R  # local import: polars + fasbench.evaluate, ~7 s at CLI start-up
 
         metrics = _metrics(metric, R.RUN_METRICS)
@@ -159,9 +163,10 @@ def register(app) -> None:
             table = R.runs_table(dirs or None, metrics, level=level)
             if not table.height:
                 raise R.RunError(f"no runs found under {', '.join(map(str, dirs or R.run_roots())) or 'runs/'}")
-            for m in metrics:
+            for m in metrics if metric else ():  # a default metric older runs lack is shown as –
                 if table[m].is_null().all():
                     R.check_metrics(R.load_summary(table["path"][0]), [m], table["run"][0])
+            noise = R.noise_table(dirs or None, success, threshold)
         except (ValueError, FileNotFoundError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
@@ -171,6 +176,7 @@ def register(app) -> None:
             return
         typer.echo(f"{table.height} runs; metric: mean [{level:.0%} bootstrap interval over tasks]")
         typer.echo(R.format_table(R.display_runs(table, metrics)))
+        typer.echo(R.noise_text(noise))
 
 
     @app.command("eval-merge")
@@ -196,7 +202,7 @@ def register(app) -> None:
     def compare_cmd(
         runs: list[str] = typer.Argument(..., help="run directories or run names; the first is the reference"),
         metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics (repeat or comma-separate); "
-                                                   "default file_f2,line_f1,reward_relace_f2,turns"),
+                                                   "default file_f2,line_f1,reward_relace_f2,turns,unseen_cited_share,calls_nothing_new_share (those every run has)"),
         level: float = typer.Option(0.95, "--level", help="confidence level of the intervals"),
         n_boot: int = typer.Option(2000, "--n-boot", min=100, help="bootstrap resamples (intervals above 20 tasks)"),
         as_json: bool = typer.Option(False, "--json", help="one JSON object per row instead of a table"),
@@ -205,7 +211,7 @@ def register(app) -> None:
         two-sided sign-flip p (exact up to 20 tasks) beside its n, and the interval."""
         from fasbench import runs as R  # local import: polars + fasbench.evaluate, ~7 s at CLI start-up
 
-        metrics = _metrics(metric, R.COMPARE_METRICS)
+        metrics = _metrics(metric, ()) or None  # None: the default metrics every run has
         try:
             _check_level(level)
             table = R.compare_runs(runs, metrics, level=level, n_boot=n_boot)

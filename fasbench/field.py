@@ -21,6 +21,7 @@ from plotly.subplots import make_subplots
 from fasbench.data.files import find_data
 from fasbench.evaluate import aggregate
 from fasbench.figures import PALETTE
+from fasbench.localization import EXPLORE_TOP_K
 from fasbench.metrics import fmt_p, paired_differs, paired_test
 
 GOLDS = {  # label -> (summary column, what the gold is)
@@ -35,10 +36,21 @@ def published() -> pl.DataFrame:
     return pl.read_csv(find_data("field/published.csv"), infer_schema_length=None)
 
 
+SUBSETS = {"verified": "SWE-bench Verified", "lite": "SWE-bench Lite"}
+
+
 def task_benchmarks(tasks) -> set[str]:
     """Benchmarks the tasks belong to, named as in published.csv."""
-    names = {"verified": "SWE-bench Verified", "lite": "SWE-bench Lite"}
-    return {names[s] for t in tasks for s in t.meta.get("sets", []) if s in names}
+    return {SUBSETS[s] for t in tasks for s in t.meta.get("sets", []) if s in SUBSETS}
+
+
+def gold_kind(task, column: str) -> str:
+    """The kind of gold ``column`` is measured against on ``task``, in published.csv's words:
+    read-region columns name where the regions came from (an imported SWE-Explore file, or
+    fasbench's one-run stand-in, data/read_regions.py); the others are the gold patch's."""
+    if column.startswith("explore_"):
+        return (task.meta.get("gold_import") or {}).get("gold_kind") or "read-core regions"
+    return "gold-patch hunks" if column.startswith(("line_", "fc_")) else "gold-patch entities"
 
 
 def corpus_kind(tasks) -> str:
@@ -53,37 +65,70 @@ def corpus_kind(tasks) -> str:
     return ("offline sdist, an older release than each task's commit (gold relocated): " if off else "online: ") + kinds
 
 
+def _budget(col: str, df: pl.DataFrame) -> str:
+    """fasbench's budget for ``col``: the regions or items scored, and the turns the runs used."""
+    k = f"top {EXPLORE_TOP_K} regions" if col.startswith("explore_") else (
+        f"top {col.rsplit('_', 1)[1]}" if "_acc_at_" in col else "top 1" if col.endswith("_top1") else "every cited item")
+    turns = f", {df['turns'].mean():.1f} turns (mean, max {df['turns'].max()})" if "turns" in df.columns and df.height else ""
+    return k + turns
+
+
 def beside(df: pl.DataFrame, tasks, n_boot: int = 2000) -> pl.DataFrame:
-    """Published rows whose metric fasbench computes with the same definition, on a benchmark the
-    tasks belong to, each with every fasbench policy's macro mean ×100, its 95% CI, and n."""
-    pub = published().filter(pl.col("fasbench_column").is_in(df.columns)
-                             & pl.col("benchmark").is_in(sorted(task_benchmarks(tasks))))
+    """Each valid or secondary published row whose metric fasbench computes with the same definition,
+    beside every fasbench policy's macro mean ×100 (95% CI) over the tasks of the same subset (a
+    Lite row only on the Lite tasks), with both n and both budgets. ``comparable`` is False, and
+    ``why`` says why in a sentence, when the gold kinds differ (or the row is secondary)."""
+    by_id = {t.id: t for t in tasks}
+    pub = published().filter(pl.col("fasbench_column").is_in(df.columns) & pl.col("status").is_in(["valid", "secondary"])
+                             & pl.col("value").is_not_null())
     rows = []
-    for col in pub["fasbench_column"].unique(maintain_order=True):
-        sub = df.filter(pl.col(col).is_not_null())
+    for p in pub.iter_rows(named=True):
+        col = p["fasbench_column"]
+        ids = [i for i, t in by_id.items() if p["benchmark"] in task_benchmarks([t])]
+        sub = df.filter(pl.col(col).is_not_null() & pl.col("task_id").is_in(ids))
         if sub.height == 0:
             continue
+        kinds = sorted({gold_kind(by_id[i], col) for i in sub["task_id"].unique().to_list()})
+        why = []
+        if kinds != [p["gold"]]:
+            why.append(f"the published gold is {p['gold']}, fasbench's here is {' / '.join(kinds)}")
+        if p["status"] != "valid":
+            why.append(f"the published number is {p['status']} ({p['source_table']})")
         agg = aggregate(sub, [col], n_boot=n_boot)
-        for p in pub.filter(pl.col("fasbench_column") == col).iter_rows(named=True):
-            for a in agg.iter_rows(named=True):
-                rows.append({"metric": col, "benchmark": p["benchmark"], "published_system": p["model"],
-                             "published": p["value"], "published_n": p["n_tasks"], "fasbench_policy": a["policy"],
-                             "fasbench": round(100 * a[col], 1), "ci_lo": round(100 * a[f"{col}_lo"], 1),
-                             "ci_hi": round(100 * a[f"{col}_hi"], 1), "fasbench_n": a["n"], "gold": p["gold"]})
+        for a in agg.iter_rows(named=True):
+            mine = sub.filter(pl.col("policy") == a["policy"])
+            rows.append({"metric": col, "benchmark": p["benchmark"], "published_system": p["model"],
+                         "published": p["value"], "published_n": p["n_tasks"], "published_budget": p["budget"],
+                         "status": p["status"], "fasbench_policy": a["policy"],
+                         "fasbench": round(100 * a[col], 1), "ci_lo": round(100 * a[f"{col}_lo"], 1),
+                         "ci_hi": round(100 * a[f"{col}_hi"], 1), "fasbench_n": a["n"],
+                         "fasbench_budget": _budget(col, mine), "gold": p["gold"], "fasbench_gold": " / ".join(kinds),
+                         "comparable": not why, "why": ("not comparable: " + "; ".join(why) + ".") if why else ""})
     return pl.DataFrame(rows)
 
 
 def caveats(tasks, df: pl.DataFrame) -> list[str]:
-    """What differs between the fasbench numbers and the published ones, computed from the run."""
+    """What differs between the fasbench numbers and the published ones, computed from the run and
+    the gold its tasks carry."""
     n_read = df.filter(pl.col("explore_line_f1").is_not_null())["task_id"].n_unique() if "explore_line_f1" in df.columns else 0
     n_fn = df.filter(pl.col("function_f1").is_not_null())["task_id"].n_unique() if "function_f1" in df.columns else 0
+    subsets = {b: sum(b in task_benchmarks([t]) for t in tasks) for b in sorted(task_benchmarks(tasks))}
+    read = [t for t in tasks if t.gold.explore is not None]
+    kinds: dict[str, int] = {}
+    for t in read:
+        k = gold_kind(t, "explore_line_f1")
+        kinds[k] = kinds.get(k, 0) + 1
+    whole = sum(bool((t.gold.explore or {}).get("whole_files")) for t in read)
+    lost = sum(bool((t.meta.get("explore_relocation") or {}).get("core_dropped")) for t in read)
+    where = "; ".join(f"{k} ({n})" for k, n in sorted(kinds.items())) or "none"
     return [
-        f"tasks: {len(tasks)} SWE-bench instances the offline corpus serves (not the full benchmark); "
+        f"tasks: {len(tasks)} SWE-bench instances the offline corpus serves (not the full benchmark: "
+        + ", ".join(f"{n} in {b}" for b, n in subsets.items()) + "; a published row is compared on its subset only); "
         f"{n_fn} have a function-level gold (module-level-only edits are left out, as LocAgent does)",
         f"corpus: {corpus_kind(tasks)}",
         "entities: Python ast on the corpus (LocAgent/CodeScout use their own parsers); a whole-file citation names no entity",
-        f"read regions: {n_read} tasks; one resolved Gemini-3-Pro mini-swe-agent run's reads before its first edit "
-        "(SWE-Explore: consensus of several successful runs, LLM-refined), relocated onto the corpus",
+        f"read regions: {n_read} tasks scored; their gold: {where}; {whole} with whole-file reads kept whole on the corpus, "
+        f"{lost} with core regions dropped by relocation (meta explore_relocation); scored at SWE-Explore's top-{EXPLORE_TOP_K} budget",
         "policies: fasbench's LLM-free heuristic and BM25 baselines; the published systems are trained or frontier LLM agents",
     ]
 
@@ -208,11 +253,13 @@ def findings(ranks: pl.DataFrame, side: pl.DataFrame, n_tasks: int) -> str:
     if side.height:
         for col in side["metric"].unique(maintain_order=True):
             s = side.filter(pl.col("metric") == col)
-            best = s.sort("fasbench", descending=True).row(0, named=True)
-            pub = ", ".join(f"{r['published_system']} {r['published']} ({r['benchmark']})"
-                            for r in s.unique(["published_system", "benchmark"], maintain_order=True).iter_rows(named=True))
-            lines.append(f"- `{col}`: fasbench's best here {best['fasbench_policy']} {best['fasbench']} "
-                         f"[{best['ci_lo']}, {best['ci_hi']}] on n = {best['fasbench_n']} vs published {pub}.")
+            for r in s.unique(["published_system", "benchmark"], maintain_order=True).iter_rows(named=True):
+                best = s.filter(pl.col("benchmark") == r["benchmark"]).sort("fasbench", descending=True).row(0, named=True)
+                n_pub = f"n = {r['published_n']}" if r["published_n"] is not None else "n not given"
+                lines.append(f"- `{col}` on {r['benchmark']}: fasbench's best {best['fasbench_policy']} {best['fasbench']} "
+                             f"[{best['ci_lo']}, {best['ci_hi']}] (n = {best['fasbench_n']}, {best['fasbench_budget']}) vs "
+                             f"{r['published_system']} {r['published']} ({n_pub}, {r['published_budget']})"
+                             + (f"; {r['why']}" if r["why"] else "."))
     lines.append(f"- These are {n_tasks} offline-usable tasks with LLM-free baselines: read the caveats above before "
                  "putting a fasbench number beside a published one.")
     return "\n".join(lines)

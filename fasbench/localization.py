@@ -167,14 +167,16 @@ def _shared(a: Mapping[str, Sequence[Sequence[int]]], b: Mapping[str, Sequence[S
 
 
 def explore_line_counts(explore: Mapping, root: str | None) -> dict[str, int]:
-    """Line counts of the gold paths (core and optional regions) on the corpus, as eval_runner's
-    ``_build_file_line_counts`` (``len(text.splitlines())``), read through :mod:`fasbench.contain`
-    (inside the root, regular files, at most ``contain.MAX_READ_BYTES``; a path it refuses or a
-    longer file has no count)."""
+    """Line counts of the gold paths on the corpus, as eval_runner's ``_build_file_line_counts``
+    (``len(text.splitlines())`` of every path a core or optional region of the record names: here
+    the regions' paths and ``count_paths``, which keeps the paths of regions relocation dropped),
+    read through :mod:`fasbench.contain` (inside the root, regular files, at most
+    ``contain.MAX_READ_BYTES``; a path it refuses or a longer file has no count)."""
     out: dict[str, int] = {}
     if not root:
         return out
-    for path in {r[0] for r in list(explore.get("core_regions") or []) + list(explore.get("optional_regions") or [])}:
+    regions = list(explore.get("core_regions") or []) + list(explore.get("optional_regions") or [])
+    for path in {r[0] for r in regions} | set(explore.get("count_paths") or []):
         try:
             data, more = read_bytes(root, path)
         except PathRefused:

@@ -21,6 +21,10 @@ Formulas (see docs/design.md):
   ``/`` is a wrong path). ``fastcontext-lenient`` is the same formula over fasbench's looser reading
   (``parse_final_answer_lenient`` of the answer text, every path normalised): not the release's.
 - F0.5 over files, as Cognition reports its searcher.
+- ``grounded-NAME`` for every reward NAME: fasbench's own, not published. The report's citations count only
+  where the searcher was shown them (``fasbench.process.ground_report``: each cited file keeps the cited
+  lines a call showed before the report; a file with none is dropped), then reward NAME scores what is
+  left. It needs the episode's observations (from its ``trace``, or ``shown=``).
 
 ``root`` (a workspace directory) lets line ranges resolve against the files: ``[s, -1]`` ends at the
 file's last line and every range is clipped to the file's length; without it they are clipped to
@@ -35,6 +39,7 @@ from typing import Callable, Sequence
 from fasbench.judge import citation_contents, query_message
 from fasbench.lines import LINE_CAP, capped_ranges
 from fasbench.metrics import PRF, fbeta, file_prf, line_prf, normalize_files, normalize_path
+from fasbench.process import ground_report, shown_before_report
 from fasbench.records import Gold, Report
 from fasbench.tools.fastcontext import parse_final_answer_lenient
 from fasbench.tools.fastcontext_published import WORK_DIR
@@ -134,7 +139,7 @@ _EPISODE = object()  # fastcontext's finish_reason when not given: the episode's
 
 def fastcontext(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
                 trace=None, query: str | None = None, judge=None, finish_reason: str | None | object = _EPISODE,
-                lenient: bool = False, answer: str | None = None, **_) -> Score:
+                lenient: bool = False, answer: str | None | object = _EPISODE, **_) -> Score:
     """FastContext's RL reward as released (``generate_with_fastcontext.py`` ``reward_func``, scores
     from ``utils.py``):
 
@@ -152,14 +157,14 @@ def fastcontext(gold: Gold, report: Report | None, *, turns: int | None = None, 
     workspace the citations are read from. Deviations: a gold with no file gives no over-citation term
     (the release divides by 0).
 
-    ``lenient`` (the ``fastcontext-lenient`` reward): the answer text (``answer``, else the episode's
-    last reply when it ended with one) is re-read with ``parse_final_answer_lenient`` and paths are
+    ``lenient`` (the ``fastcontext-lenient`` reward): the answer text (``answer`` when given, None
+    included, else :func:`episode_answer`) is re-read with ``parse_final_answer_lenient`` and paths are
     normalised (fasbench's older reading)."""
     if finish_reason is _EPISODE:
         finish_reason = episode_finish_reason(trace) if trace is not None else "stop"
     query = episode_query(trace, query)
-    if lenient and answer is None:
-        answer = _answer_text(trace) if trace is not None and trace.stop_reason in ("reported", "no_answer") else None
+    if lenient and answer is _EPISODE:
+        answer = episode_answer(trace)
     if lenient and answer is not None:
         report = parse_final_answer_lenient(answer)
     parts = {"cited": 0.0, "score_file": 0.0, "f0.5": 0.0, "over_penalty": 0.0, "quality": 0.0,
@@ -221,9 +226,12 @@ def episode_query(trace, query: str | None) -> str | None:
     return q if isinstance(q, str) and q else query
 
 
-def _answer_text(trace) -> str | None:
-    """The text of the episode's last reply (the one a FastContext answer is read from)."""
-    return trace.turns[-1].text if trace is not None and trace.turns else None
+def episode_answer(trace) -> str | None:
+    """The text of the episode's last reply when the episode ended with it (reported, or stopped
+    without an answer block): the one a FastContext answer is read from; None otherwise."""
+    if trace is None or not trace.turns or trace.stop_reason not in ("reported", "no_answer"):
+        return None
+    return trace.turns[-1].text
 
 
 def fastcontext_lenient(gold: Gold, report: Report | None, **episode) -> Score:
@@ -273,6 +281,7 @@ class Reward:
 
     fn: Callable[..., Score]
     judged: bool = False
+    reads_answer: bool = False  # re-reads the episode's answer text (fastcontext-lenient), not the parsed report
 
     def __call__(self, gold: Gold, report: Report | None, **episode) -> Score:
         return self.fn(gold, report, **episode)
@@ -286,7 +295,7 @@ REWARDS: dict[str, Reward] = {
     "relace-f2": Reward(relace_f2),
     "relace-hybrid": Reward(relace_hybrid),
     "fastcontext": Reward(fastcontext, judged=True),
-    "fastcontext-lenient": Reward(fastcontext_lenient, judged=True),
+    "fastcontext-lenient": Reward(fastcontext_lenient, judged=True, reads_answer=True),
     "f0.5": Reward(f05),
     "file-f1": Reward(file_f1),
     "line-f1": Reward(line_f1),
@@ -313,6 +322,41 @@ def score_episode(name: str, trace, task, judge=None) -> Score:
     one scoring of an episode, used by the episode table, the RL reward function and the golden traces."""
     return reward_named(name)(task.gold, trace.report, turns=trace.n_turns, root=task.root, trace=trace,
                               query=task.query, judge=judge)
+
+
+GROUNDED = "grounded-"
+
+
+def grounded(name: str) -> Reward:
+    """Reward ``name`` over the report's grounded citations (fasbench's own variant; module docstring).
+    The lines shown to the searcher before its report come from the episode (``trace``:
+    ``process.shown_before_report``) or ``shown`` (path → line ranges); without either the reward
+    cannot be computed and says so (a ValueError naming it)."""
+    base = REWARDS[name]
+
+    def reward(gold: Gold, report: Report | None, *, trace=None, root: str | None = None, shown=None,
+               answer=_EPISODE, **episode) -> Score:
+        if shown is None and trace is not None:
+            shown = shown_before_report(trace)
+        if shown is None:
+            raise ValueError(f"reward {GROUNDED}{name} needs the episode's observations (shown=); "
+                             "score a whole episode (fasbench eval / episodes.episode_row), not a bare report")
+        if base.reads_answer:  # the lenient reading re-parses the answer: ground that report
+            answer = episode_answer(trace) if answer is _EPISODE else answer
+            if answer is not None:
+                report = parse_final_answer_lenient(answer)
+        kept = ground_report(report, shown, root)
+        s = base(gold, kept, trace=trace, root=root, answer=None, **episode)
+        n = (sum(len(rs) for rs in report.files.values()), sum(len(rs) for rs in kept.files.values())) \
+            if report is not None else (0, 0)
+        return Score(s.value, s.parts, f"grounded: {len(kept.files) if kept else 0} of "
+                     f"{len(report.files) if report else 0} cited files kept ({n[1]} ranges of {n[0]}); {s.reason}")
+
+    reward.__doc__ = f"{GROUNDED}{name}: {name} over the citations the searcher was shown (fasbench's own)."
+    return Reward(reward, judged=base.judged)
+
+
+REWARDS.update({GROUNDED + n: grounded(n) for n in list(REWARDS)})
 
 
 def score_report(name: str, gold: Gold, report: Report | None, turns: int | None = None,

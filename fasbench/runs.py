@@ -11,14 +11,25 @@ when two share a name) and can be given by path or by that name (searched under 
   difference (run − reference) with its interval, the two-sided sign-flip p-value and n
   (:func:`fasbench.metrics.paired_test`: exact at small n, valid at every n), for several metrics at
   once (``fasbench compare A B [C …]``);
+- :func:`noise_table` — run-to-run noise of repeated runs of one policy (same spec but its ``seed``,
+  same tool set, task source and limits: :func:`policy_key`): per group pass^k for every k up to the
+  number of runs (τ-bench, Yao et al. 2024, arXiv 2406.12045 §3: pass^k = mean over tasks of
+  C(c, k) / C(n, k), c of n runs succeeding) and the flip rate (fasbench's own: mean over tasks of the
+  share of pairs of runs that disagree on success, c(n − c) / C(n, 2)); a success is ``metric ≥ threshold``
+  (default ``acc_at_5 ≥ 1``: every gold file in the top 5);
+- :func:`noise_floors` — per metric, the largest |mean paired difference| between two runs of one policy
+  on their shared tasks: ``compare_runs`` puts it beside each difference (``noise_floor``), a difference
+  within it is what re-running the same policy already shows;
 - :func:`format_table` — either frame as aligned plain text for a terminal.
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -30,8 +41,10 @@ from fasbench.metrics import EXACT_MAX_N, N_FLIPS, bootstrap_ci, p_text, paired_
 from fasbench.paths import repo_root
 from fasbench.tasksets import task_set_label
 
-RUN_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "acc_at_5", "turns", "wall_s")
-COMPARE_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "turns")
+RUN_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "acc_at_5", "turns", "wall_s", "unseen_cited_share",
+               "calls_nothing_new_share")
+COMPARE_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "turns", "unseen_cited_share",
+                   "calls_nothing_new_share")
 
 
 class RunError(ValueError):
@@ -136,35 +149,148 @@ def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95, n_b
     return paired_test(b, a, level=level, n_boot=n_boot, seed=seed)
 
 
-def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] = COMPARE_METRICS, level: float = 0.95,
-                 n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = None, level: float = 0.95,
+                 n_boot: int = 2000, seed: int = 0, repeats: Sequence[str | Path] | None = None) -> pl.DataFrame:
     """Every run after the first against the first (the reference), on the tasks both have: one row per
     (run, metric) with ``n`` shared tasks, ``reference``/``run`` means, ``diff`` = run − reference,
     ``lo``/``hi`` (``level`` interval; nan when n is too small for one), ``p`` (two-sided sign-flip),
-    ``n_nonzero``, ``p_min`` (the smallest p these n could give), ``test`` and ``ci`` (the methods) and
-    ``level``. Unknown runs or metrics raise
+    ``n_nonzero``, ``p_min`` (the smallest p these n could give), ``test`` and ``ci`` (the methods),
+    ``level``, and ``noise_floor`` / ``noise_pairs`` (:func:`noise_floors` of the reference's and the run's
+    policies, over the runs in ``repeats``: default the folders holding the compared runs; null when
+    neither policy has repeated runs there). ``metrics`` None: those of :data:`COMPARE_METRICS` every
+    run has (a run written before a column existed lacks it). Unknown runs or given metrics raise
     :class:`RunError` with a one-line message."""
     if len(runs) < 2:
         raise RunError("compare needs at least two runs")
-    if not metrics:
-        raise RunError("compare needs at least one metric")
     dirs = [resolve_run(r) for r in runs]
     names = run_names(dirs)
     frames = [load_summary(d) for d in dirs]
+    defaulted = metrics is None
+    if metrics is None:
+        metrics = [m for m in COMPARE_METRICS if all(m in df.columns for df in frames)]
+    if not metrics:
+        raise RunError("compare needs at least one metric")
     for name, df in zip(names, frames):
         check_metrics(df, metrics, name)
     ref, ref_df = names[0], frames[0]
+    pool = find_runs(repeats) if repeats is not None else find_runs(sorted({d.parent for d in dirs}))
+    floors = noise_floors(list(dict.fromkeys([*dirs, *pool])), metrics)
+    keys = [run_key(d) for d in dirs]
     rows = []
-    for name, df in zip(names[1:], frames[1:]):
+    for name, df, key in zip(names[1:], frames[1:], keys[1:]):
         for m in metrics:
             j = ref_df.select("task_id", m).join(df.select("task_id", m), on="task_id", suffix="_b").drop_nulls()
+            if j.height == 0 and defaulted:  # e.g. a retrieval run has no calls, so no share of them
+                continue
             if j.height == 0:
                 raise RunError(f"{name} and {ref} share no task with a value of {m}")
             a, b = j[m].cast(pl.Float64).to_list(), j[f"{m}_b"].cast(pl.Float64).to_list()
             res = paired_diff(a, b, level, n_boot, seed)
+            fl = [floors[k][m] for k in dict.fromkeys([keys[0], key]) if k in floors and m in floors[k]]
             rows.append({"reference": ref, "run": name, "metric": m, "reference_mean": float(np.mean(a)),
-                         "run_mean": float(np.mean(b)), **res})
-    return pl.DataFrame(rows)
+                         "run_mean": float(np.mean(b)), **res,
+                         "noise_floor": max((f for f, _ in fl), default=None),
+                         "noise_pairs": sum(n for _, n in fl) if fl else 0})
+    return pl.DataFrame(rows, schema_overrides={"noise_floor": pl.Float64})
+
+
+# ---------------------------------------------------------------- run-to-run noise
+
+_SEED = re.compile(r"(?:^|(?<=[:,]))seed=[^,]*,?")
+
+
+def policy_key(meta: dict) -> tuple:
+    """What makes two runs runs of one policy: the policy spec without its ``seed=`` parameter, the tool
+    set, the task source and the turn and call limits (``run.json``)."""
+    spec = _SEED.sub("", str(meta.get("policy") or "")).rstrip(",:")
+    return (spec, meta.get("toolset"), meta.get("task_source"), meta.get("max_turns"), meta.get("max_calls"))
+
+
+def run_key(d: Path) -> tuple | None:
+    """:func:`policy_key` of a run directory (its policy read from the summary when ``run.json`` lacks it);
+    None when no policy is recorded at all (such a run is nobody's repeat)."""
+    meta = read_run_meta(d)
+    if not meta.get("policy"):
+        meta = {**meta, "policy": _first(load_summary(d), "policy")}
+    return policy_key(meta) if meta.get("policy") else None
+
+
+def repeat_groups(dirs: Sequence[Path]) -> dict[tuple, list[Path]]:
+    """Runs grouped by :func:`policy_key`, only groups of two runs or more."""
+    groups: dict[tuple, list[Path]] = {}
+    for d in dirs:
+        key = run_key(Path(d))
+        if key is not None:
+            groups.setdefault(key, []).append(Path(d))
+    return {k: v for k, v in groups.items() if len(v) > 1}
+
+
+def _values(d: Path, metric: str) -> dict[str, float]:
+    df = load_summary(d)
+    if metric not in df.columns:
+        return {}
+    return {t: float(v) for t, v in df.select("task_id", metric).drop_nulls().iter_rows()}
+
+
+def noise_floors(dirs: Sequence[Path], metrics: Sequence[str]) -> dict[tuple, dict[str, tuple[float, int]]]:
+    """Per policy with repeated runs among ``dirs`` and per metric: (the largest |mean of run B − run A|
+    over every pair of its runs, on the tasks both have; the number of pairs)."""
+    out: dict[tuple, dict[str, tuple[float, int]]] = {}
+    for key, group in repeat_groups(dirs).items():
+        for m in metrics:
+            vals = [_values(d, m) for d in group]
+            diffs = []
+            for a, b in itertools.combinations(vals, 2):
+                shared = sorted(set(a) & set(b))
+                if shared:
+                    diffs.append(abs(float(np.mean([b[t] - a[t] for t in shared]))))
+            if diffs:
+                out.setdefault(key, {})[m] = (max(diffs), len(diffs))
+    return out
+
+
+def pass_hat_k(successes: Sequence[int], n: int, k: int) -> float:
+    """τ-bench's pass^k (arXiv 2406.12045): the mean over tasks of C(c, k) / C(n, k), c of n runs
+    succeeding: the chance that k runs drawn from the n all succeed."""
+    return float(np.mean([math.comb(c, k) / math.comb(n, k) for c in successes])) if successes else math.nan
+
+
+def flip_rate(successes: Sequence[int], n: int) -> float:
+    """fasbench's flip rate: the mean over tasks of the share of pairs of runs that disagree on success,
+    c(n − c) / C(n, 2) (0: every task always or never solved; 0.5·n/(n−1) at most)."""
+    return float(np.mean([c * (n - c) / math.comb(n, 2) for c in successes])) if successes and n > 1 else math.nan
+
+
+def noise_table(paths: Sequence[str | Path] | None = None, metric: str = "acc_at_5",
+                threshold: float = 1.0) -> pl.DataFrame:
+    """One row per policy with repeated runs (:func:`repeat_groups`) among the runs at or under ``paths``:
+    ``policy``, ``toolset``, ``task_source``, ``runs`` (n), ``tasks`` (those every run has a value of
+    ``metric`` for), ``success`` (the rule), ``pass^1`` … ``pass^n`` and ``flip_rate``; empty when no
+    policy was run twice."""
+    dirs = find_runs(paths)
+    rows = []
+    for key, group in repeat_groups(dirs).items():
+        vals = [_values(d, metric) for d in group]
+        shared = sorted(set.intersection(*(set(v) for v in vals)))
+        n = len(group)
+        c = [sum(v[t] >= threshold for v in vals) for t in shared]
+        rows.append({"policy": key[0], "toolset": key[1], "task_source": task_set_label(key[2]), "runs": n,
+                     "tasks": len(shared), "success": f"{metric} >= {threshold:g}",
+                     **{f"pass^{k}": pass_hat_k(c, n, k) for k in range(1, n + 1)}, "flip_rate": flip_rate(c, n)})
+    return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame({"policy": []}, schema={"policy": pl.Utf8})
+
+
+def noise_text(table: pl.DataFrame, digits: int = 3) -> str:
+    """:func:`noise_table` for a terminal: a header line and the table, or one line saying no policy was
+    run twice."""
+    if not table.height:
+        return ("run-to-run noise: no policy was run more than once here (same spec but its seed, tool set, task "
+                "set and limits); run a stochastic policy again with another seed=… for pass^k and the flip rate")
+    head = (f"run-to-run noise of repeated runs (success: {table['success'][0]}; pass^k: τ-bench, arXiv 2406.12045, "
+            "the chance that k runs all succeed; flip rate: share of pairs of runs that disagree, per task)")
+    shown = table.with_columns([pl.col(c).map_elements(lambda v: _num(v, digits), return_dtype=pl.Utf8)
+                                for c in table.columns if c.startswith("pass^") or c == "flip_rate"])
+    return head + "\n" + format_table(shown.select([pl.col(c).cast(pl.Utf8).fill_null("–") for c in shown.columns]))
 
 
 def _num(v, digits: int = 3) -> str:
@@ -210,7 +336,8 @@ def display_compare(table: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
                           "reference": _num(r["reference_mean"], digits), "run mean": _num(r["run_mean"], digits),
                           "diff (run − ref)": _ci(r["diff"], r["lo"], r["hi"], digits, signed=True), "p": _p(r["p"]),
                           "n": str(r["n"]), "min p": _p(r.get("p_min")),
-                          "test": "exact" if str(r.get("test", "")).startswith("exact") else "MC"}
+                          "test": "exact" if str(r.get("test", "")).startswith("exact") else "MC",
+                          "noise floor": _num(r.get("noise_floor"), digits)}
                          for r in table.iter_rows(named=True)])
 
 
@@ -223,7 +350,19 @@ def compare_note(table: pl.DataFrame, level: float = 0.95) -> str:
             "bootstrap above")
     if table.height and any(math.isnan(v) for v in table["lo"].to_list() if v is not None):
         note += f"; [–]: no {level:.0%} interval exists for n ≤ {_no_ci_max_n(level)}"
-    return note
+    return note + "\n" + noise_note(table)
+
+
+def noise_note(table: pl.DataFrame) -> str:
+    """One line on the noise floor column: what it is, or that no repeated runs exist."""
+    pairs = int(table["noise_pairs"].max() or 0) if "noise_pairs" in table.columns and table.height else 0
+    if not pairs:
+        return ("noise floor: – (no repeated runs of these policies in the runs' folders: the same spec but its "
+                "seed, tool set, task set and limits); run a stochastic policy again with another seed=… to "
+                "measure run-to-run noise")
+    return ("noise floor: the largest |mean difference| between two runs of one policy (same spec but its seed) "
+            f"on their shared tasks, over up to {pairs} pair(s) of repeated runs; a diff within it is what "
+            "re-running the same policy already shows")
 
 
 def _no_ci_max_n(level: float) -> int:

@@ -529,3 +529,119 @@ def test_no_reward_chosen_by_its_name():
     expect_clean(check_reward_name_tests(), "a reward chosen by a string test of its name (give its registry entry "
                  "in fasbench.reward.REWARDS the property instead)")
 
+
+# ---------------------------------------------------------------------------------------------
+# one reader of main-agent trajectories (issue #28 item 1)
+
+READER = "fasbench/trajectories/"
+#: What the one trajectory reader defines: a module elsewhere that defines one of these names is a
+#: second reader (trajectory formats, shell calls with outputs, files seen, first edit, agent paths).
+READER_NAMES = frozenset({
+    "load_json", "message_text", "bash_blocks", "ShellCall", "shell_calls", "read_actions",
+    "output_text", "parse_file", "detect", "count_tokens", "count_tokens_batch", "analyze_call",
+    "submission_files", "edits_submission", "edits_files", "viewing", "Viewing", "search_paths",
+    "agent_path",
+})
+#: The agent's repository root is spelled only in trajectories/paths.py (``ROOT``); elsewhere only:
+ROOT_SPELLING_ALLOWED: dict[str, str] = {
+    "fasbench/metrics.py": "normalize_path strips the prefixes a *searcher's* answer may use (/repo/, /testbed/, "
+    "/workspace/): a report's paths, not a main agent's",
+    "fasbench/e2e/live.py": "rewrites mini-swe-agent's own instance template (its configuration text), "
+    "no path is normalised",
+}
+#: Modules that read main-agent trajectories or build on the reader: none of them imports a private
+#: name (``_x``) of another module (the reader's callers use its public names).
+READER_SCOPE = ("fasbench/trajectories/", "fasbench/data/agent_traces.py", "fasbench/data/read_regions.py",
+                "fasbench/sft/reference.py", "fasbench/e2e/looked.py", "fasbench/e2e/counterfactual.py")
+
+
+def _top_level_names(tree: ast.Module) -> dict[str, int]:
+    return {n.name: n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _modules(files=None):
+    """(repository-relative name, path) of the package's modules, or of the given ones."""
+    return files if files is not None else [(rel(p), p) for p in source_files().values()]
+
+
+def check_one_reader(files=None) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r, p in _modules(files):
+        if r.startswith(READER):
+            continue
+        for name, line in _top_level_names(parsed(p)[0]).items():
+            if name in READER_NAMES:
+                out.setdefault(r, []).append(f"line {line}: defines {name} (the trajectory reader's; import it "
+                                             f"from fasbench.trajectories)")
+    return out
+
+
+def check_root_spelling(files=None) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r, p in _modules(files):
+        if r == READER + "paths.py" or r in ROOT_SPELLING_ALLOWED:
+            continue
+        for node in ast.walk(parsed(p)[0]):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                    node.value.rstrip("/") == "/testbed" or node.value.startswith("/testbed/")):
+                out.setdefault(r, []).append(f"line {node.lineno}: {node.value!r} (use trajectories.paths.ROOT / "
+                                             "agent_path)")
+    return out
+
+
+def check_private_imports(files=None, scope: tuple[str, ...] = READER_SCOPE) -> dict[str, list[str]]:
+    """``from fasbench.x import _y`` (a private name of another module) in the modules of ``scope``."""
+    out: dict[str, list[str]] = {}
+    for r, p in _modules(files):
+        if not r.startswith(scope):
+            continue
+        for node, _ in imports(p):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("fasbench"):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        out.setdefault(r, []).append(f"line {node.lineno}: from {node.module} import {a.name}")
+    return out
+
+
+CHECKS.update({"one reader": check_one_reader, "agent root": check_root_spelling, "private imports": check_private_imports})
+
+
+def test_one_trajectory_reader():
+    expect_clean(check_one_reader(), "trajectory reading outside fasbench/trajectories/ (one reader, docs/design.md)")
+
+
+def test_reader_names_are_the_readers():
+    """Every READER_NAMES entry is defined at the top of a fasbench/trajectories/ module (no stale entry)."""
+    defined = {n for m, p in source_files().items() if rel(p).startswith(READER) for n in _top_level_names(parsed(p)[0])}
+    assert not READER_NAMES - defined, f"READER_NAMES not defined in {READER}: {sorted(READER_NAMES - defined)}"
+
+
+def test_agent_root_spelled_once():
+    expect_clean(check_root_spelling(), "the agent's repository root spelled outside fasbench/trajectories/paths.py")
+
+
+def test_root_allowlist_still_needed():
+    found = set()
+    for r in ROOT_SPELLING_ALLOWED:
+        tree, _ = parsed(REPO / r)
+        if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and "/testbed" in n.value
+               and not n.value.startswith(" ") for n in ast.walk(tree)):
+            found.add(r)
+    assert found == set(ROOT_SPELLING_ALLOWED), f"remove from ROOT_SPELLING_ALLOWED: {set(ROOT_SPELLING_ALLOWED) - found}"
+
+
+def test_reader_and_callers_import_no_private_names():
+    expect_clean(check_private_imports(), "private names imported across modules by the trajectory reader or its callers")
+
+
+def test_reader_rules_catch_a_second_reader(tmp_path):
+    """The three checks read real source: a caller that defines its own ``viewing``, spells /testbed and
+    imports a private helper fails each of them; the same code in the reader's package passes the first."""
+    src = tmp_path / "second.py"
+    src.write_text("from fasbench.trajectories.viewed import _script_writes\n\n"
+                   "def viewing(a):\n    return '/testbed/' + a\n", encoding="utf-8")
+    caller = [("fasbench/data/agent_traces.py", src)]
+    assert "defines viewing" in check_one_reader(caller)["fasbench/data/agent_traces.py"][0]
+    assert "'/testbed/'" in check_root_spelling(caller)["fasbench/data/agent_traces.py"][0]
+    assert "import _script_writes" in check_private_imports(caller)["fasbench/data/agent_traces.py"][0]
+    assert check_one_reader([("fasbench/trajectories/viewed.py", src)]) == {}

@@ -5,11 +5,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from fasbench.audit import CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
+from fasbench.audit import AUDIT_REWARDS, CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
 from fasbench.harness import run_episode
 from fasbench.metrics import normalize_path
 from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
+from fasbench.process import process_row
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def test_audit_table_verdicts(run):
     # the differences, coverage 1 - 2/2^5 >= 0.9)
     assert set(audit_table(audit_frame(tasks, traces), n_boot=500)["verdict"]) == {"blind"}
     tab = audit_table(audit_frame(tasks, traces), n_boot=500, level=0.9)
-    assert set(tab["cheat"]) == set(CHEATS) and tab.height == len(CHEATS) * 5
+    assert set(tab["cheat"]) == set(CHEATS) and tab.height == len(CHEATS) * len(AUDIT_REWARDS)
 
     def row(cheat, reward):
         return tab.filter((pl.col("cheat") == cheat) & (pl.col("reward") == reward)).row(0, named=True)
@@ -40,6 +41,14 @@ def test_audit_table_verdicts(run):
     assert row("directory", "fastcontext")["paid_when_wrong"] > 0.5
     assert row("mangled", "fastcontext")["paid_when_wrong"] > 0.5
     assert row("directory", "relace-f2")["paid_when_wrong"] == 0.0
+    # the fabricating cheats: every ungrounded reward is blind to a report made after zero calls or citing
+    # lines never shown (the same files); the grounded variants score them 0 (citations count where shown)
+    for cheat in ("zero-calls", "unseen-lines"):
+        for rw in ("relace-f2", "relace-hybrid", "fastcontext", "f0.5"):
+            assert row(cheat, rw)["verdict"] == "blind" and row(cheat, rw)["diff"] == 0.0
+        for rw in ("grounded-relace-f2", "grounded-fastcontext"):
+            assert row(cheat, rw)["verdict"] == "penalised" and row(cheat, rw)["cheat_score"] == 0.0
+            assert row(cheat, rw)["honest"] == row(cheat, rw.removeprefix("grounded-"))["honest"]  # honest: grounded
 
 
 def test_cheat_reports(run):
@@ -65,3 +74,13 @@ def test_cheat_policy_through_the_harness(run, toolset):
     assert tr.stop_reason == "reported" and any(p.endswith("_fix.py") for p in tr.report.files)
     tr = run_episode(t, CheatPolicy(make_policy("heuristic"), "nothing").bind(t), toolset)
     assert tr.report is not None and tr.report.files == {}
+    honest = run_episode(t, make_policy("heuristic"), toolset)
+    zero = run_episode(t, CheatPolicy(make_policy("heuristic"), "zero-calls").bind(t), toolset)
+    p = process_row(zero, t)
+    assert zero.n_turns == 1 and p["search_calls"] == 0 and p["reported_without_calls"]
+    assert zero.report.files == honest.report.files and p["cited_lines_unseen"] == p["cited_lines"] > 0
+    unseen = run_episode(t, CheatPolicy(make_policy("heuristic"), "unseen-lines").bind(t), toolset)
+    p = process_row(unseen, t)
+    assert set(unseen.report.files) == set(honest.report.files) and p["search_calls"] > 0
+    assert p["cited_lines"] == process_row(honest, t)["cited_lines"] == p["cited_lines_unseen"] > 0
+    assert not process_row(honest, t)["reported_without_calls"]

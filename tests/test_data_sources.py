@@ -3,20 +3,21 @@
 import pytest
 
 from fasbench.data import SOURCES, agent_traces, load_tasks, splits
-from fasbench.data.agent_traces import Action, viewing
+from fasbench.trajectories.raw import ShellCall
+from fasbench.trajectories.viewed import viewing
 
 
 def test_viewing_parser_displayed_searched_and_first_edit():
     acts = [
-        Action("find . -name validators.py | grep auth", "<returncode>0</returncode>\n<output>\n"
+        ShellCall("find . -name validators.py | grep auth", "<returncode>0</returncode>\n<output>\n"
                "./django/contrib/auth/validators.py\n./django/core/validators.py\n</output>"),
-        Action("grep -rn 'class Foo' django/db", "<output>\n/testbed/django/db/models/base.py:12:class Foo:\n</output>"),
-        Action("cd django/utils && nl -ba text.py | sed -n '1,20p'", "<output>\n     1\timport re\n</output>"),
-        Action("sed -n '10,30p' /testbed/django/forms/fields.py && head -n 5 setup.py", "<output></output>"),
-        Action("cat <<'EOF' > django/contrib/auth/reproduce.py\nimport django\nEOF", "<output></output>"),
-        Action("ls django/contrib/auth", "<output>\n__init__.py\nvalidators.py\nreproduce.py\n</output>"),
-        Action("sed -i 's/a/b/' django/contrib/auth/validators.py", "<output></output>"),
-        Action("cat django/after/edit.py", "<output></output>"),
+        ShellCall("grep -rn 'class Foo' django/db", "<output>\n/testbed/django/db/models/base.py:12:class Foo:\n</output>"),
+        ShellCall("cd django/utils && nl -ba text.py | sed -n '1,20p'", "<output>\n     1\timport re\n</output>"),
+        ShellCall("sed -n '10,30p' /testbed/django/forms/fields.py && head -n 5 setup.py", "<output></output>"),
+        ShellCall("cat <<'EOF' > django/contrib/auth/reproduce.py\nimport django\nEOF", "<output></output>"),
+        ShellCall("ls django/contrib/auth", "<output>\n__init__.py\nvalidators.py\nreproduce.py\n</output>"),
+        ShellCall("sed -i 's/a/b/' django/contrib/auth/validators.py", "<output></output>"),
+        ShellCall("cat django/after/edit.py", "<output></output>"),
     ]
     v = viewing(acts, {"django/contrib/auth/validators.py"})
     assert v.first_edit == 6
@@ -27,7 +28,7 @@ def test_viewing_parser_displayed_searched_and_first_edit():
 
 
 def test_redirect_into_an_edited_file_is_the_first_edit():
-    acts = [Action("cat a/b.py", ""), Action("cat <<'EOF' >> a/b.py\nx = 1\nEOF", ""), Action("cat c/d.py", "")]
+    acts = [ShellCall("cat a/b.py", ""), ShellCall("cat <<'EOF' >> a/b.py\nx = 1\nEOF", ""), ShellCall("cat c/d.py", "")]
     v = viewing(acts, {"a/b.py"})
     assert v.first_edit == 1 and v.displayed == {"a/b.py"}
 

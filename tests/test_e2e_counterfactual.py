@@ -8,7 +8,8 @@ import pytest
 from fasbench.e2e.counterfactual import (
     Handoff, TurnTokens, counterfactual_frame, covered, make_handoff, savings,
 )
-from fasbench.e2e.looked import Look, call_looks, shell_calls
+from fasbench.e2e.looked import Look, call_looks
+from fasbench.trajectories.raw import shell_calls
 from fasbench.e2e.study import ratio_ci, totals
 from fasbench.handoff import FORMATS
 from fasbench.records import Gold, Report, Task, Trace

@@ -8,12 +8,65 @@ from fasbench.records import Gold, Task
 
 def test_published_table_is_complete():
     pub = field.published()
-    assert pub.height >= 20 and pub["value"].null_count() == 0 and pub["source"].null_count() == 0
-    assert set(pub["fasbench_column"]) <= {"file_f1", "function_f1", "file_acc_at_5", "explore_line_precision",
-                                           "explore_line_recall", "explore_line_f1", "explore_hit_file_rate"}
+    assert pub.height >= 20
+    for c in ("source_url", "status", "benchmark", "gold", "budget", "source_table"):
+        assert pub[c].null_count() == 0, c
+    assert set(pub["status"]) == {"valid", "secondary", "withdrawn"}
+    assert pub.filter(pl.col("status") != "withdrawn")["value"].null_count() == 0
+    assert set(pub["fasbench_column"]) <= {"file_f1", "function_f1", "file_acc_at_5", "function_top1", "explore_line_precision",
+                                           "explore_line_recall", "explore_line_f1", "explore_hit_file_rate", "fc_line_f1"}
     row = pub.filter((pl.col("model") == "CodeScout-4B") & (pl.col("benchmark") == "SWE-bench Verified")
                      & (pl.col("fasbench_column") == "function_f1"))
-    assert row["value"].to_list() == [36.78]
+    assert row["value"].to_list() == [36.78] and row["budget"].to_list() == ["6 (max per episode) turns"]
+    # CoSIL: its own paper's numbers (arXiv 2503.22424v3 abstract), not the invalid third-party reproduction's
+    cosil = pub.filter(pl.col("system") == "CoSIL").sort("benchmark")
+    assert cosil["value"].to_list() == [43.3, 44.6] and set(cosil["status"]) == {"valid"}
+    assert set(cosil["source_url"]) == {"https://arxiv.org/abs/2503.22424v3"}
+    repro = pub.filter(pl.col("source_url").str.contains("cosil-swe-explore-verified-intersection"))
+    assert repro.height == 4 and set(repro["status"]) == {"withdrawn"} and repro["source_commit"].null_count() == 0
+    assert set(pub.filter(pl.col("system") == "FastContext")["status"]) == {"withdrawn"}
+
+
+def test_beside_compares_on_the_same_subset_and_gold_and_shows_n_and_budget():
+    """LocAgent's Lite Acc@5 beside the Lite tasks only; a read-region row on another gold kind is not
+    called comparable and the sentence says why; published and fasbench n and budgets are shown."""
+    def task(i, sets, kind=None):
+        meta = {"sets": sets, "gold_import": {"gold_kind": kind}} if kind else {"sets": sets}
+        return Task(f"t{i}", "q", "o/r", Gold({"a.py": []}), meta=meta)
+
+    tasks = [task(0, ["lite", "verified"], "one resolved gemini-3-pro run's reads")] + [
+        task(i, ["verified"], "one resolved gemini-3-pro run's reads") for i in range(1, 6)]
+    rows = [{"task_id": f"t{i}", "policy": "a", "file_acc_at_5": float(i == 0), "function_top1": 1.0,
+             "explore_line_f1": 0.2, "turns": 3} for i in range(6)]
+    side = field.beside(pl.DataFrame(rows), tasks, n_boot=200)
+    loc = side.filter(pl.col("metric") == "file_acc_at_5").row(0, named=True)
+    assert loc["benchmark"] == "SWE-bench Lite" and loc["fasbench_n"] == 1 and loc["fasbench"] == 100.0
+    assert loc["published_budget"] == "top 5 files (Acc@5)" and loc["fasbench_budget"].startswith("top 5, 3.0 turns")
+    assert not loc["comparable"] and "secondary" in loc["why"]
+    cosil = {r["benchmark"]: r for r in side.filter(pl.col("metric") == "function_top1").iter_rows(named=True)}
+    assert cosil["SWE-bench Lite"]["fasbench_n"] == 1 and cosil["SWE-bench Verified"]["fasbench_n"] == 6
+    assert cosil["SWE-bench Verified"]["comparable"] and cosil["SWE-bench Verified"]["published"] == 44.6
+    assert side.filter(pl.col("metric") == "explore_line_f1").height == 0  # the only read-region rows are withdrawn
+    cav = field.caveats(tasks, pl.DataFrame(rows))
+    assert "1 in SWE-bench Lite, 6 in SWE-bench Verified" in cav[0]
+    text = field.findings(field.gold_ranks(pl.DataFrame(rows).with_columns(pl.lit(0.5).alias("line_f1")), n_boot=200),
+                          side, 6)
+    assert "`file_acc_at_5` on SWE-bench Lite: fasbench's best a 100.0" in text and "(n = 1, top 5, 3.0 turns" in text
+    assert "not comparable: " in text and "n not given" in text
+
+
+def test_caveats_name_the_read_region_gold_actually_used():
+    ex = {"core_files": ["a.py"], "core_regions": [["a.py", 1, -1]], "whole_files": {"a.py": 40}}
+    imported = Task("t0", "q", "o/r", Gold({"a.py": []}, explore=ex), meta={"sets": ["verified"],
+                    "gold_import": {"gold_kind": "read-core regions"},
+                    "explore_relocation": {"core_dropped": [{"region": ["b.py", 3, 9]}]}})
+    mine = Task("t1", "q", "o/r", Gold({"a.py": []}, explore=dict(ex, whole_files={})), meta={
+        "sets": ["verified"], "gold_import": {"gold_kind": "one resolved gemini-3-pro run's reads"}})
+    df = pl.DataFrame([{"task_id": t, "policy": "a", "explore_line_f1": 0.3} for t in ("t0", "t1")])
+    (read,) = [c for c in field.caveats([imported, mine], df) if c.startswith("read regions")]
+    assert read.startswith("read regions: 2 tasks scored; their gold: one resolved gemini-3-pro run's reads (1); "
+                           "read-core regions (1); 1 with whole-file reads kept whole on the corpus, 1 with core regions dropped")
+    assert "top-5 budget" in read
 
 
 def _df():
@@ -60,15 +113,15 @@ def test_ranks_beside_and_findings():
     r = {(x["gold"], x["policy"]): (x["rank"], x["n"]) for x in ranks.iter_rows(named=True)}
     assert r[("gold-patch hunks", "a")] == (1, 6) and r[("functions", "b")] == (1, 5)  # null gold: left out
     assert r[("read regions", "a")][0] == r[("read regions", "b")][0] == 1  # ties share the better rank
-    tasks = [Task("t0", "q", "o/r", Gold({"a.py": []}), meta={"sets": ["verified"],
-                                                               "corpus": {"mode": "offline", "package": "Django",
-                                                                          "release": "4.0"}})]
+    tasks = [Task(f"t{i}", "q", "o/r", Gold({"a.py": []}), meta={"sets": ["verified"],
+                                                                  "corpus": {"mode": "offline", "package": "Django",
+                                                                             "release": "4.0"}}) for i in range(6)]
     side = field.beside(df, tasks, n_boot=200)
     assert set(side["benchmark"]) == {"SWE-bench Verified"}  # no Lite/Pro rows for Verified-only tasks
-    assert set(side["metric"]) == {"file_f1", "function_f1", "explore_line_f1"}
+    assert set(side["metric"]) == {"file_f1", "function_f1"}  # the read-region rows are withdrawn
     a = side.filter((pl.col("metric") == "file_f1") & (pl.col("fasbench_policy") == "a"))
     assert a["fasbench"].unique().to_list() == [90.0] and a["fasbench_n"][0] == 6
-    assert "Django==4.0 (1)" in field.corpus_kind(tasks)
+    assert "Django==4.0 (6)" in field.corpus_kind(tasks)
     text = field.findings(ranks, side, 6)
     # a leads on hunks (6 of 6 tasks, p = 2/2^6) but b's lead on functions rests on 5 tasks, where the
     # smallest exact p is 2/2^5 = 0.0625: the change of top policy is not supported

@@ -39,7 +39,7 @@ def test_text_replay_of_the_example_run_shows_every_turn_and_call():
         assert f"gold: {p}" in out
     m = re.search(r"^Reward relace = (\d\.\d{3}) \(scored against the gold\)\n  parts: (.+)$", out, re.M)
     assert m and "turn_penalty" in m.group(2)
-    assert re.search(r"^total +\d+ +\d+ +\d+ +\d+ +\d+ +\d+$", out, re.M)
+    assert re.search(r"^total +\d+ +\d+ +\d+ +\d+ +\d+ +\d+ +\d+$", out, re.M)  # viewed … cited unseen … gold
     assert max(map(len, out.splitlines())) <= 160
 
 

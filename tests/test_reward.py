@@ -36,9 +36,10 @@ def test_relace_f2_hand_computed():
 def test_zero_precision_zero_recall_and_empty_report():
     g = Gold(edited={"a.py": [[1, 2]]})
     for name in REWARDS:
-        assert score_report(name, g, rep("zzz.py"), turns=1).value == 0.0 or name.startswith("fastcontext")
-        assert score_report(name, g, Report(), turns=1).value == 0.0
-        assert score_report(name, g, None, turns=1).value == 0.0
+        kw = {"shown": {}} if name.startswith("grounded-") else {}  # a grounded reward needs the observations
+        assert score_report(name, g, rep("zzz.py"), turns=1, **kw).value == 0.0 or "fastcontext" in name
+        assert score_report(name, g, Report(), turns=1, **kw).value == 0.0
+        assert score_report(name, g, None, turns=1, **kw).value == 0.0
     # FastContext gives 1 point for citing at all, even a wrong file (F0.5 = 0, no over-citation)
     assert score_report("fastcontext", g, rep("zzz.py")).value == pytest.approx(1.0)
 

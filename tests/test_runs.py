@@ -122,8 +122,10 @@ def test_cli_compare_prints_n_and_the_exact_p_on_a_tiny_run_pair(runs, tmp_path)
     r = CliRunner().invoke(app, ["compare", str(a), str(b), "--metric", "turns"])
     assert r.exit_code == 0, r.stderr
     head, row = r.stdout.splitlines()[-3], r.stdout.splitlines()[-1].split()
-    assert head.split()[-6:] == ["ref)", "p", "n", "min", "p", "test"]  # n right beside p
-    cols = dict(zip(["run", "vs", "metric", "reference", "run_mean", "diff", "ci", "p", "n", "min_p", "test"], row))
+    assert head.split()[-8:] == ["ref)", "p", "n", "min", "p", "test", "noise", "floor"]  # n right beside p
+    cols = dict(zip(["run", "vs", "metric", "reference", "run_mean", "diff", "ci", "p", "n", "min_p", "test",
+                     "noise_floor"], row))
+    assert cols["noise_floor"] == "–" and "no repeated runs" in r.stdout  # two policies, each run once
     assert (cols["metric"], cols["p"], cols["n"], cols["min_p"], cols["test"]) == ("turns", "0.125", "4", "0.125", "exact")
     assert cols["ci"] == "[–]" and "no 95% interval exists for n ≤ 5" in r.stdout
     assert "sign-flip" in r.stdout and "<0.001" not in r.stdout

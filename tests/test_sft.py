@@ -17,7 +17,7 @@ from fasbench.tasksets import TaskSetError
 REAL_TASK = "psf__requests-1766@gemini-3-pro"  # train split; corpus: the requests 2.0.1 sdist
 
 
-class A:  # an (command, output) action as fasbench.data.agent_traces.read_actions gives
+class A:  # an (command, output) action as fasbench.trajectories.raw.read_actions gives
     def __init__(self, command, output=""):
         self.command, self.output = command, output
 

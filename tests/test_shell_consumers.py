@@ -3,7 +3,8 @@ delimiters made bashlex fall back to a line split that ran heredoc bodies as com
 
 import pytest
 
-from fasbench.data.agent_traces import Action, viewing
+from fasbench.trajectories.raw import ShellCall
+from fasbench.trajectories.viewed import viewing
 from fasbench.e2e.looked import Look, call_looks
 from fasbench.sft.reference import Unconvertible, convert_actions, pipelines
 from fasbench.tools import calls_for, tool_kind
@@ -18,7 +19,7 @@ chmod +x repro.sh"""
 
 
 def test_a_heredoc_body_is_not_run_when_written():
-    v = viewing([Action(SCRIPT, ""), Action("cat proj/source/conf.py", "x = 1")], {"pkg/mod.py"})
+    v = viewing([ShellCall(SCRIPT, ""), ShellCall("cat proj/source/conf.py", "x = 1")], {"pkg/mod.py"})
     assert "proj/_build/index.pot" not in v.displayed  # only written, never shown
     assert "proj/source/conf.py" in v.written and "proj/source/conf.py" not in v.displayed  # the script writes it
     assert call_looks("cat <<'EOF' > notes/a.py\nprint(1)\nEOF", "") == []  # writing is not displaying

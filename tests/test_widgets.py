@@ -125,7 +125,7 @@ def test_overlay_counts_match_trace_and_gold():
     # viewed: 1-20 and 30-31 (the file ends at 31); gold: 12-14 and 31-40; cited 10-15
     assert rows[0].viewed == [[1, 20], [30, 31]] and rows[0].grep == [12]
     assert a == {"path": "a.py", "viewed": 22, "grep": 1, "cited": 6, "gold": 13, "gold_viewed": 4,
-                 "gold_cited": 3, "cited_viewed": 6, "is_cited": True, "is_gold": True}
+                 "gold_cited": 3, "cited_viewed": 6, "cited_unseen": 0, "is_cited": True, "is_gold": True}
     assert rows[1].counts()["gold"] == 2 and rows[1].counts()["viewed"] == 0
     assert rows[2].grep == [3] and not rows[2].is_gold
     tot = W.overlay_totals(rows)

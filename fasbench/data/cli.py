@@ -11,7 +11,7 @@ import typer
 from fasbench.data import SOURCES, build_tasks
 from fasbench.data.corpus import materialize_many, resolve_root
 from fasbench.data.gitmine import GitError, mine
-from fasbench.data.importers import ImportError_, import_gold
+from fasbench.data.importers import ImportError_, import_gold, usability
 from fasbench.data.ship import ship
 from fasbench.data.splits import SPLITS, assign
 from fasbench.records import RecordError, write_tasks
@@ -80,11 +80,14 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Argument(..., help="swe-explore | locbench"),
         file: Path = typer.Argument(..., help="the benchmark file (JSONL or a JSON list)"),
         out: Path = typer.Option(..., "--out", help="output Task JSONL"),
+        check: bool = typer.Option(True, "--check/--no-check", help="materialise each task offline (downloading "
+                                   "its sdist when missing) and say whether it is usable offline and online"),
     ):
         """Turn another benchmark's gold (SWE-Explore read regions, Loc-Bench entity lists) into tasks.
 
-        Line ranges are relocated onto the corpus when a run materialises it (tasks that cannot be
-        relocated are then excluded with a reason); records unusable as tasks are listed here."""
+        Prints, per task, whether it is usable offline (its gold placed on the picked sdist, or the
+        drop reason) and online (the exact base commit), before any eval; records unusable as tasks
+        are listed too. Runs relocate the gold again when they materialise the corpus."""
         try:
             ts, dropped = import_gold(fmt, file)
         except (ImportError_, ValueError) as e:
@@ -92,8 +95,15 @@ def register(app: typer.Typer) -> None:
         why = dict(collections.Counter(d["reason"] for d in dropped))
         if not ts:
             _fail(f"{file}: no record could be imported as a {fmt} task" + (f" (dropped {len(dropped)}: {why})" if dropped else ""))
+        n_off = 0
+        for t in ts if check else []:
+            u = usability(t)
+            t.meta.setdefault("gold_import", {})["usable"] = u
+            n_off += u["offline"].startswith("usable")
+            typer.echo(f"{t.id}\toffline: {u['offline']}\tonline: {u['online']}")
         write_tasks(out, ts)
-        typer.echo(f"{len(ts)} tasks -> {out}" + (f"; dropped {len(dropped)}: {why}" if dropped else ""))
+        typer.echo(f"{len(ts)} tasks -> {out}" + (f"; usable offline: {n_off}/{len(ts)}" if check else "")
+                   + (f"; dropped {len(dropped)}: {why}" if dropped else ""))
 
     @data.command("mine-git")
     def mine_git_cmd(

@@ -43,7 +43,7 @@ from fasbench import contain
 from fasbench.data.archive import ArchiveError, unpack
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
-from fasbench.data.relocate import hunk_anchors, relocate_regions
+from fasbench.data.relocate import hunk_anchors, place_explore
 from fasbench.entities import entity_gold, file_entities
 from fasbench.paths import building, cache_dir, replace_dir
 from fasbench.records import Gold, Task, append_jsonl
@@ -348,19 +348,17 @@ def materialize(task: Task, mode: str | None = None, method: str = "auto") -> Ta
 def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | None = None,
                  files: list | None = None, offsets: dict | None = None) -> Task:
     """Entity gold (from the patch's changed lines on this tree) and SWE-Explore read regions
-    (relocated with data/relocate.py); imported entity lists are checked against the tree."""
+    (``relocate.place_explore``: anchored by the gold and test patches' hunks, matched on the base
+    text of a cached online checkout); imported entity lists are checked against the tree."""
     t.gold.explore = task.gold.explore
     if t.gold.explore is not None:
-        ex = dict(t.gold.explore)
-        core = relocate_regions(ex["core_regions"], root, exact=exact, anchors=anchors)
-        if not core.ok:
-            d = core.dropped[0]
-            raise CorpusError("region-not-relocated", f"{len(core.dropped)}/{len(ex['core_regions'])} core regions: "
-                              f"{d['reason']} ({d['detail']})")
-        opt = relocate_regions(ex["optional_regions"], root, exact=exact, anchors=anchors)
-        ex["core_regions"], ex["optional_regions"] = core.regions, opt.regions
-        t.gold.explore = ex
-        t.meta["explore_relocation"] = {"core": core.how, "optional": opt.how, "optional_dropped": len(opt.dropped)}
+        ex = t.gold.explore
+        old_texts, anchors = ({}, anchors) if exact else (_base_texts(task, ex), _test_anchors(task, root, anchors or {}))
+        placed = place_explore(ex, root, exact=exact, old_texts=old_texts, anchors=anchors)
+        t.meta["explore_relocation"] = placed.meta
+        if placed.explore is None:
+            raise CorpusError("region-not-relocated", placed.detail)
+        t.gold.explore = placed.explore
     if task.gold.source == "locbench" and task.gold.entities:
         t.gold.entities = task.gold.entities
         for name in task.gold.entities.get("function", []) + task.gold.entities.get("class", []):
@@ -375,6 +373,36 @@ def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | N
                 return t
         t.gold.entities = entity_gold(root, files, offsets or {})
     return t
+
+
+def _test_anchors(task: Task, root: Path, anchors: dict) -> dict:
+    """The gold patch's hunk anchors plus those of the record's test patch (``meta["test_patch"]``:
+    its hunks' old sides are base-commit text of the test files), located on ``root``."""
+    try:
+        files = parse_diff(task.meta.get("test_patch") or "")
+    except ValueError:
+        return anchors
+    rel = relocate(files, root)
+    out = dict(anchors)
+    for f in files:
+        if f.path not in out and f.path in rel.offsets:
+            out[f.path] = hunk_anchors(f, rel.offsets[f.path])
+    return out
+
+
+def _base_texts(task: Task, ex: dict) -> dict[str, str]:
+    """Base-commit texts of the files of ``ex``'s bounded regions from an online checkout already in
+    the cache (``git/<owner>__<name>`` holding ``base_commit``; nothing is cloned or fetched here)."""
+    clone = root_dir() / "git" / task.repo.strip("/").replace("/", "__")
+    if not task.base_commit or not (clone / ".git").exists():
+        return {}
+    paths = {r[0] for r in list(ex["core_regions"]) + list(ex.get("optional_regions") or []) if r[2] != -1 and r[1] > 0}
+    out = {}
+    for p in sorted(paths):
+        r = subprocess.run(["git", "show", f"{task.base_commit}:{p}"], cwd=clone, capture_output=True)
+        if r.returncode == 0:
+            out[p] = r.stdout.decode("utf-8", errors="replace")
+    return out
 
 
 def try_materialize(task: Task, mode: str | None = None, method: str = "auto") -> tuple[Task | None, dict | None]:

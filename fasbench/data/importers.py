@@ -6,7 +6,19 @@ Last-Humans-Coding-Under-White-Nights/SWE-Explore-Bench): one instance a line,
 "end"}], "read_optional_files_map": {model: [path]}, "read_optional_regions_map": {model: [region]},
 "modified_core_files", "main_files"}, "problem_statement"?, "repo"?, "base_commit"?, ...}``.
 The read-core regions become ``gold.explore`` (optional regions and files: the union over models,
-as eval.py takes them). An instance that is a SWE-bench Lite/Verified task takes that task's query,
+as eval.py takes them). The benchmark's builder (``bench_build.py::build_instance_ground_truth`` at
+ab8d6b857e57a914debb90e0e38827e4e2e3f010) writes a whole-file read (``cat F``, an editor view
+without a range: ``end = -1``) as ``1..N``, N the file's length on its snapshot, and keeps the
+unresolved read in ``read_step_info`` (``{path: [{"traj_path", "step_idx", "start", "end"}]}``).
+A region ``[F, 1, N]`` is a whole-file read here when ``read_step_info`` records a read of F with
+``end == -1`` from line 1 and no region of the record on F ends past N; it is written
+``[F, 1, -1]`` (the whole file on any corpus version) with N kept in ``whole_files``.
+``read_step_info`` is kept in ``meta["gold_import"]``, the record's ``test_patch`` in
+``meta["test_patch"]`` (its hunks anchor regions in test files, data/relocate.py), and
+``count_paths`` lists every path the record's regions name (eval_runner's line-count paths).
+``meta["gold_import"]["gold_kind"]`` is the record's ``meta.gold_kind`` (fasbench's one-run files
+say so, data/read_regions.py), else SWE-Explore's "read-core regions" (fasbench/field.py compares
+published numbers only on the same kind). An instance that is a SWE-bench Lite/Verified task takes that task's query,
 repository, version, gold patch (hunk gold, entity gold on materialisation) and split; any other
 needs ``problem_statement`` and a repository (``repo`` or an ``owner__name-N`` id) and is served
 online at its ``base_commit``.
@@ -28,6 +40,7 @@ import re
 from pathlib import Path
 
 from fasbench.data import load_tasks
+from fasbench.data.corpus import root_dir, try_materialize
 from fasbench.data.splits import assign
 from fasbench.records import Gold, Task, iter_jsonl
 
@@ -93,6 +106,21 @@ def _base_task(rec: dict, known: dict[str, Task], gold_source: str) -> tuple[Tas
                 rec.get("version"), None, None, meta), ""
 
 
+def _whole_reads(regions: list[list], steps) -> dict[str, int]:
+    """{path: N} of the regions ``[path, 1, N]`` that are whole-file reads (module doc)."""
+    steps = steps if isinstance(steps, dict) else {}
+    out: dict[str, int] = {}
+    for p, s, e in regions:
+        reads = steps.get(p) if isinstance(steps.get(p), list) else []
+        if s != 1 or e < 1 or not any(isinstance(x, dict) and x.get("end") == -1 and x.get("start") in (1, 0, None)
+                                      for x in reads):
+            continue
+        if any(q == p and e2 > e for q, _, e2 in regions):
+            continue  # a region of the record reaches past line e: the file is longer
+        out[p] = max(out.get(p, 0), e)
+    return out
+
+
 def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
     known = _swebench_tasks()
     tasks, dropped = [], []
@@ -116,12 +144,23 @@ def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
             dropped.append({"id": iid, "reason": why})
             continue
         opt_files = sorted({p for fs in (gt.get("read_optional_files_map") or {}).values() for p in fs})
-        t.gold.explore = {"core_files": list(gt.get("read_core_files") or []), "core_regions": core,
-                          "optional_files": opt_files, "optional_regions": opt,
-                          "modified_files": list(gt.get("modified_core_files") or [])}
+        steps = rec.get("read_step_info") if isinstance(rec.get("read_step_info"), dict) else {}
+        whole = _whole_reads(core + opt, steps)
+
+        def as_read(r: list) -> list:
+            return [r[0], 1, -1] if r[1] == 1 and whole.get(r[0]) == r[2] else r
+
+        t.gold.explore = {"core_files": list(gt.get("read_core_files") or []), "core_regions": [as_read(r) for r in core],
+                          "optional_files": opt_files, "optional_regions": [as_read(r) for r in opt],
+                          "modified_files": list(gt.get("modified_core_files") or []),
+                          "count_paths": sorted({r[0] for r in core + opt}), "whole_files": whole}
         if not t.gold.edited:
             t.gold.edited = {p: [] for p in gt.get("modified_core_files") or []}
-        t.meta["gold_import"] = {"format": "swe-explore", "file": str(path), "main_files": gt.get("main_files") or []}
+        if rec.get("test_patch") and not t.meta.get("test_patch"):
+            t.meta["test_patch"] = str(rec["test_patch"])
+        t.meta["gold_import"] = {"format": "swe-explore", "file": str(path), "main_files": gt.get("main_files") or [],
+                                 "read_step_info": steps,
+                                 "gold_kind": str((rec.get("meta") or {}).get("gold_kind") or "read-core regions")}
         tasks.append(t)
     return assign(tasks), dropped
 
@@ -159,6 +198,28 @@ def import_locbench(path: str | Path) -> tuple[list[Task], list[dict]]:
         t.meta["gold_import"] = {"format": "locbench", "file": str(path)}
         tasks.append(t)
     return assign(tasks), dropped
+
+
+def usability(task: Task) -> dict[str, str]:
+    """Whether ``task`` is usable offline (materialised on its picked sdist, downloading it when
+    missing; else the drop reason and detail) and online (the exact base commit: checked when its
+    checkout is cached, else said to be unchecked)."""
+    t, why = try_materialize(task, mode="offline")
+    if t is not None:
+        rel = t.meta.get("explore_relocation") or {}
+        lost = rel.get("core_dropped") or []
+        offline = "usable" + (f" ({len(lost)} core regions dropped, {100 * rel['core_lines_placed']:.1f}% of the core "
+                              f"lines placed: {', '.join(sorted({d['reason'] for d in lost}))})" if lost else "")
+    else:
+        offline = f"{why['reason']}: {why['detail']}"
+    if not task.base_commit:
+        online = "no-base-commit"
+    elif (root_dir() / "worktrees" / f"{task.repo.strip('/').replace('/', '__')}@{task.base_commit[:12]}" / ".git").is_dir():
+        t, why = try_materialize(task, mode="online")
+        online = "usable" if t is not None else f"{why['reason']}: {why['detail']}"
+    else:
+        online = f"usable at the exact commit {task.base_commit[:12]} (gold as recorded; no checkout cached, not cloned)"
+    return {"offline": offline, "online": online}
 
 
 def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:

@@ -23,9 +23,13 @@ import posixpath
 import re
 from pathlib import Path
 
-from fasbench.data.agent_traces import RUNS, _is_edit, _norm, _trajectory_dir, read_actions, viewing
+from fasbench.data.agent_traces import trajectory_dir
 from fasbench.data.patches import PatchError, parse_diff
 from fasbench.shell import operands, walk
+from fasbench.trajectories.first_edit import edits_files
+from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.raw import load_json, read_actions
+from fasbench.trajectories.viewed import viewing
 
 _SED = re.compile(r"^(\d+)(?:,(\+?)(\d+))?p$")
 WHOLE = {"cat", "nl", "less", "more", "bat"}
@@ -35,7 +39,7 @@ def _regions_of(words: list[str], cwd: str) -> list[list]:
     name = posixpath.basename(words[0])
     args = words[1:]
     if name in WHOLE:
-        return [[p, 1, -1] for p in (_norm(o, cwd) for o in operands(words)) if p]
+        return [[p, 1, -1] for p in (agent_path(o, cwd) for o in operands(words)) if p]
     if name == "sed" and "-n" in args and not any(a.startswith("-i") for a in args):
         rest = [a for a in args if a != "-n"]
         if len(rest) >= 2:
@@ -43,7 +47,7 @@ def _regions_of(words: list[str], cwd: str) -> list[list]:
             if m:
                 a = int(m[1])
                 b = a if m[3] is None else (a + int(m[3]) if m[2] else int(m[3]))
-                return [[p, a, b] for p in (_norm(o, cwd) for o in rest[1:]) if p]
+                return [[p, a, b] for p in (agent_path(o, cwd) for o in rest[1:]) if p]
     if name in ("head", "tail"):
         n, files, i = 10, [], 0
         while i < len(args):
@@ -56,7 +60,7 @@ def _regions_of(words: list[str], cwd: str) -> list[list]:
             elif not a.startswith("-"):
                 files.append(a)
             i += 1
-        paths = [p for p in (_norm(f, cwd) for f in files) if p]
+        paths = [p for p in (agent_path(f, cwd) for f in files) if p]
         return [[p, 1, n] if name == "head" else [p, -n, -1] for p in paths]
     return []
 
@@ -68,9 +72,9 @@ def read_regions(actions, edited: set[str]) -> list[list]:
     written = viewing(actions, edited).written
     scripts: dict[str, str] = {}
     for a in actions:
-        if _is_edit(a, edited, scripts, "/testbed"):
+        if edits_files(a, edited, scripts, ROOT):
             break
-        for s, cwd in walk(a.command, "/testbed"):
+        for s, cwd in walk(a.command, ROOT):
             for op, target in s.redirects:
                 if op in (">", ">>"):
                     scripts[target] = s.heredoc or a.command
@@ -82,18 +86,14 @@ def read_regions(actions, edited: set[str]) -> list[list]:
 
 def explore_records(run: str = "gemini-3-pro", instances: set[str] | None = None) -> list[dict]:
     """SWE-Explore-format records (README "Benchmark Format") of the resolved trajectories of ``run``."""
-    if run not in RUNS:
-        raise ValueError(f"unknown agent run {run!r}; choose from {', '.join(RUNS)}")
-    d = _trajectory_dir(RUNS[run][0])
+    d = trajectory_dir(run)
     resolved = json.loads(gzip.decompress((d / "resolved.json.gz").read_bytes()))
     out = []
     for fn in sorted((d / "trajs").glob("*.traj.json*")):
         iid = fn.name.split(".traj.json")[0]
         if not resolved.get(iid) or (instances is not None and iid not in instances):
             continue
-        opener = gzip.open if fn.suffix == ".gz" else open
-        with opener(fn, "rt", encoding="utf-8") as f:
-            traj = json.load(f)
+        traj = load_json(fn)
         try:
             modified = [x.path for x in parse_diff((traj.get("info") or {}).get("submission") or "") if not x.created]
         except PatchError:
@@ -102,14 +102,15 @@ def explore_records(run: str = "gemini-3-pro", instances: set[str] | None = None
         if not regions:
             continue
         files = list(dict.fromkeys(r[0] for r in regions))
-        out.append({"instance_id": iid, "repo_path": "/testbed", "repo_dir": None,
+        out.append({"instance_id": iid, "repo_path": ROOT, "repo_dir": None,
                     "ground_truth": {"read_core_files": files,
                                      "read_core_regions": [{"path": p, "start": s, "end": e} for p, s, e in regions],
                                      "read_optional_files_map": {}, "read_optional_regions_map": {},
                                      "modified_core_files": modified,
                                      "main_files": [p for p in files if p in modified]},
                     "read_step_info": {}, "meta": {"source": f"fasbench read_regions from one resolved {run} "
-                                                             "mini-swe-agent trajectory (not SWE-Explore's consensus)"}})
+                                                             "mini-swe-agent trajectory (not SWE-Explore's consensus)",
+                                                   "gold_kind": f"one resolved {run} run's reads"}})
     return out
 
 

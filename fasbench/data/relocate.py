@@ -19,7 +19,18 @@ A region ``[path, start, end]`` (1-based, inclusive; ``end == -1`` = end of file
 5. otherwise the region is not relocatable (reason ``region-not-anchored``).
 
 A region whose file is not in the corpus is ``file-missing``. Each dropped region comes back with
-its reason; callers drop the task when a core region cannot be placed.
+its reason.
+
+:func:`place_explore` places a whole ``gold.explore`` (SWE-Explore read regions): a whole-file read
+is written ``[path, 1, -1]`` by the importer, so it stays the whole file on any corpus version (rule
+2); the anchors are the hunks of the gold patch and of the record's test patch; the base texts come
+from an online checkout of the base commit when one is cached (data/corpus.py). Core regions that
+cannot be placed are dropped with their reasons (in the task's ``meta["explore_relocation"]``); the
+task keeps its read-region gold when the placed core regions hold at least ``MIN_CORE_PLACED`` of
+the core lines (counted on the record's own line numbers, a whole file at its recorded length), and
+is dropped with ``region-not-relocated`` otherwise. ``count_paths`` keeps every path the record's
+regions name, so that a file whose optional region was dropped still has its line count when scored
+(eval_runner counts the lines of every core and optional region path of the record).
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from fasbench import contain
 from fasbench.data.patches import FileDiff
 
 MIN_MATCHED = 0.9  # share of a region's lines difflib must match (rule 3)
+MIN_CORE_PLACED = 0.9  # share of the core lines (record's numbers) the placed core regions must hold
 NEAR = 50  # lines from a single bracketing hunk within which its offset is trusted (rule 4)
 
 
@@ -125,5 +137,51 @@ def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bo
             else:
                 keep(s + off, e + off, "hunk-offset")
         else:
-            drop("region-not-anchored", f"{path} has no anchor (not in the gold patch, no base text)")
+            drop("region-not-anchored", f"{path}:{s}-{e}: no anchor (file in neither the gold nor the test patch) "
+                 "and no base-commit text (no online checkout cached)")
     return res
+
+
+def record_lines(r: Sequence, whole: Mapping[str, int], root: str | Path | None = None) -> int:
+    """Lines of a region on the record's own numbers (a whole-file read at its recorded length; an
+    end-relative region without one at the length of the file on ``root``, 0 when it is not there)."""
+    path, s, e = str(r[0]), int(r[1]), int(r[2])
+    if e == -1 and s == 1 and not whole.get(path) and root is not None:
+        try:
+            data, _ = contain.read_bytes(Path(root), path)
+            return len(data.decode("utf-8", errors="ignore").splitlines())
+        except contain.PathRefused:
+            return 0
+    if e == -1:
+        return int(whole.get(path) or 0) if s == 1 else (-s if s < 0 else 0)
+    return max(e - s + 1, 0)
+
+
+@dataclass
+class ExplorePlacement:
+    explore: dict | None  # the placed gold, None when the task cannot keep it
+    meta: dict  # for task.meta["explore_relocation"]
+    detail: str = ""  # why explore is None
+
+
+def place_explore(ex: Mapping, root: str | Path, *, exact: bool = False,
+                  old_texts: Mapping[str, str] | None = None,
+                  anchors: Mapping[str, list[tuple[int, int, int]]] | None = None) -> ExplorePlacement:
+    """Place the core and optional regions of ``ex`` (``gold.explore``) on ``root`` (module doc)."""
+    core = relocate_regions(ex["core_regions"], root, exact=exact, old_texts=old_texts, anchors=anchors)
+    opt = relocate_regions(ex.get("optional_regions") or [], root, exact=exact, old_texts=old_texts, anchors=anchors)
+    whole = ex.get("whole_files") or {}
+    total = sum(record_lines(r, whole, root) for r in ex["core_regions"])
+    lost = sum(record_lines(d["region"], whole, root) for d in core.dropped)
+    share = 1.0 - lost / total if total else (1.0 if core.ok else 0.0)
+    meta = {"core": core.how, "optional": opt.how, "optional_dropped": len(opt.dropped),
+            "core_dropped": core.dropped, "core_lines_placed": round(share, 6)}
+    if not core.regions or share < MIN_CORE_PLACED:
+        d = core.dropped[0]
+        return ExplorePlacement(None, meta, f"{len(core.dropped)}/{len(ex['core_regions'])} core regions, "
+                                f"{100 * share:.1f}% of the core lines placed (need {100 * MIN_CORE_PLACED:.0f}%): "
+                                f"{d['reason']} ({d['detail']})")
+    paths = {str(r[0]) for r in list(ex["core_regions"]) + list(ex.get("optional_regions") or [])}
+    out = dict(ex, core_regions=core.regions, optional_regions=opt.regions,
+               count_paths=sorted(paths | set(ex.get("count_paths") or [])))
+    return ExplorePlacement(out, meta)

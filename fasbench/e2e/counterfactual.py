@@ -41,13 +41,14 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from fasbench.data.agent_traces import RUNS
-from fasbench.e2e.looked import Look, call_looks, shell_calls
+from fasbench.e2e.looked import Look, call_looks
 from fasbench.handoff import FORMATS, render
 from fasbench.lines import merge_ranges, overlap, total
 from fasbench.metrics import normalize_files
 from fasbench.records import Task, Trace
 from fasbench.trajectories.analysis import EXPLORE
 from fasbench.trajectories.parsers import Trajectory, load
+from fasbench.trajectories.raw import shell_calls
 
 RULES = ("strict", "any", "all")
 MIN_LINE_SHARE = 0.5  # share of a look's lines the report must cite for the look to count as covered

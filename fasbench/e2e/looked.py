@@ -10,12 +10,13 @@ One ``Look`` per file a call showed the agent:
 - ``search-hit``: a ``path:LINE:`` (or ``path-LINE-`` context) line in the output of grep/rg/git grep
   with line numbers, or ``LINE:`` lines of a grep on one file: those lines of that file.
 - ``search-file``: a file named in the output of grep/rg/find/ls/git ls-files/fd/tree without a line
-  number (the paths ``agent_traces`` extracts; an output naming more than ``MAX_SEARCH_PATHS`` files is a
-  dump, not a search result, and gives no looks).
+  number (the paths ``fasbench.trajectories.viewed.search_paths`` extracts; an output naming more than
+  ``MAX_SEARCH_PATHS`` files is a dump, not a search result, and gives no looks).
 
-Paths are repository-relative (``/testbed/`` and ``./`` stripped) and must look like files. The turn
-numbering is the trajectory parser's (``fasbench.trajectories.parsers``): turn k is the k-th assistant
-message, and a mini-swe-agent v1 turn has a call only when it holds exactly one bash block.
+Paths go through ``fasbench.trajectories.paths.agent_path`` (repository-relative, must look like
+files). The calls and their turn numbering are ``fasbench.trajectories.raw.shell_calls`` (the
+trajectory parser's: turn k is the k-th assistant message, and a mini-swe-agent v1 turn has a call
+only when it holds exactly one bash block).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ import re
 from dataclasses import dataclass
 
 from fasbench import shell
-from fasbench.data.agent_traces import DISPLAY, MAX_SEARCH_PATHS, SEARCH, _norm, _output_text, _search_paths
-from fasbench.records import parse_arguments
 from fasbench.shell import Simple, operands
-from fasbench.trajectories.parsers import _bash_blocks, _text
+from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.raw import output_text
+from fasbench.trajectories.viewed import DISPLAY, MAX_SEARCH_PATHS, is_search, search_paths
 
 
 @dataclass(frozen=True)
@@ -36,50 +37,6 @@ class Look:
     path: str  # repository-relative
     lines: tuple[tuple[int, int], ...] | None  # None: the whole file / file-level
     how: str  # display | search-hit | search-file
-
-
-@dataclass
-class ShellCall:
-    turn: int  # 1-based, as in the parser's turns
-    call: int  # 0-based within the turn
-    command: str
-    output: str
-
-
-# ---------------------------------------------------------------- calls with their outputs
-
-def shell_calls(d: dict) -> list[ShellCall]:
-    """(turn, call, command, output) of a mini-swe-agent trajectory (v1 bash blocks or tool calls)."""
-    msgs = d.get("messages") or []
-    out: list[ShellCall] = []
-    turn = 0
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or m.get("role") != "assistant":
-            continue
-        turn += 1
-        follow = []
-        for n in msgs[i + 1:]:
-            if not isinstance(n, dict) or n.get("role") == "assistant":
-                break
-            if n.get("role") in ("user", "tool"):
-                follow.append(n)
-        if m.get("tool_calls"):
-            by_id = {n.get("tool_call_id"): _text(n.get("content")) for n in follow if n.get("tool_call_id")}
-            plain = [_text(n.get("content")) for n in follow]
-            for k, tc in enumerate(m["tool_calls"]):
-                fn = tc.get("function") or tc
-                args = parse_arguments(fn.get("arguments", {}))
-                cmd = args.get("command", args.get("cmd")) if isinstance(args, dict) else None
-                if cmd is None:
-                    continue
-                obs = by_id.get(tc.get("id"), plain[k] if k < len(plain) else "")
-                out.append(ShellCall(turn, k, str(cmd), obs))
-            continue
-        content = m.get("content")
-        blocks = _bash_blocks(content if isinstance(content, str) else _text(content))
-        if len(blocks) == 1:
-            out.append(ShellCall(turn, 0, blocks[0], _text(follow[0].get("content")) if follow else ""))
-    return out
 
 
 # ---------------------------------------------------------------- line ranges of one display
@@ -135,11 +92,11 @@ def _grep_hits(s: Simple, output: str, cwd: str) -> dict[str, set[int]]:
         return {}
     hits: dict[str, set[int]] = {}
     ops = operands(s.words) if name != "git" else []
-    single = _norm(ops[0], cwd) if len(ops) == 1 and "-r" not in s.words and "-R" not in s.words else None
-    for line in _output_text(output).splitlines():
+    single = agent_path(ops[0], cwd) if len(ops) == 1 and "-r" not in s.words and "-R" not in s.words else None
+    for line in output_text(output).splitlines():
         m = _HIT.match(line)
         if m:
-            p = _norm(m.group(1), cwd)
+            p = agent_path(m.group(1), cwd)
             if p:
                 hits.setdefault(p, set()).add(int(m.group(2)))
                 continue
@@ -160,13 +117,13 @@ def _ranges(lines: set[int]) -> tuple[tuple[int, int], ...]:
     return tuple((a, b) for a, b in out)
 
 
-def call_looks(command: str, output: str, cwd: str = "/testbed") -> list[Look]:
+def call_looks(command: str, output: str, cwd: str = ROOT) -> list[Look]:
     """The files (and lines) one shell call showed the agent (see the module doc)."""
     looks: list[Look] = []
     prev_files: list[str] = []  # files of the previous display in a pipe, for a later line filter
     for s, cwd in shell.walk(command, cwd):
         name = s.name
-        files = [p for p in (_norm(o, cwd) for o in operands(s.words)) if p] if name in DISPLAY else []
+        files = [p for p in (agent_path(o, cwd) for o in operands(s.words)) if p] if name in DISPLAY else []
         rng = _range_of(s) if name in DISPLAY else False
         if files and name not in ("grep", "egrep", "rg", "wc"):
             for p in files:
@@ -178,7 +135,7 @@ def call_looks(command: str, output: str, cwd: str = "/testbed") -> list[Look]:
                 looks.append(Look(p, ((rng[0], rng[1]),), "display"))
             prev_files = []
         if not files and len(prev_files) == 1 and name in ("grep", "egrep", "rg") and "-n" in " ".join(s.words):
-            shown = {int(m.group(1)) for m in map(_ONE_FILE_HIT.match, _output_text(output).splitlines()) if m}
+            shown = {int(m.group(1)) for m in map(_ONE_FILE_HIT.match, output_text(output).splitlines()) if m}
             if shown:  # `cat F | grep -n x -A 30`: only the matched (and context) lines of F were shown
                 p = prev_files[0]
                 looks = [lk for lk in looks if not (lk.path == p and lk.lines is None and lk.how == "display")]
@@ -187,14 +144,14 @@ def call_looks(command: str, output: str, cwd: str = "/testbed") -> list[Look]:
         hits = _grep_hits(s, output, cwd)
         for p, ls in hits.items():
             looks.append(Look(p, _ranges(ls), "search-hit"))
-        if files and name in ("grep", "egrep", "rg") and not hits and _output_text(output).strip():
+        if files and name in ("grep", "egrep", "rg") and not hits and output_text(output).strip():
             looks.extend(Look(p, None, "search-file") for p in files)  # matches without line numbers
-        if name in SEARCH and (name != "git" or (len(s.words) > 1 and s.words[1] in ("grep", "ls-files"))):
-            found = _search_paths(s, output, cwd)
+        if is_search(s):
+            found = search_paths(s, output, cwd)
             if len(found) <= MAX_SEARCH_PATHS:
                 looks.extend(Look(p, None, "search-file") for p in sorted(found) if p not in hits)
     written = {t for s in shell.simple_commands(command) for op, t in s.redirects if op in (">", ">>")}
-    written = {_norm(t, cwd) for t in written}
+    written = {agent_path(t, cwd) for t in written}
     seen, out = set(), []
     for lk in looks:
         if lk.path in written or lk in seen:

@@ -35,6 +35,13 @@ def _explore(value: Any) -> dict | None:
         out[k] = [str(p) for p in value.get(k) or []]
     for k in ("core_regions", "optional_regions"):
         out[k] = [_region(r, f"gold.explore.{k}") for r in value.get(k) or []]
+    if value.get("count_paths") is not None:
+        out["count_paths"] = [str(p) for p in value["count_paths"]]
+    whole = value.get("whole_files")
+    if whole is not None:
+        if not isinstance(whole, dict) or not all(isinstance(n, int) and not isinstance(n, bool) for n in whole.values()):
+            raise RecordError("gold.explore.whole_files: expected {path: line count on the record's snapshot}")
+        out["whole_files"] = {str(p): int(n) for p, n in whole.items()}
     return out
 
 
@@ -51,6 +58,8 @@ class Gold:
     explore: read-region gold in SWE-Explore's form (fasbench.localization), or None:
         {"core_files": [path], "core_regions": [[path, start, end]], "optional_files": [path],
         "optional_regions": [[path, start, end]], "modified_files": [path]}; end -1 = end of file.
+        Optional keys: "whole_files" {path: the record's line count} (whole-file reads, written
+        ``[path, 1, -1]``) and "count_paths" [path] (the paths whose line counts scoring uses).
     Both are optional in JSON (records without them load as before).
     """
 

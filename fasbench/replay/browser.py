@@ -33,12 +33,12 @@ class RunsBrowser:
     State: ``table`` (the runs table), ``picked`` (run names), ``metrics_html``/``compare_html``
     (HTML widgets), ``episodes`` (the open :class:`TraceBrowser` or None), ``run`` (its RunEpisodes)."""
 
-    def __init__(self, paths: Sequence[str | Path] | None = None, metrics: Sequence[str] = R.COMPARE_METRICS,
+    def __init__(self, paths: Sequence[str | Path] | None = None, metrics: Sequence[str] | None = None,
                  level: float = 0.95, pick: Sequence[str] = (), max_traces: int = 500):
         self.table = R.runs_table(paths, level=level)
         if not self.table.height:
             raise R.RunError(f"no runs under {', '.join(map(str, paths or R.run_roots())) or 'runs/'}")
-        self.metrics, self.level, self.max_traces = list(metrics), level, max_traces
+        self.metrics, self.level, self.max_traces = (list(metrics) if metrics else None), level, max_traces
         names = self.table["run"].to_list()
         unknown = [p for p in pick if p not in names]
         if unknown:

@@ -1,5 +1,7 @@
 """The replay's line overlay: per file, the lines an episode viewed, the lines search showed it, the
-lines its report cited and the gold lines, with overlap counts. What each call showed comes from
+lines its report cited and the gold lines, with overlap counts, and the cited lines never shown to
+the searcher before its report (``cited_unseen``: the grounding measure of :mod:`fasbench.process`,
+summed over files it is that module's ``cited_lines_unseen``). What each call showed comes from
 :func:`fasbench.replay.observed.observe`."""
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Iterable
 from fasbench.linerefs import to_eof
 from fasbench.lines import overlap as _inter, total as _n
 from fasbench.metrics import merge_ranges, normalize_path
+from fasbench.process import cited as cited_lines, shown_before_report
 from fasbench.records import Ranges, Task, Trace
 from fasbench.replay.observed import observe
 from fasbench.replay.timeline import results_by_call
@@ -27,6 +30,7 @@ class FileOverlay:
     is_cited: bool = False  # the report names the file (possibly without lines)
     is_gold: bool = False  # the gold names the file (possibly without lines)
     first_turn: int | None = None  # first turn that viewed or matched it
+    cited_unseen: int = 0  # cited lines no call showed before the report (fasbench.process)
 
     def counts(self) -> dict:
         return {
@@ -38,6 +42,7 @@ class FileOverlay:
             "gold_viewed": _inter(self.gold, self.viewed),
             "gold_cited": _inter(self.gold, self.cited),
             "cited_viewed": _inter(self.cited, self.viewed),
+            "cited_unseen": self.cited_unseen,
             "is_cited": self.is_cited,
             "is_gold": self.is_gold,
         }
@@ -84,6 +89,9 @@ def file_overlay(trace: Trace, task: Task | None = None, upto_turn: int | None =
             q = normalize_path(p, root)
             f = get(q)
             f.cited, f.is_cited = merge_ranges(f.cited + to_eof(rs, root, q)), True
+        before = shown_before_report(trace)
+        for q, rs in cited_lines(trace.report, root).items():
+            get(q).cited_unseen = _n(rs) - _inter(rs, before.get(q, []))
     if task is not None:
         for p, rs in task.gold.edited.items():
             q = normalize_path(p, root)
@@ -97,7 +105,7 @@ def file_overlay(trace: Trace, task: Task | None = None, upto_turn: int | None =
 def overlay_totals(rows: Iterable[FileOverlay]) -> dict:
     """Line counts summed over files, with the shares of gold lines viewed and cited."""
     tot = {"files": 0, "viewed": 0, "grep": 0, "cited": 0, "gold": 0, "gold_viewed": 0, "gold_cited": 0,
-           "cited_viewed": 0}
+           "cited_viewed": 0, "cited_unseen": 0}
     for f in rows:
         c = f.counts()
         tot["files"] += 1

@@ -77,8 +77,9 @@ def call_html(call: ToolCall, result: ToolResult | None) -> str:
 def counts_html(rows: Sequence[FileOverlay], with_gold: bool, max_rows: int = 15) -> str:
     """The file panel's counts: one row per file (the first ``max_rows``; the totals cover all), paths
     shortened in the middle (the full path on hover), in a box that scrolls sideways instead of cutting."""
-    cols = ["viewed", "grep", "cited"] + (["gold", "gold_viewed", "gold_cited"] if with_gold else [])
-    heads = {"grep": "grep hits", "gold_viewed": "gold ∩ viewed", "gold_cited": "gold ∩ cited"}
+    cols = ["viewed", "grep", "cited", "cited_unseen"] + (["gold", "gold_viewed", "gold_cited"] if with_gold else [])
+    heads = {"grep": "grep hits", "gold_viewed": "gold ∩ viewed", "gold_cited": "gold ∩ cited",
+             "cited_unseen": "cited, never shown"}
     th = "".join(f"<th style='padding:0 6px'>{heads.get(c, c)}</th>" for c in cols)
     trs = []
     for f in rows[:max_rows]:

@@ -15,6 +15,7 @@ import math
 import textwrap
 
 from fasbench.episodes import episode_row, part_columns, reward_column
+from fasbench.process import PROCESS_COLUMNS
 from fasbench.records import Task, Trace
 from fasbench.replay.overlay import file_overlay, overlay_totals
 from fasbench.replay.timeline import fmt_s, results_by_call, turn_summary
@@ -64,6 +65,7 @@ def episode_view(trace: Trace, task: Task | None = None, reward: str = "relace",
                                   "line_f1") if row.get(k) is not None}
     rep = trace.report
     overlay = file_overlay(trace, task)
+    process = {k: row[k] for k in PROCESS_COLUMNS}
     return {
         "run": run, "task_id": trace.task_id, "trace_id": trace.trace_id, "policy": trace.policy,
         "toolset": trace.toolset, "stop_reason": trace.stop_reason, "error": trace.error,
@@ -74,8 +76,25 @@ def episode_view(trace: Trace, task: Task | None = None, reward: str = "relace",
         "reward": {"name": reward, "value": row["reward"], "parts": parts,
                    "source": "scored against the gold" if task is not None else "recorded in the trace"},
         "scores": scores,
-        "files": [f.counts() for f in overlay], "totals": overlay_totals(overlay),
+        "files": [f.counts() for f in overlay], "totals": overlay_totals(overlay), "process": process,
     }
+
+
+def process_line(p: dict) -> str:
+    """The episode's process measures (fasbench.process) in one sentence."""
+    calls = p["search_calls"]
+    out = [f"{calls} search calls ({p['calls_nothing_new']} showed nothing new, {p['duplicate_calls']} duplicates)"]
+    if p["new_lines_per_call"] is not None:
+        out.append(f"{_num(p['new_lines_per_call'])} new lines per call")
+    if p["cited_lines"]:
+        out.append(f"cited lines never shown {p['cited_lines_unseen']}/{p['cited_lines']}")
+    if p["cited_paths_missing"]:
+        out.append(f"{p['cited_paths_missing']} cited paths missing")
+    if p["reported_without_calls"]:
+        out.append("reported after zero calls")
+    if p["calls_lost"]:
+        out.append(f"{p['calls_lost']} calls lost in parsing")
+    return "process: " + ", ".join(out)
 
 
 def _calls_word(n: int) -> str:
@@ -138,19 +157,21 @@ def to_text(v: dict, width: int = 100) -> str:
         line("parts: " + ", ".join(f"{k} {_num(x)}" for k, x in r["parts"].items()), 2)
     if v["scores"]:
         wrapped(", ".join(f"{k.replace('_', ' ')} {_num(x)}" for k, x in v["scores"].items()), 2, 3)
+    wrapped(process_line(v["process"]), 2, 3)
     if v["files"]:
         line()
         line("lines per file (* gold file):")
-        line(f"{'file':<48} {'viewed':>7} {'grep':>5} {'cited':>6} {'gold':>5} {'gold∩viewed':>12} {'gold∩cited':>11}")
+        line(f"{'file':<48} {'viewed':>7} {'grep':>5} {'cited':>6} {'unseen':>6} {'gold':>5} {'gold∩viewed':>12} "
+             f"{'gold∩cited':>11}")
         for f in v["files"][:15]:
             mark = " *" if f["is_gold"] else ""
-            line(f"{_cut(f['path'] + mark, 48):<48} {f['viewed']:>7} {f['grep']:>5} {f['cited']:>6} {f['gold']:>5} "
-                 f"{f['gold_viewed']:>12} {f['gold_cited']:>11}")
+            line(f"{_cut(f['path'] + mark, 48):<48} {f['viewed']:>7} {f['grep']:>5} {f['cited']:>6} "
+                 f"{f['cited_unseen']:>6} {f['gold']:>5} {f['gold_viewed']:>12} {f['gold_cited']:>11}")
         if len(v["files"]) > 15:
             line(f"… {len(v['files']) - 15} more files")
         tot = v["totals"]
-        line(f"{'total':<48} {tot['viewed']:>7} {tot['grep']:>5} {tot['cited']:>6} {tot['gold']:>5} "
-             f"{tot['gold_viewed']:>12} {tot['gold_cited']:>11}")
+        line(f"{'total':<48} {tot['viewed']:>7} {tot['grep']:>5} {tot['cited']:>6} {tot['cited_unseen']:>6} "
+             f"{tot['gold']:>5} {tot['gold_viewed']:>12} {tot['gold_cited']:>11}")
     return "\n".join(out) + "\n"
 
 
@@ -202,9 +223,10 @@ def to_html(v: dict) -> str:
              + (": " + ", ".join(f"{e(k)} {_num(x)}" for k, x in r["parts"].items()) if r["parts"] else "") + "</p>")
     if v["scores"]:
         h.append("<p>" + ", ".join(f"{e(k.replace('_', ' '))} {_num(x)}" for k, x in v["scores"].items()) + "</p>")
+    h.append(f"<p>{e(process_line(v['process']))}</p>")
     if v["files"]:
-        cols = ("viewed", "grep", "cited", "gold", "gold_viewed", "gold_cited")
-        heads = ("viewed", "grep hits", "cited", "gold", "gold ∩ viewed", "gold ∩ cited")
+        cols = ("viewed", "grep", "cited", "cited_unseen", "gold", "gold_viewed", "gold_cited")
+        heads = ("viewed", "grep hits", "cited", "cited, never shown", "gold", "gold ∩ viewed", "gold ∩ cited")
         h.append("<table><tr><th>file (lines; ★ gold)</th>" + "".join(f"<th>{x}</th>" for x in heads) + "</tr>")
         for f in v["files"]:
             h.append(f"<tr><td><code>{e(f['path'])}</code>{' ★' if f['is_gold'] else ''}</td>"

@@ -235,7 +235,8 @@ class Comparison:
         self.a = TraceReplay(trace_a, task, xrange=xr)
         self.b = TraceReplay(trace_b, task, xrange=xr)
         cols = [("policy", "{}"), ("reward", "{:.3f}"), ("turns", "{}"), ("calls", "{}"), ("max_parallel", "{}"),
-                ("wall_s", "{:.3f}"), ("lines_viewed", "{}"), ("lines_cited", "{}")]
+                ("wall_s", "{:.3f}"), ("lines_viewed", "{}"), ("lines_cited", "{}"), ("lines_cited_unseen", "{}"),
+                ("calls_nothing_new", "{}")]
         if task is not None:
             cols += [("lines_gold_viewed", "{}"), ("lines_gold_cited", "{}")]
         th = "".join(f"<th style='padding:0 8px'>{c}</th>" for c, _ in cols)

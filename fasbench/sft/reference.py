@@ -1,7 +1,7 @@
 """Real main-agent trajectories → harness episodes (FastContext-style reference traces).
 
 The exploration prefix (the actions before the first edit, as ``fasbench.data.agent_traces``
-finds it) of a mini-swe-agent trajectory is turned into tool calls of a harness tool set:
+recorded it; the calls read by ``fasbench.trajectories.raw.read_actions``) of a mini-swe-agent trajectory is turned into tool calls of a harness tool set:
 
 - ``grep``/``egrep``/``rg``/``git grep`` → a search call (BRE patterns translated to Rust regex);
 - ``cat`` / ``nl`` / ``sed -n 'A,Bp'`` / ``head`` / ``tail`` (alone or piped) → a read call with a
@@ -23,7 +23,6 @@ gold line ranges relocated onto the corpus.
 
 from __future__ import annotations
 
-import gzip
 import json
 import posixpath
 import re
@@ -32,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fasbench import shell
-from fasbench.data.agent_traces import RUNS, _trajectory_dir, read_actions
+from fasbench.data.agent_traces import RUNS, trajectory_dir
 from fasbench.shell import options
 from fasbench.records import ToolCall
 from fasbench.tools import calls_for
+from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.raw import load_json, read_actions
 
 NOOPS = {"cd", "echo", "pwd", "true", "clear"}
 
@@ -106,16 +107,6 @@ def bre_to_rust(pattern: str, mode: str = "bre") -> str:
     return "".join(out)
 
 
-def _rel(path: str, cwd: str) -> str | None:
-    """A repository-relative path ('.' for the root), or None outside /testbed."""
-    full = posixpath.normpath(posixpath.join(cwd, path))
-    if full == "/testbed":
-        return "."
-    if not full.startswith("/testbed/"):
-        return None
-    return full[len("/testbed/"):]
-
-
 # ---------------------------------------------------------------- one pipeline → calls
 
 
@@ -144,7 +135,7 @@ def _grep_calls(words: list[str], cwd: str, toolset: str) -> list[dict]:
     ignore = bool(opts.get("-i"))
     include = opts.get("--include") or opts.get("-g") or opts.get("--glob")
     include = include if isinstance(include, str) else None
-    paths = [_rel(o, cwd) for o in ops] or ["."]
+    paths = [agent_path(o, cwd, "any") for o in ops] or ["."]
     if any(p is None for p in paths):
         raise Unconvertible(prog + " (outside the repository)")
     context = {k: int(opts[k]) for k in ("-A", "-B", "-C") if isinstance(opts.get(k), str) and opts[k].isdigit()}
@@ -216,7 +207,7 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
             raise Unconvertible(prog + " (no file)")
         out = []
         for o in ops:
-            p = _rel(o, cwd)
+            p = agent_path(o, cwd, "any")
             if p is None or p == ".":
                 raise Unconvertible(prog + " (outside the repository)")
             for a, b in ranges:
@@ -231,7 +222,7 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
         opts, ops = options(first[1:], {"-I", "-L"})
         out = []
         for o in ops or ["."]:
-            p = _rel(o, cwd)
+            p = agent_path(o, cwd, "any")
             if p is None:
                 raise Unconvertible(prog + " (outside the repository)")
             is_file = "." in posixpath.basename(p) and p != "."
@@ -251,7 +242,7 @@ def pipeline_calls(cmds: list[list[str]], cwd: str, toolset: str, root: Path | N
                 name = words[i + 1]
             elif w in ("-exec", "-execdir", "-delete", "-path", "-regex"):
                 raise Unconvertible(f"find {w}")
-        d = _rel(starts[0] if starts else ".", cwd)
+        d = agent_path(starts[0] if starts else ".", cwd, "any")
         if d is None:
             raise Unconvertible("find (outside the repository)")
         c = calls_for(toolset)
@@ -271,7 +262,7 @@ def convert_actions(actions: list, toolset: str, query: str = "", root: Path | N
                     max_calls_per_turn: int = 6) -> Conversion:
     """Tool-call turns from (command, output) actions (``fasbench.data.agent_traces.Action``)."""
     conv = Conversion(n_actions=len(actions))
-    cwd = "/testbed"
+    cwd = ROOT
     group: list[dict] = []
     group_out = ""  # outputs of the current turn's original actions
     seen: set[str] = set()
@@ -294,7 +285,7 @@ def convert_actions(actions: list, toolset: str, query: str = "", root: Path | N
         for pl in pls:
             prog = posixpath.basename(pl[0][0])
             if prog == "cd" and len(pl) == 1:
-                cwd = posixpath.normpath(posixpath.join(cwd, pl[0][1] if len(pl[0]) > 1 else "/testbed"))
+                cwd = posixpath.normpath(posixpath.join(cwd, pl[0][1] if len(pl[0]) > 1 else ROOT))
                 continue
             if prog in NOOPS and not any(w.startswith(">") for c in pl for w in c):
                 continue
@@ -334,13 +325,11 @@ def trajectory_actions(task) -> list:
     iid, run = task.meta.get("instance_id"), task.meta.get("agent_run")
     if not iid or run not in RUNS:
         raise ValueError(f"task {task.id} is not an agent-traces task (needs meta instance_id and agent_run)")
-    d = _trajectory_dir(RUNS[run][0]) / "trajs"
+    d = trajectory_dir(run) / "trajs"
     files = sorted(d.glob(f"{iid}.traj.json*"))
     if not files:
         raise FileNotFoundError(f"no trajectory for {iid} in {d}")
-    opener = gzip.open if files[0].suffix == ".gz" else open
-    with opener(files[0], "rt", encoding="utf-8") as f:
-        traj = json.load(f)
+    traj = load_json(files[0])
     actions = read_actions(traj)
     first = task.meta.get("first_edit_action")
     return actions[:first] if first is not None else actions

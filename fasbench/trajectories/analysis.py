@@ -247,7 +247,7 @@ def _shares_by(steps, key: str | None) -> dict:
     per = {}
     for (measure, frame, col) in (("turn_share", calls, "weight"), ("token_share", lazy, "call_tokens"),
                                   ("obs_token_share", lazy, "call_obs_tokens")):
-        g = frame.group_by([*keys, "category"]).agg(pl.col(col).sum().alias("v")).collect()
+        g = frame.group_by([*keys, "category"], maintain_order=True).agg(pl.col(col).sum().alias("v")).collect()
         for row in g.iter_rows():
             k = row[0] if key else None
             per.setdefault(k, {}).setdefault(measure, {})[row[-2]] = row[-1] or 0.0
@@ -276,7 +276,7 @@ def _first_edit_by(trajs, key: str | None) -> dict:
         x = pl.col(c).filter(fe).cast(pl.Float64)
         aggs += [x.mean().alias(f"{c}_mean"), x.median().alias(f"{c}_median")]
     aggs += [pl.col("handoff_tokens").filter(fe).sum().alias("_h"), pl.col("tokens").filter(fe).sum().alias("_t")]
-    g = trajs.group_by(key).agg(aggs) if key else trajs.select(aggs)
+    g = trajs.group_by(key, maintain_order=True).agg(aggs) if key else trajs.select(aggs)
     out = {}
     for row in g.iter_rows(named=True):
         k = row.pop(key) if key else None
@@ -294,7 +294,7 @@ def _blocks(steps, trajs, key: str | None) -> dict:
     sh = _shares_by(steps, key)
     fe = _first_edit_by(trajs, key)
     lazy = steps.lazy()
-    size = (lazy.group_by(keys).agg(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))
+    size = (lazy.group_by(keys, maintain_order=True).agg(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))
             if key else lazy.select(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))).collect()
     sizes = {(r[0] if key else None): (int(r[-2]), _f(r[-1])) for r in size.iter_rows()}
     out = {}

@@ -15,7 +15,7 @@ FC = SEEDS["fastcontext"]
 
 def _ratio_ci(steps: pl.DataFrame, value: str, filt: pl.Expr, n_boot: int, seed: int) -> tuple[float, float, float]:
     """sum(value where filt) / sum(value), pooled over trajectories, with its bootstrap interval."""
-    t = steps.group_by(["dataset", "trajectory_id"]).agg(
+    t = steps.group_by(["dataset", "trajectory_id"], maintain_order=True).agg(  # order fixed: the bootstrap resamples by position
         pl.col(value).filter(filt).sum().alias("num"), pl.col(value).sum().alias("den")).filter(pl.col("den") > 0)
     num, den = t["num"].to_numpy().astype(float), t["den"].to_numpy().astype(float)
     if not num.size:

@@ -1,12 +1,26 @@
 """The first edit of a submitted file: which files a submission changes, and whether one action edits
-them (see ``fasbench.trajectories.analysis`` for the definition)."""
+them. Two definitions live here, each the one a shipped result was made with:
+
+- ``edits_submission`` (the trajectory analysis, ``fasbench trajectories analyze`` and notebook 01;
+  see ``fasbench.trajectories.analysis``): on the classifier's ``Action`` of a call of any format;
+  an edit-category action whose targets match a submitted file by path suffix, or code that writes
+  and mentions one, or a run of a script that does.
+- ``edits_files`` (the agent-trace tasks' ``meta.first_edit_action`` and ``gold.viewed``,
+  ``fasbench.trajectories.viewed``): on the shell text of a mini-swe-agent call: ``sed -i``/``perl -i``
+  anywhere, ``git apply``/``patch``, a redirection or ``tee`` into an edited file (exact
+  repository path), or python (a snippet or a script the agent wrote) that mentions one and writes.
+"""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Iterable
 
+from fasbench.shell import simple_commands
 from fasbench.trajectories.classify import Action, code_writes
+from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.raw import ShellCall
 
 _DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
 _PLUS = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
@@ -27,18 +41,9 @@ def submission_files(diff: str | None) -> list[str]:
     return list(dict.fromkeys(modified or added))
 
 
-def _norm(p: str) -> str:
-    p = p.strip().strip("'\"")
-    if p.startswith("/testbed/"):
-        p = p[len("/testbed/"):]
-    while p.startswith("./"):
-        p = p[2:]
-    return p
-
-
 def _hits(paths: Iterable[str], subs: list[str]) -> bool:
     for p in paths:
-        q = _norm(p)
+        q = agent_path(p, kind="text")
         if not q:
             continue
         for s in subs:
@@ -52,7 +57,7 @@ def _mentions(text: str, subs: list[str]) -> bool:
 
 
 def _temp_only(targets: tuple[str, ...]) -> bool:
-    return bool(targets) and all(_norm(t).startswith(("/tmp/", "/dev/", "/var/tmp/")) for t in targets)
+    return bool(targets) and all(agent_path(t, kind="text").startswith(("/tmp/", "/dev/", "/var/tmp/")) for t in targets)
 
 
 def edits_submission(a: Action, call_text: str, subs: list[str], scripts: set[str]) -> bool:
@@ -70,3 +75,28 @@ def edits_submission(a: Action, call_text: str, subs: list[str], scripts: set[st
     if a.code_writes or not a.targets:
         return _mentions(call_text, subs)
     return False
+
+
+_WRITES = re.compile(r"open\([^)]*['\"][wa]\+?['\"]|\.write\(|write_text\(|fileinput|\.replace\(")
+
+
+def edits_files(a: ShellCall, edited: set[str], scripts: dict[str, str], cwd: str = ROOT) -> bool:
+    """Whether a shell call edits one of the ``edited`` repository files (the agent-trace rule, module
+    doc); ``scripts`` maps the files the agent wrote so far to their text."""
+    cmd = a.command
+    mentions = any(e in cmd for e in edited)
+    if re.search(r"\b(sed|perl)\s+(-\w*\s+)*-i", cmd) or re.search(r"\bsed\s+-i", cmd):
+        return True
+    if re.search(r"\bgit\s+apply\b|\bpatch\s+(-p|<)", cmd):
+        return True
+    for s in simple_commands(cmd):
+        for op, target in s.redirects:
+            if op in (">", ">>") and agent_path(target, cwd) in edited:
+                return True
+        if s.words and posixpath.basename(s.words[0]) == "tee" and any(agent_path(w, cwd) in edited for w in s.words[1:]):
+            return True
+        if s.words and posixpath.basename(s.words[0]).startswith("python"):
+            for w in s.words[1:]:
+                if w in scripts and any(e in scripts[w] for e in edited) and _WRITES.search(scripts[w]):
+                    return True
+    return bool(mentions and "python" in cmd and _WRITES.search(cmd))

@@ -27,16 +27,14 @@ off mid-write is read without that line and reported as partial.
 
 from __future__ import annotations
 
-import gzip
 import json
-import re
-import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from fasbench.records import RecordError, Trace, parse_arguments
 from fasbench.trajectories import openhands
+from fasbench.trajectories.raw import bash_blocks, message_text, read_text
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
 from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, Call, ParsedFile, Trajectory,  # noqa: F401
                                         TrajectoryError, Turn)
@@ -44,22 +42,6 @@ from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, Call,
 
 
 # ------------------------------------------------------------------ reading
-
-def read_text(path: str | Path) -> str:
-    """The file's text, gunzipped when it starts with the gzip magic."""
-    data = Path(path).read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except EOFError as e:
-            raise TrajectoryError(f"truncated gzip ({e})") from e
-        except (OSError, zlib.error) as e:
-            raise TrajectoryError(f"corrupt gzip ({e})") from e
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise TrajectoryError(f"not UTF-8 text ({e})") from e
-
 
 def load(path: str | Path) -> tuple[Any, str | None]:
     """(object or list of JSONL objects, partial-reason). Raises TrajectoryError."""
@@ -201,23 +183,6 @@ def _stem(path: Path) -> str:
     return name
 
 
-def _text(content) -> str:
-    """Message content as text (strings, or lists of {type: text, text} blocks)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for b in content:
-            if isinstance(b, dict):
-                parts.append(str(b.get("text") or b.get("content") or ""))
-            else:
-                parts.append(str(b))
-        return "\n".join(parts)
-    return str(content)
-
-
 def _usage(m: dict) -> dict | None:
     extra = m.get("extra")
     if extra:
@@ -254,7 +219,7 @@ def _estimate_chat(turns: list[Turn], msgs: list[dict], assistant_idx: list[int]
 
 
 def _msg_text(m: dict) -> str:
-    s = _text(m.get("content"))
+    s = message_text(m.get("content"))
     for tc in m.get("tool_calls") or []:
         fn = tc.get("function") or {}
         s += "\n" + str(fn.get("name", "")) + " " + str(fn.get("arguments", ""))
@@ -272,37 +237,6 @@ def _model_of(info: dict, msgs: list[dict]) -> str:
     return str(model or "")
 
 
-_BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)  # mini-swe-agent v1's own action regex
-
-
-def _bash_blocks(text: str) -> list[str]:
-    """``_BASH_BLOCK.findall(text)`` with str.find instead of the regex's character-by-character
-    lazy scan (the same matches, several times faster on long commands)."""
-    out = []
-    i = text.find("```bash")
-    n = len(text)
-    while i >= 0:
-        j = i + 7
-        k = j
-        while k < n and text[k] in " \t\n\r\f\v":
-            k += 1
-        # ``\s*\n``: greedy, so the rightmost newline of the run first; then the lazy body
-        found = None
-        p = text.rfind("\n", j, k)
-        while p >= j:
-            q = text.find("\n```", p + 1)
-            if q >= 0:
-                found = (p + 1, q)
-                break
-            p = text.rfind("\n", j, p)
-        if found is None:
-            i = text.find("```bash", i + 1)
-            continue
-        out.append(text[found[0]:found[1]])
-        i = text.find("```bash", found[1] + 4)
-    return out
-
-
 def _mini_v1(d: dict, path: Path) -> Trajectory:
     info = d.get("info") or {}
     msgs = d["messages"]
@@ -311,7 +245,7 @@ def _mini_v1(d: dict, path: Path) -> Trajectory:
         if m.get("role") != "assistant":
             continue
         content = m.get("content")
-        blocks = _bash_blocks(content if isinstance(content, str) else _text(content))
+        blocks = bash_blocks(content if isinstance(content, str) else message_text(content))
         t = Turn(len(turns) + 1, [Call("bash", blocks[0])] if len(blocks) == 1 else [])
         _apply_usage(t, _usage(m))
         turns.append(t)
@@ -371,7 +305,7 @@ def _swe_agent(d: dict, path: Path) -> Trajectory:
     for m in history:
         if m.get("role") == "assistant" and not m.get("is_demo"):
             break
-        prefix_texts.append(_text(m.get("content")))
+        prefix_texts.append(message_text(m.get("content")))
     texts = []
     for s in steps:
         texts.append(str(s.get("response") or (str(s.get("thought") or "") + "\n" + str(s.get("action") or ""))))
