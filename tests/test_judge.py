@@ -182,7 +182,7 @@ def test_bad_judge_specs():
             make_judge(spec)
     from fasbench.rl.config import RLConfig
 
-    with pytest.raises(ValueError, match="judge applies to the fastcontext and fastcontext-lenient rewards"):
+    with pytest.raises(ValueError, match="judge applies to the fastcontext, fastcontext-lenient, grounded-fastcontext"):
         RLConfig(reward="relace", judge="openai:model=x,base_url=http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="model=NAME"):
         RLConfig(reward="fastcontext", judge="openai:base_url=http://127.0.0.1:9/v1")

@@ -159,7 +159,7 @@ def test_every_reward_takes_the_one_episode_signature():
 def test_judged_is_a_property_of_the_registry_entry():
     from fasbench.reward import judged_rewards, reward_named
 
-    assert judged_rewards() == ["fastcontext", "fastcontext-lenient"]
+    assert judged_rewards() == ["fastcontext", "fastcontext-lenient", "grounded-fastcontext", "grounded-fastcontext-lenient"]
     assert not reward_named("relace").judged
     with pytest.raises(ValueError, match="unknown reward 'nope'; choose one of relace, "):
         reward_named("nope")

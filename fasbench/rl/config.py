@@ -93,7 +93,7 @@ class RLConfig:
             raise ValueError(f"rl config: corpus_mode {self.corpus_mode!r} unknown; choose offline, online or null")
         if self.judge:
             if not REWARDS[self.reward].judged:
-                raise ValueError(f"rl config: judge applies to the {' and '.join(judged_rewards())} rewards, "
+                raise ValueError(f"rl config: judge applies to the {', '.join(judged_rewards())} rewards, "
                                  f"not {self.reward!r}")
             make_judge(self.judge)  # a bad spec fails here, not at the first reward
         for k in ("max_turns", "max_calls_per_turn", "num_generations", "max_completion_length", "max_steps"):
