@@ -27,10 +27,9 @@ from typing import Sequence
 
 import polars as pl
 
+from fasbench.harness import Limits, Policy, run_episode
 from fasbench.lines import file_lines
 from fasbench.metrics import file_prf, normalize_files, paired_bootstrap, paired_differs
-from fasbench.harness import Limits, run_episode
-from fasbench.policies import bind_policy
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Report, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.process import shown_before_report, shown_lines
@@ -161,8 +160,7 @@ def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence
                             {} if c == "zero-calls" else seen) for c in cheats})
         for who, (rep, turns, shown) in reports.items():
             for rw in rewards:
-                kw = {"shown": shown} if rw.startswith("grounded-") else {}
-                s = score_report(rw, task.gold, rep, turns, root=task.root, **kw)
+                s = score_report(rw, task.gold, rep, turns, root=task.root, shown=shown)  # grounded ones read shown
                 hit = bool(file_prf(normalize_files(rep.files, task.root) if rep else {}, task.gold.edited,
                                     task.root).n_hit)
                 rows.append({"task_id": tr.task_id, "policy": who, "reward": rw, "score": float(s.value), "hit": hit})
@@ -191,12 +189,12 @@ def audit_table(frame, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
 
 
 @dataclass
-class CheatPolicy:
+class CheatPolicy(Policy):
     """Wraps a policy; when it answers, the answer is replaced by the cheat's report (bound to a
     task for the cheats that read the corpus). ``zero-calls`` answers on its first turn, without a call,
     the report the base policy makes in a private episode of its own on the task."""
 
-    base: object
+    base: Policy
     cheat: str = "all-seen"
     name: str = ""
     root: str | None = None
@@ -209,7 +207,7 @@ class CheatPolicy:
         self.name = self.name or f"cheat:{self.cheat}"
 
     def bind(self, task: Task) -> "CheatPolicy":
-        return CheatPolicy(bind_policy(self.base, task), self.cheat, self.name, str(task.root), task=task)
+        return CheatPolicy(self.base.bind(task), self.cheat, self.name, str(task.root), task=task)
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         if self.root is None:

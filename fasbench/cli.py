@@ -128,7 +128,7 @@ def score(
     gold: str = typer.Option(..., "--gold", help='{"edited": {path: [[s, e], ...]}, "viewed": [...] | null} or a file'),
     report: str = typer.Option(..., "--report", help='{"files": {path: [[s, e], ...]}, "explanation": str} or a file'),
     turns: Optional[int] = typer.Option(None, "--turns", help="turns used (for the turn penalty)"),
-    reward: str = typer.Option("relace-f2", "--reward", help="relace-f2 | relace-hybrid | fastcontext | …"),
+    reward: str = typer.Option("relace-f2", "--reward", help="a name of fasbench.reward.REWARDS: relace-f2 | relace-hybrid | fastcontext | …"),
     judge: Optional[str] = typer.Option(None, "--judge", help="fastcontext: LLM judge, openai:model=NAME,base_url=URL"),
     query: Optional[str] = typer.Option(None, "--query", help="fastcontext: the task's query (the judge reads it)"),
     finish: str = typer.Option("stop", "--finish", help="fastcontext: how the episode ended: stop | length | abort | error"),
@@ -138,26 +138,25 @@ def score(
 ):
     """Score a report against gold; prints the score and its parts as JSON."""
     # local import: fasbench.reward costs ~0.1 s at CLI start-up, a third of `fasbench --help` (python -X importtime)
-    from fasbench.reward import REWARDS, score_report
+    from fasbench.reward import judged_rewards, reward_named, score_report
 
-    if reward not in REWARDS:
-        _fail(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
+    judged = reward_named(reward).judged  # an unknown name: a ValueError naming the choices (one line, exit 2)
     g = Gold.from_dict(_load_json_arg(gold, "--gold"))
     r = Report.from_dict(_load_json_arg(report, "--report"))
     if turns is not None and turns < 0:
         _fail("--turns must be >= 0")
     if root is not None and not root.is_dir():
         _fail(f"--root {root} is not a directory")
-    kw: dict = {}
-    if reward == "fastcontext":
+    kw: dict = {"query": query, "finish_reason": finish}  # the facts of the episode; each reward takes what it needs
+    if judged:
         # local import: the judge's HTTP client (httpx) costs ~0.1 s at CLI start-up (python -X importtime)
         from fasbench.judge import make_judge
 
         if judge is not None and not query:
             _fail("--judge needs --query (the judge scores the cited lines against the query)")
-        kw = {"judge": make_judge(judge, strict=True) if judge else None, "query": query, "finish_reason": finish}
+        kw["judge"] = make_judge(judge, strict=True) if judge else None
     elif judge is not None:
-        _fail(f"--judge only applies to --reward fastcontext, not {reward!r}")
+        _fail(f"--judge only applies to a judged reward ({', '.join(judged_rewards())}), not {reward!r}")
     s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None, **kw)
     typer.echo(json.dumps(s.to_dict()))
 

@@ -10,16 +10,16 @@ from typing import Optional
 
 import typer
 
+from fasbench.policies import POLICIES
 from fasbench.records import write_tasks
 from fasbench.selection import describe_excluded, describe_run_count, pick_ids, read_ids_file, usable
 from fasbench.shards import parse_shard, record_shard, select_shard
-from fasbench.specs import POLICY_FAMILIES
 from fasbench.tasksets import corpus_kind_of, load_task_set, parse_task_set, task_set_label
 
 
 # every policy family with an example (typer keeps these lines as they are)
 POLICY_HELP = "Policies (`fasbench policies` lists their parameters):\n\n" + "\n".join(
-    f"  {example}   {what}" for _, example, what in POLICY_FAMILIES)
+    f"  {fam.example}   {fam.what}" for fam in POLICIES.values())
 
 
 def register(app) -> None:
@@ -62,6 +62,7 @@ def register(app) -> None:
         from fasbench.evaluate import last_call, run_eval, run_name
         from fasbench.paths import cache_dir
         from fasbench.harness import Limits
+        from fasbench.reward import DEFAULT_REWARD
 
         if corpus not in (None, "offline", "online"):
             typer.echo(f"error: --corpus must be offline or online, got {corpus!r}", err=True)
@@ -81,7 +82,7 @@ def register(app) -> None:
                 out = cache_dir("runs") / run_name(f"eval-{policy.split(':', 1)[0]}", {
                     "policy": policy, "toolset": toolset, "tasks": source, "ids": chosen, "limit": limit,
                     "corpus": corpus, "max_turns": max_turns, "max_calls": max_calls, "shard": shard,
-                    **({"reward": reward} if reward != "relace" else {})})
+                    **({"reward": reward} if reward != DEFAULT_REWARD else {})})
                 typer.echo(f"run directory: {out}", err=True)
             ts, excluded = usable(ts, corpus)
             typer.echo(describe_excluded(excluded, n, corpus), err=True)

@@ -43,7 +43,7 @@ from fasbench.episodes import check_scoring, episode_table
 from fasbench.harness import Limits, parsable_calls, run_episode
 from fasbench.judge import make_judge
 from fasbench.metrics import bootstrap_ci, paired_bootstrap
-from fasbench.policies import bind_policy, make_policy
+from fasbench.policies import make_policy
 from fasbench.provenance import code_version, timestamp
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
 from fasbench.reward import REWARDS
@@ -105,10 +105,11 @@ def safe_episode(task: Task, policy, toolset: str, limits: Limits) -> Trace:
     that still fails after the last retry — are already caught by ``run_episode`` (``policy_error``)."""
     t0 = time.time()
     try:
-        _prepare(policy, task)  # the retrieval index of this task's corpus, outside the episode's timing
-        return run_episode(task, bind_policy(policy, task), toolset, limits)
+        policy.prepare([task])  # e.g. the retrieval index of this task's corpus: built lazily, one corpus at a
+        # time, so the first traces appear after one index, not after all of them; outside the episode's timing
+        return run_episode(task, policy.bind(task), toolset, limits)
     except Exception as e:  # noqa: BLE001 - recorded in the trace, the run goes on
-        return Trace(task_id=task.id, policy=getattr(policy, "name", str(policy)), toolset=toolset,
+        return Trace(task_id=task.id, policy=policy.name, toolset=toolset,
                      stop_reason="policy_error", error=f"episode failed: {type(e).__name__}: {e}",
                      started_at=t0, ended_at=time.time())
 
@@ -122,15 +123,6 @@ def _episode(task_d: dict, spec: str, toolset: str, limits: Limits) -> dict:
     if "policy" not in _WORKER:
         _WORKER["policy"] = make_policy(spec)
     return safe_episode(Task.from_dict(task_d), _WORKER["policy"], toolset, limits).to_dict()
-
-
-def _prepare(policy, task: Task) -> None:
-    """Build or load what the policy needs for this task (a retrieval index of its corpus) just before
-    its episode and outside the timed part: indexes are built lazily, one corpus at a time, so the
-    first traces appear after one index, not after all of them."""
-    prep = getattr(policy, "prepare", None)
-    if callable(prep):
-        prep([task])
 
 
 def done_task_ids(traces: Path) -> set[str]:
@@ -231,16 +223,6 @@ def _record_tasks(out: Path, tasks: Sequence[Task]) -> None:
         append_jsonl(f, new)
 
 
-def default_backend(spec: str) -> str:
-    """thread for the heuristic (its time is spent in ripgrep subprocesses and measured faster than a
-    process pool: benchmarks/eval_throughput.py), for HTTP, and for retrieval (the indexes that
-    ``prepare`` loaded stay in memory, so episodes time retrieval, not index loading); serial for a
-    local model; process otherwise."""
-    name = spec.split(":", 1)[0]
-    return {"heuristic": "thread", "sequential": "thread", "openai": "thread", "bm25": "thread", "dense": "thread",
-            "hf": "serial"}.get(name, "process")
-
-
 def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
              limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
              progress: bool = True, judge: str | None = None, task_source: str | None = None,
@@ -261,6 +243,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     :func:`tool_call_warnings` (episodes without a parsable tool call, calls read from reply text) are
     kept in that call's record (``warnings``) and printed last unless ``warn`` is False (the CLI prints
     them at its own end).
+    ``backend`` (process | thread | serial) defaults to the policy's own (``Policy.backend``).
     ``scoring`` (``fastcontext`` | ``fastcontext-all``) adds FastContext's run_score.py columns ``fc_*``
     (fasbench.localization.fastcontext_row); it changes the summary only, not the run."""
     if toolset not in TOOLSETS:
@@ -286,10 +269,10 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     since = (calls[0].get("at") if calls else None) or meta.get("created")
     todo = with_corpora(pending, skipped=out / "skipped.jsonl", progress=progress).tasks
     _record_tasks(out, [t for t in tasks if t.id in done] + todo)  # done ones too: a run from before tasks.jsonl
-    note = getattr(main_policy, "cache_note", None)
-    if callable(note) and todo:  # e.g. "bm25: 2 of 6 corpus indexes cached under …"
-        print(note(todo))
-    backend = backend or default_backend(policy)
+    note = main_policy.cache_note(todo) if todo else None
+    if note:  # e.g. "bm25: 2 of 6 corpus indexes cached under …"
+        print(note)
+    backend = backend or (main_policy.backend if main_policy is not None else "serial")  # the policy's own
     workers = max(1, workers or os.cpu_count() or 1)
     if backend not in ("process", "thread", "serial"):
         raise ValueError(f"backend must be process, thread or serial, got {backend!r}")

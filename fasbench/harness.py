@@ -34,20 +34,62 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Iterable
 
 from fasbench.records import SCHEMA_VERSION, Reply, Task, ToolCall, ToolResult, Trace, Turn
+from fasbench.specs import build, spec_fields
 from fasbench.tools import ToolLimits, Toolset, make_toolset
 from fasbench.tools.base import too_many_calls
 
 
-class Policy(Protocol):
-    """Chooses the tool calls. ``act`` gets the chat so far (OpenAI-style messages) and the tool
-    schemas; ``final`` is True on the last allowed turn."""
+class Policy:
+    """Chooses the tool calls: the protocol every policy subclasses, its optional members declared here
+    with their defaults (docs/design.md section 3; ``fasbench/policies/README.md``).
 
-    name: str
+    - ``name``: the label of its traces (``make_policy`` sets it to the spec).
+    - ``act(messages, tools, *, final) -> Reply``: the chat so far (OpenAI-style messages) and the tool
+      schemas; ``final`` is True on the last allowed turn. The one member a policy must write.
+    - ``observes_turns`` (default False): True makes the harness pass ``act(..., turns=...)``, the
+      episode's recorded turns with each result's ``shown`` (the scripted policies read those instead
+      of parsing the chat).
+    - ``backend`` (default ``process``): how ``fasbench eval`` runs many episodes of it by default:
+      ``thread`` (one shared object: HTTP pools, loaded indexes, ripgrep-bound work), ``serial`` (a
+      local model), ``process`` (a worker pool, each worker builds its own).
+    - ``bind(task) -> Policy`` (default: itself): the policy for one task (the RAG baselines read the
+      task's corpus and query); every workflow calls it before ``run_episode``.
+    - ``prepare(tasks)`` (default: nothing): build or load what the tasks need (a corpus index), called
+      by the evaluation per task just before its episode, outside its timing.
+    - ``cache_note(tasks) -> str | None`` (default None): one line printed before a run (how many
+      indexes are cached).
+    """
 
-    def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply: ...
+    name: str = "policy"
+    observes_turns: bool = False
+    backend: str = "process"
+
+    def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
+        raise NotImplementedError(f"{type(self).__name__} does not define act(messages, tools, *, final)")
+
+    def bind(self, task: Task) -> "Policy":
+        return self
+
+    def prepare(self, tasks: Iterable[Task]) -> None:
+        return None
+
+    def cache_note(self, tasks: Iterable[Task]) -> str | None:
+        return None
+
+    @classmethod
+    def from_spec(cls, family: str, params: dict[str, str], **fixed) -> "Policy":
+        """The policy of the spec ``family:key=value,...`` (``fasbench.policies.make_policy``; ``params``
+        as parsed, ``fixed`` set by the caller): ``cls(**fixed, **params)``, each value converted to its
+        dataclass field's declared type."""
+        return build(cls, family, params, **fixed)
+
+    @classmethod
+    def spec_parameters(cls, family: str) -> list[tuple[str, str, str]]:
+        """``(parameter, default, comment)`` of each parameter the spec may set (``fasbench policies``)."""
+        return spec_fields(cls)
 
 
 @dataclass
@@ -130,6 +172,9 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
     """Run one search episode of ``policy`` on ``task``. ``toolset`` is a Toolset or the name of
     one, bound to ``task.root``."""
     limits = limits or Limits()
+    if not isinstance(policy, Policy):
+        raise TypeError(f"{type(policy).__name__} is not a fasbench.harness.Policy: subclass it "
+                        "(docs/design.md section 3, A policy)")
     if isinstance(toolset, str):
         if not task.root:
             raise ValueError(f"task {task.id} has no corpus root; materialise it first")
@@ -153,7 +198,7 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
         t0 = time.time()
         try:
             # a policy that reads structured observations (the scripted ones) gets the recorded turns
-            kw = {"turns": list(trace.turns)} if getattr(policy, "observes_turns", False) else {}
+            kw = {"turns": list(trace.turns)} if policy.observes_turns else {}
             reply = policy.act(messages, toolset.schemas, final=final, **kw)
         except Exception as e:  # the policy failed: record it, keep what we have
             trace.stop_reason, trace.error = "policy_error", f"{type(e).__name__}: {e}"

@@ -237,8 +237,8 @@ def localization_row(task, trace) -> dict:
     for lv in ("file",) + ENTITY_LEVELS:
         ranked = ranked_items(regions, lv, root)
         has = lv == "file" or bool(gold_ents)
-        prf = set_prf(ranked, gold[lv]) if has else None
-        if lv != "file":  # file P/R/F are evaluate's file_precision/recall/f1 (same definition)
+        if lv != "file":  # file P/R/F are the episode table's file_precision/recall/f1 (fasbench.reward.report_files_prf)
+            prf = set_prf(ranked, gold[lv]) if has else None
             for name, i in (("precision", 0), ("recall", 1), ("f1", 2)):
                 row[f"{lv}_{name}"] = prf[i] if prf else None
         row[f"{lv}_top1"] = top1(ranked, gold[lv]) if has else None

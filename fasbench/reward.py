@@ -1,4 +1,14 @@
-"""Rewards: pure functions of (gold, report, turns) that return the value, its parts and a reason.
+"""Rewards: pure functions of an episode that return the value, its parts and a reason.
+
+Every reward has the one signature ``(gold, report, *, turns=None, root=None, trace=None, query=None,
+judge=None, **_) -> Score`` and takes from the episode what it needs (Relace's the turn count,
+FastContext's the finish reason, the query and the judge); :data:`REWARDS` is the one registry, name →
+:class:`Reward` (the function and whether an LLM judge gives one of its terms). :func:`score_episode`
+scores one episode (a Trace and its Task) under a reward by name: the episode table
+(``fasbench.episodes``), the RL reward function (``fasbench.rl.reward``) and the golden traces call it;
+:func:`score_report` scores a bare report (``fasbench score``, best-of-N, SFT filtering). The file
+precision/recall of a report is :func:`report_files_prf`, the one computation the rewards and the
+episode table's ``file_*`` columns share.
 
 Formulas (see docs/design.md):
 - Relace FAS: ``R = A · P`` with ``A2 = 5·P·R / (4·P + R)`` (F2 over edited files, PR-derived
@@ -14,7 +24,7 @@ Formulas (see docs/design.md):
 - ``grounded-NAME`` for every reward NAME: fasbench's own, not published. The report's citations count only
   where the searcher was shown them (``fasbench.process.ground_report``: each cited file keeps the cited
   lines a call showed before the report; a file with none is dropped), then reward NAME scores what is
-  left. It needs the episode's observations (``shown=``, from :func:`episode_kwargs`).
+  left. It needs the episode's observations (from its ``trace``, or ``shown=``).
 
 ``root`` (a workspace directory) lets line ranges resolve against the files: ``[s, -1]`` ends at the
 file's last line and every range is clipped to the file's length; without it they are clipped to
@@ -28,7 +38,7 @@ from typing import Callable, Sequence
 
 from fasbench.judge import citation_contents, query_message
 from fasbench.lines import LINE_CAP, capped_ranges
-from fasbench.metrics import fbeta, file_prf, line_prf, normalize_files, normalize_path
+from fasbench.metrics import PRF, fbeta, file_prf, line_prf, normalize_files, normalize_path
 from fasbench.process import ground_report, shown_before_report
 from fasbench.records import Gold, Report
 from fasbench.tools.fastcontext import parse_final_answer_lenient
@@ -56,10 +66,23 @@ def _files(report: Report | None, root: str | None) -> dict[str, list]:
     return normalize_files(report.files, root) if report is not None else {}
 
 
-def relace_f2(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+def report_files_prf(gold: Gold, report: Report | None, root: str | None = None) -> PRF:
+    """File precision/recall of the report's cited files against the edited files: the rewards' file
+    terms and the episode table's ``file_*`` columns (one computation; paths normalised as
+    :func:`fasbench.metrics.normalize_path`)."""
+    return file_prf(_files(report, root), gold.edited, root)
+
+
+def report_lines_prf(gold: Gold, report: Report | None, root: str | None = None) -> PRF:
+    """Line precision/recall over (path, line) pairs against the edited lines (``line-f1``, the episode
+    table's ``line_*`` columns)."""
+    return line_prf(_files(report, root), gold.edited, root)
+
+
+def relace_f2(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
+              **_) -> Score:
     """Relace A2 (F2 over edited files) times the turn penalty."""
-    pred = _files(report, root)
-    prf = file_prf(pred, gold.edited, root)
+    prf = report_files_prf(gold, report, root)
     a = fbeta(prf.precision, prf.recall, 2.0)
     p = turn_penalty(turns)
     reason = (f"{prf.n_hit}/{prf.n_gold} edited files found among {prf.n_pred} cited; "
@@ -69,12 +92,13 @@ def relace_f2(gold: Gold, report: Report | None, turns: int | None = None, root:
     return Score(a * p, {"accuracy": a, "precision": prf.precision, "recall": prf.recall, "turn_penalty": p}, reason)
 
 
-def relace_hybrid(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+def relace_hybrid(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
+                  **_) -> Score:
     """Relace A1: soft precision against viewed files (a cited file counts when the reference
     agent viewed or edited it), hard recall against edited files; times the turn penalty.
     Without viewed gold it falls back to precision against edited files, and says so."""
     pred = _files(report, root)
-    hard = file_prf(pred, gold.edited, root)
+    hard = report_files_prf(gold, report, root)
     soft_set = dict.fromkeys(list(gold.edited) + sorted(gold.viewed or ()), [])
     soft = file_prf(pred, soft_set, root)
     ps, r = soft.precision, hard.recall
@@ -91,7 +115,7 @@ def _status(finish_reason: str | None) -> str:
     return {"stop": "completed", "length": "truncated", "abort": "aborted"}.get(finish_reason or "", "failed")
 
 
-def finish_reason(trace) -> str:
+def episode_finish_reason(trace) -> str:
     """The release's finish reason for a fasbench episode: ``stop`` when the model answered (a report
     was parsed), ``tool_calls`` when the turn limit came while it was still calling tools (the
     release's loop ends there; that status is FAILED), ``error`` when the policy failed."""
@@ -110,9 +134,12 @@ def _released_files(cited: dict, gold: Gold) -> tuple[float, float, int, int, in
     return (hit / len(pred) if pred else 0.0), (hit / len(true) if true else 0.0), len(pred), len(true), hit
 
 
-def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
-                judge=None, query: str | None = None, finish_reason: str | None = "stop",
-                lenient: bool = False, answer: str | None = None) -> Score:
+_EPISODE = object()  # fastcontext's finish_reason when not given: the episode's (None is a given value)
+
+
+def fastcontext(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
+                trace=None, query: str | None = None, judge=None, finish_reason: str | None | object = _EPISODE,
+                lenient: bool = False, answer: str | None | object = _EPISODE, **_) -> Score:
     """FastContext's RL reward as released (``generate_with_fastcontext.py`` ``reward_func``, scores
     from ``utils.py``):
 
@@ -123,12 +150,21 @@ def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, roo
       episode finished with ``stop`` (truncated/aborted → 0), and ``quality`` = the judge's 0-10 score
       × 0.1, given the query and the contents of the cited lines (:mod:`fasbench.judge`).
 
-    ``judge`` is a :class:`fasbench.judge.Judge` (or None: the quality term is 0 and the reason says
-    so); ``query`` the task's query (needed by a judge); ``root`` the workspace the citations are read
-    from. Deviations: a gold with no file gives no over-citation term (the release divides by 0).
+    ``trace`` (the episode) gives the finish reason (:func:`episode_finish_reason`; ``finish_reason``,
+    when given, wins, None included: ``fasbench score --finish``; neither: ``stop``) and the query the explorer was
+    given (:func:`episode_query`: its generated query, else ``query``, the task's). ``judge`` is a
+    :class:`fasbench.judge.Judge` (or None: the quality term is 0 and the reason says so); ``root`` the
+    workspace the citations are read from. Deviations: a gold with no file gives no over-citation term
+    (the release divides by 0).
 
-    ``lenient`` (the ``fastcontext-lenient`` reward): ``answer`` (the answer text, when given) is
-    re-read with ``parse_final_answer_lenient`` and paths are normalised (fasbench's older reading)."""
+    ``lenient`` (the ``fastcontext-lenient`` reward): the answer text (``answer`` when given, None
+    included, else :func:`episode_answer`) is re-read with ``parse_final_answer_lenient`` and paths are
+    normalised (fasbench's older reading)."""
+    if finish_reason is _EPISODE:
+        finish_reason = episode_finish_reason(trace) if trace is not None else "stop"
+    query = episode_query(trace, query)
+    if lenient and answer is _EPISODE:
+        answer = episode_answer(trace)
     if lenient and answer is not None:
         report = parse_final_answer_lenient(answer)
     parts = {"cited": 0.0, "score_file": 0.0, "f0.5": 0.0, "over_penalty": 0.0, "quality": 0.0,
@@ -143,7 +179,7 @@ def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, roo
                      + ("" if report is not None else " (no answer)"))
     parts["cited"] = 1.0
     if lenient:
-        prf = file_prf(normalize_files(cited, root), gold.edited, root)
+        prf = report_files_prf(gold, Report(files=cited), root)
         prec, rec, n_pred, n_gold, n_hit = prf.precision, prf.recall, prf.n_pred, prf.n_gold, prf.n_hit
     else:
         prec, rec, n_pred, n_gold, n_hit = _released_files(cited, gold)
@@ -169,16 +205,16 @@ def fastcontext(gold: Gold, report: Report | None, turns: int | None = None, roo
     return Score(value, parts, reason)
 
 
-def judge_requests(items) -> list[tuple[str, str]]:
+def judge_requests(episodes) -> list[tuple[str, str]]:
     """The (query message, cited contents) pairs the ``fastcontext`` reward will send the judge for
-    ``items`` = (report, root, query, finish reason) tuples, so that a caller can have them judged
-    concurrently first (``Judge.score_many``); episodes the reward scores 0 are left out. Give the
-    query as :func:`episode_query` returns it."""
+    ``episodes`` (``(trace, task)`` pairs), so that a caller can have them judged concurrently first
+    (``Judge.score_many``); episodes the reward scores 0 are left out."""
     out = []
-    for report, root, query, fr in items:
+    for trace, task in episodes:
+        report, query = trace.report, episode_query(trace, task.query)
         cited = {p: rs for p, rs in (report.files.items() if report is not None else ()) if rs}
-        if cited and query and _status(fr) != "failed":
-            out.append((query_message(query), citation_contents(cited, root, released=True)))
+        if cited and query and _status(episode_finish_reason(trace)) != "failed":
+            out.append((query_message(query), citation_contents(cited, task.root, released=True)))
     return out
 
 
@@ -190,50 +226,36 @@ def episode_query(trace, query: str | None) -> str | None:
     return q if isinstance(q, str) and q else query
 
 
-def _answer_text(trace) -> str | None:
-    """The text of the episode's last reply (the one a FastContext answer is read from)."""
-    return trace.turns[-1].text if trace is not None and trace.turns else None
+def episode_answer(trace) -> str | None:
+    """The text of the episode's last reply when the episode ended with it (reported, or stopped
+    without an answer block): the one a FastContext answer is read from; None otherwise."""
+    if trace is None or not trace.turns or trace.stop_reason not in ("reported", "no_answer"):
+        return None
+    return trace.turns[-1].text
 
 
-def episode_kwargs(reward: str, trace, query: str | None = None, judge=None) -> dict:
-    """The keyword arguments a reward takes from the episode itself (FastContext's: the finish
-    reason, the query the explorer was given and the judge; the lenient one also the answer text);
-    ``{}`` for the others; a grounded reward adds ``shown`` (the lines shown before the report)."""
-    if reward.startswith(GROUNDED):
-        return {**episode_kwargs(reward[len(GROUNDED):], trace, query, judge), "shown": shown_before_report(trace)}
-    if reward not in ("fastcontext", "fastcontext-lenient"):
-        return {}
-    kw = {"finish_reason": finish_reason(trace), "query": episode_query(trace, query), "judge": judge}
-    if reward == "fastcontext-lenient":
-        kw["answer"] = _answer_text(trace) if trace is not None and trace.stop_reason in ("reported", "no_answer") \
-            else None
-    return kw
-
-
-def fastcontext_lenient(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
-                        judge=None, query: str | None = None, finish_reason: str | None = "stop",
-                        answer: str | None = None) -> Score:
+def fastcontext_lenient(gold: Gold, report: Report | None, **episode) -> Score:
     """:func:`fastcontext` over fasbench's looser answer reading (not the release's; see there)."""
-    return fastcontext(gold, report, turns, root, judge=judge, query=query, finish_reason=finish_reason,
-                       lenient=True, answer=answer)
+    return fastcontext(gold, report, **{**episode, "lenient": True})
 
 
-def f05(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+def f05(gold: Gold, report: Report | None, *, root: str | None = None, **_) -> Score:
     """File-level F0.5 (precision-weighted, as Cognition reports)."""
-    prf = file_prf(_files(report, root), gold.edited, root)
+    prf = report_files_prf(gold, report, root)
     v = prf.f(0.5)
     return Score(v, {"precision": prf.precision, "recall": prf.recall}, f"F0.5={v:.3f}")
 
 
-def file_f1(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
-    prf = file_prf(_files(report, root), gold.edited, root)
+def file_f1(gold: Gold, report: Report | None, *, root: str | None = None, **_) -> Score:
+    """File-level F1."""
+    prf = report_files_prf(gold, report, root)
     v = prf.f(1.0)
     return Score(v, {"precision": prf.precision, "recall": prf.recall}, f"file F1={v:.3f}")
 
 
-def line_f1(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+def line_f1(gold: Gold, report: Report | None, *, root: str | None = None, **_) -> Score:
     """Line-level F1 over (path, line) pairs against the edited-line gold."""
-    prf = line_prf(_files(report, root), gold.edited, root)
+    prf = report_lines_prf(gold, report, root)
     v = prf.f(1.0)
     reason = f"{prf.n_hit} of {prf.n_gold} gold lines among {prf.n_pred} cited; F1={v:.3f}"
     capped = capped_ranges(report.files, root, lambda p: normalize_path(p, root)) if report is not None else 0
@@ -244,59 +266,104 @@ def line_f1(gold: Gold, report: Report | None, turns: int | None = None, root: s
     return Score(v, {"precision": prf.precision, "recall": prf.recall}, reason)
 
 
-def relace(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+def relace(gold: Gold, report: Report | None, **episode) -> Score:
     """Relace's reward by data source: hybrid A1 for agent-trace gold, F2 otherwise."""
     if gold.source == "agent-trace" and gold.viewed is not None:
-        return relace_hybrid(gold, report, turns, root)
-    return relace_f2(gold, report, turns, root)
+        return relace_hybrid(gold, report, **episode)
+    return relace_f2(gold, report, **episode)
 
 
-REWARDS: dict[str, Callable[..., Score]] = {
-    "relace": relace,
-    "relace-f2": relace_f2,
-    "relace-hybrid": relace_hybrid,
-    "fastcontext": fastcontext,
-    "fastcontext-lenient": fastcontext_lenient,
-    "f0.5": f05,
-    "file-f1": file_f1,
-    "line-f1": line_f1,
+@dataclass(frozen=True)
+class Reward:
+    """One registry entry: the reward function (the signature in the module doc) and whether an LLM
+    judge gives one of its terms (``judged``: ``fasbench score --judge`` and the RL profile's ``judge``
+    apply only to those)."""
+
+    fn: Callable[..., Score]
+    judged: bool = False
+    reads_answer: bool = False  # re-reads the episode's answer text (fastcontext-lenient), not the parsed report
+
+    def __call__(self, gold: Gold, report: Report | None, **episode) -> Score:
+        return self.fn(gold, report, **episode)
+
+
+#: The one reward registry: name → :class:`Reward`. A new reward is one function and one entry here;
+#: the episode table then has its ``reward_NAME`` / ``reward_NAME__PART`` columns, and RL (``reward:``),
+#: SFT filtering, best-of-N and ``fasbench score`` take it by name.
+REWARDS: dict[str, Reward] = {
+    "relace": Reward(relace),
+    "relace-f2": Reward(relace_f2),
+    "relace-hybrid": Reward(relace_hybrid),
+    "fastcontext": Reward(fastcontext, judged=True),
+    "fastcontext-lenient": Reward(fastcontext_lenient, judged=True, reads_answer=True),
+    "f0.5": Reward(f05),
+    "file-f1": Reward(file_f1),
+    "line-f1": Reward(line_f1),
 }
+
+#: The reward of the episode table's headline ``reward`` column, evaluation and RL unless told.
+DEFAULT_REWARD = "relace"
+
+
+def reward_named(name: str) -> Reward:
+    """The registry entry of ``name``; a one-line error naming the choices for an unknown one."""
+    if name not in REWARDS:
+        raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(REWARDS)}")
+    return REWARDS[name]
+
+
+def judged_rewards() -> list[str]:
+    """The names of the rewards an LLM judge takes part in."""
+    return [n for n, r in REWARDS.items() if r.judged]
+
+
+def score_episode(name: str, trace, task, judge=None) -> Score:
+    """Score one episode (a :class:`~fasbench.records.Trace` of ``task``) under reward ``name``: the
+    one scoring of an episode, used by the episode table, the RL reward function and the golden traces."""
+    return reward_named(name)(task.gold, trace.report, turns=trace.n_turns, root=task.root, trace=trace,
+                              query=task.query, judge=judge)
+
 
 GROUNDED = "grounded-"
 
 
-def grounded(name: str) -> Callable[..., Score]:
+def grounded(name: str) -> Reward:
     """Reward ``name`` over the report's grounded citations (fasbench's own variant; module docstring).
-    ``shown``: path → line ranges shown to the searcher before its report (``process.shown_before_report``);
-    without it the reward cannot be computed and says so (a ValueError naming it)."""
+    The lines shown to the searcher before its report come from the episode (``trace``:
+    ``process.shown_before_report``) or ``shown`` (path → line ranges); without either the reward
+    cannot be computed and says so (a ValueError naming it)."""
     base = REWARDS[name]
 
-    def reward(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
-               shown=None, **kw) -> Score:
+    def reward(gold: Gold, report: Report | None, *, trace=None, root: str | None = None, shown=None,
+               answer=_EPISODE, **episode) -> Score:
+        if shown is None and trace is not None:
+            shown = shown_before_report(trace)
         if shown is None:
             raise ValueError(f"reward {GROUNDED}{name} needs the episode's observations (shown=); "
                              "score a whole episode (fasbench eval / episodes.episode_row), not a bare report")
-        if kw.get("answer") is not None:  # the lenient reading re-parses the answer: ground that report
-            report, kw["answer"] = parse_final_answer_lenient(kw["answer"]), None
+        if base.reads_answer:  # the lenient reading re-parses the answer: ground that report
+            answer = episode_answer(trace) if answer is _EPISODE else answer
+            if answer is not None:
+                report = parse_final_answer_lenient(answer)
         kept = ground_report(report, shown, root)
-        s = base(gold, kept, turns, root, **kw)
+        s = base(gold, kept, trace=trace, root=root, answer=None, **episode)
         n = (sum(len(rs) for rs in report.files.values()), sum(len(rs) for rs in kept.files.values())) \
             if report is not None else (0, 0)
         return Score(s.value, s.parts, f"grounded: {len(kept.files) if kept else 0} of "
                      f"{len(report.files) if report else 0} cited files kept ({n[1]} ranges of {n[0]}); {s.reason}")
 
     reward.__doc__ = f"{GROUNDED}{name}: {name} over the citations the searcher was shown (fasbench's own)."
-    return reward
+    return Reward(reward, judged=base.judged)
 
 
 REWARDS.update({GROUNDED + n: grounded(n) for n in list(REWARDS)})
 
 
 def score_report(name: str, gold: Gold, report: Report | None, turns: int | None = None,
-                 root: str | None = None, **kw) -> Score:
-    if name not in REWARDS:
-        raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(REWARDS)}")
-    return REWARDS[name](gold, report, turns, root, **kw)
+                 root: str | None = None, **episode) -> Score:
+    """Score a bare report (no episode) under reward ``name``; ``episode`` may give the other facts
+    (``query``, ``judge``, ``finish_reason``, ``trace``)."""
+    return reward_named(name)(gold, report, turns=turns, root=root, **episode)
 
 
 def score_batch(name: str, golds: Sequence[Gold], reports: Sequence[Report | None],

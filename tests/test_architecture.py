@@ -466,6 +466,77 @@ def test_layer_table_reads_the_design():
 
 
 # ---------------------------------------------------------------------------------------------
+# honest protocols (issue #28 items 3 and 4)
+
+#: The members fasbench.harness.Policy declares; code calls them on the policy, never through
+#: getattr/hasattr (a policy subclasses Policy, which gives every one a documented default).
+POLICY_MEMBERS = ("observes_turns", "backend", "bind", "prepare", "cache_note", "from_spec", "spec_parameters")
+
+
+def check_policy_getattr() -> dict[str, list[str]]:
+    """``getattr``/``hasattr`` naming a Policy member (any object), or ``name``/``act`` of an object
+    whose expression mentions a policy."""
+    out: dict[str, list[str]] = {}
+    for p in source_files().values():
+        tree, _ = parsed(p)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                continue
+            member, obj = node.args[1].value, ast.unparse(node.args[0]).lower()
+            if member in POLICY_MEMBERS or (member in ("name", "act") and "polic" in obj):
+                out.setdefault(rel(p), []).append(f"line {node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def _str_constants(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [v for e in node.elts for v in _str_constants(e)]
+    return []
+
+
+def check_reward_name_tests(names: frozenset[str] | None = None) -> dict[str, list[str]]:
+    """A comparison (``==``, ``!=``, ``in``, ``not in``) of an expression that mentions a reward against
+    a reward's name, outside the registry (``fasbench/reward.py``): a reward's behaviour is chosen by
+    its registry entry (``fasbench.reward.Reward``), never by testing its name."""
+    if names is None:
+        from fasbench.reward import REWARDS  # local import: only this check needs the rewards (~2 s, the tools' jsonschema)
+
+        names = frozenset(REWARDS)
+    out: dict[str, list[str]] = {}
+    for p in source_files().values():
+        r = rel(p)
+        if r == "fasbench/reward.py":
+            continue
+        tree, _ = parsed(p)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            consts = {v for o in operands for v in _str_constants(o)} & names
+            other = " ".join(ast.unparse(o) for o in operands if not _str_constants(o)).lower()
+            if consts and "reward" in other:
+                out.setdefault(r, []).append(f"line {node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+CHECKS.update({"policy getattr": check_policy_getattr, "reward name tests": check_reward_name_tests})
+
+
+def test_no_getattr_on_policies():
+    expect_clean(check_policy_getattr(), "getattr/hasattr for a member of fasbench.harness.Policy (subclass Policy "
+                 "and call the member)")
+
+
+def test_no_reward_chosen_by_its_name():
+    expect_clean(check_reward_name_tests(), "a reward chosen by a string test of its name (give its registry entry "
+                 "in fasbench.reward.REWARDS the property instead)")
+
+
+# ---------------------------------------------------------------------------------------------
 # one reader of main-agent trajectories (issue #28 item 1)
 
 READER = "fasbench/trajectories/"

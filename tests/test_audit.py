@@ -8,7 +8,7 @@ import pytest
 from fasbench.audit import AUDIT_REWARDS, CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
 from fasbench.harness import run_episode
 from fasbench.metrics import normalize_path
-from fasbench.policies import bind_policy, make_policy
+from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.process import process_row
 
@@ -70,16 +70,16 @@ def test_cheat_reports(run):
 def test_cheat_policy_through_the_harness(run, toolset):
     tasks, _ = run
     t = tasks[0]
-    tr = run_episode(t, bind_policy(CheatPolicy(make_policy("heuristic"), "nonexistent"), t), toolset)
+    tr = run_episode(t, CheatPolicy(make_policy("heuristic"), "nonexistent").bind(t), toolset)
     assert tr.stop_reason == "reported" and any(p.endswith("_fix.py") for p in tr.report.files)
-    tr = run_episode(t, bind_policy(CheatPolicy(make_policy("heuristic"), "nothing"), t), toolset)
+    tr = run_episode(t, CheatPolicy(make_policy("heuristic"), "nothing").bind(t), toolset)
     assert tr.report is not None and tr.report.files == {}
     honest = run_episode(t, make_policy("heuristic"), toolset)
-    zero = run_episode(t, bind_policy(CheatPolicy(make_policy("heuristic"), "zero-calls"), t), toolset)
+    zero = run_episode(t, CheatPolicy(make_policy("heuristic"), "zero-calls").bind(t), toolset)
     p = process_row(zero, t)
     assert zero.n_turns == 1 and p["search_calls"] == 0 and p["reported_without_calls"]
     assert zero.report.files == honest.report.files and p["cited_lines_unseen"] == p["cited_lines"] > 0
-    unseen = run_episode(t, bind_policy(CheatPolicy(make_policy("heuristic"), "unseen-lines"), t), toolset)
+    unseen = run_episode(t, CheatPolicy(make_policy("heuristic"), "unseen-lines").bind(t), toolset)
     p = process_row(unseen, t)
     assert set(unseen.report.files) == set(honest.report.files) and p["search_calls"] > 0
     assert p["cited_lines"] == process_row(honest, t)["cited_lines"] == p["cited_lines_unseen"] > 0

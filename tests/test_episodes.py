@@ -12,7 +12,7 @@ import pytest
 from fasbench.episodes import (COLUMNS, EMPTY_SCHEMA, episode_row, episode_table, part_columns, reward_column,
                                tool_schemas)
 from fasbench.evaluate import run_eval, safe_episode
-from fasbench.harness import Limits, run_episode
+from fasbench.harness import Limits, Policy, run_episode
 from fasbench.localization import localization_columns
 from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.policies.scripted import ScriptedPolicy
@@ -35,7 +35,7 @@ def _names(toolset="relace"):
     return [s["function"]["name"] for s in tool_schemas(toolset)]
 
 
-class Boom:
+class Boom(Policy):
     name = "boom"
 
     def act(self, messages, tools, *, final):
@@ -122,3 +122,25 @@ def test_taskless_row_reads_the_reward_an_rl_rollout_logged():
     assert episode_row(tr, None, localization=False)["reward"] == 0.25
     assert episode_row(Trace("t", "p", "relace", meta={"reward": 0.5}), None, localization=False)["reward"] == 0.5
     assert math.isnan(episode_row(Trace("t", "p", "relace"), None, localization=False)["reward"])
+
+
+def test_columns_are_declared_once_and_the_row_shares_the_rewards_file_scores(tasks):
+    """TABLE declares every fixed column (meaning, type, value); COLUMNS, EMPTY_SCHEMA and TEXT_COLUMNS
+    are read from it. The row's file/line P/R are the rewards' (fasbench.reward.report_files_prf),
+    also for a cited path the release's /repo/ prefix wraps twice."""
+    from fasbench.episodes import TABLE, TEXT_COLUMNS
+    from fasbench.records import Report
+    from fasbench.reward import report_files_prf, score_episode
+
+    assert list(COLUMNS) == list(TABLE) == list(EMPTY_SCHEMA)
+    assert TEXT_COLUMNS == ("task_id", "trace_id", "policy", "toolset", "repo", "split", "stop_reason", "error")
+    t = tasks[0]
+    gold = next(iter(t.gold.edited))
+    tr = Trace(task_id=t.id, policy="p", toolset="relace", stop_reason="reported",
+               report=Report(files={f"/repo/repo/{gold}": [[1, 3]], "nowhere.py": [[1, 2]]}))
+    row = episode_row(tr, t, localization=False)
+    prf = report_files_prf(t.gold, tr.report, t.root)
+    assert (row["file_precision"], row["file_recall"]) == (prf.precision, prf.recall)
+    assert row["file_precision"] == row["reward_relace_f2__precision"] == row["reward_f0_5__precision"]
+    for name in REWARDS:
+        assert row[reward_column(name)] == score_episode(name, tr, t).value

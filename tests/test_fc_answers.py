@@ -20,7 +20,7 @@ import pytest
 
 from fasbench.judge import citation_contents
 from fasbench.records import Gold, Reply, Task, Trace, Turn
-from fasbench.reward import episode_kwargs, score_report
+from fasbench.reward import score_report
 from fasbench.tools.fastcontext import parse_final_answer, parse_final_answer_lenient
 
 GOLD = Gold(edited={"shop/pricing.py": [[1, 7]]})
@@ -102,10 +102,8 @@ def test_lenient_reward_reads_the_episodes_last_reply():
     answer = "<final_answer>\n- `shop/pricing.py:L1-L7`\n"
     tr = Trace(task_id="t", policy="p", toolset="fastcontext", stop_reason="reported",
                turns=[Turn(index=0, text=answer)], report=parse_final_answer(answer))
-    kw = episode_kwargs("fastcontext-lenient", tr, "q")
-    assert kw["answer"] == answer and kw["finish_reason"] == "stop"
-    assert score_report("fastcontext-lenient", GOLD, tr.report, 1, **kw).value == pytest.approx(2.0)
-    assert score_report("fastcontext", GOLD, tr.report, 1, **episode_kwargs("fastcontext", tr, "q")).value == 0.0
+    assert score_report("fastcontext-lenient", GOLD, tr.report, 1, trace=tr, query="q").value == pytest.approx(2.0)
+    assert score_report("fastcontext", GOLD, tr.report, 1, trace=tr, query="q").value == 0.0
 
 
 def test_the_judge_reads_cited_lines_as_the_release_opens_paths(tmp_path):

@@ -10,7 +10,7 @@ from fasbench.harness import NO_CALL_NOTE, Limits, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import Reply, ToolCall
-from fasbench.reward import episode_kwargs, score_report
+from fasbench.reward import score_episode
 from fasbench.tools import ToolLimits
 from fasbench.tools.fastcontext_published import FINAL_TURN_MESSAGE
 
@@ -30,7 +30,7 @@ def test_a_reply_with_neither_calls_nor_answer_ends_the_episode_with_score_0(tas
                      Limits(max_turns=4))
     assert tr.stop_reason == "no_answer" and tr.n_turns == 1 and tr.report is None
     assert not any(NO_CALL_NOTE == n["content"] for t in tr.turns for n in t.notes)
-    s = score_report("fastcontext", task.gold, tr.report, tr.n_turns, **episode_kwargs("fastcontext", tr, task.query))
+    s = score_episode("fastcontext", tr, task)
     assert s.value == 0.0
 
 

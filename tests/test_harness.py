@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from fasbench.harness import Limits, execute_calls, run_episode
+from fasbench.harness import Limits, Policy, execute_calls, run_episode
 from fasbench.policies import ScriptedPolicy
 from fasbench.records import Gold, Reply, Report, Task, ToolCall
 from fasbench.reward import score_report
@@ -82,7 +82,7 @@ def test_episode_reports_and_records_timings(tmp_path):
 def test_max_turns_final_note_and_too_many_calls(tmp_path):
     seen = []
 
-    class Recorder:
+    class Recorder(Policy):
         name = "recorder"
 
         def act(self, messages, tools, *, final):
@@ -97,7 +97,7 @@ def test_max_turns_final_note_and_too_many_calls(tmp_path):
 
 
 def test_policy_error_keeps_the_trace(tmp_path):
-    class Broken:
+    class Broken(Policy):
         name = "broken"
         n = 0
 

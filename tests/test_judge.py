@@ -19,7 +19,7 @@ from fasbench.cli import app
 from fasbench.judge import (JUDGE_PROMPT, citation_contents, judge_messages, make_judge,
                             parse_judge_result, query_message)
 from fasbench.records import Gold, Report, Trace
-from fasbench.reward import episode_kwargs, score_report
+from fasbench.reward import episode_finish_reason, score_report
 from servers import free_port, server, wait_http
 
 JUDGE_SERVER = textwrap.dedent('''
@@ -165,12 +165,14 @@ def test_parse_and_contents_as_released(ws):
     assert blocks[2] == "```pkg/nope.py:1\nError: the file does not exist.\n"
 
 
-def test_episode_kwargs_map_the_harness_stop_reason():
+def test_the_episode_gives_the_finish_reason():
     tr = Trace(task_id="t", policy="p", toolset="fastcontext")
     for stop, want in (("reported", "stop"), ("max_turns", "tool_calls"), ("policy_error", "error")):
         tr.stop_reason = stop
-        assert episode_kwargs("fastcontext", tr, "q", None)["finish_reason"] == want
-    assert episode_kwargs("relace-f2", tr, "q", None) == {}
+        assert episode_finish_reason(tr) == want
+    tr.stop_reason = "max_turns"  # a FAILED episode: 0 outright, read from the trace
+    assert score_report("fastcontext", GOLD, EXACT, trace=tr).value == 0.0
+    assert score_report("fastcontext", GOLD, EXACT).value > 0  # no episode given: finish reason stop
 
 
 def test_bad_judge_specs():
@@ -180,7 +182,7 @@ def test_bad_judge_specs():
             make_judge(spec)
     from fasbench.rl.config import RLConfig
 
-    with pytest.raises(ValueError, match="judge applies to the fastcontext reward"):
+    with pytest.raises(ValueError, match="judge applies to the fastcontext, fastcontext-lenient, grounded-fastcontext"):
         RLConfig(reward="relace", judge="openai:model=x,base_url=http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="model=NAME"):
         RLConfig(reward="fastcontext", judge="openai:base_url=http://127.0.0.1:9/v1")

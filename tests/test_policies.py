@@ -8,7 +8,7 @@ import pytest
 
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import file_prf
-from fasbench.policies import bind_policy, make_policy, parse_spec
+from fasbench.policies import make_policy, parse_spec
 from fasbench.policies.heuristic import HeuristicPolicy, extract_terms
 from fasbench.policies.rag import RagPolicy, chunk_python, load_chunks
 from fasbench.policies.toy import make_corpus, package_source, toy_tasks
@@ -73,7 +73,7 @@ def test_extract_terms_from_traceback_and_prose():
 def test_bm25_one_shot(toy, toolset):
     pol = make_policy("bm25:k=3")
     pol.prepare(toy)
-    traces = [run_episode(t, bind_policy(pol, t), toolset) for t in toy]
+    traces = [run_episode(t, pol.bind(t), toolset) for t in toy]
     assert all(tr.n_turns == 1 and tr.stop_reason == "reported" and 1 <= len(tr.report.files) <= 3 for tr in traces)
     assert sum(recall(tr, t) for tr, t in zip(traces, toy)) >= 3
 
@@ -103,7 +103,7 @@ def test_dense_on_a_small_corpus(tmp_path):
         shutil.copy(src / f, root / "requests" / f)
     task = toy_tasks_like(root)
     pol = RagPolicy(method="dense", k=1)
-    tr = run_episode(task, bind_policy(pol, task), "relace")
+    tr = run_episode(task, pol.bind(task), "relace")
     assert tr.stop_reason == "reported"
     assert list(tr.report.files) == ["requests/auth.py"]
     hybrid = RagPolicy(method="dense", k=1, prefilter=10)  # dense rerank of BM25's top 10 chunks
@@ -142,3 +142,60 @@ def test_heuristic_reads_the_query_out_of_the_published_user_prompt(toolset, tmp
 
     q = "parse_header crashes with ValueError\nwhen the value contains ':' <b>"
     assert task_text(make_toolset(toolset, str(tmp_path)).user_prompt(q)) == q
+
+
+def test_the_registry_names_every_family_with_a_policy_class():
+    """One registry (fasbench.policies.POLICIES): each family's class subclasses harness.Policy, says
+    how evaluation runs it (backend), and builds from its example spec; an unknown family is one line."""
+    from fasbench.harness import Policy
+    from fasbench.policies import POLICIES, policy_class
+
+    for name, fam in POLICIES.items():
+        cls = policy_class(name)
+        assert issubclass(cls, Policy) and cls.backend in ("thread", "serial", "process"), name
+        assert parse_spec(fam.example)[0] == name
+    assert {n: policy_class(n).backend for n in POLICIES} == {
+        "heuristic": "thread", "sequential": "thread", "bm25": "thread", "dense": "thread", "openai": "thread",
+        "hf": "serial"}
+    assert make_policy("bm25:k=2").method == "bm25" and make_policy("sequential:per_turn=2").per_turn == 2
+    with pytest.raises(ValueError, match="unknown policy 'nope'; choose one of heuristic, sequential"):
+        make_policy("nope:k=1")
+
+
+def test_a_policy_gets_the_protocol_defaults_and_a_duck_typed_one_is_refused(toy):
+    """harness.Policy declares the optional members with their defaults; the harness calls them
+    directly, so an object that does not subclass Policy is refused in one line."""
+    from fasbench.harness import Policy
+    from fasbench.records import Reply
+
+    class Quiet(Policy):
+        name = "quiet"
+
+        def act(self, messages, tools, *, final):
+            return Reply(text="")
+
+    q = Quiet()
+    assert q.bind(toy[0]) is q and q.prepare(toy) is None and q.cache_note(toy) is None
+    assert q.backend == "process" and q.observes_turns is False
+    assert run_episode(toy[0], q, "relace", Limits(max_turns=2)).stop_reason == "max_turns"
+
+    class Duck:
+        name = "duck"
+
+        def act(self, messages, tools, *, final):
+            return Reply(text="")
+
+    with pytest.raises(TypeError, match="Duck is not a fasbench.harness.Policy: subclass it"):
+        run_episode(toy[0], Duck(), "relace", Limits(max_turns=2))
+
+
+def test_importing_the_registry_does_not_import_the_policies():
+    """`fasbench eval --help` lists the registry at every CLI start: the package imports no policy."""
+    import subprocess
+    import sys
+
+    code = ("import sys, fasbench.policies as p; assert p.POLICIES; "
+            "print(sorted(m for m in sys.modules if m.startswith('fasbench.') and m not in "
+            "('fasbench.policies', 'fasbench.specs')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

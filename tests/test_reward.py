@@ -142,3 +142,24 @@ def test_cli_score():
     assert bad2.returncode == 2 and "--report" in bad2.stderr
     bad3 = _cli("score", "--gold", gold, "--report", report, "--reward", "f9")
     assert bad3.returncode == 2 and "unknown reward" in bad3.stderr
+
+
+def test_every_reward_takes_the_one_episode_signature():
+    """(gold, report, *, turns, root, trace, query, judge, **_): every reward of the registry accepts
+    every fact of the episode, and facts it does not use (an extra keyword) change nothing."""
+    from fasbench.records import Trace
+
+    g = Gold(edited={"a.py": [[1, 5]]})
+    tr = Trace(task_id="t", policy="p", toolset="relace", stop_reason="reported", report=rep("a.py"))
+    for name, r in REWARDS.items():
+        full = r(g, rep("a.py"), turns=2, root=None, trace=tr, query="q", judge=None, unused=1)
+        assert full.value == score_report(name, g, rep("a.py"), 2, trace=tr, query="q").value, name
+
+
+def test_judged_is_a_property_of_the_registry_entry():
+    from fasbench.reward import judged_rewards, reward_named
+
+    assert judged_rewards() == ["fastcontext", "fastcontext-lenient", "grounded-fastcontext", "grounded-fastcontext-lenient"]
+    assert not reward_named("relace").judged
+    with pytest.raises(ValueError, match="unknown reward 'nope'; choose one of relace, "):
+        reward_named("nope")

@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         # local import: the harness, tools and policies cost ~1.8 s at CLI start-up (python -X importtime)
         from fasbench.bon.pool import build_pools, pool_path
         from fasbench.harness import Limits
-        from fasbench.policies import bind_policy, make_policy
+        from fasbench.policies import make_policy
         from fasbench.reward import REWARDS
 
         if n < 1:
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
             return cache[k]
 
         traces = out.with_suffix(".traces.jsonl") if keep_traces else None
-        build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, traces_out=traces, bind=bind_policy)
+        build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, traces_out=traces)
         typer.echo(str(out))
 
     @bon.command("reverify")

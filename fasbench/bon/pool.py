@@ -267,12 +267,11 @@ def _line(r: Rollout, task: Task, reward: str) -> dict:
 
 def build_pools(tasks: Iterable[Task], make_policy: Callable[[int], object], toolset: str, n: int,
                 out: str | Path, limits=None, reward: str = "relace-f2", traces_out: str | Path | None = None,
-                progress: bool = True, bind: Callable | None = None, memo_tools: bool = True,
+                progress: bool = True, memo_tools: bool = True,
                 verify: bool = True) -> Path:
     """Run ``n`` rollouts per task (rollout ``k`` is ``make_policy(k)``), appending one line per
     rollout to ``out`` as it finishes. Rollouts already in ``out`` are skipped (resume). Tasks must
-    have a materialised ``root``. ``bind(policy, task)``, when given, binds a policy to its task
-    (``fasbench.policies.bind_policy``, for policies that need the corpus). ``memo_tools``: the
+    have a materialised ``root``; each rollout's policy is bound to its task (``Policy.bind``). ``memo_tools``: the
     rollouts of a task share identical tool calls (``MemoToolset``; tool time stays what each
     call first measured). ``verify``: run the report verifier (``fasbench.bon.verify``) on each.
     """
@@ -294,7 +293,7 @@ def build_pools(tasks: Iterable[Task], make_policy: Callable[[int], object], too
             pr = probe(task) if verify else None
         policy = make_policy(k)
         ts = MemoToolset(make_toolset(toolset, task.root, (limits or Limits()).tool), memo) if memo_tools else toolset
-        trace = run_episode(task, bind(policy, task) if bind else policy, ts, limits)
+        trace = run_episode(task, policy.bind(task), ts, limits)
         trace.meta.update({"bon_seed": k})
         if traces_out is not None:
             append_jsonl(traces_out, [trace])

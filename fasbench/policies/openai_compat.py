@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from fasbench.endpoint import (MAX_DEPTH, MAX_REPLY_BYTES, TOO_LARGE, EndpointError, bounded_client, check_chat_reply,
                                depth_over, one_line, parse_json, post_json)
+from fasbench.harness import Policy
 from fasbench.models import call_format, parse_tool_calls
 from fasbench.policies.sampling import sampling_for
 from fasbench.records import Reply, ToolCall, parse_arguments
@@ -89,7 +90,7 @@ def reply_calls(message: dict, tools: list[dict] | None = None, id_prefix: str =
 
 
 @dataclass
-class OpenAIPolicy:
+class OpenAIPolicy(Policy):
     """Parameters (settable from ``make_policy("openai:model=...,base_url=...")``):"""
 
     model: str = ""  # model name the endpoint serves
@@ -111,6 +112,11 @@ class OpenAIPolicy:
     max_reply_bytes: int = MAX_REPLY_BYTES  # body of one reply; a longer one is refused (EndpointError)
     max_reply_chars: int = 0  # content + tool calls of one reply; 0 = 32 x max_tokens, at least 65536
     text_tool_calls: bool = True  # no structured tool_calls: read calls written in the content (<tool_call>, XML, JSON)
+    backend = "thread"  # one object, one HTTP connection pool for every concurrent episode
+
+    @classmethod
+    def spec_parameters(cls, family):
+        return [(k, "(required)" if k == "model" else v, c) for k, v, c in super().spec_parameters(family)]
 
     def __post_init__(self):
         self.base_url = (self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")

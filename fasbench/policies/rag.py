@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from fasbench import contain
+from fasbench.harness import Policy
 from fasbench.paths import cache_dir
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Task
@@ -356,7 +357,7 @@ def rank_files(chunks: list[Chunk], scores: np.ndarray, k: int, chunks_per_file:
 
 
 @dataclass
-class RagPolicy:
+class RagPolicy(Policy):
     """One-shot retrieval: reports the top-k files on its first turn."""
 
     method: str = "bm25"  # bm25 | dense
@@ -367,6 +368,19 @@ class RagPolicy:
     name: str = ""
     root: str | None = field(default=None, repr=False)
     query: str | None = field(default=None, repr=False)
+    # one object for every episode: the indexes ``prepare`` loaded stay in memory, so episodes time
+    # retrieval, not index loading
+    backend = "thread"
+
+    @classmethod
+    def from_spec(cls, family, params, **fixed):
+        """``bm25:…`` and ``dense:…``: the family is the retrieval method."""
+        return super().from_spec(family, params, method=family, **fixed)
+
+    @classmethod
+    def spec_parameters(cls, family):
+        dense_only = {"model", "prefilter"} if family == "bm25" else set()
+        return [p for p in super().spec_parameters(family) if p[0] not in dense_only]
 
     def __post_init__(self):
         if self.method not in ("bm25", "dense"):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fasbench.harness import Policy
 from fasbench.records import Reply, ToolCall
 
 
 @dataclass
-class ScriptedPolicy:
+class ScriptedPolicy(Policy):
     """Replays ``turns`` in order; each turn is a Reply or ``{"text": str, "calls": [{"name",
     "arguments"}]}``. Past the script it replies with empty text (no calls, no answer)."""
 

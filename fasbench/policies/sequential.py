@@ -23,7 +23,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fasbench.harness import Policy
+from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.records import Reply, ToolCall
+from fasbench.specs import convert
 from fasbench.tools import tool_kind, toolset_of
 
 _ID = re.compile(r"^g(\d+):(.*)$", re.S)
@@ -69,20 +72,33 @@ def merged(messages: list[dict]) -> tuple[list[dict], int, int]:
 
 
 @dataclass
-class SequentialPolicy:
+class SequentialPolicy(Policy):
     """Releases the wrapped policy's calls ``per_turn`` at a time (see the module doc)."""
 
-    inner: object  # a deterministic Policy (act(messages, tools, final=...) -> Reply)
+    inner: Policy  # a deterministic Policy (act(messages, tools, final=...) -> Reply)
     per_turn: int = 1  # calls released a turn
     name: str = "sequential"
+    backend = "thread"  # the heuristic's
 
     def __post_init__(self):
         if int(self.per_turn) < 1:
             raise ValueError(f"sequential: per_turn must be >= 1, got {self.per_turn}")
 
     def bind(self, task):
-        bind = getattr(self.inner, "bind", None)
-        return SequentialPolicy(bind(task), self.per_turn, self.name) if callable(bind) else self
+        inner = self.inner.bind(task)
+        return self if inner is self.inner else SequentialPolicy(inner, self.per_turn, self.name)
+
+    @classmethod
+    def from_spec(cls, family, params, **fixed):
+        """``sequential:per_turn=N,<heuristic parameters>``: the heuristic's calls, ``per_turn`` a turn."""
+        params = dict(params)
+        per_turn = convert(params.pop("per_turn", "1"), int, f"policy {family!r} parameter 'per_turn'")
+        inner = HeuristicPolicy.from_spec(family, params, name=fixed.get("name", family))
+        return cls(inner, per_turn, fixed.get("name", family))
+
+    @classmethod
+    def spec_parameters(cls, family):
+        return [("per_turn", "1", "calls a turn")] + HeuristicPolicy.spec_parameters(family)
 
     def _tag(self, k: int, reply: Reply, calls: list[ToolCall], text: str) -> Reply:
         return Reply(text=text, calls=[ToolCall(f"g{k}:{c.id}", c.name, c.arguments) for c in calls],

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional, Sequence
 from fasbench.data.splits import SPLITS
 from fasbench.harness import Limits
 from fasbench.judge import make_judge
-from fasbench.reward import REWARDS
+from fasbench.reward import DEFAULT_REWARD, REWARDS, judged_rewards
 from fasbench.tools import TOOLSETS, ToolLimits
 from fasbench.training.config import Kind, expand, load
 
@@ -41,8 +41,8 @@ class RLConfig:
     corpus_mode: Optional[str] = None  # offline | online | None (each task's default; fasbench.data.corpora)
     # -- episode: the same limits evaluation uses
     toolset: str = "relace"  # relace | fastcontext
-    reward: str = "relace"  # a name in fasbench.reward.REWARDS
-    judge: str = ""  # fastcontext reward: its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)
+    reward: str = DEFAULT_REWARD  # a name in fasbench.reward.REWARDS
+    judge: str = ""  # a judged reward (fastcontext): its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)
     max_turns: int = 4  # turn limit as harness.Limits (FastContext: +1 extra last turn; TRL: rl.train.tool_rounds)
     max_calls_per_turn: int = 8  # parallel calls per turn; extra calls get the harness's error
     tool_timeout_s: float = 10.0  # wall-clock limit of one tool call
@@ -92,8 +92,9 @@ class RLConfig:
         if self.corpus_mode not in (None, "offline", "online"):
             raise ValueError(f"rl config: corpus_mode {self.corpus_mode!r} unknown; choose offline, online or null")
         if self.judge:
-            if self.reward != "fastcontext":
-                raise ValueError(f"rl config: judge applies to the fastcontext reward, not {self.reward!r}")
+            if not REWARDS[self.reward].judged:
+                raise ValueError(f"rl config: judge applies to the {', '.join(judged_rewards())} rewards, "
+                                 f"not {self.reward!r}")
             make_judge(self.judge)  # a bad spec fails here, not at the first reward
         for k in ("max_turns", "max_calls_per_turn", "num_generations", "max_completion_length", "max_steps"):
             if int(getattr(self, k)) < 1:

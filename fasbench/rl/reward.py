@@ -1,7 +1,7 @@
 """The reward function of a GRPO run: each rollout's episode rebuilt by its environment
-(:meth:`fasbench.rl.env.HarnessEnv._episode`) and scored with ``fasbench.reward`` (default
-``relace``: A1 for agent-trace gold with viewed files, else A2, times the turn penalty; any name in
-``REWARDS``), every rollout written as a harness Trace, and the batch statistics logged per step."""
+(:meth:`fasbench.rl.env.HarnessEnv._episode`) and scored with ``fasbench.reward.score_episode``, the
+scoring the episode table uses (default ``relace``: A1 for agent-trace gold with viewed files, else A2,
+times the turn penalty; any name in ``REWARDS``), every rollout written as a harness Trace, and the batch statistics logged per step."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fasbench.records import append_jsonl
-from fasbench.reward import REWARDS, Score, episode_kwargs, episode_query, finish_reason, judge_requests, score_report
+from fasbench.reward import Score, judge_requests, reward_named, score_episode
 from fasbench.rl.config import ROLLOUT_FILE
 
 @dataclass
@@ -33,8 +33,7 @@ class EpisodeReward:
     """TRL reward function: rebuild each rollout's episode and score it with ``fasbench.reward``."""
 
     def __init__(self, reward: str, out: Path | None = None, log_rollouts: bool = True, judge=None):
-        if reward not in REWARDS:
-            raise ValueError(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
+        reward_named(reward)  # an unknown name fails here, in one line
         self.reward = reward
         self.__name__ = reward.replace(".", "_").replace("-", "_")
         self.out = out
@@ -53,12 +52,9 @@ class EpisodeReward:
                             prompt=p if isinstance(p, list) else None)
                for p, c, env in zip(prompts, completions, environments)]
         if self.judge is not None:  # the batch's judge calls at once, concurrently
-            self.judge.score_many(judge_requests((tr.report, env._task.root, episode_query(tr, env._task.query), finish_reason(tr))
-                                                 for tr, env in zip(trs, environments)))
+            self.judge.score_many(judge_requests((tr, env._task) for tr, env in zip(trs, environments)))
         for tr, env in zip(trs, environments):
-            n = tr.n_turns if tr.n_turns else None
-            s: Score = score_report(self.reward, env._task.gold, tr.report, n, root=env._task.root,
-                                    **episode_kwargs(self.reward, tr, env._task.query, self.judge))
+            s: Score = score_episode(self.reward, tr, env._task, self.judge)
             env._score = s
             values.append(float(s.value))
             cpt = (tr.n_calls / tr.n_turns) if tr.n_turns else 0.0

@@ -26,7 +26,7 @@ from fasbench.episodes import EMPTY_SCHEMA, column_name, episode_row, part_colum
 from fasbench.findings import Findings
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import bootstrap_ci
-from fasbench.policies import bind_policy, make_policy
+from fasbench.policies import make_policy
 from fasbench.records import Task, Trace
 
 ACCURACY_PARTS = ("accuracy", "f0.5", "recall")
@@ -81,7 +81,7 @@ def start_vs_target(tasks: list[Task], toolset: str = "relace", reward: str = "r
     pols = {k: make_policy(v) for k, v in (policies or SETUP_POLICIES).items()}
     for label, pol in pols.items():
         for t in tqdm(tasks, desc=label, disable=not progress):
-            tr = run_episode(t, bind_policy(pol, t), toolset, Limits(max_turns=max_turns))
+            tr = run_episode(t, pol.bind(t), toolset, Limits(max_turns=max_turns))
             row = episode_row(tr, t, reward, rewards=[reward], localization=False)
             parts = {c.split("__", 1)[1]: row[c] for c in part_columns(row, reward)}
             acc = next((column_name(p) for p in ACCURACY_PARTS if column_name(p) in parts), None)

@@ -43,7 +43,7 @@ from fasbench import contain
 from fasbench.data.corpora import with_corpora
 from fasbench.harness import Limits, initial_messages, restore_notes, run_episode
 from fasbench.models import to_template_messages
-from fasbench.policies import bind_policy, make_policy
+from fasbench.policies import make_policy
 from fasbench.policies.dialect import Dialect
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, Task, Trace, Turn, append_jsonl, iter_jsonl, repair_jsonl
@@ -211,7 +211,7 @@ def teacher_trace(teacher, task: Task, cfg: BuildConfig) -> Trace:
     ts = make_toolset(cfg.toolset, task.root, limits(cfg).tool)
     msgs = synthesis_messages(episode_query(ts, task), WORK_DIR, workspace_ls(task.root))
     reply = teacher.act(msgs, ts.schemas, final=False)
-    return Trace(task_id=task.id, policy=getattr(teacher, "name", "teacher"), toolset=ts.name, prompt=msgs,
+    return Trace(task_id=task.id, policy=teacher.name, toolset=ts.name, prompt=msgs,
                  turns=[Turn(index=0, text=reply.text, calls=list(reply.calls))], stop_reason="max_turns")  # one turn, no answer asked for
 
 
@@ -288,12 +288,12 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
             rec: dict[str, Any] = {"kind": kind, "task_id": t.id, "split": split, "task": t.to_dict(), "trace": None}
             try:
                 if kind == "policy":
-                    tr = run_episode(t, bind_policy(policy, t), cfg.toolset, limits(cfg))
+                    tr = run_episode(t, policy.bind(t), cfg.toolset, limits(cfg))
                 elif kind == "reference":
                     tr, info = reference_episode(t, cfg)
                     rec["conversion"] = info
                 elif kind == "teacher":
-                    tr = teacher_trace(bind_policy(teacher, t), t, cfg)
+                    tr = teacher_trace(teacher.bind(t), t, cfg)
                 elif release_linerange:
                     tr, rec["example"] = None, linerange_example(t, cfg)
                 else:

@@ -22,7 +22,7 @@ from pathlib import Path
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.records import Gold, Task, Trace
-from fasbench.reward import episode_kwargs, score_report
+from fasbench.reward import score_episode
 
 HERE = Path(__file__).resolve().parent
 TOOLSETS = ("relace", "fastcontext")
@@ -124,8 +124,7 @@ def episode_record(task: Task, trace: Trace) -> dict:
     root = task.root
     rewards = {}
     for name in REWARDS:
-        s = score_report(name, task.gold, trace.report, len(trace.turns), root,
-                         **episode_kwargs(name, trace, task.query))
+        s = score_episode(name, trace, task)
         rewards[name] = {"score": s.value, "parts": s.parts, "reason": s.reason}
     turns = [{"notes": [m["content"] for m in t.notes],  # what the harness told the policy before this reply
               "text": t.text,
