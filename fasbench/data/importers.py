@@ -29,6 +29,9 @@ online at its ``base_commit``.
 (Loc-Bench on the Hugging Face hub). Functions and modules become ``gold.entities`` (module =
 ``path:`` + the first name component when only functions are given, as LocAgent derives it).
 
+``swebench-pro``: SWE-bench Pro's public records (``fasbench.data.swebench_pro``): gold from the gold
+patch at file and line level in every language, entity gold for Python files; corpora online only.
+
 Records that cannot become a task are returned as dropped rows with a reason; line ranges are
 placed on the corpus later, by ``fasbench.data.corpus.materialize`` (data/relocate.py).
 """
@@ -42,9 +45,10 @@ from pathlib import Path
 from fasbench.data import load_tasks
 from fasbench.data.corpus import root_dir, try_materialize
 from fasbench.data.splits import assign
+from fasbench.data.swebench_pro import tasks_from_records
 from fasbench.records import Gold, Task, iter_jsonl
 
-FORMATS = ("swe-explore", "locbench")
+FORMATS = ("swe-explore", "locbench", "swebench-pro")
 _ID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*)__(?P<name>.+)-(?P<num>\d+)$")
 
 
@@ -222,7 +226,12 @@ def usability(task: Task) -> dict[str, str]:
     return {"offline": offline, "online": online}
 
 
+def import_swebench_pro(path: str | Path) -> tuple[list[Task], list[dict]]:
+    """SWE-bench Pro records (fasbench/data/swebench_pro.py) → tasks with the gold patch's gold."""
+    return tasks_from_records(_records(path), path)
+
+
 def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:
     if fmt not in FORMATS:
         raise ImportError_(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return {"swe-explore": import_swe_explore, "locbench": import_locbench}[fmt](path)
+    return {"swe-explore": import_swe_explore, "locbench": import_locbench, "swebench-pro": import_swebench_pro}[fmt](path)
