@@ -1,5 +1,5 @@
 """Bringing your own trajectories (issue 27): OpenHands event lists are parsed into the step frame;
-ATIF and unknown layouts are refused with what was seen and the supported formats; a run where
+unknown layouts (and ATIF of an unknown version) are refused with what was seen and the supported formats; a run where
 nothing parses exits non-zero with one error line, a run where some files parse goes on and writes
 OUT/skipped.jsonl; ``--help`` lists the formats.
 
@@ -173,11 +173,11 @@ def _atif() -> dict:
                        "observation": {"results": [{"source_call_id": "c1", "content": "a b"}]}}]}
 
 
-def test_atif_is_refused_not_parsed(tmp_path):
+def test_atif_is_parsed(tmp_path):  # refused before issue 31 (tests/test_atif.py has the rest)
     p = tmp_path / "trajectory.json"
     p.write_text(json.dumps(_atif()))
-    with pytest.raises(TrajectoryError, match="ATIF is not read yet"):
-        parse_file(p)
+    pf = parse_file(p)
+    assert pf.format == "atif" and [[c.tool for c in t.calls] for t in pf.trajectories[0].turns] == [["bash_command"]]
 
 
 def test_unknown_layout_says_what_was_seen(tmp_path):
@@ -204,11 +204,12 @@ def test_cli_nothing_parsed_exits_non_zero_with_one_error_line(tmp_path):
     assert not (tmp_path / "out" / "steps.parquet").exists()  # no empty outputs that look like results
 
 
-def test_cli_atif_file_fails_clearly(tmp_path):
+def test_cli_atif_file_of_an_unknown_version_fails_clearly(tmp_path):
     p = tmp_path / "trajectory.json"
-    p.write_text(json.dumps(_atif()))
+    p.write_text(json.dumps({**_atif(), "schema_version": "ATIF-v2.0"}))
     r = _cli(p, "--out", tmp_path / "out")
-    assert r.exit_code == 2 and "ATIF is not read yet" in r.stderr and SUPPORTED in r.stderr
+    err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert r.exit_code == 2 and len(err) == 1 and "unknown schema_version 'ATIF-v2.0'" in err[0] and SUPPORTED in err[0]
 
 
 def test_cli_folder_of_unreadable_files_names_them(tmp_path):

@@ -78,14 +78,14 @@ def register(app: typer.Typer) -> None:
 
     @data.command("import")
     def import_cmd(
-        fmt: str = typer.Argument(..., help="swe-explore | locbench | contextbench"),
+        fmt: str = typer.Argument(..., help="swe-explore | locbench | contextbench | swebench-pro"),
         file: Path = typer.Argument(..., help="the benchmark file (JSONL or a JSON list; contextbench: also .parquet)"),
         out: Path = typer.Option(..., "--out", help="output Task JSONL"),
         check: bool = typer.Option(True, "--check/--no-check", help="materialise each task offline (downloading "
                                    "its sdist when missing) and say whether it is usable offline and online"),
     ):
         """Turn another benchmark's gold (SWE-Explore read regions, Loc-Bench entity lists, ContextBench
-        gold contexts) into tasks.
+        gold contexts, SWE-bench Pro gold patches) into tasks.
 
         Prints, per task, whether it is usable offline (its gold placed on the picked sdist, or the
         drop reason) and online (the exact base commit), before any eval; records unusable as tasks

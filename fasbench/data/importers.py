@@ -30,6 +30,8 @@ online at its ``base_commit``.
 ``path:`` + the first name component when only functions are given, as LocAgent derives it).
 
 ``contextbench``: ContextBench's rows (parquet, JSONL or JSON list): fasbench/data/contextbench.py.
+``swebench-pro``: SWE-bench Pro's public records (``fasbench.data.swebench_pro``): gold from the gold
+patch at file and line level in every language, entity gold for Python files; corpora online only.
 
 Records that cannot become a task are returned as dropped rows with a reason; line ranges are
 placed on the corpus later, by ``fasbench.data.corpus.materialize`` (data/relocate.py).
@@ -45,9 +47,10 @@ from fasbench.data import load_tasks
 from fasbench.data.corpus import root_dir, try_materialize
 from fasbench.data.contextbench import import_contextbench
 from fasbench.data.splits import assign
+from fasbench.data.swebench_pro import tasks_from_records
 from fasbench.records import Gold, Task, iter_jsonl
 
-FORMATS = ("swe-explore", "locbench", "contextbench")
+FORMATS = ("swe-explore", "locbench", "contextbench", "swebench-pro")
 _ID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*)__(?P<name>.+)-(?P<num>\d+)$")
 
 
@@ -228,7 +231,13 @@ def usability(task: Task) -> dict[str, str]:
     return {"offline": offline, "online": online}
 
 
+def import_swebench_pro(path: str | Path) -> tuple[list[Task], list[dict]]:
+    """SWE-bench Pro records (fasbench/data/swebench_pro.py) → tasks with the gold patch's gold."""
+    return tasks_from_records(_records(path), path)
+
+
 def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:
     if fmt not in FORMATS:
         raise ImportError_(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return {"swe-explore": import_swe_explore, "locbench": import_locbench, "contextbench": import_contextbench}[fmt](path)
+    return {"swe-explore": import_swe_explore, "locbench": import_locbench, "contextbench": import_contextbench,
+            "swebench-pro": import_swebench_pro}[fmt](path)

@@ -55,7 +55,8 @@ def analyze_cmd(
     {formats}
 
     Files that cannot be read are skipped and listed; when none can, the command fails with the
-    reason (what the file holds) and the formats above. ATIF trajectories are refused: not read yet."""
+    reason (what the file holds) and the formats above. An ATIF file of an unknown version or a
+    shape the published schema refuses is skipped with that reason."""
     # local import: the analysis (polars, tokenizers) costs ~0.2-0.4 s at CLI start-up (python -X importtime)
     from fasbench.trajectories.analysis import analyze_paths
 
@@ -104,6 +105,40 @@ analyze_cmd.__doc__ = analyze_cmd.__doc__.replace(
     "{formats}", "\n    ".join(f"{k}: {v}" for k, v in FORMAT_NAMES.items()))
 
 
+def export_atif_cmd(
+    src: Path = typer.Argument(..., help="a run directory (its traces.jsonl) or a traces.jsonl[.gz] file"),
+    out: Path = typer.Option(..., "--out", help="folder for one ATIF JSON file per trace (TRACE_ID.json)"),
+):
+    """Write every fasbench trace of SRC as an ATIF-v1.7 trajectory (Harbor's Agent Trajectory
+    Interchange Format), checked against the published schema; `fasbench trajectories analyze`
+    reads them back as the same traces."""
+    # local import: the exporter imports fasbench.tools and jsonschema, ~5-7 s at import on this machine
+    # (python -X importtime: jsonschema's rfc3987_syntax), paid only by this command
+    from fasbench.records import RecordError, read_traces
+    from fasbench.trajectories.atif_trace import to_atif
+    from fasbench.trajectories.turns import TrajectoryError
+
+    f = src / "traces.jsonl" if src.is_dir() else src
+    if src.is_dir() and not f.exists() and (src / "traces.jsonl.gz").exists():
+        f = src / "traces.jsonl.gz"
+    if not f.is_file():
+        _fail(f"no traces at {src}: expected a run directory with traces.jsonl or a traces.jsonl file")
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out} exists and is not a folder")
+    try:
+        traces = read_traces(f)
+    except (RecordError, ValueError, OSError) as e:
+        _fail(f"{f}: {e}")
+    out.mkdir(parents=True, exist_ok=True)
+    for tr in traces:
+        try:
+            doc = to_atif(tr)
+        except TrajectoryError as e:
+            _fail(f"trace {tr.trace_id} of {f}: {e}")
+        (out / f"{tr.trace_id}.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    typer.echo(f"wrote {len(traces)} ATIF trajectories to {out}")
+
+
 def _write_skipped(out: Path, skipped: list[tuple[str, str]]) -> Path:
     """OUT/skipped.jsonl: one {"path", "reason"} per file that was not read (nothing is lost)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -143,4 +178,5 @@ def register(app: typer.Typer) -> None:
     app.command("classify")(classify_cmd)
     traj = typer.Typer(no_args_is_help=True, help="Main-agent trajectory analysis.")
     traj.command("analyze")(analyze_cmd)
+    traj.command("export-atif")(export_atif_cmd)
     app.add_typer(traj, name="trajectories")

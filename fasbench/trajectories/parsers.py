@@ -1,4 +1,4 @@
-"""Main-agent trajectories in six formats → one ``Trajectory`` of turns and calls each.
+"""Main-agent trajectories in seven formats → one ``Trajectory`` of turns and calls each.
 
 Formats (``detect`` tells them apart by content, not by name; files may be gzip or plain):
 
@@ -16,12 +16,15 @@ Formats (``detect`` tells them apart by content, not by name; files may be gzip 
   with ``history``): actions with ``tool_call_metadata``, one turn per model response
   (``fasbench.trajectories.openhands``).
 - ``fasbench-trace``: fasbench's own ``Trace`` JSONL (``fasbench.records``), one trace per line.
+- ``atif``: Harbor's ATIF (``fasbench.trajectories.atif``): the main agent and its embedded
+  subagents, one trajectory each, checked against the published schema; a fasbench trace exported
+  to ATIF (``fasbench.trajectories.atif_trace``) is read back as that trace.
 
 A file that cannot be read (bad gzip, invalid or truncated JSON, unknown layout) raises
 ``TrajectoryError`` with the reason; ``analysis`` counts it. An unknown layout's reason says what
 was seen (``seen``: "a JSON list of 12 objects with keys …"); ``SUPPORTED`` names the formats for
-messages and ``--help``. ATIF (Harbor's Agent Trajectory Interchange Format) and OpenHands V1 SDK
-events are recognised and refused: they are not read yet. A JSONL file whose last line was cut
+messages and ``--help``. OpenHands V1 SDK events are recognised and refused: they are not read
+yet. A JSONL file whose last line was cut
 off mid-write is read without that line and reported as partial.
 """
 
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from fasbench.records import RecordError, Trace, parse_arguments
-from fasbench.trajectories import openhands
+from fasbench.trajectories import atif, atif_trace, openhands
 from fasbench.trajectories.raw import bash_blocks, message_text, read_text
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
 from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, Call, ParsedFile, Trajectory,  # noqa: F401
@@ -101,10 +104,6 @@ def seen(obj: Any, jsonl: bool = False) -> str:
 
 def _refused(obj: Any) -> str | None:
     """Why a recognised format that is not read yet is refused (None for the others)."""
-    if isinstance(obj, dict) and (str(obj.get("schema_version", "")).startswith("ATIF")
-                                  or isinstance(obj.get("steps"), list) and isinstance(obj.get("agent"), dict)):
-        return (f"ATIF trajectory (Harbor's Agent Trajectory Interchange Format, schema_version "
-                f"{obj.get('schema_version') or '?'}): ATIF is not read yet")
     events = obj.get("history") if isinstance(obj, dict) else obj
     if isinstance(events, list) and any(isinstance(e, dict) and str(e.get("kind", "")).endswith("Event")
                                         for e in events[:50]):
@@ -114,7 +113,9 @@ def _refused(obj: Any) -> str | None:
 
 def detect(obj: Any, jsonl: bool = False) -> str:
     """The format of a loaded file (see ``FORMATS``); raises TrajectoryError when unknown, saying
-    what was seen (``seen``), or when the format is recognised but not read yet (ATIF)."""
+    what was seen (``seen``), or when the format is recognised but not read yet (OpenHands V1 events)."""
+    if atif.is_atif(obj):
+        return "atif"
     refused = _refused(obj)
     if refused:
         raise TrajectoryError(refused)
@@ -166,6 +167,10 @@ def parse_file(path: str | Path) -> ParsedFile:
             trajs = [t]
         elif fmt == "openhands":
             trajs, dropped = openhands.parse(obj, path, _stem(path)), 0
+        elif fmt == "atif":  # a trace fasbench exported is read as that trace; any other as ATIF
+            tr = atif_trace.from_atif(obj)
+            trajs = _fasbench([tr.to_dict()], path, "atif") if tr else atif.parse(obj, path, _stem(path))
+            dropped = 0
         else:
             trajs, dropped = _fasbench(obj if isinstance(obj, list) else [obj], path), 0
     except TrajectoryError:
@@ -384,7 +389,7 @@ def _claude_code(lines: list[dict], path: Path) -> tuple[Trajectory, int]:
     ), dropped
 
 
-def _fasbench(objs: list[dict], path: Path) -> list[Trajectory]:
+def _fasbench(objs: list[dict], path: Path, fmt: str = "fasbench-trace") -> list[Trajectory]:
     out = []
     for k, o in enumerate(objs):
         try:
@@ -402,7 +407,7 @@ def _fasbench(objs: list[dict], path: Path) -> list[Trajectory]:
             _estimate_chat(turns, msgs, idx)
         out.append(Trajectory(
             trajectory_id=tr.trace_id, instance_id=tr.task_id, agent=tr.policy, model=str(tr.meta.get("model", "")),
-            format="fasbench-trace", turns=turns, path=str(path), exit_status=tr.stop_reason,
+            format=fmt, turns=turns, path=str(path), exit_status=tr.stop_reason,
             meta={"toolset": tr.toolset},
         ))
     return out

@@ -16,6 +16,7 @@ FORMAT_NAMES = {
     "claude-code": "Claude Code session JSONL",
     "openhands": "OpenHands event lists (saved trajectory JSON, evaluation output.jsonl)",
     "fasbench-trace": "fasbench traces.jsonl",
+    "atif": "Harbor ATIF trajectory JSON (ATIF-v1.0 … v1.8: main agent and embedded subagents)",
 }
 FORMATS = tuple(FORMAT_NAMES)
 SUPPORTED = "supported formats: " + "; ".join(FORMAT_NAMES.values())
