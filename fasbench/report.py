@@ -109,12 +109,21 @@ def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
     return n
 
 
-_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+(?:,\d{3})*\.\d+|\d+)(%?)")
+_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+(?:,\d{3})*\.\d+|\d+)(%?)(?![\w.]*\d)")  # not 1.15 of "1.15.0"
+# Constants that are no result: the level of an interval ("95% CI", "95% percentile bootstrap interval",
+# "task-bootstrap 95% intervals", "intervals: 95% percentile bootstrap") and a significance level ("p < 0.05", "reject at 0.05", "α = 0.05").
+_NOT_RESULTS = re.compile(
+    r"\d+(?:\.\d+)?%(?=\s+(?:[\w-]+\s+){0,3}(?:intervals?|CIs?|confidence|bootstrap)\b)"
+    r"|\b(?:intervals?|CIs?)\W{1,3}\d+(?:\.\d+)?%"
+    r"|(?:\bp\s*[<≤>]\s*|\b(?:reject|significant|significance)\s+(?:at|level)\s+(?:p\s*[<≤]\s*)?"
+    r"|(?:α|alpha)\s*=\s*)0?\.\d+", re.IGNORECASE)
 
 
 def _numbers(text: str) -> list[tuple[str, float, int, bool]]:
-    """(as written, value, decimals, is a percentage) of the decimals and percentages in ``text``."""
+    """(as written, value, decimals, is a percentage) of the decimals and percentages in ``text``;
+    version strings (``2.2.7``) and interval or significance levels (:data:`_NOT_RESULTS`) are left out."""
     out = []
+    text = _NOT_RESULTS.sub(" ", text)
     for m in _NUMBER.finditer(text):
         digits, pct = m.group(1), m.group(2) == "%"
         if "." not in digits and not pct:
@@ -136,11 +145,16 @@ def _output_text(o: dict) -> str:
 def unshown_numbers(nb: nbformat.NotebookNode) -> list[str]:
     """The decimals and percentages the ``findings`` cells' output quotes that no other output of the
     notebook shows (up to rounding, a percentage also as a fraction): what a table hid (columns cut,
-    rows elided) or what only the findings cell computed. Interval bounds (in brackets) are not checked."""
+    rows elided) or what only the findings cell computed. Interval bounds (in brackets), interval and
+    significance levels, version strings, and numbers written in the notebook's code (its parameters
+    cell: a step count, a threshold) are not checked."""
     shown: list[tuple[float, int]] = []
     quoted: list[tuple[str, float, int, bool]] = []
     for cell in nb.cells:
         findings = "findings" in cell.get("metadata", {}).get("tags", [])
+        if cell.get("cell_type") == "code":
+            src = cell.get("source", "")
+            shown += [(v, d) for _, v, d, _ in _numbers("".join(src) if isinstance(src, list) else src)]
         for o in cell.get("outputs", []):
             text = _output_text(o)
             if findings:
