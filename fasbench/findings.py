@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from fasbench.metrics import fmt_p, paired_differs, paired_words
+from fasbench.metrics import SMALL_N, fmt_p, paired_differs, paired_words
 
 
 def _bad(v) -> bool:
@@ -167,7 +167,8 @@ class Findings:
         if self.n is not None:
             head += f"\n\n*Measured on n = {self.n:,} {self.unit}"
             if any(r["has_ci"] for r in self.rows) or any("[" in x for x in self.sentences):
-                head += f"; intervals [lo, hi] are {self.level:.0%} bootstrap intervals over {self.unit}"
+                head += (f"; intervals [lo, hi] are {self.level:.0%} intervals over {self.unit} (percentile bootstrap; "
+                         f"Student t below {SMALL_N} {self.unit}, none for one)")
             if self.paired_tests:
                 head += ("; paired differences: two-sided sign-flip test (exact up to 20 differing tasks) and its "
                          "exact interval (percentile bootstrap above 20 tasks)")

@@ -21,7 +21,7 @@ def test_markdown_has_table_seeds_caveats_and_level():
     f.caveat("CPU defaults.")
     md = f._repr_markdown_()
     assert md.startswith("## What we found: baselines")
-    assert "n = 12 tasks; intervals [lo, hi] are 95% bootstrap intervals" in md
+    assert "n = 12 tasks; intervals [lo, hi] are 95% intervals over tasks (percentile bootstrap; Student t below 10 tasks" in md
     assert "| file F2 | 0.50 [0.40, 0.60] | 12 | 0.70 | Relace |" in md
     assert "| read+search share | 46.1% | 500 | 56.2% | FastContext |" in md
     assert "- Heuristic beats BM25." in md and "**Caveats**" in md and "- CPU defaults." in md
