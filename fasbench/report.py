@@ -148,26 +148,35 @@ def unshown_numbers(nb: nbformat.NotebookNode) -> list[str]:
     rows elided) or what only the findings cell computed. Interval bounds (in brackets), interval and
     significance levels, version strings, and numbers written in the notebook's code (its parameters
     cell: a step count, a threshold) are not checked."""
-    shown: list[tuple[float, int]] = []
+    shown: list[tuple[float, int]] = []  # (value, its decimals)
     quoted: list[tuple[str, float, int, bool]] = []
+
+    def show(text: str) -> None:
+        for _, v, dec, pct in _numbers(text):
+            shown.extend([(v, dec), (v / 100, dec + 2)] if pct else [(v, dec)])
+
     for cell in nb.cells:
         findings = "findings" in cell.get("metadata", {}).get("tags", [])
         if cell.get("cell_type") == "code":
             src = cell.get("source", "")
-            shown += [(v, d) for _, v, d, _ in _numbers("".join(src) if isinstance(src, list) else src)]
+            show("".join(src) if isinstance(src, list) else src)
         for o in cell.get("outputs", []):
             text = _output_text(o)
             if findings:
                 quoted += _numbers(re.sub(r"\[[^\]]*\]", " ", text))
             else:
-                shown += [(v, d) for _, v, d, _ in _numbers(text)]
-    values = [v for v, _ in shown]
+                show(text)
+
+    def same(t: float, dt: int, s: float, ds: int) -> bool:
+        if abs(s - t) < 1e-12:  # the value itself (0.75 shown for 0.750: trailing zeros trimmed)
+            return True
+        # else shown with at least the quoted precision, both roundings of one number (9.315 -> 9.32)
+        return ds >= dt and abs(s - t) <= 0.5 * 10 ** -dt + 0.5 * 10 ** -ds + 1e-12
+
     missing = []
     for written, v, dec, pct in quoted:
-        targets = [v] + ([v / 100] if pct else [])
-        ok = any(round(s, dec + (2 if t != v else 0)) == round(t, dec + (2 if t != v else 0)) or
-                 abs(s - t) < 1e-12 for t in targets for s in values)
-        if not ok and written not in missing:
+        targets = [(v, dec)] + ([(v / 100, dec + 2)] if pct else [])  # a percentage also as a fraction
+        if not any(same(t, dt, s, ds) for t, dt in targets for s, ds in shown) and written not in missing:
             missing.append(written)
     return missing
 

@@ -136,6 +136,9 @@ def test_unshown_numbers_skips_levels_versions_and_parameters_but_not_results():
     shown = _stream("share 0.907 and difference 0.150\n", "stdout")
     assert unshown_numbers(_nb(params, ("t", [shown], None), ("f", [finding], ["findings"]))) == []
     assert unshown_numbers(_nb(("f", [finding], ["findings"]))) == ["3.2", "90.7%", "+0.150"]  # 3.2: no parameter
+    # up to rounding: 9.315 shown rounds to 9.32, 0.75 is 0.750 with its zero trimmed; 91% is not 90.7%
+    f2 = _md("Mean 9.32, share 0.750, share 90.7%.")
+    assert unshown_numbers(_nb(("t", [_stream("9.315 0.75 91%\n", "stdout")], None), ("f", [f2], ["findings"]))) == ["90.7%"]
 
 
 def test_replay_in_the_report_is_static_and_its_widget_state_is_left_out(tmp_path):
