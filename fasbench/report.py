@@ -157,7 +157,7 @@ def unshown_numbers(nb: nbformat.NotebookNode) -> list[str]:
 
     for cell in nb.cells:
         findings = "findings" in cell.get("metadata", {}).get("tags", [])
-        if cell.get("cell_type") == "code":
+        if cell.get("cell_type") == "code" and not findings:  # (the report hides the findings cells' code)
             src = cell.get("source", "")
             show("".join(src) if isinstance(src, list) else src)
         for o in cell.get("outputs", []):
