@@ -8,7 +8,7 @@ table of :mod:`fasbench.episodes` (its ``COLUMNS``): reward and its parts under 
 ``fasbench.reward.REWARDS``, file/line precision/recall/F1/F2, all-gold@k (every gold file in the
 top k) and Recall@k, turns, calls per turn, wall time split into model and tool time,
 tokens, well-formed calls, the localization grains. Tasks are named by ``fasbench.tasksets`` and get
-their corpora from ``fasbench.data.corpora``. ``aggregate`` gives macro averages with bootstrap 95%
+their corpora from ``fasbench.data.corpora``. ``aggregate`` gives macro averages with 95%
 intervals; ``compare`` the paired test (``fasbench.metrics.paired_test``: exact sign-flip p and interval)
 between two runs on their shared tasks. A model checkpoint
 is evaluated through here too (``fasbench.checkpoints``).
@@ -42,7 +42,7 @@ from fasbench.episode_pool import guard_worker, run_pool
 from fasbench.episodes import check_scoring, episode_table
 from fasbench.harness import Limits, parsable_calls, run_episode
 from fasbench.judge import make_judge
-from fasbench.metrics import bootstrap_ci, paired_bootstrap
+from fasbench.metrics import interval_method, mean_ci, paired_bootstrap
 from fasbench.policies import make_policy
 from fasbench.provenance import code_version, timestamp
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
@@ -400,8 +400,9 @@ def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge
 
 def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str] = "policy", n_boot: int = 2000,
               seed: int = 0):
-    """Macro average of each metric per group, with its bootstrap 95% interval (columns
-    ``<m>``, ``<m>_lo``, ``<m>_hi``) and ``n`` tasks."""
+    """Macro average of each metric per group, with its 95% interval (columns ``<m>``, ``<m>_lo``,
+    ``<m>_hi``; :func:`fasbench.metrics.mean_ci`: percentile bootstrap from 10 tasks on, Student t
+    below, none for one task), ``n`` tasks and ``interval`` (which of those)."""
     by = [by] if isinstance(by, str) else list(by)
     missing = [m for m in list(metrics) + by if m not in df.columns]
     if missing:
@@ -409,10 +410,10 @@ def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str]
     rows = []
     for key, g in df.group_by(by, maintain_order=True):
         r = dict(zip(by, key if isinstance(key, tuple) else (key,)))
-        r["n"] = g.height
+        r["n"], r["interval"] = g.height, interval_method(g.height)
         for m in metrics:
             vals = g[m].drop_nulls().cast(pl.Float64).to_list()
-            mean, lo, hi = bootstrap_ci(vals, n=n_boot, seed=seed)
+            mean, lo, hi = mean_ci(vals, n=n_boot, seed=seed)
             r[m], r[f"{m}_lo"], r[f"{m}_hi"] = mean, lo, hi
         rows.append(r)
     return pl.DataFrame(rows)

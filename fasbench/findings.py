@@ -24,7 +24,8 @@ bare name ``f`` of a :class:`Findings` it built there or got from a study's ``fi
 (``fasbench.trajectories.findings``, ``fasbench.rl.turns``, ``fasbench.bon.findings``,
 ``fasbench.field``, ``fasbench.e2e.findings``), each of which fills one with :meth:`Findings.add`,
 :meth:`Findings.table` (a table of its own columns), :meth:`Findings.text` (a paragraph or a
-sub-heading) and :meth:`Findings.caveat`; ``tests/test_report.py`` checks every notebook's last cell.
+sub-heading), :meth:`Findings.resumed` (a line when a result was read from an earlier call of its run,
+not computed in this one) and :meth:`Findings.caveat`; ``tests/test_report.py`` checks every notebook's last cell.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from fasbench.metrics import fmt_p, paired_differs, paired_words
+from fasbench.metrics import SMALL_N, fmt_p, paired_differs, paired_words
 
 
 def _bad(v) -> bool:
@@ -92,6 +93,27 @@ def paired_sentence(what: str, rows: Sequence[dict], name: str = "run", digits: 
             + (f", smallest attainable p = {r['p_min']:.3g}" if not _bad(r.get("p_min")) and r["p_min"] >= alpha else "")
             + ")" for r in rest)
     return out + "."
+
+
+def _resumed_parts(state, name: str = "") -> list[str]:
+    pre = f"{name}: " if name else ""
+    if isinstance(state, dict) and ("steps_resumed" in state or "steps_this_call" in state or "note" in state):
+        done, this = int(state.get("steps_resumed") or 0), state.get("steps_this_call")
+        if not done:
+            return []
+        if state.get("note"):
+            return [pre + str(state["note"])]
+        total = state.get("max_steps") or state.get("global_step")
+        return [pre + f"resumed at step {done}" + (f" of {total}" if total else "") + (
+            "; no step trained in this call (the model is the earlier call's)" if this == 0
+            else f"; {this} steps trained in this call")]
+    if isinstance(state, dict):
+        return [p for k, v in state.items() for p in _resumed_parts(v, str(k))]
+    if isinstance(state, bool) or state is None or (isinstance(state, float) and math.isnan(state)):
+        return []
+    if isinstance(state, (int, float)):
+        return [pre + f"{int(state)} episodes from an earlier call"] if state else []
+    return [pre + str(state)] if str(state).strip() else []
 
 
 def _cell(s: str) -> str:
@@ -157,6 +179,18 @@ class Findings:
         """A published number beside ours (same as :meth:`metric` with a seed)."""
         return self.metric(label, ours, lo, hi, n, digits, pct, seed=seed, seed_source=source, seed_note=note)
 
+    def resumed(self, what: str, state) -> "Findings":
+        """A line saying that ``what`` was (partly) read from an earlier call of its run rather than computed
+        in this one; nothing when it was not. ``state``: a count of resumed episodes; a note
+        (``evaluate.resume_note``, the ``resumed`` column of ``runs_table``); a training state
+        (``sft.train.read_state``, RL's summary: ``steps_resumed``, ``steps_this_call``, ``note``); or a
+        mapping of names (policies, runs) to any of these."""
+        parts = _resumed_parts(state)
+        if parts:
+            self.add(f"**Resumed, not computed in this run**: {what}: {'; '.join(parts)} (a new run name or an "
+                     "empty run folder computes it afresh).")
+        return self
+
     def caveat(self, text: str) -> "Findings":
         """A limit of what was measured: the population, the corpus kind, CPU defaults vs full runs."""
         self.caveats.append(text)
@@ -167,7 +201,8 @@ class Findings:
         if self.n is not None:
             head += f"\n\n*Measured on n = {self.n:,} {self.unit}"
             if any(r["has_ci"] for r in self.rows) or any("[" in x for x in self.sentences):
-                head += f"; intervals [lo, hi] are {self.level:.0%} bootstrap intervals over {self.unit}"
+                head += (f"; intervals [lo, hi] are {self.level:.0%} intervals over {self.unit} (percentile bootstrap; "
+                         f"Student t below {SMALL_N} {self.unit}, none for one)")
             if self.paired_tests:
                 head += ("; paired differences: two-sided sign-flip test (exact up to 20 differing tasks) and its "
                          "exact interval (percentile bootstrap above 20 tasks)")

@@ -1,6 +1,7 @@
 """Localisation metrics: path normalisation, file- and line-level precision/recall/F-beta,
 all-gold@k and Recall@k over a report's ranked files (LocAgent's Acc@k, a different metric, is
-``fasbench.localization.locagent_acc_at_k``), bootstrap confidence intervals, and the one paired
+``fasbench.localization.locagent_acc_at_k``), intervals of means (:func:`mean_ci`: percentile bootstrap,
+Student t below 10 values), and the one paired
 test (:func:`paired_test`: exact sign-flip p-value and interval, valid at every n).
 
 Line ranges are handled as intervals by ``fasbench.lines`` (``merge_ranges`` is re-exported from
@@ -147,13 +148,64 @@ def recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
 
 
 def bootstrap_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
-    """Macro mean and its percentile bootstrap (1 − alpha) interval."""
+    """Macro mean and its percentile bootstrap (1 − alpha) interval (at any n; for a table of means use
+    :func:`mean_ci`, which is valid below :data:`SMALL_N` values too)."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return float("nan"), float("nan"), float("nan")
     rng = np.random.default_rng(seed)
     means = x[rng.integers(0, x.size, size=(n, x.size))].mean(axis=1)
     return float(x.mean()), float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
+
+
+#: Below this many values a mean's interval is Student's t, not the percentile bootstrap, which
+#: under-covers at small n (its interval is the spread of resampled means, about (n−1)/n too narrow
+#: and blind to tails the sample has not seen; Efron & Tibshirani 1993, ch. 13).
+SMALL_N = 10
+
+
+def _t_two_sided(t: float, df: int) -> float:
+    """P(|T| ≤ t) for Student's T with integer ``df`` (Abramowitz & Stegun 26.7.3-4, exact)."""
+    th = math.atan(t / math.sqrt(df))
+    c2, s = math.cos(th) ** 2, math.sin(th)
+    if df % 2:  # odd: 2/π (θ + sin θ cos θ (1 + 2/3 cos²θ + 2·4/(3·5) cos⁴θ + …))
+        term, acc = 1.0, 1.0 if df > 1 else 0.0
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            acc += term
+        return 2 / math.pi * (th + s * math.cos(th) * acc)
+    term, acc = 1.0, 1.0  # even: sin θ (1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + …)
+    for k in range(1, df // 2):
+        term *= c2 * (2 * k - 1) / (2 * k)
+        acc += term
+    return s * acc
+
+
+def t_quantile(level: float, df: int) -> float:
+    """The t with P(|T| ≤ t) = ``level`` (two-sided critical value; 4.303 for 95% at df = 2)."""
+    lo, hi = 0.0, 1e6
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _t_two_sided(mid, df) < level else (lo, mid)
+    return (lo + hi) / 2
+
+
+def interval_method(n: int) -> str:
+    """How :func:`mean_ci` makes the interval of ``n`` values (a label for tables)."""
+    return "percentile bootstrap" if n >= SMALL_N else f"Student t (n = {n})" if n >= 2 else f"none (n = {n})"
+
+
+def mean_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
+    """Macro mean and its (1 − alpha) interval, valid at every n: the percentile bootstrap
+    (:func:`bootstrap_ci`, ``n`` resamples) from :data:`SMALL_N` values on, Student's t interval
+    (mean ± t·s/√k) below, and no interval (nan bounds: "n too small") for one value."""
+    x = np.asarray(values, dtype=float)
+    if x.size >= SMALL_N:
+        return bootstrap_ci(x, n=n, alpha=alpha, seed=seed)
+    if x.size < 2:
+        return (float(x.mean()) if x.size else float("nan")), float("nan"), float("nan")
+    m, half = float(x.mean()), t_quantile(1 - alpha, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return m, m - half, m + half
 
 
 #: Up to this many nonzero differences the sign-flip test enumerates all 2^n flips (2^20 ≈ 1.05 M,

@@ -109,12 +109,21 @@ def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
     return n
 
 
-_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+(?:,\d{3})*\.\d+|\d+)(%?)")
+_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+(?:,\d{3})*\.\d+|\d+)(%?)(?![\w.]*\d)")  # not 1.15 of "1.15.0"
+# Constants that are no result: the level of an interval ("95% CI", "95% percentile bootstrap interval",
+# "task-bootstrap 95% intervals", "intervals: 95% percentile bootstrap") and a significance level ("p < 0.05", "reject at 0.05", "α = 0.05").
+_NOT_RESULTS = re.compile(
+    r"\d+(?:\.\d+)?%(?=\s+(?:[\w-]+\s+){0,3}(?:intervals?|CIs?|confidence|bootstrap)\b)"
+    r"|\b(?:intervals?|CIs?)\W{1,3}\d+(?:\.\d+)?%"
+    r"|(?:\bp\s*[<≤>]\s*|\b(?:reject|significant|significance)\s+(?:at|level)\s+(?:p\s*[<≤]\s*)?"
+    r"|(?:α|alpha)\s*=\s*)0?\.\d+", re.IGNORECASE)
 
 
 def _numbers(text: str) -> list[tuple[str, float, int, bool]]:
-    """(as written, value, decimals, is a percentage) of the decimals and percentages in ``text``."""
+    """(as written, value, decimals, is a percentage) of the decimals and percentages in ``text``;
+    version strings (``2.2.7``) and interval or significance levels (:data:`_NOT_RESULTS`) are left out."""
     out = []
+    text = _NOT_RESULTS.sub(" ", text)
     for m in _NUMBER.finditer(text):
         digits, pct = m.group(1), m.group(2) == "%"
         if "." not in digits and not pct:
@@ -136,24 +145,38 @@ def _output_text(o: dict) -> str:
 def unshown_numbers(nb: nbformat.NotebookNode) -> list[str]:
     """The decimals and percentages the ``findings`` cells' output quotes that no other output of the
     notebook shows (up to rounding, a percentage also as a fraction): what a table hid (columns cut,
-    rows elided) or what only the findings cell computed. Interval bounds (in brackets) are not checked."""
-    shown: list[tuple[float, int]] = []
+    rows elided) or what only the findings cell computed. Interval bounds (in brackets), interval and
+    significance levels, version strings, and numbers written in the notebook's code (its parameters
+    cell: a step count, a threshold) are not checked."""
+    shown: list[tuple[float, int]] = []  # (value, its decimals)
     quoted: list[tuple[str, float, int, bool]] = []
+
+    def show(text: str) -> None:
+        for _, v, dec, pct in _numbers(text):
+            shown.extend([(v, dec), (v / 100, dec + 2)] if pct else [(v, dec)])
+
     for cell in nb.cells:
         findings = "findings" in cell.get("metadata", {}).get("tags", [])
+        if cell.get("cell_type") == "code" and not findings:  # (the report hides the findings cells' code)
+            src = cell.get("source", "")
+            show("".join(src) if isinstance(src, list) else src)
         for o in cell.get("outputs", []):
             text = _output_text(o)
             if findings:
                 quoted += _numbers(re.sub(r"\[[^\]]*\]", " ", text))
             else:
-                shown += [(v, d) for _, v, d, _ in _numbers(text)]
-    values = [v for v, _ in shown]
+                show(text)
+
+    def same(t: float, dt: int, s: float, ds: int) -> bool:
+        if abs(s - t) < 1e-12:  # the value itself (0.75 shown for 0.750: trailing zeros trimmed)
+            return True
+        # else shown with at least the quoted precision, both roundings of one number (9.315 -> 9.32)
+        return ds >= dt and abs(s - t) <= 0.5 * 10 ** -dt + 0.5 * 10 ** -ds + 1e-12
+
     missing = []
     for written, v, dec, pct in quoted:
-        targets = [v] + ([v / 100] if pct else [])
-        ok = any(round(s, dec + (2 if t != v else 0)) == round(t, dec + (2 if t != v else 0)) or
-                 abs(s - t) < 1e-12 for t in targets for s in values)
-        if not ok and written not in missing:
+        targets = [(v, dec)] + ([(v / 100, dec + 2)] if pct else [])  # a percentage also as a fraction
+        if not any(same(t, dt, s, ds) for t, dt in targets for s, ds in shown) and written not in missing:
             missing.append(written)
     return missing
 

@@ -37,7 +37,7 @@ import numpy as np
 import polars as pl
 
 from fasbench.evaluate import load_summary, query_source_label, read_run_meta, resume_note
-from fasbench.metrics import EXACT_MAX_N, N_FLIPS, bootstrap_ci, p_text, paired_test
+from fasbench.metrics import EXACT_MAX_N, N_FLIPS, interval_method, mean_ci, p_text, paired_test
 from fasbench.paths import repo_root
 from fasbench.tasksets import task_set_label
 
@@ -109,10 +109,12 @@ def check_metrics(df: pl.DataFrame, metrics: Sequence[str], run: str) -> None:
 
 def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str] = RUN_METRICS,
                level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
-    """One row per run: ``run``, ``policy``, ``toolset``, ``task_source``, ``n``, ``resumed``, ``query_source``
-    (what the explorer was given, with counts: run.json ``query_sources``), each metric with
-    ``<m>_lo``/``<m>_hi`` (percentile bootstrap at ``level`` over tasks), ``created``, ``code`` and
-    ``path``. Metrics a run lacks are null."""
+    """One row per run: ``run``, ``policy``, ``toolset``, ``task_source``, ``n``, ``interval`` (how the
+    intervals of its ``n`` tasks were made: :func:`fasbench.metrics.interval_method`), ``resumed``,
+    ``query_source`` (what the explorer was given, with counts: run.json ``query_sources``), each metric
+    with ``<m>_lo``/``<m>_hi`` (at ``level`` over tasks, :func:`fasbench.metrics.mean_ci`: percentile
+    bootstrap from 10 tasks on, Student t below, none for one task), ``created``, ``code`` and ``path``.
+    Metrics a run lacks are null."""
     dirs = find_runs(paths)
     rows = []
     for name, d in zip(run_names(dirs), dirs):
@@ -121,17 +123,17 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
              "toolset": meta.get("toolset") or _first(df, "toolset"),
              "task_source": task_set_label(meta.get("task_source") or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
                                                                         else None), meta.get("corpus")),
-             "n": df.height, "resumed": resume_note(d), "query_source": query_source_label(meta)}
+             "n": df.height, "interval": interval_method(df.height), "resumed": resume_note(d), "query_source": query_source_label(meta)}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
-            mean, lo, hi = bootstrap_ci(vals, n=n_boot, alpha=1 - level, seed=seed) if vals else (None,) * 3
+            mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed) if vals else (None,) * 3
             r[m], r[f"{m}_lo"], r[f"{m}_hi"] = mean, lo, hi
         r["created"] = meta.get("created")
         r["code"] = (meta.get("code_version") or {}).get("describe")
         r["path"] = str(d)
         rows.append(r)
     schema = {"run": pl.Utf8, "policy": pl.Utf8, "toolset": pl.Utf8, "task_source": pl.Utf8, "n": pl.Int64,
-              "resumed": pl.Utf8, "query_source": pl.Utf8,
+              "interval": pl.Utf8, "resumed": pl.Utf8, "query_source": pl.Utf8,
               **{f"{m}{s}": pl.Float64 for m in metrics for s in ("", "_lo", "_hi")},
               "created": pl.Utf8, "code": pl.Utf8, "path": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)

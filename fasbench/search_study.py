@@ -123,7 +123,7 @@ def family(policy: str) -> str:
 
 
 def results_table(df: pl.DataFrame, metrics=("file_f2", "file_recall", "file_precision", "line_f1", "all_gold_at_5",
-                                              "reward_relace_f2", "turns", "wall_s")) -> pl.DataFrame:
+                                              "reward_relace_f2", "turns", "calls_per_turn", "wall_s")) -> pl.DataFrame:
     """Macro means with 95% intervals per policy, the median episode time and ``resumed``: how many of
     the policy's episodes the last run call found on disk (run by an earlier call) rather than ran."""
     agg = aggregate(df, metrics)

@@ -21,7 +21,7 @@ def test_markdown_has_table_seeds_caveats_and_level():
     f.caveat("CPU defaults.")
     md = f._repr_markdown_()
     assert md.startswith("## What we found: baselines")
-    assert "n = 12 tasks; intervals [lo, hi] are 95% bootstrap intervals" in md
+    assert "n = 12 tasks; intervals [lo, hi] are 95% intervals over tasks (percentile bootstrap; Student t below 10 tasks" in md
     assert "| file F2 | 0.50 [0.40, 0.60] | 12 | 0.70 | Relace |" in md
     assert "| read+search share | 46.1% | 500 | 56.2% | FastContext |" in md
     assert "- Heuristic beats BM25." in md and "**Caveats**" in md and "- CPU defaults." in md
@@ -69,3 +69,18 @@ def test_blocks_keep_their_order_and_bullets_join_into_one_list():
     md = f.caveat("small").markdown()
     assert md.startswith("## What we found\n\nData:\n\n- a\n- b\n\nTable:\n\n| x | y\\|z |\n|---|---|\n| 1 | 2 3 |\n\n- c")
     assert md.endswith("**Caveats**\n\n- small\n")
+
+
+def test_resumed_results_say_so_and_fresh_ones_say_nothing():
+    f = Findings("x", n=3)
+    f.resumed("the episodes", {"bm25": 0, "heuristic:turns=3": 4})
+    f.resumed("the SFT model", {"global_step": 10, "max_steps": 10, "steps_this_call": 0, "steps_resumed": 10})
+    f.resumed("the dev evaluation", {"before": None, "after": "resumed: 2 of 2 episodes from an earlier run (2026-01-02 10:00)"})
+    f.resumed("the RL run", {"steps_this_call": 2, "steps_resumed": 0})  # trained from scratch: nothing to say
+    f.resumed("a fresh run", None)
+    md = f.markdown()
+    assert md.count("**Resumed, not computed in this run**") == 3
+    assert "the episodes: heuristic:turns=3: 4 episodes from an earlier call" in md and "bm25" not in md
+    assert "the SFT model: resumed at step 10 of 10; no step trained in this call" in md
+    assert "after: resumed: 2 of 2 episodes from an earlier run" in md and "before" not in md
+    assert "RL run" not in md and "fresh run" not in md

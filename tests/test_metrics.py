@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from fasbench.metrics import (EXACT_MAX_N, N_FLIPS, _subset_sums, all_gold_at_k, bootstrap_ci, file_prf, line_prf,
+                              interval_method, mean_ci,
                               merge_ranges, normalize_files, normalize_path, paired_bootstrap, paired_differs,
                               paired_test, paired_words, recall_at_k, sign_flip_p)
 
@@ -52,6 +53,23 @@ def test_bootstrap():
     assert d["ci"].startswith("percentile bootstrap") and d["lo"] == pytest.approx(0.1) == d["hi"]
     with pytest.raises(ValueError, match="same tasks"):
         paired_bootstrap([1, 2], [1])
+
+
+def test_mean_intervals_by_hand_n1_n3_n12():
+    """A mean's interval: none for one value, Student t below 10 values, the percentile bootstrap from 10 on."""
+    # n = 1: no spread to estimate: no interval ("n too small"), the value itself as the mean
+    m, lo, hi = mean_ci([0.5])
+    assert m == 0.5 and math.isnan(lo) and math.isnan(hi) and interval_method(1) == "none (n = 1)"
+    # n = 3, values 0, 0.5, 1: mean 0.5, s = 0.5, t(0.975; df 2) = 4.302653: half-width 4.302653 · 0.288675 = 1.242069
+    m, lo, hi = mean_ci([0.0, 0.5, 1.0])
+    assert m == 0.5 and lo == pytest.approx(-0.742069, abs=1e-6) and hi == pytest.approx(1.742069, abs=1e-6)
+    assert interval_method(3) == "Student t (n = 3)"
+    # the percentile bootstrap (what runs_table gave before) is [0, 1]'s inner part, far narrower:
+    _, blo, bhi = bootstrap_ci([0.0, 0.5, 1.0])
+    assert lo < blo and bhi < hi
+    # n = 12, six 0s and six 1s: resampled means are k/12, k ~ Binomial(12, 1/2); P(k <= 2) = 0.019 < 0.025
+    # < P(k <= 3) = 0.073, so the 2.5% and 97.5% quantiles are 3/12 and 9/12
+    assert mean_ci([0.0] * 6 + [1.0] * 6) == (0.5, 0.25, 0.75) and interval_method(12) == "percentile bootstrap"
 
 
 def test_paired_p_values_by_hand_n1_n4_n9():

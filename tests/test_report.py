@@ -122,6 +122,25 @@ def test_unshown_numbers_finds_what_a_table_hid():
     assert unshown_numbers(_nb(("t", [plain(whole)], None), ("f", [finding], ["findings"]))) == ["0.12"]
 
 
+def test_unshown_numbers_skips_levels_versions_and_parameters_but_not_results():
+    """Interval and significance levels, version strings and numbers the notebook's code sets (a
+    parameter) are no results; a result the findings compute and no output shows still is one."""
+    from fasbench.report import unshown_numbers
+
+    finding = _md("*Intervals [lo, hi] are 95% bootstrap intervals; value [95% percentile bootstrap interval]; "
+                  "intervals: 90% percentile bootstrap over tasks.* 0 of 7 differ at p < 0.05 with a 95% interval "
+                  "excluding 0; the test does not reject at 0.05; α = 0.1. Traces of mini-swe-agent 1.15.0 and "
+                  "pytest-4.4.1. Budget 3.2 steps. Share 90.7%, difference +0.150.")
+    params = ("budget = 3.2\nseed = 0", [], ["parameters"])
+    assert unshown_numbers(_nb(params, ("f", [finding], ["findings"]))) == ["90.7%", "+0.150"]
+    shown = _stream("share 0.907 and difference 0.150\n", "stdout")
+    assert unshown_numbers(_nb(params, ("t", [shown], None), ("f", [finding], ["findings"]))) == []
+    assert unshown_numbers(_nb(("f", [finding], ["findings"]))) == ["3.2", "90.7%", "+0.150"]  # 3.2: no parameter
+    # up to rounding: 9.315 shown rounds to 9.32, 0.75 is 0.750 with its zero trimmed; 91% is not 90.7%
+    f2 = _md("Mean 9.32, share 0.750, share 90.7%.")
+    assert unshown_numbers(_nb(("t", [_stream("9.315 0.75 91%\n", "stdout")], None), ("f", [f2], ["findings"]))) == ["90.7%"]
+
+
 def test_replay_in_the_report_is_static_and_its_widget_state_is_left_out(tmp_path):
     src = ("import sys; sys.path.insert(0, %r)\n" % str(Path(__file__).parent) +
            "from test_widgets import hand_trace, hand_task\nfrom fasbench.replay import TraceReplay\n"

@@ -172,6 +172,25 @@ def test_over_length_drop_keeps_whole_examples_only(real_data, tmp_path):
         make_trainer(load_profile("tiny", over))
 
 
+def test_building_the_tiny_trainer_and_its_data_loader_warns_nothing(real_data, tmp_path):
+    """No deprecation or device warning (the red stderr of notebook 05): the checkpointing argument
+    under its current name, and no pinned memory without an accelerator."""
+    import warnings
+
+    from fasbench.sft.train import make_trainer
+
+    _, out, _ = real_data
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        trainer = make_trainer(load_profile("tiny", {"out": str(out), "output_dir": str(tmp_path / "run"),
+                                                     "max_steps": 1, "gradient_checkpointing": True}))
+        next(iter(trainer.get_train_dataloader()))
+    bad = [str(w.message) for w in got if issubclass(w.category, (FutureWarning, DeprecationWarning))
+           or "pin_memory" in str(w.message) or "checkpointing" in str(w.message)]
+    assert not bad, bad
+    assert trainer.args.activation_checkpointing is True  # the setting still reaches the trainer
+
+
 def test_task_source_is_a_task_set_name(tmp_path):
     """``task_source`` takes any task-set name (fasbench.tasksets); a file's tasks without a split go to
     neither split (they would otherwise land in both train and dev)."""

@@ -17,6 +17,29 @@ def _ci(t: dict, k: str, scale: float = 100.0, unit: str = "") -> str:
     return f"[{scale * t[k + '_lo']:+.1f}, {scale * t[k + '_hi']:+.1f}]{unit}"
 
 
+def latency_spread(pools) -> float | None:
+    """How much faster a pool's first finished rollout is than its slowest, as a share of the slowest,
+    on average over pools (None without latencies)."""
+    gaps = [1 - min(r.latency for r in q.rollouts) / max(r.latency for r in q.rollouts)
+            for q in pools if max(r.latency for r in q.rollouts) > 0]
+    return sum(gaps) / len(gaps) if gaps else None
+
+
+def resolve_later_effect(res: BonResult) -> list[dict]:
+    """Per strategy, on the test split at its chosen p_target: the saving and Δquality with Resolve-Later
+    at the chosen g and without it (g = −1), as the findings quote them (empty when RL is off)."""
+    g, out = res.strategies["cascade"].chosen["g"], []
+    if g <= -1:
+        return out
+    for name, axis in (("cascade", "cost"), ("parallel", "latency")):
+        st = res.strategies[name]
+        test = [r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"]]
+        off, on = next(r for r in test if r["g"] <= -1), next(r for r in test if r["g"] == g)
+        out.append({"strategy": name, "saved": axis, "with_rl": 1 - on[axis + "_rel"], "without_rl": 1 - off[axis + "_rel"],
+                    "dq_with_rl": on["dq"], "dq_without_rl": off["dq"], "g": g, "p_target": st.chosen["p_target"]})
+    return out
+
+
 def findings(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, pools=None) -> Findings:
     """What the experiment found; ``alt``: the same experiment tuned
     another way (e.g. ``tune="cost"``, the seed's literal protocol), stated beside it; ``pools``:
@@ -66,10 +89,9 @@ def findings(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, 
             cal = s.calibration
             why.append(f"Resolve-Now on the test states: Brier {cal['rn_brier']:.3f} against {cal['rn_brier_prior']:.3f} "
                        f"for the base rate, ECE {cal['rn_ece']:.3f}")
-            if axis == "latency" and pools:
-                gaps = [1 - min(r.latency for r in q.rollouts) / max(r.latency for r in q.rollouts)
-                        for q in pools if max(r.latency for r in q.rollouts) > 0]
-                why.append(f"a pool's first finished rollout is on average only {100 * sum(gaps) / len(gaps):.1f}% "
+            spread = latency_spread(pools) if axis == "latency" and pools else None
+            if spread is not None:
+                why.append(f"a pool's first finished rollout is on average only {100 * spread:.1f}% "
                            "faster than its slowest (latency-spread figure): the rollouts of one searcher take "
                            "about the same time, unlike the seed's long-tailed SWE-agent runs")
             if dq < -tol:
@@ -85,13 +107,10 @@ def findings(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, 
                f"raise the success probability by less than {g:g}")
         item = (f"**Resolve-Later**: used (g = {g:g}): besides RN ≥ p_target, a state also stops when one more "
                 f"batch is predicted to {how} (RL = P(success after the next batch) − RN < g).")
-        for name, axis in (("cascade", "cost"), ("parallel", "latency")):
-            st = res.strategies[name]
-            off = next(r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"] and r["g"] <= -1)
-            on = next(r for r in st.grid if r["split"] == "test" and r["p_target"] == st.chosen["p_target"] and r["g"] == g)
-            item += (f"\n  - its effect on the {name} (test, same p_target): {axis} saved {_pct(1 - on[axis + '_rel'])} "
-                     f"with RL against {_pct(1 - off[axis + '_rel'])} without, Δquality {on['dq']:+.2f} against "
-                     f"{off['dq']:+.2f}.")
+        for e in resolve_later_effect(res):
+            item += (f"\n  - its effect on the {e['strategy']} (test, same p_target): {e['saved']} saved "
+                     f"{_pct(e['with_rl'])} with RL against {_pct(e['without_rl'])} without, Δquality "
+                     f"{e['dq_with_rl']:+.2f} against {e['dq_without_rl']:+.2f}.")
         f.add(item)
     if alt is not None:
         ac, ap = alt.strategies["cascade"], alt.strategies["parallel"]

@@ -1,5 +1,5 @@
 """The counterfactual study end to end (notebook 10): a search run on the trajectories' own tasks,
-the handoffs, the per-trajectory frame, and totals with bootstrap intervals by group."""
+the handoffs, the per-trajectory frame, and totals with intervals by group (bootstrap; Student t below 10)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from fasbench.e2e.counterfactual import Handoff, RULES, counterfactual_frame, ma
 from fasbench.evaluate import run_eval
 from fasbench.handoff import FORMATS, token_counter
 from fasbench.harness import Limits
-from fasbench.metrics import bootstrap_ci
+from fasbench.metrics import mean_ci
 from fasbench.records import Task, iter_jsonl, read_traces
 from fasbench.trajectories.analysis import parse_paths, steps_frame
 
@@ -111,7 +111,7 @@ def ratio_ci(num: Sequence[float], den: Sequence[float], n: int = 2000, alpha: f
 
 def totals(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int = 2000) -> pl.DataFrame:
     """One row per (group, rule, rendering) over trajectories with a search run: n, the pooled net saving
-    (Σnet/Σtokens) and the mean per-trajectory net share with 95% bootstrap intervals, replaced turns and
+    (Σnet/Σtokens) and the mean per-trajectory net share with 95% intervals (metrics.mean_ci), replaced turns and
     calls, coverage; plus the gross saving (no handoff) of each rule."""
     rows = []
     d = df.filter(pl.col("has_search"))
@@ -120,14 +120,14 @@ def totals(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int = 200
     for key, g in d.group_by(list(by), maintain_order=True):
         key = dict(zip(by, key))
         tot = g["total_tokens"].to_list()
-        cov = {c: bootstrap_ci(g[c].drop_nulls().to_list(), n_boot) for c in
+        cov = {c: mean_ci(g[c].drop_nulls().to_list(), n_boot) for c in
                ("file_coverage", "read_file_coverage", "line_coverage")}
         for rule in RULES:
             gross = ratio_ci(g[f"{rule}_gross"].to_list(), tot, n_boot)
-            turns = bootstrap_ci(g[f"{rule}_replaced_turns"].to_list(), n_boot)
+            turns = mean_ci(g[f"{rule}_replaced_turns"].to_list(), n_boot)
             for fmt in FORMATS:
                 pooled = ratio_ci(g[f"{rule}_net_{fmt}"].to_list(), tot, n_boot)
-                mean = bootstrap_ci(g[f"{rule}_net_share_{fmt}"].to_list(), n_boot)
+                mean = mean_ci(g[f"{rule}_net_share_{fmt}"].to_list(), n_boot)
                 rows.append({**key, "rule": rule, "format": fmt, "n": g.height,
                              "net_share": pooled[0], "net_share_lo": pooled[1], "net_share_hi": pooled[2],
                              "mean_net_share": mean[0], "mean_net_share_lo": mean[1], "mean_net_share_hi": mean[2],
@@ -148,7 +148,7 @@ def upper_bound(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int 
     for key, g in df.group_by(list(by), maintain_order=True):
         r = ratio_ci(g["all_gross"].to_list(), g["total_tokens"].to_list(), n_boot)
         c = ratio_ci(g["all_saved_calls"].to_list(), g["total_tokens"].to_list(), n_boot)
-        t = bootstrap_ci(g["all_replaced_turns"].to_list(), n_boot)
+        t = mean_ci(g["all_replaced_turns"].to_list(), n_boot)
         rows.append({**dict(zip(by, key)), "n": g.height, "gross_share": r[0], "gross_share_lo": r[1],
                      "gross_share_hi": r[2], "calls_share": c[0], "calls_share_lo": c[1], "calls_share_hi": c[2],
                      "replaced_turns": t[0], "replaced_turns_lo": t[1], "replaced_turns_hi": t[2]})

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from fasbench.rl.reward import EpisodeReward, mean_std, rollout_stats
 from fasbench.rl.tasks import load_rl_tasks
 from fasbench.rl.trl_compat import check_env_tools, check_grpo_trainer
 from fasbench.tools import make_toolset, toolset_class
-from fasbench.training.config import check_report_to, report_to_list
+from fasbench.training.config import check_report_to, device_args, report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
 # The function-local imports below are the heavy training libraries (python -X importtime on this
@@ -165,6 +166,7 @@ def grpo_args(cfg: RLConfig, use_cpu: bool | None = None):
     if use_cpu is None:
         use_cpu = not torch.cuda.is_available()
     extra = dict(cfg.grpo or {})
+    checkpointing = extra.pop("gradient_checkpointing", cfg.gradient_checkpointing)  # the old name in cfg.grpo
     return GRPOConfig(
         output_dir=str(cfg.out), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
@@ -173,9 +175,9 @@ def grpo_args(cfg: RLConfig, use_cpu: bool | None = None):
         epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, beta=cfg.beta, loss_type=cfg.loss_type,
         temperature=cfg.temperature, seed=cfg.seed, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
         save_total_limit=cfg.save_total_limit, report_to=report_to_list(cfg.report_to), bf16=cfg.bf16,
-        gradient_checkpointing=cfg.gradient_checkpointing, use_vllm=cfg.use_vllm, vllm_mode=cfg.vllm_mode,
+        use_vllm=cfg.use_vllm, vllm_mode=cfg.vllm_mode,
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization, use_cpu=use_cpu,
-        remove_unused_columns=False, **extra)
+        remove_unused_columns=False, **{**device_args(checkpointing, use_cpu), **extra})
 
 
 def build_dataset(tasks: list[Task], cfg: RLConfig):
@@ -224,6 +226,9 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     tok.padding_side = "left"
     prepare_tokenizer(tok)
     args = grpo_args(cfg, use_cpu=not cuda)
+    # TRL's generation helpers (trl.models.utils) read model.is_gradient_checkpointing, which transformers
+    # 5.x warns is deprecated, at every generation; nothing here calls it, so that one message is silenced.
+    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     reward = EpisodeReward(cfg.reward, out, cfg.log_rollouts, make_judge(cfg.judge) if cfg.judge else None)
     limits = cfg.limits
     env_cls = environment_class(cfg.toolset, limits)

@@ -17,7 +17,7 @@ from fasbench.models import load_model, to_template_messages
 from fasbench.paths import cache_dir
 from fasbench.provenance import timestamp
 from fasbench.sft.data import BuildConfig, load_dataset
-from fasbench.training.config import Kind, check_report_to, expand, load, report_to_list
+from fasbench.training.config import Kind, check_report_to, device_args, expand, load, report_to_list
 from fasbench.training.log import LOG_FILE, checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
 __all__ = ["TrainConfig", "EvalConfig", "Profile", "load_profile", "train", "make_trainer", "read_log",
@@ -119,13 +119,14 @@ def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool 
         learning_rate=tc.learning_rate, lr_scheduler_type=tc.lr_scheduler_type, warmup_steps=float(tc.warmup_ratio),
         per_device_train_batch_size=tc.per_device_train_batch_size,
         gradient_accumulation_steps=tc.gradient_accumulation_steps, max_length=tc.max_length,
-        assistant_only_loss=tc.assistant_only_loss, gradient_checkpointing=tc.gradient_checkpointing,
+        assistant_only_loss=tc.assistant_only_loss,
         bf16=tc.bf16, logging_steps=tc.logging_steps, save_steps=tc.save_steps,
         save_total_limit=tc.save_total_limit, seed=tc.seed, report_to=report_to_list(tc.report_to),
         dataloader_num_workers=tc.dataloader_num_workers, packing=False, dataset_num_proc=None,
         eval_strategy="steps" if (tc.eval_steps and has_eval) else "no", eval_steps=tc.eval_steps,
         per_device_eval_batch_size=tc.per_device_train_batch_size, use_cpu=use_cpu,
         weight_decay=tc.weight_decay, adam_beta1=tc.adam_beta1, adam_beta2=tc.adam_beta2,
+        **device_args(tc.gradient_checkpointing, use_cpu),
     )
     if tc.lr_scheduler_type == "cosine_with_min_lr":
         kw["lr_scheduler_kwargs"] = {"min_lr": tc.min_lr if tc.min_lr is not None else 0.0}

@@ -376,3 +376,18 @@ def check_report_to(value: Any, where: str = "config") -> list[str]:
             raise UserError(f"{where}: report_to {n!r} needs the {TRACKERS[n][0]} package, which is not "
                             f"installed: {how} (or set report_to: none)")
     return names
+
+
+def device_args(checkpointing: bool, use_cpu: bool) -> dict[str, Any]:
+    """The ``TrainingArguments`` fields that depend on the machine, shared by the SFT and GRPO configs:
+    activation checkpointing under the name the installed transformers reads (``activation_checkpointing``
+    since 5.x; ``gradient_checkpointing``, which 5.x warns is deprecated, before), and pinned host memory
+    for the data loader only where an accelerator takes the batches (torch warns on every loader else)."""
+    import torch  # local import: torch ~1.9 s (callers have imported it already, through trl)
+    from transformers import TrainingArguments  # local import: transformers ~0.6 s over torch
+
+    names = {f.name for f in fields(TrainingArguments)}
+    key = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    accel = getattr(torch, "accelerator", None)
+    has_accelerator = accel.is_available() if accel is not None else torch.cuda.is_available()
+    return {key: bool(checkpointing), "dataloader_pin_memory": bool(has_accelerator and not use_cpu)}

@@ -20,6 +20,12 @@ def _relace(measure: str, key: str = "value"):
 
 
 # (label, seed with its population, seed's value, how to read ours from a summary)
+def _gap(s: dict, key: str):
+    """unresolved − resolved of a by-resolved measure (None without both groups)."""
+    u, r = (s["by_resolved"].get(g, {}).get(key) for g in ("false", "true"))
+    return None if u is None or r is None else u - r
+
+
 SEED_ROWS = [
     ("read+search share of tool-use turns", FC, SEEDS["fastcontext"]["read_search_turn_share"],
      lambda s: s["overall"]["read_search_turn_share"]),
@@ -41,6 +47,9 @@ SEED_ROWS = [
     ("exploration turns before first edit, mean, resolved", FC,
      SEEDS["fastcontext"]["explore_turns_before_mean_resolved"],
      lambda s: s["by_resolved"].get("true", {}).get("explore_turns_before_mean")),
+    ("exploration turns before first edit, mean, unresolved − resolved", FC,
+     SEEDS["fastcontext"]["explore_turns_before_mean_unresolved"] - SEEDS["fastcontext"]["explore_turns_before_mean_resolved"],
+     lambda s: _gap(s, "explore_turns_before_mean")),
     ("handoff share: read+search tokens before the first edit of a submitted file", "ours (no seed measure)",
      None, lambda s: s["overall"]["handoff_share"]),
 ]
@@ -50,7 +59,7 @@ def seeds_table(summaries: dict[str, dict]):
     """A polars frame: each seed number beside ours for every summary (name → summary)."""
     rows = []
     for label, seed, value, get in SEED_ROWS:
-        row = {"metric": label, "seed (population)": seed, "seed value": value}
+        row = {"metric": label, "seed (population)": seed, "seed value": None if value is None else round(value, 3)}
         for name, s in summaries.items():
             v = get(s)
             row[name] = None if v is None else round(float(v), 3)
