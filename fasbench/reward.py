@@ -51,12 +51,21 @@ def _files(report: Report | None, root: str | None) -> dict[str, list]:
     return normalize_files(report.files, root) if report is not None else {}
 
 
-def relace_f2(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
-    """Relace A2 (F2 over edited files) times the turn penalty."""
+#: The RL miniature's turn penalty (free, zero) (profiles sft_mini / rl_mini, notebook 06): Relace's
+#: P = clip((zero − n)/(zero − free), 0, 1) rescaled from its 24-turn episodes to 6-symbol tasks, where
+#: the parallel optimum is 2 turns (free: no penalty, as Relace's n ≤ 4) and one call a turn takes 7
+#: (paid 7/12 = 0.58, between Relace's starts: 0.2 at 20 turns, 0.7 at 10); with zero = 14 a
+#: one-call-a-turn searcher that stops before its last symbols is never paid more than one that finishes.
+MINI_TURNS = (2, 14)
+
+
+def relace_f2(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None,
+              free: int = 4, zero: int = 24) -> Score:
+    """Relace A2 (F2 over edited files) times the turn penalty (``free``/``zero``: its n ≤ 4 and 24)."""
     pred = _files(report, root)
     prf = file_prf(pred, gold.edited, root)
     a = fbeta(prf.precision, prf.recall, 2.0)
-    p = turn_penalty(turns)
+    p = turn_penalty(turns, free, zero)
     reason = (f"{prf.n_hit}/{prf.n_gold} edited files found among {prf.n_pred} cited; "
               f"F2={a:.3f}; turns={turns if turns is not None else 'n/a'} -> penalty {p:.2f}")
     if report is None:
@@ -237,6 +246,11 @@ def line_f1(gold: Gold, report: Report | None, turns: int | None = None, root: s
     return Score(v, {"precision": prf.precision, "recall": prf.recall}, reason)
 
 
+def relace_mini(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
+    """Relace's A2 reward with the turn penalty of the RL miniature (:data:`MINI_TURNS`)."""
+    return relace_f2(gold, report, turns, root, *MINI_TURNS)
+
+
 def relace(gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None) -> Score:
     """Relace's reward by data source: hybrid A1 for agent-trace gold, F2 otherwise."""
     if gold.source == "agent-trace" and gold.viewed is not None:
@@ -248,6 +262,7 @@ REWARDS: dict[str, Callable[..., Score]] = {
     "relace": relace,
     "relace-f2": relace_f2,
     "relace-hybrid": relace_hybrid,
+    "relace-mini": relace_mini,
     "fastcontext": fastcontext,
     "fastcontext-lenient": fastcontext_lenient,
     "f0.5": f05,

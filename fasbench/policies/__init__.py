@@ -23,12 +23,14 @@ from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.policies.openai_compat import OpenAIPolicy
 from fasbench.policies.rag import RagPolicy
 from fasbench.policies.scripted import ScriptedPolicy
+from fasbench.policies.definitions import DefinitionsPolicy
 from fasbench.policies.sequential import SequentialPolicy
 from fasbench.specs import build as _build
 from fasbench.specs import convert as _convert
 from fasbench.specs import POLICY_FAMILIES, parse_spec
 
 POLICIES = tuple(name for name, _, _ in POLICY_FAMILIES)
+_INNER = {"heuristic": HeuristicPolicy, "definitions": DefinitionsPolicy}  # sequential's inner policies
 
 
 def make_policy(spec: str, **overrides):
@@ -41,7 +43,10 @@ def make_policy(spec: str, **overrides):
         return _build(HeuristicPolicy, name, kw, **fixed)
     if name == "sequential":  # the heuristic's calls, per_turn a turn (Relace's sequential starting point)
         per_turn = _convert(kw.pop("per_turn", "1"), int, "policy 'sequential' parameter 'per_turn'")
-        return SequentialPolicy(_build(HeuristicPolicy, name, kw, name=spec.strip()), per_turn, fixed["name"])
+        inner = kw.pop("inner", "heuristic")  # the wrapped policy: heuristic | definitions (the symbols tasks)
+        if inner not in _INNER:
+            raise ValueError(f"policy 'sequential' parameter 'inner': {inner!r} unknown; choose {' or '.join(_INNER)}")
+        return SequentialPolicy(_build(_INNER[inner], name, kw, name=spec.strip()), per_turn, fixed["name"])
     if name in ("bm25", "dense"):
         return _build(RagPolicy, name, kw, method=name, **fixed)
     if name == "openai":
