@@ -8,8 +8,8 @@ Names ``load_model`` understands:
   a float32 checkpoint in ``cache_dir("models", "smollm2-135m-instruct")``.
 - ``"tiny"``: a random Qwen2-style model of a few hundred thousand parameters with a byte-level BPE
   tokenizer trained locally on real text (this repository's source + rendered tool-call chats);
-  built once into ``cache_dir("models", "tiny")``. For fast tests. ``"mini"``: the same, ≈1 M
-  parameters (:data:`SIZES`), the RL miniature's model.
+  built once into ``cache_dir("models", "tiny")``. For fast tests. ``"mini"``: the same, ≈1.2 M
+  parameters (:data:`SIZES`), the other size the RL miniature tried.
 - a local directory holding a transformers checkpoint (or a PEFT adapter, merged on load);
 - a Hugging Face hub id, e.g. ``"Qwen/Qwen3-4B-Instruct-2507"`` (needs network or a warm HF cache).
 
@@ -199,7 +199,7 @@ def _source_corpus() -> list[str]:
 
 
 #: Sizes of the random models trained from scratch: name -> (hidden, MLP width, layers). ``mini``
-#: (≈1 M parameters, the RL miniature's model: profiles sft_mini / rl_mini) is ``tiny`` made wider and deeper.
+#: (≈1.2 M parameters; tiny ≈0.2 M) is ``tiny`` made wider and deeper (the RL miniature tried both).
 SIZES = {TINY: (64, 128, 2), MINI: (128, 512, 4)}
 
 
