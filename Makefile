@@ -69,6 +69,7 @@ $(REPORT_JS)/embed-amd.js:
 	  || { echo "note: npm pack failed; the report will load the widget manager from its CDN" >&2; rm -rf $(REPORT_JS); exit 1; }
 	@rm -rf $(REPORT_JS)/pack
 
+# FASBENCH_SHORT=1: notebooks with a shortened parameter set read it (06: fewer SFT/GRPO steps, one seed).
 # The tests write their runs, models and figures to a cache of their own, so that `make run` never
 # resumes (or reports) what a test run left behind.
 TEST_CACHE ?= $(CURDIR)/.cache/test
@@ -76,7 +77,7 @@ TEST_CACHE ?= $(CURDIR)/.cache/test
 NB_CELL_TIMEOUT ?= 1800
 
 test: install
-	FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q --nbmake --nbmake-timeout=$(NB_CELL_TIMEOUT) tests $(NOTEBOOKS)
+	FASBENCH_SHORT=1 FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q --nbmake --nbmake-timeout=$(NB_CELL_TIMEOUT) tests $(NOTEBOOKS)
 
 figures: install
 	$(PY) -c "from fasbench.figures import export_all; print(*export_all(), sep='\n')"

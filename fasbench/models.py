@@ -8,7 +8,8 @@ Names ``load_model`` understands:
   a float32 checkpoint in ``cache_dir("models", "smollm2-135m-instruct")``.
 - ``"tiny"``: a random Qwen2-style model of a few hundred thousand parameters with a byte-level BPE
   tokenizer trained locally on real text (this repository's source + rendered tool-call chats);
-  built once into ``cache_dir("models", "tiny")``. For fast tests.
+  built once into ``cache_dir("models", "tiny")``. For fast tests. ``"mini"``: the same, ≈1.2 M
+  parameters (:data:`SIZES`), the other size the RL miniature tried.
 - a local directory holding a transformers checkpoint (or a PEFT adapter, merged on load);
 - a Hugging Face hub id, e.g. ``"Qwen/Qwen3-4B-Instruct-2507"`` (needs network or a warm HF cache).
 
@@ -38,6 +39,7 @@ from fasbench.tools import tool_names
 
 OFFLINE = "smollm2-offline"
 TINY = "tiny"
+MINI = "mini"
 GPU_DEFAULT = "Qwen/Qwen3-4B-Instruct-2507"
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -191,12 +193,19 @@ def _source_corpus() -> list[str]:
     return texts
 
 
+#: Sizes of the random models trained from scratch: name -> (hidden, MLP width, layers). ``mini``
+#: (≈1.2 M parameters; tiny ≈0.2 M) is ``tiny`` made wider and deeper (the RL miniature tried both).
+SIZES = {TINY: (64, 128, 2), MINI: (128, 512, 4)}
+
+
 def make_tiny_model(directory: str | os.PathLike | None = None, vocab_size: int = 2048, seed: int = 0,
-                    force: bool = False) -> Path:
-    """A tiny random Qwen2 causal LM (≈0.3 M parameters) with a byte-level BPE tokenizer trained
-    here with ``tokenizers`` on this repository's source and rendered tool-call chats, carrying
-    the tool chat template. Saved to ``directory`` (default ``cache_dir("models", "tiny")``)."""
-    target = Path(directory) if directory is not None else cache_dir("models") / TINY
+                    force: bool = False, size: str = TINY) -> Path:
+    """A tiny random Qwen2 causal LM (≈0.3 M parameters; ``size`` a name of :data:`SIZES`) with a
+    byte-level BPE tokenizer trained here with ``tokenizers`` on this repository's source and
+    rendered tool-call chats, carrying the tool chat template. Saved to ``directory`` (default
+    ``cache_dir("models", size)``)."""
+    hidden, width, layers = SIZES[size]
+    target = Path(directory) if directory is not None else cache_dir("models") / size
     if force and target.exists():
         shutil.rmtree(target)
     if (target / "config.json").exists():
@@ -218,7 +227,7 @@ def make_tiny_model(directory: str | os.PathLike | None = None, vocab_size: int 
         tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                       unk_token="<|endoftext|>", bos_token=None)
         tok.chat_template = tool_chat_template()
-        cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        cfg = Qwen2Config(vocab_size=len(tok), hidden_size=hidden, intermediate_size=width, num_hidden_layers=layers,
                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
                           tie_word_embeddings=True, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
                           bos_token_id=None)
@@ -239,8 +248,8 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
     s = str(name_or_path)
     if s == OFFLINE:
         return str(smollm2_path())
-    if s == TINY:
-        return str(make_tiny_model())
+    if s in SIZES:
+        return str(make_tiny_model(size=s))
     if os.path.isdir(s):
         return s
     if s.startswith((".", "/", "~")) or os.sep in s and s.count("/") > 1:

@@ -79,12 +79,20 @@ def report_lines_prf(gold: Gold, report: Report | None, root: str | None = None)
     return line_prf(_files(report, root), gold.edited, root)
 
 
+#: The RL miniature's turn penalty (free, zero) (profiles sft_mini / rl_mini, notebook 06): Relace's
+#: P = clip((zero − n)/(zero − free), 0, 1) rescaled from its 24-turn episodes to 6-symbol tasks, where
+#: the parallel optimum is 2 turns (free: no penalty, as Relace's n ≤ 4) and one call a turn takes 7
+#: (paid 7/12 = 0.58, between Relace's starts: 0.2 at 20 turns, 0.7 at 10); with zero = 14 a
+#: one-call-a-turn searcher that stops before its last symbols is never paid more than one that finishes.
+MINI_TURNS = (2, 14)
+
+
 def relace_f2(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
-              **_) -> Score:
-    """Relace A2 (F2 over edited files) times the turn penalty."""
+              free: int = 4, zero: int = 24, **_) -> Score:
+    """Relace A2 (F2 over edited files) times the turn penalty (``free``/``zero``: its n ≤ 4 and 24)."""
     prf = report_files_prf(gold, report, root)
     a = fbeta(prf.precision, prf.recall, 2.0)
-    p = turn_penalty(turns)
+    p = turn_penalty(turns, free, zero)
     reason = (f"{prf.n_hit}/{prf.n_gold} edited files found among {prf.n_pred} cited; "
               f"F2={a:.3f}; turns={turns if turns is not None else 'n/a'} -> penalty {p:.2f}")
     if report is None:
@@ -266,6 +274,12 @@ def line_f1(gold: Gold, report: Report | None, *, root: str | None = None, **_) 
     return Score(v, {"precision": prf.precision, "recall": prf.recall}, reason)
 
 
+def relace_mini(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
+                **_) -> Score:
+    """Relace's A2 reward with the turn penalty of the RL miniature (:data:`MINI_TURNS`)."""
+    return relace_f2(gold, report, turns=turns, root=root, free=MINI_TURNS[0], zero=MINI_TURNS[1])
+
+
 def relace(gold: Gold, report: Report | None, **episode) -> Score:
     """Relace's reward by data source: hybrid A1 for agent-trace gold, F2 otherwise."""
     if gold.source == "agent-trace" and gold.viewed is not None:
@@ -294,6 +308,7 @@ REWARDS: dict[str, Reward] = {
     "relace": Reward(relace),
     "relace-f2": Reward(relace_f2),
     "relace-hybrid": Reward(relace_hybrid),
+    "relace-mini": Reward(relace_mini),
     "fastcontext": Reward(fastcontext, judged=True),
     "fastcontext-lenient": Reward(fastcontext_lenient, judged=True, reads_answer=True),
     "f0.5": Reward(f05),

@@ -10,6 +10,9 @@ A task set is named by one string:
   that carry no split are kept);
 - ``swebench-lite:locagent`` — LocAgent's evaluation set: all 300 Lite tasks but the 26 its
   evaluation leaves out (:data:`LOCAGENT_FILTERED`), 274 tasks (upstream tasks, every fasbench split);
+- ``symbols[:SPLIT]`` — the miniature's task family (``fasbench.data.symbols``: "find the files that
+  define these k symbols" in pure-Python packages of the environment, gold from ``ast``), built on
+  first use;
 - ``git:PATH`` — tasks mined from the history of the local git repository at PATH
   (``fasbench.data.gitmine``), with their deterministic split assigned (``fasbench.data.splits``).
 
@@ -31,14 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from fasbench.data import SOURCES, load_tasks
+from fasbench.data import SOURCES, load_tasks, symbols
 from fasbench.data.gitmine import GitError, mine
 from fasbench.data.splits import SPLITS, assign
 from fasbench.paths import cache_dir, repo_root
 from fasbench.records import Task, read_tasks
 
-KINDS = ("source", "file", "git")
-FORMS = "SOURCE[:SPLIT] (SOURCE: {}; SPLIT: {}), swebench-lite:locagent, a Task JSONL file[:SPLIT], or git:PATH"
+KINDS = ("source", "file", "git", "symbols")
+FORMS = ("SOURCE[:SPLIT] (SOURCE: {}; SPLIT: {}), swebench-lite:locagent, symbols[:SPLIT], a Task JSONL "
+         "file[:SPLIT], or git:PATH")
 
 #: The SWE-bench Lite tasks LocAgent's evaluation leaves out: the first 26 ids of ``filtered_instances``
 #: in ``utils/eval_metric.py`` of github.com/gersteinlab/LocAgent (commit 074ccf6e, lines 14-39, the
@@ -107,6 +111,8 @@ def parse_task_set(spec: str) -> TaskSet:
         base, split = spec, None
     if base in SOURCES:
         return TaskSet("source", base, split, spec)
+    if base == "symbols":
+        return TaskSet("symbols", base, split, spec)
     path = Path(expand(base))
     if path.is_dir():
         raise TaskSetError(f"task set {spec!r}: {path} is a folder, not a Task JSONL file")
@@ -136,6 +142,8 @@ def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | No
         if ts.selection:
             drop = set(SELECTIONS[ts.selection][1])
             tasks = [t for t in tasks if t.id not in drop]
+    elif ts.kind == "symbols":
+        tasks = symbols.load_tasks(want)
     elif ts.kind == "file":
         tasks = read_tasks(ts.target)
         if want:
@@ -214,6 +222,8 @@ def task_set_label(name: str | None, corpus: str | None = None) -> str:
             what.append(f"fasbench {split} split, {of}" if len(counts) > 1 else f"fasbench split, {of}")
         elif counts:
             what.append(", ".join(f"all of {UPSTREAM[p].format(n=n)}" for p, k, n in counts))
+    elif head == "symbols":
+        what.append("definition-finding tasks in installed packages" + (f", {split} split" if split else ""))
     elif base.startswith("git:"):
         what.append("mined from git history" + (f", fasbench {split} split" if split else ""))
     elif split:

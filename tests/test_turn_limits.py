@@ -153,11 +153,12 @@ def test_turn_trend_and_findings_on_known_rollouts():
     # 4 vs 4 rollouts, every first-step value above every last-step one: the most extreme of the
     # C(8, 4) = 70 splits, and its mirror: p = 2/70
     assert t["turns_p"] == pytest.approx(2 / 70) and "exact permutation test p = 0.0286, n = 4 vs 4" in md
-    # 2 vs 2 rollouts: the bootstrap intervals ([20, 22] vs [4, 5]) lie apart, but the smallest
-    # permutation p of C(4, 2) = 6 splits is 2/6: no fall in turns is claimed
+    # 2 vs 2 rollouts: Student t intervals at n = 2 (a percentile bootstrap would give [20, 22] vs
+    # [4, 5], apart) overlap, and the smallest permutation p of C(4, 2) = 6 splits is 2/6: no fall in
+    # turns is claimed
     two = turn_trend(rollout_frame([_rollout(0, 20, 0.5), _rollout(0, 22, 0.5), _rollout(1, 4, 0.5),
                                     _rollout(1, 5, 0.5)]))
-    assert two["last"]["turns"]["hi"] < two["first"]["turns"]["lo"] and two["turns_p"] == pytest.approx(1 / 3)
+    assert two["last"]["turns"]["hi"] > two["first"]["turns"]["lo"] and two["turns_p"] == pytest.approx(1 / 3)
     assert not two["turns_fell"]
     assert "No change in turns is shown" in findings({}, two, RLConfig(max_turns=24)).markdown()
     short = turn_trend(rollout_frame([_rollout(0, 2, 0.5), _rollout(1, 2, 0.5)]))

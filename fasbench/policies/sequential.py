@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from fasbench.harness import Policy
+from fasbench.policies.definitions import DefinitionsPolicy
 from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.records import Reply, ToolCall
 from fasbench.specs import convert
@@ -71,6 +72,9 @@ def merged(messages: list[dict]) -> tuple[list[dict], int, int]:
     return out, n, released.get(last, 0) if last is not None and last == n - 1 else 0
 
 
+_INNER = {"heuristic": HeuristicPolicy, "definitions": DefinitionsPolicy}  # the policies sequential can wrap
+
+
 @dataclass
 class SequentialPolicy(Policy):
     """Releases the wrapped policy's calls ``per_turn`` at a time (see the module doc)."""
@@ -90,15 +94,21 @@ class SequentialPolicy(Policy):
 
     @classmethod
     def from_spec(cls, family, params, **fixed):
-        """``sequential:per_turn=N,<heuristic parameters>``: the heuristic's calls, ``per_turn`` a turn."""
+        """``sequential:per_turn=N,inner=NAME,<inner parameters>``: the inner policy's calls (the
+        heuristic's, or ``definitions``: the searcher of the RL miniature's ``symbols`` tasks),
+        ``per_turn`` a turn."""
         params = dict(params)
         per_turn = convert(params.pop("per_turn", "1"), int, f"policy {family!r} parameter 'per_turn'")
-        inner = HeuristicPolicy.from_spec(family, params, name=fixed.get("name", family))
+        name = params.pop("inner", "heuristic")
+        if name not in _INNER:
+            raise ValueError(f"policy {family!r} parameter 'inner': {name!r} unknown; choose {' or '.join(_INNER)}")
+        inner = _INNER[name].from_spec(family, params, name=fixed.get("name", family))
         return cls(inner, per_turn, fixed.get("name", family))
 
     @classmethod
     def spec_parameters(cls, family):
-        return [("per_turn", "1", "calls a turn")] + HeuristicPolicy.spec_parameters(family)
+        return ([("per_turn", "1", "calls a turn"), ("inner", "heuristic", "the wrapped policy: heuristic | definitions")]
+                + HeuristicPolicy.spec_parameters(family))
 
     def _tag(self, k: int, reply: Reply, calls: list[ToolCall], text: str) -> Reply:
         return Reply(text=text, calls=[ToolCall(f"g{k}:{c.id}", c.name, c.arguments) for c in calls],

@@ -15,6 +15,8 @@ importing the harness or torch):
   the trainer overrides;
 - :mod:`~fasbench.rl.analysis` — ``log_frame``, ``read_rollouts``, ``incentive_landscape``;
 - :mod:`~fasbench.rl.turns`, :mod:`~fasbench.rl.plots` — turns and accuracy over training, figures;
+- :mod:`~fasbench.rl.mini` — the RL miniature (profiles ``sft_mini`` / ``rl_mini``, notebook 06): before vs
+  after with intervals and paired tests, the acceptance checks, a run's CPU cost, the findings;
 - :mod:`~fasbench.rl.cli` — ``fasbench rl train | config | log``.
 
 Before vs after training is the checkpoint evaluator every workflow shares,

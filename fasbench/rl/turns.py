@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from fasbench.episodes import EMPTY_SCHEMA, column_name, episode_row, part_columns, reward_column
 from fasbench.findings import Findings
 from fasbench.harness import Limits, run_episode
-from fasbench.metrics import bootstrap_ci
+from fasbench.metrics import mean_ci
 from fasbench.policies import make_policy
 from fasbench.records import Task, Trace
 
@@ -95,7 +95,7 @@ def _est(x: pl.Series) -> dict | None:
     v = x.drop_nulls().to_numpy().astype(float)
     if not v.size:
         return None
-    m, lo, hi = bootstrap_ci(v)
+    m, lo, hi = mean_ci(v)
     return {"mean": m, "lo": lo, "hi": hi, "n": int(v.size)}
 
 
@@ -170,7 +170,7 @@ def findings(summary: dict, trend: dict, cfg, before_after: pl.DataFrame | None 
                   [[name, *(_fmt(e[k]) for k in ("turns", "accuracy", "turn_penalty", "reward"))]
                    for name, e in (("first", f), ("last", l_))],
                   intro=f"Rollouts of the first logged step(s) {trend['first_steps']} vs the last {trend['last_steps']} "
-                        "(mean [95% bootstrap interval] (n rollouts)):")
+                        "(mean [95% interval: percentile bootstrap, Student t below 10] (n rollouts)):")
         if trend["same_steps"]:
             out.add("Only one step was logged: there is no trend to read.")
         else:

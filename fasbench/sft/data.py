@@ -3,7 +3,8 @@
 Four sources (FastContext's three plus real reference traces):
 
 - ``multiturn_traj``: whole episodes of a reference policy (``heuristic`` by default, any
-  ``make_policy`` spec), kept when their reward reaches ``min_reward``;
+  ``make_policy`` spec; ``extra_policy`` on a share ``extra_share`` of the tasks), kept when their
+  reward reaches ``min_reward``;
 - ``reference_traj``: the exploration prefix of real mini-swe-agent trajectories, converted and
   re-executed in the harness (``fasbench.sft.reference``), reporting the files the agent edited;
 - ``parallel_toolcalls``: first turns only (prompt → one assistant turn of parallel calls, no tool
@@ -81,6 +82,8 @@ class BuildConfig:
     task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.tasksets)
     reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
     policy: str = "heuristic"  # reference policy spec for multiturn_traj (fasbench.policies.make_policy)
+    extra_policy: str = ""  # another reference policy, run instead of `policy` on a share of the tasks
+    extra_share: float = 0.0  # that share (by a hash of the task id), e.g. a few multi-call traces to explore from
     reward: str = "relace"  # reward used to filter episodes (fasbench.reward.REWARDS)
     min_reward: float = 0.3  # episodes below this reward are not used
     max_tasks: dict[str, int] = field(default_factory=lambda: {"train": 40, "dev": 10})  # per split, per source
@@ -230,6 +233,11 @@ def linerange_episode(task: Task, cfg: BuildConfig) -> Trace | None:
     return run_episode(task, ScriptedPolicy(turns, name="linerange"), cfg.toolset, limits(cfg, max_turns=3))
 
 
+def _share(task_id: str) -> float:
+    """A number in [0, 1) fixed by the task id (which tasks get ``extra_policy``)."""
+    return int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) / 16 ** 8
+
+
 def _score(task: Task, trace: Trace, reward: str) -> float:
     return score_report(reward, task.gold, trace.report, turns=trace.n_turns, root=task.root).value
 
@@ -267,6 +275,7 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
     stats: dict[str, Any] = {"config": asdict(cfg), "unconvertible": Counter(), "episodes": Counter(),
                              "dropped": Counter()}
     policy = make_policy(cfg.policy) if "multiturn_traj" in cfg.mix else None
+    extra = make_policy(cfg.extra_policy) if cfg.extra_policy and cfg.extra_share > 0 and policy is not None else None
     teacher = make_policy(cfg.parallel_teacher) if cfg.parallel_teacher and cfg.mix.get("parallel_toolcalls", 0) > 0 else None
     release_linerange = cfg.toolset == "fastcontext"  # the release's tool-free linerange (relace: fasbench's)
     for split, limit in cfg.max_tasks.items():
@@ -288,7 +297,8 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
             rec: dict[str, Any] = {"kind": kind, "task_id": t.id, "split": split, "task": t.to_dict(), "trace": None}
             try:
                 if kind == "policy":
-                    tr = run_episode(t, policy.bind(t), cfg.toolset, limits(cfg))
+                    pol = extra if extra is not None and _share(t.id) < cfg.extra_share else policy
+                    tr = run_episode(t, pol.bind(t), cfg.toolset, limits(cfg))
                 elif kind == "reference":
                     tr, info = reference_episode(t, cfg)
                     rec["conversion"] = info
