@@ -42,7 +42,7 @@ from fasbench.episode_pool import guard_worker, run_pool
 from fasbench.episodes import check_scoring, episode_table
 from fasbench.harness import Limits, parsable_calls, run_episode
 from fasbench.judge import make_judge
-from fasbench.metrics import interval_method, mean_ci, paired_bootstrap
+from fasbench.metrics import column_bounds, interval_method, mean_ci, paired_bootstrap
 from fasbench.policies import make_policy
 from fasbench.provenance import code_version, timestamp
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
@@ -413,7 +413,7 @@ def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str]
         r["n"], r["interval"] = g.height, interval_method(g.height)
         for m in metrics:
             vals = g[m].drop_nulls().cast(pl.Float64).to_list()
-            mean, lo, hi = mean_ci(vals, n=n_boot, seed=seed)
+            mean, lo, hi = mean_ci(vals, n=n_boot, seed=seed, bounds=column_bounds(m))
             r[m], r[f"{m}_lo"], r[f"{m}_hi"] = mean, lo, hi
         rows.append(r)
     return pl.DataFrame(rows)

@@ -195,17 +195,34 @@ def interval_method(n: int) -> str:
     return "percentile bootstrap" if n >= SMALL_N else f"Student t (n = {n})" if n >= 2 else f"none (n = {n})"
 
 
-def mean_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
+#: Episode-table columns whose values are shares or scores in [0, 1] (P/R/F, hit rates, shares,
+#: the Relace rewards and their parts): their small-n t intervals are clipped to [0, 1].
+UNIT_COLUMNS = re.compile(r"(precision|recall|_f1|_f2|f0_5|_acc_at_|all_gold_at_|recall_at_|_share|wellformed|"
+                          r"^reported$|^reward_relace|turn_penalty|^explore_|^cb_)")
+
+
+def column_bounds(name: str) -> tuple[float, float] | None:
+    """``(0, 1)`` for a column of :data:`UNIT_COLUMNS`, else None (no known range)."""
+    return (0.0, 1.0) if UNIT_COLUMNS.search(name) else None
+
+
+def mean_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0,
+            bounds: tuple[float, float] | None = None) -> tuple[float, float, float]:
     """Macro mean and its (1 − alpha) interval, valid at every n: the percentile bootstrap
     (:func:`bootstrap_ci`, ``n`` resamples) from :data:`SMALL_N` values on, Student's t interval
-    (mean ± t·s/√k) below, and no interval (nan bounds: "n too small") for one value."""
+    (mean ± t·s/√k) below, and no interval (nan bounds: "n too small") for one value. ``bounds``
+    (lo, hi): the range the values can take (e.g. ``(0, 1)`` for a share or F-score); the t interval,
+    which can reach past it, is clipped to it (a percentile bootstrap never leaves the observed range)."""
     x = np.asarray(values, dtype=float)
     if x.size >= SMALL_N:
         return bootstrap_ci(x, n=n, alpha=alpha, seed=seed)
     if x.size < 2:
         return (float(x.mean()) if x.size else float("nan")), float("nan"), float("nan")
     m, half = float(x.mean()), t_quantile(1 - alpha, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
-    return m, m - half, m + half
+    lo, hi = m - half, m + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return m, lo, hi
 
 
 #: Up to this many nonzero differences the sign-flip test enumerates all 2^n flips (2^20 ≈ 1.05 M,

@@ -37,7 +37,7 @@ import numpy as np
 import polars as pl
 
 from fasbench.evaluate import load_summary, query_source_label, read_run_meta, resume_note
-from fasbench.metrics import EXACT_MAX_N, N_FLIPS, interval_method, mean_ci, p_text, paired_test
+from fasbench.metrics import EXACT_MAX_N, N_FLIPS, column_bounds, interval_method, mean_ci, p_text, paired_test
 from fasbench.paths import repo_root
 from fasbench.tasksets import task_set_label
 
@@ -126,7 +126,7 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
              "n": df.height, "interval": interval_method(df.height), "resumed": resume_note(d), "query_source": query_source_label(meta)}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
-            mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed) if vals else (None,) * 3
+            mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed, bounds=column_bounds(m)) if vals else (None,) * 3
             r[m], r[f"{m}_lo"], r[f"{m}_hi"] = mean, lo, hi
         r["created"] = meta.get("created")
         r["code"] = (meta.get("code_version") or {}).get("describe")

@@ -114,3 +114,17 @@ def test_paired_test_matches_brute_force_and_monte_carlo_is_corrected():
     exact = float((np.abs(d.sum() - 2 * flips_sums) >= abs(d.sum()) - 1e-9).mean())
     assert abs(p - exact) < 0.03
     assert sign_flip_p(np.ones(40))[0] == 1 / (N_FLIPS + 1)
+
+
+def test_small_n_intervals_of_shares_stay_in_zero_one():
+    """A Student t interval of F-scores near 1 reaches past 1 (0.933 [0.820, 1.047] on 5 tasks in
+    notebook 03); a share's interval is clipped to [0, 1], other columns are not."""
+    from fasbench.metrics import column_bounds, mean_ci
+
+    v = [1.0, 1.0, 1.0, 0.833, 0.833]
+    m, lo, hi = mean_ci(v)
+    assert hi > 1.0  # unclipped
+    m2, lo2, hi2 = mean_ci(v, bounds=column_bounds("file_f2"))
+    assert (m2, lo2) == (m, lo) and hi2 == 1.0
+    assert column_bounds("turns") is None and column_bounds("wall_s") is None
+    assert column_bounds("reward_relace_f2") == column_bounds("all_gold_at_5") == column_bounds("line_recall") == (0.0, 1.0)

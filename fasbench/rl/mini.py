@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 
 from fasbench.figures import PALETTE
 from fasbench.findings import Findings
-from fasbench.metrics import mean_ci
+from fasbench.metrics import column_bounds, mean_ci
 from fasbench.rl.turns import RELACE_FINDING
 from fasbench.runs import paired_diff
 
@@ -43,7 +43,8 @@ def before_after_table(before: pl.DataFrame, after: pl.DataFrame, measures=MEASU
     rows = []
     for m, label in measures.items():
         x, y = j[f"{m}__a"].cast(pl.Float64).to_list(), j[f"{m}__b"].cast(pl.Float64).to_list()
-        (ma, la, ha), (mb, lb, hb) = mean_ci(x, seed=seed), mean_ci(y, seed=seed)
+        bnd = column_bounds(m)
+        (ma, la, ha), (mb, lb, hb) = mean_ci(x, seed=seed, bounds=bnd), mean_ci(y, seed=seed, bounds=bnd)
         d = paired_diff(x, y, seed=seed)
         rows.append({"measure": m, "label": label, "n": j.height, "before": ma, "before_lo": la, "before_hi": ha,
                      "after": mb, "after_lo": lb, "after_hi": hb, "diff": d["diff"], "diff_lo": d["lo"],
