@@ -72,10 +72,6 @@ def test_perturb_command_relocates_gold_exactly_and_keeps_imports(toy):
         assert v["ok"], v
         assert v["import_original"] > 0 and v["import_perturbed"] == v["import_original"], v
     assert moved >= 1  # a gold file moved (gold modules are renamed first)
-    # the toy's own test file imports a renamed module and still collects
-    v = verify_corpus(tasks[0].root, got[tasks[0].id].root,
-                      json.loads(Path(got[tasks[0].id].meta["perturb"]["record"]).read_text()))
-    assert v["test_files"] >= 1 and v["tests_original"] == v["tests_perturbed"] == 1, v
 
 
 def test_task_text_follows_a_renamed_gold_path(toy):
@@ -94,6 +90,11 @@ def test_task_text_follows_a_renamed_gold_path(toy):
     assert list(p.gold.edited) == [new] and p.gold.edited[new] == t.gold.edited["requests/sessions.py"]
     text = (Path(p.root) / "tests" / "test_sessions.py").read_text()
     assert f"from requests.{Path(new).stem} import Session" in text  # rope rewrote the import
+    from fasbench.data.perturb_gold import verify_corpus
+
+    v = verify_corpus(t.root, p.root, rec)  # the toy's own test file still collects, the modules still import
+    assert v["ok"] and v["test_files"] == 1 and v["tests_original"] == v["tests_perturbed"] == 1, v
+    assert v["import_original"] == v["import_perturbed"] > 0, v
 
 
 def test_same_spec_rebuilds_the_same_tree_and_source_is_untouched(toy, tmp_path, monkeypatch):
@@ -137,9 +138,16 @@ def test_eval_perturb_runs_on_the_perturbed_corpus(toy):
     r = CliRunner().invoke(app, ["eval", "--tasks", str(tasks_file), "--policy", "bm25", "--perturb", SPEC,
                                  "--limit", "2", "--workers", "1", "--out", str(tmp / "run")])
     assert r.exit_code == 0, r.output
-    traces = [json.loads(line) for line in (tmp / "run" / "traces.jsonl").read_text().splitlines()]
-    roots = {t["task"]["root"] if "task" in t else t.get("meta", {}).get("root") for t in traces}
-    assert traces and all("/perturbed/" in (x or "") for x in roots), roots
+    run = json.loads((tmp / "run" / "run.json").read_text())
+    assert SPEC in json.dumps(run)  # the run says it ran perturbed
+    traces = (tmp / "run" / "traces.jsonl").read_text()
+    from fasbench.data.perturb_gold import perturb_task
+
+    p = perturb_task(tasks[0], SPEC)  # the same perturbation, built once already by the run
+    rec = json.loads(Path(p.meta["perturb"]["record"]).read_text())
+    new_paths = set(rec["moves"].values())
+    assert any(n in traces for n in new_paths), "the episodes saw no renamed path"
+    assert not any(o in traces for o in rec["moves"]), "the episodes saw an original path"
 
 
 def test_package_rename_rewrites_imports_and_tests_still_collect(tmp_path, monkeypatch):

@@ -42,6 +42,7 @@ import random
 import re
 import shutil
 import tokenize
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,7 +179,9 @@ def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool
 
     rx = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
     files = [p for p, t in tree.text.items() if p.endswith(".py") and rx.search(t)]
-    project = Project(str(tree.root), ropefolder=None)
+    with warnings.catch_warnings():  # rope 1.x warns about its own deprecated source-folder API
+        warnings.simplefilter("ignore", DeprecationWarning)
+        project = Project(str(tree.root), ropefolder=None)
     try:
         res = project.get_resource(rel)
         out = {}
