@@ -132,20 +132,26 @@ def paired_table(df: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1
     return pl.DataFrame(rows)
 
 
-def paired_figure(table: pl.DataFrame, metric: str = "file_f2", title: str = "", tasks: str = "") -> go.Figure:
-    """Perturbed − original per policy with its paired 95% interval (0 = the perturbation changed nothing)."""
-    t = table.filter(pl.col("metric") == metric)
-    lo = [d - a if a == a else 0 for d, a in zip(t["diff"], t["lo"])]
-    hi = [b - d if b == b else 0 for d, b in zip(t["diff"], t["hi"])]
-    fig = go.Figure(go.Scatter(x=t["diff"].to_list(), y=t["policy"].to_list(), mode="markers",
-                               marker=dict(size=11, color=PALETTE[0]),
-                               error_x=dict(type="data", array=hi, arrayminus=lo, thickness=1.5, width=6),
-                               hovertemplate="%{y}: %{x:+.3f}<extra></extra>", showlegend=False))
+def paired_figure(table: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1", "acc_at_5"),
+                  title: str = "", tasks: str = "") -> go.Figure:
+    """Perturbed − original per policy and metric with its paired 95% interval (no bar where n is too
+    small for one); 0 = the perturbation changed nothing."""
+    fig = go.Figure()
+    for i, m in enumerate(metrics):
+        t = table.filter(pl.col("metric") == m)
+        if not t.height:
+            continue
+        d, lo, hi = t["diff"].to_list(), t["lo"].to_list(), t["hi"].to_list()
+        fig.add_trace(go.Scatter(
+            x=d, y=t["policy"].to_list(), mode="markers", name=m, marker=dict(size=11, color=PALETTE[i % len(PALETTE)]),
+            error_x=dict(type="data", array=[h - x if h == h else 0 for x, h in zip(d, hi)],
+                         arrayminus=[x - v if v == v else 0 for x, v in zip(d, lo)], thickness=1.5, width=6),
+            hovertemplate=m + " %{y}: %{x:+.3f}<extra></extra>"))
     fig.add_vline(x=0, line=dict(color="#888888", dash="dot"))
     sub = f"<br><sup>{tasks}</sup>" if tasks else ""
-    fig.update_layout(title=(title or f"Perturbed − original, {metric} (paired 95% interval)") + sub,
-                      xaxis_title=f"{metric}: perturbed − original", yaxis_title="policy",
-                      yaxis=dict(type="category", automargin=True))
+    fig.update_layout(title=(title or "Perturbed − original, paired by task (95% interval)") + sub,
+                      xaxis_title="perturbed − original", yaxis_title="policy", scattermode="group",
+                      yaxis=dict(type="category", automargin=True), legend=dict(orientation="h", y=-0.25))
     return fig
 
 

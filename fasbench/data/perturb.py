@@ -52,7 +52,7 @@ from fasbench.specs import build, parse_spec
 
 WORDS = ("core", "impl", "base", "main", "defs", "ops", "parts", "unit")
 SCANNED = (".py", ".pyx", ".pxd", ".cfg", ".toml", ".ini")
-ATTEMPTS = 8  # candidates tried per rename asked for
+ATTEMPTS = 4  # candidates tried per rename asked for
 RECORD_VERSION = 1
 
 
@@ -170,7 +170,8 @@ def _new_name(tree: Tree, rng: random.Random, name: str, folder: Path | None = N
 # ---------------------------------------------------------------- rope renames
 
 
-def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool, word: str) -> dict[str, str] | None:
+def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool, word: str,
+                  dotted: str | None = None) -> dict[str, str] | None:
     """{path: new text} of rope's rename of the module/folder ``rel`` (offset None) or of the name at
     ``offset`` in ``rel``; None when rope cannot analyse a file that may refer to it."""
     # local import: rope (~0.3 s) is needed only when a corpus is perturbed, never on the CLI's start-up path
@@ -178,7 +179,8 @@ def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool
     from rope.refactor.rename import Rename
 
     rx = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
-    files = [p for p, t in tree.text.items() if p.endswith(".py") and rx.search(t)]
+    files = [p for p, t in tree.text.items() if p.endswith(".py") and rx.search(t)
+             and (dotted is None or p == rel or p.startswith(rel + "/") or _may_refer(tree.root, p, t, dotted))]
     with warnings.catch_warnings():  # rope 1.x warns about its own deprecated source-folder API
         warnings.simplefilter("ignore", DeprecationWarning)
         project = Project(str(tree.root), ropefolder=None)
@@ -250,6 +252,52 @@ def _modules(tree: Tree) -> list[str]:
             and Path(p).stem.isidentifier()]
 
 
+def dotted_name(root: Path, rel: str) -> str:
+    """The import name of a module or package folder: its path from the source root (the first folder
+    up without ``__init__.py``: ``src/flask/app.py`` → ``flask.app``)."""
+    parts = list(Path(rel[:-3] if rel.endswith(".py") else rel).parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    keep = 1
+    while keep < len(parts) and (root / Path(*parts[: len(parts) - keep]) / "__init__.py").is_file():
+        keep += 1
+    return ".".join(parts[len(parts) - keep:])
+
+
+def _subpackages(tree: Tree) -> list[str]:
+    """Package folders inside another package (a top-level package is never renamed: code outside the
+    corpus imports it by name)."""
+    dirs = {str(Path(p).parent) for p in tree.text if p.endswith("/__init__.py")}
+    return sorted(d for d in dirs if "/" in d and (tree.root / Path(d).parent / "__init__.py").is_file()
+                  and Path(d).name.isidentifier())
+
+
+def _imports(root: Path, rel: str, text: str) -> set[str]:
+    """Absolute names a Python file imports (``from a import b`` gives ``a`` and ``a.b``)."""
+    try:
+        mod = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {"*"}  # unparsable: rope decides
+    here = dotted_name(root, rel).split(".")
+    pkg = here if rel.endswith("/__init__.py") else here[:-1]
+    out = set()
+    for node in ast.walk(mod):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(pkg[: len(pkg) - node.level + 1]) if node.level else ""
+            base = ".".join(x for x in (base, node.module or "") if x)
+            out.add(base)
+            out.update(f"{base}.{a.name}" if base else a.name for a in node.names)
+    return out
+
+
+def _may_refer(root: Path, rel: str, text: str, dotted: str) -> bool:
+    """Whether a file's imports can reach ``dotted`` (every reference to a module starts at an import)."""
+    return any(a == "*" or a == dotted or a.startswith(dotted + ".") or dotted.startswith(a + ".")
+               for a in _imports(root, rel, text))
+
+
 def _order(cands: list[str], focus: list[str], rng: random.Random) -> list[str]:
     first = [c for c in cands if c in focus]
     rest = [c for c in cands if c not in focus]
@@ -262,7 +310,7 @@ def _rename_paths(tree: Tree, rec: dict, n: int, rng: random.Random, focus: list
     if kind == "module":
         cands = _order(_modules(tree), focus, rng)
     else:  # packages holding a focus file first, never a top-level one
-        pkgs = sorted({str(Path(p).parent) for p in _modules(tree) if "/" in str(Path(p).parent)})
+        pkgs = _subpackages(tree)
         near = [d for d in pkgs if any(f.startswith(d + "/") for f in focus)]
         cands = _order(pkgs, near, rng)
     done = tried = 0
@@ -277,11 +325,11 @@ def _rename_paths(tree: Tree, rec: dict, n: int, rng: random.Random, focus: list
             continue
         tried += 1
         old = Path(rel).stem if kind == "module" else Path(rel).name
-        dotted = (rel[:-3] if kind == "module" else rel).replace("/", ".")
+        dotted = dotted_name(tree.root, rel)
         new = _new_name(tree, rng, old, (tree.root / rel).parent)
         if new is None:
             continue
-        changes = _rope_changes(tree, rel, None, new, docs=False, word=old)
+        changes = _rope_changes(tree, rel, None, new, docs=False, word=old, dotted=dotted)
         gone = re.compile(rf"(?<![\w.]){re.escape(dotted)}(?!\w)")
         if changes is None or not _accept(tree, changes, [(new, old)], gone, code_only=True):
             continue
@@ -296,9 +344,8 @@ def _rename_paths(tree: Tree, rec: dict, n: int, rng: random.Random, focus: list
             rec["moves_back"][b] = orig
         if kind == "package":
             dir_moves.append((rel, new_rel))
-        rec["renames"].append({"kind": kind, "old": dotted, "new": new_rel[:-3].replace("/", ".") if kind == "module"
-                               else new_rel.replace("/", "."), "old_name": old, "new_name": new,
-                               "files_changed": len(changes)})
+        rec["renames"].append({"kind": kind, "old": dotted, "new": dotted_name(tree.root, new_rel), "old_path": rel,
+                               "new_path": new_rel, "old_name": old, "new_name": new, "files_changed": len(changes)})
         done += 1
 
 
@@ -447,7 +494,7 @@ def perturb_corpus(root: str | Path, spec: PerturbSpec | str, focus: list[str] =
     tree_dir, rec_path = base / key, base / f"{key}.json"
     if tree_dir.is_dir() and rec_path.exists():
         return tree_dir, json.loads(rec_path.read_text())
-    rng = random.Random(f"{spec.seed}:{portable_root(root)}")
+    rng = random.Random(f"{spec.seed}:{root.name}")  # the corpus by name: the same wherever it lies
     rec = {"version": RECORD_VERSION, "spec": spec.text(), "seed": spec.seed, "source_root": portable_root(root),
            "focus": focus, "renames": [], "reorders": {}, "moves_back": {}}
     with building(tree_dir) as tmp:

@@ -21,7 +21,7 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import Sequence
 
-from fasbench.data.perturb import PerturbError, PerturbSpec, parse_perturb, perturb_corpus
+from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus
 from fasbench.records import Gold, Task
 
 CHECK_TIMEOUT = 300  # seconds for one import or collection check of a tree
@@ -196,7 +196,7 @@ def _read_back(line: str, back: list[tuple[str, str]]) -> str:
 
 
 _IMPORTS = """import importlib, json, sys
-sys.path.insert(0, '.')
+sys.path[:0] = json.loads(sys.argv[2])
 ok = []
 for m in json.loads(sys.argv[1]):
     try:
@@ -212,8 +212,13 @@ def _run(args: list[str], cwd: str | Path) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=CHECK_TIMEOUT)
 
 
-def _importable(root: str | Path, modules: list[str]) -> set[str]:
-    p = _run([sys.executable, "-c", _IMPORTS, json.dumps(modules)], root)
+def _importable(root: str | Path, files: list[str]) -> set[str]:
+    """The import names of ``files`` that import in a fresh interpreter with the corpus's source
+    roots first on ``sys.path``."""
+    names = [dotted_name(Path(root), f) for f in files]
+    roots = sorted({str(Path(f).parents[len(n.split(".")) - (0 if f.endswith("/__init__.py") else 1)])
+                    for f, n in zip(files, names)})
+    p = _run([sys.executable, "-c", _IMPORTS, json.dumps(names), json.dumps(roots)], root)
     lines = p.stdout.strip().splitlines()
     return set(json.loads(lines[-1])) if p.returncode == 0 and lines else set()
 
@@ -228,10 +233,6 @@ def _collected(root: str | Path, files: list[str]) -> int | None:
     return n if p.returncode == 0 else None
 
 
-def _dotted(path: str) -> str:
-    return path[:-3].replace("/", ".").removesuffix(".__init__")
-
-
 def verify_corpus(original_root: str | Path, perturbed_root: str | Path, rec: dict) -> dict:
     """The modules the perturbation changed or moved, imported on both trees, and their test files
     collected by pytest on both: ``{"modules", "import_original", "import_perturbed", "lost_imports",
@@ -240,10 +241,10 @@ def verify_corpus(original_root: str | Path, perturbed_root: str | Path, rec: di
     changed = set(rec.get("changed", [])) | set(reloc.moves) | set(reloc.blocks)
     changed |= {r["file"] for r in rec.get("renames", []) if r["kind"] == "private"}
     py = sorted(p for p in changed if p.endswith(".py") and all(s.isidentifier() for s in p[:-3].split("/")))
-    mods = [_dotted(p) for p in py]
-    new_mods = {_dotted(p): _dotted(reloc.path(p)) for p in py}
-    a = _importable(original_root, mods)
-    b = _importable(perturbed_root, [new_mods[m] for m in mods])
+    mods = [dotted_name(Path(original_root), p) for p in py]
+    new_mods = {m: dotted_name(Path(perturbed_root), reloc.path(p)) for m, p in zip(mods, py)}
+    a = _importable(original_root, py)
+    b = _importable(perturbed_root, [reloc.path(p) for p in py])
     lost = sorted(m for m in a if new_mods[m] not in b)
     tests = [p for p in py if Path(p).name.startswith("test_") or Path(p).stem.endswith("_test")]
     ta, tb = _collected(original_root, tests), _collected(perturbed_root, [reloc.path(p) for p in tests])
