@@ -132,6 +132,19 @@ def paired_table(df: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1
     return pl.DataFrame(rows)
 
 
+def changed_tasks(df: pl.DataFrame, chk: pl.DataFrame, policy: str, metric: str = "file_f2") -> pl.DataFrame:
+    """The tasks on which ``policy`` scored differently on the two variants, with the gold check's
+    ``text_changed`` (a rewritten task text is the usual reason for a lexical policy)."""
+    sub = df.filter(pl.col("policy") == policy).select("task_id", "variant", metric)
+    if not sub.height:
+        return pl.DataFrame({"task_id": [], "original": [], "perturbed": [], "text_changed": []})
+    wide = sub.pivot(on="variant", index="task_id", values=metric)
+    if not set(VARIANTS) <= set(wide.columns):
+        return wide.clear()
+    return (wide.filter(pl.col("original") != pl.col("perturbed"))
+            .join(chk.select("task_id", "text_changed"), on="task_id", how="left"))
+
+
 def paired_figure(table: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1", "acc_at_5"),
                   title: str = "", tasks: str = "") -> go.Figure:
     """Perturbed − original per policy and metric with its paired 95% interval (no bar where n is too

@@ -35,18 +35,17 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import random
 import re
 import shutil
-import tokenize
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from fasbench.data.corpus import CorpusError, portable_root, root_dir
+from fasbench.data.pyedit import code_only, in_docs, reorder_text
 from fasbench.paths import building, replace_dir
 from fasbench.specs import build, parse_spec
 
@@ -200,49 +199,14 @@ def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool
         project.close()
 
 
-def _doc_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the comments and docstrings (string statements) of Python source."""
-    starts = [0]
-    for line in text.split("\n"):
-        starts.append(starts[-1] + len(line) + 1)
-    out, prev = [], tokenize.NEWLINE  # the last token that is neither a comment nor a blank line
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and prev in (
-                    tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)):
-                out.append((starts[tok.start[0] - 1] + tok.start[1], starts[tok.end[0] - 1] + tok.end[1]))
-            if tok.type not in (tokenize.COMMENT, tokenize.NL):
-                prev = tok.type
-    except (tokenize.TokenError, SyntaxError):
-        return []
-    return out
-
-
-def _in_docs(text: str, rx: re.Pattern, repl: str) -> str:
-    """``text`` with ``rx`` replaced inside comments and docstrings only (a doc naming the old module)."""
-    spans = _doc_spans(text)
-    for a, b in reversed(spans):
-        text = text[:a] + rx.sub(repl, text[a:b]) + text[b:]
-    return text
-
-
-def _code(path: str, text: str) -> str:
-    """Python source without its comments and docstrings (other files as they are)."""
-    if not path.endswith(".py"):
-        return text
-    for a, b in reversed(_doc_spans(text)):
-        text = text[:a] + " " * (b - a) + text[b:]
-    return text
-
-
 def _accept(tree: Tree, changes: dict[str, str], back: list[tuple[str, str]], gone: re.Pattern,
-            code_only: bool = False) -> bool:
+            code_only_: bool = False) -> bool:
     """Every changed line reads back as the original, and no occurrence of the old name is left
-    (with ``code_only``, none outside comments and docstrings)."""
+    (with ``code_only_``, none outside comments and docstrings)."""
     if any(p not in tree.text or not _lines_match(tree.text[p], t, back) for p, t in changes.items()):
         return False
     texts = {**tree.text, **changes}
-    return not any(gone.search(_code(p, t) if code_only else t) for p, t in texts.items() if gone.search(t))
+    return not any(gone.search(code_only(p, t) if code_only_ else t) for p, t in texts.items() if gone.search(t))
 
 
 def _modules(tree: Tree) -> list[str]:
@@ -331,13 +295,13 @@ def _rename_paths(tree: Tree, rec: dict, n: int, rng: random.Random, focus: list
             continue
         changes = _rope_changes(tree, rel, None, new, docs=False, word=old, dotted=dotted)
         gone = re.compile(rf"(?<![\w.]){re.escape(dotted)}(?!\w)")
-        if changes is None or not _accept(tree, changes, [(new, old)], gone, code_only=True):
+        if changes is None or not _accept(tree, changes, [(new, old)], gone, code_only_=True):
             continue
         new_dotted = ".".join(dotted.split(".")[:-1] + [new])
         for p in [p for p, t in tree.text.items() if p.endswith(".py") and gone.search(t)]:
             changes[p] = changes.get(p, tree.text[p])  # docs naming the old module name the new one
         for p, t in changes.items():
-            tree.write(p, _in_docs(t, gone, new_dotted) if p.endswith(".py") else t)
+            tree.write(p, in_docs(t, gone, new_dotted) if p.endswith(".py") else t)
         new_rel = str(Path(rel).with_name(new + (".py" if kind == "module" else "")))
         for a, b in tree.move(rel, new_rel):
             orig = rec["moves_back"].pop(a, a)
@@ -399,65 +363,6 @@ def _rename_private(tree: Tree, rec: dict, n: int, rng: random.Random, focus_now
 
 
 # ---------------------------------------------------------------- reorder
-
-
-def _runs(body: list) -> list[list]:
-    """Runs of >= 2 consecutive undecorated functions with distinct names."""
-    runs, cur = [], []
-    for node in body + [None]:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list \
-                and (not cur or node.lineno > cur[-1].end_lineno):
-            cur.append(node)
-            continue
-        if len(cur) >= 2 and len({f.name for f in cur}) == len(cur):
-            runs.append(cur)
-        cur = [node] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list else []
-    return runs
-
-
-def reorder_text(text: str, rng: random.Random) -> tuple[str, list[list[int]]] | None:
-    """``text`` with its function runs permuted, and the blocks moved as ``[old_start, old_end,
-    new_start]`` (1-based lines); None when nothing can move."""
-    try:
-        mod = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    bodies = [mod.body] + [n.body for n in mod.body if isinstance(n, ast.ClassDef)]
-    lines = text.split("\n")
-    new_lines = list(lines)
-    blocks: list[list[int]] = []
-    for body in bodies:
-        for run in _runs(body):
-            spans = [[run[0].lineno, run[0].end_lineno]] + [[a.end_lineno + 1, b.end_lineno] for a, b in zip(run, run[1:])]
-            order = list(range(len(spans)))
-            while order == sorted(order):
-                rng.shuffle(order)
-            at = spans[0][0]
-            for i in order:
-                s, e = spans[i]
-                new_lines[at - 1: at - 1 + e - s + 1] = lines[s - 1: e]
-                blocks.append([s, e, at])
-                at += e - s + 1
-    if not blocks:
-        return None
-    out = "\n".join(new_lines)
-    try:
-        new_mod = ast.parse(out)
-    except SyntaxError:
-        return None
-    if _canon(new_mod) != _canon(mod):  # the same statements, only in another order
-        return None
-    return out, sorted(blocks)
-
-
-def _canon(mod: ast.Module) -> list[str]:
-    """The module's statements, each class body's and the module's own sorted: what a reorder keeps."""
-    out = []
-    for node in mod.body:
-        if isinstance(node, ast.ClassDef):
-            node = ast.ClassDef(**{**{f: getattr(node, f) for f in node._fields}, "body": sorted(node.body, key=ast.dump)})
-        out.append(ast.dump(node))
-    return sorted(out)
 
 
 def _reorder(tree: Tree, rec: dict, n: int, rng: random.Random, focus: list[str]) -> None:
