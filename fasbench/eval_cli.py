@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from fasbench.data.perturb import parse_perturb
+from fasbench.data.perturb_gold import perturb_tasks
 from fasbench.policies import POLICIES
 from fasbench.records import write_tasks
 from fasbench.selection import describe_excluded, describe_run_count, pick_ids, read_ids_file, usable
@@ -53,6 +55,8 @@ def register(app) -> None:
                                     "columns and prints its result"),
         shard: str = typer.Option("", "--shard", help="i/n: run shard i (0-based) of n of the tasks, for several "
                                   "machines; merge with `fasbench eval-merge`"),
+        perturb: str = typer.Option("", "--perturb", help="run on perturbed corpora: perturb[:seed=0,modules=2,dirs=1,"
+                                    "private=6,reorder=4] (`fasbench data perturb`; gold and task text relocated)"),
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs.
 
@@ -68,6 +72,8 @@ def register(app) -> None:
             typer.echo(f"error: --corpus must be offline or online, got {corpus!r}", err=True)
             raise typer.Exit(2)
         try:
+            if perturb:
+                parse_perturb(perturb)  # a bad spec fails before any corpus is built
             ts_name = parse_task_set(tasks)
             ts = load_task_set(ts_name)
             source = f"{ts_name.target}:{ts_name.split}" if ts_name.kind == "file" and ts_name.split else (
@@ -82,9 +88,12 @@ def register(app) -> None:
                 out = cache_dir("runs") / run_name(f"eval-{policy.split(':', 1)[0]}", {
                     "policy": policy, "toolset": toolset, "tasks": source, "ids": chosen, "limit": limit,
                     "corpus": corpus, "max_turns": max_turns, "max_calls": max_calls, "shard": shard,
-                    **({"reward": reward} if reward != DEFAULT_REWARD else {})})
+                    **({"reward": reward} if reward != DEFAULT_REWARD else {}), **({"perturb": perturb} if perturb else {})})
                 typer.echo(f"run directory: {out}", err=True)
             ts, excluded = usable(ts, corpus)
+            if perturb:  # the same tasks on their perturbed corpora; a task that cannot be perturbed is excluded
+                ts, unperturbed = perturb_tasks(ts, perturb)
+                excluded = excluded + unperturbed
             typer.echo(describe_excluded(excluded, n, corpus), err=True)
             if excluded:
                 out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +111,7 @@ def register(app) -> None:
                 typer.echo(count, err=True)
             df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
                           workers or None, backend or None, judge=judge or None, reward=reward,
-                          task_source=source + (f" (first {limit})" if limit else ""),
+                          task_source=source + (f" (first {limit})" if limit else "") + (f" [{perturb}]" if perturb else ""),
                           corpus=corpus or corpus_kind_of(ts) or "default", warn=False,
                           scoring=[scoring] if scoring else [])
         except KeyboardInterrupt:  # bad input (ValueError, OSError) is the CLI group's one-line error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -10,7 +11,10 @@ import typer
 
 from fasbench.data import SOURCES, build_tasks
 from fasbench.data.contextbench import ContextBenchError
+from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import materialize_many, resolve_root
+from fasbench.data.perturb import PerturbError, parse_perturb
+from fasbench.data.perturb_gold import gold_line_mismatches, perturb_task, verify_corpus
 from fasbench.data.gitmine import GitError, mine
 from fasbench.data.importers import ImportError_, import_gold, usability
 from fasbench.data.ship import ship
@@ -75,6 +79,53 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"{len(ok)}/{len(rows)} located", err=True)
         if out:
             write_tasks(out, ok)
+
+    @data.command("perturb")
+    def perturb_cmd(
+        tasks: str = typer.Option(..., "--tasks", help="task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH"),
+        spec: str = typer.Option("perturb", "--spec", help="perturb[:seed=0,modules=2,dirs=1,private=6,reorder=4]: "
+                                 "how many modules, packages, private names and files of functions to perturb"),
+        ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
+        limit: int = typer.Option(0, "--limit", min=0, help="the first N usable tasks (0 = all)"),
+        mode: Optional[str] = typer.Option(None, "--mode", help="offline | online (default: offline if a release is picked)"),
+        out: Optional[Path] = typer.Option(None, "--out", help="write the perturbed tasks (root, gold, text) here"),
+        check: bool = typer.Option(False, "--check", help="also check every relocated gold line and that the touched "
+                                   "modules import and their tests collect where the original's did"),
+    ):
+        """Build a semantics-preserving variant of each task's corpus (fasbench.data.perturb): renamed
+        modules and packages with their imports rewritten (rope), renamed private names, reordered
+        functions; gold and task text relocated exactly; the record (seed, mapping) beside the tree."""
+        try:
+            sp = parse_perturb(spec)
+            ts = load_task_set(tasks, ids=ids or None)
+            got = with_corpora(ts, mode, limit=limit or None, progress=False, strict=bool(ids))
+        except (ValueError, RecordError, PerturbError) as e:
+            _fail(str(e))
+        for r in got.skipped:
+            typer.echo(f"{r['task_id']}	skipped	{r['reason']}: {r['detail'][:120]}", err=True)
+        done, bad = [], 0
+        for t in got.tasks:
+            try:
+                p = perturb_task(t, sp)
+            except (PerturbError, OSError) as e:
+                typer.echo(f"{t.id}	not perturbed	{e}", err=True)
+                continue
+            m = p.meta["perturb"]
+            line = f"{t.id}	{p.root}	renames {m['renames']}, reordered files {m['reordered_files']}, " \
+                   f"gold files moved {m['gold_files_moved']}/{len(t.gold.edited)}"
+            if check:
+                wrong = gold_line_mismatches(t, p)
+                v = verify_corpus(t.root, p.root, json.loads(Path(m["record"]).read_text()))
+                bad += bool(wrong) or not v["ok"]
+                line += f"; gold lines wrong {len(wrong)}; imports {v['import_perturbed']}/{v['import_original']}" \
+                        f" (of {v['modules']}), tests collected {v['tests_perturbed']}/{v['tests_original']}"
+            typer.echo(line)
+            done.append(p)
+        typer.echo(f"{len(done)}/{len(got.tasks)} perturbed with {sp.text()}", err=True)
+        if out:
+            write_tasks(out, done)
+        if check and bad:
+            _fail(f"{bad} perturbed tasks failed the check")
 
     @data.command("import")
     def import_cmd(
