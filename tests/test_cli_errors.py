@@ -92,6 +92,7 @@ def cases(b):
         "rl log": [[F], [D], [B]],
         "trajectories analyze": [[B, "--out", F], [D, "--labels", D, "--out", out], [D, "--labels", B, "--out", out],
                                  [D, "--out", out], [F, "--out", out], [H, "--out", out]],  # nothing parses: exit 2
+        "trajectories export-atif": [[D, "--out", out], [B, "--out", out], [F, "--out", out], [HL, "--out", F]],
         "policies": [["--model-path", "nope"], ["--model-path", "/nonexistent/model"]],
         "replay": [[D], [F], [B], [str(b / "run_half")], ["example", "no__such-1"], ["example", "--html", D],
                    ["example", "--reward", "nope"]],
