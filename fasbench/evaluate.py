@@ -54,7 +54,7 @@ MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_r
 
 
 @dataclass
-class EvalConfig:
+class RunConfig:
     """What a run directory holds; a resumed run must match it."""
 
     policy: str  # policy spec, e.g. "heuristic:turns=3"
@@ -133,7 +133,7 @@ def done_task_ids(traces: Path) -> set[str]:
     return {d["task_id"] for d in iter_jsonl(traces)}
 
 
-def check_config(out: Path, cfg: EvalConfig, task_source: str | None = None, ids: Sequence[str] = (),
+def check_config(out: Path, cfg: RunConfig, task_source: str | None = None, ids: Sequence[str] = (),
                   corpus: str | None = None, done: set[str] | frozenset = frozenset()) -> dict:
     """Write ``run.json`` (the configuration, the tasks asked for — ``tasks``: their count and
     :func:`tasks_key` — the corpus kind, plus provenance: the task source, the code version and the
@@ -262,7 +262,7 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     main_policy = make_policy(policy) if pending else None  # fails early on a bad spec
     the_judge = make_judge(judge) if judge else None  # idem
     corpus = corpus or corpus_kind_of(tasks)  # tasks that came with their corpus: the kind they have
-    meta = check_config(out, EvalConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn), task_source,
+    meta = check_config(out, RunConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn), task_source,
                          ids, corpus, done)
     resumed = [i for i in ids if i in done]
     calls = meta.get("calls") or []

@@ -22,7 +22,7 @@ from typing import Sequence, TypeVar
 from fasbench.records import append_jsonl, iter_jsonl, repair_jsonl
 
 T = TypeVar("T")
-CONFIG_KEYS = ("policy", "toolset", "max_turns", "max_calls")  # fasbench.evaluate.EvalConfig
+CONFIG_KEYS = ("policy", "toolset", "max_turns", "max_calls")  # fasbench.evaluate.RunConfig
 
 
 class ShardError(ValueError):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Sequence
 
 from fasbench.data import SOURCES, load_tasks, symbols
-from fasbench.data.gitmine import GitError, mine
+from fasbench.data.gitmine import GitRepoError, mine
 from fasbench.data.splits import SPLITS, assign
 from fasbench.paths import cache_dir, repo_root
 from fasbench.records import Task, read_tasks
@@ -151,7 +151,7 @@ def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | No
     else:
         try:
             tasks, _ = mine(ts.target)
-        except GitError as e:
+        except GitRepoError as e:
             raise TaskSetError(f"task set {ts.spec!r}: {e}") from None
         tasks = assign(tasks)
         if want:

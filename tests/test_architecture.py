@@ -697,21 +697,11 @@ def test_rg_rule_catches_a_bare_subprocess(tmp_path):
 # one class per name; one observation type (issue #28 item 2)
 
 #: Class names defined in more than one module, each with the modules and the reason the two stay
-#: apart (fold them, or rename one, and remove the entry).
-CLASS_NAME_ALLOWED: dict[str, tuple[frozenset[str], str]] = {
-    "Turn": (frozenset({"fasbench/records/trace.py", "fasbench/trajectories/turns.py"}),
-             "the harness's turn (the Trace's record) and one model call of a foreign main agent's trajectory "
-             "(the trajectory reader's): two concepts; renaming the reader's is left for a later round"),
-    "EvalConfig": (frozenset({"fasbench/evaluate.py", "fasbench/sft/train.py"}),
-                   "a run directory's configuration and the SFT profile's `eval:` section; sft/train.py's "
-                   "profile sections are being moved to the profile loader this round (issue #28 item 6)"),
-    "Rollout": (frozenset({"fasbench/bon/pool.py", "fasbench/rl/reward.py"}),
-                "a best-of-N pool's episode summary and the RL step log's reward row; rl/reward.py is being "
-                "rewritten on score_episode this round (issue #28 item 4)"),
-    "GitError": (frozenset({"fasbench/data/gitmine.py", "fasbench/e2e/sandbox.py"}),
-                 "two git runners (task mining's plain `git -C`, e2e's hardened safe_git); one error class "
-                 "needs one git runner below both layers"),
-}
+#: apart (fold them, or rename one, and remove the entry). Empty: every class name is defined once
+#: (``trajectories.turns.AgentTurn`` beside ``records.Turn``, ``evaluate.RunConfig`` beside the SFT
+#: profile's ``EvalConfig``, ``rl.reward.RolloutScore`` beside ``bon.pool.Rollout``,
+#: ``data.gitmine.GitRepoError`` beside ``e2e.sandbox.SandboxGitError``).
+CLASS_NAME_ALLOWED: dict[str, tuple[frozenset[str], str]] = {}
 #: The one observation type: ``Shown`` the record, ``Seen`` the record with its line text, the call,
 #: its kind and error flag. Only these modules define a class that holds a ``Shown``.
 SHOWN_HOLDERS = frozenset({"fasbench/records/trace.py", "fasbench/tools/observed.py"})

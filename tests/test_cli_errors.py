@@ -84,6 +84,9 @@ def cases(b):
                             ["--tasks", T, "--endpoint", "nope:x=1", "--out", out],
                             ["--tasks", T, "--endpoint", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", D]],
         "data mine-git": [[F, "--out", out], [D, "--out", out], [WS, "--out", D]],
+        "data perturb": [["--tasks", D, "--spec", "perturb:seed=0"], ["--tasks", HL, "--spec", "perturb:seed=0"],
+                         ["--tasks", T, "--spec", "perturb:nope=1"], ["--tasks", T, "--spec", "perturb:seed=x"],
+                         ["--tasks", T, "--spec", "perturb:seed=0", "--out", D]],
         "bon pools": [["--tasks", D], ["--tasks", B]],
         "bon evaluate": [[D], [B], [HL]],
         "rl train": [["--config", D], ["--config", B], ["--config", H], ["--config", BK],
@@ -92,6 +95,7 @@ def cases(b):
         "rl log": [[F], [D], [B]],
         "trajectories analyze": [[B, "--out", F], [D, "--labels", D, "--out", out], [D, "--labels", B, "--out", out],
                                  [D, "--out", out], [F, "--out", out], [H, "--out", out]],  # nothing parses: exit 2
+        "trajectories export-atif": [[D, "--out", out], [B, "--out", out], [F, "--out", out], [HL, "--out", F]],
         "policies": [["--model-path", "nope"], ["--model-path", "/nonexistent/model"]],
         "replay": [[D], [F], [B], [str(b / "run_half")], ["example", "no__such-1"], ["example", "--html", D],
                    ["example", "--reward", "nope"]],

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.data.corpus import CorpusError, materialize
-from fasbench.data.gitmine import GitError, mine
+from fasbench.data.gitmine import GitRepoError, mine
 from fasbench.records import read_tasks
 
 
@@ -69,7 +69,7 @@ def test_mine_git_limits_and_errors(repo, tmp_path):
     r, _ = repo
     tasks, skipped = mine(r, max_lines=1)
     assert "huge" in {s["reason"] for s in skipped}
-    with pytest.raises(GitError):
+    with pytest.raises(GitRepoError):
         mine(tmp_path)  # not a repository
 
 

@@ -328,10 +328,10 @@ def test_e2e_without_bubblewrap_stops_before_any_episode(tmp_path, monkeypatch):
 
 def test_fasbench_git_on_an_attacked_copy(tmp_path):
     """fasbench's own git on a copy whose .git the agent rewrote, without the agent: nothing of it runs;
-    a tracked file turned into a FIFO is a named GitError at once (never a hang), not a traceback."""
+    a tracked file turned into a FIFO is a named SandboxGitError at once (never a hang), not a traceback."""
     # imported here, so that the other tests of this file run against code without these names
     from fasbench.e2e.runner import prepare_copy, worktree_diff
-    from fasbench.e2e.sandbox import GitError
+    from fasbench.e2e.sandbox import SandboxGitError
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -356,6 +356,6 @@ def test_fasbench_git_on_an_attacked_copy(tmp_path):
     (repo / "b.txt").unlink()
     os.mkfifo(repo / "b.txt")
     t = time.time()
-    with pytest.raises(GitError, match="git diff in .*b.txt"):
+    with pytest.raises(SandboxGitError, match="git diff in .*b.txt"):
         worktree_diff(episode)
     assert time.time() - t < 60 and not mark.exists()

@@ -5,6 +5,7 @@ key and type checks with one-line errors, the same typed ``--set`` overrides, on
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -64,6 +65,52 @@ def test_sft_profile_errors_name_the_key_and_value(tmp_path, text, msg):
     p.write_text(text)
     with pytest.raises(UserError, match=msg):
         load_profile(p)
+
+
+@pytest.mark.parametrize("kind, text, msg", [
+    ("rl", "1: 2\n", "unknown field 1"),  # YAML keys need not be strings
+    ("rl", "?\n", "unknown field None"),
+    ("sft", "train:\n  1: x\n", "train: unknown field 1"),
+    ("rl", "init_from: [a, 1]\n", r"init_from expects a list of strings, got \['a', 1\]"),
+    ("rl", "max_steps: true\n", "max_steps expects an integer, got True"),
+    ("rl", "max_steps: 3.0\n", "max_steps expects an integer, got 3.0"),
+    ("rl", "report_to: 3\n", "report_to expects a string or a list of strings or null, got 3"),
+    ("sft", "build:\n  mix: {a: x}\n", r"build: mix expects a mapping of numbers, got \{'a': 'x'\}"),
+])
+def test_profile_errors_name_the_file_key_and_value(tmp_path, kind, text, msg):
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    with pytest.raises(UserError) as e:
+        (load_config if kind == "rl" else load_profile)(p)
+    assert str(e.value).startswith(f"{kind} profile {p}: ") and "\n" not in str(e.value)
+    assert re.search(msg, str(e.value)), str(e.value)
+
+
+def test_values_read_as_their_field_type():
+    """Python overrides go through the same checks as the file; a tuple is a list, an int a float
+    where a number goes, a string that reads as a number a number; a null section keeps the defaults."""
+    cfg = load_config("tiny", {"task_ids": ("a", "b"), "tool_timeout_s": 3, "learning_rate": "1e-4"})
+    assert (cfg.task_ids, cfg.tool_timeout_s, cfg.learning_rate) == (["a", "b"], 3.0, 1e-4)
+    assert isinstance(cfg.tool_timeout_s, float)
+    with pytest.raises(UserError, match=r"^rl profile .*rl_tiny.yaml: max_steps expects an integer, got '3'$"):
+        load_config("tiny", {"max_steps": "3"})
+    with pytest.raises(UserError, match=r"^sft profile .*sft_tiny.yaml: eval: max_turns expects an integer, got '2'$"):
+        load_profile("tiny", {"eval.max_turns": "2"})
+    assert load_profile("tiny", {"reference_runs": ("x",)}).build.reference_runs == ["x"]
+
+
+def test_a_profile_s_own_checks_still_run(tmp_path):
+    """The dataclasses' own checks (names of tool sets, rewards, ranges) run on the checked values."""
+    (tmp_path / "r.yaml").write_text("toolset: nope\n")
+    with pytest.raises(ValueError, match="^rl config: toolset 'nope' unknown; choose one of relace"):
+        load_config(tmp_path / "r.yaml")
+    with pytest.raises(ValueError, match="^rl config: max_steps must be >= 1, got 0$"):
+        load_config("tiny", sets=["max_steps=0"])
+    (tmp_path / "s.yaml").write_text("train:\n  over_length: cut\neval:\n")
+    with pytest.raises(ValueError, match="^train.over_length must be 'truncate' or 'drop', got 'cut'$"):
+        load_profile(tmp_path / "s.yaml")
+    (tmp_path / "s.yaml").write_text("eval:\n")  # a null section: its defaults
+    assert load_profile(tmp_path / "s.yaml").eval.max_turns == 3
 
 
 def test_set_values_are_typed_from_the_field():

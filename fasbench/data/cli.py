@@ -1,4 +1,6 @@
-"""``fasbench data …``: build task files, materialise corpora, mine a git history."""
+"""``fasbench data …``: build task files, materialise corpora, mine a git history. Bad input (a
+``ValueError``: task sets, records, imports, a repository git cannot read) escapes to the CLI group,
+which prints it as one line and exits 2 (fasbench/errors.py)."""
 
 from __future__ import annotations
 
@@ -10,22 +12,17 @@ from typing import Optional
 import typer
 
 from fasbench.data import SOURCES, build_tasks
-from fasbench.data.contextbench import ContextBenchError
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import materialize_many, resolve_root
 from fasbench.data.perturb import PerturbError, parse_perturb
 from fasbench.data.perturb_gold import gold_line_mismatches, perturb_task, verify_corpus
-from fasbench.data.gitmine import GitError, mine
-from fasbench.data.importers import ImportError_, import_gold, usability
+from fasbench.data.gitmine import mine
+from fasbench.data.importers import import_gold, usability
 from fasbench.data.ship import ship
 from fasbench.data.splits import SPLITS, assign
-from fasbench.records import RecordError, write_tasks
+from fasbench.errors import UserError
+from fasbench.records import write_tasks
 from fasbench.tasksets import TaskSetError, load_task_set, parse_task_set
-
-
-def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
 
 
 def register(app: typer.Typer) -> None:
@@ -41,21 +38,18 @@ def register(app: typer.Typer) -> None:
         rebuild: bool = typer.Option(False, "--rebuild", help="build a SOURCE from the raw data, not data/tasks/"),
     ):
         """Write the Task records of a task set, one JSON per line."""
-        try:
-            ts_name = parse_task_set(source)
-            if rebuild:
-                if ts_name.kind != "source":
-                    raise TaskSetError(f"--rebuild builds a shipped SOURCE ({', '.join(SOURCES)}), not {source!r}")
-                if split and split not in SPLITS:
-                    raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-                want = split or ts_name.split
-                ts = [t for t in build_tasks(ts_name.target) if not want or t.split == want]
-            else:
-                ts = load_task_set(ts_name, split=split)
-        except (ValueError, RecordError) as e:
-            _fail(str(e))
+        ts_name = parse_task_set(source)
+        if rebuild:
+            if ts_name.kind != "source":
+                raise TaskSetError(f"--rebuild builds a shipped SOURCE ({', '.join(SOURCES)}), not {source!r}")
+            if split and split not in SPLITS:
+                raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+            want = split or ts_name.split
+            ts = [t for t in build_tasks(ts_name.target) if not want or t.split == want]
+        else:
+            ts = load_task_set(ts_name, split=split)
         if out.is_dir():
-            _fail(f"--out {out} is a folder; give a file name")
+            raise UserError(f"--out {out} is a folder; give a file name")
         write_tasks(out, ts)
         typer.echo(f"{len(ts)} tasks -> {out}")
 
@@ -68,10 +62,7 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="write the usable tasks (root set, gold relocated)"),
     ):
         """Materialise each task's corpus; prints per task: id, located yes/no, corpus path or reason."""
-        try:
-            ts = load_task_set(tasks, ids=ids or None)
-        except (ValueError, RecordError) as e:
-            _fail(str(e))
+        ts = load_task_set(tasks, ids=ids or None)
         ok, rows = materialize_many(ts, mode=mode, manifest=manifest, progress=False)
         for r in rows:
             where = resolve_root(r["root"]) if r["located"] else f"{r['reason']}: {r['detail']}"
@@ -95,12 +86,9 @@ def register(app: typer.Typer) -> None:
         """Build a semantics-preserving variant of each task's corpus (fasbench.data.perturb): renamed
         modules and packages with their imports rewritten (rope), renamed private names, reordered
         functions; gold and task text relocated exactly; the record (seed, mapping) beside the tree."""
-        try:
-            sp = parse_perturb(spec)
-            ts = load_task_set(tasks, ids=ids or None)
-            got = with_corpora(ts, mode, limit=limit or None, progress=False, strict=bool(ids))
-        except (ValueError, RecordError, PerturbError) as e:
-            _fail(str(e))
+        sp = parse_perturb(spec)  # a bad spec, task set or id: a ValueError, one line (exit 2) from the CLI group
+        ts = load_task_set(tasks, ids=ids or None)
+        got = with_corpora(ts, mode, limit=limit or None, progress=False, strict=bool(ids))
         for r in got.skipped:
             typer.echo(f"{r['task_id']}	skipped	{r['reason']}: {r['detail'][:120]}", err=True)
         done, bad = [], 0
@@ -125,7 +113,7 @@ def register(app: typer.Typer) -> None:
         if out:
             write_tasks(out, done)
         if check and bad:
-            _fail(f"{bad} perturbed tasks failed the check")
+            raise UserError(f"{bad} perturbed tasks failed the check")
 
     @data.command("import")
     def import_cmd(
@@ -141,13 +129,10 @@ def register(app: typer.Typer) -> None:
         Prints, per task, whether it is usable offline (its gold placed on the picked sdist, or the
         drop reason) and online (the exact base commit), before any eval; records unusable as tasks
         are listed too. Runs relocate the gold again when they materialise the corpus."""
-        try:
-            ts, dropped = import_gold(fmt, file)
-        except (ImportError_, ContextBenchError, ValueError) as e:
-            _fail(str(e))
+        ts, dropped = import_gold(fmt, file)
         why = dict(collections.Counter(d["reason"] for d in dropped))
         if not ts:
-            _fail(f"{file}: no record could be imported as a {fmt} task" + (f" (dropped {len(dropped)}: {why})" if dropped else ""))
+            raise UserError(f"{file}: no record could be imported as a {fmt} task" + (f" (dropped {len(dropped)}: {why})" if dropped else ""))
         n_off = 0
         for t in ts if check else []:
             u = usability(t)
@@ -168,10 +153,7 @@ def register(app: typer.Typer) -> None:
         max_lines: int = typer.Option(1000, "--max-lines", help="skip commits changing more lines"),
     ):
         """Turn a repository's commits into search tasks (message -> query, old-file hunks -> gold)."""
-        try:
-            ts, skipped = mine(repo_path, rev=rev, max_commits=max_commits, max_files=max_files, max_lines=max_lines)
-        except GitError as e:
-            _fail(str(e))
+        ts, skipped = mine(repo_path, rev=rev, max_commits=max_commits, max_files=max_files, max_lines=max_lines)
         write_tasks(out, assign(ts))
         why = collections.Counter(s["reason"] for s in skipped)
         typer.echo(f"{len(ts)} tasks -> {out}; skipped: {dict(why)}")
@@ -191,16 +173,13 @@ def register(app: typer.Typer) -> None:
         # local import: fc_queries loads fasbench.policies (~5 s cumulative, python -X importtime); only this command needs it
         from fasbench.data.fc_queries import generate, make_client, with_queries
 
-        try:
-            client = make_client(endpoint)
-            ts = load_task_set(tasks, ids=ids or None)
-            if n is not None:
-                if n < 1:
-                    raise ValueError(f"--n must be >= 1, got {n}")
-                ts = ts[:n]
-            recs = generate(ts, client, out, retry_failed=retry_failed)
-        except (ValueError, RecordError) as e:
-            _fail(str(e))
+        client = make_client(endpoint)
+        ts = load_task_set(tasks, ids=ids or None)
+        if n is not None:
+            if n < 1:
+                raise UserError(f"--n must be >= 1, got {n}")
+            ts = ts[:n]
+        recs = generate(ts, client, out, retry_failed=retry_failed)
         ok = [r for r in recs.values() if r.get("fc_query")]
         for r in recs.values():
             if not r.get("fc_query"):

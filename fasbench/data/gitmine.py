@@ -23,14 +23,15 @@ CODE_SUFFIXES = {
 }
 
 
-class GitError(RuntimeError):
-    pass
+class GitRepoError(ValueError):
+    """git could not read the repository or revision given to mine (bad input: exit 2 on the CLI).
+    Not e2e's ``SandboxGitError``: that is fasbench's own hardened git failing on a sandbox copy."""
 
 
 def _git(repo: Path, *args: str) -> str:
     p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace")
     if p.returncode != 0:
-        raise GitError(f"git {' '.join(args[:3])} in {repo}: {p.stderr.strip()[:300]}")
+        raise GitRepoError(f"git {' '.join(args[:3])} in {repo}: {p.stderr.strip()[:300]}")
     return p.stdout
 
 
@@ -43,7 +44,7 @@ def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = Non
     """Tasks from the history of ``rev`` (newest first) and the skipped commits ``[{sha, reason}]``."""
     repo = Path(repo_path).resolve()
     if not repo.is_dir():
-        raise GitError(f"{repo_path} is not a directory")
+        raise GitRepoError(f"{repo_path} is not a directory")
     _git(repo, "rev-parse", "--git-dir")
     name = name or repo.name
     tasks, skipped = [], []

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 from fasbench.data.corpora import with_corpora
 from fasbench.e2e.live import MainConfig, check_main_sandbox, parse_main, run_main
 from fasbench.e2e.localize import localization
-from fasbench.e2e.sandbox import GitError, base_repository, safe_diff
+from fasbench.e2e.sandbox import SandboxGitError, base_repository, safe_diff
 from fasbench.evaluate import check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
@@ -144,7 +144,7 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
         res = run_main(t.query, work, cfg, traj, t.id, hand, {"arm": arm, **search_info})
         try:
             diff, diff_error = worktree_diff(episode), None
-        except GitError as e:  # the agent left something git cannot diff: recorded, the run goes on
+        except SandboxGitError as e:  # the agent left something git cannot diff: recorded, the run goes on
             diff, diff_error = "", str(e)
         patch = res["submission"] if res["submission"].strip() else diff
         rec.update(res, **search_info, diff=diff, diff_error=diff_error,

@@ -170,26 +170,27 @@ def git_env() -> dict[str, str]:
             "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 
 
-class GitError(RuntimeError):
-    """One of fasbench's git calls on a copy failed, timed out or answered more than its limit."""
+class SandboxGitError(RuntimeError):
+    """One of fasbench's git calls on a copy failed, timed out or answered more than its limit (not
+    ``data.gitmine.GitRepoError``: a repository given to mine that git cannot read)."""
 
 
 def safe_git(args: list[str], git_dir: Path, work_tree: Path, timeout: float = 600,
              max_bytes: int = MAX_GIT_OUTPUT) -> str:
     """``git`` with fasbench's fixed flags and environment on an explicit git dir and work tree; its
-    output read up to ``max_bytes`` (GitError past it, or on failure or timeout)."""
+    output read up to ``max_bytes`` (SandboxGitError past it, or on failure or timeout)."""
     cmd = ["git", *GIT_FLAGS, f"--git-dir={git_dir}", f"--work-tree={work_tree}", *args]
     with tempfile.TemporaryFile() as out:
         try:
             r = subprocess.run(cmd, cwd=work_tree, env=git_env(), stdin=subprocess.DEVNULL, stdout=out,
                                stderr=subprocess.PIPE, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise GitError(f"git {args[0]} in {work_tree}: no answer in {timeout:g} s") from None
+            raise SandboxGitError(f"git {args[0]} in {work_tree}: no answer in {timeout:g} s") from None
         if r.returncode:
             err = r.stderr.decode("utf-8", "replace").strip().replace("\n", "; ")
-            raise GitError(f"git {args[0]} in {work_tree}: {err[:300]}")
+            raise SandboxGitError(f"git {args[0]} in {work_tree}: {err[:300]}")
         if out.tell() > max_bytes:
-            raise GitError(f"git {args[0]} in {work_tree}: more than {max_bytes} bytes of output")
+            raise SandboxGitError(f"git {args[0]} in {work_tree}: more than {max_bytes} bytes of output")
         out.seek(0)
         return out.read().decode("utf-8", "replace")
 
@@ -212,7 +213,8 @@ def base_repository(copy: Path, git_dir: Path) -> None:
 
 
 def safe_diff(git_dir: Path, work_tree: Path) -> str:
-    """The work tree's tracked changes against the base, read by fasbench's git only (GitError when git
-    cannot read them: e.g. a tracked file replaced by a FIFO, more than ``MAX_GIT_OUTPUT`` bytes)."""
+    """The work tree's tracked changes against the base, read by fasbench's git only (SandboxGitError
+    when git cannot read them: e.g. a tracked file replaced by a FIFO, more than ``MAX_GIT_OUTPUT``
+    bytes)."""
     return safe_git(["diff", "--no-textconv", "--no-ext-diff", "--no-color", "HEAD", "--"], git_dir, work_tree,
                     timeout=DIFF_TIMEOUT_S)

@@ -15,8 +15,9 @@ from fasbench.reward import Score, judge_requests, reward_named, score_episode
 from fasbench.rl.config import ROLLOUT_FILE
 
 @dataclass
-class Rollout:
-    """What the reward function measured on one rollout (kept for the step log)."""
+class RolloutScore:
+    """What the reward function measured on one rollout (kept for the step log; not best-of-N's
+    ``bon.pool.Rollout``, an episode summarised for selection)."""
 
     task_id: str
     reward: float
@@ -39,7 +40,7 @@ class EpisodeReward:
         self.out = out
         self.log_rollouts = log_rollouts
         self.judge = judge  # fasbench.judge.Judge for the fastcontext reward's quality term
-        self.batch: list[Rollout] = []  # rollouts of the latest generation batch
+        self.batch: list[RolloutScore] = []  # rollouts of the latest generation batch
         self.step = 0
 
     def __call__(self, prompts, completions, environments=None, **kwargs) -> list[float]:
@@ -58,9 +59,9 @@ class EpisodeReward:
             env._score = s
             values.append(float(s.value))
             cpt = (tr.n_calls / tr.n_turns) if tr.n_turns else 0.0
-            self.batch.append(Rollout(tr.task_id, float(s.value), {k: float(v) for k, v in s.parts.items()},
-                                      tr.n_turns, tr.n_calls, cpt, tr.report is not None,
-                                      int(tr.meta["tool_errors"]), s.reason))
+            self.batch.append(RolloutScore(tr.task_id, float(s.value), {k: float(v) for k, v in s.parts.items()},
+                                           tr.n_turns, tr.n_calls, cpt, tr.report is not None,
+                                           int(tr.meta["tool_errors"]), s.reason))
             tr.meta.update(step=self.step, reward=self.reward, score=s.to_dict())
             traces.append(tr)
         if self.log_rollouts and self.out is not None:  # one file per process (rank 0: rollouts.jsonl)
@@ -77,7 +78,7 @@ def mean_std(xs: list[float]) -> tuple[float, float]:
     return m, math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs))
 
 
-def rollout_stats(batch: list[Rollout]) -> dict[str, float]:
+def rollout_stats(batch: list[RolloutScore]) -> dict[str, float]:
     """Mean and std over a batch of rollouts of the reward, each part, turns, calls and errors."""
     cols: dict[str, list[float]] = {"episode/reward": [r.reward for r in batch],
                                     "episode/turns": [r.turns for r in batch],

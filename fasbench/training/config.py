@@ -15,8 +15,12 @@ file (found by path). Its fields are those of flat dataclasses, one per componen
 
 The same rules for both:
 
-- every key must be a field (a one-line error names the bad key and the closest field); every value
-  must have the field's type (a one-line error names the key, the value and the type expected);
+- every key must be a field (a one-line error names the file, the bad key and the closest field);
+  every value must have the field's type (a one-line error names the file, the key, the value and
+  the type expected). pydantic checks them: each dataclass has a strict model of its fields
+  (:func:`model_of`: no ``1`` for ``true``, no ``"3"`` for ``3``, an integer where a number goes,
+  ``1e-4`` a number though YAML 1.1 reads it as a string); the dataclass keeps its defaults and its
+  own checks (``__post_init__``), and this module writes the one-line errors;
 - overrides are ``key=value`` (``--set`` on the command line, a ``{key: value}`` mapping in Python);
   ``key`` is a field name, or ``section.key`` where the bare name is in two sections; on the command
   line the value is read as the field's type (``--set max_steps=8``, ``--set dtype=null``,
@@ -32,14 +36,16 @@ The same rules for both:
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
 import os
 import types
 import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Annotated, Any, Mapping, Sequence
 
+import pydantic
 import yaml
 
 from fasbench.errors import UserError
@@ -115,18 +121,14 @@ def read_mapping(path: Path) -> dict:
     return data
 
 
-# ---------------------------------------------------------------- types of fields
-
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _args(hint) -> tuple:
-    return typing.get_args(hint)
-
+# ---------------------------------------------------------------- fields, as pydantic models
 
 def _is_union(hint) -> bool:
     return typing.get_origin(hint) in (typing.Union, types.UnionType)
+
+
+def _accepts(hint, typ: type) -> bool:
+    return hint is typ or (_is_union(hint) and typ in typing.get_args(hint))
 
 
 def describe(hint) -> str:
@@ -134,92 +136,81 @@ def describe(hint) -> str:
     if hint is Any:
         return "anything"
     if _is_union(hint):
-        return " or ".join(describe(a) for a in _args(hint))
+        return " or ".join(describe(a) for a in typing.get_args(hint))
     if hint is type(None):
         return "null"
-    origin = typing.get_origin(hint) or hint
+    origin, a = typing.get_origin(hint) or hint, typing.get_args(hint)
     if origin in (list, tuple):
-        a = _args(hint)
         return f"a list of {describe(a[0]).removeprefix('a ').removeprefix('an ')}s" if a else "a list"
     if origin is dict:
-        a = _args(hint)
         return f"a mapping of {describe(a[1]).removeprefix('a ').removeprefix('an ')}s" if a else "a mapping"
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(origin, origin.__name__)
 
 
-class _Mismatch(Exception):
-    pass
+def _field_type(hint):
+    """``hint`` checked strictly (no 1 for true, no "3" for 3), with two readings before the check: a
+    tuple is a list, and a string is a number where the field takes a number and no string (YAML 1.1
+    reads ``1e-4`` as a string)."""
+    to_float = _accepts(hint, float) and not _accepts(hint, str)
 
-
-def coerce(value: Any, hint) -> Any:
-    """``value`` as the type ``hint`` (an int where a float is expected becomes a float); raises
-    ``_Mismatch`` when it is not of that type."""
-    if hint is Any:
-        return value
-    if _is_union(hint):
-        for a in _args(hint):
+    def before(v):
+        if isinstance(v, tuple):
+            return list(v)
+        if to_float and isinstance(v, str):
             try:
-                return coerce(value, a)
-            except _Mismatch:
+                return float(v)
+            except ValueError:
                 pass
-        raise _Mismatch
-    if hint is type(None):
-        if value is None:
-            return None
-        raise _Mismatch
-    origin = typing.get_origin(hint) or hint
-    a = _args(hint)
-    if origin is bool:
-        if isinstance(value, bool):
-            return value
-    elif origin is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif origin is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif origin is str:
-        if isinstance(value, str):
-            return value
-    elif origin in (list, tuple):
-        if isinstance(value, (list, tuple)):
-            return [coerce(v, a[0]) for v in value] if a else list(value)
-    elif origin is dict:
-        if isinstance(value, dict):
-            return {coerce(k, a[0]): coerce(v, a[1]) for k, v in value.items()} if a else dict(value)
-    elif isinstance(value, origin):
-        return value
-    raise _Mismatch
+        return v
+
+    return Annotated[hint, pydantic.BeforeValidator(before)]
 
 
-def _accepts(hint, typ: type) -> bool:
-    return hint is typ or (_is_union(hint) and typ in _args(hint))
+@functools.cache
+def model_of(cls: type) -> type[pydantic.BaseModel]:
+    """The pydantic model of a flat dataclass's fields: strict types, no other key."""
+    hints = typing.get_type_hints(cls)
+    return pydantic.create_model(
+        f"{cls.__name__}Fields", __config__=pydantic.ConfigDict(extra="forbid", strict=True),
+        **{f.name: (_field_type(hints[f.name]), pydantic.Field(default=f.default) if f.default is not MISSING
+                    else pydantic.Field(default_factory=f.default_factory)) for f in fields(cls)})
 
 
-def _accepts_str(hint) -> bool:
-    return _accepts(hint, str)
+def _error(e: pydantic.ValidationError, cls: type, values: Mapping, where: str) -> UserError:
+    """A one-line error of the first problem pydantic found: the key, the value, the type expected."""
+    loc = e.errors()[0]["loc"][0]
+    k = next(k for k in values if k == loc or str(k) == str(loc))  # a YAML key need not be a string
+    hints = typing.get_type_hints(cls)
+    if k not in hints:
+        return UserError(f"{where}: unknown field {k!r}{_suggest(str(k), [f.name for f in fields(cls)])}")
+    return UserError(f"{where}: {k} expects {describe(hints[k])}, got {values[k]!r}")
 
 
-def parse_value(text: str, hint) -> Any:
-    """A ``--set`` value read as the type ``hint``: YAML (numbers, true/false, null, [lists],
-    {mappings}; ``1e-4`` too, which YAML 1.1 reads as a string); a field that takes a string takes the
-    text as is when YAML reads something else."""
+def build(cls: type, values: Mapping, where: str):
+    """A ``cls`` (a flat dataclass) of ``values``, each checked against its field (one-line
+    ``UserError`` naming ``where``, the key and the value); the fields not given keep their defaults,
+    ``cls``'s own checks (``__post_init__``) run as it is built."""
+    try:
+        got = model_of(cls).model_validate(dict(values))
+    except pydantic.ValidationError as e:
+        raise _error(e, cls, values, where) from None
+    return cls(**{k: getattr(got, k) for k in got.model_fields_set})
+
+
+def parse_value(text: str, cls: type, name: str) -> Any:
+    """A ``--set`` value of the field ``name`` of ``cls`` read as its type: YAML (numbers, true/false,
+    null, [lists], {mappings}); a field that takes a string takes the text as is when YAML reads
+    something else. ``ValueError`` when it is not of that type."""
     try:
         v = yaml.safe_load(text)
     except yaml.YAMLError:
         v = text
-    try:
-        return coerce(v, hint)
-    except _Mismatch:
-        pass
-    if isinstance(v, str) and _accepts(hint, float):  # YAML 1.1 reads 1e-4 as a string
+    for cand in (v, text) if _accepts(typing.get_type_hints(cls)[name], str) else (v,):
         try:
-            return float(v)
-        except ValueError:
+            return getattr(model_of(cls).model_validate({name: cand}), name)
+        except pydantic.ValidationError:
             pass
-    if _accepts_str(hint):
-        return text
-    raise _Mismatch
+    raise ValueError(f"{text!r} is not a value of {cls.__name__}.{name}")
 
 
 # ---------------------------------------------------------------- loading
@@ -227,10 +218,6 @@ def parse_value(text: str, hint) -> Any:
 def _suggest(key: str, known) -> str:
     close = difflib.get_close_matches(key, list(known), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _where(kind: Kind, path: Path) -> str:
-    return f"{kind.prefix} profile {path}"
 
 
 def resolve_key(kind: Kind, key: str) -> tuple[str, str]:
@@ -268,30 +255,12 @@ def parse_sets(kind: Kind, pairs: Sequence[str]) -> dict[str, Any]:
         if not sec and name in kind.extra:
             out[k] = v
             continue
-        hint = _hints(kind.sections[sec])[name]
+        cls = kind.sections[sec]
         try:
-            out[k] = parse_value(v, hint)
-        except _Mismatch:
-            raise UserError(f"--set {p}: {k} expects {describe(hint)}, got {v!r}") from None
+            out[k] = parse_value(v, cls, name)
+        except ValueError:
+            raise UserError(f"--set {p}: {k} expects {describe(typing.get_type_hints(cls)[name])}, got {v!r}") from None
     return out
-
-
-def _build(cls: type, values: dict, where: str):
-    hints = _hints(cls)
-    known = {f.name for f in fields(cls)}
-    for k in values:
-        if k not in known:
-            raise UserError(f"{where}: unknown field {k!r}{_suggest(k, known)}")
-    kw = {}
-    for k, v in values.items():
-        try:
-            kw[k] = coerce(v, hints[k])
-        except _Mismatch:
-            try:  # YAML 1.1 reads 1e-4 (no dot) as a string
-                kw[k] = float(v) if isinstance(v, str) and _accepts(hints[k], float) else coerce(v, hints[k])
-            except (_Mismatch, ValueError):
-                raise UserError(f"{where}: {k} expects {describe(hints[k])}, got {v!r}") from None
-    return cls(**kw)
 
 
 def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
@@ -300,7 +269,7 @@ def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, An
     (``["key=value"]``), check every key and value, and build one dataclass per section."""
     path = profile_path(kind, name_or_path)
     data = read_mapping(path)
-    where = _where(kind, path)
+    where = f"{kind.prefix} profile {path}"
     flat = "" in kind.sections
     per: dict[str, dict] = {s: {} for s in kind.sections}
     extra: dict[str, Any] = {}
@@ -331,12 +300,11 @@ def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, An
             per[sec][name] = v
     parts = {}
     for s, cls in kind.sections.items():
-        parts[s] = _build(cls, per[s], f"{where}{': ' + s if s else ''}")
+        parts[s] = build(cls, per[s], f"{where}{': ' + s if s else ''}")
         if hasattr(parts[s], "report_to"):
             check_report_to(parts[s].report_to, f"{where}{': ' + s if s else ''}")
     name = str(extra.get("name") or path.stem.removeprefix(kind.prefix + "_"))
     return Loaded(path, name, parts, extra)
-
 
 
 # ---------------------------------------------------------------- experiment trackers (report_to)

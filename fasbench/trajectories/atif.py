@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fasbench.trajectories.tokens import count_tokens_batch
-from fasbench.trajectories.turns import Call, Trajectory, TrajectoryError, Turn
+from fasbench.trajectories.turns import AgentTurn, Call, Trajectory, TrajectoryError
 
 VERSIONS = tuple(f"ATIF-v1.{i}" for i in range(9))  # what harbor 0.26.0's Trajectory accepts
 WRITE_VERSION = "ATIF-v1.7"  # what fasbench writes (fasbench.trajectories.atif_trace)
@@ -139,7 +139,7 @@ def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> Tr
         results = (s.get("observation") or {}).get("results") or []
         refs += [ref for r in results for ref in r.get("subagent_trajectory_ref") or []]
         if s["source"] == "agent" and s.get("llm_call_count") != 0:
-            t = Turn(len(turns) + 1, [_call(tc) for tc in s.get("tool_calls") or []])
+            t = AgentTurn(len(turns) + 1, [_call(tc) for tc in s.get("tool_calls") or []])
             m = s.get("metrics") or {}
             t.prompt_tokens, t.completion_tokens = m.get("prompt_tokens"), m.get("completion_tokens")
             if t.prompt_tokens is None or t.completion_tokens is None:
@@ -153,7 +153,7 @@ def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> Tr
             if turns:
                 turns[-1].calls += [_call(tc) for tc in s["tool_calls"]]
             else:
-                turns.append(Turn(1, [_call(tc) for tc in s["tool_calls"]], 0, 0, estimated=True))
+                turns.append(AgentTurn(1, [_call(tc) for tc in s["tool_calls"]], 0, 0, estimated=True))
     return Trajectory(
         trajectory_id=tid, instance_id=instance, agent=f"{agent['name']} {agent.get('version', '')}".strip(),
         model=model, format="atif", turns=turns, path=str(path),

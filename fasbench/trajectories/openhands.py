@@ -30,7 +30,7 @@ from typing import Any
 
 from fasbench.records import parse_arguments
 from fasbench.trajectories.tokens import count_tokens_batch
-from fasbench.trajectories.turns import Call, Trajectory, TrajectoryError, Turn
+from fasbench.trajectories.turns import AgentTurn, Call, Trajectory, TrajectoryError
 
 EDITOR = "str_replace_editor"  # OpenHands' file tool (CodeActAgent); ``file_editor`` in newer versions
 #: tool of an action without tool_call_metadata, by action type
@@ -124,7 +124,7 @@ def _usage(e: dict, resp_id: str) -> dict | None:
 
 
 def _trajectory(events: list, path: Path, stem: str, row: dict) -> Trajectory:
-    turns: list[Turn] = []
+    turns: list[AgentTurn] = []
     texts: list[list[str]] = []  # per turn: completion text, then its observations
     prefix: list[str] = []  # text before the first turn (system prompt, task)
     by_resp: dict[str, int] = {}
@@ -156,7 +156,7 @@ def _trajectory(events: list, path: Path, stem: str, row: dict) -> Trajectory:
             k = by_resp[rid]
         else:
             k = len(turns)
-            turns.append(Turn(k + 1))
+            turns.append(AgentTurn(k + 1))
             texts.append([str((e.get("args") or {}).get("thought") or "")])
             if rid:
                 by_resp[rid] = k
@@ -191,7 +191,7 @@ def _trajectory(events: list, path: Path, stem: str, row: dict) -> Trajectory:
     )
 
 
-def _estimate(turns: list[Turn], texts: list[list[str]], prefix: list[str]) -> None:
+def _estimate(turns: list[AgentTurn], texts: list[list[str]], prefix: list[str]) -> None:
     """Token counts of turns without usage: prompt = all text before, completion = the turn's own,
     observation = its results' content (marked estimated)."""
     if all(t.prompt_tokens is not None and t.completion_tokens is not None for t in turns):

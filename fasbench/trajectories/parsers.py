@@ -39,8 +39,8 @@ from fasbench.records import RecordError, Trace, parse_arguments
 from fasbench.trajectories import atif, atif_trace, openhands
 from fasbench.trajectories.raw import bash_blocks, message_text, read_text
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
-from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, Call, ParsedFile, Trajectory,  # noqa: F401
-                                        TrajectoryError, Turn)
+from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, AgentTurn, Call, ParsedFile,  # noqa: F401
+                                        Trajectory, TrajectoryError)
 
 
 
@@ -200,7 +200,7 @@ def _usage(m: dict) -> dict | None:
     return u if isinstance(u, dict) else None
 
 
-def _apply_usage(turn: Turn, u: dict | None) -> None:
+def _apply_usage(turn: AgentTurn, u: dict | None) -> None:
     if not u:
         return
     turn.prompt_tokens = u["prompt_tokens"] if "prompt_tokens" in u else u.get("input_tokens")
@@ -210,7 +210,7 @@ def _apply_usage(turn: Turn, u: dict | None) -> None:
         turn.reasoning_tokens = int(details.get("reasoning_tokens") or 0)
 
 
-def _estimate_chat(turns: list[Turn], msgs: list[dict], assistant_idx: list[int]) -> None:
+def _estimate_chat(turns: list[AgentTurn], msgs: list[dict], assistant_idx: list[int]) -> None:
     """Fill missing prompt/completion tokens from the chat messages with the offline tokenizer."""
     if all(t.prompt_tokens is not None and t.completion_tokens is not None for t in turns):
         return
@@ -251,7 +251,7 @@ def _mini_v1(d: dict, path: Path) -> Trajectory:
             continue
         content = m.get("content")
         blocks = bash_blocks(content if isinstance(content, str) else message_text(content))
-        t = Turn(len(turns) + 1, [Call("bash", blocks[0])] if len(blocks) == 1 else [])
+        t = AgentTurn(len(turns) + 1, [Call("bash", blocks[0])] if len(blocks) == 1 else [])
         _apply_usage(t, _usage(m))
         turns.append(t)
         idx.append(i)
@@ -268,7 +268,7 @@ def _mini_tools(d: dict, path: Path) -> Trajectory:
             submission = (m.get("extra") or {}).get("submission") or m.get("content")
         if m.get("role") != "assistant":
             continue
-        t = Turn(len(turns) + 1)
+        t = AgentTurn(len(turns) + 1)
         for tc in m.get("tool_calls") or []:
             fn = tc.get("function") or tc
             name = str(fn.get("name", ""))
@@ -283,7 +283,7 @@ def _mini_tools(d: dict, path: Path) -> Trajectory:
     return _mini_trajectory(d, path, turns, idx, "mini-swe-agent-tools", submission, "chat")
 
 
-def _mini_trajectory(d: dict, path: Path, turns: list[Turn], idx: list[int], fmt: str, submission,
+def _mini_trajectory(d: dict, path: Path, turns: list[AgentTurn], idx: list[int], fmt: str, submission,
                      agent_without_info: str) -> Trajectory:
     """The Trajectory of a mini-swe-agent file (either format) from its parsed turns; ``idx`` are the
     message indices of the turns (for the token estimates of turns without usage);
@@ -324,7 +324,7 @@ def _swe_agent(d: dict, path: Path) -> Trajectory:
         action = str(s.get("action") or "").strip()
         first = action.split(None, 1)[0] if action else ""
         tool = first if first in SWE_AGENT_TOOLS else "bash"
-        t = Turn(i + 1, [Call(tool, action)] if action else [], prompt, sizes[2 * i], 0, sizes[2 * i + 1], True)
+        t = AgentTurn(i + 1, [Call(tool, action)] if action else [], prompt, sizes[2 * i], 0, sizes[2 * i + 1], True)
         state = parse_arguments(s.get("state"))  # a dict, or a JSON string of one
         if tool == "edit" and open_file and t.calls:
             t.calls[0].args = {"path": open_file}  # SWE-agent's edit changes the open file
@@ -344,8 +344,8 @@ def _swe_agent(d: dict, path: Path) -> Trajectory:
 
 
 def _claude_code(lines: list[dict], path: Path) -> tuple[Trajectory, int]:
-    turns: list[Turn] = []
-    by_id: dict[str, Turn] = {}
+    turns: list[AgentTurn] = []
+    by_id: dict[str, AgentTurn] = {}
     dropped = 0
     model, session = "", ""
     for o in lines:
@@ -361,7 +361,7 @@ def _claude_code(lines: list[dict], path: Path) -> tuple[Trajectory, int]:
         mid = str(msg.get("id") or o.get("requestId") or o.get("uuid") or len(turns))
         t = by_id.get(mid)
         if t is None:
-            t = by_id[mid] = Turn(len(turns) + 1)
+            t = by_id[mid] = AgentTurn(len(turns) + 1)
             turns.append(t)
         model = str(msg.get("model") or model)
         content = msg.get("content")
@@ -398,8 +398,9 @@ def _fasbench(objs: list[dict], path: Path, fmt: str = "fasbench-trace") -> list
             raise TrajectoryError(f"fasbench-trace record {k + 1}: {e}") from e
         turns = []
         for j, turn in enumerate(tr.turns):
-            t = Turn(j + 1, [Call(c.name, c.arguments_json(), c.arguments if isinstance(c.arguments, dict) else None)
-                             for c in turn.calls], turn.prompt_tokens, turn.completion_tokens)
+            calls = [Call(c.name, c.arguments_json(), c.arguments if isinstance(c.arguments, dict) else None)
+                     for c in turn.calls]
+            t = AgentTurn(j + 1, calls, turn.prompt_tokens, turn.completion_tokens)
             turns.append(t)
         if any(t.prompt_tokens is None or t.completion_tokens is None for t in turns):
             msgs = tr.to_messages()

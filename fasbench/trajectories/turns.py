@@ -1,5 +1,6 @@
-"""What every trajectory parser returns: a ``Trajectory`` of turns (``Turn``) of calls (``Call``)
-(``fasbench.trajectories.parsers`` and the per-format modules beside it), and ``TrajectoryError``."""
+"""What every trajectory parser returns: a ``Trajectory`` of turns (``AgentTurn``: one model call of
+a main agent, not the harness's ``records.Turn``) of calls (``Call``) (``fasbench.trajectories.parsers``
+and the per-format modules beside it), and ``TrajectoryError``."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class Call:
 
 
 @dataclass(slots=True)
-class Turn:
+class AgentTurn:
     """One model call (1-based ``index``) and the calls it made.
 
     prompt/completion tokens are the model call's; ``reasoning_tokens`` are completion tokens that are
@@ -60,7 +61,7 @@ class Trajectory:
     agent: str
     model: str
     format: str
-    turns: list[Turn]
+    turns: list[AgentTurn]
     submission: str | None = None
     resolved: bool | None = None
     exit_status: str | None = None
