@@ -61,3 +61,13 @@ def load_tasks(source: str, split: str | None = None, usable_only: bool = False)
                                     "run `fasbench data corpus --all --write-manifest`")
         tasks = [t for t in tasks if man.get(t.id, {}).get("located")]
     return tasks
+
+
+def swebench_tasks() -> dict:
+    """``{id: task}`` of the shipped SWE-bench tasks (Verified first, then Lite): what importers of
+    other benchmarks' gold join their records with."""
+    out = {}
+    for src in ("swebench-verified", "swebench-lite"):
+        for t in load_tasks(src):
+            out.setdefault(t.id, t)
+    return out

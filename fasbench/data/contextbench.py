@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fasbench.data import load_tasks
+from fasbench.data import swebench_tasks
 from fasbench.data.patches import parse_diff
 from fasbench.data.splits import assign
 from fasbench.records import Gold, Task, iter_jsonl
@@ -123,13 +123,6 @@ def _region(e) -> tuple[list, str | None]:
     return [path, s, en], (c if isinstance(c, str) and c.strip() else None)
 
 
-def _known() -> dict[str, Task]:
-    out = {}
-    for src in ("swebench-verified", "swebench-lite"):
-        for t in load_tasks(src):
-            out.setdefault(t.id, t)
-    return out
-
 
 def _repo(row: dict) -> str | None:
     r = str(row.get("repo") or "").strip().strip("/")
@@ -171,7 +164,7 @@ def _task(row: dict, known: dict[str, Task]) -> tuple[Task | None, str]:
 
 def import_contextbench(path: str | Path) -> tuple[list[Task], list[dict]]:
     """(tasks, dropped rows with a reason) of a ContextBench file (module doc)."""
-    known = _known()
+    known = swebench_tasks()
     tasks, dropped = [], []
     for i, row in enumerate(read_rows(path)):
         if not isinstance(row, dict):

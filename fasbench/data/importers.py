@@ -43,7 +43,7 @@ import json
 import re
 from pathlib import Path
 
-from fasbench.data import load_tasks
+from fasbench.data import swebench_tasks
 from fasbench.data.corpus import root_dir, try_materialize
 from fasbench.data.contextbench import import_contextbench
 from fasbench.data.splits import assign
@@ -73,13 +73,6 @@ def _records(path: str | Path) -> list[dict]:
     except ValueError as e:
         raise ImportError_(str(e)) from e
 
-
-def _swebench_tasks() -> dict[str, Task]:
-    out = {}
-    for src in ("swebench-verified", "swebench-lite"):
-        for t in load_tasks(src):
-            out.setdefault(t.id, t)
-    return out
 
 
 def _repo_from_id(iid: str) -> str | None:
@@ -128,7 +121,7 @@ def _whole_reads(regions: list[list], steps) -> dict[str, int]:
 
 
 def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
-    known = _swebench_tasks()
+    known = swebench_tasks()
     tasks, dropped = [], []
     for i, rec in enumerate(_records(path)):
         gt = rec.get("ground_truth") if isinstance(rec, dict) else None
@@ -172,7 +165,7 @@ def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
 
 
 def import_locbench(path: str | Path) -> tuple[list[Task], list[dict]]:
-    known = _swebench_tasks()
+    known = swebench_tasks()
     tasks, dropped = [], []
     for i, rec in enumerate(_records(path)):
         iid = rec.get("instance_id", f"record {i + 1}") if isinstance(rec, dict) else f"record {i + 1}"
