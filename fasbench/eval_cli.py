@@ -153,7 +153,7 @@ def register(app) -> None:
         dirs: Optional[list[Path]] = typer.Argument(None, help="run directories or folders holding runs "
                                                     "(default: runs/ and CACHE/runs/)"),
         metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics to show (repeat or comma-separate)"),
-        level: float = typer.Option(0.95, "--level", help="confidence level of the bootstrap intervals"),
+        level: float = typer.Option(0.95, "--level", help="confidence level of the intervals"),
         as_json: bool = typer.Option(False, "--json", help="one JSON object per run instead of a table"),
         success: str = typer.Option("all_gold_at_5", "--success", help="run-to-run noise: the metric whose value "
                                     "≥ --threshold is a success (pass^k, flip rate)"),
@@ -176,7 +176,8 @@ def register(app) -> None:
             for r in table.iter_rows(named=True):
                 typer.echo(json.dumps(r))
             return
-        typer.echo(f"{table.height} runs; metric: mean [{level:.0%} bootstrap interval over tasks]")
+        typer.echo(f"{table.height} runs; metric: mean [{level:.0%} interval over tasks: percentile bootstrap from 10 tasks, "
+                   "Student t below (column interval), none for one task]")
         typer.echo(R.format_table(R.display_runs(table, metrics)))
         typer.echo(R.noise_text(noise))
 
@@ -216,9 +217,15 @@ def register(app) -> None:
             for r in table.iter_rows(named=True):
                 typer.echo(json.dumps(r))
             return
+        setups = {}
         for name, run in zip(dict.fromkeys([table["reference"][0], *table["run"].to_list()]), runs):
             meta = R.read_run_meta(R.resolve_run(run))
-            typer.echo(f"{name}: tasks {task_set_label(meta.get('task_source'), meta.get('corpus'))}")
+            setups[name] = (meta.get("toolset"), R.limits_label(meta))
+            typer.echo(f"{name}: tasks {task_set_label(meta.get('task_source'), meta.get('corpus'))} · tool set "
+                       f"{meta.get('toolset') or '–'} · limits {R.limits_label(meta) or '–'}")
+        if len(set(setups.values())) > 1:
+            typer.echo("note: the runs differ in tool set or turn/call limits (above): a difference is the policy's "
+                       "and the setup's together")
         typer.echo(f"reference: {table['reference'][0]}; diff = run − reference over shared tasks with its "
                    f"{level:.0%} interval")
         typer.echo(R.compare_note(table, level))
@@ -251,7 +258,8 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
             rows += [(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n[(r["policy"], m)]) for m in loc
                      if m not in R.RUN_METRICS]  # e.g. file_f2 is both: shown once
     head = (f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
-            f"{run['n']} episodes" + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}")
+            f"{run['n']} episodes" + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}"
+            + f"\nintervals over tasks: {run['interval']}" + (f" · limits {run['limits']}" if run.get("limits") else ""))
 
     def num(x) -> str:
         return "n/a" if x is None or x != x else f"{x:.3f}"

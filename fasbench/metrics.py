@@ -197,13 +197,18 @@ def interval_method(n: int) -> str:
 
 #: Episode-table columns whose values are shares or scores in [0, 1] (P/R/F, hit rates, shares,
 #: the Relace rewards and their parts): their small-n t intervals are clipped to [0, 1].
-UNIT_COLUMNS = re.compile(r"(precision|recall|_f1|_f2|f0_5|_acc_at_|all_gold_at_|recall_at_|_share|wellformed|"
+UNIT_COLUMNS = re.compile(r"(precision|recall|_f1|_f2|f0_5|_acc_at_|all_gold_at_|recall_at_|_top1|_share|wellformed|"
                           r"^reported$|^reward_relace|turn_penalty|^explore_|^cb_)")
+#: Columns that count or time something (turns, calls, seconds, tokens, lines, files): never below 0.
+NONNEGATIVE_COLUMNS = re.compile(r"(^turns$|calls|_s$|tokens|lines|^n_|files|max_parallel|_per_)")
 
 
 def column_bounds(name: str) -> tuple[float, float] | None:
-    """``(0, 1)`` for a column of :data:`UNIT_COLUMNS`, else None (no known range)."""
-    return (0.0, 1.0) if UNIT_COLUMNS.search(name) else None
+    """The range a column's values can take, which its small-n t interval is clipped to: ``(0, 1)``
+    for a column of :data:`UNIT_COLUMNS`, ``(0, inf)`` for one of :data:`NONNEGATIVE_COLUMNS`, else None."""
+    if UNIT_COLUMNS.search(name):
+        return (0.0, 1.0)
+    return (0.0, math.inf) if NONNEGATIVE_COLUMNS.search(name) else None
 
 
 def mean_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0,

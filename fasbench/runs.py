@@ -123,7 +123,8 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
              "toolset": meta.get("toolset") or _first(df, "toolset"),
              "task_source": task_set_label(meta.get("task_source") or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
                                                                         else None), meta.get("corpus")),
-             "n": df.height, "interval": interval_method(df.height), "resumed": resume_note(d), "query_source": query_source_label(meta)}
+             "n": df.height, "interval": interval_method(df.height), "resumed": resume_note(d), "query_source": query_source_label(meta),
+             "limits": limits_label(meta)}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
             mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed, bounds=column_bounds(m)) if vals else (None,) * 3
@@ -133,7 +134,7 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
         r["path"] = str(d)
         rows.append(r)
     schema = {"run": pl.Utf8, "policy": pl.Utf8, "toolset": pl.Utf8, "task_source": pl.Utf8, "n": pl.Int64,
-              "interval": pl.Utf8, "resumed": pl.Utf8, "query_source": pl.Utf8,
+              "interval": pl.Utf8, "resumed": pl.Utf8, "query_source": pl.Utf8, "limits": pl.Utf8,
               **{f"{m}{s}": pl.Float64 for m in metrics for s in ("", "_lo", "_hi")},
               "created": pl.Utf8, "code": pl.Utf8, "path": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)
@@ -149,6 +150,25 @@ def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95, n_b
     sign-flip p-value (exact up to 20 tasks that differ), its interval at ``level`` (exact sign-flip up to
     20 tasks, nan when n is too small for one; percentile bootstrap above), ``n`` and the test's name."""
     return paired_test(b, a, level=level, n_boot=n_boot, seed=seed)
+
+
+def limits_label(meta: dict) -> str | None:
+    """A run's budget as recorded in its run.json: ``6 turns × 12 calls`` (None when not recorded)."""
+    t, c = meta.get("max_turns"), meta.get("max_calls")
+    return f"{t} turns × {c} calls" if t is not None and c is not None else None
+
+
+def headline_reward(df: pl.DataFrame) -> str | None:
+    """The reward a run's ``reward`` column is (the ``reward_NAME`` column equal to it on every row),
+    or None when no such column is there."""
+    if "reward" not in df.columns or df.height == 0:
+        return None
+    r = df["reward"].cast(pl.Float64)
+    for c in df.columns:
+        if c.startswith("reward_") and "__" not in c and df[c].dtype.is_numeric():
+            if ((df[c].cast(pl.Float64) - r).abs().fill_null(1.0) < 1e-12).all():
+                return c[len("reward_"):]
+    return None
 
 
 def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = None, level: float = 0.95,
@@ -174,6 +194,12 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = Non
         raise RunError("compare needs at least one metric")
     for name, df in zip(names, frames):
         check_metrics(df, metrics, name)
+    if "reward" in metrics:  # `reward` is each run's headline reward: comparable only when it is the same one
+        heads = {name: headline_reward(df) for name, df in zip(names, frames)}
+        if len(set(heads.values())) > 1:
+            raise RunError("the runs' `reward` columns are different rewards (" + ", ".join(
+                f"{n}: {h or 'unknown'}" for n, h in heads.items()) + "); compare one reward's column, e.g. "
+                "--metric reward_relace_f2")
     ref, ref_df = names[0], frames[0]
     pool = find_runs(repeats) if repeats is not None else find_runs(sorted({d.parent for d in dirs}))
     floors = noise_floors(list(dict.fromkeys([*dirs, *pool])), metrics)
@@ -320,7 +346,8 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
     """The runs table as strings: ``mean [lo, hi]`` per metric, date without seconds."""
     rows = []
     for r in table.iter_rows(named=True):
-        row = {k: r[k] for k in ("run", "policy", "toolset", "task_source", "n", "resumed", "query_source") if k in r}
+        row = {k: r[k] for k in ("run", "policy", "toolset", "limits", "task_source", "n", "interval", "resumed",
+                                 "query_source") if k in r}
         for m in metrics:
             if m in r:
                 row[m] = _ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits)

@@ -32,7 +32,8 @@ def test_eval_prints_one_compact_summary_table(tmp_path, monkeypatch):
     # the spec once, in the header (before it: run_eval's own line on what this call ran)
     assert sum(policy in ln for ln in lines[lines.index(head):]) == 1, r.stdout
     assert "tool set relace" in head and str(tf) in head and f"{len(tasks)} episodes" in head
-    i = lines.index(head)
+    i = lines.index(head) + 1  # the line under it names the interval method and the limits
+    assert lines[i].startswith("intervals over tasks: Student t (n = ") and "limits 6 turns × 12 calls" in lines[i]
     assert re.fullmatch(r"metric +mean +95% CI +n", lines[i + 1])
     row = re.compile(r"(\S+) +(-?\d+\.\d{3}|n/a) +\[(-?\d+\.\d{3}|n/a), (-?\d+\.\d{3}|n/a)\] +(\d+)")
     rows = []

@@ -126,5 +126,6 @@ def test_small_n_intervals_of_shares_stay_in_zero_one():
     assert hi > 1.0  # unclipped
     m2, lo2, hi2 = mean_ci(v, bounds=column_bounds("file_f2"))
     assert (m2, lo2) == (m, lo) and hi2 == 1.0
-    assert column_bounds("turns") is None and column_bounds("wall_s") is None
+    assert column_bounds("turns") == column_bounds("wall_s") == (0.0, float("inf"))  # counts and times: >= 0
+    assert column_bounds("file_top1") == (0.0, 1.0) and column_bounds("reward_fastcontext") is None  # 0..3
     assert column_bounds("reward_relace_f2") == column_bounds("all_gold_at_5") == column_bounds("line_recall") == (0.0, 1.0)

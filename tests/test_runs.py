@@ -101,7 +101,7 @@ def test_cli_runs_and_compare_tables_and_one_line_errors(runs):
 
     d, cli = runs["dir"], CliRunner()
     r = cli.invoke(app, ["runs", str(d)])
-    assert r.exit_code == 0 and "heuristic:turns=3" in r.stdout and "95% bootstrap" in r.stdout
+    assert r.exit_code == 0 and "heuristic:turns=3" in r.stdout and "95% interval over tasks: percentile bootstrap from 10 tasks, Student t below" in r.stdout
     r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "heur"), "--metric", "file_f2,line_f1", "--metric", "turns",
                          "--level", "0.9"])
     assert r.exit_code == 0, r.stderr
@@ -167,3 +167,19 @@ def test_runs_browser_picks_compares_and_opens_an_episode(runs):
     assert rb.compare_html.value == "" and rb.open_run.value == "heur"
     with pytest.raises(R.RunError, match="unknown run"):
         RunsBrowser([runs["dir"]], pick=["nope"])
+
+
+def test_compare_refuses_reward_when_the_runs_headline_rewards_differ(tmp_path):
+    """`reward` is each run's headline reward: a relace run's beside a fastcontext run's (0..3) is no
+    difference of one measure (a new user compared 0.571 with 1.362 that way)."""
+    for name, head in (("a", "relace_f2"), ("b", "fastcontext")):
+        d = tmp_path / name
+        d.mkdir()
+        rel, fc = [0.5, 0.0, 1.0], [1.5, 0.0, 2.0]
+        pl.DataFrame({"task_id": ["t1", "t2", "t3"], "policy": [name] * 3, "reward_relace_f2": rel,
+                      "reward_fastcontext": fc, "reward": rel if head == "relace_f2" else fc}
+                     ).write_parquet(d / "summary.parquet")
+    with pytest.raises(R.RunError, match=r"different rewards \(a: relace_f2, b: fastcontext\)"):
+        R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward"])
+    t = R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward_relace_f2"])  # one reward's column: fine
+    assert t["diff"][0] == 0.0
