@@ -146,17 +146,20 @@ def acceptance(df: pl.DataFrame, max_turns: int = 4, margin: float = 0.10, bm25:
     """Does the best heuristic in ≤ ``max_turns`` turns beat bm25 by ≥ ``margin`` file-level F2 on
     the shared tasks, with its median episode under 2 s? Returns the numbers and the verdict (on the
     point estimate, the target's definition), with the paired sign-flip test of the difference
-    (``p``; ``paired``: the whole :func:`fasbench.metrics.paired_test` result, for the findings' words)."""
+    (``p``; ``paired``: the whole :func:`fasbench.metrics.paired_test` result, for the findings' words).
+    Heuristics tied on mean F2 go to the one with fewer turns; ``tied`` names the others."""
     heur = [p for p in df["policy"].unique().to_list() if family(p) == "heuristic"]
     heur = [p for p in heur if df.filter(pl.col("policy") == p)["turns"].max() <= max_turns]
     if not heur or bm25 not in df["policy"].to_list():
         raise ValueError(f"acceptance needs a heuristic run in <= {max_turns} turns and a {bm25!r} run")
     best = max(heur, key=lambda p: (round(df.filter(pl.col("policy") == p)["file_f2"].mean(), 9),
                                      -df.filter(pl.col("policy") == p)["turns"].mean()))  # ties: fewer turns
+    top = round(df.filter(pl.col("policy") == best)["file_f2"].mean(), 9)
+    tied = sorted(p for p in heur if p != best and round(df.filter(pl.col("policy") == p)["file_f2"].mean(), 9) == top)
     a, b = df.filter(pl.col("policy") == best), df.filter(pl.col("policy") == bm25)
     c = compare(a, b, "file_f2")
     med = float(a["wall_s"].median())
-    return {"heuristic": best, "n_tasks": c["n"], "f2_heuristic": float(a["file_f2"].mean()),
+    return {"heuristic": best, "tied": tied, "n_tasks": c["n"], "f2_heuristic": float(a["file_f2"].mean()),
             "f2_bm25": float(b["file_f2"].mean()), "diff": c["diff"], "diff_lo": c["lo"], "diff_hi": c["hi"],
             "p": c["p"], "paired": {k: c[k] for k in ("diff", "lo", "hi", "p", "n", "n_nonzero", "p_min", "test", "ci",
                                                       "level")},
