@@ -10,7 +10,8 @@ Tool names belong here. Code outside ``fasbench/tools/`` asks about tools by **k
 a result showed from its structured record:
 
 - :func:`tool_kind` (``"read"`` | ``"search"`` | ``"list"`` | ``"report"``, :data:`KINDS`),
-  :func:`answer_tool`, :func:`tool_names`, :func:`toolset_of` (which tool set a list of schemas is);
+  :func:`shell_command` (the command line of a call of the tool set's shell tool, for the trajectory
+  rubric), :func:`answer_tool`, :func:`tool_names`, :func:`toolset_of` (which tool set a list of schemas is);
 - :func:`shown` (a result's :class:`~fasbench.records.Shown`: paths listed, line ranges viewed,
   match lines; parsed from the text for traces written before it was recorded) and
   :func:`observation` (that record with the text of each content line it showed, the call, its kind
@@ -60,6 +61,17 @@ def tool_kind(toolset: str, name: str) -> str | None:
     fasbench does not have (a trace of a foreign tool set has no kinds)."""
     cls = _CLASSES.get(toolset)
     return cls.kinds.get(name) if cls is not None else None
+
+
+def shell_command(toolset: str, call: ToolCall) -> str | None:
+    """The shell command line ``call`` runs when it calls ``toolset``'s shell tool (relace's bash);
+    None for any other tool, a tool set without one, or one fasbench does not have. The trajectory
+    analysis classifies such a call by its command, as it does an agent's shell action."""
+    cls = _CLASSES.get(toolset)
+    if cls is None or cls.shell_tool is None or call.name != cls.shell_tool:
+        return None
+    cmd = _args(call).get("command")
+    return cmd if isinstance(cmd, str) else None
 
 
 def tool_names(toolset: str | None = None) -> list[str]:
@@ -145,4 +157,4 @@ def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
 
 
 __all__ = ["KINDS", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
-           "make_toolset", "observation", "seen", "shown", "tool_kind", "tool_names", "toolset_of"]
+           "make_toolset", "observation", "seen", "shell_command", "shown", "tool_kind", "tool_names", "toolset_of"]

@@ -85,12 +85,14 @@ class Toolset:
 
     Subclasses (one per published tool set) define ``name``, ``tools``, ``answer_tool`` (the
     tool name that ends the episode, or None when the answer is a text block), ``kinds`` (each
-    tool's kind: read, search, list or report), the prompts, ``parse_report`` and ``shown_of``.
+    tool's kind: read, search, list or report), ``shell_tool`` (the tool that runs the ``command``
+    argument as a shell command line, or None), the prompts, ``parse_report`` and ``shown_of``.
     """
 
     name: str = ""
     answer_tool: str | None = None
     kinds: dict[str, str] = {}
+    shell_tool: str | None = None
     # the episode loop (fasbench.harness) and the observation cap; FastContext's release differs in all three
     extra_final_turn: bool = False  # True: the last-turn note comes on an extra turn max_turns + 1
     silent_reply_ends: bool = False  # True: a reply with neither calls nor answer ends the episode

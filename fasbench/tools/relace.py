@@ -245,6 +245,7 @@ class RelaceToolset(Toolset):
     name = "relace"
     answer_tool = "report_back"
     kinds = KINDS
+    shell_tool = "bash"
 
     def shown_of(self, name: str, args: dict, text: str) -> Shown:
         return observe(name, args, text, workspace_canon(self.ws)).shown

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from fasbench.records import RecordError, Trace, parse_arguments
+from fasbench.tools import shell_command
 from fasbench.trajectories import atif, atif_trace, openhands
 from fasbench.trajectories.raw import bash_blocks, message_text, read_text
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
@@ -398,8 +399,7 @@ def _fasbench(objs: list[dict], path: Path, fmt: str = "fasbench-trace") -> list
             raise TrajectoryError(f"fasbench-trace record {k + 1}: {e}") from e
         turns = []
         for j, turn in enumerate(tr.turns):
-            calls = [Call(c.name, c.arguments_json(), c.arguments if isinstance(c.arguments, dict) else None)
-                     for c in turn.calls]
+            calls = [_fasbench_call(tr.toolset, c) for c in turn.calls]
             t = AgentTurn(j + 1, calls, turn.prompt_tokens, turn.completion_tokens)
             turns.append(t)
         if any(t.prompt_tokens is None or t.completion_tokens is None for t in turns):
@@ -412,3 +412,12 @@ def _fasbench(objs: list[dict], path: Path, fmt: str = "fasbench-trace") -> list
             meta={"toolset": tr.toolset},
         ))
     return out
+
+
+def _fasbench_call(toolset: str, c) -> Call:
+    """A fasbench call: its tool set's shell tool as shell text (classified by the rubric, as an agent's
+    command is), any other tool by its arguments."""
+    cmd = shell_command(toolset, c)
+    if cmd is not None:
+        return Call(c.name, cmd)
+    return Call(c.name, c.arguments_json(), c.arguments if isinstance(c.arguments, dict) else None)
