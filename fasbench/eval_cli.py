@@ -60,6 +60,9 @@ def register(app) -> None:
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs.
 
+        Failed episodes (e.g. a model server down) are counted before the table, left out of its means,
+        retried by a rerun of the same command, and make the exit status 3.
+
         Only the tasks usable on the chosen corpus kind run; the excluded count and reasons are
         printed (and written to OUT/excluded.jsonl) before the run starts."""
         # local import: fasbench.evaluate/runs/polars cost ~7 s at CLI start-up (module docstring)
