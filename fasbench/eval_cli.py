@@ -60,6 +60,9 @@ def register(app) -> None:
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs.
 
+        Failed episodes (e.g. a model server down) are counted before the table, left out of its means,
+        retried by a rerun of the same command, and make the exit status 3.
+
         Only the tasks usable on the chosen corpus kind run; the excluded count and reasons are
         printed (and written to OUT/excluded.jsonl) before the run starts."""
         # local import: fasbench.evaluate/runs/polars cost ~7 s at CLI start-up (module docstring)
@@ -118,6 +121,11 @@ def register(app) -> None:
             typer.echo(f"interrupted: finished episodes are kept in {out / 'traces.jsonl'}; "
                        "the same command resumes", err=True)
             raise typer.Exit(130)
+        failed = int(df["failed"].sum()) if "failed" in df.columns else 0
+        if failed:  # before the table: e.g. a model server that still failed after the last retry
+            typer.echo(f"{failed} of {df.height} episodes FAILED (model server or policy error; summary column "
+                       "`error`, traces' meta.failed_requests): the means below leave them out; the same "
+                       "command retries them", err=True)
         if df.height:
             typer.echo(summary_text(df, out))
             if scoring:
@@ -128,11 +136,11 @@ def register(app) -> None:
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
         if limit or excluded or shard:
             typer.echo(count)
-        failed = int(df["error"].is_not_null().sum()) if "error" in df.columns else 0
-        if failed:  # e.g. a model server that still failed after the last retry; the reasons are in the traces
-            typer.echo(f"{failed} episodes failed (summary column `error`, traces' meta.failed_requests)", err=True)
         for w in last_call(out).get("warnings") or ():  # no parsable tool call, calls read from text
             typer.echo(w, err=True)
+        if failed:  # scripts notice: exit status 3
+            typer.echo(f"{failed} episodes failed; exit status 3", err=True)
+            raise typer.Exit(3)
 
     @app.command("policies")
     def policies_cmd(model_path: str = typer.Option("", "--model-path", help="print the local folder of an hf model "
@@ -229,6 +237,8 @@ def register(app) -> None:
         typer.echo(f"reference: {table['reference'][0]}; diff = run − reference over shared tasks with its "
                    f"{level:.0%} interval")
         typer.echo(R.compare_note(table, level))
+        if R.failed_note(table):
+            typer.echo(R.failed_note(table), err=True)
         typer.echo(R.format_table(R.display_compare(table)))
 
 
@@ -241,10 +251,11 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
     # local import: polars + fasbench.evaluate/runs/localization, ~7 s at CLI start-up (module docstring)
     import polars as pl
     from fasbench import runs as R
-    from fasbench.evaluate import aggregate
+    from fasbench.evaluate import aggregate, split_failed
     from fasbench.localization import localization_columns
 
     run = R.runs_table([out], level=level).row(0, named=True)
+    df = split_failed(df)[0]  # the means are over the episodes that ran (the header gives the failed count)
     rows = [(m, run[m], run[f"{m}_lo"], run[f"{m}_hi"], df[m].drop_nulls().len() if m in df.columns else run["n"])
             for m in R.RUN_METRICS]
     loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
@@ -258,7 +269,8 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
             rows += [(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n[(r["policy"], m)]) for m in loc
                      if m not in R.RUN_METRICS]  # e.g. file_f2 is both: shown once
     head = (f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
-            f"{run['n']} episodes" + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}"
+            f"{run['n']} episodes" + (f", {run['failed']} failed (left out)" if run.get("failed") else "")
+            + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}"
             + f"\nintervals over tasks: {run['interval']}" + (f" · limits {run['limits']}" if run.get("limits") else ""))
 
     def num(x) -> str:

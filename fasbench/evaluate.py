@@ -3,7 +3,10 @@
 ``run_eval(tasks, policy, toolset, out)`` runs one episode per task over a process (or thread) pool
 with a progress bar, appends each finished trace to ``out/traces.jsonl`` from the main process only
 (so no line is written twice), and resumes: the file is repaired (a truncated last line cut) and the
-tasks it already holds are skipped. ``out/summary.parquet`` then has one row per task, the episode
+tasks it already holds are skipped, except failed ones (:func:`trace_failed`, e.g. a model server that
+was down), which run again; their retry replaces the failed trace (one trace per task). Summary column
+``failed`` marks those still failed; means leave them out (:func:`split_failed`).
+``out/summary.parquet`` then has one row per task, the episode
 table of :mod:`fasbench.episodes` (its ``COLUMNS``): reward and its parts under each reward of
 ``fasbench.reward.REWARDS``, file/line precision/recall/F1/F2, all-gold@k (every gold file in the
 top k) and Recall@k, turns, calls per turn, wall time split into model and tool time,
@@ -125,12 +128,47 @@ def _episode(task_d: dict, spec: str, toolset: str, limits: Limits) -> dict:
     return safe_episode(Task.from_dict(task_d), _WORKER["policy"], toolset, limits).to_dict()
 
 
+def trace_failed(d: Mapping) -> bool:
+    """Whether a trace (its dict) is an infrastructure failure, not a score: the policy failed
+    (``stop_reason`` ``policy_error``, e.g. a model server that still failed after the last retry) or
+    the harness kept the failed requests (``meta.failed_requests``). Such an episode is retried on resume."""
+    return d.get("stop_reason") == "policy_error" or bool((d.get("meta") or {}).get("failed_requests"))
+
+
+def compact_traces(traces: Path) -> None:
+    """Drop each failed trace that a later one of its task replaces (its retry): an atomic rewrite."""
+    if not traces.exists():
+        return
+    rows = list(iter_jsonl(traces))
+    last = {d["task_id"]: i for i, d in enumerate(rows)}
+    keep = [d for i, d in enumerate(rows) if not (trace_failed(d) and last[d["task_id"]] != i)]
+    if len(keep) == len(rows):
+        return
+    tmp = traces.with_name(traces.name + ".tmp")
+    tmp.write_text("".join(json.dumps(d) + "\n" for d in keep), encoding="utf-8")
+    os.replace(tmp, traces)
+
+
 def done_task_ids(traces: Path) -> set[str]:
-    """Task ids with a complete trace in the file (after cutting a truncated last line)."""
+    """Task ids with a complete trace that did not fail (:func:`trace_failed`; a failed one runs again),
+    after cutting a truncated last line and dropping replaced failures (:func:`compact_traces`)."""
     repair_jsonl(traces)
     if not traces.exists():
         return set()
-    return {d["task_id"] for d in iter_jsonl(traces)}
+    compact_traces(traces)
+    return {d["task_id"] for d in iter_jsonl(traces) if not trace_failed(d)}
+
+
+def split_failed(df: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The summary without its failed episodes (column ``failed``, else ``stop_reason`` policy_error) and
+    their count: means are over the episodes that ran."""
+    if "failed" in df.columns:
+        bad = df["failed"].fill_null(False)
+    elif "stop_reason" in df.columns:
+        bad = (df["stop_reason"] == "policy_error").fill_null(False)
+    else:
+        return df, 0
+    return df.filter(~bad), int(bad.sum())
 
 
 def check_config(out: Path, cfg: RunConfig, task_source: str | None = None, ids: Sequence[str] = (),
@@ -277,6 +315,35 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     if backend not in ("process", "thread", "serial"):
         raise ValueError(f"backend must be process, thread or serial, got {backend!r}")
     bar = tqdm(total=len(todo), desc=f"eval {policy}", unit="ep", disable=not progress)
+    try:
+        _run_todo(todo, traces, bar, policy, main_policy, toolset, limits, backend, workers)
+    finally:  # also on Ctrl-C: a retried task's failed trace goes, so the file has one trace per task
+        bar.close()
+        compact_traces(traces)
+    rows = list(iter_jsonl(traces)) if traces.exists() else []
+    failed_ids = {d["task_id"] for d in rows if trace_failed(d)}
+    ran = len({t.id for t in todo} & {d["task_id"] for d in rows})
+    warnings = tool_call_warnings(traces, ids)
+    _record_call(out, {"at": timestamp(), "ran": ran, "resumed": len(resumed), "asked": len(ids),
+                       "failed": len(failed_ids & set(ids)),
+                       "no_corpus": len(pending) - len(todo), "resumed_since": since if resumed else None,
+                       **({"warnings": warnings} if warnings else {})})
+    when = f" ({since[:16].replace('T', ' ')})" if resumed and since else ""
+    print(f"eval {policy}: {ran} episodes run in this call, {len(resumed)} of {len(ids)} resumed from an earlier "
+          f"run{when} in {out}")
+    df = summarize(tasks, traces, judge=the_judge, reward=reward, scoring=scoring)
+    df = df.with_columns(pl.col("task_id").is_in(resumed).alias("resumed"),
+                         pl.col("task_id").is_in(sorted(failed_ids)).alias("failed"))
+    df = _record_query_sources(out, df, traces)
+    df.write_parquet(out / "summary.parquet")
+    for w in warnings if warn else ():
+        print(w)
+    return df
+
+
+def _run_todo(todo, traces: Path, bar, policy: str, main_policy, toolset: str, limits: Limits, backend: str,
+              workers: int) -> None:
+    """Run the episodes of ``todo``, appending each trace to ``traces`` as it finishes."""
     if backend == "serial" or workers == 1 or len(todo) <= 1:
         for t in todo:
             append_jsonl(traces, [safe_episode(t, main_policy, toolset, limits)])
@@ -301,23 +368,6 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
         else:
             run_pool(pool_cls(max_workers=workers, **kw), _episode,
                      ((t.to_dict(), policy, toolset, limits) for t in todo), keep, workers)
-    bar.close()
-    now = done_task_ids(traces) if traces.exists() else set()
-    ran = len([t for t in todo if t.id in now])
-    warnings = tool_call_warnings(traces, ids)
-    _record_call(out, {"at": timestamp(), "ran": ran, "resumed": len(resumed), "asked": len(ids),
-                       "no_corpus": len(pending) - len(todo), "resumed_since": since if resumed else None,
-                       **({"warnings": warnings} if warnings else {})})
-    when = f" ({since[:16].replace('T', ' ')})" if resumed and since else ""
-    print(f"eval {policy}: {ran} episodes run in this call, {len(resumed)} of {len(ids)} resumed from an earlier "
-          f"run{when} in {out}")
-    df = summarize(tasks, traces, judge=the_judge, reward=reward, scoring=scoring)
-    df = df.with_columns(pl.col("task_id").is_in(resumed).alias("resumed"))
-    df = _record_query_sources(out, df, traces)
-    df.write_parquet(out / "summary.parquet")
-    for w in warnings if warn else ():
-        print(w)
-    return df
 
 
 def tool_call_warnings(traces: str | Path | Iterable[Trace], ids: Iterable[str] | None = None) -> list[str]:

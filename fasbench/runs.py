@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from fasbench.evaluate import load_summary, query_source_label, read_run_meta, resume_note
+from fasbench.evaluate import load_summary, query_source_label, read_run_meta, resume_note, split_failed
 from fasbench.metrics import EXACT_MAX_N, N_FLIPS, column_bounds, interval_method, mean_ci, p_text, paired_test
 from fasbench.paths import repo_root
 from fasbench.tasksets import task_set_label
@@ -110,7 +110,8 @@ def check_metrics(df: pl.DataFrame, metrics: Sequence[str], run: str) -> None:
 def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str] = RUN_METRICS,
                level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
     """One row per run: ``run``, ``policy``, ``toolset``, ``task_source``, ``n``, ``interval`` (how the
-    intervals of its ``n`` tasks were made: :func:`fasbench.metrics.interval_method`), ``resumed``,
+    intervals of its ``n`` tasks were made: :func:`fasbench.metrics.interval_method`), ``failed`` (episodes
+    that failed for infrastructure, e.g. a model server down: left out of ``n`` and the means), ``resumed``,
     ``query_source`` (what the explorer was given, with counts: run.json ``query_sources``), each metric
     with ``<m>_lo``/``<m>_hi`` (at ``level`` over tasks, :func:`fasbench.metrics.mean_ci`: percentile
     bootstrap from 10 tasks on, Student t below, none for one task), ``created``, ``code`` and ``path``.
@@ -118,13 +119,13 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
     dirs = find_runs(paths)
     rows = []
     for name, d in zip(run_names(dirs), dirs):
-        meta, df = read_run_meta(d), load_summary(d)
+        meta, (df, failed) = read_run_meta(d), split_failed(load_summary(d))
         r = {"run": name, "policy": meta.get("policy") or _first(df, "policy"),
              "toolset": meta.get("toolset") or _first(df, "toolset"),
              "task_source": task_set_label(meta.get("task_source") or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
                                                                         else None), meta.get("corpus")),
-             "n": df.height, "interval": interval_method(df.height), "resumed": resume_note(d), "query_source": query_source_label(meta),
-             "limits": limits_label(meta)}
+             "n": df.height, "interval": interval_method(df.height), "failed": failed, "resumed": resume_note(d),
+             "query_source": query_source_label(meta), "limits": limits_label(meta)}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
             mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed, bounds=column_bounds(m)) if vals else (None,) * 3
@@ -134,7 +135,7 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
         r["path"] = str(d)
         rows.append(r)
     schema = {"run": pl.Utf8, "policy": pl.Utf8, "toolset": pl.Utf8, "task_source": pl.Utf8, "n": pl.Int64,
-              "interval": pl.Utf8, "resumed": pl.Utf8, "query_source": pl.Utf8, "limits": pl.Utf8,
+              "interval": pl.Utf8, "failed": pl.Int64, "resumed": pl.Utf8, "query_source": pl.Utf8, "limits": pl.Utf8,
               **{f"{m}{s}": pl.Float64 for m in metrics for s in ("", "_lo", "_hi")},
               "created": pl.Utf8, "code": pl.Utf8, "path": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)
@@ -179,14 +180,16 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = Non
     ``n_nonzero``, ``p_min`` (the smallest p these n could give), ``test`` and ``ci`` (the methods),
     ``level``, and ``noise_floor`` / ``noise_pairs`` (:func:`noise_floors` of the reference's and the run's
     policies, over the runs in ``repeats``: default the folders holding the compared runs; null when
-    neither policy has repeated runs there). ``metrics`` None: those of :data:`COMPARE_METRICS` every
+    neither policy has repeated runs there), ``reference_failed``/``run_failed`` (failed episodes, left
+    out: :func:`fasbench.evaluate.split_failed`). ``metrics`` None: those of :data:`COMPARE_METRICS` every
     run has (a run written before a column existed lacks it). Unknown runs or given metrics raise
     :class:`RunError` with a one-line message."""
     if len(runs) < 2:
         raise RunError("compare needs at least two runs")
     dirs = [resolve_run(r) for r in runs]
     names = run_names(dirs)
-    frames = [load_summary(d) for d in dirs]
+    split = [split_failed(load_summary(d)) for d in dirs]  # failed episodes are no score: left out
+    frames = [df for df, _ in split]
     defaulted = metrics is None
     if metrics is None:
         metrics = [m for m in COMPARE_METRICS if all(m in df.columns for df in frames)]
@@ -211,15 +214,30 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = Non
             if j.height == 0 and defaulted:  # e.g. a retrieval run has no calls, so no share of them
                 continue
             if j.height == 0:
-                raise RunError(f"{name} and {ref} share no task with a value of {m}")
+                bad = [f"{w} {k}" for w, k in ((ref, split[0][1]), (name, split[names.index(name)][1])) if k]
+                raise RunError(f"{name} and {ref} share no task with a value of {m}"
+                               + (f" (failed episodes, left out: {', '.join(bad)})" if bad else ""))
             a, b = j[m].cast(pl.Float64).to_list(), j[f"{m}_b"].cast(pl.Float64).to_list()
             res = paired_diff(a, b, level, n_boot, seed)
             fl = [floors[k][m] for k in dict.fromkeys([keys[0], key]) if k in floors and m in floors[k]]
             rows.append({"reference": ref, "run": name, "metric": m, "reference_mean": float(np.mean(a)),
-                         "run_mean": float(np.mean(b)), **res,
+                         "run_mean": float(np.mean(b)), **res, "reference_failed": split[0][1],
+                         "run_failed": split[names.index(name)][1],
                          "noise_floor": max((f for f, _ in fl), default=None),
                          "noise_pairs": sum(n for _, n in fl) if fl else 0})
     return pl.DataFrame(rows, schema_overrides={"noise_floor": pl.Float64})
+
+
+def failed_note(table: pl.DataFrame) -> str | None:
+    """One line when a compared run has failed episodes (left out of its tasks), else None."""
+    bad: dict[str, int] = {}
+    for r in table.iter_rows(named=True):
+        for who, k in ((r["reference"], r.get("reference_failed")), (r["run"], r.get("run_failed"))):
+            if k:
+                bad[who] = k
+    return (f"note: failed episodes (e.g. a model server down) are left out of n and the means: "
+            f"{', '.join(f'{w} {k}' for w, k in bad.items())}; rerun `fasbench eval` with the same options "
+            "to retry them") if bad else None
 
 
 # ---------------------------------------------------------------- run-to-run noise
@@ -254,7 +272,7 @@ def repeat_groups(dirs: Sequence[Path]) -> dict[tuple, list[Path]]:
 
 
 def _values(d: Path, metric: str) -> dict[str, float]:
-    df = load_summary(d)
+    df = split_failed(load_summary(d))[0]
     if metric not in df.columns:
         return {}
     return {t: float(v) for t, v in df.select("task_id", metric).drop_nulls().iter_rows()}
@@ -346,8 +364,8 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
     """The runs table as strings: ``mean [lo, hi]`` per metric, date without seconds."""
     rows = []
     for r in table.iter_rows(named=True):
-        row = {k: r[k] for k in ("run", "policy", "toolset", "limits", "task_source", "n", "interval", "resumed",
-                                 "query_source") if k in r}
+        row = {k: r[k] for k in ("run", "policy", "toolset", "limits", "task_source", "n", "failed", "interval",
+                                 "resumed", "query_source") if k in r}
         for m in metrics:
             if m in r:
                 row[m] = _ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits)
