@@ -20,7 +20,8 @@ from fasbench.tasksets import corpus_kind_of, load_task_set, parse_task_set, tas
 
 
 # every policy family with an example (typer keeps these lines as they are)
-POLICY_HELP = "Policies (`fasbench policies` lists their parameters):\n\n" + "\n".join(
+# "\b": click prints the paragraph after it as written (one family a line), not re-wrapped into one
+POLICY_HELP = "Policies (`fasbench policies` lists their parameters):\n\n\b\n" + "\n".join(
     f"  {fam.example}   {fam.what}" for fam in POLICIES.values())
 
 
@@ -31,7 +32,7 @@ def register(app) -> None:
                                   "JSONL file[:SPLIT], or git:PATH (fasbench.tasksets)"),
         policy: str = typer.Option(..., "--policy", help="NAME[:key=value,...], e.g. heuristic:turns=3, bm25, "
                                    "openai:model=M,base_url=URL, hf:model=smollm2-offline (all families below)"),
-        toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext"),
+        toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext | fastcontext-fork"),
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (traces.jsonl, summary.parquet); resumes "
                                            "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
                                            "POLICY-KEY, KEY derived from every option that changes the run"),

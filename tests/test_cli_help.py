@@ -72,3 +72,13 @@ def test_cli_start_up_loads_no_heavy_module():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == []
+
+
+def test_eval_help_lists_one_policy_family_a_line():
+    """The policies epilog is not re-wrapped into one paragraph (a new user found it unreadable):
+    each family's example spec starts a line of its own."""
+    from fasbench.policies import POLICIES
+
+    lines = [ln.strip() for ln in runner.invoke(app, ["eval", "--help"], terminal_width=200).stdout.splitlines()]
+    for fam in POLICIES.values():
+        assert any(ln.startswith(fam.example + " ") for ln in lines), fam.example
