@@ -21,6 +21,7 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import Sequence
 
+from fasbench import contain
 from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus
 from fasbench.records import Gold, Task
 
@@ -65,7 +66,7 @@ class PerturbMap:
         out = []
         for path, s, e in regions:
             if e == -1 and path in self.blocks:  # end of file: a reorder stays inside the file
-                e = len((root / self.path(path)).read_text(encoding="utf-8", errors="replace").split("\n"))
+                e = len(_lines(root, self.path(path)))
             if e == -1:
                 out.append([self.path(path), s, e])
             else:
@@ -155,7 +156,9 @@ def perturb_tasks(tasks: Sequence[Task], spec: str) -> tuple[list[Task], list[di
 
 
 def _lines(root: str | Path, path: str) -> list[str]:
-    return (Path(root) / path).read_text(encoding="utf-8", errors="replace").split("\n")
+    """The lines of a task's gold file (a path the task names: read through fasbench.contain)."""
+    data, _ = contain.read_bytes(root, path)
+    return data.decode("utf-8", errors="replace").split("\n")
 
 
 def _gold_spans(gold: Gold) -> list[tuple[str, list[list[int]]]]:
