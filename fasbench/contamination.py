@@ -108,7 +108,7 @@ def load_pairs(out_root: str | Path, specs: Sequence[str]) -> pl.DataFrame:
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
 
 
-def paired_table(df: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1", "acc_at_5"),
+def paired_table(df: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1", "all_gold_at_5"),
                  level: float = 0.95) -> pl.DataFrame:
     """Per policy and metric, on the tasks both variants ran: both means, perturbed − original with
     its paired interval and p (``fasbench.metrics.paired_test``), the interval's width, and
@@ -145,7 +145,7 @@ def changed_tasks(df: pl.DataFrame, chk: pl.DataFrame, policy: str, metric: str 
             .join(chk.select("task_id", "text_changed"), on="task_id", how="left"))
 
 
-def paired_figure(table: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1", "acc_at_5"),
+def paired_figure(table: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1", "all_gold_at_5"),
                   title: str = "", tasks: str = "") -> go.Figure:
     """Perturbed − original per policy and metric with its paired 95% interval (no bar where n is too
     small for one); 0 = the perturbation changed nothing."""
