@@ -112,7 +112,8 @@ def paired_table(df: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1
                  level: float = 0.95) -> pl.DataFrame:
     """Per policy and metric, on the tasks both variants ran: both means, perturbed − original with
     its paired interval and p (``fasbench.metrics.paired_test``), the interval's width, and
-    ``within``: |difference| < width, or every paired difference exactly 0 (the acceptance test)."""
+    ``within``: |difference| < width, or every paired difference exactly 0 (the acceptance test); None
+    when some task changed and n is too small for an interval (nothing to compare the difference with)."""
     rows = []
     for policy in df["policy"].unique(maintain_order=True).to_list():
         sub = df.filter(pl.col("policy") == policy)
@@ -128,7 +129,8 @@ def paired_table(df: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "line_f1
                          "perturbed": sum(x) / len(x) if x else None, "diff": res["diff"], "lo": res["lo"],
                          "hi": res["hi"], "width": width, "p": res["p"], "ci": res["ci"],
                          "tasks_changed": sum(u != v for u, v in zip(x, y)),
-                         "within": zero or abs(res["diff"]) < width, "paired": res})
+                         "within": True if zero else (None if width != width else bool(abs(res["diff"]) < width)),
+                         "paired": res})
     return pl.DataFrame(rows)
 
 
