@@ -158,7 +158,8 @@ def paired_figure(table: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "lin
             continue
         d, lo, hi = t["diff"].to_list(), t["lo"].to_list(), t["hi"].to_list()
         fig.add_trace(go.Scatter(
-            x=d, y=t["policy"].to_list(), mode="markers", name=m, marker=dict(size=11, color=PALETTE[i % len(PALETTE)]),
+            x=d, y=t["policy"].to_list(), mode="markers", name=m, orientation="h",  # group along y, not along the value axis
+            marker=dict(size=11, color=PALETTE[i % len(PALETTE)]),
             error_x=dict(type="data", array=[h - x if h == h else 0 for x, h in zip(d, hi)],
                          arrayminus=[x - v if v == v else 0 for x, v in zip(d, lo)], thickness=1.5, width=6),
             hovertemplate=m + " %{y}: %{x:+.3f}<extra></extra>"))
