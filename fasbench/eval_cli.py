@@ -131,9 +131,11 @@ def register(app) -> None:
             typer.echo(summary_text(df, out))
             if scoring:
                 # local import: loaded with fasbench.evaluate above (~7 s at CLI start-up)
-                from fasbench.localization import fastcontext_summary
+                from fasbench.localization import fastcontext_summary, fastcontext_warning
 
                 typer.echo(f"FastContext run_score.py ({scoring}): " + json.dumps(fastcontext_summary(df)))
+                if warn := fastcontext_warning(df, scoring):
+                    typer.echo(warn, err=True)
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
         if limit or excluded or shard:
             typer.echo(count)

@@ -369,6 +369,19 @@ def fastcontext_row(task, trace, file_types: Sequence[str] | None = FC_FILE_TYPE
             "fc_filter": "release" if file_types == FC_FILE_TYPES else ("none" if file_types is None else "custom")}
 
 
+def fastcontext_warning(df, scoring: str) -> str | None:
+    """A warning when ``--scoring fastcontext`` found no gold file in some tasks: the release's
+    ``FILE_TYPES`` filter (:data:`FC_FILE_TYPES`) has no ``.py``, so every Python task scores 0 under it."""
+    if scoring != "fastcontext" or not df.height or "fc_n_patch_files" not in df.columns:
+        return None
+    empty = int((df["fc_n_patch_files"].fill_null(0) == 0).sum())
+    if not empty:
+        return None
+    return (f"warning: --scoring fastcontext kept no gold file in {empty} of {df.height} episodes: the release's "
+            f"FILE_TYPES filter ({' '.join(FC_FILE_TYPES)}) has no .py, so these score 0; "
+            f"--scoring fastcontext-all scores every file")
+
+
 def fastcontext_summary(df) -> dict:
     """run_score.py's printed result (lines 57-78) from the ``fc_*`` columns of a summary frame: macro
     means over its rows and ``n_no_citation``."""

@@ -16,7 +16,8 @@ import polars as pl
 import pytest
 
 from fasbench.episodes import episode_row
-from fasbench.localization import FC_FILE_TYPES, fastcontext_row, fastcontext_summary, fc_parse_patch, fc_scores
+from fasbench.localization import (FC_FILE_TYPES, fastcontext_row, fastcontext_summary, fastcontext_warning,
+                                   fc_parse_patch, fc_scores)
 from fasbench.records import Gold, Report, Task, Trace, write_tasks
 from fasbench.tasksets import LOCAGENT_FILTERED, TaskSetError, load_task_set, parse_task_set, task_set_label
 
@@ -97,9 +98,18 @@ def test_eval_cli_scoring_fastcontext(tmp_path):
     df = pl.read_parquet(out / "summary.parquet")
     assert {"fc_file_f1", "fc_line_recall", "fc_no_citation", "fc_gold"} <= set(df.columns)
     assert printed == fastcontext_summary(df) and df["fc_n_patch_lines"][0] == 7
+    assert "FILE_TYPES" not in r.stderr  # a .go gold file passes the release's filter: no warning
     bad = subprocess.run([sys.executable, "-m", "fasbench.cli", "eval", "--tasks", str(tasks), "--policy", "heuristic",
                           "--out", str(tmp_path / "run2"), "--scoring", "nope"], capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and "unknown scoring 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_scoring_fastcontext_warns_where_its_filter_keeps_no_gold():
+    df = pl.DataFrame({"fc_n_patch_files": [0, 2, 0]})
+    w = fastcontext_warning(df, "fastcontext")
+    assert "2 of 3 episodes" in w and ".py" in w and "fastcontext-all" in w and "\n" not in w
+    assert fastcontext_warning(df, "fastcontext-all") is None
+    assert fastcontext_warning(pl.DataFrame({"fc_n_patch_files": [1]}), "fastcontext") is None
 
 
 def test_locagent_selection_drops_its_26():

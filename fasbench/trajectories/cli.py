@@ -90,7 +90,8 @@ def analyze_cmd(
     _show_skipped(a.files.skipped, skipped)
     if o:
         typer.echo(f"read+search: {o['read_search_turn_share']:.3f} of tool turns, {o['read_search_token_share']:.3f} "
-                   f"of tokens; first edit turn mean {o['first_edit_turn_mean']}")
+                   f"of tokens; first edit turn mean " + ("n/a (no edit)" if o.get("first_edit_turn_mean") is None
+                                                       else f"{o['first_edit_turn_mean']:.2f}"))
     r = s.get("relace") or {}
     if r.get("search_phase_share"):
         sp, ini = r["search_phase_share"], r["initial_search_share"]
