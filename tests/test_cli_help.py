@@ -82,3 +82,13 @@ def test_eval_help_lists_one_policy_family_a_line():
     lines = [ln.strip() for ln in runner.invoke(app, ["eval", "--help"], terminal_width=200).stdout.splitlines()]
     for fam in POLICIES.values():
         assert any(ln.startswith(fam.example + " ") for ln in lines), fam.example
+
+
+def test_profile_help_lists_every_shipped_profile():
+    from fasbench.training import profile_help
+    from fasbench.training.config import CONFIGS_DIR
+
+    for prefix in ("sft", "rl"):
+        names = {p.stem[len(prefix) + 1:] for p in CONFIGS_DIR.glob(f"{prefix}_*.yaml")}
+        listed = set(profile_help(prefix).split("(", 1)[1].split(")", 1)[0].split(" | "))
+        assert names and listed == names

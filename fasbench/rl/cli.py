@@ -10,10 +10,12 @@ from typing import List, Optional
 
 import typer
 
+from fasbench.training import profile_help
+
 from fasbench.errors import UserError
 from fasbench.training.log import read_log
 
-PROFILE_HELP = "profile (tiny | cpu | gpu | long_cpu | long_gpu) or a YAML config file"
+PROFILE_HELP = profile_help("rl")
 SET_HELP = "override a config field: key=value, the value read as the field's type (repeatable)"
 
 

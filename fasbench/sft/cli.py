@@ -11,8 +11,10 @@ from typing import List, Optional
 
 import typer
 
+from fasbench.training import profile_help
 
-PROFILE_HELP = "profile (tiny | cpu | gpu | long_cpu | long_gpu) or a YAML config file"
+
+PROFILE_HELP = profile_help("sft")
 SET_HELP = ("override a config field: key=value (key: a field of build/train/eval, or section.key where "
             "two sections have it, e.g. eval.max_turns), the value read as the field's type (repeatable)")
 SetOpt = typer.Option(None, "--set", help=SET_HELP)
