@@ -360,12 +360,28 @@ def _p(p: float) -> str:
     return p_text(p)
 
 
+#: Widest a name or spec (run, policy, task source) is shown in the runs table; ``--json`` keeps it whole.
+SPEC_WIDTH = 44
+
+
+def shorten(text: str, width: int = SPEC_WIDTH) -> str:
+    """``text`` cut in its middle to ``width`` characters (``…`` where cut): a policy spec such as
+    ``openai:base_url=...,model=...`` keeps its family and its end (the model) readable."""
+    text = str(text)
+    if len(text) <= width:
+        return text
+    tail = width // 3
+    return text[: width - tail - 1] + "…" + text[-tail:]
+
+
 def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digits: int = 3) -> pl.DataFrame:
-    """The runs table as strings: ``mean [lo, hi]`` per metric, date without seconds."""
+    """The runs table as strings: ``mean [lo, hi]`` per metric, date without seconds, long names and
+    specs shortened in their middle (:func:`shorten`)."""
     rows = []
     for r in table.iter_rows(named=True):
-        row = {k: r[k] for k in ("run", "policy", "toolset", "limits", "task_source", "n", "failed", "interval",
-                                 "resumed", "query_source") if k in r}
+        row = {k: (shorten(r[k]) if k in ("run", "policy", "task_source") and r[k] is not None else r[k])
+               for k in ("run", "policy", "toolset", "limits", "task_source", "n", "failed", "interval",
+                         "resumed", "query_source") if k in r}
         for m in metrics:
             if m in r:
                 row[m] = _ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits)

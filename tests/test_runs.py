@@ -183,3 +183,10 @@ def test_compare_refuses_reward_when_the_runs_headline_rewards_differ(tmp_path):
         R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward"])
     t = R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward_relace_f2"])  # one reward's column: fine
     assert t["diff"][0] == 0.0
+
+
+def test_long_policy_specs_are_shortened_in_the_runs_table_only():
+    spec = "openai:base_url=http://127.0.0.1:8000/v1,model=Qwen/Qwen3-4B-Instruct-2507,api_key_env=FASBENCH_KEY,timeout_s=900"
+    short = R.shorten(spec)
+    assert len(short) == R.SPEC_WIDTH and short.startswith("openai:base_url=") and short.endswith("timeout_s=900")
+    assert "…" in short and R.shorten("heuristic:turns=3") == "heuristic:turns=3"
