@@ -21,9 +21,16 @@ REPORT_JS := $(VENV)/report-js
 HTML_MANAGER := @jupyter-widgets/html-manager@1.0.15
 REQUIREJS := requirejs@2.3.7
 
-.PHONY: install venv-install run report test figures chromium bubblewrap clean
+.PHONY: install venv-install nbstripout run report test figures chromium bubblewrap clean
 
-install: $(STAMP) chromium bubblewrap
+install: $(STAMP) chromium bubblewrap nbstripout
+
+# Notebook outputs never reach a commit: .gitattributes names the nbstripout filter, defined here in this
+# checkout's git config (cell ids kept, so JupyterLab's saves leave the tracked notebooks unchanged).
+nbstripout: $(STAMP)
+	@git rev-parse --is-inside-work-tree >/dev/null 2>&1 && \
+	  git config filter.nbstripout.clean '"$(abspath $(PY))" -m nbstripout --keep-id' && \
+	  git config filter.nbstripout.smudge cat && git config diff.ipynb.textconv '"$(abspath $(PY))" -m nbstripout -t --keep-id' || true
 
 $(STAMP): pyproject.toml
 	@$(LOCK) $(MAKE) --no-print-directory venv-install
