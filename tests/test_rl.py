@@ -20,7 +20,7 @@ from fasbench.checkpoints import evaluate_checkpoint
 from fasbench.episodes import COLUMNS
 from fasbench.harness import Limits, execute_calls, initial_messages, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
-from fasbench.records import Reply, ToolCall, turn_messages
+from fasbench.records import Reply, Task, ToolCall, turn_messages
 from fasbench.reward import score_report
 from fasbench.rl.analysis import read_rollouts
 from fasbench.rl.config import LOG_FILE, RLConfig, load_config
@@ -220,6 +220,26 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
     # the harness's own messages of those turns are what the completion holds
     assert [m["content"] for m in completion if m["role"] == "tool"] == \
         [m["content"] for t in trace.turns for m in turn_messages(t)[1:]]
+
+
+def test_rl_judge_is_asked_about_the_rollouts_own_query(tasks):
+    """A FastContext rollout on a task with a generated query: the judge request carries that query
+    (the release judges against the rollout's own <query>), not the task's problem statement."""
+    from fasbench.reward import judge_requests
+    from fasbench.tools.fastcontext_query import FC_QUERY
+
+    task = Task.from_dict(tasks[0].to_dict())
+    task.meta = {**(task.meta or {}), FC_QUERY: "Where are numbers formatted for display?"}
+    lim = Limits(max_turns=3, max_calls_per_turn=4)
+    env = environment_class("fastcontext", lim)()
+    env.reset(task=json.dumps(task.to_dict()))
+    env._begin_turn()
+    answer = "<final_answer>\ncalc/fmt.py:1-2 (show formats)\n</final_answer>"
+    completion = [{"role": "assistant", "content": answer}]
+    ep = env._episode(completion)
+    assert ep.meta["query"] == "Where are numbers formatted for display?" and ep.meta["query_source"] == "generated"
+    ((message, _contents),) = judge_requests([(ep, task)])
+    assert "Where are numbers formatted for display?" in message and task.query not in message
 
 
 @pytest.mark.parametrize("reward,parts", [("relace", {"accuracy", "turn_penalty"}),

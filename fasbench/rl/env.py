@@ -165,6 +165,13 @@ class HarnessEnv:
         ts, task = self._toolset, self._task
         trace = Trace(task_id=task.id, policy=policy, toolset=ts.name, stop_reason="max_turns",
                       prompt=[dict(m) for m in prompt or [] if isinstance(m, dict)])
+        # The query this rollout's explorer was given (build_dataset's prompt: a FastContext generated query
+        # where the task has one), recorded as run_episode records it: the judge is asked about it, as the
+        # release's judge is asked about the rollout's own <query> message.
+        query, source = ts.episode_query(task)
+        trace.meta["query_source"] = source
+        if query != task.query:
+            trace.meta["query"] = query
         results_by_turn: dict[int, list[ToolResult]] = {}
         for turn, _, res in self._log:
             results_by_turn.setdefault(turn, []).append(res)
