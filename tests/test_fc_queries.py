@@ -88,3 +88,19 @@ def test_bad_input_is_one_line(tmp_path):
     r = CliRunner().invoke(app, ["data", "fc-queries", "--tasks", "swebench-lite:test", "--n", "1", "--endpoint",
                                  "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", str(tmp_path / "bad.jsonl")])
     assert r.exit_code == 2 and "not a query record" in r.output, r.output
+
+
+def test_query_requests_send_max_tokens_only_when_asked(tmp_path):
+    """query_gen.py@5fb8c1d sends no max_tokens (the endpoint's limit applies): neither does
+    fc-queries unless the spec sets it; the marker that says so never reaches the request."""
+    from fasbench.data.fc_queries import generate_one, make_client
+
+    task = toy_tasks(make_corpus(tmp_path / "corpus"))[0]
+    sent = []
+    reply = {"choices": [{"finish_reason": "stop", "message": {"content": "no call"}}]}
+    for spec, want in (("openai:model=m,base_url=http://127.0.0.1:9/v1", None),
+                       ("openai:model=m,base_url=http://127.0.0.1:9/v1,max_tokens=64", 64)):
+        client = make_client(spec)
+        client.complete = lambda body: sent.append(body) or reply  # the request body as it would be sent
+        generate_one(task, client)
+        assert sent[-1].get("max_tokens") == want and not any(k.startswith("__") for k in sent[-1])

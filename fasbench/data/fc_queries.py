@@ -30,14 +30,21 @@ GENERATOR = "query_gen.py@5fb8c1d"
 
 def make_client(spec: str) -> OpenAIPolicy:
     """The endpoint client of ``openai:model=NAME,base_url=URL[,temperature=…,max_tokens=…,timeout_s=…]``;
-    temperature defaults to the release's 1.0. A clear ValueError on a bad spec."""
+    temperature defaults to the release's 1.0. ``max_tokens`` is sent only when the spec sets it: the
+    release's ``query_gen.py`` sends none (the endpoint's own limit applies). A clear ValueError on a bad spec."""
     name, kw = parse_spec(spec)
     if name != "openai":
         raise ValueError(f"endpoint spec {spec!r}: expected 'openai:model=NAME,base_url=URL', got {name!r}")
     if "model" not in kw:
         raise ValueError(f"endpoint spec {spec!r} needs model=NAME (the model the endpoint serves)")
     kw.setdefault("temperature", str(TEMPERATURE))
-    return build(OpenAIPolicy, "fc-queries endpoint", kw, name=spec)
+    client = build(OpenAIPolicy, "fc-queries endpoint", kw, name=spec)
+    client.extra_body = {**client.extra_body, SEND_MAX_TOKENS: "max_tokens" in kw}
+    return client
+
+
+#: Key of ``extra_body`` (never sent) saying whether the spec set ``max_tokens``.
+SEND_MAX_TOKENS = "__fasbench_send_max_tokens"
 
 
 def source_of(client: OpenAIPolicy) -> str:
@@ -47,13 +54,16 @@ def source_of(client: OpenAIPolicy) -> str:
 def generate_one(task: Task, client: OpenAIPolicy) -> dict:
     """One record: ``task_id``, ``fc_query`` (None when it failed), ``fc_query_source``, ``description``,
     ``finish_reason``, ``tool_calls`` (name and arguments as the model gave them), ``error``."""
+    extra = dict(client.extra_body)
     body = {"model": client.model, "messages": messages(task.query), "tools": TOOLS,
-            "temperature": client.temperature, "max_tokens": client.max_tokens, "stream": False}
+            "temperature": client.temperature, "stream": False}
+    if extra.pop(SEND_MAX_TOKENS, True):  # as query_gen.py@5fb8c1d: no max_tokens unless the spec asks
+        body["max_tokens"] = client.max_tokens
     if client.top_p is not None:
         body["top_p"] = client.top_p
     if client.seed is not None:
         body["seed"] = client.seed
-    body.update(client.extra_body)
+    body.update(extra)
     rec = {"task_id": task.id, FC_QUERY: None, FC_QUERY_SOURCE: source_of(client), "description": None,
            "finish_reason": None, "tool_calls": [], "error": None}
     try:
