@@ -108,7 +108,8 @@ def _defs_cached(root: str, path: str, key: tuple) -> tuple:
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError):
-        return ()  # extract_defs: a file that does not parse has no definitions
+        return ()  # deviation: ContextBench's tree-sitter extract_defs recovers definitions from a file with
+        # syntax errors; Python's ast gives none for it (fasbench has no tree-sitter Python grammar)
     kinds = {ast.FunctionDef: "function_definition", ast.AsyncFunctionDef: "function_definition",
              ast.ClassDef: "class_definition"}
     return tuple((path, kinds[type(n)], n.lineno, n.col_offset, n.end_lineno) for n in ast.walk(tree)

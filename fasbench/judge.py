@@ -15,9 +15,9 @@ episode's last prompt message, ``<query>…</query>``). As released:
 - parsing: the ```` ```json ```` block if there is one, else the whole reply, as JSON; ``int(score) × 0.1``;
   anything unparsable (or a failed call) scores 0.
 
-The judge prompt: ``agent_judge.py`` reads ``agent_judge.md`` next to it; the stored release holds that
-file for its sibling recipe, ``training/swefc-rl/agent_judge.md`` @23ca8c6 (same inputs, ``<query>`` and
-``<final_answer>``), which is used here verbatim (see ``fasbench/tools/README.md``).
+The judge prompt: ``agent_judge.py`` reads ``agent_judge.md`` next to it, ``training/fastcontext-rl/
+agent_judge.md`` @0dc077f (byte-identical to the sibling recipe's ``training/swefc-rl/agent_judge.md``
+@23ca8c6), used here verbatim (see ``fasbench/tools/README.md``).
 
 fasbench additions: a spec string like the policies' (``openai:model=NAME,base_url=URL[,workers=N,
 cache=DIR,...]``; the HTTP client, retries and timeouts are :class:`~fasbench.policies.openai_compat.

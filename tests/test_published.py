@@ -7,7 +7,7 @@ prompt. Sources (see fasbench/tools/README.md for the table):
 - FastContext: GitHub T0mSIlver/fastcontext, src/fastcontext/agent/tool/{read,glob,grep}.py and
   grep.md, src/fastcontext/agent/system.md, src/fastcontext/agent/agent.py,
   training/fastcontext-rl/{rl_data_preprocess,agent_judge,utils,generate_with_fastcontext}.py,
-  training/swefc-rl/agent_judge.md.
+  training/fastcontext-rl/agent_judge.md @0dc077f (byte-identical to training/swefc-rl/agent_judge.md @23ca8c6).
 
 The hashes pin the verbatim texts as transcribed from those sources; the other assertions restate the
 facts independently of the modules that hold the texts."""
