@@ -169,6 +169,7 @@ def register(app) -> None:
         success: str = typer.Option("all_gold_at_5", "--success", help="run-to-run noise: the metric whose value "
                                     "≥ --threshold is a success (pass^k, flip rate)"),
         threshold: float = typer.Option(1.0, "--threshold", help="run-to-run noise: success threshold"),
+        latex: Optional[Path] = typer.Option(None, "--latex", help="also write the table as booktabs LaTeX to this file"),
     ):
         """One table of all runs: policy, tool set, task source, n, main metrics with CIs, date, code version;
         then, where one policy was run more than once, its run-to-run noise (pass^k, flip rate)."""
@@ -190,6 +191,10 @@ def register(app) -> None:
         typer.echo(f"{table.height} runs; metric: mean [{level:.0%} interval over tasks: percentile bootstrap from 10 tasks, "
                    "Student t below (column interval), none for one task]")
         typer.echo(R.format_table(R.display_runs(table, metrics)))
+        if latex:
+            from fasbench.tables import write_latex  # local import: polars, ~0.28 s of CPU; only --latex needs it
+
+            typer.echo(f"LaTeX table: {write_latex(R.display_runs(table, metrics), latex, caption=table['interval'][0])}")
         typer.echo(R.noise_text(noise))
 
 
@@ -216,6 +221,7 @@ def register(app) -> None:
         level: float = typer.Option(0.95, "--level", help="confidence level of the intervals"),
         n_boot: int = typer.Option(2000, "--n-boot", min=100, help="bootstrap resamples (intervals above 20 tasks)"),
         as_json: bool = typer.Option(False, "--json", help="one JSON object per row instead of a table"),
+        latex: Optional[Path] = typer.Option(None, "--latex", help="also write the table as booktabs LaTeX to this file"),
     ):
         """Paired comparison of each run against the first (run − reference) on their shared tasks: the
         two-sided sign-flip p (exact up to 20 tasks) beside its n, and the interval."""
@@ -243,6 +249,10 @@ def register(app) -> None:
         if R.failed_note(table):
             typer.echo(R.failed_note(table), err=True)
         typer.echo(R.format_table(R.display_compare(table)))
+        if latex:
+            from fasbench.tables import write_latex  # local import: polars, ~0.28 s of CPU; only --latex needs it
+
+            typer.echo(f"LaTeX table: {write_latex(R.display_compare(table), latex, caption=R.compare_note(table, level))}")
 
 
 def summary_text(df, out: Path, level: float = 0.95) -> str:

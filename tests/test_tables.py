@@ -1,0 +1,63 @@
+"""LaTeX tables for a paper (fasbench/tables.py, `fasbench runs --latex`, `fasbench compare --latex`):
+booktabs layout, numbers right-aligned, and every cell escaped so that a name from a run folder cannot
+form a LaTeX command (a hostile policy spec with \\input or \\write18)."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+import pytest
+
+from fasbench.tables import latex_escape, to_latex
+
+HOSTILE = r"openai:model=\input{/etc/passwd}\write18{rm -rf ~}&x_%$#^{}"
+
+
+def test_booktabs_layout_and_alignment():
+    df = pl.DataFrame({"policy": ["bm25", "heuristic:turns=3"], "n": ["40", "40"],
+                       "file_f2": ["0.412 [0.330, 0.494]", "0.655 [0.571, 0.739]"], "code": ["abc123", None]})
+    tex = to_latex(df, caption="Student t (n = 40)", label="tab:runs")
+    lines = tex.splitlines()
+    assert lines[0] == r"\begin{table}[t]" and r"\begin{tabular}{lrrl}" in lines and lines[-1] == r"\end{table}"
+    assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule")
+    assert r"heuristic:turns=3 & 40 & 0.655 [0.571, 0.739] & -- \\" in tex  # None shown as an en dash
+    assert r"\caption{Student t (n = 40)}" in tex and r"\label{tab:runs}" in tex
+
+
+def test_no_command_can_be_formed_from_a_cell():
+    tex = to_latex(pl.DataFrame({"policy": [HOSTILE], "run": ["a\nb\x00c"]}), label="x}\\input{y")
+    body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0]
+    commands = set(re.findall(r"\\[A-Za-z]+", body))
+    assert commands <= {r"\textbackslash", r"\textasciicircum", r"\textasciitilde"}, commands
+    assert "input{" not in tex.replace(r"input\{", "") and "\n" not in body.strip().replace(" \\\\\n", "")
+    assert r"\label{x--input-y}" in tex
+
+
+@pytest.mark.parametrize("raw,want", [("a_b", r"a\_b"), ("50%", r"50\%"), ("–", "--"), ("−0.2", "$-$0.2"),
+                                      ("x ≥ 2", r"x $\geq$ 2"), ("6 × 12", r"6 $\times$ 12"), ("a…b", r"a\ldots{}b")])
+def test_escape(raw, want):
+    assert latex_escape(raw) == want
+
+
+def test_unknown_column_is_one_line():
+    with pytest.raises(ValueError, match="no column 'nope'"):
+        to_latex(pl.DataFrame({"a": ["1"]}), columns=["nope"])
+
+
+def test_runs_and_compare_write_latex(tmp_path):
+    import subprocess
+    import sys
+
+    from fasbench.replay import example_run
+
+    ex = str(example_run().path)
+    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "runs", ex, "--latex", str(tmp_path / "runs.tex")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-1500:]
+    tex = (tmp_path / "runs.tex").read_text()
+    assert r"\begin{tabular}" in tex and r"\caption{" in tex and "LaTeX table:" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "compare", ex, ex, "--latex", str(tmp_path / "cmp.tex")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert r"\midrule" in (tmp_path / "cmp.tex").read_text()
