@@ -179,3 +179,38 @@ def check_task(task):
         for n in names:
             text(n, f"{where}: gold.entities[{show(level, 20)}]", MAX_PATH)
     return task
+
+
+def skip_name(rec: Any, i: int, key: tuple[str, ...] = ("instance_id",)) -> str:
+    """How a record is named in the skip list: its first ``key`` field that is a safe id, else its number."""
+    for k in key:
+        iid = rec.get(k) if isinstance(rec, dict) else None
+        if isinstance(iid, str) and ID_RE.fullmatch(iid) and len(iid) <= MAX_ID:
+            return iid
+    return f"record {i + 1}"
+
+
+def each_record(recs: list, one, key: tuple[str, ...] = ("instance_id",)) -> tuple[list, list[dict]]:
+    """``one(rec, rid) -> (task, None) | (None, {"reason", "detail"?})`` for every record, each task
+    checked at the boundary (:func:`check_task`); a record that is not an
+    object, a field of the wrong type or value (``bad-field``) or any other shape the importer
+    cannot read (``bad-record``) is one line in the skip list, and the batch goes on."""
+    tasks, dropped = [], []
+    for i, rec in enumerate(recs):
+        rid = skip_name(rec, i, key)
+        if not isinstance(rec, dict):
+            dropped.append({"id": rid, "reason": "not-an-object", "detail": f"got {type(rec).__name__}"})
+            continue
+        try:
+            t, why = one(rec, rid)
+            if t is not None:
+                check_task(t)
+        except RecordError as e:
+            t, why = None, {"reason": "bad-field", "detail": str(e).replace("\n", " ")[:300]}
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            t, why = None, {"reason": "bad-record", "detail": f"{type(e).__name__}: {e}".replace("\n", " ")[:300]}
+        if t is None:
+            dropped.append({"id": rid, **why})
+        else:
+            tasks.append(t)
+    return tasks, dropped
