@@ -6,7 +6,10 @@ Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
   clone checked out at ``base_commit`` in ``worktrees/<owner>__<name>@<sha12>`` (its own ``.git``
   directory: the tools run git only there). The clone URL comes from
   ``task.meta["clone_url"]``, else ``FASBENCH_GIT_URL`` (a template with ``{repo}``, e.g.
-  ``file:///mirrors/{repo}``), else ``https://github.com/{repo}.git``. The gold needs no relocation.
+  ``file:///mirrors/{repo}``), else ``https://github.com/{repo}.git``, checked at the record boundary
+  (``fasbench.records.fields``: https, ``file:///`` or an absolute path; the repository name and
+  ``base_commit`` too, before they name a folder); every git runs through the one wall
+  (``fasbench.gitsafe``). The gold needs no relocation.
 - **offline**: the PyPI sdist of the release picked for the task's (repository, version) (the last
   release before it; table in ``data/swebench/corpora_picks.tsv`` from ../shared/data/CORPORA.md),
   fetched with ``pip download --no-deps --no-binary :all: --no-build-isolation NAME==R``; when pip

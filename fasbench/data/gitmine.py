@@ -5,7 +5,9 @@ changed with old-file ``hunk``/``changed`` ranges (as for PR gold), ``base_commi
 Skipped, with a reason: merges, root commits, commits touching no code file (``non-code``), huge
 commits (more than ``max_files`` files or ``max_lines`` changed lines), and empty or unparseable
 diffs. ``meta["clone_url"]`` points at the repository so ``corpus.materialize`` can check out the
-parent commit.
+parent commit. git runs through the one wall (``fasbench.gitsafe``): the repository's own ``.git``
+folder (a ``.git`` file is not followed), no system or global config, and no program its config or
+attributes name (textconv, external diff, fsmonitor, pager, hooks) ever runs.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = Non
         raise GitRepoError(f"{repo_path} is not a directory")
     try:
         gd = gitsafe.repository(repo)
-        name = fields.repo_name(name or repo.name, "repository name (--name)")
+        name = fields.repo_name(name or repo.name, "the mined repository's name (its folder's name, or name=)")
         fields.clone_url(str(repo), f"repository path {str(repo)!r}")
     except (gitsafe.GitError, RecordError) as e:
         raise GitRepoError(str(e)) from None
