@@ -213,3 +213,17 @@ def test_tasks_file_bad_record_is_skipped_not_fatal(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 4 and all("skipped" in x for x in err), err
     assert os.listdir(tmp_path) == ["t.jsonl"]
+
+
+def test_online_checkout_fetches_a_commit_newer_than_the_clone(repo, tmp_path, monkeypatch):
+    """A task at a commit the cached clone does not hold yet: the wall's fetch (https/file transports of
+    the URL the clone checked) brings it; the fetch is not refused by the wall's no-transport default."""
+    r, base, _ = repo
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    first = Task("t1", "q", "o/r", Gold({"mod.py": [[1, 2]]}), base, meta={"clone_url": f"file://{r}"})
+    assert try_materialize(first, mode="online")[1] is None
+    (r / "mod.py").write_text((r / "mod.py").read_text().replace("line 1\n", "line #1\n"))
+    git(r, "commit", "-qam", "later")
+    later = Task("t2", "q", "o/r", Gold({"mod.py": [[1, 2]]}), git(r, "rev-parse", "HEAD"), meta={"clone_url": f"file://{r}"})
+    got, why = try_materialize(later, mode="online")
+    assert why is None and (Path(got.root) / "mod.py").read_text().startswith("line #1")

@@ -258,10 +258,12 @@ def clone_url(task: Task) -> str:
         raise CorpusError("clone-failed", str(e)) from None
 
 
-def _git(cmd: str, *options: str, cwd: Path, revs: tuple = (), paths: list | None = None) -> str:
+def _git(cmd: str, *options: str, cwd: Path, revs: tuple = (), paths: list | None = None,
+         protocols: tuple[str, ...] = ()) -> str:
     """git in fasbench's own clone ``cwd`` (its ``.git``), through the one wall (fasbench.gitsafe)."""
     try:
-        return gitsafe.run(cmd, *options, revs=revs, paths=paths, git_dir=cwd / ".git", work_tree=cwd)
+        return gitsafe.run(cmd, *options, revs=revs, paths=paths, git_dir=cwd / ".git", work_tree=cwd,
+                           protocols=protocols, timeout=3600 if protocols else 600)
     except gitsafe.GitError as e:
         raise CorpusError("clone-failed", str(e)) from None
 
@@ -304,7 +306,7 @@ def git_worktree(task: Task, url: str | None = None) -> Path:
         try:
             _git("cat-file", "-e", cwd=clone, revs=(f"{sha}^{{commit}}",))
         except CorpusError:
-            _git("fetch", "--quiet", cwd=clone, paths=["origin"])
+            _git("fetch", "--quiet", cwd=clone, paths=["origin"], protocols=gitsafe.PROTOCOLS)  # the URL clone checked
         if wt.exists():  # an old worktree (its .git a file): prune it from the clone, rebuild
             shutil.rmtree(wt)
             _git("worktree", "prune", cwd=clone)
