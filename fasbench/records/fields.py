@@ -10,7 +10,8 @@ newline or a terminal escape in it is never printed raw). The importers put that
 skip list and go on with the next record.
 
 - a **repository** (``repo``) is ``owner/name`` or ``name``, each part of ``[A-Za-z0-9_.-]``,
-  starting with a letter, digit or ``_`` (so never ``..``, ``-x`` or a path);
+  starting with a letter, digit or ``_`` (so never ``..``, ``-x`` or a path), or ``name==version``
+  (an installed package: the ``symbols`` tasks);
 - a **commit** (``base_commit``) is 7 to 40 (SHA-1) or 64 (SHA-256) hexadecimal digits, nothing else
   (not a ref name, not ``/../..``, not an option);
 - a **clone URL** (``meta["clone_url"]``) is ``https://HOST[:PORT]/PATH``, ``file:///PATH`` or an
@@ -36,7 +37,7 @@ MAX_ID = 200
 MAX_PATH = 4096
 MAX_URL = 2048
 _PART = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}"
-REPO_RE = re.compile(rf"{_PART}(?:/{_PART})?")
+REPO_RE = re.compile(rf"{_PART}(?:/{_PART}|==[A-Za-z0-9][A-Za-z0-9.+!_-]{{0,63}})?")
 COMMIT_RE = re.compile(r"[0-9a-f]{7,40}|[0-9a-f]{64}")
 ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+=,-]*")
 _HOST = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?(?::[0-9]{1,5})?"
