@@ -831,6 +831,12 @@ def check_git_wall(files=None) -> dict[str, list[str]]:
         tree = parsed(p)[0]
         direct = {a.asname or a.name: (node.module, a.name) for node in ast.walk(tree)
                   if isinstance(node, ast.ImportFrom) and node.module in ("subprocess", "os") for a in node.names}
+        assigned: dict[str, list[ast.AST]] = {}  # a command built first (cmd = ["git", ...]) and run after
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for tgt in node.targets:
+                    if isinstance(tgt, ast.Name):
+                        assigned.setdefault(tgt.id, []).append(node.value)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
@@ -840,6 +846,7 @@ def check_git_wall(files=None) -> dict[str, list[str]]:
             if target not in _SPAWNERS:
                 continue
             args = list(node.args[:1]) + [k.value for k in node.keywords if k.arg in ("args", "cmd")]
+            args += [v for a in args if isinstance(a, ast.Name) for v in assigned.get(a.id, [])]
             if any(_names_git(a) for a in args):
                 out.setdefault(r, []).append(f"line {node.lineno}: {target[0]}.{target[1]} runs git outside "
                                              f"the wall (use fasbench.gitsafe.run)")
@@ -864,7 +871,9 @@ def test_git_wall_rule_catches_direct_git(tmp_path):
                    "def c():\n    git = shutil.which('git')\n    return subprocess.Popen([git, 'status'])\n"
                    "def d():\n    return go(args=['git', 'fetch'])\n"
                    "def e():\n    os.system('git clone x')\n"
-                   "def f():\n    return subprocess.run(['pip', 'download', 'gitpython'])\n", encoding="utf-8")
+                   "def f():\n    return subprocess.run(['pip', 'download', 'gitpython'])\n"
+                   "def g(a):\n    cmd = ['git', *a]\n    return subprocess.run(cmd)\n", encoding="utf-8")
     found = check_git_wall([("fasbench/data/m.py", src), (GIT_WALL, REPO / GIT_WALL)])
-    assert [x.split(":")[0] for x in found["fasbench/data/m.py"]] == ["line 4", "line 6", "line 9", "line 11", "line 13"]
+    assert [x.split(":")[0] for x in found["fasbench/data/m.py"]] == ["line 4", "line 6", "line 9", "line 11", "line 13",
+                                                                  "line 18"]
     assert GIT_WALL not in found

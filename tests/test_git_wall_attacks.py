@@ -227,3 +227,29 @@ def test_online_checkout_fetches_a_commit_newer_than_the_clone(repo, tmp_path, m
     later = Task("t2", "q", "o/r", Gold({"mod.py": [[1, 2]]}), git(r, "rev-parse", "HEAD"), meta={"clone_url": f"file://{r}"})
     got, why = try_materialize(later, mode="online")
     assert why is None and (Path(got.root) / "mod.py").read_text().startswith("line #1")
+
+
+def test_the_wall_refuses_options_as_operands_and_ignores_the_callers_git_environment(repo, tmp_path, monkeypatch):
+    """Operands that start with '-' are refused (even after --end-of-options); a caller's GIT_DIR,
+    GIT_CONFIG_* or a secret never reach git: mining ``r`` with GIT_DIR pointing at another repository
+    mines ``r``."""
+    r, base, _ = repo
+    other = three_fixes(tmp_path / "other")
+    (other / "mod.py").write_text("changed\n")
+    git(other, "commit", "-qam", "Only in the other repository")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.pager")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", f"touch {tmp_path / 'PWNED'}")
+    monkeypatch.setenv("FASBENCH_TEST_SECRET", "s3cret")
+    tasks, _ = mine(r)
+    assert {t.query for t in tasks} == {"Fix line 3", "Fix line 10", "Fix line 17"}
+    from fasbench import gitsafe  # (after the attack: the module is new)
+    env = gitsafe.environ(r / ".git", r)
+    assert "s3cret" not in json.dumps(env) and env["GIT_DIR"] == str(r / ".git")
+    for bad in ("--output=/tmp/x", "-p", ""):
+        with pytest.raises(gitsafe.GitError, match="operand"):
+            gitsafe.run("log", revs=(bad,), git_dir=r / ".git", work_tree=r)
+    with pytest.raises(gitsafe.GitError, match="only on a repository"):
+        gitsafe.run("log")
+    assert not (tmp_path / "PWNED").exists()
