@@ -117,11 +117,11 @@ def run(cmd: str, *options: str, revs: tuple[str, ...] | list[str] = (), paths: 
         protocols: tuple[str, ...] = (), timeout: float = 600, max_bytes: int = MAX_OUTPUT,
         ok: tuple[int, ...] = (0,), config: tuple[tuple[str, str], ...] = ()) -> str:
     """``git <cmd> <options> --end-of-options <revs> -- <paths>`` (``<revs> -- <paths>`` for
-    :data:`REV_THEN_DASHES`) on ``git_dir``/``work_tree``
-    under the wall (module doc); its standard output as text. ``options`` are fasbench's own, never
-    data; ``revs`` and ``paths`` may come from data; ``config`` (fasbench's own ``(key, value)``
-    pairs, e.g. a committer) is set like ``git -c``, before :data:`OVERRIDES`, which win. :class:`GitError` (one line) when git exits
-    with a code not in ``ok``, times out, writes more than ``max_bytes`` or an operand is refused."""
+    :data:`REV_THEN_DASHES`) on ``git_dir``/``work_tree`` under the wall (module doc); its standard
+    output as text. ``options`` are fasbench's own, never data; ``revs`` and ``paths`` may come from
+    data; ``config`` (fasbench's own ``(key, value)`` pairs, e.g. a committer) is set like ``git -c``,
+    before :data:`OVERRIDES`, which win. :class:`GitError` (one line) when git exits with a code not
+    in ``ok``, times out, writes more than ``max_bytes`` or an operand is refused."""
     argv = [git_binary()]
     if cmd not in MAKERS:
         if git_dir is None and work_tree is None:
@@ -131,14 +131,13 @@ def run(cmd: str, *options: str, revs: tuple[str, ...] | list[str] = (), paths: 
         if work_tree is not None:
             argv.append(f"--work-tree={work_tree}")
     argv += [cmd, *NO_DRIVERS.get(cmd, ()), *options]
-    if revs and cmd in REV_THEN_DASHES:
-        argv += [*(_operand(r, "revision") for r in revs), "--"]
-        paths = [] if paths is None else paths
-        argv += [_operand(str(p), "operand") for p in paths]
-    elif revs:
-        argv += ["--end-of-options", *(_operand(r, "revision") for r in revs)]
-    if paths is not None and not (revs and cmd in REV_THEN_DASHES):
-        argv += ["--", *(_operand(str(p), "operand") for p in paths)]
+    rv = [_operand(r, "revision") for r in revs]
+    ps = None if paths is None else [_operand(str(p), "operand") for p in paths]
+    if rv and cmd in REV_THEN_DASHES:
+        argv += [*rv, "--", *(ps or [])]
+    else:
+        argv += ["--end-of-options", *rv] if rv else []
+        argv += ["--", *ps] if ps is not None else []
     env = environ(None, None, protocols) if cmd in MAKERS else environ(git_dir, work_tree, protocols)
     if config:  # fasbench's own pairs first: OVERRIDES come after them and win
         n = int(env["GIT_CONFIG_COUNT"])
