@@ -253,3 +253,23 @@ def test_the_wall_refuses_options_as_operands_and_ignores_the_callers_git_enviro
     with pytest.raises(gitsafe.GitError, match="only on a repository"):
         gitsafe.run("log")
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_borrowing_repository_lends_nothing_to_the_corpus(tmp_path, monkeypatch):
+    """A mined repository that borrows its objects (``objects/info/alternates``, ``clone --shared``):
+    the cached clone and the checkout copy the objects and borrow nothing, so the tools' git (which
+    refuses a borrowing ``.git``) runs in the corpus."""
+    from fasbench.tools.base import Workspace
+    from fasbench.tools.gitwall import refusal
+    a = three_fixes(tmp_path / "a")
+    subprocess.run(["git", "clone", "-q", "--shared", str(a), str(tmp_path / "b")], check=True, capture_output=True)
+    b = tmp_path / "b"
+    assert (b / ".git" / "objects" / "info" / "alternates").exists()
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    t = mine(b)[0][0]
+    got, why = try_materialize(t, mode="online")
+    assert why is None, why
+    clones = list((tmp_path / "cache" / "corpora" / "git").iterdir())
+    assert [c for c in clones if (c / ".git" / "objects" / "info" / "alternates").exists()] == []
+    assert not (Path(got.root) / ".git" / "objects" / "info" / "alternates").exists()
+    assert refusal(Workspace(Path(got.root))) is None

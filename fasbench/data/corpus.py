@@ -300,7 +300,8 @@ def git_worktree(task: Task, url: str | None = None) -> Path:
         if not (clone / ".git").exists():
             clone.parent.mkdir(parents=True, exist_ok=True)
             try:
-                gitsafe.clone(url, clone, "--quiet", "--no-checkout")
+                # --no-local: objects copied through the transport (no hard links, no alternates of a local source)
+                gitsafe.clone(url, clone, "--quiet", "--no-checkout", "--no-local")
             except gitsafe.GitError as e:
                 raise CorpusError("clone-failed", str(e)) from None
         try:
