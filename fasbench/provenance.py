@@ -4,10 +4,10 @@ installed package version outside a git checkout) and the time, for run director
 from __future__ import annotations
 
 import functools
-import subprocess
 import time
 from importlib import metadata
 
+from fasbench import gitsafe
 from fasbench.paths import repo_root
 
 
@@ -19,11 +19,10 @@ def code_version() -> dict:
     root = repo_root()
 
     def git(*args: str) -> str | None:
-        try:
-            r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.SubprocessError):
+        try:  # the checkout's own .git only (an installed package's folder discovers no parent repository)
+            return gitsafe.run(*args, git_dir=gitsafe.repository(root, own=True), work_tree=root, timeout=10).strip() or None
+        except gitsafe.GitError:
             return None
-        return r.stdout.strip() if r.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
     if commit:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -130,7 +131,9 @@ def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | No
                   ids: Sequence[str] | None = None) -> list[Task]:
     """The tasks of a task set. ``split`` (train | dev | test) filters like ``:SPLIT`` (giving both
     with different values is an error); ``ids`` keeps exactly these tasks in the order given (an
-    unknown id is an error naming it); ``limit`` keeps the first N."""
+    unknown id is an error naming it); ``limit`` keeps the first N. A record of a Task JSONL file
+    that fails the record boundary (:func:`fasbench.records.fields.check_task`) is skipped with one
+    line on standard error naming it and why."""
     ts = spec if isinstance(spec, TaskSet) else parse_task_set(spec)
     if split is not None and split not in SPLITS:
         raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
@@ -145,7 +148,10 @@ def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | No
     elif ts.kind == "symbols":
         tasks = symbols.load_tasks(want)
     elif ts.kind == "file":
-        tasks = read_tasks(ts.target)
+        skipped: list[dict] = []
+        tasks = read_tasks(ts.target, skipped)  # each record checked at the boundary (fasbench.records.fields)
+        for sk in skipped:  # one line each; the other tasks run
+            print(f"warning: task set {ts.spec}: record {sk['record']} skipped: {sk['reason']}", file=sys.stderr)
         if want:
             tasks = [t for t in tasks if t.split in (None, want)]
     else:

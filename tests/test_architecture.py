@@ -797,3 +797,83 @@ def test_observation_rules_catch_a_second_type(tmp_path):
     third = [("fasbench/records/trace.py", turn), ("fasbench/trajectories/turns.py", REPO / "fasbench/trajectories/turns.py"),
              ("fasbench/policies/second.py", turn)]
     assert "fasbench/policies/second.py" in check_class_names(third)
+
+
+# ---------------------------------------------------------------------------------------------
+# one git wall (issue 36 item 2): no module but fasbench/gitsafe.py starts git through subprocess
+
+GIT_WALL = "fasbench/gitsafe.py"
+_SPAWNERS = {("subprocess", n) for n in ("run", "Popen", "call", "check_call", "check_output", "getoutput",
+                                         "getstatusoutput")} | {("os", n) for n in ("system", "popen", "execv",
+                                                                                  "execvp", "execve", "spawnv")}
+
+
+def _names_git(node: ast.AST) -> bool:
+    """Whether an argument expression names the git program: a literal ``"git"`` (or ``.../git``, or a
+    command line ``"git ..."``) or a variable called ``git`` anywhere in it."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            v = n.value.strip()
+            if v == "git" or v.endswith("/git") or v.startswith("git "):
+                return True
+        if isinstance(n, ast.Name) and n.id.lower() in ("git", "git_bin", "git_path"):
+            return True
+    return False
+
+
+def check_git_wall(files=None) -> dict[str, list[str]]:
+    """Calls of ``subprocess.run/Popen/...`` (or ``os.system``, an ``exec``) whose command names git,
+    in any module but the wall: every git fasbench runs goes through :mod:`fasbench.gitsafe`."""
+    out: dict[str, list[str]] = {}
+    for r, p in _modules(files):
+        if r == GIT_WALL:
+            continue
+        tree = parsed(p)[0]
+        direct = {a.asname or a.name: (node.module, a.name) for node in ast.walk(tree)
+                  if isinstance(node, ast.ImportFrom) and node.module in ("subprocess", "os") for a in node.names}
+        assigned: dict[str, list[ast.AST]] = {}  # a command built first (cmd = ["git", ...]) and run after
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for tgt in node.targets:
+                    if isinstance(tgt, ast.Name):
+                        assigned.setdefault(tgt.id, []).append(node.value)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            target = ((f.value.id, f.attr) if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                      else direct.get(f.id) if isinstance(f, ast.Name) else None)
+            if target not in _SPAWNERS:
+                continue
+            args = list(node.args[:1]) + [k.value for k in node.keywords if k.arg in ("args", "cmd")]
+            args += [v for a in args if isinstance(a, ast.Name) for v in assigned.get(a.id, [])]
+            if any(_names_git(a) for a in args):
+                out.setdefault(r, []).append(f"line {node.lineno}: {target[0]}.{target[1]} runs git outside "
+                                             f"the wall (use fasbench.gitsafe.run)")
+    return out
+
+
+CHECKS["git wall"] = check_git_wall
+
+
+def test_git_only_through_the_wall():
+    expect_clean(check_git_wall(), "git started outside fasbench/gitsafe.py")
+
+
+def test_git_wall_rule_catches_direct_git(tmp_path):
+    """The rule reads real source: the ways git was started before the wall (``subprocess.run(["git",
+    ...])``, ``-C``, a ``git`` variable, ``from subprocess import run``, ``os.system("git ...")``) are
+    each caught; a subprocess without git and the wall itself are not."""
+    src = tmp_path / "m.py"
+    src.write_text("import os, shutil, subprocess\nfrom subprocess import run as go\n"
+                   "def a(args):\n    return subprocess.run(['git', *args], capture_output=True)\n"
+                   "def b(repo):\n    return subprocess.check_output(['git', '-C', str(repo), 'log'])\n"
+                   "def c():\n    git = shutil.which('git')\n    return subprocess.Popen([git, 'status'])\n"
+                   "def d():\n    return go(args=['git', 'fetch'])\n"
+                   "def e():\n    os.system('git clone x')\n"
+                   "def f():\n    return subprocess.run(['pip', 'download', 'gitpython'])\n"
+                   "def g(a):\n    cmd = ['git', *a]\n    return subprocess.run(cmd)\n", encoding="utf-8")
+    found = check_git_wall([("fasbench/data/m.py", src), (GIT_WALL, REPO / GIT_WALL)])
+    assert [x.split(":")[0] for x in found["fasbench/data/m.py"]] == ["line 4", "line 6", "line 9", "line 11", "line 13",
+                                                                  "line 18"]
+    assert GIT_WALL not in found

@@ -100,7 +100,7 @@ def test_truncated_last_line_is_skipped_and_repaired(tmp_path):
 def test_task_and_gold(tmp_path):
     g = Gold(edited={"a.py": [[1, 3]], "new.py": []}, viewed={"b.py"}, source="agent-trace",
              variants={"changed": {"a.py": [[2, 2]]}})
-    t = Task(id="x", query="q", repo="o/r", gold=g, base_commit="abc", version="1.0", split="test")
+    t = Task(id="x", query="q", repo="o/r", gold=g, base_commit="abc1234", version="1.0", split="test")
     write_tasks(tmp_path / "t.jsonl", [t])
     (back,) = read_tasks(tmp_path / "t.jsonl")
     assert back == t and back.gold.viewed == {"b.py"}

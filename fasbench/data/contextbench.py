@@ -45,7 +45,7 @@ from pathlib import Path
 from fasbench.data import swebench_tasks
 from fasbench.data.patches import parse_diff
 from fasbench.data.splits import assign
-from fasbench.records import Gold, Task, iter_jsonl
+from fasbench.records import Gold, Task, fields, iter_jsonl
 from fasbench.trajectories.paths import ROOT
 
 class ContextBenchError(ValueError):
@@ -150,46 +150,42 @@ def _task(row: dict, known: dict[str, Task]) -> tuple[Task | None, str]:
         return None, "no-repo"
     if not row.get("base_commit"):
         return None, "no-base-commit"
-    meta = {k: str(row[k]) for k in ("patch", "test_patch") if row.get(k)}
+    meta = {k: fields.text(row[k], k) for k in ("patch", "test_patch") if row.get(k)}
     if row.get("repo_url"):
-        meta["clone_url"] = str(row["repo_url"])
+        meta["clone_url"] = fields.clone_url(row["repo_url"], "repo_url")
     edited: dict = {}
     try:
         edited = {f.path: [] for f in parse_diff(meta.get("patch") or "")}
     except ValueError:
         pass
-    return Task(orig or cid, str(query), repo, Gold(edited, None, "contextbench"), str(row["base_commit"]),
-                None, None, None, meta), ""
+    return Task(orig or cid, fields.text(query, "problem_statement"), repo, Gold(edited, None, "contextbench"),
+                fields.commit(row["base_commit"]), None, None, None, meta), ""
 
 
 def import_contextbench(path: str | Path) -> tuple[list[Task], list[dict]]:
     """(tasks, dropped rows with a reason) of a ContextBench file (module doc)."""
     known = swebench_tasks()
-    tasks, dropped = [], []
-    for i, row in enumerate(read_rows(path)):
-        if not isinstance(row, dict):
-            dropped.append({"id": f"record {i + 1}", "reason": "not-an-object"})
-            continue
-        rid = str(row.get("original_inst_id") or row.get("instance_id") or f"record {i + 1}")
+
+    def one(row: dict, rid: str) -> tuple[Task | None, dict | None]:
         try:
             pairs = [_region(e) for e in gold_entries(row)]
         except (ValueError, json.JSONDecodeError) as e:
-            dropped.append({"id": rid, "reason": "bad-gold-context", "detail": str(e)[:300]})
-            continue
+            return None, {"reason": "bad-gold-context", "detail": str(e)[:300]}
         if not pairs:
-            dropped.append({"id": rid, "reason": "empty-gold-context"})
-            continue
+            return None, {"reason": "empty-gold-context"}
         t, why = _task(row, known)
         if t is None:
-            dropped.append({"id": rid, "reason": why})
-            continue
+            return None, {"reason": why}
         t.gold.context = {"regions": [r for r, _ in pairs]}
         t.meta["contextbench"] = {"instance_id": str(row.get("instance_id") or ""), "original_inst_id":
                                   str(row.get("original_inst_id") or ""), "source": str(row.get("source") or ""),
                                   "language": str(row.get("language") or ""), "file": str(path),
                                   "content": [c for _, c in pairs]}
         t.meta["gold_import"] = {"format": "contextbench", "file": str(path), "gold_kind": "annotated gold context"}
-        tasks.append(t)
+        return t, None
+
+    rows = read_rows(path)
+    tasks, dropped = fields.each_record(rows, one, key=("original_inst_id", "instance_id"))
     seen: set[str] = set()
     for t in tasks:
         if t.id in seen:

@@ -6,7 +6,10 @@ Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
   clone checked out at ``base_commit`` in ``worktrees/<owner>__<name>@<sha12>`` (its own ``.git``
   directory: the tools run git only there). The clone URL comes from
   ``task.meta["clone_url"]``, else ``FASBENCH_GIT_URL`` (a template with ``{repo}``, e.g.
-  ``file:///mirrors/{repo}``), else ``https://github.com/{repo}.git``. The gold needs no relocation.
+  ``file:///mirrors/{repo}``), else ``https://github.com/{repo}.git``, checked at the record boundary
+  (``fasbench.records.fields``: https, ``file:///`` or an absolute path; the repository name and
+  ``base_commit`` too, before they name a folder); every git runs through the one wall
+  (``fasbench.gitsafe``). The gold needs no relocation.
 - **offline**: the PyPI sdist of the release picked for the task's (repository, version) (the last
   release before it; table in ``data/swebench/corpora_picks.tsv`` from ../shared/data/CORPORA.md),
   fetched with ``pip download --no-deps --no-binary :all: --no-build-isolation NAME==R``; when pip
@@ -38,14 +41,14 @@ from functools import lru_cache
 from pathlib import Path
 
 
-from fasbench import contain
+from fasbench import contain, gitsafe
 from fasbench.data.archive import ArchiveError, unpack
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, place_context, place_explore
 from fasbench.entities import entity_gold, file_entities
 from fasbench.paths import building, cache_dir, replace_dir
-from fasbench.records import Gold, Task, append_jsonl
+from fasbench.records import Gold, RecordError, Task, append_jsonl, fields
 
 DROP_REASONS = (
     "no-pick",  # no release picked for this (repo, version)
@@ -242,49 +245,79 @@ def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
 
 
 def clone_url(task: Task) -> str:
-    if task.meta.get("clone_url"):
-        return str(task.meta["clone_url"])
-    tmpl = os.environ.get("FASBENCH_GIT_URL", "https://github.com/{repo}.git")
-    return tmpl.format(repo=task.repo)
+    """The URL ``task.repo`` is cloned from: ``meta["clone_url"]``, else ``FASBENCH_GIT_URL`` with
+    ``{repo}``, else GitHub; checked by :func:`fasbench.records.fields.clone_url` (https, file:///,
+    an absolute path; ``CorpusError("clone-failed")`` naming the refusal otherwise)."""
+    try:
+        repo = fields.repo_name(task.repo, f"task {task.id}: repo")
+        if task.meta.get("clone_url"):
+            return fields.clone_url(task.meta["clone_url"], f"task {task.id}: clone_url")
+        tmpl = os.environ.get("FASBENCH_GIT_URL", "https://github.com/{repo}.git")
+        return fields.clone_url(tmpl.format(repo=repo), f"task {task.id}: clone URL (FASBENCH_GIT_URL)")
+    except RecordError as e:
+        raise CorpusError("clone-failed", str(e)) from None
 
 
-def _git(*args: str, cwd: Path | None = None) -> str:
-    p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise CorpusError("clone-failed", f"git {' '.join(args[:2])}: {p.stderr.strip()[:300]}")
-    return p.stdout
+def _git(cmd: str, *options: str, cwd: Path, revs: tuple = (), paths: list | None = None,
+         protocols: tuple[str, ...] = ()) -> str:
+    """git in fasbench's own clone ``cwd`` (its ``.git``), through the one wall (fasbench.gitsafe)."""
+    try:
+        return gitsafe.run(cmd, *options, revs=revs, paths=paths, git_dir=cwd / ".git", work_tree=cwd,
+                           protocols=protocols, timeout=3600 if protocols else 600)
+    except gitsafe.GitError as e:
+        raise CorpusError("clone-failed", str(e)) from None
+
+
+def _checked(task: Task) -> tuple[str, str]:
+    """(the repository's folder name, the base commit) of ``task``, both checked at the boundary
+    (fasbench.records.fields): a name or commit that could name a path (``..``, ``/``) or an option
+    never reaches a path or git."""
+    if not task.base_commit:
+        raise CorpusError("clone-failed", f"task {task.id} has no base_commit")
+    try:
+        repo = fields.repo_name(task.repo, f"task {task.id}: repo")
+        return repo.replace("/", "__"), fields.commit(task.base_commit, f"task {task.id}: base_commit")
+    except RecordError as e:
+        raise CorpusError("clone-failed", str(e)) from None
 
 
 def git_worktree(task: Task, url: str | None = None) -> Path:
     """A checkout of ``task.repo`` at ``task.base_commit`` with a ``.git`` directory of its own (clone
-    once per repository, then a local clone per commit: objects hard-linked, no alternates).
+    once per repository, then a local clone per commit: objects hard-linked, no alternates). Every
+    git runs through the wall (fasbench.gitsafe); the repository name and commit are checked first.
 
     Not a ``git worktree``: a worktree's ``.git`` is a file pointing into the shared clone, and the tool
     sandbox runs git only on a root's own ``.git`` directory (``fasbench.tools.gitwall``), so the bash
     tool's git commands and ``.gitignore`` handling would be refused there. A checkout cached by an
     older fasbench as a worktree is rebuilt."""
-    if not task.base_commit:
-        raise CorpusError("clone-failed", f"task {task.id} has no base_commit")
-    slug = task.repo.strip("/").replace("/", "__")
+    slug, sha = _checked(task)
+    url = clone_url(task) if url is None else url
     clone = root_dir() / "git" / slug
-    wt = root_dir() / "worktrees" / f"{slug}@{task.base_commit[:12]}"
+    wt = root_dir() / "worktrees" / f"{slug}@{sha[:12]}"
     with _lock(f"git-{slug}"):
         if (wt / ".git").is_dir():
             return wt
         if not (clone / ".git").exists():
             clone.parent.mkdir(parents=True, exist_ok=True)
-            _git("clone", "--quiet", "--no-checkout", url or clone_url(task), str(clone))
+            try:
+                # --no-local: objects copied through the transport (no hard links, no alternates of a local source)
+                gitsafe.clone(url, clone, "--quiet", "--no-checkout", "--no-local")
+            except gitsafe.GitError as e:
+                raise CorpusError("clone-failed", str(e)) from None
         try:
-            _git("cat-file", "-e", f"{task.base_commit}^{{commit}}", cwd=clone)
+            _git("cat-file", "-e", cwd=clone, revs=(f"{sha}^{{commit}}",))
         except CorpusError:
-            _git("fetch", "--quiet", "origin", cwd=clone)
+            _git("fetch", "--quiet", cwd=clone, paths=["origin"], protocols=gitsafe.PROTOCOLS)  # the URL clone checked
         if wt.exists():  # an old worktree (its .git a file): prune it from the clone, rebuild
             shutil.rmtree(wt)
             _git("worktree", "prune", cwd=clone)
         with building(wt) as tmp:
             co = tmp / "checkout"
-            _git("clone", "--quiet", "--local", "--no-checkout", str(clone), str(co))
-            _git("checkout", "--quiet", "--detach", task.base_commit, cwd=co)
+            try:
+                gitsafe.clone(str(clone), co, "--quiet", "--local", "--no-checkout", local=True)
+            except gitsafe.GitError as e:
+                raise CorpusError("clone-failed", str(e)) from None
+            _git("checkout", "--quiet", "--detach", cwd=co, revs=(sha,))
             replace_dir(co, wt)
     return wt
 
@@ -402,15 +435,20 @@ def _test_anchors(task: Task, root: Path, anchors: dict) -> dict:
 def _base_texts(task: Task, ex: dict) -> dict[str, str]:
     """Base-commit texts of the files of ``ex``'s bounded regions from an online checkout already in
     the cache (``git/<owner>__<name>`` holding ``base_commit``; nothing is cloned or fetched here)."""
-    clone = root_dir() / "git" / task.repo.strip("/").replace("/", "__")
-    if not task.base_commit or not (clone / ".git").exists():
+    try:
+        slug, sha = _checked(task)
+    except CorpusError:
+        return {}
+    clone = root_dir() / "git" / slug
+    if not (clone / ".git").is_dir():
         return {}
     paths = {r[0] for r in list(ex["core_regions"]) + list(ex.get("optional_regions") or []) if r[2] != -1 and r[1] > 0}
     out = {}
     for p in sorted(paths):
-        r = subprocess.run(["git", "show", f"{task.base_commit}:{p}"], cwd=clone, capture_output=True)
-        if r.returncode == 0:
-            out[p] = r.stdout.decode("utf-8", errors="replace")
+        try:
+            out[p] = gitsafe.run("show", revs=(f"{sha}:{p}",), git_dir=clone / ".git", work_tree=clone)
+        except gitsafe.GitError:
+            continue
     return out
 
 

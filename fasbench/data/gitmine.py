@@ -5,16 +5,18 @@ changed with old-file ``hunk``/``changed`` ranges (as for PR gold), ``base_commi
 Skipped, with a reason: merges, root commits, commits touching no code file (``non-code``), huge
 commits (more than ``max_files`` files or ``max_lines`` changed lines), and empty or unparseable
 diffs. ``meta["clone_url"]`` points at the repository so ``corpus.materialize`` can check out the
-parent commit.
+parent commit. git runs through the one wall (``fasbench.gitsafe``): the repository's own ``.git``
+folder (a ``.git`` file is not followed), no system or global config, and no program its config or
+attributes name (textconv, external diff, fsmonitor, pager, hooks) ever runs.
 """
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+from fasbench import gitsafe
 from fasbench.data.patches import PatchError, gold_variants, parse_diff
-from fasbench.records import Gold, Task
+from fasbench.records import Gold, RecordError, Task, fields
 
 CODE_SUFFIXES = {
     ".py", ".pyx", ".pxd", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx", ".cu", ".rs", ".go", ".java",
@@ -28,11 +30,13 @@ class GitRepoError(ValueError):
     Not e2e's ``SandboxGitError``: that is fasbench's own hardened git failing on a sandbox copy."""
 
 
-def _git(repo: Path, *args: str) -> str:
-    p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace")
-    if p.returncode != 0:
-        raise GitRepoError(f"git {' '.join(args[:3])} in {repo}: {p.stderr.strip()[:300]}")
-    return p.stdout
+def _git(repo: Path, gd: Path, cmd: str, *options: str, revs: tuple = ()) -> str:
+    """git on the repository being mined through the one wall (fasbench.gitsafe): its git directory
+    fixed, no system/global config, no hooks, fsmonitor, textconv or external diff of its own."""
+    try:
+        return gitsafe.run(cmd, *options, revs=revs, git_dir=gd, work_tree=repo if gd != repo else None)
+    except gitsafe.GitError as e:
+        raise GitRepoError(f"{e} (in {repo})") from None
 
 
 def is_code(path: str) -> bool:
@@ -45,10 +49,16 @@ def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = Non
     repo = Path(repo_path).resolve()
     if not repo.is_dir():
         raise GitRepoError(f"{repo_path} is not a directory")
-    _git(repo, "rev-parse", "--git-dir")
-    name = name or repo.name
+    try:
+        gd = gitsafe.repository(repo)
+        name = fields.repo_name(name or repo.name, "the mined repository's name (its folder's name, or name=)")
+        fields.clone_url(str(repo), f"repository path {str(repo)!r}")
+    except (gitsafe.GitError, RecordError) as e:
+        raise GitRepoError(str(e)) from None
+    if rev.startswith("-"):
+        raise GitRepoError(f"revision {rev!r} may not start with '-'")
     tasks, skipped = [], []
-    for line in _git(repo, "rev-list", "--parents", rev).splitlines():
+    for line in _git(repo, gd, "rev-list", "--parents", revs=(rev,)).splitlines():
         if max_commits is not None and len(tasks) >= max_commits:
             break
         sha, *parents = line.split()
@@ -58,7 +68,7 @@ def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = Non
         if not parents:
             skipped.append({"sha": sha, "reason": "root-commit"})
             continue
-        numstat = [l.split("\t") for l in _git(repo, "diff", "--numstat", "--no-renames", parents[0], sha).splitlines()]
+        numstat = [l.split("\t") for l in _git(repo, gd, "diff", "--numstat", "--no-renames", revs=(parents[0], sha)).splitlines()]
         paths = [n[2] for n in numstat if len(n) == 3]
         if not paths:
             skipped.append({"sha": sha, "reason": "empty"})
@@ -70,14 +80,14 @@ def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = Non
         if len(paths) > max_files or n_lines > max_lines:
             skipped.append({"sha": sha, "reason": "huge"})
             continue
-        diff = _git(repo, "diff", "--no-color", "--no-ext-diff", "--no-renames", "-U3", parents[0], sha)
+        diff = _git(repo, gd, "diff", "--no-color", "--no-renames", "-U3", revs=(parents[0], sha))
         try:
             var = gold_variants(parse_diff(diff))
         except PatchError:
             skipped.append({"sha": sha, "reason": "unparseable"})
             continue
-        msg = _git(repo, "log", "-1", "--format=%B", sha).strip()
-        date = _git(repo, "log", "-1", "--format=%aI", sha).strip()
+        msg = _git(repo, gd, "log", "-1", "--format=%B", revs=(sha,)).strip()
+        date = _git(repo, gd, "log", "-1", "--format=%aI", revs=(sha,)).strip()
         gold = Gold(edited={p: [list(r) for r in rs] for p, rs in var["hunk"].items()}, source="git", variants=var)
         tasks.append(Task(id=f"{name}@{sha[:12]}", query=msg, repo=name, gold=gold, base_commit=parents[0],
                           meta={"instance_id": f"{name}@{sha}", "commit": sha, "date": date, "patch": diff,

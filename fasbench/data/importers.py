@@ -48,7 +48,7 @@ from fasbench.data.corpus import root_dir, try_materialize
 from fasbench.data.contextbench import import_contextbench
 from fasbench.data.splits import assign
 from fasbench.data.swebench_pro import tasks_from_records
-from fasbench.records import Gold, Task, iter_jsonl
+from fasbench.records import Gold, RecordError, Task, fields, iter_jsonl
 
 FORMATS = ("swe-explore", "locbench", "contextbench", "swebench-pro")
 _ID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*)__(?P<name>.+)-(?P<num>\d+)$")
@@ -81,15 +81,35 @@ def _repo_from_id(iid: str) -> str | None:
 
 
 def _region(r) -> list:
+    """A SWE-Explore region ``{"path", "start", "end"}`` (or ``[path, start, end]``), checked at the
+    boundary (fasbench.records.fields.region: integers, ordered, bounded; ``end -1`` to the end of file)."""
     if isinstance(r, dict):
-        return [str(r["path"]), int(r["start"]), int(r["end"])]
-    return [str(r[0]), int(r[1]), int(r[2])]
+        r = [r.get("path"), r.get("start"), r.get("end")]
+    return fields.region(r, "region", tail=True)
+
+
+def _mapping(v, where: str) -> dict:
+    """An optional JSON object of the record (``{model: [...]}``); RecordError for any other type."""
+    if v is None:
+        return {}
+    if not isinstance(v, dict) or not all(isinstance(x, list) for x in v.values()):
+        raise RecordError(f"{where}: expected an object {{model: [...]}}, got {type(v).__name__}")
+    return v
+
+
+def _strings(v, where: str) -> list[str]:
+    """An optional JSON list of strings of the record; RecordError for any other type."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise RecordError(f"{where}: expected a list of strings, got {fields.show(v)}")
+    return v
 
 
 def _base_task(rec: dict, known: dict[str, Task], gold_source: str) -> tuple[Task | None, str]:
-    iid = str(rec.get("instance_id") or "")
-    if not iid:
+    if not rec.get("instance_id"):
         return None, "no-instance-id"
+    iid = fields.record_id(rec["instance_id"], "instance_id")
     if iid in known:
         t = known[iid]
         return Task(iid, t.query, t.repo, Gold(dict(t.gold.edited), None, t.gold.source, dict(t.gold.variants)),
@@ -100,9 +120,9 @@ def _base_task(rec: dict, known: dict[str, Task], gold_source: str) -> tuple[Tas
     repo = rec.get("repo") or _repo_from_id(iid)
     if not repo:
         return None, "no-repo"
-    meta = {k: rec[k] for k in ("repo_dir", "patch", "clone_url") if rec.get(k)}
-    return Task(iid, str(query), str(repo), Gold({}, None, gold_source), rec.get("base_commit"),
-                rec.get("version"), None, None, meta), ""
+    meta = {k: fields.text(rec[k], k) for k in ("repo_dir", "patch", "clone_url") if rec.get(k)}
+    return Task(iid, fields.text(query, "problem_statement"), fields.repo_name(repo), Gold({}, None, gold_source),
+                rec.get("base_commit") or None, rec.get("version") or None, None, None, meta), ""
 
 
 def _whole_reads(regions: list[list], steps) -> dict[str, int]:
@@ -122,80 +142,91 @@ def _whole_reads(regions: list[list], steps) -> dict[str, int]:
 
 def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
     known = swebench_tasks()
-    tasks, dropped = [], []
-    for i, rec in enumerate(_records(path)):
-        gt = rec.get("ground_truth") if isinstance(rec, dict) else None
-        iid = rec.get("instance_id", f"record {i + 1}") if isinstance(rec, dict) else f"record {i + 1}"
+
+    def one(rec: dict, iid: str) -> tuple[Task | None, dict | None]:
+        gt = rec.get("ground_truth")
         if not isinstance(gt, dict):
-            dropped.append({"id": iid, "reason": "no-ground-truth"})
-            continue
+            return None, {"reason": "no-ground-truth"}
         try:
-            core = [_region(r) for r in gt.get("read_core_regions") or []]
-            opt = [_region(r) for regs in (gt.get("read_optional_regions_map") or {}).values() for r in regs]
-        except (KeyError, TypeError, ValueError) as e:
-            dropped.append({"id": iid, "reason": "bad-region", "detail": str(e)})
-            continue
+            core = [_region(r) for r in _list(gt.get("read_core_regions"), "read_core_regions")]
+            opt = [_region(r) for regs in _mapping(gt.get("read_optional_regions_map"), "read_optional_regions_map").values()
+                   for r in regs]
+        except RecordError as e:
+            return None, {"reason": "bad-region", "detail": str(e)[:300]}
         if not core:
-            dropped.append({"id": iid, "reason": "empty-core"})  # eval_runner's --skip-empty-core default
-            continue
+            return None, {"reason": "empty-core"}  # eval_runner's --skip-empty-core default
         t, why = _base_task(rec, known, "swe-explore")
         if t is None:
-            dropped.append({"id": iid, "reason": why})
-            continue
-        opt_files = sorted({p for fs in (gt.get("read_optional_files_map") or {}).values() for p in fs})
+            return None, {"reason": why}
+        opt_files = sorted({p for fs in _mapping(gt.get("read_optional_files_map"), "read_optional_files_map").values()
+                            for p in _strings(fs, "read_optional_files_map")})
         steps = rec.get("read_step_info") if isinstance(rec.get("read_step_info"), dict) else {}
         whole = _whole_reads(core + opt, steps)
 
         def as_read(r: list) -> list:
             return [r[0], 1, -1] if r[1] == 1 and whole.get(r[0]) == r[2] else r
 
-        t.gold.explore = {"core_files": list(gt.get("read_core_files") or []), "core_regions": [as_read(r) for r in core],
+        modified = _strings(gt.get("modified_core_files"), "modified_core_files")
+        t.gold.explore = {"core_files": _strings(gt.get("read_core_files"), "read_core_files"),
+                          "core_regions": [as_read(r) for r in core],
                           "optional_files": opt_files, "optional_regions": [as_read(r) for r in opt],
-                          "modified_files": list(gt.get("modified_core_files") or []),
+                          "modified_files": list(modified),
                           "count_paths": sorted({r[0] for r in core + opt}), "whole_files": whole}
         if not t.gold.edited:
-            t.gold.edited = {p: [] for p in gt.get("modified_core_files") or []}
+            t.gold.edited = {p: [] for p in modified}
         if rec.get("test_patch") and not t.meta.get("test_patch"):
-            t.meta["test_patch"] = str(rec["test_patch"])
-        t.meta["gold_import"] = {"format": "swe-explore", "file": str(path), "main_files": gt.get("main_files") or [],
-                                 "read_step_info": steps,
-                                 "gold_kind": str((rec.get("meta") or {}).get("gold_kind") or "read-core regions")}
-        tasks.append(t)
+            t.meta["test_patch"] = fields.text(rec["test_patch"], "test_patch")
+        meta = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
+        t.meta["gold_import"] = {"format": "swe-explore", "file": str(path),
+                                 "main_files": _strings(gt.get("main_files"), "main_files"), "read_step_info": steps,
+                                 "gold_kind": str(meta.get("gold_kind") or "read-core regions")}
+        return t, None
+
+    tasks, dropped = fields.each_record(_records(path), one)
     return assign(tasks), dropped
+
+
+def _list(v, where: str) -> list:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise RecordError(f"{where}: expected a list, got {type(v).__name__}")
+    return v
 
 
 def import_locbench(path: str | Path) -> tuple[list[Task], list[dict]]:
     known = swebench_tasks()
-    tasks, dropped = [], []
-    for i, rec in enumerate(_records(path)):
-        iid = rec.get("instance_id", f"record {i + 1}") if isinstance(rec, dict) else f"record {i + 1}"
+
+    def one(rec: dict, iid: str) -> tuple[Task | None, dict | None]:
         funcs, mods, files = [], [], []
-        for fc in rec.get("file_changes") or []:
-            files.append(fc.get("file"))
-            ch = fc.get("changes") or {}
-            funcs += ch.get("edited_entities") or []
-            mods += ch.get("edited_modules") or []
-        funcs += rec.get("edit_functions") or []
+        for fc in _list(rec.get("file_changes"), "file_changes"):
+            if not isinstance(fc, dict):
+                raise RecordError(f"file_changes: expected objects, got {type(fc).__name__}")
+            if fc.get("file") is not None:
+                files.append(fields.path(fc["file"], "file_changes.file"))
+            ch = fc.get("changes") if isinstance(fc.get("changes"), dict) else {}
+            funcs += _strings(ch.get("edited_entities"), "edited_entities")
+            mods += _strings(ch.get("edited_modules"), "edited_modules")
+        funcs += _strings(rec.get("edit_functions"), "edit_functions")
         if not funcs and not files:
-            dropped.append({"id": iid, "reason": "no-entities"})
-            continue
+            return None, {"reason": "no-entities"}
         bad = [f for f in funcs if ":" not in f]
         if bad:
-            dropped.append({"id": iid, "reason": "bad-entity", "detail": f"not path:Qual.name: {bad[0]!r}"})
-            continue
+            return None, {"reason": "bad-entity", "detail": f"not path:Qual.name: {bad[0]!r}"[:300]}
         mods = mods or [f"{f.split(':', 1)[0]}:{f.split(':', 1)[1].split('.')[0]}" for f in funcs]
         files = [f for f in files if f] or [f.split(":", 1)[0] for f in funcs]
         t, why = _base_task(rec, known, "locbench")
         if t is None:
-            dropped.append({"id": iid, "reason": why})
-            continue
+            return None, {"reason": why}
         t.gold.source = "locbench"
         if not t.gold.edited:
             t.gold.edited = {p: [] for p in dict.fromkeys(files)}
         t.gold.entities = {"file": list(dict.fromkeys(files)), "module": list(dict.fromkeys(mods)),
                            "function": list(dict.fromkeys(funcs))}
         t.meta["gold_import"] = {"format": "locbench", "file": str(path)}
-        tasks.append(t)
+        return t, None
+
+    tasks, dropped = fields.each_record(_records(path), one)
     return assign(tasks), dropped
 
 

@@ -33,7 +33,7 @@ from pathlib import PurePosixPath
 from fasbench.data.patches import parse_diff
 from fasbench.data.splits import assign
 from fasbench.data.swebench import pr_gold
-from fasbench.records import Task
+from fasbench.records import Task, fields
 
 REQUIRED = ("instance_id", "repo", "base_commit", "patch", "problem_statement")
 LISTS = ("fail_to_pass", "pass_to_pass", "selected_test_files_to_run", "issue_specificity", "issue_categories")
@@ -69,39 +69,33 @@ def language(path: str) -> str:
 
 def tasks_from_records(recs: list, path) -> tuple[list[Task], list[dict]]:
     """Tasks of SWE-bench Pro records (module doc) read from ``path``, and the dropped records with reasons."""
-    tasks, dropped = [], []
-    for i, rec in enumerate(recs):
-        if not isinstance(rec, dict):
-            dropped.append({"id": f"record {i + 1}", "reason": "missing-field", "detail": "not a JSON object"})
-            continue
-        iid = str(rec.get("instance_id") or f"record {i + 1}")
+    def one(rec: dict, iid: str) -> tuple[Task | None, dict | None]:
         missing = [k for k in REQUIRED if not isinstance(rec.get(k), str) or not rec[k].strip()]
         if missing:
-            dropped.append({"id": iid, "reason": "missing-field", "detail": ", ".join(missing)})
-            continue
+            return None, {"reason": "missing-field", "detail": ", ".join(missing)}
         try:
             lists = {k: _list(rec.get(k), k) for k in LISTS}
         except ValueError as e:
-            dropped.append({"id": iid, "reason": "missing-field", "detail": str(e)[:300]})
-            continue
+            return None, {"reason": "missing-field", "detail": str(e)[:300]}
         try:
             files = parse_diff(rec["patch"])
         except ValueError as e:
-            dropped.append({"id": iid, "reason": "bad-patch", "detail": str(e)[:300]})
-            continue
+            return None, {"reason": "bad-patch", "detail": str(e)[:300]}
         gold = pr_gold(rec["patch"])
         gold.source = "swebench-pro"
         if not files or not any(gold.edited.values()):
-            dropped.append({"id": iid, "reason": "no-line-gold",
-                            "detail": f"the patch only creates or deletes files ({', '.join(f.path for f in files)})"})
-            continue
-        meta = {"instance_id": iid, "patch": rec["patch"], "sets": ["swebench-pro"], **lists,
+            return None, {"reason": "no-line-gold",
+                          "detail": f"the patch only creates or deletes files ({', '.join(f.path for f in files)})"[:300]}
+        meta = {"instance_id": rec["instance_id"], "patch": rec["patch"], "sets": ["swebench-pro"], **lists,
                 **{k: rec[k] for k in KEPT if rec.get(k)}}
         if rec.get("clone_url"):
-            meta["clone_url"] = str(rec["clone_url"])
+            meta["clone_url"] = fields.clone_url(rec["clone_url"])
         meta["gold_import"] = {"format": "swebench-pro", "file": str(path),
                                "languages": {p: language(p) for p in gold.edited},
                                "entity_gold": "python files only (fasbench.entities parses Python); other files: "
                                               "file and line gold"}
-        tasks.append(Task(iid, problem_statement(rec), rec["repo"], gold, rec["base_commit"], None, None, None, meta))
+        return Task(rec["instance_id"], problem_statement(rec), fields.repo_name(rec["repo"]), gold,
+                    fields.commit(rec["base_commit"]), None, None, None, meta), None
+
+    tasks, dropped = fields.each_record(recs, one)
     return assign(tasks), dropped

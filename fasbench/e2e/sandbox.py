@@ -23,10 +23,10 @@
 
 **fasbench's git.** The agent's ``.git`` in its copy is its own (its config, hooks and attributes may be
 anything). fasbench keeps the base commit in a second git directory *beside* the copy, never mounted in
-the sandbox, and runs every git call of its own with ``--git-dir`` / ``--work-tree`` given, an
-environment with no ``GIT_*`` variable of the caller, ``GIT_CONFIG_NOSYSTEM=1`` and
-``GIT_CONFIG_GLOBAL=/dev/null``, ``-c core.fsmonitor=false -c core.hooksPath=/dev/null
--c core.attributesFile=/dev/null``, ``--no-textconv --no-ext-diff`` on ``diff``, and an
+the sandbox, and runs every git call of its own through the one git wall (:func:`fasbench.gitsafe.run`:
+``--git-dir`` / ``--work-tree`` given, an environment of its own with no variable of the caller, no
+system or global config, ``fasbench.gitsafe.OVERRIDES`` above the repository's config: no fsmonitor,
+hooks, attributes file, pager or external diff; ``--no-textconv --no-ext-diff`` on ``diff``), and an
 ``info/attributes`` that resets ``diff``, ``filter``, ``text``, ``eol``, ``ident`` and
 ``working-tree-encoding`` for every path (the corpus's ``.gitattributes`` can neither name a driver nor
 hide a change as binary). No driver is configured anywhere the agent can write, so none can run.
@@ -45,6 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fasbench import gitsafe
+
 INSTALL_HINT = "apt-get install bubblewrap"
 SANDBOX_PATH = "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
 SANDBOX_HOME = "/tmp"
@@ -55,10 +57,6 @@ ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf",
        "shells", "locale.alias", "terminfo", "magic", "magic.mime")
 STARTUP_TIMEOUT_S = 30
 MAX_OUTPUT_BYTES = 2_000_000  # of one command (the model sees the first and last 5,000 characters of it anyway)
-# fasbench's git: never the agent's config, hooks, fsmonitor, attributes or drivers
-GIT_FLAGS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.attributesFile=/dev/null",
-             "-c", "core.pager=cat", "-c", "diff.external=", "-c", "core.untrackedCache=false",
-             "-c", "protocol.allow=never")
 MAX_GIT_OUTPUT = 50_000_000  # bytes of a git answer fasbench reads (a diff past it is not recorded)
 DIFF_TIMEOUT_S = 300
 RESET_ATTRIBUTES = "* !diff !filter !text !eol !ident !working-tree-encoding !merge\n"
@@ -163,51 +161,38 @@ def execute_sandboxed(executable: str, root: str, command: str, env: dict[str, s
 # ---- fasbench's own git on the copy
 
 
-def git_env() -> dict[str, str]:
-    """The caller's environment without any ``GIT_*`` variable, with no system or global config."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return {**env, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-
-
 class SandboxGitError(RuntimeError):
     """One of fasbench's git calls on a copy failed, timed out or answered more than its limit (not
     ``data.gitmine.GitRepoError``: a repository given to mine that git cannot read)."""
 
 
 def safe_git(args: list[str], git_dir: Path, work_tree: Path, timeout: float = 600,
-             max_bytes: int = MAX_GIT_OUTPUT) -> str:
+             max_bytes: int = MAX_GIT_OUTPUT, config: tuple = ()) -> str:
     """``git`` with fasbench's fixed flags and environment on an explicit git dir and work tree; its
     output read up to ``max_bytes`` (SandboxGitError past it, or on failure or timeout)."""
-    cmd = ["git", *GIT_FLAGS, f"--git-dir={git_dir}", f"--work-tree={work_tree}", *args]
-    with tempfile.TemporaryFile() as out:
-        try:
-            r = subprocess.run(cmd, cwd=work_tree, env=git_env(), stdin=subprocess.DEVNULL, stdout=out,
-                               stderr=subprocess.PIPE, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise SandboxGitError(f"git {args[0]} in {work_tree}: no answer in {timeout:g} s") from None
-        if r.returncode:
-            err = r.stderr.decode("utf-8", "replace").strip().replace("\n", "; ")
-            raise SandboxGitError(f"git {args[0]} in {work_tree}: {err[:300]}")
-        if out.tell() > max_bytes:
-            raise SandboxGitError(f"git {args[0]} in {work_tree}: more than {max_bytes} bytes of output")
-        out.seek(0)
-        return out.read().decode("utf-8", "replace")
+    cmd, *rest = args
+    paths = None
+    if "--" in rest:  # what follows is operands (paths): the wall puts them after its own "--"
+        rest, paths = rest[:rest.index("--")], rest[rest.index("--") + 1:]
+    try:
+        return gitsafe.run(cmd, *rest, paths=paths, git_dir=git_dir, work_tree=work_tree, timeout=timeout,
+                           max_bytes=max_bytes, config=config)
+    except gitsafe.GitError as e:
+        raise SandboxGitError(f"git {cmd} in {work_tree}: {str(e).removeprefix(f'git {cmd}: ')}") from None
 
 
 def base_repository(copy: Path, git_dir: Path) -> None:
     """Commit ``copy`` as the base in ``git_dir`` (fasbench's, outside the copy), then give the copy a
     ``.git`` of its own for the agent: a plain copy of that directory (no hard links, no alternates)."""
     git_dir.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", *GIT_FLAGS, "init", "-q", "--bare", str(git_dir)], env=git_env(), check=True,
-                   stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    gitsafe.run("init", "-q", "--bare", paths=[str(git_dir)], timeout=120)
     safe_git(["config", "core.bare", "false"], git_dir, copy)
     (git_dir / "info").mkdir(exist_ok=True)
     (git_dir / "info" / "attributes").write_text(RESET_ATTRIBUTES)
     shutil.rmtree(git_dir / "hooks", ignore_errors=True)  # the sample hooks (core.hooksPath is /dev/null anyway)
     safe_git(["add", "-A", "-f"], git_dir, copy)
-    safe_git(["-c", "user.name=fasbench", "-c", "user.email=fasbench@localhost", "commit", "-q", "--no-verify",
-              "-m", "base"], git_dir, copy)
+    safe_git(["commit", "-q", "--no-verify", "-m", "base"], git_dir, copy,
+             config=(("user.name", "fasbench"), ("user.email", "fasbench@localhost")))
     shutil.copytree(git_dir, copy / ".git", symlinks=True)
     (copy / ".git" / "info" / "attributes").unlink()  # the agent's git honours the corpus's attributes, as usual
 

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 from fasbench.jsonl import RecordError, append_jsonl, iter_jsonl
 from fasbench.records.base import TASK_SCHEMA_VERSION, Ranges, check_version, file_ranges
+from fasbench.records.fields import check_task
 
 def _entities(value: Any) -> dict[str, list[str]]:
     if value is None:
@@ -157,18 +158,31 @@ class Task:
                 raise RecordError(f"task {d.get('id', '?')}: missing field {k!r}")
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in d.items() if k in known}
-        kw["gold"] = Gold.from_dict(d["gold"])
+        try:
+            kw["gold"] = Gold.from_dict(d["gold"])
+        except (TypeError, AttributeError, ValueError) as e:  # a field of the wrong shape inside the gold
+            if isinstance(e, RecordError):
+                raise
+            raise RecordError(f"task {d.get('id', '?')!r}: gold: a field of the wrong type ({type(e).__name__})") from None
         kw["schema_version"] = TASK_SCHEMA_VERSION
-        return cls(**kw)
+        if not isinstance(kw.get("meta", {}), dict):
+            raise RecordError(f"task {d.get('id', '?')!r}: meta: expected an object")
+        return check_task(cls(**kw))  # the fields from outside: fasbench.records.fields
 
 
-def read_tasks(path: str | os.PathLike) -> list[Task]:
+def read_tasks(path: str | os.PathLike, skipped: list[dict] | None = None) -> list[Task]:
+    """The tasks of a Task JSONL file, each checked at the boundary (``Task.from_dict``). A bad
+    record raises :class:`RecordError` naming it, or, when ``skipped`` is a list, is appended to it
+    as ``{"record": N, "id", "reason"}`` (one line) and the other records are read."""
     out = []
     for i, d in enumerate(iter_jsonl(path)):
         try:
             out.append(Task.from_dict(d))
         except RecordError as e:
-            raise RecordError(f"{path}: record {i + 1}: {e}") from e
+            if skipped is None:
+                raise RecordError(f"{path}: record {i + 1}: {e}") from e
+            rid = d.get("id") if isinstance(d, dict) and isinstance(d.get("id"), str) else None
+            skipped.append({"record": i + 1, "id": rid, "reason": str(e).splitlines()[0][:300] if str(e) else "bad record"})
     return out
 
 

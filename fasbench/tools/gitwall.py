@@ -20,7 +20,7 @@ repository's own configuration and layout, which git obeys and which may name pr
 With no driver configured (global and system config are off, ``GIT_CONFIG_COUNT`` defines
 none), a ``.gitattributes`` naming ``filter=x`` or ``diff=x`` runs nothing. The bash tool also
 adds ``--no-textconv --no-ext-diff --ignore-submodules=all`` where git would apply them
-(:data:`fasbench.tools.commands.GIT_EXTRA`); :data:`fasbench.tools.sandbox.GIT_OVERRIDES` sit
+(:data:`fasbench.tools.commands.GIT_EXTRA`); the one git wall's :data:`fasbench.gitsafe.OVERRIDES` sit
 above the repository's config in every git the tools run.
 """
 

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fasbench import gitsafe
 from fasbench.contain import PathRefused, is_inside, open_file, real_path, relative
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.confine import ChildLimits, Confinement, confine_parts, git_dir
@@ -177,47 +178,22 @@ def read_lines(ws: Workspace, real: Path, start: int, end: int, label: str) -> L
 _ENV_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
-#: git configuration every git in a tool subprocess gets (``GIT_CONFIG_COUNT``, above the
-#: repository's own config): no program the repository could name runs, no pager, no gpg.
-GIT_OVERRIDES = (
-    ("core.fsmonitor", "false"), ("core.hooksPath", "/dev/null"), ("core.pager", "cat"),
-    ("core.attributesFile", "/dev/null"), ("core.sshCommand", "false"), ("log.showSignature", "false"),
-    ("gpg.program", "false"), ("protocol.allow", "never"), ("submodule.recurse", "false"),
-    ("diff.ignoreSubmodules", "all"), ("core.untrackedCache", "false"),
-)  # fmt: skip
-
-
 def tool_env(ws: Workspace) -> dict[str, str]:
     """A stripped environment for tool subprocesses: no user config (git, ripgrep), no pager,
     no network prompts, UTF-8 locale, and git fixed to the workspace's own repository:
     ``GIT_DIR=<root>/.git`` and ``GIT_WORK_TREE=<root>`` when that is a real directory
     (:func:`fasbench.tools.confine.git_dir`), else a ``GIT_DIR`` that names nothing, so no git
     discovers or follows a repository the workspace points to (a ``.git`` file,
-    ``core.worktree``, a parent directory); :data:`GIT_OVERRIDES` on top of its config."""
+    ``core.worktree``, a parent directory). The git part is the one git wall's
+    (:func:`fasbench.gitsafe.environ`: :data:`fasbench.gitsafe.OVERRIDES` above every config file,
+    no system or global config, local transport only)."""
     path = os.path.dirname(rg_binary()) + ":" + _ENV_PATH
     gd = git_dir(ws.root)
-    cfg = {"GIT_CONFIG_COUNT": str(len(GIT_OVERRIDES))}
-    for i, (k, v) in enumerate(GIT_OVERRIDES):
-        cfg[f"GIT_CONFIG_KEY_{i}"], cfg[f"GIT_CONFIG_VALUE_{i}"] = k, v
     return {
-        **cfg,
-        "GIT_DIR": str(gd) if gd is not None else "/nonexistent/no-git-repository",
-        "GIT_WORK_TREE": str(ws.root),
-        "GIT_ATTR_NOSYSTEM": "1",
+        **gitsafe.environ(gd if gd is not None else gitsafe.NO_REPOSITORY, ws.root, protocols=("file",)),
         "PATH": path,
         "LC_ALL": "C.UTF-8",
         "LANG": "C.UTF-8",
-        "HOME": "/nonexistent",
-        "XDG_CONFIG_HOME": "/nonexistent",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_CEILING_DIRECTORIES": str(ws.root.parent),
-        "GIT_PAGER": "cat",
-        "PAGER": "cat",
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_NO_LAZY_FETCH": "1",
-        "GIT_ALLOW_PROTOCOL": "file",
         "MALLOC_ARENA_MAX": "2",  # fewer 64 MiB arena reservations under the address-space limit
     }
 
