@@ -1,0 +1,91 @@
+"""Names from data become paths through one function (issue 36 item 5): ``fasbench.paths.safe_name``,
+``name_key`` and ``Names``; the attacks of issue 36 on the places that name files after data
+(``trajectories export-atif``'s ``OUT/<trace_id>.json``, e2e's ``OUT/work/<arm>/<task>``, the corpus
+cache's ``<repo>@<commit>`` worktrees)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from fasbench.cli import app
+from fasbench.paths import MAX_NAME_BYTES, Names, UnsafeName, child, name_key, safe_name
+from fasbench.jsonl import append_jsonl
+from fasbench.records import read_traces
+from fasbench.trajectories.atif_trace import to_atif
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "data" / "examples" / "heuristic-swebench-lite"
+HOSTILE = ["..", ".", "", "../escape", "/tmp/abs", "a/b", "a\\b", "nul\x00x", "line\nbreak", "x" * 300,
+           "\udc80lone", None, 7]
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_safe_name_refuses_what_cannot_be_one_component_with_one_line(bad):
+    with pytest.raises(UnsafeName) as e:
+        safe_name(bad, "trace id")
+    msg = str(e.value)
+    assert msg.startswith("trace id ") and "\n" not in msg and len(msg) < 160
+
+
+@pytest.mark.parametrize("good", ["django__django-11099", "run-1.2@abc", ".hidden", "ünïcode", "a b"])
+def test_safe_name_keeps_a_plain_name(good, tmp_path):
+    assert safe_name(good) == good and child(tmp_path, good, ".json").parent == tmp_path
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_name_key_is_always_one_safe_component(s):
+    k = name_key(s)
+    assert safe_name(k) == k and Path("/base", k).parent == Path("/base")
+    assert k == s or k.rsplit("-", 1)[1] != "" and len(k.rsplit("-", 1)[1]) == 16
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_name_key_is_distinct_for_distinct_strings(a, b):
+    if a != b:
+        assert name_key(a) != name_key(b)
+
+
+def test_name_key_keeps_two_ids_apart_that_the_old_substitution_merged():
+    assert name_key("a/b") != name_key("a_b") and name_key("a_b") == "a_b"
+    assert name_key("..") not in ("..", ".") and name_key("..") != name_key("...")
+
+
+def test_names_refuse_a_repeat_also_one_that_differs_only_in_case():
+    n = Names("trace id")
+    assert n.claim("t1") == "t1"
+    for again in ("t1", "T1"):
+        with pytest.raises(UnsafeName, match="repeats"):
+            n.claim(again)
+
+
+def test_export_atif_writes_only_under_out_never_over_a_repeat(tmp_path):
+    """Before: ``../x`` and an absolute id wrote outside OUT and a repeated id overwrote silently."""
+    good = read_traces(RUN / "traces.jsonl.gz")[:2]
+    outside = tmp_path / "outside"
+    ids = ["../escaped", str(outside / "abs"), good[0].trace_id, good[0].trace_id, "a\x00b", good[1].trace_id]
+    traces = [dataclasses.replace(good[i % 2], trace_id=t) for i, t in enumerate(ids)]
+    src = tmp_path / "traces.jsonl"
+    append_jsonl(src, traces)
+    out = tmp_path / "sub" / "atif"
+    r = CliRunner().invoke(app, ["trajectories", "export-atif", str(src), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "Traceback" not in r.output
+    assert not (tmp_path / "sub" / "escaped.json").exists() and not outside.exists()
+    written = sorted(p.name for p in out.glob("*.json"))
+    assert written == sorted({good[0].trace_id + ".json", good[1].trace_id + ".json"})
+    first = json.loads((out / (good[0].trace_id + ".json")).read_text())
+    assert first["session_id"] == good[0].trace_id  # the first of the repeated id, not the later one
+    assert first["steps"] == json.loads(json.dumps(to_atif(traces[2])))["steps"]
+    skipped = [json.loads(ln) for ln in (out / "skipped.jsonl").read_text().splitlines()]
+    assert len(skipped) == 4 and "wrote 2 ATIF" in r.output
+    reasons = " | ".join(s["reason"] for s in skipped)
+    assert "path separator" in reasons and "repeats" in reasons and "control character" in reasons
