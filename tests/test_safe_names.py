@@ -89,3 +89,28 @@ def test_export_atif_writes_only_under_out_never_over_a_repeat(tmp_path):
     assert len(skipped) == 4 and "wrote 2 ATIF" in r.output
     reasons = " | ".join(s["reason"] for s in skipped)
     assert "path separator" in reasons and "repeats" in reasons and "control character" in reasons
+
+
+@pytest.mark.parametrize("tid", ["..", ".", "../../x", "/abs/path", "a\x00b", "x" * 400])
+def test_e2e_task_key_stays_one_folder_under_work(tid, tmp_path):
+    """Before: the id ``..`` gave ``OUT/work/<arm>/..``, and e2e's fresh copy deleted ``OUT/work``."""
+    from fasbench.e2e.runner import task_key  # local import: polars and the e2e stack, for two tests only
+
+    work = tmp_path / "work" / "none"
+    ep = work / task_key(tid)
+    assert ep.parent == work and ep.name not in (".", "..") and ep.resolve().parent == work.resolve()
+
+
+def test_e2e_refuses_a_task_whose_key_another_task_names(tmp_path):
+    from fasbench.e2e.runner import _claim_keys, task_key  # local import: as above
+    from fasbench.records import Gold, Task
+
+    crafted = task_key("a/b")  # an id chosen to be another task's key
+    tasks = [Task(id=i, query="q", repo="o/r", gold=Gold(edited={})) for i in ("a/b", crafted, "a_b", "a/b")]
+    refused = _claim_keys(tasks, tmp_path / "skipped.jsonl")
+    assert refused == {crafted} and len({task_key(t) for t in ("a/b", "a_b")}) == 2
+    rows = [json.loads(ln) for ln in (tmp_path / "skipped.jsonl").read_text().splitlines()]
+    assert rows == [{"task_id": crafted, "reason": "task-key", "detail": rows[0]["detail"]}]
+    assert "repeats" in rows[0]["detail"]
+    assert _claim_keys(tasks, tmp_path / "skipped.jsonl") == {crafted}  # a rerun: no second row
+    assert len((tmp_path / "skipped.jsonl").read_text().splitlines()) == 1
