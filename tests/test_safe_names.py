@@ -114,3 +114,21 @@ def test_e2e_refuses_a_task_whose_key_another_task_names(tmp_path):
     assert "repeats" in rows[0]["detail"]
     assert _claim_keys(tasks, tmp_path / "skipped.jsonl") == {crafted}  # a rerun: no second row
     assert len((tmp_path / "skipped.jsonl").read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize("repo, commit", [("o/r", "/../../../.."), ("..", "a" * 40), ("o/r", "ab/../../x"),
+                                          ("/", "a" * 40)])
+def test_a_record_cannot_make_the_corpus_cache_name_a_folder_outside(repo, commit, tmp_path, monkeypatch):
+    """Before: ``base_commit`` ``/../../../..`` made ``worktrees/o__r@/../../../..`` (the cache's parent)
+    a task's corpus, or deleted it (issue 36)."""
+    from fasbench.data.corpus import checkout_names, try_materialize  # local import: the data stack, for this test only
+    from fasbench.records import Gold, Task
+
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "keep").mkdir()
+    t = Task(id="t", query="q", repo=repo, gold=Gold(edited={"a.py": [[1, 1]]}), base_commit=commit)
+    with pytest.raises(UnsafeName):
+        checkout_names(t)
+    got, why = try_materialize(t, mode="online")
+    assert got is None and why["reason"] == "bad-task" and "cannot name a file" in why["detail"]
+    assert (tmp_path / "keep").is_dir() and not (tmp_path / "cache" / "corpora" / "git").exists()

@@ -44,7 +44,7 @@ from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, place_context, place_explore
 from fasbench.entities import entity_gold, file_entities
-from fasbench.paths import building, cache_dir, replace_dir
+from fasbench.paths import building, cache_dir, child, replace_dir, safe_name
 from fasbench.records import Gold, Task, append_jsonl
 
 DROP_REASONS = (
@@ -75,6 +75,14 @@ def root_dir() -> Path:
     return cache_dir("corpora")
 
 
+def checkout_names(task: Task) -> tuple[str, str]:
+    """The cache's folder names of ``task``'s clone (``git/<owner>__<name>``) and checkout
+    (``worktrees/<owner>__<name>@<commit[:12]>``), through :func:`fasbench.paths.safe_name`: a repository
+    ``..`` or a base commit ``/../../..`` is refused (``UnsafeName``, a ``bad-task`` skip), never a path."""
+    slug = safe_name(str(task.repo).strip("/").replace("/", "__"), f"task {task.id}: repository")
+    return slug, safe_name(f"{slug}@{str(task.base_commit)[:12]}", f"task {task.id}: base commit")
+
+
 def portable_root(root: str | Path | None) -> str | None:
     """A corpus root as manifests store it: relative to the corpora cache (``root_dir()``), so a
     manifest built on one machine holds no path of that machine; a root outside the cache is
@@ -99,7 +107,7 @@ def resolve_root(root: str | None, base: Path | None = None) -> str | None:
 
 @contextmanager
 def _lock(name: str):
-    path = root_dir() / "locks" / f"{name}.lock"
+    path = child(root_dir() / "locks", name, ".lock", "lock name")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -188,8 +196,8 @@ def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
     ``method``: ``auto`` (pip, then direct), ``pip`` or ``direct``. Info in ``<tree>.json``."""
     if method not in ("auto", "pip", "direct"):
         raise ValueError(f"unknown download method {method!r}; choose auto, pip or direct")
-    key = f"{name.lower()}-{release}"
-    tree, info_path = root_dir() / "sdist" / key, root_dir() / "sdist" / f"{key}.json"
+    key = safe_name(f"{name.lower()}-{release}", "release")
+    tree, info_path = root_dir() / "sdist" / key, child(root_dir() / "sdist", key, ".json")
     if tree.is_dir() and info_path.exists():
         return tree
     with _lock(key):
@@ -265,9 +273,9 @@ def git_worktree(task: Task, url: str | None = None) -> Path:
     older fasbench as a worktree is rebuilt."""
     if not task.base_commit:
         raise CorpusError("clone-failed", f"task {task.id} has no base_commit")
-    slug = task.repo.strip("/").replace("/", "__")
+    slug, checkout = checkout_names(task)
     clone = root_dir() / "git" / slug
-    wt = root_dir() / "worktrees" / f"{slug}@{task.base_commit[:12]}"
+    wt = root_dir() / "worktrees" / checkout
     with _lock(f"git-{slug}"):
         if (wt / ".git").is_dir():
             return wt
@@ -402,8 +410,10 @@ def _test_anchors(task: Task, root: Path, anchors: dict) -> dict:
 def _base_texts(task: Task, ex: dict) -> dict[str, str]:
     """Base-commit texts of the files of ``ex``'s bounded regions from an online checkout already in
     the cache (``git/<owner>__<name>`` holding ``base_commit``; nothing is cloned or fetched here)."""
-    clone = root_dir() / "git" / task.repo.strip("/").replace("/", "__")
-    if not task.base_commit or not (clone / ".git").exists():
+    if not task.base_commit:
+        return {}
+    clone = root_dir() / "git" / checkout_names(task)[0]
+    if not (clone / ".git").exists():
         return {}
     paths = {r[0] for r in list(ex["core_regions"]) + list(ex.get("optional_regions") or []) if r[2] != -1 and r[1] > 0}
     out = {}
