@@ -132,3 +132,16 @@ def test_a_record_cannot_make_the_corpus_cache_name_a_folder_outside(repo, commi
     got, why = try_materialize(t, mode="online")
     assert got is None and why["reason"] == "bad-task" and "cannot name a file" in why["detail"]
     assert (tmp_path / "keep").is_dir() and not (tmp_path / "cache" / "corpora" / "git").exists()
+
+
+@pytest.mark.parametrize("name", ["../x", "/abs", "..", "a\nb", ".hidden"])
+def test_pool_and_figure_names_are_one_component(name, tmp_path):
+    from fasbench.bon.pool import pool_path  # local import: the best-of-N stack, for this test only
+    from fasbench.figures import save  # local import: plotly, for this test only
+
+    if name != ".hidden":
+        with pytest.raises(UnsafeName):
+            pool_path(name)
+    with pytest.raises(UnsafeName):
+        save(None, name, directory=tmp_path)
+    assert list(tmp_path.iterdir()) == []

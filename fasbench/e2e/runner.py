@@ -43,7 +43,7 @@ from fasbench.evaluate import check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import paired_bootstrap
-from fasbench.paths import Names, UnsafeName, name_key
+from fasbench.paths import Names, UnsafeName, child, name_key
 from fasbench.policies import make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
 
@@ -160,7 +160,7 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
                            "search_tokens": sum((x.prompt_tokens or 0) + (x.completion_tokens or 0) for x in tr.turns),
                            "handoff_format": handoff, "handoff_tokens": count(hand),
                            "report_files": sorted(tr.report.files) if tr.report else []}
-        traj = out / "trajs" / arm / f"{key}.traj.json"
+        traj = child(out / "trajs" / arm, key, ".traj.json")
         res = run_main(t.query, work, cfg, traj, t.id, hand, {"arm": arm, **search_info})
         try:
             diff, diff_error = worktree_diff(episode), None
