@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from test_architecture import REPO, expect_clean, parsed, rel, source_files
@@ -112,3 +113,88 @@ def test_the_rule_catches_the_joins_issue_36_found(tmp_path):
                  "    return child(out, tr.trace_id, '.json'), out / 'work' / name_key(tr.task_id)\n")
     found = check_data_paths([f])
     assert sorted(x.split(":")[0] for x in found["old.py"]) == ["line 2", "line 3", "line 3"], found
+
+
+# ---------------------------------------------------------------------------------------------
+# pages escaped by construction (issue 36 item 6)
+
+MARKUP_MODULE = "fasbench/markup.py"
+# (file, the expression as ast.unparse writes it) -> why it builds no HTML from data
+HTML_ALLOWED = {
+    ("fasbench/figures.py", "f'<sup>{piece}</sup>'"):
+        "re-wraps a plotly title's own subtitle line (already built by html()) into narrower <sup> pieces",
+}
+HTML_TAGS = ("a", "b", "i", "br", "div", "span", "td", "th", "tr", "table", "pre", "code", "p", "h1", "h2", "h3",
+             "h4", "ul", "li", "details", "summary", "style", "script", "label", "input", "small", "html", "head",
+             "body", "title", "meta", "img", "sub", "sup", "iframe", "svg")
+TAG = re.compile(r"<(?:/|!doctype\b)?(?:" + "|".join(HTML_TAGS) + r")(?=[\s>/])", re.IGNORECASE)
+
+
+def _tagged(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(TAG.search(node.value))
+
+
+def _module_constants(tree: ast.Module) -> set[str]:
+    return {t.id for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, str) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]:
+    """HTML is built only by ``fasbench.markup``: outside it, no f-string, ``%`` or ``.format`` of a
+    string holding an HTML tag with a value in it, no ``+`` of such a string with anything but a
+    constant or a ``html``/``join`` result, ``html(...)`` only with a literal template (or a module
+    constant), and no ``Markup(...)`` of anything."""
+    out: dict[str, list[str]] = {}
+    for p in files if files is not None else source_files().values():
+        r = rel(p) if files is None else p.name
+        if r == MARKUP_MODULE:
+            continue
+        tree = parsed(p)[0]
+        consts = _module_constants(tree)
+
+        def bad(n: ast.AST, why: str) -> None:
+            if (r, ast.unparse(n)) in HTML_ALLOWED:
+                return
+            out.setdefault(r, []).append(f"line {n.lineno}: {why}: {ast.unparse(n)[:80]} (build it with "
+                                         "fasbench.markup.html/join)")
+
+        for n in ast.walk(tree):
+            if isinstance(n, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in n.values) \
+                    and any(_tagged(v) for v in n.values):
+                bad(n, "an f-string with an HTML tag")
+            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and _tagged(n.left):
+                bad(n, "% formatting of HTML")
+            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and (_tagged(n.left) or _tagged(n.right)):
+                other = n.right if _tagged(n.left) else n.left
+                if not (isinstance(other, ast.Constant) or isinstance(other, ast.Call) and _fname(other) in ("html", "join")
+                        or isinstance(other, ast.BinOp) and isinstance(other.op, ast.Add)):
+                    bad(n, "HTML joined with + to a value")
+            elif isinstance(n, ast.Call) and _fname(n) == "format" and isinstance(n.func, ast.Attribute) \
+                    and _tagged(n.func.value):
+                bad(n, "str.format of HTML")
+            elif isinstance(n, ast.Call) and _fname(n) == "html" and isinstance(n.func, ast.Name):
+                t = n.args[0] if n.args else None
+                if not (isinstance(t, ast.Constant) and isinstance(t.value, str)
+                        or isinstance(t, ast.Name) and t.id in consts):
+                    bad(n, "html() with a template that is not a literal")
+            elif isinstance(n, ast.Call) and _fname(n) == "Markup" and n.args:
+                bad(n, "Markup() outside fasbench.markup")
+    return out
+
+
+def test_pages_are_built_only_by_the_renderer():
+    expect_clean(check_html_building(), "HTML built outside fasbench.markup (issue 36 item 6)")
+
+
+def test_the_html_rule_catches_the_compare_table_of_issue_36(tmp_path):
+    """widgets.py's compare table before: ``f"<td ...>{f.format(r[c])}</td>"`` with a trace's policy."""
+    f = tmp_path / "old.py"
+    f.write_text("def t(cols, r, name, tpl):\n"
+                 "    a = ''.join(f\"<td style='padding:0 8px'>{f.format(r[c])}</td>\" for c, f in cols)\n"
+                 "    b = '<b>' + name\n"
+                 "    c = '<div>%s</div>' % name\n"
+                 "    d = html(tpl, name)\n"
+                 "    e = html('<td>{}</td>', name) + html('<br>')\n"
+                 "    return a, b, c, d, e, f'<final_answer>{name}</final_answer>'\n")
+    found = check_html_building([f])
+    assert sorted(x.split(":")[0] for x in found["old.py"]) == ["line 2", "line 3", "line 4", "line 5"], found
