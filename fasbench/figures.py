@@ -95,7 +95,10 @@ def _jsonable(v):
 def notebook_parameters(notebook: str, namespace: dict) -> dict:
     """The names assigned in the ``parameters``-tagged cell of ``notebooks/<notebook>.ipynb``, with their
     values in ``namespace`` (so papermill's overrides are what is recorded)."""
-    path = child(repo_root() / "notebooks", notebook.removesuffix(".ipynb"), ".ipynb", "notebook")
+    try:
+        path = child(repo_root() / "notebooks", str(notebook).removesuffix(".ipynb"), ".ipynb", "notebook")
+    except UnsafeName:  # not a notebook of notebooks/: no parameters cell to read, as for a missing one
+        return {}
     if not path.exists():
         return {}
     names: list[str] = []
