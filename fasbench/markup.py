@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from markupsafe import Markup, escape
 
-__all__ = ["Markup", "escape", "html", "join"]
+__all__ = ["Markup", "escape", "html", "join", "markdown_text"]
 
 
 def html(template: str, /, *args: object, **kwargs: object) -> Markup:
@@ -29,3 +29,10 @@ def html(template: str, /, *args: object, **kwargs: object) -> Markup:
 def join(parts: Iterable[object], sep: str = "") -> Markup:
     """The fragments one after another, each plain string (or other value) escaped."""
     return Markup(sep).join(escape(p) for p in parts)
+
+
+def markdown_text(md: str) -> str:
+    """Markdown with no raw HTML left in it: ``&``, ``<`` and ``>`` as entities (Markdown shows them as
+    the characters), so that a value written into a Markdown output (a policy or run name in a
+    notebook's findings) cannot open a tag in the report, which renders Markdown's raw HTML as is."""
+    return str(md).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

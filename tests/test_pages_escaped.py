@@ -118,3 +118,15 @@ def test_each_single_field_alone_is_escaped_in_the_static_pages(field):
     for page in pages:
         assert "<script>" not in page
     assert any(re.search(r"&lt;script&gt;", page) for page in pages) or field in ("toolset", "trace_id")
+
+
+def test_findings_markdown_shown_in_a_notebook_holds_no_raw_html():
+    """A run or policy name in a notebook's findings reached the report's page as raw HTML (the report
+    renders Markdown's inline HTML as is)."""
+    from fasbench.findings import Findings
+
+    f = Findings(f"T {IMG}").add(f"policy {P} beats bm25: p < 0.05 & more").caveat(IMG)
+    f.metric(f"F2 of {P}", 0.5, 0.4, 0.6, n=12, seed=0.3, seed_source=IMG)
+    shown = f._repr_markdown_()
+    assert "<" not in shown and ">" not in shown.replace("&gt;", "")
+    assert "p &lt; 0.05 &amp; more" in shown and "p < 0.05 & more" in f.markdown()  # markdown() unchanged
