@@ -13,6 +13,7 @@ with a literal template, and ``Markup`` is built nowhere else.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from markupsafe import Markup, escape
@@ -31,8 +32,14 @@ def join(parts: Iterable[object], sep: str = "") -> Markup:
     return Markup(sep).join(escape(p) for p in parts)
 
 
+_LINK = re.compile(r"\](?=[(\[:])")
+
+
 def markdown_text(md: str) -> str:
-    """Markdown with no raw HTML left in it: ``&``, ``<`` and ``>`` as entities (Markdown shows them as
-    the characters), so that a value written into a Markdown output (a policy or run name in a
-    notebook's findings) cannot open a tag in the report, which renders Markdown's raw HTML as is."""
-    return str(md).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Markdown with no raw HTML and no link left in it: ``&``, ``<`` and ``>`` as entities (Markdown
+    shows them as the characters) and a ``]`` before ``(``, ``[`` or ``:`` escaped (no inline or
+    reference link, no link definition), so that a value written into a Markdown output (a policy or
+    run name in a notebook's findings) can neither open a tag nor make a ``javascript:`` link in the
+    report: nbconvert renders Markdown's raw HTML and such links as they are (checked with nbconvert 7)."""
+    out = str(md).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _LINK.sub(r"\\]", out)

@@ -130,3 +130,20 @@ def test_findings_markdown_shown_in_a_notebook_holds_no_raw_html():
     shown = f._repr_markdown_()
     assert "<" not in shown and ">" not in shown.replace("&gt;", "")
     assert "p &lt; 0.05 &amp; more" in shown and "p < 0.05 & more" in f.markdown()  # markdown() unchanged
+
+
+def test_findings_in_the_report_page_open_no_tag_and_no_javascript_link():
+    """Through nbconvert itself (which renders Markdown's raw HTML and ``javascript:`` links as they are):
+    a findings output whose sentences hold a hostile name gives a page with neither."""
+    from nbconvert import HTMLExporter  # local import: nbconvert, ~1 s, for this test only
+
+    from fasbench.findings import Findings
+
+    f = Findings("T").add(f"policy [x](javascript:alert(1)) or [y][1] {IMG}").text("[1]: javascript:alert(5)")
+    f.table(["run", "F2"], [[f"- [2]: javascript:alert(6) {IMG}", "0.5 [0.4, 0.6]"]])
+    cell = nbformat.v4.new_code_cell("f", outputs=[nbformat.v4.new_output(
+        "execute_result", data={"text/markdown": f._repr_markdown_(), "text/plain": "f"}, execution_count=1)])
+    md = nbformat.v4.new_markdown_cell(f._repr_markdown_())
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.v4.new_notebook(cells=[cell, md]))
+    assert "javascript:alert" in body  # the text is shown ...
+    assert 'href="javascript' not in body and "onerror=\"" not in body and "<img src=x" not in body  # ... inert
