@@ -19,6 +19,7 @@ import polars as pl
 from fasbench.data.perturb import PerturbError
 from fasbench.data.perturb_gold import gold_line_mismatches, perturb_task, verify_corpus
 from fasbench.evaluate import load_summary, run_eval
+from fasbench.markup import html
 from fasbench.figures import PALETTE
 from fasbench.harness import Limits
 from fasbench.metrics import paired_test
@@ -164,7 +165,7 @@ def paired_figure(table: pl.DataFrame, metrics: Sequence[str] = ("file_f2", "lin
                          arrayminus=[x - v if v == v else 0 for x, v in zip(d, lo)], thickness=1.5, width=6),
             hovertemplate=m + " %{y}: %{x:+.3f}<extra></extra>"))
     fig.add_vline(x=0, line=dict(color="#888888", dash="dot"))
-    sub = f"<br><sup>{tasks}</sup>" if tasks else ""
+    sub = html("<br><sup>{}</sup>", tasks) if tasks else ""
     fig.update_layout(title=(title or "Perturbed − original, paired by task (95% interval)") + sub,
                       xaxis_title="perturbed − original", yaxis_title="policy", scattermode="group",
                       yaxis=dict(type="category", automargin=True), legend=dict(orientation="h", y=-0.25))
@@ -177,7 +178,7 @@ def scores_figure(table: pl.DataFrame, metric: str = "file_f2", tasks: str = "")
     fig = go.Figure()
     for i, v in enumerate(VARIANTS):
         fig.add_bar(name=f"{v} corpora", x=t["policy"].to_list(), y=t[v].to_list(), marker_color=PALETTE[i])
-    sub = f"<br><sup>{tasks}</sup>" if tasks else ""
+    sub = html("<br><sup>{}</sup>", tasks) if tasks else ""
     fig.update_layout(barmode="group", title=f"{metric} on original vs perturbed corpora" + sub,
                       yaxis_title=metric, xaxis_title="policy", legend=dict(orientation="h", y=-0.25))
     return fig

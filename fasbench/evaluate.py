@@ -84,8 +84,8 @@ def run_name(prefix: str, params: Mapping) -> str:
     and the key of every parameter that changes what the run holds (policy, tool set, task set with
     its split, corpus kind, limits, n, the task ids...), so two notebooks or two parameter sets never
     share a run directory: ``03-1a2b3c4d``."""
-    slug = re.sub(r"[^\w.-]+", "-", str(prefix)).strip("-") or "run"
-    return f"{slug}-{params_key(params)}"
+    slug = re.sub(r"[^\w.-]+", "-", str(prefix)).strip("-")[:100] or "run"
+    return f"{slug}-{params_key(params)}"  # [\w.-] and a key: one path component, never . or ..
 
 
 # ---------------------------------------------------------------- running

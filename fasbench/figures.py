@@ -33,7 +33,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from pypdf import PdfReader, PdfWriter
 
-from fasbench.paths import figures_dir, repo_root
+from fasbench.paths import UnsafeName, child, figures_dir, repo_root, safe_name
 from fasbench.provenance import code_version, timestamp
 
 # Okabe–Ito: a colour-blind-safe qualitative palette.
@@ -95,7 +95,10 @@ def _jsonable(v):
 def notebook_parameters(notebook: str, namespace: dict) -> dict:
     """The names assigned in the ``parameters``-tagged cell of ``notebooks/<notebook>.ipynb``, with their
     values in ``namespace`` (so papermill's overrides are what is recorded)."""
-    path = repo_root() / "notebooks" / (notebook if notebook.endswith(".ipynb") else f"{notebook}.ipynb")
+    try:
+        path = child(repo_root() / "notebooks", str(notebook).removesuffix(".ipynb"), ".ipynb", "notebook")
+    except UnsafeName:  # not a notebook of notebooks/: no parameters cell to read, as for a missing one
+        return {}
     if not path.exists():
         return {}
     names: list[str] = []
@@ -169,17 +172,18 @@ def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, h
     """Write ``figures/<name>.{pdf,svg,png}`` (and the plotly JSON beside them, with the provenance)
     and return the image paths. ``name`` is a file stem; ``inputs`` the runs or files it was made from;
     ``provenance`` a record to keep instead of a new one (re-export)."""
-    if not name or "/" in name or name.startswith("."):
-        raise ValueError(f"figure name must be a plain file stem, got {name!r}")
+    if isinstance(name, str) and name.startswith("."):
+        raise UnsafeName(f"figure name {name!r} starts with a dot: it would be a hidden file")
+    name = safe_name(name, "figure name")
     find_browser()
     out_dir = Path(directory) if directory else figures_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     w = width or fig.layout.width or WIDTH
     h = height or fig.layout.height or HEIGHT
     prov = provenance or figure_provenance(name, inputs)
-    spec = out_dir / f"{name}.json"  # kept so that `make figures` can re-export without re-running
+    spec = child(out_dir, name, ".json")  # kept so that `make figures` can re-export without re-running
     spec.write_text(json.dumps({**json.loads(pio.to_json(fig)), PROVENANCE_KEY: prov}), encoding="utf-8")
-    paths = [out_dir / f"{name}.{fmt}" for fmt in formats]
+    paths = [child(out_dir, name, f".{safe_name(fmt, 'figure format')}") for fmt in formats]
     _write_images(_wrap_titles(fig, w, h), paths, formats, w, h)
     for p in paths:
         if p.suffix == ".pdf":

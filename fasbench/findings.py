@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from fasbench.markup import markdown_text
 from fasbench.metrics import SMALL_N, fmt_p, paired_differs, paired_words
 
 
@@ -225,7 +226,9 @@ class Findings:
         return "\n\n".join(parts) + "\n"
 
     def _repr_markdown_(self) -> str:
-        return self.markdown()
+        """What a notebook (and so the report) shows: :meth:`markdown` with no raw HTML in it (values in
+        the sentences come from data: :func:`fasbench.markup.markdown_text`)."""
+        return markdown_text(self.markdown())
 
     def __str__(self) -> str:
         return self.markdown()

@@ -13,7 +13,10 @@ episode's last prompt message, ``<query>…</query>``). As released:
   ``Error: the file does not exist.`` for a missing file (here also for a path outside the root or
   a special file: every path is read through :mod:`fasbench.contain`, see :func:`citation_contents`);
 - parsing: the ```` ```json ```` block if there is one, else the whole reply, as JSON; ``int(score) × 0.1``;
-  anything unparsable (or a failed call) scores 0.
+  anything unparsable (or a failed call) scores 0. Deviation: the score is clamped to the prompt's
+  published range 0-10 (``SCORE_RANGE``, ``agent_judge.md`` @0dc077f: "Scoring Criteria (0-10)",
+  ``"score": <integer 0-10>``); the release does not clamp, so a judge reply of 10^6 gave a reward of
+  200,002 and -50 one of -8.
 
 The judge prompt: ``agent_judge.py`` reads ``agent_judge.md`` next to it, ``training/fastcontext-rl/
 agent_judge.md`` @0dc077f (byte-identical to the sibling recipe's ``training/swefc-rl/agent_judge.md``
@@ -52,6 +55,9 @@ from fasbench.tools.fastcontext_published import WORK_DIR
 MAX_LINES = 500  # read_citations_content: lines per citation
 MAX_LINE_LENGTH = 500  # read_citations_content: characters per line
 MAX_COMPLETION_TOKENS = 1024  # call_llm
+# agent_judge.md @0dc077f (training/fastcontext-rl/, identical to training/swefc-rl/agent_judge.md @23ca8c6):
+# "## Scoring Criteria (0-10)" and the output format's `"score": <integer 0-10>`
+SCORE_RANGE = (0, 10)
 
 JUDGE_PROMPT = """# LLM-as-Judge: Explore Subagent Evaluation
 
@@ -212,15 +218,29 @@ def judge_messages(query: str, contents: str) -> list[dict]:
 
 
 def parse_judge_result(text: str) -> tuple[float, str]:
-    """``parse_judge_result`` as released: (``int(score) × 0.1``, "") or (0.0, why it scored 0)."""
+    """``parse_judge_result`` as released: (``int(score) × 0.1``, "") or (0.0, why it scored 0), with
+    one deviation: the score is clamped to the judge prompt's published range ``SCORE_RANGE`` (0-10),
+    so a reply of ``{"score": 1000000}`` gives quality 1.0, not 100000 (a reward of 200,002), and
+    ``-50`` gives 0, not -5; the reason then says the score was clamped. The release does not clamp."""
     if "```json" in text:
         m = re.search(r"```json(.*?)```", text, re.DOTALL)
         if m:
             text = m.group(1).strip()
     try:
-        return int(json.loads(text).get("score", 0)) * 0.1, ""
+        score = int(json.loads(text).get("score", 0))
     except Exception as e:  # as released: anything unparsable scores 0
         return 0.0, f"judge reply not parsable ({type(e).__name__}: {e})"
+    lo, hi = SCORE_RANGE
+    if lo <= score <= hi:
+        return score * 0.1, ""
+    clamped = min(max(score, lo), hi)
+    return clamped * 0.1, f"judge score {_short(score)} outside {lo}-{hi}, clamped to {clamped}"
+
+
+def _short(n: int) -> str:
+    """An integer for a reason line, at most 24 characters (a reply may hold a 4,000-digit score)."""
+    s = str(n) if abs(n) < 10 ** 20 else f"{'-' if n < 0 else ''}~1e{len(str(abs(n))) - 1}"
+    return s[:24]
 
 
 @dataclass

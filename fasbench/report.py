@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import argparse
 import base64
-import html
 import json
 import re
 import shutil
 import sys
+from html import unescape
 from pathlib import Path
 
 import nbformat
@@ -35,6 +35,7 @@ from nbconvert import HTMLExporter
 from traitlets.config import Config
 
 from fasbench.figures import find_browser, start_kaleido_server, stop_kaleido_server
+from fasbench.markup import html
 from fasbench.replay.static import STATIC_CLASS
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -139,7 +140,7 @@ def _output_text(o: dict) -> str:
     data = o.get("data", {})
     txt = data.get("text/html") or data.get("text/markdown") or data.get("text/plain") or ""
     txt = "".join(txt) if isinstance(txt, list) else str(txt)
-    return html.unescape(re.sub(r"<[^>]+>", " ", txt))
+    return unescape(re.sub(r"<[^>]+>", " ", txt))
 
 
 def unshown_numbers(nb: nbformat.NotebookNode) -> list[str]:
@@ -230,8 +231,9 @@ def combine(paths: list[Path]) -> nbformat.NotebookNode:
     for p in paths:
         nb = nbformat.read(p, as_version=4)
         anchor = p.stem
-        contents.append(f"- [{p.stem}](#{anchor})")
-        head = nbformat.v4.new_markdown_cell(f"<a id='{anchor}'></a>\n\n---\n\n*Notebook `{p.name}`*")
+        contents.append(str(html("- <a href='#{}'>{}</a>", anchor, p.stem)))  # a file name is data: escaped
+        head = nbformat.v4.new_markdown_cell(str(html("<a id='{}'></a>\n\n---\n\n*Notebook <code>{}</code>*", anchor,
+                                                      p.name)))
         out.cells.append(head)
         for i, c in enumerate(nb.cells):  # cell ids must stay unique in the joined notebook
             c["id"] = f"{re.sub(r'[^A-Za-z0-9_-]', '-', anchor)[:40]}-{i}"

@@ -20,6 +20,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from fasbench.figures import PALETTE
+from fasbench.markup import html
 
 _SCALE = 0.01  # |differences| below this are near-white on the audit's colour scale
 
@@ -39,7 +40,7 @@ def audit_heatmap(tab: pl.DataFrame, title: str = "Cheat − honest, by reward")
         for rw in rewards:
             r = cell.get((c, rw))
             zr.append(None if r is None else _symlog(r["diff"]))
-            tr.append("" if r is None else f"{r['diff']:+.2f}<br><span style='font-size:9px'>{r['verdict']}</span>")
+            tr.append("" if r is None else html("{:+.2f}<br><span style='font-size:9px'>{}</span>", r["diff"], r["verdict"]))
         z.append(zr)
         text.append(tr)
     m = max([abs(v) for row in z for v in row if v is not None] + [_symlog(1.0)])
@@ -81,7 +82,7 @@ def reward_views_figure(views: pl.DataFrame, columns: list[str] | None = None,
                 text=[str(c) if c > 1 else "" for c in cnt], textposition=("top right", "bottom right", "top center", "bottom center")[i % 4],
                 textfont=dict(size=11, color=color[p]),
                 name=p, legendgroup=p, showlegend=k == 1,
-                hovertext=[f"{p}: {c} episode(s)<br>{', '.join(ids[:4])}{' …' if len(ids) > 4 else ''}"
+                hovertext=[html("{}: {} episode(s)<br>{}{}", p, c, ", ".join(ids[:4]), " …" if len(ids) > 4 else "")
                            for c, ids in zip(cnt, s["task_id"].to_list())], hoverinfo="text"), row=1, col=k)
         fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dot", width=1),
                                  name="both rewards equal", showlegend=k == 1, hoverinfo="skip"), row=1, col=k)

@@ -15,6 +15,7 @@ import polars as pl
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
 from fasbench.evaluate import aggregate, compare, run_eval, run_name
+from fasbench.markup import html
 from fasbench.figures import PALETTE
 from fasbench.harness import Limits
 from fasbench.paths import cache_dir
@@ -182,7 +183,7 @@ def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = 
             error_y=dict(type="data", symmetric=False, array=(sub[f"{y}_hi"] - sub[y]).to_list(),
                          arrayminus=(sub[y] - sub[f"{y}_lo"]).to_list())))
     if tasks:
-        title = f"{title}<br><sup>{tasks}</sup>" if title else tasks
+        title = html("{}<br><sup>{}</sup>", title, tasks) if title else tasks
     fig.update_layout(title=title, xaxis_title={"wall_s": "mean episode wall time (s)", "turns": "turns"}.get(x, x),
                       yaxis_title={"file_f2": "file-level F2"}.get(y, y))
     if x == "wall_s":

@@ -53,6 +53,8 @@ JUDGE_SERVER = textwrap.dedent('''
                     time.sleep(0.4)
                 if model == "garbage":
                     return self._send(200, reply("The answer looks fine to me."))
+                if model.startswith("score="):  # a hostile judge: any score it likes
+                    return self._send(200, reply(json.dumps({"score": int(model[6:])})))
                 # 9/10 only when the judge was shown the cited code itself, after the query
                 exact = user.startswith("<query>") and "def target():" in user and "<final_answer>" in user
                 score = 9 if exact else 2
@@ -163,6 +165,20 @@ def test_parse_and_contents_as_released(ws):
     assert blocks[0] == "```pkg/b.py:2\n" + "y" * 500  # cut to 500 characters (and its newline, as released)
     assert blocks[1].startswith("```pkg/b.py:1--1\nx = 1\n")  # -1 reads to the end of the file
     assert blocks[2] == "```pkg/nope.py:1\nError: the file does not exist.\n"
+
+
+@pytest.mark.parametrize("score, quality, value", [(10 ** 6, 1.0, 4.0), (-50, 0.0, 2.0), (11, 1.0, 4.0),
+                                                   (10, 1.0, 4.0), (0, 0.0, 2.0)])
+def test_a_hostile_judge_score_is_clamped_to_the_published_0_10(judge_url, ws, tmp_path, score, quality, value):
+    """agent_judge.md @0dc077f: "Scoring Criteria (0-10)"; before the clamp 10^6 gave a reward of
+    200,002 and -50 one of -8 (1 + 1 + 2 × score × 0.1)."""
+    j = judge(judge_url, tmp_path, model=f"score={score}")
+    s = score_report("fastcontext", GOLD, EXACT, root=str(ws), judge=j, query=QUERY, finish_reason="stop")
+    assert s.parts["quality"] == pytest.approx(quality) and s.value == pytest.approx(value)
+    assert ("clamped" in s.reason) == (not 0 <= score <= 10)
+    assert parse_judge_result('{"score": %d}' % score)[0] == pytest.approx(quality)
+    huge = parse_judge_result('{"score": 1%s}' % ("0" * 4000))
+    assert huge[0] == pytest.approx(1.0) and len(huge[1]) < 80
 
 
 def test_the_episode_gives_the_finish_reason():

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 from fasbench.bon.experiment import BonResult, SEED
 from fasbench.bon.features import select_state
 from fasbench.figures import PALETTE
+from fasbench.markup import html
 
 COLORS = {"cascade": PALETTE[0], "parallel": PALETTE[1], "fixed": "#777777", "seed": PALETTE[3]}
 
@@ -111,8 +112,8 @@ def scaling_figure(pools, selectors: dict, sizes=None) -> go.Figure:
         fig.add_trace(go.Scatter(x=sizes, y=q, mode="lines+markers", name=name, line=dict(color=PALETTE[i % 8])))
     splits = sorted({p.split for p in pools if p.split})
     pop = f"{len(pools)} tasks, {'+'.join(splits)} splits" if splits else f"{len(pools)} tasks"
-    fig.update_layout(title=f"Selected-answer quality against pool size<br><sup>{pop}; the frontiers use the "
-                            "test split only</sup>",
+    fig.update_layout(title=html("Selected-answer quality against pool size<br><sup>{}; the frontiers use the "
+                                 "test split only</sup>", pop),
                       xaxis_title="rollouts in the pool (N)", yaxis_title="quality (points)", margin=dict(t=80))
     return fig
 

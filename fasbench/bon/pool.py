@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from fasbench.bon.verify import probe, verify_report
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import normalize_files, normalize_path
-from fasbench.paths import cache_dir, data_dir
+from fasbench.paths import cache_dir, child, data_dir
 from fasbench.records import (Gold, RecordError, Report, Task, ToolCall, ToolResult, Trace, append_jsonl, iter_jsonl,
                               repair_jsonl)
 from fasbench.reward import score_report
@@ -244,17 +244,15 @@ def summarize(trace: Trace, task: Task, index: int, seed: int, reward: str = "re
 
 def pool_path(name: str) -> Path:
     """Where the pool ``name`` lives in the cache: ``<cache>/bon/<name>.jsonl``."""
-    if not name or "/" in name:
-        raise ValueError(f"pool name must be a plain file stem, got {name!r}")
-    return cache_dir("bon") / f"{name}.jsonl"
+    return child(cache_dir("bon"), name, ".jsonl", "pool name")
 
 
 def find_pool(name: str) -> Path:
     """The pool ``name``: in the cache when built there, else shipped in ``data/bon/<name>.jsonl.gz``."""
-    cached = cache_dir("bon") / f"{name}.jsonl"
+    cached = child(cache_dir("bon"), name, ".jsonl", "pool name")
     if cached.exists() and cached.stat().st_size > 0:
         return cached
-    shipped = data_dir() / "bon" / f"{name}.jsonl.gz"
+    shipped = child(data_dir() / "bon", name, ".jsonl.gz", "pool name")
     if shipped.exists():
         return shipped
     raise FileNotFoundError(f"no pool {name!r}: neither {cached} nor {shipped}; build one with "

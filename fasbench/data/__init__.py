@@ -12,7 +12,7 @@ from __future__ import annotations
 from fasbench.data import agent_traces, splits, swebench
 from fasbench.data.corpus import resolve_root, root_dir
 from fasbench.data.splits import SPLITS
-from fasbench.paths import data_dir
+from fasbench.paths import child, data_dir
 from fasbench.records import iter_jsonl, read_tasks
 
 SOURCES = ("swebench-lite", "swebench-verified", "agent-traces")
@@ -30,7 +30,7 @@ def build_tasks(source: str) -> list:
 
 
 def tasks_path(source: str):
-    return data_dir() / "tasks" / f"{source}.jsonl.gz"
+    return child(data_dir() / "tasks", source, ".jsonl.gz", "task source")
 
 
 def offline_manifest() -> dict[str, dict]:

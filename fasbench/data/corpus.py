@@ -47,7 +47,7 @@ from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, place_context, place_explore
 from fasbench.entities import entity_gold, file_entities
-from fasbench.paths import building, cache_dir, replace_dir
+from fasbench.paths import building, cache_dir, child, replace_dir, safe_name
 from fasbench.records import Gold, RecordError, Task, append_jsonl, fields
 
 DROP_REASONS = (
@@ -78,6 +78,14 @@ def root_dir() -> Path:
     return cache_dir("corpora")
 
 
+def checkout_names(task: Task) -> tuple[str, str]:
+    """The cache's folder names of ``task``'s clone (``git/<owner>__<name>``) and checkout
+    (``worktrees/<owner>__<name>@<commit[:12]>``), through :func:`fasbench.paths.safe_name`: a repository
+    ``..`` or a base commit ``/../../..`` is refused (``UnsafeName``, a ``bad-task`` skip), never a path."""
+    slug = safe_name(str(task.repo).strip("/").replace("/", "__"), f"task {task.id}: repository")
+    return slug, safe_name(f"{slug}@{str(task.base_commit)[:12]}", f"task {task.id}: base commit")
+
+
 def portable_root(root: str | Path | None) -> str | None:
     """A corpus root as manifests store it: relative to the corpora cache (``root_dir()``), so a
     manifest built on one machine holds no path of that machine; a root outside the cache is
@@ -102,7 +110,7 @@ def resolve_root(root: str | None, base: Path | None = None) -> str | None:
 
 @contextmanager
 def _lock(name: str):
-    path = root_dir() / "locks" / f"{name}.lock"
+    path = child(root_dir() / "locks", name, ".lock", "lock name")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -191,8 +199,8 @@ def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
     ``method``: ``auto`` (pip, then direct), ``pip`` or ``direct``. Info in ``<tree>.json``."""
     if method not in ("auto", "pip", "direct"):
         raise ValueError(f"unknown download method {method!r}; choose auto, pip or direct")
-    key = f"{name.lower()}-{release}"
-    tree, info_path = root_dir() / "sdist" / key, root_dir() / "sdist" / f"{key}.json"
+    key = safe_name(f"{name.lower()}-{release}", "release")
+    tree, info_path = root_dir() / "sdist" / key, child(root_dir() / "sdist", key, ".json")
     if tree.is_dir() and info_path.exists():
         return tree
     with _lock(key):
@@ -293,7 +301,7 @@ def git_worktree(task: Task, url: str | None = None) -> Path:
     slug, sha = _checked(task)
     url = clone_url(task) if url is None else url
     clone = root_dir() / "git" / slug
-    wt = root_dir() / "worktrees" / f"{slug}@{sha[:12]}"
+    wt = root_dir() / "worktrees" / checkout_names(task)[1]
     with _lock(f"git-{slug}"):
         if (wt / ".git").is_dir():
             return wt

@@ -44,10 +44,11 @@ import re
 from pathlib import Path
 
 from fasbench.data import swebench_tasks
-from fasbench.data.corpus import root_dir, try_materialize
+from fasbench.data.corpus import checkout_names, root_dir, try_materialize
 from fasbench.data.contextbench import import_contextbench
 from fasbench.data.splits import assign
 from fasbench.data.swebench_pro import tasks_from_records
+from fasbench.paths import UnsafeName
 from fasbench.records import Gold, RecordError, Task, fields, iter_jsonl
 
 FORMATS = ("swe-explore", "locbench", "contextbench", "swebench-pro")
@@ -245,9 +246,16 @@ def usability(task: Task) -> dict[str, str]:
             offline += " (regions placed: " + ", ".join(f"{k} {n}" for k, n in sorted(how.items())) + ")"
     else:
         offline = f"{why['reason']}: {why['detail']}"
+    try:
+        checkout = checkout_names(task)[1] if task.base_commit else ""
+    except UnsafeName as e:  # a repository or commit that cannot name a folder: said, not a traceback
+        checkout = ""
+        online = f"bad-task: {e}"
     if not task.base_commit:
         online = "no-base-commit"
-    elif (root_dir() / "worktrees" / f"{task.repo.strip('/').replace('/', '__')}@{task.base_commit[:12]}" / ".git").is_dir():
+    elif not checkout:
+        pass
+    elif (root_dir() / "worktrees" / checkout / ".git").is_dir():
         t, why = try_materialize(task, mode="online")
         online = "usable" if t is not None else f"{why['reason']}: {why['detail']}"
     else:

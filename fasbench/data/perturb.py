@@ -46,7 +46,7 @@ from pathlib import Path
 
 from fasbench.data.corpus import CorpusError, portable_root, root_dir
 from fasbench.data.pyedit import code_only, in_docs, reorder_text
-from fasbench.paths import building, replace_dir
+from fasbench.paths import building, child, replace_dir
 from fasbench.specs import build, parse_spec
 
 WORDS = ("core", "impl", "base", "main", "defs", "ops", "parts", "unit")
@@ -161,7 +161,7 @@ def _new_name(tree: Tree, rng: random.Random, name: str, folder: Path | None = N
     """``name_<word>`` that occurs nowhere in the corpus (nor as a file or folder in ``folder``)."""
     for w in rng.sample(WORDS, len(WORDS)):
         cand = f"{name}_{w}"
-        if _fresh(tree, cand) and not (folder and ((folder / cand).exists() or (folder / f"{cand}.py").exists())):
+        if _fresh(tree, cand) and not (folder and ((folder / cand).exists() or child(folder, cand, ".py").exists())):
             return cand
     return None
 

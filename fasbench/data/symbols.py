@@ -30,7 +30,7 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from fasbench.paths import cache_dir
+from fasbench.paths import cache_dir, child
 from fasbench.records import Gold, Task, read_tasks
 from fasbench.records import write_tasks as _write
 
@@ -75,7 +75,7 @@ def corpus(name: str) -> tuple[Path, str]:
     """(the corpus folder of package ``name``: its ``.py`` files copied once into the cache, its version)."""
     src = package_dir(name)
     version = _version(name, src)
-    dst = cache_dir("corpora", "symbols") / f"{name}-{version}"
+    dst = child(cache_dir("corpora", "symbols"), f"{name}-{version}", what="package release")
     if not (dst / ".complete").exists():
         tmp = dst.with_name(dst.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)

@@ -26,7 +26,6 @@ time (the subagent's included in the search arm), and the localisation proxy (``
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from fasbench.evaluate import check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
 from fasbench.metrics import paired_bootstrap
+from fasbench.paths import Names, UnsafeName, child, name_key
 from fasbench.policies import make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
 
@@ -64,7 +64,25 @@ class E2EConfig:
 
 
 def task_key(task_id: str) -> str:
-    return re.sub(r"[^\w.@-]+", "_", task_id)
+    """The folder and file name of a task's episode (``work/<arm>/<key>``, ``trajs/<arm>/<key>.traj.json``):
+    :func:`fasbench.paths.name_key`, one safe path component distinct for distinct ids (an id ``..``
+    deleted ``OUT/work`` before; ``a/b`` and ``a_b`` shared one folder)."""
+    return name_key(task_id, "e2e task id")
+
+
+def _claim_keys(tasks: Sequence[Task], skipped: Path) -> set[str]:
+    """The ids whose key another task of the run already names (an id crafted as another's key):
+    refused, with one row in ``skipped`` each, so that no episode writes over another's files."""
+    keys, refused = Names("e2e task key"), set()
+    old = {r.get("task_id") for r in iter_jsonl(skipped)} if skipped.exists() else set()
+    for tid in dict.fromkeys(t.id for t in tasks):
+        try:
+            keys.claim(task_key(tid))
+        except UnsafeName as e:
+            refused.add(tid)
+            if tid not in old:
+                append_jsonl(skipped, [{"task_id": tid, "reason": "task-key", "detail": str(e)}])
+    return refused
 
 
 def prepare_copy(root: str | Path, episode: Path) -> Path:
@@ -110,8 +128,10 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
     done = done_pairs(records)
     if not keep_work:  # copies left by a run killed between an episode's record and its clean-up
         for tid, arm in done:
-            shutil.rmtree(out / "work" / arm / task_key(tid), ignore_errors=True)
-    todo = [(t, a) for t in tasks for a in arms if (t.id, a) not in done]
+            if arm in ARMS and isinstance(tid, str):  # both from records.jsonl: never a path of their own
+                shutil.rmtree(out / "work" / arm / task_key(tid), ignore_errors=True)
+    refused = _claim_keys(tasks, out / "skipped.jsonl")
+    todo = [(t, a) for t in tasks for a in arms if (t.id, a) not in done and t.id not in refused]
     rooted = {t.id: t for t in with_corpora(list({t.id: t for t, _ in todo}.values()), skipped=out / "skipped.jsonl",
                                             progress=progress, desc="e2e corpora").tasks}
     count = token_counter(tokenizer) if policy is not None else None
@@ -140,7 +160,7 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
                            "search_tokens": sum((x.prompt_tokens or 0) + (x.completion_tokens or 0) for x in tr.turns),
                            "handoff_format": handoff, "handoff_tokens": count(hand),
                            "report_files": sorted(tr.report.files) if tr.report else []}
-        traj = out / "trajs" / arm / f"{key}.traj.json"
+        traj = child(out / "trajs" / arm, key, ".traj.json")
         res = run_main(t.query, work, cfg, traj, t.id, hand, {"arm": arm, **search_info})
         try:
             diff, diff_error = worktree_diff(episode), None

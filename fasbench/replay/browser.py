@@ -3,7 +3,6 @@ first picked, and open an episode of a picked run in the replay with its gold.""
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Sequence
 
@@ -11,18 +10,19 @@ import ipywidgets as W
 import polars as pl
 
 from fasbench import runs as R
+from fasbench.markup import Markup, html, join
 from fasbench.replay.runs import RunEpisodes, load_run_episodes
 from fasbench.replay.static import display_bundle, runs_html
 from fasbench.replay.widgets import TraceBrowser
 
 
-def frame_html(df: pl.DataFrame, cls: str) -> str:
+def frame_html(df: pl.DataFrame, cls: str) -> Markup:
     """A frame of strings as a compact HTML table that scrolls sideways instead of being cut."""
-    th = "".join(f"<th style='padding:2px 8px;text-align:left'>{html.escape(c)}</th>" for c in df.columns)
-    trs = "".join("<tr>" + "".join(f"<td style='padding:2px 8px;white-space:nowrap'>{html.escape(str(v))}</td>"
-                                   for v in row) + "</tr>" for row in df.iter_rows())
-    return (f"<div style='overflow-x:auto;max-width:100%'><table class='{cls}' style='font-size:12px;"
-            f"border-collapse:collapse'><tr>{th}</tr>{trs}</table></div>")
+    th = join(html("<th style='padding:2px 8px;text-align:left'>{}</th>", c) for c in df.columns)
+    trs = join(html("<tr>{}</tr>", join(html("<td style='padding:2px 8px;white-space:nowrap'>{}</td>", v) for v in row))
+               for row in df.iter_rows())
+    return html("<div style='overflow-x:auto;max-width:100%'><table class='{}' style='font-size:12px;"
+                "border-collapse:collapse'><tr>{}</tr>{}</table></div>", cls, th, trs)
 
 
 class RunsBrowser:
@@ -47,10 +47,11 @@ class RunsBrowser:
                                        description="runs", layout=W.Layout(width="98%"))
         self.open_run = W.Dropdown(description="episodes of", layout=W.Layout(width="60%"))
         self.metrics_html, self.compare_html = W.HTML(), W.HTML()
+        self._metrics, self._compare = html(""), html("")  # what the two widgets show, as built markup
         self.detail = W.VBox()
         self.episodes: TraceBrowser | None = None
         self.run: RunEpisodes | None = None
-        self.widget = W.VBox([self.select, W.HTML(f"<b>Metrics</b> (mean [{level:.0%} bootstrap interval])"),
+        self.widget = W.VBox([self.select, W.HTML(html("<b>Metrics</b> (mean [{:.0%} bootstrap interval])", level)),
                               self.metrics_html, self.compare_html, self.open_run, self.detail])
         self.widget.add_class("fasbench-runs-browser")
         self.select.observe(self._refresh, "value")
@@ -66,16 +67,17 @@ class RunsBrowser:
 
     def _refresh(self, change=None) -> None:
         sub = self.table.filter(pl.col("run").is_in(self.picked))
-        self.metrics_html.value = frame_html(R.display_runs(sub), "fasbench-runs-table") if sub.height else ""
-        self.compare_html.value = ""
+        self._metrics = frame_html(R.display_runs(sub), "fasbench-runs-table") if sub.height else html("")
+        self._compare = html("")
         if len(self.picked) >= 2:
             try:
                 cmp = R.compare_runs([self._path(n) for n in self.picked], self.metrics, level=self.level)
-                self.compare_html.value = (f"<b>Paired differences against {html.escape(self.picked[0])}</b> "
-                                           f"(run − reference, {self.level:.0%} interval, two-sided p)"
-                                           + frame_html(R.display_compare(cmp), "fasbench-runs-compare"))
+                self._compare = (html("<b>Paired differences against {}</b> (run − reference, {:.0%} interval, "
+                                      "two-sided p)", self.picked[0], self.level)
+                                 + frame_html(R.display_compare(cmp), "fasbench-runs-compare"))
             except R.RunError as e:
-                self.compare_html.value = f"<i>{html.escape(str(e))}</i>"
+                self._compare = html("<i>{}</i>", str(e))
+        self.metrics_html.value, self.compare_html.value = str(self._metrics), str(self._compare)
         keep = self.open_run.value
         self.open_run.options = self.picked
         self.open_run.value = keep if keep in self.picked else (self.picked[0] if self.picked else None)
@@ -88,11 +90,11 @@ class RunsBrowser:
         if self.run is not None and self.run.path == Path(self._path(name)):
             return self.episodes
         self.run = load_run_episodes(self._path(name), max_traces=self.max_traces)
-        gold = (f"gold from {html.escape(self.run.gold_from)}" if self.run.tasks
+        gold = (f"gold from {self.run.gold_from}" if self.run.tasks
                 else "no gold found (the run has no tasks.jsonl and no task source)")
         self.episodes = TraceBrowser(self.run.traces, self.run.tasks)
-        self.detail.children = (W.HTML(f"<small>{len(self.run.traces)} episodes of {html.escape(name)}; {gold}"
-                                       "</small>"), self.episodes.widget)
+        self.detail.children = (W.HTML(html("<small>{} episodes of {}; {}</small>", len(self.run.traces), name, gold)),
+                                self.episodes.widget)
         if self.open_run.value != name:
             self.open_run.value = name
         return self.episodes
@@ -100,7 +102,7 @@ class RunsBrowser:
     def _repr_mimebundle_(self, include=None, exclude=None):
         return display_bundle(self.widget, self.static_html(), include, exclude)
 
-    def static_html(self) -> str:
+    def static_html(self) -> Markup:
         """The picked runs' metrics and comparison and the open run's episodes, as HTML that needs no kernel."""
-        return runs_html(self.metrics_html.value, self.compare_html.value,
-                         self.episodes.static_html() if self.episodes is not None else "")
+        return runs_html(self._metrics, self._compare,
+                         self.episodes.static_html() if self.episodes is not None else html(""))

@@ -3,20 +3,20 @@ file panel's counts."""
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Sequence
 
 from fasbench.linerefs import short_path
+from fasbench.markup import Markup, html, join
 from fasbench.records import Task, ToolCall, ToolResult, Trace
 from fasbench.replay.overlay import FileOverlay, overlay_totals
 from fasbench.replay.timeline import fmt_s, turn_summary
 
 
-def pre(text: str, max_chars: int = 6000, height: str = "16em") -> str:
+def pre(text: str, max_chars: int = 6000, height: str = "16em") -> Markup:
     t = text if len(text) <= max_chars else text[:max_chars] + f"\n… ({len(text) - max_chars} more characters)"
-    return (f"<pre style='white-space:pre-wrap;max-height:{height};overflow:auto;margin:2px 0;"
-            f"font-size:12px;background:#f7f7f7;padding:4px'>{html.escape(t)}</pre>")
+    return html("<pre style='white-space:pre-wrap;max-height:{};overflow:auto;margin:2px 0;"
+                "font-size:12px;background:#f7f7f7;padding:4px'>{}</pre>", height, t)
 
 
 def _tokens(s: dict) -> str:
@@ -27,33 +27,32 @@ def _tokens(s: dict) -> str:
     return f"tokens {p} in / {c} out"
 
 
-def title_html(trace: Trace, task: Task | None = None) -> str:
+def title_html(trace: Trace, task: Task | None = None) -> Markup:
     """The replay's title: policy, task, tool set, turns, calls, time, stop reason, and the query."""
-    out = (f"<h4 style='margin:4px 0'>{html.escape(trace.policy)} · {html.escape(trace.task_id)} · "
-           f"{html.escape(trace.toolset)} · {trace.n_turns} turns, {trace.n_calls} calls, "
-           f"{fmt_s(trace.wall_time)} · stop: {html.escape(trace.stop_reason)}</h4>")
+    out = html("<h4 style='margin:4px 0'>{} · {} · {} · {} turns, {} calls, {} · stop: {}</h4>", trace.policy,
+               trace.task_id, trace.toolset, trace.n_turns, trace.n_calls, fmt_s(trace.wall_time), trace.stop_reason)
     if task is not None:
-        out += f"<div style='font-size:12px'><b>Query:</b> {html.escape(task.query[:400])}</div>"
+        out += html("<div style='font-size:12px'><b>Query:</b> {}</div>", task.query[:400])
     return out
 
 
-def header_html(trace: Trace, i: int) -> str:
+def header_html(trace: Trace, i: int) -> Markup:
     """The turn header: turn number, parallel calls, model and tool latency, tokens, text."""
     s = turn_summary(trace, i)
     err = f" ({s['n_errors']} failed)" if s["n_errors"] else ""
     calls = {0: "no tool calls", 1: "1 call"}.get(s["n_calls"], f"{s['n_calls']} parallel calls")
-    line = (f"<b>Turn {s['turn']} / {s['n_turns']}</b> · {calls}{err} · model {fmt_s(s['model_s'])} · tools "
-            f"{fmt_s(s['tool_s'])} · {_tokens(s)}")
+    line = html("<b>Turn {} / {}</b> · {}{} · model {} · tools {} · {}", s["turn"], s["n_turns"], calls, err,
+                fmt_s(s["model_s"]), fmt_s(s["tool_s"]), _tokens(s))
     body = pre(s["text"] or "(no assistant text)", 2000, "8em")
     if s["is_last"]:
         rep = trace.report
         if rep is not None:
             files = ", ".join(f"{p} {rs}" for p, rs in rep.files.items()) or "(no files)"
-            body += f"<div><b>Report</b> ({trace.stop_reason}): {html.escape(files)}</div>"
+            body += html("<div><b>Report</b> ({}): {}</div>", trace.stop_reason, files)
         else:
-            body += f"<div><b>No report</b> — stopped: {html.escape(trace.stop_reason)}" \
-                    f"{(' · ' + html.escape(trace.error)) if trace.error else ''}</div>"
-    return f"<div class='fasbench-turn-header'>{line}{body}</div>"
+            body += html("<div><b>No report</b> — stopped: {}{}</div>", trace.stop_reason,
+                         (" · " + str(trace.error)) if trace.error else "")
+    return html("<div class='fasbench-turn-header'>{}{}</div>", line, body)
 
 
 def call_label(call: ToolCall, result: ToolResult | None, j: int) -> str:
@@ -63,39 +62,38 @@ def call_label(call: ToolCall, result: ToolResult | None, j: int) -> str:
     return f"{j + 1}. {call.name}({args[:60]}{'…' if len(args) > 60 else ''}){dur}{err}"
 
 
-def call_html(call: ToolCall, result: ToolResult | None) -> str:
+def call_html(call: ToolCall, result: ToolResult | None) -> Markup:
     if isinstance(call.arguments, dict):
         args = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items())
     else:
         args = f"(not a JSON object) {call.arguments}"
     out = result.output if result is not None else "(no result)"
     state = "error" if result is not None and result.is_error else "output"
-    return (f"<div class='fasbench-call'><b>{html.escape(call.name)}</b> <code>{html.escape(call.id)}</code>"
-            f"<div>arguments</div>{pre(args, 3000, '8em')}<div>{state}</div>{pre(out)}</div>")
+    return html("<div class='fasbench-call'><b>{}</b> <code>{}</code><div>arguments</div>{}<div>{}</div>{}</div>",
+                call.name, call.id, pre(args, 3000, "8em"), state, pre(out))
 
 
-def counts_html(rows: Sequence[FileOverlay], with_gold: bool, max_rows: int = 15) -> str:
+def counts_html(rows: Sequence[FileOverlay], with_gold: bool, max_rows: int = 15) -> Markup:
     """The file panel's counts: one row per file (the first ``max_rows``; the totals cover all), paths
     shortened in the middle (the full path on hover), in a box that scrolls sideways instead of cutting."""
     cols = ["viewed", "grep", "cited", "cited_unseen"] + (["gold", "gold_viewed", "gold_cited"] if with_gold else [])
     heads = {"grep": "grep hits", "gold_viewed": "gold ∩ viewed", "gold_cited": "gold ∩ cited",
              "cited_unseen": "cited, never shown"}
-    th = "".join(f"<th style='padding:0 6px'>{heads.get(c, c)}</th>" for c in cols)
+    th = join(html("<th style='padding:0 6px'>{}</th>", heads.get(c, c)) for c in cols)
     trs = []
     for f in rows[:max_rows]:
         c = f.counts()
-        tds = "".join(f"<td style='text-align:right;padding:0 6px'>{c[k]}</td>" for k in cols)
-        mark = " ★" if f.is_gold else ""
-        trs.append(f"<tr><td title='{html.escape(f.path)}'><code>{html.escape(short_path(f.path, 44))}</code>{mark}"
-                   f"</td>{tds}</tr>")
+        tds = join(html("<td style='text-align:right;padding:0 6px'>{}</td>", c[k]) for k in cols)
+        trs.append(html("<tr><td title='{}'><code>{}</code>{}</td>{}</tr>", f.path, short_path(f.path, 44),
+                        " ★" if f.is_gold else "", tds))
     if len(rows) > max_rows:
-        trs.append(f"<tr><td colspan='{len(cols) + 1}'><i>… {len(rows) - max_rows} more files</i></td></tr>")
+        trs.append(html("<tr><td colspan='{}'><i>… {} more files</i></td></tr>", len(cols) + 1, len(rows) - max_rows))
     t = overlay_totals(rows)
-    tot = "".join(f"<td style='text-align:right;padding:0 6px'><b>{t[k]}</b></td>" for k in cols)
-    share = ""
+    tot = join(html("<td style='text-align:right;padding:0 6px'><b>{}</b></td>", t[k]) for k in cols)
+    share = html("")
     if with_gold and t["gold"]:
-        share = (f"<div>gold lines viewed: {t['gold_viewed_share']:.0%} · gold lines cited: "
-                 f"{t['gold_cited_share']:.0%}</div>")
-    return (f"<div class='fasbench-files' style='overflow-x:auto;max-width:100%'><table style='font-size:12px;"
-            f"white-space:nowrap'><tr><th>file (lines)</th>{th}</tr>{''.join(trs)}<tr><td><b>total</b></td>{tot}</tr>"
-            f"</table>{share}</div>")
+        share = html("<div>gold lines viewed: {:.0%} · gold lines cited: {:.0%}</div>", t["gold_viewed_share"],
+                     t["gold_cited_share"])
+    return html("<div class='fasbench-files' style='overflow-x:auto;max-width:100%'><table style='font-size:12px;"
+                "white-space:nowrap'><tr><th>file (lines)</th>{}</tr>{}<tr><td><b>total</b></td>{}</tr>"
+                "</table>{}</div>", th, join(trs), tot, share)

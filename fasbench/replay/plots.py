@@ -4,7 +4,6 @@ two timelines on one time axis, and the per-file line overlay. Saved for papers 
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Sequence
 
@@ -13,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from fasbench.figures import kind_color
 from fasbench.linerefs import short_path
+from fasbench.markup import html
 from fasbench.records import Trace
 from fasbench.replay.observed import call_kind
 from fasbench.replay.overlay import FileOverlay
@@ -72,9 +72,9 @@ def _add_timeline(fig: go.Figure, trace: Trace, row: int | None = None, highligh
         bs = [b for b in calls if b[1].tool == tool]
         kind = call_kind(trace.toolset, tool)
         name = f"{tool} ({kind})" if kind else tool
-        hover = [f"turn {b[0] + 1}, call {b[1].index + 1}: {html.escape(tool)}"
-                 + (f" · {fmt_s(b[1].duration)}" if timed else "")
-                 + (" · ERROR" if b[1].is_error else "") + "<br>" + html.escape(b[1].arguments[:120]) for b in bs]
+        hover = [html("turn {}, call {}: {}{}{}<br>{}", b[0] + 1, b[1].index + 1, tool,
+                      f" · {fmt_s(b[1].duration)}" if timed else "", " · ERROR" if b[1].is_error else "",
+                      b[1].arguments[:120]) for b in bs]
         fig.add_trace(go.Bar(
             orientation="h", y=[lane_names[b[4]] for b in bs], base=[b[2] for b in bs], x=[b[3] for b in bs],
             name=name, legendgroup=name, showlegend=legend and name not in seen, hovertext=hover, hoverinfo="text",
@@ -165,7 +165,7 @@ def file_figure(rows: Sequence[FileOverlay], title: str | None = None, max_files
                 ys.append(i + off)
                 bases.append(a - 0.5)
                 xs.append(b - a + 1)
-                hover.append(f"{html.escape(f.path)}: {name} {a}-{b}")
+                hover.append(html("{}: {} {}-{}", f.path, name, a, b))
         fig.add_trace(go.Bar(orientation="h", y=ys, base=bases, x=xs, width=0.24, name=name,
                              marker_color=LAYER_COLORS[name], hovertext=hover, hoverinfo="text"))
     gy, gx, gh = [], [], []
@@ -173,7 +173,7 @@ def file_figure(rows: Sequence[FileOverlay], title: str | None = None, max_files
         for n in f.grep:
             gy.append(i + 0.28)
             gx.append(n)
-            gh.append(f"{html.escape(f.path)}: grep match at line {n}")
+            gh.append(html("{}: grep match at line {}", f.path, n))
     fig.add_trace(go.Scatter(x=gx, y=gy, mode="markers", name="grep match", hovertext=gh, hoverinfo="text",
                              marker=dict(symbol="line-ns-open", size=11, color=LAYER_COLORS["grep"],
                                          line=dict(width=2))))

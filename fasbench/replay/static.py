@@ -8,7 +8,6 @@ live view, the report this (see ``fasbench.report``: an output carrying both kee
 
 from __future__ import annotations
 
-import html
 import itertools
 import math
 import uuid
@@ -16,6 +15,7 @@ from typing import Sequence
 
 from fasbench.figures import kind_color
 from fasbench.linerefs import short_path
+from fasbench.markup import Markup, html, join
 from fasbench.records import Task, Trace
 from fasbench.replay.observed import call_kind
 from fasbench.replay.overlay import file_overlay
@@ -50,11 +50,11 @@ def _turn_rules(u: str, key: str, i: int, j: int) -> str:
     return "\n".join(out)
 
 
-def _timeline(trace: Trace, u: str, key) -> str:
+def _timeline(trace: Trace, u: str, key) -> Markup:
     cols, n_rows = turn_columns(trace)
     names = ["", "model"] + [f"slot {k}" for k in range(1, n_rows)]
-    lanes = "".join(f"<div style='height:18px;font-size:11px'>{n}</div>" for n in names)
-    parts = [f"<div style='width:52px;min-width:52px'>{lanes}</div>"]
+    lanes = join(html("<div style='height:18px;font-size:11px'>{}</div>", n) for n in names)
+    parts = [html("<div style='width:52px;min-width:52px'>{}</div>", lanes)]
     for i, col in enumerate(cols):
         rows = []
         for r in range(n_rows):
@@ -63,24 +63,24 @@ def _timeline(trace: Trace, u: str, key) -> str:
                 pos = f"left:{100 * b.left:.2f}%;width:{100 * b.width:.2f}%"
                 if b.call is None:
                     tip = f"turn {i + 1}: model {fmt_s(trace.turns[i].model_time)}"
-                    bars.append(f"<label for='{u}-{key(i, -1)}' class='fbs-bar' title='{html.escape(tip)}' "
-                                f"style='{pos};background-color:{MODEL_COLOR}'></label>")
+                    bars.append(html("<label for='{}-{}' class='fbs-bar' title='{}' style='{};background-color:{}'>"
+                                     "</label>", u, key(i, -1), tip, pos, MODEL_COLOR))
                     continue
                 c = b.call
                 kind = call_kind(trace.toolset, c.tool)
                 tip = (f"turn {i + 1}, call {c.index + 1}: {c.tool}{f' ({kind})' if kind else ''}"
                        f"{' · ERROR' if c.is_error else ''} · {c.arguments[:100]}")
-                bars.append(f"<label for='{u}-{key(i, c.index)}' class='fbs-bar fbs-bar-{i}-{c.index}"
-                            f"{' fbs-err' if c.is_error else ''}' title='{html.escape(tip)}' "
-                            f"style='{pos};background-color:{kind_color(kind)}'></label>")
-            rows.append(f"<div style='position:relative;height:18px'>{''.join(bars)}</div>")
-        parts.append(f"<div class='fbs-col fbs-col-{i}' style='flex:1 1 0;min-width:0;border-left:1px dotted #888;"
-                     f"padding:0 2px'><label for='{u}-{key(i, -1)}' class='fbs-tlabel'>T{i + 1}</label>"
-                     f"{''.join(rows)}</div>")
-    return f"<div class='fbs-timeline' style='display:flex;width:100%;margin:4px 0'>{''.join(parts)}</div>"
+                bars.append(html("<label for='{}-{}' class='fbs-bar fbs-bar-{}-{}{}' title='{}' "
+                                 "style='{};background-color:{}'></label>", u, key(i, c.index), i, c.index,
+                                 " fbs-err" if c.is_error else "", tip, pos, kind_color(kind)))
+            rows.append(html("<div style='position:relative;height:18px'>{}</div>", join(bars)))
+        parts.append(html("<div class='fbs-col fbs-col-{0}' style='flex:1 1 0;min-width:0;border-left:1px dotted #888;"
+                          "padding:0 2px'><label for='{1}-{2}' class='fbs-tlabel'>T{3}</label>{4}</div>",
+                          i, u, key(i, -1), i + 1, join(rows)))
+    return html("<div class='fbs-timeline' style='display:flex;width:100%;margin:4px 0'>{}</div>", join(parts))
 
 
-def replay_html(trace: Trace, task: Task | None = None) -> str:
+def replay_html(trace: Trace, task: Task | None = None) -> Markup:
     """One episode, every turn: title, timeline (one column per turn, bars coloured by kind), and per
     turn its header, its calls (arguments and output) and the files viewed, cited and gold so far."""
     u = f"fbs{uuid.uuid4().hex[:10]}"
@@ -95,26 +95,26 @@ def replay_html(trace: Trace, task: Task | None = None) -> str:
         return first[i] if j < 0 else keys[(i, j)]
 
     rules = "\n".join(_turn_rules(u, k, i, j) for (i, j), k in keys.items())
-    radios = "".join(f"<input type='radio' name='{u}' id='{u}-{k}' style='display:none'"
-                     f"{' checked' if n == 0 else ''}>" for n, k in enumerate(keys.values()))
+    radios = join(html("<input type='radio' name='{0}' id='{0}-{1}' style='display:none'{2}>", u, k,
+                       html(" checked") if n == 0 else "") for n, k in enumerate(keys.values()))
     turns = []
     for i, t in enumerate(trace.turns):
         res = results_by_call(t)
-        labels = "".join(f"<label for='{u}-{keys[(i, j)]}' class='fbs-clabel fbs-clabel-{i}-{j}' "
-                         f"title='{html.escape(call_label(c, r, j))}'>{html.escape(call_label(c, r, j))}</label>"
-                         for j, (c, r) in enumerate(zip(t.calls, res)))
-        details = "".join(f"<div class='fbs-call fbs-call-{i}-{j}'>{call_html(c, r)}</div>"
-                          for j, (c, r) in enumerate(zip(t.calls, res)))
+        labels = join(html("<label for='{}-{}' class='fbs-clabel fbs-clabel-{}-{}' title='{}'>{}</label>", u,
+                           keys[(i, j)], i, j, call_label(c, r, j), call_label(c, r, j))
+                      for j, (c, r) in enumerate(zip(t.calls, res)))
+        details = join(html("<div class='fbs-call fbs-call-{}-{}'>{}</div>", i, j, call_html(c, r))
+                       for j, (c, r) in enumerate(zip(t.calls, res)))
         counts = counts_html(file_overlay(trace, task, upto_turn=i), task is not None)
-        turns.append(f"<div class='fbs-turn fbs-turn-{i}'>{header_html(trace, i)}<div style='display:flex;gap:8px'>"
-                     f"<div style='width:46%;min-width:0'><b>Calls of this turn</b>{labels or '<div>(none)</div>'}"
-                     f"{details}</div><div style='width:54%;min-width:0'><b>Files: gold, cited, viewed so far</b>"
-                     f"{counts}</div></div></div>")
-    body = title_html(trace, task) + NOTE
-    body += _timeline(trace, u, key) + "".join(turns) if trace.turns else \
-        "<div><b>No turns</b> — the episode is empty.</div>"
-    return (f"<div class='{STATIC_CLASS} fasbench-static-replay' id='{u}'>{_CSS.format(u=u, rules=rules)}"
-            f"{radios}<div class='fbs-body'>{body}</div></div>")
+        turns.append(html("<div class='fbs-turn fbs-turn-{}'>{}<div style='display:flex;gap:8px'>"
+                          "<div style='width:46%;min-width:0'><b>Calls of this turn</b>{}{}</div>"
+                          "<div style='width:54%;min-width:0'><b>Files: gold, cited, viewed so far</b>{}</div></div></div>",
+                          i, header_html(trace, i), labels or html("<div>(none)</div>"), details, counts))
+    body = title_html(trace, task) + html(NOTE)
+    body += _timeline(trace, u, key) + join(turns) if trace.turns else \
+        html("<div><b>No turns</b> — the episode is empty.</div>")
+    return html("<div class='{}' id='{}'>{}{}<div class='fbs-body'>{}</div></div>",
+                STATIC_CLASS + " fasbench-static-replay", u, html(_CSS, u=u, rules=rules), radios, body)
 
 
 def display_bundle(widget, static: str, include=None, exclude=None) -> dict:
@@ -126,32 +126,34 @@ def display_bundle(widget, static: str, include=None, exclude=None) -> dict:
     return {**data, "text/html": static}
 
 
-def compare_html(table: str, a: str, b: str) -> str:
-    """A comparison: its table and the two episodes' static replays."""
-    return f"<div class='{STATIC_CLASS} fasbench-static-compare'>{table}{a}{b}</div>"
+def compare_html(table: Markup, a: Markup, b: Markup) -> Markup:
+    """A comparison: its table and the two episodes' static replays (a plain string is escaped)."""
+    return html("<div class='{} fasbench-static-compare'>{}{}{}</div>", STATIC_CLASS, table, a, b)
 
 
-def browser_html(rows: Sequence[dict], replay: str = "", max_rows: int = 200) -> str:
+def browser_html(rows: Sequence[dict], replay: Markup = html(""), max_rows: int = 200) -> Markup:
     """An episode browser: its rows (filtered and sorted as shown) as a table, and the open replay."""
     def num(v, f):
         return "nan" if isinstance(v, float) and math.isnan(v) else f.format(v)
 
     cols = [("task_id", "{}"), ("policy", "{}"), ("reward", "{:.3f}"), ("turns", "{}"), ("calls", "{}"),
             ("wall_s", "{:.2f}"), ("stop_reason", "{}")]
-    th = "".join(f"<th style='padding:0 8px;text-align:left'>{c}</th>" for c, _ in cols)
-    trs = "".join("<tr>" + "".join(f"<td style='padding:0 8px' title='{html.escape(str(r[c]))}'>"
-                                   f"{html.escape(short_path(num(r[c], f), 40))}</td>" for c, f in cols) + "</tr>"
-                  for r in itertools.islice(rows, max_rows))
-    more = f"<div><i>… {len(rows) - max_rows} more episodes</i></div>" if len(rows) > max_rows else ""
-    note = ("<div class='fasbench-static-note' style='font-size:12px;color:#555'><i>Static snapshot (no kernel): "
-            f"{len(rows)} episodes; run the notebook to filter, sort and open any of them in the replay"
-            f"{' (the one opened when it ran is below)' if replay else ''}.</i></div>")
-    return (f"<div class='{STATIC_CLASS} fasbench-static-browser'>{note}<div style='overflow:auto;max-height:24em'>"
-            f"<table style='font-size:12px;white-space:nowrap'><tr>{th}</tr>{trs}</table></div>{more}{replay}</div>")
+    th = join(html("<th style='padding:0 8px;text-align:left'>{}</th>", c) for c, _ in cols)
+    trs = join(html("<tr>{}</tr>", join(html("<td style='padding:0 8px' title='{}'>{}</td>", r[c],
+                                              short_path(num(r[c], f), 40)) for c, f in cols))
+               for r in itertools.islice(rows, max_rows))
+    more = html("<div><i>… {} more episodes</i></div>", len(rows) - max_rows) if len(rows) > max_rows else ""
+    note = html("<div class='fasbench-static-note' style='font-size:12px;color:#555'><i>Static snapshot (no kernel): "
+                "{} episodes; run the notebook to filter, sort and open any of them in the replay{}.</i></div>",
+                len(rows), " (the one opened when it ran is below)" if replay else "")
+    return html("<div class='{} fasbench-static-browser'>{}<div style='overflow:auto;max-height:24em'>"
+                "<table style='font-size:12px;white-space:nowrap'><tr>{}</tr>{}</table></div>{}{}</div>",
+                STATIC_CLASS, note, th, trs, more, replay)
 
 
-def runs_html(metrics: str, compare: str, episodes: str = "") -> str:
+def runs_html(metrics: Markup, compare: Markup, episodes: Markup = html("")) -> Markup:
     """A runs browser: the picked runs' metrics and comparison, and the open run's episode browser."""
-    note = ("<div class='fasbench-static-note' style='font-size:12px;color:#555'><i>Static snapshot (no kernel): "
-            "the runs picked when the notebook ran; run it to pick others.</i></div>")
-    return f"<div class='{STATIC_CLASS} fasbench-static-runs'>{note}<b>Metrics</b>{metrics}{compare}{episodes}</div>"
+    note = html("<div class='fasbench-static-note' style='font-size:12px;color:#555'><i>Static snapshot (no kernel): "
+                "the runs picked when the notebook ran; run it to pick others.</i></div>")
+    return html("<div class='{} fasbench-static-runs'>{}<b>Metrics</b>{}{}{}</div>", STATIC_CLASS, note, metrics,
+                compare, episodes)

@@ -9,12 +9,12 @@ lines viewed, matched, cited and gold (``fasbench.replay.overlay``)."""
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import textwrap
 
 from fasbench.episodes import episode_row, part_columns, reward_column
+from fasbench.markup import html, join
 from fasbench.process import PROCESS_COLUMNS
 from fasbench.records import Task, Trace
 from fasbench.replay.overlay import file_overlay, overlay_totals
@@ -183,55 +183,58 @@ details{margin:.3em 0 .3em 1em}summary{cursor:pointer;font-family:monospace;font
 
 
 def to_html(v: dict) -> str:
-    """The episode as one static HTML page: no script, no external file (every call is a <details>)."""
-    e = html.escape
-    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(v['task_id'])} · {e(v['run'])}</title>"
-         f"<style>{_CSS}</style></head><body>",
-         f"<h2>{e(v['task_id'])}</h2><p>run <b>{e(v['run'] or '?')}</b> · policy <code>{e(v['policy'])}</code> · "
-         f"tool set {e(v['toolset'])} · {len(v['turns'])} turns · stop: {e(v['stop_reason'])}</p>"]
+    """The episode as one static HTML page: no script, no external file (every call is a <details>);
+    every value from the episode escaped by :func:`fasbench.markup.html`."""
+    h = [html("<!doctype html><html><head><meta charset='utf-8'><title>{} · {}</title><style>{}</style></head><body>",
+              v["task_id"], v["run"], _CSS),
+         html("<h2>{}</h2><p>run <b>{}</b> · policy <code>{}</code> · tool set {} · {} turns · stop: {}</p>",
+              v["task_id"], v["run"] or "?", v["policy"], v["toolset"], len(v["turns"]), v["stop_reason"])]
     if v["query"] is not None:
-        h.append(f"<details><summary>query</summary><pre>{e(v['query'])}</pre></details>")
+        h.append(html("<details><summary>query</summary><pre>{}</pre></details>", v["query"]))
     if v["gold"] is not None:
-        h.append("<p>gold: " + "; ".join(f"<code>{e(p)}</code> {e(str(rs))}" for p, rs in v["gold"].items()) + "</p>")
+        h.append(html("<p>gold: {}</p>", join((html("<code>{}</code> {}", p, str(rs)) for p, rs in v["gold"].items()),
+                                               "; ")))
     for t in v["turns"]:
         err = sum(c["error"] for c in t["calls"])
-        h.append(f"<div class='turn'><b>Turn {t['turn']} / {t['n_turns']}</b> · {_calls_word(t['n_calls'])}"
-                 f"{f' ({err} failed)' if err else ''} · model {e(t['model'])} · tools {e(t['tools_time'])} · "
-                 f"{_tokens(t)}")
+        h.append(html("<div class='turn'><b>Turn {} / {}</b> · {}{} · model {} · tools {} · {}", t["turn"],
+                      t["n_turns"], _calls_word(t["n_calls"]), f" ({err} failed)" if err else "", t["model"],
+                      t["tools_time"], _tokens(t)))
         if t["text"]:
-            h.append(f"<pre>{e(t['text'])}</pre>")
+            h.append(html("<pre>{}</pre>", t["text"]))
         for j, c in enumerate(t["calls"], 1):
             args = ", ".join(f"{k}={a}" for k, a in c["args"].items())
-            cls = " class='err'" if c["error"] else ""
             more = f"\n… {c['more_lines']} more lines" if c["more_lines"] else ""
-            h.append(f"<details><summary{cls}>{j}. {e(c['tool'])}({e(_cut(args, 160))}) {e(c['duration'])}"
-                     f"{' ERROR' if c['error'] else ''}</summary><pre>"
-                     + e("\n".join(f"{k}: {a}" for k, a in c["args"].items())) + "</pre><pre>"
-                     + e("\n".join(c["excerpt"]) + more) + "</pre></details>")
-        h.append("</div>")
+            h.append(html("<details><summary{}>{}. {}({}) {}{}</summary><pre>{}</pre><pre>{}</pre></details>",
+                          html(" class='err'") if c["error"] else "", j, c["tool"], _cut(args, 160), c["duration"],
+                          " ERROR" if c["error"] else "", "\n".join(f"{k}: {a}" for k, a in c["args"].items()),
+                          "\n".join(c["excerpt"]) + more))
+        h.append(html("</div>"))
     rep = v["report"]
-    h.append("<div class='turn'>")
+    h.append(html("<div class='turn'>"))
     if rep is None:
-        h.append(f"<p><b>No report</b> (stopped: {e(v['stop_reason'])}{'; ' + e(v['error']) if v['error'] else ''})</p>")
+        h.append(html("<p><b>No report</b> (stopped: {}{})</p>", v["stop_reason"],
+                      "; " + str(v["error"]) if v["error"] else ""))
     else:
-        h.append(f"<p><b>Report</b> ({e(v['stop_reason'])}):</p><ul>"
-                 + "".join(f"<li><code>{e(p)}</code> {e(str(rs))}</li>" for p, rs in rep["files"].items()) + "</ul>")
+        h.append(html("<p><b>Report</b> ({}):</p><ul>{}</ul>", v["stop_reason"],
+                      join(html("<li><code>{}</code> {}</li>", p, str(rs)) for p, rs in rep["files"].items())))
         if rep["explanation"]:
-            h.append(f"<pre>{e(rep['explanation'])}</pre>")
+            h.append(html("<pre>{}</pre>", rep["explanation"]))
     r = v["reward"]
-    h.append(f"<p><b>Reward {e(r['name'])} = {_num(r['value'])}</b> ({e(r['source'])})"
-             + (": " + ", ".join(f"{e(k)} {_num(x)}" for k, x in r["parts"].items()) if r["parts"] else "") + "</p>")
+    parts = join((html("{} {}", k, _num(x)) for k, x in r["parts"].items()), ", ")
+    h.append(html("<p><b>Reward {} = {}</b> ({}){}{}</p>", r["name"], _num(r["value"]), r["source"],
+                  ": " if r["parts"] else "", parts))
     if v["scores"]:
-        h.append("<p>" + ", ".join(f"{e(k.replace('_', ' '))} {_num(x)}" for k, x in v["scores"].items()) + "</p>")
-    h.append(f"<p>{e(process_line(v['process']))}</p>")
+        h.append(html("<p>{}</p>", join((html("{} {}", k.replace("_", " "), _num(x)) for k, x in v["scores"].items()),
+                                         ", ")))
+    h.append(html("<p>{}</p>", process_line(v["process"])))
     if v["files"]:
         cols = ("viewed", "grep", "cited", "cited_unseen", "gold", "gold_viewed", "gold_cited")
         heads = ("viewed", "grep hits", "cited", "cited, never shown", "gold", "gold ∩ viewed", "gold ∩ cited")
-        h.append("<table><tr><th>file (lines; ★ gold)</th>" + "".join(f"<th>{x}</th>" for x in heads) + "</tr>")
+        h.append(html("<table><tr><th>file (lines; ★ gold)</th>{}</tr>", join(html("<th>{}</th>", x) for x in heads)))
         for f in v["files"]:
-            h.append(f"<tr><td><code>{e(f['path'])}</code>{' ★' if f['is_gold'] else ''}</td>"
-                     + "".join(f"<td>{f[k]}</td>" for k in cols) + "</tr>")
+            h.append(html("<tr><td><code>{}</code>{}</td>{}</tr>", f["path"], " ★" if f["is_gold"] else "",
+                          join(html("<td>{}</td>", f[k]) for k in cols)))
         tot = v["totals"]
-        h.append("<tr><td><b>total</b></td>" + "".join(f"<td><b>{tot[k]}</b></td>" for k in cols) + "</tr></table>")
-    h.append("</div></body></html>")
-    return "\n".join(h) + "\n"
+        h.append(html("<tr><td><b>total</b></td>{}</tr></table>", join(html("<td><b>{}</b></td>", tot[k]) for k in cols)))
+    h.append(html("</div></body></html>"))
+    return str(join(h, "\n")) + "\n"

@@ -11,7 +11,6 @@ one episode table: rows and columns), :mod:`~fasbench.replay.episodes` (the brow
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Sequence
 
@@ -23,6 +22,7 @@ from IPython.display import display
 from fasbench.episodes import episode_row, episode_rows, task_map
 from fasbench.figures import kind_color
 from fasbench.linerefs import short_path
+from fasbench.markup import Markup, html, join
 from fasbench.records import Task, Trace
 from fasbench.replay.episodes import SORT_KEYS, filter_sort
 from fasbench.replay.overlay import file_overlay, overlay_totals
@@ -105,7 +105,7 @@ class TraceReplay:
     def _repr_mimebundle_(self, include=None, exclude=None):
         return display_bundle(self.widget, self.static_html(), include, exclude)
 
-    def static_html(self) -> str:
+    def static_html(self) -> Markup:
         """Every turn of the episode as HTML that needs no kernel (a CSS turn switcher, clickable
         bars): what a page exported without a kernel shows instead of the widget."""
         return replay_html(self.trace, self.task)
@@ -118,7 +118,7 @@ class TraceReplay:
         if self.xrange is not None:  # a comparison: as many columns as the longer episode has turns
             cols = cols + [[] for _ in range(max(0, math.ceil(self.xrange[1]) - len(cols)))]
         names = ["", "model"] + [f"slot {k}" for k in range(1, n_rows)]
-        lanes = W.VBox([W.HTML(f"<small>{n}</small>", layout=W.Layout(height=ROW_H, margin="0"))
+        lanes = W.VBox([W.HTML(html("<small>{}</small>", n), layout=W.Layout(height=ROW_H, margin="0"))
                         for n in names], layout=W.Layout(width="52px", min_width="52px"))
         self.turn_cols: list[W.VBox] = []
         for k, col in enumerate(cols):
@@ -239,11 +239,11 @@ class Comparison:
                 ("calls_nothing_new", "{}")]
         if task is not None:
             cols += [("lines_gold_viewed", "{}"), ("lines_gold_cited", "{}")]
-        th = "".join(f"<th style='padding:0 8px'>{c}</th>" for c, _ in cols)
-        trs = "".join("<tr>" + "".join(f"<td style='padding:0 8px'>{f.format(r[c])}</td>" for c, f in cols)
-                      + "</tr>" for r in self.rows)
-        self.table_html = (f"<div style='overflow-x:auto;max-width:100%'><table class='fasbench-compare' "
-                           f"style='font-size:12px;white-space:nowrap'><tr>{th}</tr>{trs}</table></div>")
+        th = join(html("<th style='padding:0 8px'>{}</th>", c) for c, _ in cols)
+        trs = join(html("<tr>{}</tr>", join(html("<td style='padding:0 8px'>{}</td>", f.format(r[c])) for c, f in cols))
+                   for r in self.rows)  # a trace's policy string was put in the page unescaped (issue 36)
+        self.table_html = html("<div style='overflow-x:auto;max-width:100%'><table class='fasbench-compare' "
+                               "style='font-size:12px;white-space:nowrap'><tr>{}</tr>{}</table></div>", th, trs)
         self.table = W.HTML(self.table_html)
         # one replay above the other, each at full width and on one time axis: side by side at half
         # width their labels collided, their legends scrolled and the table was cut off
@@ -252,7 +252,7 @@ class Comparison:
     def _repr_mimebundle_(self, include=None, exclude=None):
         return display_bundle(self.widget, self.static_html(), include, exclude)
 
-    def static_html(self) -> str:
+    def static_html(self) -> Markup:
         """The table and both episodes, every turn, as HTML that needs no kernel."""
         return compare_html(self.table_html, self.a.static_html(), self.b.static_html())
 
@@ -290,7 +290,7 @@ class TraceBrowser:
                           "calls": "calls", "wall_s": "wall_s", "stop_reason": "stop_reason"}, header=True)
         style = ("<style>.fasbench-browser-table select{font-family:monospace;font-size:12px}</style>")
         self.widget = W.VBox([W.HTML(style), W.HBox([self.filter, self.sort_by, self.descending]), self.count,
-                              W.HTML(f"<pre style='margin:0;font-size:12px'>{html.escape(head)}</pre>"),
+                              W.HTML(html("<pre style='margin:0;font-size:12px'>{}</pre>", head)),
                               self.table, self.detail])
         for w in (self.filter, self.sort_by, self.descending):
             w.observe(self._refresh, "value")
@@ -312,7 +312,7 @@ class TraceBrowser:
         self.table.options = [(self._fmt(r), r["trace_id"]) for r in self.shown]
         ids = [r["trace_id"] for r in self.shown]
         self.table.value = keep if keep in ids else None
-        self.count.value = f"<small>{len(self.shown)} of {len(self.rows)} episodes</small>"
+        self.count.value = html("<small>{} of {} episodes</small>", len(self.shown), len(self.rows))
 
     def _on_select(self, change) -> None:
         self.open(change["new"])
@@ -336,6 +336,6 @@ class TraceBrowser:
     def _repr_mimebundle_(self, include=None, exclude=None):
         return display_bundle(self.widget, self.static_html(), include, exclude)
 
-    def static_html(self) -> str:
+    def static_html(self) -> Markup:
         """The episodes (in the shown order) as a table, and the open replay, as HTML that needs no kernel."""
-        return browser_html(self.shown, self.replay.static_html() if self.replay is not None else "")
+        return browser_html(self.shown, self.replay.static_html() if self.replay is not None else html(""))

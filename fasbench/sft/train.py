@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from fasbench.models import load_model, to_template_messages
-from fasbench.paths import cache_dir
+from fasbench.paths import cache_dir, safe_name
 from fasbench.provenance import timestamp
 from fasbench.sft.data import BuildConfig, load_dataset
 from fasbench.training.config import Kind, check_report_to, device_args, expand, load, report_to_list
@@ -86,11 +86,11 @@ class Profile:
 
     @property
     def data_dir(self) -> Path:
-        return Path(expand(self.build.out)) if self.build.out else cache_dir("sft", self.name)
+        return Path(expand(self.build.out)) if self.build.out else cache_dir("sft", safe_name(self.name, "profile name"))
 
     @property
     def run_dir(self) -> Path:
-        return Path(expand(self.train.output_dir)) if self.train.output_dir else cache_dir("runs", f"sft-{self.name}")
+        return Path(expand(self.train.output_dir)) if self.train.output_dir else cache_dir("runs", safe_name(f"sft-{self.name}", "profile name"))
 
     def to_dict(self) -> dict:
         return {"name": self.name, "build": asdict(self.build), "train": asdict(self.train), "eval": asdict(self.eval)}

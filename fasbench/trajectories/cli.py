@@ -10,6 +10,7 @@ from typing import List, Optional
 
 import typer
 
+from fasbench.paths import Names, UnsafeName, child
 from fasbench.trajectories.classify import analyze
 from fasbench.trajectories.turns import FORMAT_NAMES, SUPPORTED
 
@@ -131,13 +132,21 @@ def export_atif_cmd(
     except (RecordError, ValueError, OSError) as e:
         _fail(f"{f}: {e}")
     out.mkdir(parents=True, exist_ok=True)
-    for tr in traces:
-        try:
+    names, skipped, wrote = Names("trace id"), [], 0
+    for i, tr in enumerate(traces, 1):
+        try:  # the file is named by the trace id: through fasbench.paths (no ../, no absolute, no repeat)
+            target = child(out, names.claim(tr.trace_id), ".json", "trace id")
             doc = to_atif(tr)
-        except TrajectoryError as e:
-            _fail(f"trace {tr.trace_id} of {f}: {e}")
-        (out / f"{tr.trace_id}.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    typer.echo(f"wrote {len(traces)} ATIF trajectories to {out}")
+        except (UnsafeName, TrajectoryError) as e:  # one bad trace is a skip, the others are written
+            skipped.append((f"{f} trace {i}", str(e)))
+            continue
+        target.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        wrote += 1
+    typer.echo(f"wrote {wrote} ATIF trajectories to {out}")
+    if skipped:
+        listed = _write_skipped(out, skipped)
+        typer.echo(f"skipped {len(skipped)} traces (listed in {listed}):")
+        _show_skipped(skipped, listed, formats=False)
 
 
 def _write_skipped(out: Path, skipped: list[tuple[str, str]]) -> Path:

@@ -8,6 +8,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from fasbench.figures import KIND_COLORS, OUTCOME_COLORS, PALETTE, SEED_MARKER
+from fasbench.markup import html
 from fasbench.trajectories.analysis import CATEGORIES, SEEDS
 from fasbench.trajectories.relace_measures import POPULATIONS_SHORT
 
@@ -102,9 +103,8 @@ def fig2(summary: dict, trajectories, title: str):
                              legendgroup="seed"), row=1, col=2)
     rs = f"{o['read_search_turn_share']:.1%}" if o.get("read_search_turn_share") is not None else "–"
     rt = f"{o['read_search_token_share']:.1%}" if o.get("read_search_token_share") is not None else "–"
-    fig.add_annotation(text=(f"read+search: {rs} of tool-use turns, {rt} of tokens<br>"
-                             f"FastContext (seed): {seed['read_search_turn_share']:.1%}, "
-                             f"{seed['read_search_token_share']:.1%}"),
+    fig.add_annotation(text=html("read+search: {} of tool-use turns, {} of tokens<br>FastContext (seed): {:.1%}, "
+                                 "{:.1%}", rs, rt, seed["read_search_turn_share"], seed["read_search_token_share"]),
                        xref="x domain", yref="y domain", x=0.98, y=0.98, xanchor="right", yanchor="top",
                        showarrow=False, align="right", font=dict(size=11), bgcolor="rgba(255,255,255,0.85)")
     top = max((v or 0) for m in ("turn_share", "token_share") for v in o[m].values())
@@ -126,7 +126,7 @@ def relace_figure(results: dict[str, dict]):
     fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in panels], horizontal_spacing=0.12)
     for col, (key, _) in enumerate(panels, start=1):
         seed = RELACE[key]
-        fig.add_trace(go.Bar(x=[f"Relace (seed)<br>{pops[key]}"], y=[seed],
+        fig.add_trace(go.Bar(x=[html("Relace (seed)<br>{}", pops[key])], y=[seed],
                              marker_color="#BBBBBB", marker_pattern_shape="/", text=[f"{seed:.1%}"],
                              textposition="outside", showlegend=False), row=1, col=col)
         for i, (name, m) in enumerate(results.items()):
@@ -134,7 +134,7 @@ def relace_figure(results: dict[str, dict]):
             if v.get("value") is None:
                 continue
             lo, hi = v["ci"]
-            fig.add_trace(go.Bar(x=[f"{name}<br>n={m['n']}"], y=[v["value"]], marker_color=PALETTE[i % len(PALETTE)],
+            fig.add_trace(go.Bar(x=[html("{}<br>n={}", name, m["n"])], y=[v["value"]], marker_color=PALETTE[i % len(PALETTE)],
                                  error_y=dict(type="data", symmetric=False, array=[hi - v["value"]],
                                               arrayminus=[v["value"] - lo]),
                                  text=[f"{v['value']:.1%}"], textposition="outside", showlegend=False),
