@@ -23,6 +23,7 @@ from typing import Sequence
 
 from fasbench import contain
 from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus
+from fasbench.lines import line_set
 from fasbench.records import Gold, Task
 
 CHECK_TIMEOUT = 300  # seconds for one import or collection check of a tree
@@ -53,7 +54,7 @@ class PerturbMap:
         """The ranges' lines in the perturbed file, as sorted maximal ranges."""
         if p not in self.blocks:
             return [list(r) for r in ranges]
-        lines = sorted({self.line(p, n) for s, e in ranges for n in range(s, e + 1)})
+        lines = sorted({self.line(p, n) for n in line_set(ranges)})  # [1, 10**9]: LINE_CAP lines
         out: list[list[int]] = []
         for n in lines:
             if out and n == out[-1][1] + 1:

@@ -30,6 +30,7 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
+from fasbench.entities import parse_python
 from fasbench.paths import cache_dir
 from fasbench.records import Gold, Task, read_tasks
 from fasbench.records import write_tasks as _write
@@ -102,9 +103,8 @@ def definitions(root: Path) -> dict[str, tuple[str, int, int]]:
             continue
         text = p.read_text(encoding="utf-8", errors="replace")
         texts.append(text)
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
+        tree = parse_python(text)
+        if tree is None:
             continue
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _NAME.match(node.name):
