@@ -40,6 +40,7 @@ from typing import Iterable, Mapping, Sequence
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.contain import read_json
 from fasbench.data.corpora import with_corpora
 from fasbench.episode_pool import guard_worker, run_pool
 from fasbench.episodes import check_scoring, episode_table
@@ -184,7 +185,7 @@ def check_config(out: Path, cfg: RunConfig, task_source: str | None = None, ids:
     f = out / "run.json"
     req = {"n": len(ids), "key": tasks_key(ids)}
     if f.exists():
-        old = json.loads(f.read_text(encoding="utf-8"))
+        old = read_run_meta(out)
         diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k) != v}
         if corpus and old.get("corpus") and old["corpus"] != corpus:
             diff["corpus"] = (old["corpus"], corpus)
@@ -221,7 +222,7 @@ def check_config(out: Path, cfg: RunConfig, task_source: str | None = None, ids:
 def _record_call(out: Path, call: dict) -> None:
     """Append this call's counts (episodes run now, resumed from disk, asked for) to ``run.json``."""
     f = out / "run.json"
-    meta = json.loads(f.read_text(encoding="utf-8"))
+    meta = read_run_meta(out)
     meta.setdefault("calls", []).append(call)
     f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
@@ -245,9 +246,9 @@ def resume_note(out: str | Path) -> str | None:
 
 
 def read_run_meta(out: str | Path) -> dict:
-    """``run.json`` of a run directory ({} for a run written before it existed)."""
+    """``run.json`` of a run directory ({} for one written before it; a FIFO or a bad file: ValueError)."""
     f = Path(out) / "run.json"
-    return json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
+    return read_json(f, want=dict) if f.exists() else {}
 
 
 def _record_tasks(out: Path, tasks: Sequence[Task]) -> None:
@@ -416,10 +417,9 @@ def _record_query_sources(out: Path, df: pl.DataFrame, traces: Path) -> pl.DataF
     counts: dict[str, int] = {}
     for v in df["query_source"].to_list():
         counts[v or "unrecorded"] = counts.get(v or "unrecorded", 0) + 1
-    f = out / "run.json"
-    meta = json.loads(f.read_text(encoding="utf-8"))
+    meta = read_run_meta(out)
     meta["query_sources"] = counts
-    f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    (out / "run.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return df
 
 

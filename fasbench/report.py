@@ -74,9 +74,31 @@ def _shown_states(nb: nbformat.NotebookNode, states: dict) -> dict:
 
 
 # stderr lines that are a warning (``file:line: XWarning: message`` and the source line printed under
-# it) or a progress bar (tqdm's text form): dropped from the page, where they read as errors
-_WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")
-_PROGRESS = re.compile(r"^.*\d+%\|.*\|.*\[.*\]\s*$")
+# it) or a progress bar (tqdm's text form): dropped from the page, where they read as errors. Both are
+# tested in linear time: the earlier ``^.*\d+%\|.*\|.*\[.*\]\s*$`` backtracked about n^4 (14 s of CPU
+# on one 1.8 KB stderr line).
+_WARNING_TAIL = re.compile(r":\d++: \w*+(?<=Warning): ")  # possessive: each ':' start is tried once
+
+
+def _is_warning(body: str) -> bool:
+    """``^\\S.*:\\d+: \\w*Warning: ``: a non-blank first character, then ``:LINE: XWarning: `` after it."""
+    return bool(body[:1].strip()) and _WARNING_TAIL.search(body, 1) is not None
+
+
+def _is_progress(body: str) -> bool:
+    """``^.*\\d+%\\|.*\\|.*\\[.*\\]\\s*$`` (tqdm's bar: ``42%|████  | 42/100 [00:01<00:02]``) by
+    finds: the first ``DIGIT%|``, a ``|`` after it, a ``[`` after that and a ``]`` ending the line."""
+    t = body.rstrip()
+    if not t.endswith("]"):
+        return False
+    i = t.find("%|")
+    while i >= 0 and not (i > 0 and t[i - 1].isdecimal()):
+        i = t.find("%|", i + 1)
+    if i < 0:
+        return False
+    j = t.find("|", i + 2)
+    k = t.find("[", j + 1) if j >= 0 else -1
+    return 0 <= k < len(t) - 1
 
 
 def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
@@ -91,8 +113,8 @@ def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
                 for line in re.split(r"(?<=\n)", o.get("text", "")):
                     for part in line.split("\r"):  # progress bars redraw over one line
                         body = part.rstrip("\n")
-                        if _WARNING.match(body) or _PROGRESS.match(body):
-                            n, after_warning = n + 1, bool(_WARNING.match(body))
+                        if (warning := _is_warning(body)) or _is_progress(body):
+                            n, after_warning = n + 1, warning
                             continue
                         if after_warning and body.startswith("  ") and body.strip():
                             n, after_warning = n + 1, False  # the source line of the warning
@@ -109,11 +131,13 @@ def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
     return n
 
 
-_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+(?:,\d{3})*\.\d+|\d+)(%?)(?![\w.]*\d)")  # not 1.15 of "1.15.0"
+# not 1.15 of "1.15.0"; possessive digit runs and at most 8 thousands groups: linear (a run of 8,000
+# digits followed by "x1" took 1.4 s, quadratic, with the backtracking \d+)
+_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d++(?:,\d{3}){0,8}+\.\d++|\d++)(%?)(?![\w.]*\d)")
 # Constants that are no result: the level of an interval ("95% CI", "95% percentile bootstrap interval",
 # "task-bootstrap 95% intervals", "intervals: 95% percentile bootstrap") and a significance level ("p < 0.05", "reject at 0.05", "α = 0.05").
 _NOT_RESULTS = re.compile(
-    r"\d+(?:\.\d+)?%(?=\s+(?:[\w-]+\s+){0,3}(?:intervals?|CIs?|confidence|bootstrap)\b)"
+    r"(?<!\d)\d++(?:\.\d++)?%(?=\s+(?:[\w-]+\s+){0,3}(?:intervals?|CIs?|confidence|bootstrap)\b)"
     r"|\b(?:intervals?|CIs?)\W{1,3}\d+(?:\.\d+)?%"
     r"|(?:\bp\s*[<≤>]\s*|\b(?:reject|significant|significance)\s+(?:at|level)\s+(?:p\s*[<≤]\s*)?"
     r"|(?:α|alpha)\s*=\s*)0?\.\d+", re.IGNORECASE)
