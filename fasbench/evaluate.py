@@ -49,7 +49,7 @@ from fasbench.judge import make_judge
 from fasbench.metrics import column_bounds, interval_method, mean_ci, paired_bootstrap
 from fasbench.policies import make_policy
 from fasbench.provenance import code_version, timestamp
-from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
+from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
 from fasbench.reward import REWARDS
 from fasbench.tasksets import corpus_kind_of
 from fasbench.tools import TOOLSETS
@@ -377,7 +377,7 @@ def tool_call_warnings(traces: str | Path | Iterable[Trace], ids: Iterable[str] 
     how many had calls read from the reply text instead of structured ``tool_calls`` (the
     ``calls_from_text`` of the OpenAI-compatible policy's request records). [] when neither happened."""
     if isinstance(traces, (str, Path)):
-        traces = (Trace.from_dict(d) for d in iter_jsonl(traces)) if Path(traces).exists() else ()
+        traces = iter_traces(traces) if Path(traces).exists() else ()
     want = set(ids) if ids is not None else None
     seen: set[str] = set()
     n, silent, sample, from_text, formats = 0, 0, None, 0, {}
@@ -441,7 +441,7 @@ def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge
     the value of ``reward``. ``judge`` (a :class:`fasbench.judge.Judge`) is asked about every
     episode at once, concurrently, before the rows are built."""
     if isinstance(traces, (str, Path)):
-        items = (Trace.from_dict(d) for d in iter_jsonl(traces)) if Path(traces).exists() else iter(())
+        items = iter_traces(traces) if Path(traces).exists() else iter(())
     else:
         items = traces
     return episode_table(items, tasks, reward=reward, judge=judge, first_per_task=True, only_tasks=True,

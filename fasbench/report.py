@@ -34,12 +34,59 @@ import plotly.io as pio
 from nbconvert import HTMLExporter
 from traitlets.config import Config
 
+from fasbench.contain import PathRefused, read_regular
 from fasbench.figures import find_browser, start_kaleido_server, stop_kaleido_server
 from fasbench.replay.static import STATIC_CLASS
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PLOTLY = "application/vnd.plotly.v1+json"
+MAX_NOTEBOOK_BYTES = 512 << 20  # a notebook file larger than this is not read
+
+
+class NotebookError(ValueError):
+    """A file that is not a readable executed notebook (one line: the file and why)."""
+
+
+def _check_shape(nb) -> str | None:
+    """What is wrong with the parts of a notebook this module indexes (None: nothing)."""
+    if not isinstance(nb.get("cells"), list) or not isinstance(nb.get("metadata"), dict):
+        return "no list of cells and metadata object"
+    w = nb.metadata.get("widgets", {})
+    if not isinstance(w, dict) or not isinstance(w.get(WIDGET_STATE, {}), dict) \
+            or not isinstance(w.get(WIDGET_STATE, {}).get("state", {}), dict):
+        return "widget state is not an object"
+    for i, c in enumerate(nb.cells):
+        outs = c.get("outputs", []) if isinstance(c, dict) else None
+        if not isinstance(outs, list) or not all(isinstance(o, dict) and isinstance(o.get("data", {}), dict) for o in outs):
+            return f"cell {i}: not a cell with a list of outputs"
+        for o in outs:
+            if isinstance(o.get("text"), list):
+                o["text"] = "".join(map(str, o["text"]))
+            view = o.get("data", {}).get(WIDGET_VIEW, {"model_id": ""})
+            if not isinstance(o.get("text", ""), str) or not isinstance(view, dict) or not isinstance(view.get("model_id"), str):
+                return f"cell {i}: an output's text or widget view is malformed"
+    return None
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """An executed notebook (nbformat 4) from a regular file of at most :data:`MAX_NOTEBOOK_BYTES`;
+    :class:`NotebookError` for a FIFO, a non-notebook JSON or a malformed part (one line, no traceback)."""
+    try:
+        data, more = read_regular(path, MAX_NOTEBOOK_BYTES)
+        if more:
+            raise NotebookError(f"{path}: larger than {MAX_NOTEBOOK_BYTES} bytes")
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except PathRefused as e:
+        raise NotebookError(f"{path}: {e.why}") from None
+    except NotebookError:
+        raise
+    except Exception as e:  # nbformat raises many kinds on a non-notebook (ValidationError, AttributeError, ...)
+        raise NotebookError(f"{path}: not a notebook ({type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''})") from None
+    why = _check_shape(nb)
+    if why:
+        raise NotebookError(f"{path}: not a notebook ({why})")
+    return nb
 
 
 def _static_views(nb: nbformat.NotebookNode) -> int:
@@ -213,9 +260,13 @@ def _plotly_outputs_to_html(nb: nbformat.NotebookNode) -> int:
         for o in cell.get("outputs", []):
             data = o.get("data", {})
             if PLOTLY in data:
-                fig = pio.from_json(json.dumps(data[PLOTLY]))
-                o["data"] = {"text/html": pio.to_html(fig, full_html=False, include_plotlyjs=n == 0),
-                             "text/plain": data.get("text/plain", "<plotly figure>")}
+                try:
+                    fig = pio.from_json(json.dumps(data[PLOTLY]))
+                    o["data"] = {"text/html": pio.to_html(fig, full_html=False, include_plotlyjs=n == 0),
+                                 "text/plain": data.get("text/plain", "<plotly figure>")}
+                except Exception as e:  # a malformed figure: plotly raises ValueError, TypeError, ... per field
+                    o["data"] = {"text/plain": f"(a plotly figure that could not be rendered: {type(e).__name__})"}
+                    continue
                 n += 1
     return n
 
@@ -235,9 +286,13 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
         for o in model.get("state", {}).get("outputs", []):
             data = o.get("data", {})
             if PLOTLY in data:
-                fig = pio.from_json(json.dumps(data[PLOTLY]))
-                png = pio.to_image(fig, format="png", scale=1, width=fig.layout.width or 900,
-                                   height=fig.layout.height or 450)
+                try:
+                    fig = pio.from_json(json.dumps(data[PLOTLY]))
+                    png = pio.to_image(fig, format="png", scale=1, width=fig.layout.width or 900,
+                                       height=fig.layout.height or 450)
+                except Exception as e:  # a malformed figure (plotly raises many kinds): a note, the rest goes on
+                    o["data"] = {"text/plain": f"(a plotly figure that could not be rendered: {type(e).__name__})"}
+                    continue
                 o["data"] = {"image/png": base64.b64encode(png).decode(), "text/plain": "<plotly figure>"}
                 n += 1
     if todo:
@@ -245,14 +300,21 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
     return n
 
 
-def combine(paths: list[Path]) -> nbformat.NotebookNode:
+def combine(paths: list[Path], skipped: list[str] | None = None) -> nbformat.NotebookNode:
     """One notebook holding the cells of every notebook (with a heading each) and the union of their
-    saved widget states."""
+    saved widget states. A file that is no notebook is skipped with its one-line reason appended to
+    ``skipped`` (raised when ``skipped`` is None, or when no notebook is left)."""
     out = nbformat.v4.new_notebook()
     states: dict = {}
     contents = ["# fasbench report", "", "Executed notebooks, in order:"]
     for p in paths:
-        nb = nbformat.read(p, as_version=4)
+        try:
+            nb = read_notebook(p)
+        except NotebookError as e:
+            if skipped is None or len(skipped) + 1 == len(paths):
+                raise
+            skipped.append(str(e))
+            continue
         anchor = p.stem
         contents.append(f"- [{p.stem}](#{anchor})")
         head = nbformat.v4.new_markdown_cell(f"<a id='{anchor}'></a>\n\n---\n\n*Notebook `{p.name}`*")
@@ -309,9 +371,11 @@ def _paths(notebooks: Path | list[Path]) -> list[Path]:
         [Path(p) for p in notebooks]
 
 
-def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | None = None) -> Path:
+def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | None = None,
+                 skipped: list[str] | None = None) -> Path:
     """Export the executed notebooks (a folder of ``NN_*.ipynb`` or a list) to ``out_dir/index.html``;
-    ``js_dir`` (see :func:`vendor_js`) makes the page independent of the network."""
+    ``js_dir`` (see :func:`vendor_js`) makes the page independent of the network; files that are no
+    notebook are skipped into ``skipped`` (see :func:`combine`)."""
     paths = _paths(notebooks)
     if not paths:
         raise FileNotFoundError(f"no executed notebooks (NN_*.ipynb) in {notebooks}")
@@ -328,7 +392,7 @@ def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | Non
         c.HTMLExporter.require_js_url = "js/require.js"
     exporter = HTMLExporter(config=c, template_name="lab")
     exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
-    body, _ = exporter.from_notebook_node(combine(paths))
+    body, _ = exporter.from_notebook_node(combine(paths, skipped))
     target = out_dir / "index.html"
     target.write_text(body, encoding="utf-8")
     return target
@@ -337,7 +401,10 @@ def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | Non
 def _unshown_note(paths: list[Path]) -> list[str]:
     out = []
     for p in paths:
-        missing = unshown_numbers(nbformat.read(p, as_version=4))
+        try:
+            missing = unshown_numbers(read_notebook(p))
+        except NotebookError:
+            continue  # skipped already, with its reason
         if missing:
             out.append(f"note: {p.name}: its findings quote {', '.join(missing[:8])}"
                        f"{' …' if len(missing) > 8 else ''}, which no output above them shows")
@@ -352,11 +419,14 @@ def main(argv: list[str] | None = None) -> int:
                     "and require.js, copied beside the page so that it renders offline (default: their CDN)")
     a = ap.parse_args(argv)
     src = Path(a.notebooks[0]) if len(a.notebooks) == 1 and Path(a.notebooks[0]).is_dir() else [Path(p) for p in a.notebooks]
+    skipped: list[str] = []
     try:
-        target = write_report(src, Path(a.out), Path(a.js) if a.js else None)
-    except (FileNotFoundError, nbformat.reader.NotJSONError) as e:
+        target = write_report(src, Path(a.out), Path(a.js) if a.js else None, skipped)
+    except (FileNotFoundError, NotebookError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    for line in skipped:
+        print(f"skipped: {line}", file=sys.stderr)
     print(f"report: {target} ({target.stat().st_size / 1e6:.1f} MB)")
     for line in _unshown_note(_paths(src)):
         print(line)

@@ -30,6 +30,7 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
+from fasbench import contain
 from fasbench.entities import parse_python
 from fasbench.paths import cache_dir
 from fasbench.records import Gold, Task, read_tasks
@@ -101,7 +102,11 @@ def definitions(root: Path) -> dict[str, tuple[str, int, int]]:
         rel = p.relative_to(root).as_posix()
         if any(part.startswith(("test", "_vendor")) for part in rel.split("/")):
             continue
-        text = p.read_text(encoding="utf-8", errors="replace")
+        try:  # through fasbench.contain: a FIFO or a file leaving the corpus is skipped, reads bounded
+            data, more = contain.read_bytes(root, rel)
+        except contain.PathRefused:
+            continue
+        text = data.decode("utf-8", errors="replace")
         texts.append(text)
         tree = parse_python(text)
         if tree is None:
