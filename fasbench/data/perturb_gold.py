@@ -174,7 +174,7 @@ def _gold_spans(gold: Gold) -> list[tuple[str, list[list[int]]]]:
 def gold_line_mismatches(original: Task, perturbed: Task) -> list[dict]:
     """Every gold line of ``original`` whose relocated line on ``perturbed`` holds other code (read
     back through the renames); [] when the relocation is exact."""
-    rec = json.loads(Path(perturbed.meta["perturb"]["record"]).read_text())
+    rec = contain.read_json(perturbed.meta["perturb"]["record"], want=dict)  # a task names it: bounded, no FIFO
     reloc = PerturbMap(rec)
     back = [(r["new_name"], r["old_name"]) if r["kind"] != "private" else (r["new"], r["old"])
             for r in rec["renames"]]
