@@ -184,7 +184,7 @@ def gold_line_mismatches(original: Task, perturbed: Task) -> list[dict]:
             continue
         old, new = _lines(original.root, path), _lines(perturbed.root, reloc.path(path))
         for s, e in ranges:
-            for n in range(s, min(e, len(old)) + 1):
+            for n in range(max(1, s), min(e, len(old)) + 1):  # a gold start of -10**9 walks nothing
                 m = reloc.line(path, n)
                 got = new[m - 1] if 0 < m <= len(new) else None
                 if got != old[n - 1] and (got is None or _read_back(got, back) != old[n - 1]):
