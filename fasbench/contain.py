@@ -26,6 +26,7 @@ text (the judge's released ``Error: the file does not exist.`` / ``Error: failed
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from functools import lru_cache
@@ -258,3 +259,58 @@ def file_key(root: str | os.PathLike, path: str) -> tuple[str, int, int] | None:
     except (PathRefused, OSError):
         return None
     return (real, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+def open_regular(path: str | os.PathLike) -> BinaryIO:
+    """A file fasbench is given by name (a run's ``traces.jsonl`` or ``run.json``, a trajectory, a
+    notebook, a tasks file), opened for binary reading only when it is a regular file: a FIFO,
+    device, socket or folder is :class:`NotARegularFile` by ``stat`` before the open and ``fstat``
+    after it, and the open never blocks (``O_NONBLOCK``). Symlinks are followed (the caller chose
+    the path; no root applies). Missing: :class:`NoSuchFile`; else :class:`Unreadable`."""
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(path, f"not a regular file ({_kind(st.st_mode)})")
+        fd = os.open(path, _FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise NoSuchFile(path, "no such file") from None
+    except OSError as e:
+        raise Unreadable(path, f"cannot be read ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(path, f"not a regular file ({_kind(st.st_mode)})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike, max_bytes: int = MAX_READ_BYTES) -> tuple[bytes, bool]:
+    """The first ``max_bytes`` bytes of a file given by name (:func:`open_regular`'s rules) and
+    whether it holds more."""
+    with open_regular(path) as f:
+        try:
+            data = f.read(max_bytes + 1)
+        except OSError as e:
+            raise Unreadable(os.fspath(path), f"cannot be read ({e.strerror or e})") from None
+    return data[:max_bytes], len(data) > max_bytes
+
+
+def read_json(path: str | os.PathLike, max_bytes: int = 16 << 20, want: type = object) -> object:
+    """The JSON document of a file given by name (:func:`open_regular`'s rules, at most
+    ``max_bytes``), of type ``want``; one-line :class:`ValueError` naming the file and what is wrong."""
+    try:
+        data, more = read_regular(path, max_bytes)
+        if more:
+            raise ValueError(f"larger than {max_bytes} bytes")
+        obj = json.loads(data)
+        if not isinstance(obj, want):
+            raise ValueError(f"a JSON {type(obj).__name__}, not a {want.__name__}")
+        return obj
+    except PathRefused as e:
+        raise ValueError(f"{os.fspath(path)}: {e.why}") from None
+    except (ValueError, RecursionError) as e:  # invalid JSON or UTF-8, nested too deeply, too large
+        raise ValueError(f"{os.fspath(path)}: not a JSON file ({type(e).__name__}: {e})") from None

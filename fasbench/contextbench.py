@@ -39,7 +39,8 @@ from functools import lru_cache
 from typing import Mapping
 
 from fasbench.contain import PathRefused, file_key, read_bytes
-from fasbench.lines import file_lines
+from fasbench.entities import parse_python
+from fasbench.lines import file_lines, line_set
 from fasbench.metrics import normalize_path
 from fasbench.process import call_lines
 from fasbench.records import Trace
@@ -105,9 +106,8 @@ def _defs_cached(root: str, path: str, key: tuple) -> tuple:
         return ()
     if more:
         return ()
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
+    tree = parse_python(data)
+    if tree is None:
         return ()  # deviation: ContextBench's tree-sitter extract_defs recovers definitions from a file with
         # syntax errors; Python's ast gives none for it (fasbench has no tree-sitter Python grammar)
     kinds = {ast.FunctionDef: "function_definition", ast.AsyncFunctionDef: "function_definition",
@@ -153,7 +153,10 @@ def blocks(root: str | None, ranges: Mapping[str, list[tuple[int, int]]]) -> set
 
 
 def _as_lines(ranges: Mapping[str, list[tuple[int, int]]]) -> Lines:
-    return {p: {n for s, e in rs for n in range(s, e + 1)} for p, rs in ranges.items()}
+    """The lines of each path's ranges. ContextBench clips nothing to the file's length (a span past
+    the end counts its lines), so only :data:`fasbench.lines.LINE_CAP` bounds them here (fasbench's
+    deviation, for absurd ranges only: a record's ``start_line`` 10^9 then costs nothing)."""
+    return {p: line_set(rs) for p, rs in ranges.items()}
 
 
 def _size(lines: Mapping[str, set[int]]) -> int:

@@ -31,6 +31,25 @@ from typing import Iterable, Mapping, Sequence
 from fasbench.contain import PathRefused, file_key, read_bytes
 
 LEVELS = ("file", "module", "class", "function")
+MAX_AST_DEPTH = 400  # deeper trees are refused: ast.dump, compile and recursive visitors overflow near 1,000
+
+
+def parse_python(text: str | bytes, max_depth: int = MAX_AST_DEPTH) -> ast.Module | None:
+    """The one ``ast.parse`` of corpus text (and any other Python fasbench did not write): the module,
+    or None when it does not parse or would break a recursive consumer — a syntax error, NUL bytes,
+    ``RecursionError`` (a 6,000-term expression), ``MemoryError``, or a tree deeper than
+    ``max_depth`` nodes (measured without recursion). A caller treats None as "no definitions"."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    todo = [(tree, 1)]
+    while todo:  # iterative depth check: ast.walk does not tell depth
+        node, d = todo.pop()
+        if d > max_depth:
+            return None
+        todo.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+    return tree
 
 
 @dataclass(frozen=True)
@@ -54,9 +73,8 @@ def _child_stmts(node: ast.AST) -> list[ast.stmt]:
 
 def parse_entities(source: str) -> list[Entity]:
     """Classes and functions of a Python source, outermost first; [] when it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parse_python(source)
+    if tree is None:
         return []
     out: list[Entity] = []
 

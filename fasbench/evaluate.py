@@ -40,6 +40,7 @@ from typing import Iterable, Mapping, Sequence
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.contain import read_json
 from fasbench.data.corpora import with_corpora
 from fasbench.episode_pool import guard_worker, run_pool
 from fasbench.episodes import check_scoring, episode_table
@@ -48,7 +49,7 @@ from fasbench.judge import make_judge
 from fasbench.metrics import column_bounds, interval_method, mean_ci, paired_bootstrap
 from fasbench.policies import make_policy
 from fasbench.provenance import code_version, timestamp
-from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
+from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
 from fasbench.reward import REWARDS
 from fasbench.tasksets import corpus_kind_of
 from fasbench.tools import TOOLSETS
@@ -184,7 +185,7 @@ def check_config(out: Path, cfg: RunConfig, task_source: str | None = None, ids:
     f = out / "run.json"
     req = {"n": len(ids), "key": tasks_key(ids)}
     if f.exists():
-        old = json.loads(f.read_text(encoding="utf-8"))
+        old = read_run_meta(out)
         diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k) != v}
         if corpus and old.get("corpus") and old["corpus"] != corpus:
             diff["corpus"] = (old["corpus"], corpus)
@@ -221,7 +222,7 @@ def check_config(out: Path, cfg: RunConfig, task_source: str | None = None, ids:
 def _record_call(out: Path, call: dict) -> None:
     """Append this call's counts (episodes run now, resumed from disk, asked for) to ``run.json``."""
     f = out / "run.json"
-    meta = json.loads(f.read_text(encoding="utf-8"))
+    meta = read_run_meta(out)
     meta.setdefault("calls", []).append(call)
     f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
@@ -245,9 +246,9 @@ def resume_note(out: str | Path) -> str | None:
 
 
 def read_run_meta(out: str | Path) -> dict:
-    """``run.json`` of a run directory ({} for a run written before it existed)."""
+    """``run.json`` of a run directory ({} for one written before it; a FIFO or a bad file: ValueError)."""
     f = Path(out) / "run.json"
-    return json.loads(f.read_text(encoding="utf-8")) if f.exists() else {}
+    return read_json(f, want=dict) if f.exists() else {}
 
 
 def _record_tasks(out: Path, tasks: Sequence[Task]) -> None:
@@ -376,7 +377,7 @@ def tool_call_warnings(traces: str | Path | Iterable[Trace], ids: Iterable[str] 
     how many had calls read from the reply text instead of structured ``tool_calls`` (the
     ``calls_from_text`` of the OpenAI-compatible policy's request records). [] when neither happened."""
     if isinstance(traces, (str, Path)):
-        traces = (Trace.from_dict(d) for d in iter_jsonl(traces)) if Path(traces).exists() else ()
+        traces = iter_traces(traces) if Path(traces).exists() else ()
     want = set(ids) if ids is not None else None
     seen: set[str] = set()
     n, silent, sample, from_text, formats = 0, 0, None, 0, {}
@@ -416,10 +417,9 @@ def _record_query_sources(out: Path, df: pl.DataFrame, traces: Path) -> pl.DataF
     counts: dict[str, int] = {}
     for v in df["query_source"].to_list():
         counts[v or "unrecorded"] = counts.get(v or "unrecorded", 0) + 1
-    f = out / "run.json"
-    meta = json.loads(f.read_text(encoding="utf-8"))
+    meta = read_run_meta(out)
     meta["query_sources"] = counts
-    f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    (out / "run.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return df
 
 
@@ -441,7 +441,7 @@ def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge
     the value of ``reward``. ``judge`` (a :class:`fasbench.judge.Judge`) is asked about every
     episode at once, concurrently, before the rows are built."""
     if isinstance(traces, (str, Path)):
-        items = (Trace.from_dict(d) for d in iter_jsonl(traces)) if Path(traces).exists() else iter(())
+        items = iter_traces(traces) if Path(traces).exists() else iter(())
     else:
         items = traces
     return episode_table(items, tasks, reward=reward, judge=judge, first_per_task=True, only_tasks=True,

@@ -11,6 +11,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from fasbench.contain import NoSuchFile, PathRefused, open_regular
+
+MAX_LINE_BYTES = 256 << 20  # one JSONL line (one record) larger than this is refused, never held whole
 
 class RecordError(ValueError):
     """A record could not be built from the given data; the message says which field."""
@@ -30,31 +33,47 @@ def append_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
-    """Yield the JSON objects of a JSONL file (``.gz`` accepted). A truncated last line (a run
-    killed mid-write) is skipped with a warning; a corrupt line elsewhere is an error."""
+    """Yield the JSON objects of a JSONL file (``.gz`` accepted), streamed line by line. A truncated
+    last line (a run killed mid-write) is skipped with a warning; a corrupt line elsewhere is an error.
+    Only a regular file is read (a FIFO ``traces.jsonl`` is refused, never waited on), and a line over
+    :data:`MAX_LINE_BYTES` is refused with its number, not read into memory."""
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
     if path.is_dir():
         raise RecordError(f"{path}: is a folder, not a JSONL file")
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            lines = f.readlines()
-    except UnicodeDecodeError as e:
-        raise RecordError(f"{path}: not UTF-8 text, not a JSONL file ({e.reason} at byte {e.start})") from None
-    except (gzip.BadGzipFile, EOFError) as e:
-        raise RecordError(f"{path}: corrupt gzip ({e})") from None
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except RecursionError:
-            raise RecordError(f"{path}: line {i + 1} is JSON nested too deeply") from None
-        except json.JSONDecodeError as e:
-            if i == len(lines) - 1 and not line.endswith("\n"):
-                warnings.warn(f"{path}: skipping truncated last line {i + 1} ({e})")
+        raw = open_regular(path)
+    except PathRefused as e:
+        if isinstance(e, NoSuchFile):
+            raise FileNotFoundError(2, "No such file or directory", str(path)) from None
+        raise RecordError(f"{path}: {e.why}") from None
+    with raw, (gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw) as f:
+        i, at = 0, 0
+        while True:
+            try:
+                line = f.readline(MAX_LINE_BYTES + 1)
+            except (gzip.BadGzipFile, EOFError, OSError) as e:
+                raise RecordError(f"{path}: corrupt gzip ({e})") from None
+            if not line:
+                return
+            i += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise RecordError(f"{path}: line {i} is longer than {MAX_LINE_BYTES} bytes")
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise RecordError(f"{path}: not UTF-8 text, not a JSONL file ({e.reason} at byte {at + e.start})") from None
+            at += len(line)
+            if not text.strip():
                 continue
-            raise RecordError(f"{path}: line {i + 1} is not valid JSON: {e}") from e
+            try:
+                yield json.loads(text)
+            except RecursionError:
+                raise RecordError(f"{path}: line {i} is JSON nested too deeply") from None
+            except json.JSONDecodeError as e:
+                if not text.endswith("\n"):  # only the last line can lack its newline
+                    warnings.warn(f"{path}: skipping truncated last line {i} ({e})")
+                    continue
+                raise RecordError(f"{path}: line {i} is not valid JSON: {e}") from e
 
 
 def repair_jsonl(path: str | os.PathLike) -> int:

@@ -56,6 +56,23 @@ def merge_ranges(ranges: Iterable[Sequence[int]], n_lines: int | None = None) ->
     return out
 
 
+def clamp(a: int, b: int, n_lines: int | None = None) -> tuple[int, int] | None:
+    """One range ``[a, b]`` clipped to lines ``1 … n_lines`` (:data:`LINE_CAP` when the length is
+    unknown); None when nothing of it is left. Unlike :func:`merge_ranges` a reversed range or an
+    ``[s, -1]`` is empty here: this is the bound for code that walks a range line by line."""
+    limit = LINE_CAP if n_lines is None else max(0, int(n_lines))
+    a, b = max(1, int(a)), min(int(b), limit)
+    return (a, b) if a <= b else None
+
+
+def line_set(ranges: Iterable[Sequence[int]], n_lines: int | None = None) -> set[int]:
+    """The line numbers ``range(a, b + 1)`` of each range covers, clipped by :func:`clamp`: the one
+    place a range from data (a record, a trace, a report) becomes a set of lines, so a range
+    ``[1, 10**10]`` costs at most ``n_lines`` (or :data:`LINE_CAP`) entries, however many ranges."""
+    kept = [r for a, b in ranges if (r := clamp(a, b, n_lines)) is not None]
+    return {n for a, b in merge_ranges(kept, n_lines) for n in range(a, b + 1)}
+
+
 def total(merged: Sequence[Sequence[int]]) -> int:
     """Number of lines covered by merged ranges."""
     return sum(b - a + 1 for a, b in merged)

@@ -32,7 +32,7 @@ import json
 from typing import Mapping, Sequence
 
 from fasbench.contain import file_key
-from fasbench.lines import file_lines, merge_ranges, overlap, total
+from fasbench.lines import file_lines, line_set, merge_ranges, overlap, total
 from fasbench.localization import explore_line_counts, explore_metrics, ranked_regions
 from fasbench.metrics import normalize_files, normalize_path
 from fasbench.records import Report, Trace
@@ -94,7 +94,7 @@ def call_lines(toolset: str, call, result) -> dict[str, set[int]]:
     s = seen.shown
     out: dict[str, set[int]] = {}
     for p, rs in s.ranges.items():
-        out.setdefault(normalize_path(p), set()).update(n for a, b in rs for n in range(int(a), int(b) + 1))
+        out.setdefault(normalize_path(p), set()).update(line_set(rs))  # [1, 2**31 - 1]: LINE_CAP lines
     for p, n in s.hits:
         out.setdefault(normalize_path(p), set()).add(int(n))
     return {p: ns for p, ns in out.items() if p and ns}

@@ -34,6 +34,7 @@ import plotly.io as pio
 from nbconvert import HTMLExporter
 from traitlets.config import Config
 
+from fasbench.contain import PathRefused, read_regular
 from fasbench.figures import find_browser, start_kaleido_server, stop_kaleido_server
 from fasbench.markup import html
 from fasbench.replay.static import STATIC_CLASS
@@ -41,6 +42,52 @@ from fasbench.replay.static import STATIC_CLASS
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PLOTLY = "application/vnd.plotly.v1+json"
+MAX_NOTEBOOK_BYTES = 512 << 20  # a notebook file larger than this is not read
+
+
+class NotebookError(ValueError):
+    """A file that is not a readable executed notebook (one line: the file and why)."""
+
+
+def _check_shape(nb) -> str | None:
+    """What is wrong with the parts of a notebook this module indexes (None: nothing)."""
+    if not isinstance(nb.get("cells"), list) or not isinstance(nb.get("metadata"), dict):
+        return "no list of cells and metadata object"
+    w = nb.metadata.get("widgets", {})
+    if not isinstance(w, dict) or not isinstance(w.get(WIDGET_STATE, {}), dict) \
+            or not isinstance(w.get(WIDGET_STATE, {}).get("state", {}), dict):
+        return "widget state is not an object"
+    for i, c in enumerate(nb.cells):
+        outs = c.get("outputs", []) if isinstance(c, dict) else None
+        if not isinstance(outs, list) or not all(isinstance(o, dict) and isinstance(o.get("data", {}), dict) for o in outs):
+            return f"cell {i}: not a cell with a list of outputs"
+        for o in outs:
+            if isinstance(o.get("text"), list):
+                o["text"] = "".join(map(str, o["text"]))
+            view = o.get("data", {}).get(WIDGET_VIEW, {"model_id": ""})
+            if not isinstance(o.get("text", ""), str) or not isinstance(view, dict) or not isinstance(view.get("model_id"), str):
+                return f"cell {i}: an output's text or widget view is malformed"
+    return None
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """An executed notebook (nbformat 4) from a regular file of at most :data:`MAX_NOTEBOOK_BYTES`;
+    :class:`NotebookError` for a FIFO, a non-notebook JSON or a malformed part (one line, no traceback)."""
+    try:
+        data, more = read_regular(path, MAX_NOTEBOOK_BYTES)
+        if more:
+            raise NotebookError(f"{path}: larger than {MAX_NOTEBOOK_BYTES} bytes")
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except PathRefused as e:
+        raise NotebookError(f"{path}: {e.why}") from None
+    except NotebookError:
+        raise
+    except Exception as e:  # nbformat raises many kinds on a non-notebook (ValidationError, AttributeError, ...)
+        raise NotebookError(f"{path}: not a notebook ({type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''})") from None
+    why = _check_shape(nb)
+    if why:
+        raise NotebookError(f"{path}: not a notebook ({why})")
+    return nb
 
 
 def _static_views(nb: nbformat.NotebookNode) -> int:
@@ -75,9 +122,31 @@ def _shown_states(nb: nbformat.NotebookNode, states: dict) -> dict:
 
 
 # stderr lines that are a warning (``file:line: XWarning: message`` and the source line printed under
-# it) or a progress bar (tqdm's text form): dropped from the page, where they read as errors
-_WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")
-_PROGRESS = re.compile(r"^.*\d+%\|.*\|.*\[.*\]\s*$")
+# it) or a progress bar (tqdm's text form): dropped from the page, where they read as errors. Both are
+# tested in linear time: the earlier ``^.*\d+%\|.*\|.*\[.*\]\s*$`` backtracked about n^4 (14 s of CPU
+# on one 1.8 KB stderr line).
+_WARNING_TAIL = re.compile(r":\d++: \w*+(?<=Warning): ")  # possessive: each ':' start is tried once
+
+
+def _is_warning(body: str) -> bool:
+    """``^\\S.*:\\d+: \\w*Warning: ``: a non-blank first character, then ``:LINE: XWarning: `` after it."""
+    return bool(body[:1].strip()) and _WARNING_TAIL.search(body, 1) is not None
+
+
+def _is_progress(body: str) -> bool:
+    """``^.*\\d+%\\|.*\\|.*\\[.*\\]\\s*$`` (tqdm's bar: ``42%|████  | 42/100 [00:01<00:02]``) by
+    finds: the first ``DIGIT%|``, a ``|`` after it, a ``[`` after that and a ``]`` ending the line."""
+    t = body.rstrip()
+    if not t.endswith("]"):
+        return False
+    i = t.find("%|")
+    while i >= 0 and not (i > 0 and t[i - 1].isdecimal()):
+        i = t.find("%|", i + 1)
+    if i < 0:
+        return False
+    j = t.find("|", i + 2)
+    k = t.find("[", j + 1) if j >= 0 else -1
+    return 0 <= k < len(t) - 1
 
 
 def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
@@ -92,8 +161,8 @@ def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
                 for line in re.split(r"(?<=\n)", o.get("text", "")):
                     for part in line.split("\r"):  # progress bars redraw over one line
                         body = part.rstrip("\n")
-                        if _WARNING.match(body) or _PROGRESS.match(body):
-                            n, after_warning = n + 1, bool(_WARNING.match(body))
+                        if (warning := _is_warning(body)) or _is_progress(body):
+                            n, after_warning = n + 1, warning
                             continue
                         if after_warning and body.startswith("  ") and body.strip():
                             n, after_warning = n + 1, False  # the source line of the warning
@@ -110,11 +179,13 @@ def _quiet_stderr(nb: nbformat.NotebookNode) -> int:
     return n
 
 
-_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+(?:,\d{3})*\.\d+|\d+)(%?)(?![\w.]*\d)")  # not 1.15 of "1.15.0"
+# not 1.15 of "1.15.0"; possessive digit runs and at most 8 thousands groups: linear (a run of 8,000
+# digits followed by "x1" took 1.4 s, quadratic, with the backtracking \d+)
+_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d++(?:,\d{3}){0,8}+\.\d++|\d++)(%?)(?![\w.]*\d)")
 # Constants that are no result: the level of an interval ("95% CI", "95% percentile bootstrap interval",
 # "task-bootstrap 95% intervals", "intervals: 95% percentile bootstrap") and a significance level ("p < 0.05", "reject at 0.05", "α = 0.05").
 _NOT_RESULTS = re.compile(
-    r"\d+(?:\.\d+)?%(?=\s+(?:[\w-]+\s+){0,3}(?:intervals?|CIs?|confidence|bootstrap)\b)"
+    r"(?<!\d)\d++(?:\.\d++)?%(?=\s+(?:[\w-]+\s+){0,3}(?:intervals?|CIs?|confidence|bootstrap)\b)"
     r"|\b(?:intervals?|CIs?)\W{1,3}\d+(?:\.\d+)?%"
     r"|(?:\bp\s*[<≤>]\s*|\b(?:reject|significant|significance)\s+(?:at|level)\s+(?:p\s*[<≤]\s*)?"
     r"|(?:α|alpha)\s*=\s*)0?\.\d+", re.IGNORECASE)
@@ -190,9 +261,13 @@ def _plotly_outputs_to_html(nb: nbformat.NotebookNode) -> int:
         for o in cell.get("outputs", []):
             data = o.get("data", {})
             if PLOTLY in data:
-                fig = pio.from_json(json.dumps(data[PLOTLY]))
-                o["data"] = {"text/html": pio.to_html(fig, full_html=False, include_plotlyjs=n == 0),
-                             "text/plain": data.get("text/plain", "<plotly figure>")}
+                try:
+                    fig = pio.from_json(json.dumps(data[PLOTLY]))
+                    o["data"] = {"text/html": pio.to_html(fig, full_html=False, include_plotlyjs=n == 0),
+                                 "text/plain": data.get("text/plain", "<plotly figure>")}
+                except Exception as e:  # a malformed figure: plotly raises ValueError, TypeError, ... per field
+                    o["data"] = {"text/plain": f"(a plotly figure that could not be rendered: {type(e).__name__})"}
+                    continue
                 n += 1
     return n
 
@@ -212,9 +287,13 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
         for o in model.get("state", {}).get("outputs", []):
             data = o.get("data", {})
             if PLOTLY in data:
-                fig = pio.from_json(json.dumps(data[PLOTLY]))
-                png = pio.to_image(fig, format="png", scale=1, width=fig.layout.width or 900,
-                                   height=fig.layout.height or 450)
+                try:
+                    fig = pio.from_json(json.dumps(data[PLOTLY]))
+                    png = pio.to_image(fig, format="png", scale=1, width=fig.layout.width or 900,
+                                       height=fig.layout.height or 450)
+                except Exception as e:  # a malformed figure (plotly raises many kinds): a note, the rest goes on
+                    o["data"] = {"text/plain": f"(a plotly figure that could not be rendered: {type(e).__name__})"}
+                    continue
                 o["data"] = {"image/png": base64.b64encode(png).decode(), "text/plain": "<plotly figure>"}
                 n += 1
     if todo:
@@ -222,14 +301,21 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
     return n
 
 
-def combine(paths: list[Path]) -> nbformat.NotebookNode:
+def combine(paths: list[Path], skipped: list[str] | None = None) -> nbformat.NotebookNode:
     """One notebook holding the cells of every notebook (with a heading each) and the union of their
-    saved widget states."""
+    saved widget states. A file that is no notebook is skipped with its one-line reason appended to
+    ``skipped`` (raised when ``skipped`` is None, or when no notebook is left)."""
     out = nbformat.v4.new_notebook()
     states: dict = {}
     contents = ["# fasbench report", "", "Executed notebooks, in order:"]
     for p in paths:
-        nb = nbformat.read(p, as_version=4)
+        try:
+            nb = read_notebook(p)
+        except NotebookError as e:
+            if skipped is None or len(skipped) + 1 == len(paths):
+                raise
+            skipped.append(str(e))
+            continue
         anchor = p.stem
         contents.append(str(html("- <a href='#{}'>{}</a>", anchor, p.stem)))  # a file name is data: escaped
         head = nbformat.v4.new_markdown_cell(str(html("<a id='{}'></a>\n\n---\n\n*Notebook <code>{}</code>*", anchor,
@@ -287,9 +373,11 @@ def _paths(notebooks: Path | list[Path]) -> list[Path]:
         [Path(p) for p in notebooks]
 
 
-def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | None = None) -> Path:
+def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | None = None,
+                 skipped: list[str] | None = None) -> Path:
     """Export the executed notebooks (a folder of ``NN_*.ipynb`` or a list) to ``out_dir/index.html``;
-    ``js_dir`` (see :func:`vendor_js`) makes the page independent of the network."""
+    ``js_dir`` (see :func:`vendor_js`) makes the page independent of the network; files that are no
+    notebook are skipped into ``skipped`` (see :func:`combine`)."""
     paths = _paths(notebooks)
     if not paths:
         raise FileNotFoundError(f"no executed notebooks (NN_*.ipynb) in {notebooks}")
@@ -306,7 +394,7 @@ def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | Non
         c.HTMLExporter.require_js_url = "js/require.js"
     exporter = HTMLExporter(config=c, template_name="lab")
     exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
-    body, _ = exporter.from_notebook_node(combine(paths))
+    body, _ = exporter.from_notebook_node(combine(paths, skipped))
     target = out_dir / "index.html"
     target.write_text(body, encoding="utf-8")
     return target
@@ -315,7 +403,10 @@ def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | Non
 def _unshown_note(paths: list[Path]) -> list[str]:
     out = []
     for p in paths:
-        missing = unshown_numbers(nbformat.read(p, as_version=4))
+        try:
+            missing = unshown_numbers(read_notebook(p))
+        except NotebookError:
+            continue  # skipped already, with its reason
         if missing:
             out.append(f"note: {p.name}: its findings quote {', '.join(missing[:8])}"
                        f"{' …' if len(missing) > 8 else ''}, which no output above them shows")
@@ -330,11 +421,14 @@ def main(argv: list[str] | None = None) -> int:
                     "and require.js, copied beside the page so that it renders offline (default: their CDN)")
     a = ap.parse_args(argv)
     src = Path(a.notebooks[0]) if len(a.notebooks) == 1 and Path(a.notebooks[0]).is_dir() else [Path(p) for p in a.notebooks]
+    skipped: list[str] = []
     try:
-        target = write_report(src, Path(a.out), Path(a.js) if a.js else None)
-    except (FileNotFoundError, nbformat.reader.NotJSONError) as e:
+        target = write_report(src, Path(a.out), Path(a.js) if a.js else None, skipped)
+    except (FileNotFoundError, NotebookError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    for line in skipped:
+        print(f"skipped: {line}", file=sys.stderr)
     print(f"report: {target} ({target.stat().st_size / 1e6:.1f} MB)")
     for line in _unshown_note(_paths(src)):
         print(line)

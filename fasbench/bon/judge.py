@@ -17,11 +17,10 @@ Verdicts are cached per (task, candidate indices), so a replayed strategy grid a
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Sequence
 
+from fasbench import contain
 from fasbench.bon.pool import Rollout
 from fasbench.bon.select import Selector, judge_selector, medoid_judge
 from fasbench.policies import make_policy
@@ -34,7 +33,13 @@ SYSTEM = (
     "likely the right ones (precise, on the code the task is about). Reply with JSON only: "
     '{"best": <candidate number>, "scores": [<one number in [0, 1] per candidate, in order>]}.'
 )
-_JSON = re.compile(r"\{.*\}", re.S)
+
+
+def _json_span(text: str) -> str | None:
+    r"""The text from the first ``{`` to the last ``}`` (what ``re.search(r"\{.*\}", re.S)`` finds,
+    in linear time: that regex tries every ``{`` against the rest, quadratic on a reply of braces)."""
+    i, j = text.find("{"), text.rfind("}")
+    return text[i:j + 1] if 0 <= i < j else None
 
 
 @dataclass
@@ -72,25 +77,35 @@ class LLMJudge:
     def _snippet(self, task: Task, path: str, a: int, b: int) -> list[str]:
         if not task.root:
             return []
-        p = Path(task.root) / path
+        # the cited file through fasbench.contain: inside the root, a regular file (a FIFO is refused,
+        # never waited on), read line by line up to the snippet's last line (a 2 GB file costs one cap)
         try:
-            if not p.resolve().is_relative_to(Path(task.root).resolve()):
-                return []
-            with open(p, encoding="utf-8", errors="replace") as f:
-                text = f.read().splitlines()
-        except OSError:
+            a, b = int(a), int(b)
+        except (TypeError, ValueError):
+            return []
+        a = max(1, a)
+        last = a - 1 + self.snippet_lines if b == -1 else min(b, a - 1 + self.snippet_lines)
+        out: list[str] = []
+        try:
+            for i, line in enumerate(contain.iter_lines(task.root, str(path), max_line_bytes=4096), 1):
+                if i > last:
+                    break
+                if i >= a:
+                    out.append(line.decode("utf-8", errors="replace").rstrip("\r\n"))
+        except contain.OutsideRoot:
+            return []
+        except contain.PathRefused:
             return ["(file not found)"]
-        end = len(text) if b == -1 else b
-        return text[max(0, a - 1): min(end, a - 1 + self.snippet_lines)]
+        return out
 
     def parse(self, text: str, n: int) -> list[float] | None:
         """Scores from a reply, or None when it holds no usable verdict."""
-        m = _JSON.search(text or "")
-        if not m:
+        span = _json_span(text or "")
+        if span is None:
             return None
         try:
-            d = json.loads(m.group(0))
-        except ValueError:
+            d = json.loads(span)
+        except (ValueError, RecursionError):  # a reply of nested brackets
             return None
         if not isinstance(d, dict):
             return None

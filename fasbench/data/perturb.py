@@ -44,8 +44,10 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from fasbench import contain
 from fasbench.data.corpus import CorpusError, portable_root, root_dir
 from fasbench.data.pyedit import code_only, in_docs, reorder_text
+from fasbench.entities import parse_python
 from fasbench.paths import building, child, replace_dir
 from fasbench.specs import build, parse_spec
 
@@ -53,6 +55,7 @@ WORDS = ("core", "impl", "base", "main", "defs", "ops", "parts", "unit")
 SCANNED = (".py", ".pyx", ".pxd", ".cfg", ".toml", ".ini")
 ATTEMPTS = 4  # candidates tried per rename asked for
 RECORD_VERSION = 1
+MAX_TEXT_BYTES = 8 << 20  # a scanned file larger than this is left as it is (never read whole)
 
 
 class PerturbError(ValueError):
@@ -103,9 +106,11 @@ class Tree:
         for p in sorted(dst.rglob("*")):
             if p.suffix in SCANNED and p.is_file() and not p.is_symlink():
                 rel = p.relative_to(dst).as_posix()
-                try:
-                    self.text[rel] = p.read_text(encoding="utf-8")
-                except (UnicodeDecodeError, OSError):
+                try:  # bounded and regular files only: a 6 GiB sparse .toml costs one cap, not its size
+                    data, more = contain.read_bytes(dst, rel, MAX_TEXT_BYTES)
+                    if not more:
+                        self.text[rel] = data.decode("utf-8")
+                except (UnicodeDecodeError, contain.PathRefused):
                     continue
 
     def write(self, rel: str, text: str) -> None:
@@ -169,12 +174,32 @@ def _new_name(tree: Tree, rng: random.Random, name: str, folder: Path | None = N
 # ---------------------------------------------------------------- rope renames
 
 
+def _rope_project(root: Path):
+    """A rope project on ``root`` with rope's default preferences only: the corpus's ``pyproject.toml``
+    (``[tool.rope] source_folders`` outside the corpus, a 6 GiB sparse file) and the user's global
+    rope config are never read."""
+    # local import: rope (~0.3 s), as in _rope_changes
+    from rope.base.prefs import Prefs
+    from rope.base.project import Project
+
+    class _Project(Project):
+        def _init_prefs(self, prefs):  # rope's own, less get_config(...).parse() of the files
+            self.prefs = Prefs()
+            self.prefs.add_callback("ignored_resources", self.ignored.set_patterns)
+            self.ignored.set_patterns(self.prefs.ignored_resources)
+            for key, value in prefs.items():
+                self.prefs.set(key, value)
+            self._init_other_parts()
+            self._init_ropefolder()
+
+    return _Project(str(root), ropefolder=None)
+
+
 def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool, word: str,
                   dotted: str | None = None) -> dict[str, str] | None:
     """{path: new text} of rope's rename of the module/folder ``rel`` (offset None) or of the name at
     ``offset`` in ``rel``; None when rope cannot analyse a file that may refer to it."""
     # local import: rope (~0.3 s) is needed only when a corpus is perturbed, never on the CLI's start-up path
-    from rope.base.project import Project
     from rope.refactor.rename import Rename
 
     rx = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
@@ -182,7 +207,7 @@ def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool
              and (dotted is None or p == rel or p.startswith(rel + "/") or _may_refer(tree.root, p, t, dotted))]
     with warnings.catch_warnings():  # rope 1.x warns about its own deprecated source-folder API
         warnings.simplefilter("ignore", DeprecationWarning)
-        project = Project(str(tree.root), ropefolder=None)
+        project = _rope_project(tree.root)
     try:
         res = project.get_resource(rel)
         out = {}
@@ -238,9 +263,8 @@ def _subpackages(tree: Tree) -> list[str]:
 
 def _imports(root: Path, rel: str, text: str) -> set[str]:
     """Absolute names a Python file imports (``from a import b`` gives ``a`` and ``a.b``)."""
-    try:
-        mod = ast.parse(text)
-    except (SyntaxError, ValueError):
+    mod = parse_python(text)
+    if mod is None:
         return {"*"}  # unparsable: rope decides
     here = dotted_name(root, rel).split(".")
     pkg = here if rel.endswith("/__init__.py") else here[:-1]
@@ -315,9 +339,8 @@ def _rename_paths(tree: Tree, rec: dict, n: int, rng: random.Random, focus: list
 
 def _private_defs(text: str) -> list[tuple[str, int]]:
     """(name, offset of the name) of each module-level ``def _x`` / ``class _X``."""
-    try:
-        mod = ast.parse(text)
-    except (SyntaxError, ValueError):
+    mod = parse_python(text)
+    if mod is None:
         return []
     starts = [0]
     for line in text.split("\n"):

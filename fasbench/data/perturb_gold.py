@@ -23,6 +23,7 @@ from typing import Sequence
 
 from fasbench import contain
 from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus
+from fasbench.lines import line_set
 from fasbench.records import Gold, Task
 
 CHECK_TIMEOUT = 300  # seconds for one import or collection check of a tree
@@ -53,7 +54,7 @@ class PerturbMap:
         """The ranges' lines in the perturbed file, as sorted maximal ranges."""
         if p not in self.blocks:
             return [list(r) for r in ranges]
-        lines = sorted({self.line(p, n) for s, e in ranges for n in range(s, e + 1)})
+        lines = sorted({self.line(p, n) for n in line_set(ranges)})  # [1, 10**9]: LINE_CAP lines
         out: list[list[int]] = []
         for n in lines:
             if out and n == out[-1][1] + 1:
@@ -173,7 +174,7 @@ def _gold_spans(gold: Gold) -> list[tuple[str, list[list[int]]]]:
 def gold_line_mismatches(original: Task, perturbed: Task) -> list[dict]:
     """Every gold line of ``original`` whose relocated line on ``perturbed`` holds other code (read
     back through the renames); [] when the relocation is exact."""
-    rec = json.loads(Path(perturbed.meta["perturb"]["record"]).read_text())
+    rec = contain.read_json(perturbed.meta["perturb"]["record"], want=dict)  # a task names it: bounded, no FIFO
     reloc = PerturbMap(rec)
     back = [(r["new_name"], r["old_name"]) if r["kind"] != "private" else (r["new"], r["old"])
             for r in rec["renames"]]
@@ -183,7 +184,7 @@ def gold_line_mismatches(original: Task, perturbed: Task) -> list[dict]:
             continue
         old, new = _lines(original.root, path), _lines(perturbed.root, reloc.path(path))
         for s, e in ranges:
-            for n in range(s, min(e, len(old)) + 1):
+            for n in range(max(1, s), min(e, len(old)) + 1):  # a gold start of -10**9 walks nothing
                 m = reloc.line(path, n)
                 got = new[m - 1] if 0 < m <= len(new) else None
                 if got != old[n - 1] and (got is None or _read_back(got, back) != old[n - 1]):

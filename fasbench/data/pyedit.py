@@ -16,6 +16,8 @@ import random
 import re
 import tokenize
 
+from fasbench.entities import parse_python
+
 
 def doc_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the comments and docstrings (string statements) of Python source."""
@@ -69,9 +71,8 @@ def _runs(body: list) -> list[list]:
 def reorder_text(text: str, rng: random.Random) -> tuple[str, list[list[int]]] | None:
     """``text`` with its function runs permuted, and the blocks moved as ``[old_start, old_end,
     new_start]`` (1-based lines); None when nothing can move."""
-    try:
-        mod = ast.parse(text)
-    except (SyntaxError, ValueError):
+    mod = parse_python(text)
+    if mod is None:
         return None
     bodies = [mod.body] + [n.body for n in mod.body if isinstance(n, ast.ClassDef)]
     lines = text.split("\n")
@@ -92,9 +93,8 @@ def reorder_text(text: str, rng: random.Random) -> tuple[str, list[list[int]]] |
     if not blocks:
         return None
     out = "\n".join(new_lines)
-    try:
-        new_mod = ast.parse(out)
-    except SyntaxError:
+    new_mod = parse_python(out)
+    if new_mod is None:
         return None
     if _canon(new_mod) != _canon(mod):  # the same statements, only in another order
         return None

@@ -47,6 +47,7 @@ from typing import Mapping, Sequence
 
 from fasbench import contain
 from fasbench.data.patches import FileDiff
+from fasbench.lines import line_set
 
 MIN_MATCHED = 0.9  # share of a region's lines difflib must match (rule 3)
 MIN_CORE_PLACED = 0.9  # share of the core lines (record's numbers) the placed core regions must hold
@@ -130,7 +131,8 @@ def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bo
                 except contain.PathRefused:
                     new = []
                 maps[path] = _difflib_map(old_texts[path].splitlines(), new)
-            hit = [maps[path][i] for i in range(s, e + 1) if i in maps[path]]
+            n_old = old_texts[path].count("\n") + 1  # the range's lines clipped to the old file's
+            hit = [maps[path][i] for i in sorted(line_set([[s, e]], n_old)) if i in maps[path]]
             if len(hit) < MIN_MATCHED * (e - s + 1) or not hit:
                 drop("region-changed", f"{len(hit)}/{e - s + 1} lines matched")
             else:

@@ -30,6 +30,8 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
+from fasbench import contain
+from fasbench.entities import parse_python
 from fasbench.paths import cache_dir, child
 from fasbench.records import Gold, Task, read_tasks
 from fasbench.records import write_tasks as _write
@@ -100,11 +102,14 @@ def definitions(root: Path) -> dict[str, tuple[str, int, int]]:
         rel = p.relative_to(root).as_posix()
         if any(part.startswith(("test", "_vendor")) for part in rel.split("/")):
             continue
-        text = p.read_text(encoding="utf-8", errors="replace")
+        try:  # through fasbench.contain: a FIFO or a file leaving the corpus is skipped, reads bounded
+            data, more = contain.read_bytes(root, rel)
+        except contain.PathRefused:
+            continue
+        text = data.decode("utf-8", errors="replace")
         texts.append(text)
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
+        tree = parse_python(text)
+        if tree is None:
             continue
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _NAME.match(node.name):

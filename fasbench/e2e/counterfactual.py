@@ -43,7 +43,7 @@ from tqdm.auto import tqdm
 from fasbench.data.agent_traces import RUNS
 from fasbench.e2e.looked import Look, call_looks
 from fasbench.handoff import FORMATS, render
-from fasbench.lines import merge_ranges, overlap, total
+from fasbench.lines import clamp, merge_ranges, overlap, total
 from fasbench.metrics import normalize_files
 from fasbench.records import Task, Trace
 from fasbench.trajectories.analysis import EXPLORE
@@ -128,9 +128,9 @@ def covered(look: Look, files: Mapping[str, Sequence[Sequence[int]]]) -> bool:
     rs = files[look.path]
     if not look.lines or not rs:
         return True
-    lines = [i for a, b in look.lines for i in range(a, b + 1)]
-    inside = sum(any(a <= i <= b for a, b in rs) for i in lines)
-    return inside >= MIN_LINE_SHARE * len(lines)
+    looked = merge_ranges([c for a, b in look.lines if (c := clamp(a, b))])  # clipped: no line-by-line walk
+    inside = overlap(looked, merge_ranges([c for a, b in rs if (c := clamp(a, b))]))
+    return inside >= MIN_LINE_SHARE * total(looked)
 
 
 def replaced(looks: Sequence[Look], files: Mapping[str, Sequence[Sequence[int]]] | None, rule: str) -> bool:

@@ -19,15 +19,16 @@ from typing import Sequence
 
 from fasbench import contain
 from fasbench.data.patches import PatchError, parse_diff
+from fasbench.entities import parse_python
+from fasbench.lines import line_set
 from fasbench.records import Gold
 from fasbench.trajectories.first_edit import submission_files
 
 
 def _scopes(source: str) -> list[tuple[int, int, str]]:
     """(start, end, qualified name) of every def/class, outermost first."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parse_python(source)
+    if tree is None:
         return []
     out: list[tuple[int, int, str]] = []
 
@@ -56,7 +57,7 @@ def functions_at(source: str, lines: Sequence[int]) -> set[str]:
 
 
 def _changed_lines(ranges: Sequence[Sequence[int]]) -> list[int]:
-    return [i for a, b in ranges for i in range(a, b + 1)]
+    return sorted(line_set(ranges))
 
 
 def patch_changed(diff: str) -> dict[str, list[int]]:

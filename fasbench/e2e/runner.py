@@ -45,7 +45,7 @@ from fasbench.harness import Limits, run_episode
 from fasbench.metrics import paired_bootstrap
 from fasbench.paths import Names, UnsafeName, child, name_key
 from fasbench.policies import make_policy
-from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, repair_jsonl
+from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
 
 ARMS = ("none", "search")
 BASE_GIT = "base.git"
@@ -109,7 +109,7 @@ def done_pairs(records: Path) -> set[tuple[str, str]]:
 
 def _search_traces(path: Path) -> dict[str, Trace]:
     repair_jsonl(path)
-    return {d["task_id"]: Trace.from_dict(d) for d in iter_jsonl(path)} if path.exists() else {}
+    return {tr.task_id: tr for tr in iter_traces(path)} if path.exists() else {}
 
 
 def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, toolset: str = "relace",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fasbench.harness import Policy
+from fasbench.lines import line_set
 from fasbench.policies.dialect import Dialect, assistant_calls, dialect_for, observations, turn_observations, user_query
 from fasbench.policies.evidence import Evidence
 from fasbench.policies.terms import WORD, STOP, Term, extract_terms, task_text
@@ -177,7 +178,7 @@ class HeuristicPolicy(Policy):
                     ev.add_found(files)
                 for path, ranges in o.shown.ranges.items():
                     got = o.text.get(path, {})
-                    ev.add_view(path, [(n, got[n]) for a, b in ranges for n in range(a, b + 1) if n in got])
+                    ev.add_view(path, [(n, got[n]) for n in sorted(line_set(ranges, max(got, default=0))) if n in got])
         return ev
 
     def _report(self, d: Dialect, ev: "Evidence", turn: int, query: str) -> Reply:

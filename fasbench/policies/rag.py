@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from fasbench import contain
+from fasbench.entities import parse_python
 from fasbench.harness import Policy
 from fasbench.paths import cache_dir
 from fasbench.policies.dialect import dialect_for
@@ -100,9 +101,8 @@ def _windows(path: str, lo: int, hi: int, symbol: str = "") -> list[Chunk]:
 def chunk_python(path: str, source: str) -> list[Chunk]:
     """Functions and methods as chunks, class headers as chunks, other code in windows."""
     n = source.count("\n") + 1
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parse_python(source)
+    if tree is None:
         return _windows(path, 1, n)
     chunks: list[Chunk] = []
     covered: list[tuple[int, int]] = []

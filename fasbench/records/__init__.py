@@ -14,8 +14,8 @@ from fasbench.jsonl import RecordError, append_jsonl, iter_jsonl, repair_jsonl
 from fasbench.records.base import SCHEMA_VERSION, Ranges
 from fasbench.records.task import Gold, Task, read_tasks, write_tasks
 from fasbench.records.trace import (STOP_REASONS, Reply, Report, Shown, ToolCall, ToolResult, Trace, Turn, now,
-                                    parse_arguments, parse_confidence, read_traces, turn_messages)
+                                    iter_traces, parse_arguments, parse_confidence, read_traces, turn_messages)
 
 __all__ = ["SCHEMA_VERSION", "STOP_REASONS", "Gold", "Ranges", "RecordError", "Reply", "Report", "Shown", "Task",
-           "ToolCall", "ToolResult", "Trace", "Turn", "append_jsonl", "iter_jsonl", "now", "parse_arguments",
+           "ToolCall", "ToolResult", "Trace", "Turn", "append_jsonl", "iter_jsonl", "iter_traces", "now", "parse_arguments",
            "parse_confidence", "read_tasks", "read_traces", "repair_jsonl", "turn_messages", "write_tasks"]

@@ -7,8 +7,9 @@ import json
 import os
 import time
 import uuid
+import warnings
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Iterator
 
 from fasbench.jsonl import RecordError, iter_jsonl
 from fasbench.records.base import SCHEMA_VERSION, Ranges, check_version, file_ranges
@@ -33,6 +34,10 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any] | str
+
+    def __post_init__(self):  # a model's call named null (or 3) is a call of an unknown tool, never a crash
+        self.id = self.id if isinstance(self.id, str) else "" if self.id is None else str(self.id)
+        self.name = self.name if isinstance(self.name, str) else "" if self.name is None else str(self.name)
 
     @classmethod
     def from_dict(cls, d: dict) -> "ToolCall":
@@ -319,8 +324,18 @@ def turn_messages(turn: Turn) -> list[dict]:
     return out
 
 
+def iter_traces(path: str | os.PathLike) -> Iterator[Trace]:
+    """The traces of a JSONL file; a line that is no trace (``turns`` a string, a field of the wrong
+    type, ...) is skipped with a one-line warning naming it and why, and the file goes on."""
+    for i, d in enumerate(iter_jsonl(path), 1):
+        try:
+            yield Trace.from_dict(d)
+        except (RecordError, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError) as e:
+            warnings.warn(f"{path}: trace {i} skipped (not a trace: {type(e).__name__}: {str(e)[:200]})", stacklevel=2)
+
+
 def read_traces(path: str | os.PathLike) -> list[Trace]:
-    return [Trace.from_dict(d) for d in iter_jsonl(path)]
+    return list(iter_traces(path))
 
 
 def now() -> float:

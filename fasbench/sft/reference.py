@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fasbench import shell
+from fasbench import contain, shell
 from fasbench.data.agent_traces import RUNS, trajectory_dir
 from fasbench.shell import options
 from fasbench.records import ToolCall
@@ -164,10 +164,9 @@ def _sed_ranges(script: str) -> list[tuple[int, int]]:
 def _file_lines(root: Path | None, path: str) -> int | None:
     if root is None:
         return None
-    try:
-        with open(root / path, "rb") as f:
-            return sum(1 for _ in f)
-    except OSError:
+    try:  # a path from a trajectory: through fasbench.contain (inside the root, no FIFO, bounded)
+        return contain.count_lines(root, path)
+    except contain.PathRefused:
         return None
 
 

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from fasbench.lines import line_set
 from fasbench.records import Ranges, Shown, ToolCall
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.sandbox import display, resolve
@@ -79,7 +80,7 @@ class Seen:
         if not self.shown.hits:
             return []
         return ([(p, int(n)) for p, n in self.shown.hits]
-                + [(p, n) for p, rs in self.shown.ranges.items() for a, b in rs for n in range(a, b + 1)])
+                + [(p, n) for p, rs in self.shown.ranges.items() for n in sorted(line_set(rs))])
 
     def view(self, path: str, lines: Iterable[tuple[int, str]]) -> None:
         """Numbered lines of ``path`` shown in order: their ranges (consecutive lines merged) and text."""

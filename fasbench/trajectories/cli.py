@@ -89,7 +89,9 @@ def analyze_cmd(
     typer.echo(f"parsed {f['parsed']} files ({s['trajectories']} trajectories, {s['actions']} actions); "
                f"skipped {f['skipped']}" + (f" {f['skipped_by_reason']}" if f["skipped"] else ""))
     _show_skipped(a.files.skipped, skipped)
-    if o:
+    if o and o.get("read_search_turn_share") is None:  # trajectories without a tool call: no shares
+        typer.echo(f"read+search: no tool calls in the {s['trajectories']} trajectories (no shares)")
+    elif o:
         typer.echo(f"read+search: {o['read_search_turn_share']:.3f} of tool turns, {o['read_search_token_share']:.3f} "
                    f"of tokens; first edit turn mean " + ("n/a (no edit)" if o.get("first_edit_turn_mean") is None
                                                        else f"{o['first_edit_turn_mean']:.2f}"))

@@ -38,7 +38,7 @@ from typing import Any
 from fasbench.records import RecordError, Trace, parse_arguments
 from fasbench.tools import shell_command
 from fasbench.trajectories import atif, atif_trace, openhands
-from fasbench.trajectories.raw import bash_blocks, message_text, read_text
+from fasbench.trajectories.raw import bash_blocks, cap_fields, message_text, read_text
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
 from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, AgentTurn, Call, ParsedFile,  # noqa: F401
                                         Trajectory, TrajectoryError)
@@ -59,7 +59,7 @@ def load_jsonl(path: str | Path) -> tuple[Any, str | None, bool]:
     if not text.strip():
         raise TrajectoryError("empty file")
     try:
-        return json.loads(text), None, False
+        return cap_fields(json.loads(text)), None, False
     except json.JSONDecodeError as e:
         if e.msg != "Extra data":
             if e.msg.startswith("Unterminated string") or e.pos >= len(text.rstrip()) - 1:  # ran into EOF
@@ -71,7 +71,7 @@ def load_jsonl(path: str | Path) -> tuple[Any, str | None, bool]:
         if not line.strip():
             continue
         try:
-            objs.append(json.loads(line))
+            objs.append(cap_fields(json.loads(line)))
         except json.JSONDecodeError as e:
             if i == len(lines) - 1:  # no newline after it: cut off mid-write
                 partial = f"truncated last line {i + 1} ({e.msg})"

@@ -1,7 +1,10 @@
 """Raw trajectory files and the shell calls of mini-swe-agent chats, read without the parsers'
 tokenizer (``fasbench.data`` builds tasks from these at import-light cost; ``parsers`` builds on them).
 
-- ``read_text`` / ``load_json``: a file's text (gunzipped when it starts with the gzip magic) / JSON.
+- ``read_text`` / ``load_json``: a file's text (gunzipped when it starts with the gzip magic) / JSON:
+  a regular file only (a FIFO is refused, never waited on), at most :data:`MAX_FILE_BYTES` read or
+  gunzipped; ``cap_fields``: every string of a parsed document cut to :data:`MAX_FIELD_CHARS` (one
+  150 MB observation drove ``trajectories analyze`` past 14 GB).
 - ``message_text``: a chat message's content as text; ``bash_blocks``: mini-swe-agent v1's ```bash
   blocks.
 - ``shell_calls``: ``ShellCall`` (turn, call, command, output) of a mini-swe-agent chat, numbered as
@@ -17,7 +20,6 @@ tokenizer (``fasbench.data`` builds tasks from these at import-light cost; ``par
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import zlib
@@ -25,30 +27,77 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fasbench import contain
 from fasbench.records import parse_arguments
 from fasbench.trajectories.turns import TrajectoryError
 
 
-def read_text(path: str | Path) -> str:
-    """The file's text, gunzipped when it starts with the gzip magic. Raises TrajectoryError."""
-    data = Path(path).read_bytes()
-    if data[:2] == b"\x1f\x8b":
+MAX_FILE_BYTES = 512 << 20  # a trajectory file, or its gunzipped text, larger than this is refused
+MAX_FIELD_CHARS = 1 << 20  # longer strings of a trajectory are cut (cap_fields)
+
+
+def _gunzip(data: bytes) -> bytes:
+    """Every gzip member of ``data``, at most :data:`MAX_FILE_BYTES` of output (a gzip bomb stops there)."""
+    out, rest = [], data
+    while rest:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
-            data = gzip.decompress(data)
-        except EOFError as e:
-            raise TrajectoryError(f"truncated gzip ({e})") from e
-        except (OSError, zlib.error) as e:
+            out.append(d.decompress(rest, MAX_FILE_BYTES + 1 - sum(map(len, out))))
+        except zlib.error as e:
             raise TrajectoryError(f"corrupt gzip ({e})") from e
+        if sum(map(len, out)) > MAX_FILE_BYTES:
+            raise TrajectoryError(f"larger than {MAX_FILE_BYTES} bytes once gunzipped")
+        if not d.eof:
+            raise TrajectoryError("truncated gzip (Compressed file ended before the end-of-stream marker was reached)")
+        rest = d.unused_data.lstrip(b"\x00")
+    return b"".join(out)
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text, gunzipped when it starts with the gzip magic. Raises TrajectoryError (a FIFO,
+    device or folder; a file or gunzipped text over :data:`MAX_FILE_BYTES`; bad gzip; not UTF-8)."""
+    try:
+        data, more = contain.read_regular(path, MAX_FILE_BYTES)
+    except contain.NoSuchFile:
+        raise FileNotFoundError(2, "No such file or directory", str(path)) from None
+    except contain.PathRefused as e:
+        raise TrajectoryError(e.why) from None
+    if more:
+        raise TrajectoryError(f"larger than {MAX_FILE_BYTES} bytes")
+    if data[:2] == b"\x1f\x8b":
+        data = _gunzip(data)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise TrajectoryError(f"not UTF-8 text ({e})") from e
 
 
+def cap_fields(obj: Any, max_chars: int = MAX_FIELD_CHARS) -> Any:
+    """``obj`` with every string longer than ``max_chars`` (values and keys' values, at any depth) cut
+    to ``max_chars`` and a note of what was cut; walked without recursion, changed in place."""
+    def cut(s: str) -> str:
+        return s[:max_chars] + f"\n[... {len(s) - max_chars} characters cut by fasbench]"
+
+    if isinstance(obj, str):
+        return cut(obj) if len(obj) > max_chars else obj
+    todo = [obj]
+    while todo:
+        o = todo.pop()
+        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()
+        for k, v in list(items):
+            if isinstance(v, str):
+                if len(v) > max_chars:
+                    o[k] = cut(v)
+            elif isinstance(v, (dict, list)):
+                todo.append(v)
+    return obj
+
+
 def load_json(path: str | Path) -> Any:
-    """One JSON document (a trajectory file, gzip or plain). Raises TrajectoryError with the reason."""
+    """One JSON document (a trajectory file, gzip or plain), its strings capped (:func:`cap_fields`).
+    Raises TrajectoryError with the reason."""
     try:
-        return json.loads(read_text(path))
+        return cap_fields(json.loads(read_text(path)))
     except json.JSONDecodeError as e:
         raise TrajectoryError(f"{path}: invalid JSON ({e.msg} at line {e.lineno} col {e.colno})") from e
 
