@@ -351,11 +351,53 @@ def test_fasbench_git_on_an_attacked_copy(tmp_path):
                 f'\tcommand = "{evil} command"\n[diff]\n\texternal = "{evil} external"\n')
     (repo / "a.py").write_text("x = 2\n")
     (repo / "b.txt").write_text("c\n")
-    d = worktree_diff(episode)
-    assert "+x = 2" in d and "+c" in d and not mark.exists(), d
+    d, refused = worktree_diff(episode)
+    assert "+x = 2" in d and "+c" in d and refused is None and not mark.exists(), d
     (repo / "b.txt").unlink()
     os.mkfifo(repo / "b.txt")
     t = time.time()
-    with pytest.raises(SandboxGitError, match="git diff in .*b.txt"):
-        worktree_diff(episode)
+    d, refused = worktree_diff(episode)  # the FIFO is refused by name, never opened; the rest of the diff is kept
     assert time.time() - t < 60 and not mark.exists()
+    assert "+x = 2" in d and "b.txt" not in d and refused and "b.txt (not a regular file: p" in refused, (d, refused)
+
+
+def test_fasbench_diff_refuses_a_huge_sparse_file_by_name(tmp_path):
+    """A tracked file made a 50 GB sparse file: refused by name at once (no 300 s stall), the diff of the
+    other changes kept; many refused files refuse the whole diff with a named SandboxGitError."""
+    from fasbench.e2e.runner import prepare_copy, worktree_diff
+    from fasbench.e2e.sandbox import MAX_REFUSED, SandboxGitError
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(MAX_REFUSED + 2):
+        (corpus / f"f{i}.txt").write_text(f"{i}\n")
+    (corpus / "a.py").write_text("x = 1\n")
+    episode = tmp_path / "ep"
+    repo = prepare_copy(corpus, episode)
+    (repo / "a.py").write_text("x = 2\n")
+    os.truncate(repo / "f0.txt", 50 << 30)
+    t = time.time()
+    d, refused = worktree_diff(episode)
+    assert time.time() - t < 30
+    assert "+x = 2" in d and "f0.txt" not in d, d[:500]
+    assert refused and f"f0.txt ({50 << 30} bytes, over" in refused and "left out 1 path(s)" in refused, refused
+    for i in range(MAX_REFUSED + 1):
+        os.truncate(repo / f"f{i}.txt", 1 << 40)
+    with pytest.raises(SandboxGitError, match=f"{MAX_REFUSED + 1} tracked paths refused"):
+        worktree_diff(episode)
+
+
+def test_e2e_task_ids_stay_inside_their_arm_folder(tmp_path):
+    """An id '..' must not name (and so delete) OUT/work; separators, dots and long ids give plain, distinct
+    names inside work/<arm>."""
+    from fasbench.e2e.runner import task_key
+
+    arm = tmp_path / "work" / "none"
+    arm.mkdir(parents=True)
+    ids = ["..", ".", "", "../..", "a/../../b", "/etc/passwd", "a/b", "a_b", "x" * 300, "demo__attack-1", "a\nb"]
+    keys = [task_key(i) for i in ids]
+    assert len(set(keys)) == len(ids), keys
+    for k in keys:
+        assert "/" not in k and k.strip(".") and len(k) <= 100, k
+        assert (arm / k).resolve().parent == arm.resolve(), k
+    assert task_key("demo__attack-1") == "demo__attack-1" and task_key("django__django-11099") == "django__django-11099"
