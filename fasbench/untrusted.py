@@ -124,6 +124,7 @@ def _system_mounts() -> list[str]:
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
     etc = [f"/etc/{n}" for n in ETC] + sorted(glob.glob("/etc/python3*"))
+    args += ["--perms", "0755", "--dir", "/etc"]  # else made with the mode of the first bind's parent's copy: 0700
     for p in etc:
         if os.path.exists(p):
             args += ["--ro-bind", p, p]

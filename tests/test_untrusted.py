@@ -54,6 +54,9 @@ def test_commands_run_as_an_unprivileged_user_with_no_capability(bwrap, copy):
     assert all(line.split()[1] == "0" * 16 for line in lines[2:6]), r["output"]
     st = (copy / "made").stat()
     assert st.st_uid == uid and (not ROOT or st.st_uid != 0)
+    # what the agent needs still works as that user: git (reads /etc/gitconfig's folder), python
+    r = _run(bwrap, copy, "git init -q g && git -C g status --short && python3 -c 'print(6 * 7)'")
+    assert r["returncode"] == 0 and r["output"].strip() == "42", r
 
 
 def test_a_set_uid_file_made_inside_is_not_set_uid_on_the_host(bwrap):
