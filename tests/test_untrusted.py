@@ -212,3 +212,29 @@ def test_perturb_check_runs_the_corpus_in_the_sandbox(tmp_path, monkeypatch):
     assert leaked == [] and list(outside.iterdir()) == [], (leaked, list(outside.iterdir()))
     assert v["import_original"] == v["import_perturbed"] == 2 and v["tests_original"] == v["tests_perturbed"] == 1, v
     assert v["ok"], json.dumps(v)
+
+
+def test_sdists_are_fetched_without_running_them_and_pip_gets_no_key(tmp_path, monkeypatch):
+    """``auto`` fetches the sdist straight from PyPI first (nothing of it runs); pip, which runs the sdist's
+    setup.py for its metadata, comes only after that failed, and gets no key of the caller."""
+    from fasbench.data import corpus
+
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-PIP-KEY-71a0c")
+    calls, envs = [], []
+
+    def direct(name, release, dest):
+        calls.append("direct")
+        raise OSError("no network here")
+
+    def run(cmd, **kw):
+        calls.append("pip")
+        envs.append(kw.get("env"))
+        return subprocess.CompletedProcess(cmd, 1, "", "pip failed")
+
+    monkeypatch.setattr(corpus, "_direct_download", direct)
+    monkeypatch.setattr(corpus.subprocess, "run", run)
+    with pytest.raises(corpus.CorpusError):
+        corpus.sdist_tree("fasbench-no-such-sdist", "1.0")
+    assert calls == ["direct", "pip"], calls
+    assert envs[0] is not None and "OPENAI_API_KEY" not in envs[0] and "PATH" in envs[0], envs
