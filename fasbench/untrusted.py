@@ -2,7 +2,10 @@
 
 Two callers: the live main agent's commands (``fasbench.e2e``, in its corpus copy, read-write) and
 ``fasbench data perturb --check`` (the corpus's modules imported and its tests collected by pytest,
-read-only). Nothing else in fasbench runs code of a corpus.
+read-only). Nothing else in fasbench runs code of a corpus, but one fallback that needs the network: an
+offline corpus's sdist is fetched from PyPI without running it, and only where that fails by ``pip
+download``, which runs the sdist's ``setup.py`` for its metadata (``fasbench.data.corpus``: with
+``PIP_ENV`` only, no key of the caller).
 
 - **The file system** is a fresh one: the system directories (``/usr``, ``/bin``, ``/lib*``, ``/sbin``)
   and a few files of ``/etc`` (users, the loader cache, the time zone, Python's site config) read-only;
