@@ -296,18 +296,37 @@ def give_to_sandbox(root: str | os.PathLike) -> None:
 
 
 def strip_setid(root: str | os.PathLike) -> int:
-    """Clear every set-uid and set-gid bit under ``root`` (symbolic links not followed); how many files had one."""
+    """Clear every set-uid and set-gid bit under ``root``; how many files had one. Race-safe against a
+    process of the sandbox still dying: the walk holds directory fds (``os.fwalk``, links not followed)
+    and each file is opened ``O_NOFOLLOW | O_NONBLOCK`` at its folder, checked again and changed through
+    its fd (``fchmod``), so a name swapped for a link or a FIFO meanwhile changes nothing outside."""
+    setid = stat.S_ISUID | stat.S_ISGID
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     n = 0
-    for d, dirs, files in os.walk(root):
+
+    def clear(name: str, dir_fd: int | None) -> int:
+        try:
+            fd = os.open(name, flags, dir_fd=dir_fd)
+        except OSError:
+            return 0  # a link (ELOOP), gone, or not openable: nothing to change
+        try:
+            st = os.fstat(fd)
+            if st.st_mode & setid and (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~setid)
+                return 1
+            return 0
+        finally:
+            os.close(fd)
+
+    n += clear(os.fspath(root), None)
+    for _, dirs, files, dfd in os.fwalk(root, follow_symlinks=False):
         for name in dirs + files:
-            p = os.path.join(d, name)
             try:
-                st = os.lstat(p)
-                if st.st_mode & (stat.S_ISUID | stat.S_ISGID) and (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-                    os.chmod(p, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
-                    n += 1
+                st = os.lstat(name, dir_fd=dfd)
             except OSError:
                 continue
+            if st.st_mode & setid and (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                n += clear(name, dfd)
     return n
 
 

@@ -238,3 +238,21 @@ def test_sdists_are_fetched_without_running_them_and_pip_gets_no_key(tmp_path, m
         corpus.sdist_tree("fasbench-no-such-sdist", "1.0")
     assert calls == ["direct", "pip"], calls
     assert envs[0] is not None and "OPENAI_API_KEY" not in envs[0] and "PATH" in envs[0], envs
+
+
+def test_strip_setid_follows_no_link(tmp_path):
+    """A link in the copy to a set-uid file outside: the file outside keeps its mode; those inside lose the bits."""
+    from fasbench.untrusted import strip_setid
+
+    outside = tmp_path / "outside"
+    outside.write_text("")
+    outside.chmod(0o4755)
+    copy = tmp_path / "copy"
+    (copy / "d").mkdir(parents=True)
+    (copy / "d" / "link").symlink_to(outside)
+    (copy / "d" / "sh").write_text("")
+    (copy / "d" / "sh").chmod(0o6755)
+    (copy / "d").chmod(0o2755)
+    assert strip_setid(copy) == 2
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o4755
+    assert stat.S_IMODE((copy / "d" / "sh").stat().st_mode) == 0o755 and stat.S_IMODE((copy / "d").stat().st_mode) == 0o755
