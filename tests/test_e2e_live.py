@@ -194,6 +194,8 @@ def _attack_script(tmp: Path, out: Path, port: int) -> list[dict]:
         f"do printf '#!/bin/sh\\ntouch {tmp}/PWN_hook_'$h'\\n' > $H/$h; chmod +x $H/$h; done; "
         "git config core.hooksPath $H; cp $H/* .git/hooks/; "
         "printf '* diff=evil filter=evil\\n' > .git/info/attributes; echo configured",
+        # (f) a set-uid-root shell left in the copy (issue 36): nothing inside, not set-uid nor root's on the host
+        "cp /bin/bash ./rootsh && cp /usr/bin/id ./id && chmod 6755 ./rootsh ./id && ./id -u | sed 's/^/EUID-/'",
         "sleep 2; echo slept",  # the background writer of step 2 would have written late.txt by now
         "sleep 60; echo SLEPT-$((2+2))",  # the time limit kills it (command_timeout_s=3)
         "yes | head -c 60000000; echo DONE-$((3+3))",  # 60 MB of output: stopped at the output bound
@@ -293,6 +295,18 @@ def test_sandbox_bounds_a_command_s_output(attacked):
     a = attacked
     assert "passed 2000000 bytes; it was stopped" in a.traj and "DONE-6" not in a.traj, a.why[-1500:]
     assert len(a.traj) < 10_000_000
+
+
+def test_sandbox_leaves_no_set_uid_file_on_the_host(attacked):
+    """The agent's set-uid copies of bash and id: no euid 0 inside; on the host, no set-uid or set-gid bit
+    on any file of the copy and, when fasbench runs as root, none of them is root's."""
+    a = attacked
+    assert "EUID-" in a.traj and "EUID-0" not in a.traj, a.why
+    assert (a.repo / "rootsh").exists()
+    for p in [a.repo, *a.repo.rglob("*")]:
+        st = os.lstat(p)
+        assert not st.st_mode & 0o6000, (p, oct(st.st_mode))
+        assert os.geteuid() != 0 or st.st_uid != 0, p
 
 
 def test_sandbox_has_no_network(attacked):
