@@ -140,7 +140,7 @@ def wrapper_args(env: dict[str, str], limits: SandboxLimits = DEFAULT_LIMITS) ->
         args = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
                 "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     else:
-        args = ["--unshare-all", "--disable-userns", "--cap-drop", "ALL"]
+        args = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     args += ["--die-with-parent", "--new-session", "--clearenv"]
     for k, v in env.items():
         args += ["--setenv", k, v]
