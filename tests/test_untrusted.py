@@ -256,3 +256,18 @@ def test_strip_setid_follows_no_link(tmp_path):
     assert strip_setid(copy) == 2
     assert stat.S_IMODE(outside.stat().st_mode) == 0o4755
     assert stat.S_IMODE((copy / "d" / "sh").stat().st_mode) == 0o755 and stat.S_IMODE((copy / "d").stat().st_mode) == 0o755
+
+
+@pytest.mark.skipif(not ROOT, reason="a corpus only root may read: the case of fasbench run as root")
+def test_perturb_check_on_a_corpus_the_sandbox_cannot_read_is_one_named_error(tmp_path):
+    """Not a vacuous pass (nothing imported on either tree, so nothing lost): a CheckError naming the corpus."""
+    from fasbench.data.perturb_gold import CheckError, verify_corpus
+
+    for root in (tmp_path / "a", tmp_path / "b"):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "__init__.py").write_text("")
+        (root / "pkg" / "m.py").write_text("x = 1\n")
+        root.chmod(0o700)
+    rec = {"changed": ["pkg/m.py"], "moves": {}, "reorders": {}, "renames": []}
+    with pytest.raises(CheckError, match="cannot enter the corpus .*a"):
+        verify_corpus(tmp_path / "a", tmp_path / "b", rec)
