@@ -12,7 +12,8 @@ Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
   fetched straight from PyPI's simple API (sha256 checked; nothing of the sdist runs), else with ``pip
   download --no-deps --no-binary :all: --no-build-isolation NAME==R`` (pip runs the sdist's ``setup.py``
   to read its metadata: only where the direct download failed, and with an environment of
-  :data:`PIP_ENV` names only, none of the caller's keys). Unpacked once per release into ``sdist/<name>-<R>/``, within bounds (``fasbench.data.archive``:
+  :data:`PIP_ENV` names only, none of the caller's keys).
+  Unpacked once per release into ``sdist/<name>-<R>/``, within bounds (``fasbench.data.archive``:
   no member outside the tree, no links out, devices or FIFOs, bounded member count and size); a refused archive drops its tasks with ``bad-archive`` and leaves nothing in
   the cache but its reason in ``sdist/<name>-<R>.json``. The gold is then relocated hunk
   by hunk (patches.relocate); tasks whose gold cannot be placed are dropped with a reason.

@@ -13,15 +13,17 @@ Layout of ``out/`` (append-only, resumable):
   (``fasbench.data.corpora.with_corpora``); their episodes are not run.
 - ``work/<arm>/<task>/``: the episode's directory, removed after the episode unless ``keep_work``:
   ``repo/``, the corpus copy the agent works in (a git repository at its base state, the only path its
-  sandbox can write; owned by the sandbox's user, mode 0700: ``fasbench.untrusted``), and ``base.git``, fasbench's own git directory of the same base commit, outside the
-  sandbox, from which the final ``git diff`` is read (``fasbench.e2e.sandbox``: the agent's ``.git``
-  config, hooks and attributes never reach fasbench's git).
+  sandbox can write; owned by the sandbox's user, mode 0700: ``fasbench.untrusted``), and ``base.git``,
+  fasbench's own git directory of the same base commit, outside the sandbox, from which the final
+  ``git diff`` is read (``fasbench.e2e.sandbox``: the agent's ``.git`` config, hooks and attributes
+  never reach fasbench's git).
 
 Arms: ``none`` (the main agent alone) always; ``search`` (the subagent's handoff in the task text) when
 ``search`` is a policy spec. Metrics per record: exit status, patch (the agent's submission and the
 working tree's ``git diff`` of tracked files, by fasbench's own git; ``diff_error`` when git could not
 read it, or naming the tracked paths it refused to read: ``e2e.sandbox.bounded_diff``), tokens (the
-endpoint's usage), model calls (turns), wall time (the subagent's included in the search arm), and the localisation proxy (``localize.py``).
+endpoint's usage), model calls (turns), wall time (the subagent's included in the search arm), and the
+localisation proxy (``localize.py``).
 """
 
 from __future__ import annotations
