@@ -75,7 +75,12 @@ def gold_check(orig: Sequence[Task], pert: Sequence[Task], verify: bool = True) 
                "gold_files_moved": m["gold_files_moved"], "gold_files": len(a.gold.edited), "renames": m["renames"],
                "reordered_files": m["reordered_files"], "text_changed": a.query != b.query}
         if verify:
-            v = verify_corpus(a.root, b.root, json.loads(Path(m["record"]).read_text()))
+            try:
+                v = verify_corpus(a.root, b.root, json.loads(Path(m["record"]).read_text()))
+            except PerturbError as e:  # the sandbox cannot run this corpus's code: not checked, not ok
+                v = {"modules": None, "import_original": None, "import_perturbed": None, "tests_original": None,
+                     "tests_perturbed": None, "ok": False}
+                row["check_error"] = str(e)[:300]
             row.update(modules=v["modules"], import_original=v["import_original"],
                        import_perturbed=v["import_perturbed"], tests_original=v["tests_original"],
                        tests_perturbed=v["tests_perturbed"], corpus_ok=v["ok"])

@@ -194,6 +194,8 @@ def _attack_script(tmp: Path, out: Path, port: int) -> list[dict]:
         f"do printf '#!/bin/sh\\ntouch {tmp}/PWN_hook_'$h'\\n' > $H/$h; chmod +x $H/$h; done; "
         "git config core.hooksPath $H; cp $H/* .git/hooks/; "
         "printf '* diff=evil filter=evil\\n' > .git/info/attributes; echo configured",
+        # (f) a set-uid-root shell left in the copy (issue 36): nothing inside, not set-uid nor root's on the host
+        "cp /bin/bash ./rootsh && cp /usr/bin/id ./id && chmod 6755 ./rootsh ./id && ./id -u | sed 's/^/EUID-/'",
         "sleep 2; echo slept",  # the background writer of step 2 would have written late.txt by now
         "sleep 60; echo SLEPT-$((2+2))",  # the time limit kills it (command_timeout_s=3)
         "yes | head -c 60000000; echo DONE-$((3+3))",  # 60 MB of output: stopped at the output bound
@@ -295,6 +297,18 @@ def test_sandbox_bounds_a_command_s_output(attacked):
     assert len(a.traj) < 10_000_000
 
 
+def test_sandbox_leaves_no_set_uid_file_on_the_host(attacked):
+    """The agent's set-uid copies of bash and id: no euid 0 inside; on the host, no set-uid or set-gid bit
+    on any file of the copy and, when fasbench runs as root, none of them is root's."""
+    a = attacked
+    assert "EUID-" in a.traj and "EUID-0" not in a.traj, a.why
+    assert (a.repo / "rootsh").exists()
+    for p in [a.repo, *a.repo.rglob("*")]:
+        st = os.lstat(p)
+        assert not st.st_mode & 0o6000, (p, oct(st.st_mode))
+        assert os.geteuid() != 0 or st.st_uid != 0, p
+
+
 def test_sandbox_has_no_network(attacked):
     assert "NET-OK" not in attacked.traj and "TCP-2-OPEN" not in attacked.traj, attacked.why
 
@@ -351,11 +365,53 @@ def test_fasbench_git_on_an_attacked_copy(tmp_path):
                 f'\tcommand = "{evil} command"\n[diff]\n\texternal = "{evil} external"\n')
     (repo / "a.py").write_text("x = 2\n")
     (repo / "b.txt").write_text("c\n")
-    d = worktree_diff(episode)
-    assert "+x = 2" in d and "+c" in d and not mark.exists(), d
+    d, refused = worktree_diff(episode)
+    assert "+x = 2" in d and "+c" in d and refused is None and not mark.exists(), d
     (repo / "b.txt").unlink()
     os.mkfifo(repo / "b.txt")
     t = time.time()
-    with pytest.raises(SandboxGitError, match="git diff in .*b.txt"):
-        worktree_diff(episode)
+    d, refused = worktree_diff(episode)  # the FIFO is refused by name, never opened; the rest of the diff is kept
     assert time.time() - t < 60 and not mark.exists()
+    assert "+x = 2" in d and "b.txt" not in d and refused and "b.txt (not a regular file: p" in refused, (d, refused)
+
+
+def test_fasbench_diff_refuses_a_huge_sparse_file_by_name(tmp_path):
+    """A tracked file made a 50 GB sparse file: refused by name at once (no 300 s stall), the diff of the
+    other changes kept; many refused files refuse the whole diff with a named SandboxGitError."""
+    from fasbench.e2e.runner import prepare_copy, worktree_diff
+    from fasbench.e2e.sandbox import MAX_REFUSED, SandboxGitError
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(MAX_REFUSED + 2):
+        (corpus / f"f{i}.txt").write_text(f"{i}\n")
+    (corpus / "a.py").write_text("x = 1\n")
+    episode = tmp_path / "ep"
+    repo = prepare_copy(corpus, episode)
+    (repo / "a.py").write_text("x = 2\n")
+    os.truncate(repo / "f0.txt", 50 << 30)
+    t = time.time()
+    d, refused = worktree_diff(episode)
+    assert time.time() - t < 30
+    assert "+x = 2" in d and "f0.txt" not in d, d[:500]
+    assert refused and f"f0.txt ({50 << 30} bytes, over" in refused and "left out 1 path(s)" in refused, refused
+    for i in range(MAX_REFUSED + 1):
+        os.truncate(repo / f"f{i}.txt", 1 << 40)
+    with pytest.raises(SandboxGitError, match=f"{MAX_REFUSED + 1} tracked paths refused"):
+        worktree_diff(episode)
+
+
+def test_e2e_task_ids_stay_inside_their_arm_folder(tmp_path):
+    """An id '..' must not name (and so delete) OUT/work; separators, dots and long ids give plain, distinct
+    names inside work/<arm>."""
+    from fasbench.e2e.runner import task_key
+
+    arm = tmp_path / "work" / "none"
+    arm.mkdir(parents=True)
+    ids = ["..", ".", "", "../..", "a/../../b", "/etc/passwd", "a/b", "a_b", "x" * 300, "demo__attack-1", "a\nb"]
+    keys = [task_key(i) for i in ids]
+    assert len(set(keys)) == len(ids), keys
+    for k in keys:
+        assert "/" not in k and k.strip(".") and len(k) <= 100, k
+        assert (arm / k).resolve().parent == arm.resolve(), k
+    assert task_key("demo__attack-1") == "demo__attack-1" and task_key("django__django-11099") == "django__django-11099"

@@ -103,10 +103,15 @@ def register(app: typer.Typer) -> None:
                    f"gold files moved {m['gold_files_moved']}/{len(t.gold.edited)}"
             if check:
                 wrong = gold_line_mismatches(t, p)
-                v = verify_corpus(t.root, p.root, json.loads(Path(m["record"]).read_text()))
-                bad += bool(wrong) or not v["ok"]
-                line += f"; gold lines wrong {len(wrong)}; imports {v['import_perturbed']}/{v['import_original']}" \
-                        f" (of {v['modules']}), tests collected {v['tests_perturbed']}/{v['tests_original']}"
+                try:
+                    v = verify_corpus(t.root, p.root, json.loads(Path(m["record"]).read_text()))
+                except PerturbError as e:  # the sandbox cannot run this corpus's code: the task fails the check
+                    bad += 1
+                    line += f"; gold lines wrong {len(wrong)}; check failed: {e}"
+                else:
+                    bad += bool(wrong) or not v["ok"]
+                    line += f"; gold lines wrong {len(wrong)}; imports {v['import_perturbed']}/{v['import_original']}" \
+                            f" (of {v['modules']}), tests collected {v['tests_perturbed']}/{v['tests_original']}"
             typer.echo(line)
             done.append(p)
         typer.echo(f"{len(done)}/{len(got.tasks)} perturbed with {sp.text()}", err=True)

@@ -12,9 +12,11 @@ Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
   (``fasbench.gitsafe``). The gold needs no relocation.
 - **offline**: the PyPI sdist of the release picked for the task's (repository, version) (the last
   release before it; table in ``data/swebench/corpora_picks.tsv`` from ../shared/data/CORPORA.md),
-  fetched with ``pip download --no-deps --no-binary :all: --no-build-isolation NAME==R``; when pip
-  cannot prepare the metadata the same file is fetched straight from PyPI's simple API (sha256
-  checked). Unpacked once per release into ``sdist/<name>-<R>/``, within bounds (``fasbench.data.archive``:
+  fetched straight from PyPI's simple API (sha256 checked; nothing of the sdist runs), else with ``pip
+  download --no-deps --no-binary :all: --no-build-isolation NAME==R`` (pip runs the sdist's ``setup.py``
+  to read its metadata: only where the direct download failed, and with an environment of
+  :data:`PIP_ENV` names only, none of the caller's keys).
+  Unpacked once per release into ``sdist/<name>-<R>/``, within bounds (``fasbench.data.archive``:
   no member outside the tree, no links out, devices or FIFOs, bounded member count and size); a refused archive drops its tasks with ``bad-archive`` and leaves nothing in
   the cache but its reason in ``sdist/<name>-<R>.json``. The gold is then relocated hunk
   by hunk (patches.relocate); tasks whose gold cannot be placed are dropped with a reason.
@@ -149,11 +151,18 @@ def _sdist_file(d: Path) -> Path | None:
     return files[0] if files else None
 
 
+# the environment pip gets (it runs the sdist's setup.py for its metadata): where to download from, no key
+PIP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY",
+           "HTTPS_PROXY", "NO_PROXY", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_CERT",
+           "PIP_CONFIG_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE")
+
+
 def _pip_download(name: str, release: str, dest: Path) -> tuple[bool, str]:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation",
            "--disable-pip-version-check", "-q", f"{name}=={release}", "-d", str(dest)]
+    env = {k: os.environ[k] for k in PIP_ENV if k in os.environ}
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT, env=env)
     except subprocess.TimeoutExpired:
         return False, f"pip timed out after {PIP_TIMEOUT}s"
     if p.returncode == 0 and _sdist_file(dest):
@@ -196,7 +205,7 @@ def _unpack(archive: Path, dest: Path) -> Path:
 
 def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
     """The unpacked sdist of ``name==release`` (downloaded and unpacked once; safe across processes).
-    ``method``: ``auto`` (pip, then direct), ``pip`` or ``direct``. Info in ``<tree>.json``."""
+    ``method``: ``auto`` (direct, then pip), ``pip`` or ``direct``. Info in ``<tree>.json``."""
     if method not in ("auto", "pip", "direct"):
         raise ValueError(f"unknown download method {method!r}; choose auto, pip or direct")
     key = safe_name(f"{name.lower()}-{release}", "release")
@@ -220,15 +229,17 @@ def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
         t0 = time.time()
         if not _sdist_file(dl):
             ok = False
-            if method in ("auto", "pip"):
-                ok, info["pip_error"] = _pip_download(name, release, dl)
-                info["method"] = "pip" if ok else None
-            if not ok and method in ("auto", "direct"):
+            if method in ("auto", "direct"):  # first: nothing of the sdist runs
                 try:
                     _direct_download(name, release, dl)
-                    info["method"] = "direct"
+                    info["method"], ok = "direct", True
                 except (CorpusError, OSError, ValueError, KeyError) as e:
                     info["error"] = f"direct download: {e}"
+            if not ok and method in ("auto", "pip"):
+                ok, info["pip_error"] = _pip_download(name, release, dl)
+                info["method"] = "pip" if ok else None
+                if ok:
+                    info["error"] = ""
             if not _sdist_file(dl):
                 info["error"] = info["error"] or info["pip_error"] or "no sdist saved"
                 info["method"] = method

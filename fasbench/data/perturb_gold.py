@@ -7,7 +7,10 @@ read regions of ``explore``) follow the moves; entity names follow the private r
 text names the new paths, dotted module names, file names and private names where it named the old
 ones. :func:`gold_line_mismatches` checks that every relocated gold line holds the same code (read
 back through the renames); :func:`verify_corpus` that the modules the perturbation touched still
-import, and its test files still collect, wherever they did on the original corpus.
+import, and its test files still collect, wherever they did on the original corpus. The corpus's code
+runs only in the sandbox of :mod:`fasbench.untrusted`: the corpus read-only, the virtual environment
+and its base Python read-only (so that the corpus and pytest import), an unprivileged user, limits,
+no network, none of the caller's environment.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import subprocess
 import sys
 from bisect import bisect_right
 from pathlib import Path
@@ -25,8 +27,13 @@ from fasbench import contain
 from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus
 from fasbench.lines import line_set
 from fasbench.records import Gold, Task
+from fasbench.untrusted import SandboxError, SandboxLimits, check_sandbox, run_sandboxed, sandbox_env
 
 CHECK_TIMEOUT = 300  # seconds for one import or collection check of a tree
+# a corpus's imports may pull in large packages of the environment (address space), pytest writes nothing
+CHECK_LIMITS = SandboxLimits(processes=256, address_space=8 << 30, file_size=64 << 20, tmp_bytes=256 << 20)
+CHECK_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
+IMPORTED = "FASBENCH-IMPORTED "  # the line of the import check's answer
 
 
 class PerturbMap:
@@ -208,50 +215,73 @@ for m in json.loads(sys.argv[1]):
         ok.append(m)
     except BaseException:
         pass
-print(json.dumps(ok))
+print("FASBENCH-IMPORTED " + json.dumps(ok), flush=True)
 """
 
 
-def _run(args: list[str], cwd: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=CHECK_TIMEOUT)
+class CheckError(PerturbError):
+    """The corpus's code could not be run in the sandbox at all (bwrap missing, the corpus unreadable)."""
 
 
-def _importable(root: str | Path, files: list[str]) -> set[str]:
+def _python_paths() -> list[str]:
+    """This interpreter's prefixes (the virtual environment and its base Python), bound read-only."""
+    return sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+
+
+def _run(args: list[str], cwd: str | Path, bwrap: str) -> tuple[int, str]:
+    """(exit status, output) of ``args`` run on the corpus ``cwd`` in the sandbox (read-only)."""
+    r = run_sandboxed(bwrap, cwd, args, sandbox_env(CHECK_ENV), CHECK_TIMEOUT, writable=False,
+                      ro_paths=_python_paths(), limits=CHECK_LIMITS)
+    if r["returncode"] == 126 and "cd: " in r["output"][:2000]:
+        raise CheckError(f"the sandbox's user cannot enter the corpus {cwd} (its mode lets no other user read it)")
+    return r["returncode"], r["output"]
+
+
+def _importable(root: str | Path, files: list[str], bwrap: str) -> set[str]:
     """The import names of ``files`` that import in a fresh interpreter with the corpus's source
     roots first on ``sys.path``."""
     names = [dotted_name(Path(root), f) for f in files]
     roots = sorted({str(Path(f).parents[len(n.split(".")) - (0 if f.endswith("/__init__.py") else 1)])
                     for f, n in zip(files, names)})
-    p = _run([sys.executable, "-c", _IMPORTS, json.dumps(names), json.dumps(roots)], root)
-    lines = p.stdout.strip().splitlines()
-    return set(json.loads(lines[-1])) if p.returncode == 0 and lines else set()
+    rc, out = _run([sys.executable, "-c", _IMPORTS, json.dumps(names), json.dumps(roots)], root, bwrap)
+    lines = [x[len(IMPORTED):] for x in out.splitlines() if x.startswith(IMPORTED)]
+    try:
+        got = json.loads(lines[-1]) if rc == 0 and lines else []
+    except ValueError:
+        return set()
+    return {m for m in got if isinstance(m, str)} if isinstance(got, list) else set()
 
 
-def _collected(root: str | Path, files: list[str]) -> int | None:
+def _collected(root: str | Path, files: list[str], bwrap: str) -> int | None:
     """Tests pytest collects from ``files`` (None when collection fails)."""
     if not files:
         return 0
-    p = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-              "--rootdir", ".", *files], root)
-    n = sum(1 for line in p.stdout.splitlines() if "::" in line)
-    return n if p.returncode == 0 else None
+    rc, out = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                    "--rootdir", ".", *files], root, bwrap)
+    n = sum(1 for line in out.splitlines() if "::" in line)
+    return n if rc == 0 else None
 
 
 def verify_corpus(original_root: str | Path, perturbed_root: str | Path, rec: dict) -> dict:
     """The modules the perturbation changed or moved, imported on both trees, and their test files
-    collected by pytest on both: ``{"modules", "import_original", "import_perturbed", "lost_imports",
-    "tests_original", "tests_perturbed", "ok"}``; ``ok`` when nothing that worked stopped working."""
+    collected by pytest on both, in the sandbox: ``{"modules", "import_original", "import_perturbed",
+    "lost_imports", "tests_original", "tests_perturbed", "ok"}``; ``ok`` when nothing that worked stopped
+    working. Raises CheckError (one line) when the sandbox cannot run the corpus's code."""
+    try:
+        bwrap = check_sandbox()
+    except SandboxError as e:
+        raise CheckError(f"perturb's check runs the corpus's code only in the sandbox: {e}") from None
     reloc = PerturbMap(rec)
     changed = set(rec.get("changed", [])) | set(reloc.moves) | set(reloc.blocks)
     changed |= {r["file"] for r in rec.get("renames", []) if r["kind"] == "private"}
     py = sorted(p for p in changed if p.endswith(".py") and all(s.isidentifier() for s in p[:-3].split("/")))
     mods = [dotted_name(Path(original_root), p) for p in py]
     new_mods = {m: dotted_name(Path(perturbed_root), reloc.path(p)) for m, p in zip(mods, py)}
-    a = _importable(original_root, py)
-    b = _importable(perturbed_root, [reloc.path(p) for p in py])
+    a = _importable(original_root, py, bwrap)
+    b = _importable(perturbed_root, [reloc.path(p) for p in py], bwrap)
     lost = sorted(m for m in a if new_mods[m] not in b)
     tests = [p for p in py if Path(p).name.startswith("test_") or Path(p).stem.endswith("_test")]
-    ta, tb = _collected(original_root, tests), _collected(perturbed_root, [reloc.path(p) for p in tests])
+    ta, tb = _collected(original_root, tests, bwrap), _collected(perturbed_root, [reloc.path(p) for p in tests], bwrap)
     return {"modules": len(mods), "import_original": len(a), "import_perturbed": len(b & set(new_mods.values())),
             "lost_imports": lost, "test_files": len(tests), "tests_original": ta, "tests_perturbed": tb,
             "ok": not lost and (ta is None or ta == tb)}

@@ -31,10 +31,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fasbench.e2e.sandbox import SandboxError, check_sandbox, execute_sandboxed, sandbox_env, wrapper_args
 from fasbench.endpoint import bounded_client
 from fasbench.paths import cache_dir
 from fasbench.specs import convert, parse_spec
+from fasbench.untrusted import SandboxError, check_sandbox, execute_sandboxed, sandbox_env, wrapper_args
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")

@@ -13,15 +13,17 @@ Layout of ``out/`` (append-only, resumable):
   (``fasbench.data.corpora.with_corpora``); their episodes are not run.
 - ``work/<arm>/<task>/``: the episode's directory, removed after the episode unless ``keep_work``:
   ``repo/``, the corpus copy the agent works in (a git repository at its base state, the only path its
-  sandbox can write), and ``base.git``, fasbench's own git directory of the same base commit, outside the
-  sandbox, from which the final ``git diff`` is read (``fasbench.e2e.sandbox``: the agent's ``.git``
-  config, hooks and attributes never reach fasbench's git).
+  sandbox can write; owned by the sandbox's user, mode 0700: ``fasbench.untrusted``), and ``base.git``,
+  fasbench's own git directory of the same base commit, outside the sandbox, from which the final
+  ``git diff`` is read (``fasbench.e2e.sandbox``: the agent's ``.git`` config, hooks and attributes
+  never reach fasbench's git).
 
 Arms: ``none`` (the main agent alone) always; ``search`` (the subagent's handoff in the task text) when
 ``search`` is a policy spec. Metrics per record: exit status, patch (the agent's submission and the
 working tree's ``git diff`` of tracked files, by fasbench's own git; ``diff_error`` when git could not
-read it), tokens (the endpoint's usage), model calls (turns), wall
-time (the subagent's included in the search arm), and the localisation proxy (``localize.py``).
+read it, or naming the tracked paths it refused to read: ``e2e.sandbox.bounded_diff``), tokens (the
+endpoint's usage), model calls (turns), wall time (the subagent's included in the search arm), and the
+localisation proxy (``localize.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from tqdm.auto import tqdm
 from fasbench.data.corpora import with_corpora
 from fasbench.e2e.live import MainConfig, check_main_sandbox, parse_main, run_main
 from fasbench.e2e.localize import localization
-from fasbench.e2e.sandbox import SandboxGitError, base_repository, safe_diff
+from fasbench.e2e.sandbox import SandboxGitError, base_repository, bounded_diff
 from fasbench.evaluate import check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
@@ -46,6 +48,7 @@ from fasbench.metrics import paired_bootstrap
 from fasbench.paths import Names, UnsafeName, child, name_key
 from fasbench.policies import make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
+from fasbench.untrusted import give_to_sandbox, strip_setid
 
 ARMS = ("none", "search")
 BASE_GIT = "base.git"
@@ -94,12 +97,15 @@ def prepare_copy(root: str | Path, episode: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(root, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     base_repository(dest, episode / BASE_GIT)
+    give_to_sandbox(dest)  # the sandbox's user's (not root's), mode 0700
     return dest
 
 
-def worktree_diff(episode: Path) -> str:
-    """The copy's tracked changes against the base, by fasbench's git only (nothing the agent wrote runs)."""
-    return safe_diff(episode / BASE_GIT, episode / "repo")
+def worktree_diff(episode: Path) -> tuple[str, str | None]:
+    """(diff, refusal): the copy's tracked changes against the base, by fasbench's git only (nothing the
+    agent wrote runs), without the tracked paths it refuses to read (named in ``refusal``)."""
+    strip_setid(episode / "repo")  # also after each command; once more before the copy is read or kept
+    return bounded_diff(episode / BASE_GIT, episode / "repo")
 
 
 def done_pairs(records: Path) -> set[tuple[str, str]]:
@@ -163,7 +169,7 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
         traj = child(out / "trajs" / arm, key, ".traj.json")
         res = run_main(t.query, work, cfg, traj, t.id, hand, {"arm": arm, **search_info})
         try:
-            diff, diff_error = worktree_diff(episode), None
+            diff, diff_error = worktree_diff(episode)
         except SandboxGitError as e:  # the agent left something git cannot diff: recorded, the run goes on
             diff, diff_error = "", str(e)
         patch = res["submission"] if res["submission"].strip() else diff
