@@ -29,11 +29,14 @@ class TrajectoryError(ValueError):
 
 @dataclass(slots=True)
 class Call:
-    """One action: a tool name, the raw action text, and the parsed arguments (None for shell text)."""
+    """One action: a tool name, the raw action text, and the parsed arguments (None for shell text).
+    ``subagent``: the trajectory of the subagent this call delegated to (a Claude Code ``Task``/``Agent``
+    sidechain, an ATIF embedded subagent, an OpenHands delegate), nested under the call that started it."""
 
     tool: str
     action: str
     args: dict | None = None
+    subagent: Trajectory | None = None
 
 
 @dataclass(slots=True)
@@ -69,9 +72,19 @@ class Trajectory:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def subagents(traj: Trajectory, depth: int = 1):
+    """Every delegated subagent under ``traj``, depth first: (depth, turn index, call index, call,
+    subagent trajectory); depth 1 is a subagent of the main agent."""
+    for t in traj.turns:
+        for ci, c in enumerate(t.calls):
+            if c.subagent is not None:
+                yield depth, t.index, ci, c, c.subagent
+                yield from subagents(c.subagent, depth + 1)
+
+
 @dataclass
 class ParsedFile:
     trajectories: list[Trajectory]
     format: str
     partial: str | None = None  # why some of the file was left out (a truncated last JSONL line)
-    dropped_lines: int = 0  # e.g. Claude Code side-chain lines
+    dropped_lines: int = 0  # e.g. Claude Code side-chain lines no delegation call starts
