@@ -160,3 +160,44 @@ def test_a_folder_of_sessions_reads_subagent_files_with_their_session_only(tmp_p
     a = analyze_paths([tmp_path / "p"], progress=False)
     assert a.files.parsed == [str(tmp_path / "p" / f"{SESSION}.jsonl")] and not a.files.skipped
     assert a.trajectories.height == 1 and a.trajectories["subagents"].to_list() == [1]
+
+
+def test_an_openhands_delegate_is_nested_under_its_delegate_call(tmp_path):
+    def act(i, action, args, source="agent"):
+        return {"id": i, "source": source, "action": action, "args": args, "message": "", "timestamp": "2026-01-01T00:00:00"}
+
+    def obs(i, cause, kind, content):
+        return {"id": i, "source": "environment" if kind != "delegate" else "agent", "observation": kind,
+                "cause": cause, "content": content, "extras": {}, "message": "", "timestamp": "2026-01-01T00:00:00"}
+
+    events = [
+        act(0, "message", {"content": "fix add()"}, "user"),
+        act(1, "delegate", {"agent": "RepoExplorer", "inputs": {"task": "find add()"}}),
+        act(2, "run", {"command": "grep -rn 'def add' src"}), obs(3, 2, "run", "src/calc.py:1:def add"),
+        act(4, "read", {"path": "/workspace/src/calc.py"}), obs(5, 4, "read", "def add(a, b): return a - b"),
+        act(6, "finish", {"outputs": {"files": ["src/calc.py"]}}),
+        obs(7, 1, "delegate", "src/calc.py"),
+        act(8, "edit", {"path": "/workspace/src/calc.py", "command": "str_replace", "old_str": "-", "new_str": "+"}),
+        obs(9, 8, "edit", "edited"),
+    ]
+    p = tmp_path / "oh.json"
+    p.write_text(json.dumps(events))
+    main = parse_file(p).trajectories[0]
+    assert [c.tool for t in main.turns for c in t.calls] == ["delegate", "str_replace_editor"]
+    (_, _, _, c, sub), = subagents(main)
+    assert [c.tool for t in sub.turns for c in t.calls][:2] == ["execute_bash", "str_replace_editor"]
+    s = analyze_paths([p], progress=False).summary()
+    assert s["overall"]["delegations"] == 1
+    assert s["relace"]["search_phase_share"]["value"] == 0.0 and s["relace"]["subagents_counted"]["search_phase_share"]["value"] > 0.5
+
+
+def test_analyze_prints_both_views(session, tmp_path):
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    r = CliRunner().invoke(app, ["trajectories", "analyze", str(session), "--out", str(tmp_path / "an"), "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert "tokens before the first non-search call: 0.000 mean" in r.output
+    assert "1 delegation calls: subagents' work left out (above) | counted as search:" in r.output
+    assert "tokens before the first non-search call 0.527 mean" in r.output

@@ -98,6 +98,13 @@ def analyze_cmd(
                    f"[{sp['ci'][0]:.3f}, {sp['ci'][1]:.3f}] (Relace: {sp['seed']} on ~1,200 real agent traces, not "
                    f"SWE-bench); {ini['value']:.3f} pooled [{ini['ci'][0]:.3f}, {ini['ci'][1]:.3f}] (Relace's initial "
                    f"search: ~{ini['seed']} on SWE-bench Verified); n={r['n']}")
+    sub = r.get("subagents_counted") or {}
+    if o and o.get("delegations") and sub.get("search_phase_share"):
+        w, ssp, sini = o["with_subagents"], sub["search_phase_share"], sub["initial_search_share"]
+        typer.echo(f"{o['delegations']} delegation calls: subagents' work left out (above) | counted as search: "
+                   f"read+search {w['read_search_turn_share']:.3f} of tool turns, {w['read_search_token_share']:.3f} "
+                   f"of tokens; tokens before the first non-search call {ssp['value']:.3f} mean "
+                   f"[{ssp['ci'][0]:.3f}, {ssp['ci'][1]:.3f}], {sini['value']:.3f} pooled")
     typer.echo(f"wrote {steps}, {summary} and {skipped}")
 
 
