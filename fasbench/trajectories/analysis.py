@@ -100,6 +100,8 @@ def _agent_rows(traj: Trajectory, rows: list, subs: set, scripts: set, state: di
     is the main agent's (``state["first_edit"]``)."""
     turns = traj.turns
     role, sid = ("main", None) if depth == 0 else ("subagent", traj.trajectory_id)
+    for sub in traj.handed_off:  # a hand-off before the first turn: its rows come first, at turn 0
+        _agent_rows(sub, rows, subs, scripts, state, depth + 1, 0 if depth == 0 else parent_turn)
     for ti, t in enumerate(turns):
         p, c, r = t.prompt_tokens, t.completion_tokens, t.reasoning_tokens or 0
         total = (p or 0) + (c or 0)

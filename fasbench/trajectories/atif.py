@@ -17,7 +17,8 @@ validators that a JSON schema cannot say; a file of an unknown version or a brok
 argument is the action text, as in the other tool-call formats), its metrics as the turn's tokens
 (estimated with the offline tokenizer where a step has none). Subagents in other files
 (``trajectory_path``) are listed in ``meta["subagent_refs"]`` and read when those files are given.
-An embedded subagent is nested under the call whose result refers to it (``Call.subagent``).
+An embedded subagent is nested under the call whose result refers to it (``Call.subagent``); one referred
+to from a step before the first agent step without a call is a hand-off (``Trajectory.handed_off``).
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def _call(tc: dict) -> Call:
 def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> tuple[Trajectory, dict[str, Call]]:
     """One agent's trajectory and, by embedded subagent id, the call whose result refers to it."""
     agent = d["agent"]
-    delegated: dict[str, Call] = {}
+    delegated: dict[str, Call | None] = {}  # None: referred to from a step without a call (a hand-off)
     steps = d["steps"]
     texts = [text(s.get("message")) + "".join(f"\n{tc['function_name']} {json.dumps(tc.get('arguments'))}"
                                               for tc in s.get("tool_calls") or [])
@@ -145,7 +146,7 @@ def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> tu
         for r in results:
             c = step_calls.get(r.get("source_call_id"))
             for ref in r.get("subagent_trajectory_ref") or []:
-                if c is not None and ref.get("trajectory_id") is not None:
+                if ref.get("trajectory_id") is not None and (c is not None or not turns):
                     delegated.setdefault(str(ref["trajectory_id"]), c)
         if s["source"] == "agent" and s.get("llm_call_count") != 0:
             t = AgentTurn(len(turns) + 1, list(step_calls.values()))
@@ -185,14 +186,17 @@ def parse(obj: dict, path: str | Path, stem: str) -> list[Trajectory]:
     path = Path(path)
     out: list[Trajectory] = []
 
-    def walk(d: dict, tid: str, parent: str | None, instance: str, into: Call | None = None) -> None:
+    def walk(d: dict, tid: str, parent: str | None, instance: str, into=None) -> None:
         traj, delegated = _one(d, path, tid, parent, instance)
         if into is None:
             out.append(traj)
-        else:
+        elif isinstance(into, Call):
             into.subagent = traj
+        else:
+            into.handed_off.append(traj)
         for sub in d.get("subagent_trajectories") or []:
-            walk(sub, f"{tid}/{sub['trajectory_id']}", tid, instance, delegated.get(str(sub["trajectory_id"])))
+            sid = str(sub["trajectory_id"])
+            walk(sub, f"{tid}/{sid}", tid, instance, delegated[sid] or traj if sid in delegated else None)
 
     root_id = str(obj.get("trajectory_id") or obj.get("session_id") or stem)
     walk(obj, root_id, None, str(obj.get("session_id") or stem))

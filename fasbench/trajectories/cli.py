@@ -125,6 +125,8 @@ def export_atif_cmd(
     from fasbench.trajectories.atif_trace import to_atif
     from fasbench.trajectories.turns import TrajectoryError
 
+    if src.is_dir() and (src / "records.jsonl").is_file() and (src / "search_traces.jsonl").is_file():
+        return _export_e2e(src, out)
     f = src / "traces.jsonl" if src.is_dir() else src
     if src.is_dir() and not f.exists() and (src / "traces.jsonl.gz").exists():
         f = src / "traces.jsonl.gz"
@@ -144,6 +146,34 @@ def export_atif_cmd(
             _fail(f"trace {tr.trace_id} of {f}: {e}")
         (out / f"{tr.trace_id}.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     typer.echo(f"wrote {len(traces)} ATIF trajectories to {out}")
+
+
+def _export_e2e(src: Path, out: Path) -> None:
+    """An e2e run folder: each main agent of the search arm with its search episode embedded (ATIF v1.7
+    ``subagent_trajectories``), one file per task; a task that cannot be read is named and skipped."""
+    # local import: the replay tree imports the trajectory parsers and jsonschema (~5-7 s at import,
+    # python -X importtime), paid only by this command
+    from fasbench.e2e.runner import task_key
+    from fasbench.records import iter_jsonl
+    from fasbench.replay.tree import e2e_main
+    from fasbench.trajectories.atif_tree import tree_to_atif
+
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out} exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    ids = list(dict.fromkeys(r.get("task_id") for r in iter_jsonl(src / "records.jsonl")
+                             if r.get("arm") == "search" and isinstance(r.get("task_id"), str)))
+    n = 0
+    for tid in ids:
+        try:
+            main, traces = e2e_main(src, tid)
+            doc = tree_to_atif(main, traces)
+        except (ValueError, OSError) as e:
+            typer.echo(f"  skipped task {tid}: {e}")
+            continue
+        (out / f"{task_key(tid)}.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        n += 1
+    typer.echo(f"wrote {n} ATIF trajectories (main agent with its search episode) to {out}")
 
 
 def _write_skipped(out: Path, skipped: list[tuple[str, str]]) -> Path:

@@ -391,6 +391,15 @@ def _fasbench(objs: list[dict], path: Path, fmt: str = "fasbench-trace") -> list
     return out
 
 
+def trace_trajectory(trace: Trace) -> Trajectory:
+    """A fasbench search episode (``Trace``) as the reader's ``Trajectory`` (its calls classified as
+    every trace's are; ``meta["wall_s"]``: the episode's wall time), e.g. to nest it under the main
+    agent that delegated to it."""
+    t = _fasbench([trace.to_dict()], Path(""))[0]
+    t.meta.update(role="subagent", wall_s=trace.wall_time, trace_id=trace.trace_id)
+    return t
+
+
 def _fasbench_call(toolset: str, c) -> Call:
     """A fasbench call: its tool set's shell tool as shell text (classified by the rubric, as an agent's
     command is), any other tool by its arguments."""

@@ -70,11 +70,18 @@ class Trajectory:
     exit_status: str | None = None
     path: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # subagents that ran before the first turn and whose report the task text carries (fasbench e2e's
+    # hand-off; an ATIF subagent referred to from a step without a tool call)
+    handed_off: list[Trajectory] = field(default_factory=list)
 
 
 def subagents(traj: Trajectory, depth: int = 1):
     """Every delegated subagent under ``traj``, depth first: (depth, turn index, call index, call,
-    subagent trajectory); depth 1 is a subagent of the main agent."""
+    subagent trajectory); depth 1 is a subagent of the main agent. A hand-off before the first turn
+    has turn 0 and no call (call index and call None)."""
+    for sub in traj.handed_off:
+        yield depth, 0, None, None, sub
+        yield from subagents(sub, depth + 1)
     for t in traj.turns:
         for ci, c in enumerate(t.calls):
             if c.subagent is not None:
