@@ -143,3 +143,47 @@ def test_an_e2e_record_naming_a_path_outside_the_run_is_refused(episodes, tmp_pa
     append_jsonl(out / "records.jsonl", [{"task_id": "x", "arm": "search", "trajectory": "../outside.traj.json"}])
     with pytest.raises(ValueError, match="does not read"):
         e2e_tree(out, "x")
+
+
+def test_notebook_07s_scripted_main_agent_delegates_each_search(episodes):
+    from fasbench.replay.demo import demo_main
+
+    task, par, seq = episodes
+    other = symbol_task("click", "echo")
+    ep2 = demo_episode(other, parallel=True)
+    main, traces = demo_main([task, other], [par, ep2])
+    rows = tree_rows(agent_tree(main, traces))
+    assert [(r["depth"], r["turn"], r["episode"]) for r in rows] == [(0, None, None), (1, 1, par.trace_id), (1, 3, ep2.trace_id)]
+    assert rows[0]["calls"] == 4 and rows[0]["tokens_estimated"]
+    with pytest.raises(ValueError, match="one episode per task"):
+        demo_main([task], [par, seq])
+
+
+def test_the_static_report_shows_the_tree(tmp_path):
+    """The tree in an executed notebook → fasbench.report's page: the static tree (escaped) with each
+    episode's static replay, no widget view."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from fasbench.report import write_report
+
+    src = ("import sys; sys.path.insert(0, %r)\n" % str(__import__("pathlib").Path(__file__).parent) +
+           "from test_widgets import hand_trace\n"
+           "from fasbench.trajectories.turns import AgentTurn, Call, Trajectory\n"
+           "from fasbench.trajectories.parsers import trace_trajectory\n"
+           "from fasbench.replay.tree import agent_tree\nfrom fasbench.replay.tree_widget import SubagentTree\n"
+           "tr = hand_trace()\n"
+           "task = Call('Task', '{}', {'subagent_type': 'Explore <b>x</b>'}, trace_trajectory(tr))\n"
+           "main = Trajectory('m', 'i', 'main-agent', 'gpt', 'x', [AgentTurn(1, [task], 100, 10), AgentTurn(2, [], 200, 5)])\n"
+           "SubagentTree(agent_tree(main, {tr.trace_id: tr}))")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=180, kernel_name="python3", store_widget_state=True).execute()
+    out = nb.cells[0].outputs[-1]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in out and "fasbench-static-tree" in out["text/html"]
+    nbformat.write(nb, tmp_path / "01_tree.ipynb")
+    page = write_report(tmp_path, tmp_path / "report").read_text()
+    assert "fasbench-static-tree" in page and "main-agent" in page and "2 turns · 1 calls · 315 tokens" in page
+    assert "Task: Explore &lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert "Turn 1 / 3" in page  # the episode's static replay under its node
