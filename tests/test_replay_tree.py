@@ -187,3 +187,14 @@ def test_the_static_report_shows_the_tree(tmp_path):
     assert "fasbench-static-tree" in page and "main-agent" in page and "2 turns · 1 calls · 315 tokens" in page
     assert "Task: Explore &lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
     assert "Turn 1 / 3" in page  # the episode's static replay under its node
+
+
+def test_fasbench_replay_of_an_e2e_run_prints_the_tree(episodes, tmp_path):
+    task, par, _ = episodes
+    out = _e2e_folder(tmp_path, task, par)
+    r = CliRunner().invoke(app, ["replay", str(out)])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("main mini-swe-agent scripted-main") and "└─ subagent" in r.output
+    assert "before turn 1: hand-off in the task text" in r.output
+    r = CliRunner().invoke(app, ["replay", str(out), task.id, "--html", str(tmp_path / "t.html")])
+    assert r.exit_code == 0 and "fasbench-static-tree" in (tmp_path / "t.html").read_text()
