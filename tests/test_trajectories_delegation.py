@@ -201,3 +201,14 @@ def test_analyze_prints_both_views(session, tmp_path):
     assert "tokens before the first non-search call: 0.000 mean" in r.output
     assert "1 delegation calls: subagents' work left out (above) | counted as search:" in r.output
     assert "tokens before the first non-search call 0.527 mean" in r.output
+
+
+def test_a_subagent_with_an_implausible_token_count_skips_its_file(tmp_path):
+    """Untrusted input: the nested subagent's numbers are checked as the main agent's are."""
+    lines = main_lines()
+    side = explore_lines()
+    side[1]["message"]["usage"] = {"input_tokens": 1e300, "output_tokens": 5}
+    lines[3:3] = side
+    p = _write(tmp_path / "s.jsonl", lines)
+    a = analyze_paths([p], progress=False)
+    assert not a.files.parsed and "implausible token count" in a.files.skipped[0][1]

@@ -23,7 +23,7 @@ under the delegation call it belongs to: the call whose result names its ``agent
 whose ``prompt`` is the subagent's first user message; else the next delegation call in order.
 Sidechain lines no delegation call claims are left out and counted (``ParsedFile.dropped_lines``).
 Every value read here comes from the file: ids are used only when they are short plain strings,
-token counts only when they are non-negative integers, timestamps only when ISO 8601.
+token counts only when they are numbers (their range is checked by ``guard``), timestamps only when ISO 8601.
 """
 
 from __future__ import annotations
@@ -45,8 +45,14 @@ def _id(v) -> str | None:
     return v if isinstance(v, str) and _ID.match(v) else None
 
 
-def _int(v) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10**9 else 0
+def _int(v):
+    """A usage count as the file gives it (absent: 0); not a number: TrajectoryError. Its range is
+    checked with every other agent's by ``guard.check_parsed`` (the file is skipped, with the reason)."""
+    if v is None:
+        return 0
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    raise TrajectoryError(f"claude-code: a usage count is not a number ({str(v)[:40]!r})")
 
 
 def _time(v) -> float | None:
