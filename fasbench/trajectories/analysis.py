@@ -321,7 +321,8 @@ def _blocks(steps, trajs, key: str | None) -> dict:
 
     keys = [key] if key else []
     sh = _shares_by(steps, key)
-    sub = _shares_by(steps, key, subagents=True)
+    # without any delegation both views are the same numbers: computed once
+    sub = _shares_by(steps, key, subagents=True) if has_delegation(steps) else sh
     fe = _first_edit_by(trajs, key)
     lazy = steps.lazy()
     aggs = [(pl.col("is_call") & MAIN).sum().alias("calls"), pl.col("call_tokens").filter(MAIN).sum().alias("t"),
@@ -336,6 +337,11 @@ def _blocks(steps, trajs, key: str | None) -> dict:
         out[k] = {**sh.get(k, {}), **fe[k], "calls": int(calls), "tokens": _f(tokens), "delegations": int(delegations),
                   "with_subagents": {**w, "calls": int(calls_all), "tokens": _f(tokens_all)}}
     return out
+
+
+def has_delegation(steps) -> bool:
+    """Whether any step is a delegation call or a subagent's."""
+    return bool(steps.lazy().select(((pl.col("depth") > 0) | (pl.col("category") == "delegate")).any()).collect().item())
 
 
 def block(steps, trajs) -> dict:

@@ -172,19 +172,30 @@ def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed:
     other aggregation of each, n, and where the search phase ended: the main agent's own work (a
     delegation ends the search phase), and under ``subagents_counted`` the same with each delegated
     subagent's work counted as search (``delegating`` trajectories hold a delegation call)."""
-    out = _measures(per_trajectory(steps), per_trajectory(steps, "content"), n_boot, alpha, seed)
-    return _with_subagents(out, lambda b: per_trajectory(steps, b, subagents=True), None,
+    t, c = per_trajectory(steps), per_trajectory(steps, "content")
+    out = _measures(t, c, n_boot, alpha, seed)
+    same = not _delegates(steps)  # without any delegation both views are the same tables
+    return _with_subagents(out, lambda b: per_trajectory(steps, b, subagents=True), None, same,
                            n_boot=n_boot, alpha=alpha, seed=seed)
 
 
-def _with_subagents(out: dict, table, pick, **kw) -> dict:
+def _delegates(steps) -> bool:
+    frame = steps.lazy()
+    return "depth" in frame.collect_schema().names() and bool(frame.select(
+        ((pl.col("depth") > 0) | (pl.col("category") == "delegate")).any()).collect().item())
+
+
+def _with_subagents(out: dict, table, pick, same: bool = False, **kw) -> dict:
     """``out`` with the subagents-counted measures (``table(basis)`` gives the per-trajectory table;
-    ``pick`` filters it) and the number of delegating trajectories; the seed and population are
-    ``out``'s."""
-    t, c = table("consumed"), table("content")
-    if pick is not None:
-        t, c = t.filter(pick), c.filter(pick)
-    w = _measures(t, c, **kw)
+    ``pick`` filters it; ``same``: no delegation anywhere, so they are ``out``'s own numbers); the seed
+    and population are ``out``'s."""
+    if same:
+        w = out
+    else:
+        t, c = table("consumed"), table("content")
+        if pick is not None:
+            t, c = t.filter(pick), c.filter(pick)
+        w = _measures(t, c, **kw)
     keep = ("n", "search_phase_share", "initial_search_share", "content_basis", "without_non_search",
             "first_non_search_category", "ends_before_first_edit")
     out["search_categories_left_out"] = list(SEARCH)
@@ -243,13 +254,14 @@ def measures_by(steps: pl.DataFrame, key: str, **kw) -> dict:
     per-trajectory tables (splitting the steps frame would copy it)."""
     extra = () if key in _KEY else (key,)
     t, c = per_trajectory(steps, extra=extra), per_trajectory(steps, "content", extra=extra)
-    ts, cs = (per_trajectory(steps, b, extra, subagents=True) for b in BASES)
+    same = not _delegates(steps)
+    ts, cs = (per_trajectory(steps, b, extra, subagents=True) for b in BASES) if not same else (t, c)
     out = {}
     for k in t.get_column(key).unique(maintain_order=True).to_list():
         pick = pl.col(key).is_null() if k is None else pl.col(key) == k
         name = "unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)
         out[name] = _with_subagents(_measures(t.filter(pick), c.filter(pick), **kw),
-                                    lambda b: ts if b == "consumed" else cs, pick, **kw)
+                                    lambda b: ts if b == "consumed" else cs, pick, same, **kw)
     return out
 
 
