@@ -44,9 +44,10 @@ def symbol_task(package: str, symbol: str) -> Task:
                 repo=package, root=str(root), gold=Gold(edited={rel: [gold]}, source="manual"))
 
 
-@lru_cache(maxsize=1)
-def _script() -> dict:
-    return json.loads((data_dir() / SCRIPT).read_text())
+@lru_cache(maxsize=2)
+def _script(name: Path = SCRIPT) -> dict:
+    """One of the demo scripts under data/ (``SCRIPT``, ``MAIN_SCRIPT``)."""
+    return json.loads((data_dir() / name).read_text())
 
 
 def _fill(x, values: dict):
@@ -99,7 +100,7 @@ def demo_main(tasks: list[Task], episodes: list[Trace]):
     the cache and read by the trajectory reader, as any main agent's file is."""
     if len(tasks) != len(episodes) or not tasks:
         raise ValueError(f"demo_main needs one episode per task (got {len(tasks)} tasks, {len(episodes)} episodes)")
-    script = json.loads((data_dir() / MAIN_SCRIPT).read_text())
+    script = _script(MAIN_SCRIPT)
     package = tasks[0].repo
     msgs = [{"role": "system", "content": script["system"]},
             {"role": "user", "content": script["user"].format(package=package, query=" ".join(t.query for t in tasks))}]
