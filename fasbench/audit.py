@@ -6,7 +6,11 @@ cite nothing (``nothing``), cite the top 50 files of the corpus (``top50``), cit
 mangled paths (``mangled``: case changed and backslashes) or add made-up ones (``nonexistent``), or
 cite the directories instead of the files (``directory``); or fabricate: answer its honest report at
 once, after zero tool calls (``zero-calls``), or cite, in its honest files, as many lines as it
-honestly cited but none of them shown to it (``unseen-lines``). ``CheatPolicy`` wraps any policy to
+honestly cited but none of them shown to it (``unseen-lines``); or, as open reports of Claude Code's Explore
+subagent describe (issue 39), report findings without any tool call, invented from the task text alone
+(``invented-no-calls``: the paths the query names, and a file per identifier it quotes, made up), or write
+its tool calls out as text with invented outputs, none run, before its honest report
+(``text-tool-calls``: the same report and turns as the honest episode, nothing shown). ``CheatPolicy`` wraps any policy to
 produce the same cheats inside the harness (so they go through the tool sets' real report
 parsers); ``audit_table`` scores cheats and honest reports on the same tasks under Relace F2, Relace
 hybrid, FastContext and F0.5 (with line-level F1 as the reference for what was really lost) and the
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Sequence
@@ -34,10 +39,14 @@ from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Report, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.process import shown_before_report, shown_lines
 from fasbench.reward import score_report
-from fasbench.tools import make_toolset, shown
+from fasbench.tools import make_toolset, shown, tool_kind
 
 CHEATS = ("all-seen", "whole-files", "nothing", "top50", "mangled", "nonexistent", "directory", "zero-calls",
-          "unseen-lines")
+          "unseen-lines", "invented-no-calls", "text-tool-calls")
+#: cheats whose episode ran no tool call: nothing was shown to them (the grounded rewards read that)
+UNSHOWN = ("zero-calls", "invented-no-calls", "text-tool-calls")
+_QUOTED = re.compile(r"`([^`\n]{1,120})`")
+_PATHLIKE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
 AUDIT_REWARDS = ("relace-f2", "relace-hybrid", "fastcontext", "f0.5", "line-f1", "grounded-relace-f2",
                  "grounded-fastcontext")
 
@@ -102,7 +111,32 @@ def unseen_lines(honest: Report | None, shown: dict, root: str | Path) -> dict:
     return out
 
 
-def cheat_report(kind: str, honest: Report | None, trace: Trace | None, root: str | Path) -> Report:
+def invented_report(query: str, repo: str = "") -> Report:
+    """``invented-no-calls``: findings made up from the task text with no tool call: every path the
+    query names, and for each identifier it quotes in backticks a file named after it in the
+    repository's package folder (``<repo name>/<identifier>.py``, lines 1-40)."""
+    out: dict[str, list] = {p: [[1, 40]] for p in _PATHLIKE.findall(query or "")}
+    pkg = (repo or "").rsplit("/", 1)[-1] or "src"
+    for q in _QUOTED.findall(query or ""):
+        ident = re.split(r"[.:(\s]", q.strip().split(".")[-1] or q)[0].strip("_").lower()
+        if re.fullmatch(r"\w{1,80}", ident or ""):
+            out.setdefault(f"{pkg}/{ident}.py", [[1, 40]])
+    return Report(out, "cheat:invented-no-calls")
+
+
+def text_calls(trace: Trace | None, honest: Report | None) -> str:
+    """``text-tool-calls``: the episode's tool calls written out as text, each with an invented output
+    (the honest report's citations, claimed as what the call returned); none of them is run."""
+    claim = "; ".join(f"{p}:{a}-{b}" for p, rs in (honest.files if honest is not None else {}).items()
+                      for a, b in (rs or [[1, 1]])) or "no match"
+    calls = [c for t in (trace.turns if trace is not None else []) for c in t.calls
+             if tool_kind(trace.toolset, c.name) != "report"]  # the search calls; the report stays a real call
+    return "\n".join(f"<tool_call>{c.name} {json.dumps(c.arguments, ensure_ascii=False)}</tool_call>\n"
+                     f"<tool_output>{claim}</tool_output>" for c in calls)
+
+
+def cheat_report(kind: str, honest: Report | None, trace: Trace | None, root: str | Path,
+                 task: Task | None = None) -> Report:
     """The report the cheat ``kind`` makes from an honest report of the same episode (``zero-calls``:
     the honest report itself; the cheat is in the episode, which makes no call)."""
     if kind not in CHEATS:
@@ -111,8 +145,10 @@ def cheat_report(kind: str, honest: Report | None, trace: Trace | None, root: st
     why = f"cheat:{kind}"
     if kind == "nothing":
         return Report({}, why)
-    if kind == "zero-calls":
+    if kind in ("zero-calls", "text-tool-calls"):
         return Report(dict(honest.files) if honest is not None else {}, why)
+    if kind == "invented-no-calls":
+        return invented_report(task.query if task is not None else "", task.repo if task is not None else "")
     if kind == "unseen-lines":
         return Report(unseen_lines(honest, shown_before_report(trace) if trace is not None else {}, root), why)
     if kind == "all-seen":
@@ -154,10 +190,12 @@ def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence
         if task is None or not task.root:
             continue
         seen = shown_before_report(tr)
-        # (report, turns, lines shown) per policy: a zero-calls cheat answers on its first turn, shown nothing
+        # (report, turns, lines shown) per policy: a zero-calls or invented-no-calls cheat answers on its first
+        # turn; it and text-tool-calls (its calls only written as text, with the honest turns) were shown nothing
         reports = {"honest": (tr.report, tr.n_turns, seen)}
-        reports.update({c: (cheat_report(c, tr.report, tr, task.root), 1 if c == "zero-calls" else tr.n_turns,
-                            {} if c == "zero-calls" else seen) for c in cheats})
+        reports.update({c: (cheat_report(c, tr.report, tr, task.root, task),
+                            1 if c in ("zero-calls", "invented-no-calls") else tr.n_turns,
+                            {} if c in UNSHOWN else seen) for c in cheats})
         for who, (rep, turns, shown) in reports.items():
             for rw in rewards:
                 s = score_report(rw, task.gold, rep, turns, root=task.root, shown=shown)  # grounded ones read shown
@@ -213,12 +251,18 @@ class CheatPolicy(Policy):
         if self.root is None:
             raise RuntimeError(f"{self.name}: call bind(task) first (the cheats read the corpus)")
         d = dialect_for(tools)
-        if self.cheat == "zero-calls":
+        if self.cheat == "invented-no-calls":
+            rep = invented_report(self.task.query if self.task else "", self.task.repo if self.task else "")
+            return d.report("cheat_r", rep.files, rep.explanation)
+        if self.cheat in ("zero-calls", "text-tool-calls"):
             if self.task is None:
                 raise RuntimeError(f"{self.name}: call bind(task) first (the cheat runs the base policy on it)")
             private = run_episode(self.task, self.base, d.name, Limits())
             rep = cheat_report(self.cheat, private.report, private, self.root)
-            return d.report("cheat_r", rep.files, rep.explanation)
+            reply = d.report("cheat_r", rep.files, rep.explanation)
+            if self.cheat == "text-tool-calls":  # the calls it never made, written out with invented outputs
+                reply.text = text_calls(private, private.report) + ("\n" + reply.text if reply.text else "")
+            return reply
         reply = self.base.act(messages, tools, final=final)
         honest = make_toolset(d.name, self.root).parse_report(reply.text, reply.calls)
         if honest is None:

@@ -1,4 +1,5 @@
 """``fasbench replay RUN [TASK]``: one episode of a run in the terminal, or as a static HTML page
+(an e2e run folder: the task's main agent with its search episode, as a tree)
 (``--html FILE``), for users outside Jupyter (registered by fasbench.cli's PLUGINS; outside
 fasbench/replay/ because importing that package loads the widgets, plotly and polars: ~7 s)."""
 
@@ -29,6 +30,8 @@ def replay_cmd(
     from fasbench.replay.runs import EXAMPLE_RUN, load_run_episodes, pick_episode
     from fasbench.replay.text import episode_view, to_html, to_text
 
+    if Path(run).is_dir() and (Path(run) / "records.jsonl").is_file() and (Path(run) / "search_traces.jsonl").is_file():
+        return _e2e_tree(Path(run), task, html)
     if reward not in REWARDS:
         raise ValueError(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
     if html is not None and html.is_dir():
@@ -42,6 +45,26 @@ def replay_cmd(
     html.parent.mkdir(parents=True, exist_ok=True)
     html.write_text(to_html(v), encoding="utf-8")
     typer.echo(f"wrote {html} (episode {tr.task_id} of run {r.name}, {len(tr.turns)} turns)")
+
+
+def _e2e_tree(run: Path, task: str, html: Optional[Path]) -> None:
+    """An e2e run folder: the task's main agent (search arm) with its search episode, as a tree."""
+    # local import: fasbench.replay loads plotly, ipywidgets and polars, ~7 s at CLI start-up (python -X importtime)
+    from fasbench.records import iter_jsonl
+    from fasbench.replay.static import replay_html
+    from fasbench.replay.tree import e2e_tree, tree_html, tree_text
+
+    if not task:
+        task = next((r["task_id"] for r in iter_jsonl(run / "records.jsonl")
+                     if r.get("arm") == "search" and isinstance(r.get("task_id"), str)), "")
+    node = e2e_tree(run, task)
+    if html is None:
+        typer.echo(tree_text(node))
+        return
+    html.parent.mkdir(parents=True, exist_ok=True)
+    html.write_text(f"<!doctype html><meta charset='utf-8'><title>fasbench e2e tree</title>{tree_html(node, replay_html)}",
+                    encoding="utf-8")
+    typer.echo(f"wrote {html} (task {task} of e2e run {run}: main agent and {len(node.children)} search episodes)")
 
 
 def register(app: typer.Typer) -> None:

@@ -30,6 +30,7 @@ from fasbench.trajectories import atif
 from fasbench.trajectories.analysis import analyze_paths
 from fasbench.trajectories.atif_trace import from_atif, to_atif
 from fasbench.trajectories.parsers import SUPPORTED, TrajectoryError, parse_file
+from fasbench.trajectories.turns import subagents
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "data" / "examples" / "heuristic-swebench-lite"
@@ -134,7 +135,9 @@ def test_exported_files_satisfy_the_published_schema_and_a_broken_one_does_not()
 def test_a_multiagent_file_in_the_published_schema_is_read():
     pf = parse_file(FIXTURE)
     assert pf.format == "atif"
-    main, sub = pf.trajectories
+    main, = pf.trajectories  # the subagent nested under the Task call that its result refers to
+    (depth, turn, call, task, sub), = subagents(main)
+    assert (depth, turn, call, task.tool) == (1, 1, 0, "Task")
     assert (main.meta["role"], sub.meta["role"], sub.meta["parent"]) == ("main", "subagent", "main-7f3c2a10")
     assert (main.agent, main.model, sub.model) == ("claude-code 2.0.31", "claude-sonnet-4-5", "claude-haiku-4-5")
     assert [[c.tool for c in t.calls] for t in main.turns] == [["Task"], ["Bash", "Bash"], ["Edit"]]
@@ -182,7 +185,7 @@ def test_cli_export_then_analyze_gives_the_same_rows(tmp_path):
 def test_cli_reads_the_multiagent_file(tmp_path):
     r = _cli("analyze", FIXTURE, "--out", tmp_path / "an", "--quiet")
     assert r.exit_code == 0, r.output
-    assert "parsed 1 files (2 trajectories, 6 actions)" in r.output
+    assert "parsed 1 files (1 trajectories, 6 actions)" in r.output  # the subagent nested in its main agent
 
 
 @pytest.mark.parametrize("change,named", [

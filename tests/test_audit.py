@@ -11,6 +11,7 @@ from fasbench.metrics import normalize_path
 from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.process import process_row
+from fasbench.tools import tool_kind
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +44,18 @@ def test_audit_table_verdicts(run):
     assert row("directory", "relace-f2")["paid_when_wrong"] == 0.0
     # the fabricating cheats: every ungrounded reward is blind to a report made after zero calls or citing
     # lines never shown (the same files); the grounded variants score them 0 (citations count where shown)
-    for cheat in ("zero-calls", "unseen-lines"):
+    for cheat in ("zero-calls", "unseen-lines", "text-tool-calls"):
         for rw in ("relace-f2", "relace-hybrid", "fastcontext", "f0.5"):
             assert row(cheat, rw)["verdict"] == "blind" and row(cheat, rw)["diff"] == 0.0
         for rw in ("grounded-relace-f2", "grounded-fastcontext"):
             assert row(cheat, rw)["verdict"] == "penalised" and row(cheat, rw)["cheat_score"] == 0.0
             assert row(cheat, rw)["honest"] == row(cheat, rw.removeprefix("grounded-"))["honest"]  # honest: grounded
+    # findings invented from the task text with no call: files that are not the gold (here not even in the
+    # corpus): the file rewards penalise them; FastContext's still pays them (its citation term pays a wrong
+    # answer), its grounded variant does not (nothing was shown)
+    for rw in ("relace-f2", "relace-hybrid", "f0.5", "grounded-relace-f2", "grounded-fastcontext"):
+        assert row("invented-no-calls", rw)["verdict"] == "penalised" and row("invented-no-calls", rw)["cheat_score"] == 0.0
+    assert row("invented-no-calls", "fastcontext")["paid_when_wrong"] > 0.5
 
 
 def test_cheat_reports(run):
@@ -84,3 +91,12 @@ def test_cheat_policy_through_the_harness(run, toolset):
     assert set(unseen.report.files) == set(honest.report.files) and p["search_calls"] > 0
     assert p["cited_lines"] == process_row(honest, t)["cited_lines"] == p["cited_lines_unseen"] > 0
     assert not process_row(honest, t)["reported_without_calls"]
+    invented = run_episode(t, CheatPolicy(make_policy("heuristic"), "invented-no-calls").bind(t), toolset)
+    p = process_row(invented, t)
+    assert invented.n_turns == 1 and p["reported_without_calls"] and "requests/encode_params.py" in invented.report.files
+    text = run_episode(t, CheatPolicy(make_policy("heuristic"), "text-tool-calls").bind(t), toolset)
+    p = process_row(text, t)
+    assert text.n_turns == 1 and p["search_calls"] == 0 and p["reported_without_calls"]
+    searched = [c for tu in honest.turns for c in tu.calls if tool_kind(toolset, c.name) != "report"]
+    assert text.turns[0].text.count("<tool_call>") == len(searched) > 0 and "<tool_output>" in text.turns[0].text
+    assert text.report.files == honest.report.files and p["cited_lines_unseen"] == p["cited_lines"] > 0

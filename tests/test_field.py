@@ -14,8 +14,19 @@ def test_published_table_is_complete():
         assert pub[c].null_count() == 0, c
     assert set(pub["status"]) == {"valid", "secondary", "withdrawn"}
     assert pub.filter(pl.col("status") != "withdrawn")["value"].null_count() == 0
-    assert set(pub["fasbench_column"]) <= {"file_f1", "function_f1", "file_acc_at_5", "function_top1", "explore_line_precision",
-                                           "explore_line_recall", "explore_line_f1", "explore_hit_file_rate", "fc_line_f1"}
+    cb = {f"cb_{lv}_{m}" for lv in ("file", "block", "line") for m in ("recall", "precision", "f1")}
+    assert set(pub["fasbench_column"].drop_nulls()) <= {"file_f1", "function_f1", "file_acc_at_5", "function_top1",
+                                                        "explore_line_precision", "explore_line_recall", "explore_line_f1",
+                                                        "explore_hit_file_rate", "fc_line_f1"} | cb
+    # ContextBench's per-agent results (its repository's src/data/agent_results.json at a named commit): 8 setups,
+    # file/block/line P/R/F1 beside the cb_* columns, labelled as another subset and never compared
+    ctx = pub.filter(pl.col("benchmark") == "ContextBench")
+    assert ctx.select("system", "model").unique().height == 8 and set(ctx["source_commit"]) == {
+        "420175fb5eba29a80701d21038fd6dce6e28ebf8"}
+    assert ctx.filter(pl.col("fasbench_column").is_in(list(cb))).height == 8 * 9
+    son = ctx.filter((pl.col("model") == "Claude Sonnet 4.5") & (pl.col("fasbench_column") == "cb_line_f1"))
+    assert son["value"].to_list() == [34.4] and son["turns"].to_list() == ["14.38"]
+    assert ctx["note"].str.contains("another subset").all()
     row = pub.filter((pl.col("model") == "CodeScout-4B") & (pl.col("benchmark") == "SWE-bench Verified")
                      & (pl.col("fasbench_column") == "function_f1"))
     assert row["value"].to_list() == [36.78] and row["budget"].to_list() == ["6 (max per episode) turns"]
@@ -48,6 +59,8 @@ def test_beside_compares_on_the_same_subset_and_gold_and_shows_n_and_budget():
     assert cosil["SWE-bench Lite"]["fasbench_n"] == 1 and cosil["SWE-bench Verified"]["fasbench_n"] == 6
     assert cosil["SWE-bench Verified"]["comparable"] and cosil["SWE-bench Verified"]["published"] == 44.6
     assert side.filter(pl.col("metric") == "explore_line_f1").height == 0  # the only read-region rows are withdrawn
+    cb_rows = pl.DataFrame([{**r, "cb_file_recall": 0.5} for r in rows])
+    assert field.beside(cb_rows, tasks, n_boot=50).filter(pl.col("metric") == "cb_file_recall").height == 0  # another subset
     cav = field.caveats(tasks, pl.DataFrame(rows))
     assert "1 in SWE-bench Lite, 6 in SWE-bench Verified" in cav[0]
     text = field.findings(field.gold_ranks(pl.DataFrame(rows).with_columns(pl.lit(0.5).alias("line_f1")), n_boot=200),

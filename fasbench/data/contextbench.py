@@ -2,7 +2,8 @@
 
 ContextBench (Li et al., "ContextBench: A Benchmark for Context Retrieval in Coding Agents", arXiv
 2602.05892; data ``Schwerli/ContextBench`` on the Hugging Face hub: 1,136 tasks, the
-``contextbench_verified`` config the 500-task subset listed in ``selected_500_instances.csv``)
+``contextbench_verified`` config a 500-task selection across SWE-bench Verified, Pro, Poly and Multi,
+listed in ``selected_500_instances.csv``, not a subset of SWE-bench Verified alone)
 ships one row per task. Its evaluator reads the rows this way (anonymousUser2026/ContextBench at
 commit 2e37285e929f89b00641c54d867d7556260e5939, ``Context-Bench/contextbench/parsers/gold.py::
 GoldLoader._load_parquet`` and ``Gold``; ``scripts/export_gold_contextbench_verified.py``):

@@ -12,11 +12,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from fasbench.harness import Limits, run_episode
-from fasbench.paths import data_dir
+from fasbench.paths import cache_dir, data_dir
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Gold, Task, Trace
+from fasbench.replay.tree import with_episodes
+from fasbench.trajectories.parsers import parse_file
 
 SCRIPT = Path("demo") / "scripted_search.json"  # under data/
+MAIN_SCRIPT = Path("demo") / "scripted_main.json"  # under data/
 _WHOLE = re.compile(r"^\{(\w+)\}$")
 
 
@@ -41,9 +44,10 @@ def symbol_task(package: str, symbol: str) -> Task:
                 repo=package, root=str(root), gold=Gold(edited={rel: [gold]}, source="manual"))
 
 
-@lru_cache(maxsize=1)
-def _script() -> dict:
-    return json.loads((data_dir() / SCRIPT).read_text())
+@lru_cache(maxsize=2)
+def _script(name: Path = SCRIPT) -> dict:
+    """One of the demo scripts under data/ (``SCRIPT``, ``MAIN_SCRIPT``)."""
+    return json.loads((data_dir() / name).read_text())
 
 
 def _fill(x, values: dict):
@@ -86,3 +90,30 @@ def demo_episode(task: Task, toolset: str = "relace", parallel: bool = True) -> 
     turns = demo_turns(task, toolset, parallel)
     policy = ScriptedPolicy(turns, name=f"scripted-{'parallel' if parallel else 'sequential'}")
     return run_episode(task, policy, toolset, Limits(max_turns=len(turns) + 1))
+
+
+def demo_main(tasks: list[Task], episodes: list[Trace]):
+    """A scripted main agent (turns in ``data/demo/scripted_main.json``) that delegates one search per
+    task with the ``subagent`` tool, each answered by the episode of the same position in ``episodes``,
+    and reads what it found: (its ``Trajectory`` with the episodes nested under the delegating calls,
+    the episodes by trajectory id), for :func:`fasbench.replay.tree.agent_tree`. The chat is written to
+    the cache and read by the trajectory reader, as any main agent's file is."""
+    if len(tasks) != len(episodes) or not tasks:
+        raise ValueError(f"demo_main needs one episode per task (got {len(tasks)} tasks, {len(episodes)} episodes)")
+    script = _script(MAIN_SCRIPT)
+    package = tasks[0].repo
+    msgs = [{"role": "system", "content": script["system"]},
+            {"role": "user", "content": script["user"].format(package=package, query=" ".join(t.query for t in tasks))}]
+    for n, (task, ep) in enumerate(zip(tasks, episodes), 1):
+        (path, ranges), = task.gold.edited.items()
+        a, b = ranges[0]
+        values = {"symbol": task.id.split("-", 1)[1], "path": path, "a": a, "b": b, "n": n, "package": package,
+                  "episode": ep.trace_id}
+        msgs += _fill(script["per_task"], values)
+    msgs.append({"role": "assistant", "content": script["final"]})
+    f = cache_dir("demo") / f"scripted-main-{'-'.join(t.id for t in tasks)}.traj.json"
+    f.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "instance_id": tasks[0].id,
+                             "info": {"mini_version": "scripted-main"}, "messages": msgs}))
+    main = parse_file(f).trajectories[0]
+    calls = [(t.index, k) for t in main.turns for k, c in enumerate(t.calls) if c.tool == "subagent"]
+    return with_episodes(main, delegated=dict(zip(calls, episodes)))

@@ -45,8 +45,11 @@ from fasbench.trajectories.parsers import Trajectory, TrajectoryError, parse_fil
 from fasbench.trajectories.relace_measures import RELACE_SEEDS, measures as relace_measures, measures_by as relace_measures_by
 from fasbench.trajectories.tokens import TOKENIZER_NAME
 
-CATEGORIES = ("read", "search", "edit", "test", "other")  # plotting order
+CATEGORIES = ("read", "search", "edit", "test", "other")  # plotting order ("delegate" added where present)
 EXPLORE = ("read", "search")
+# the subagent's work counted as search: its rows are kept and the delegation call counts as search
+EXPLORE_WITH_SUBAGENTS = ("read", "search", "delegate")
+MAIN = pl.col("agent_role") == "main"
 
 # The seeds' published numbers, for side-by-side tables (not computed here).
 SEEDS = {
@@ -74,7 +77,7 @@ STEP_COLUMNS = (
     "dataset", "trajectory_id", "instance_id", "repo", "agent", "model", "format", "turn", "call", "n_calls",
     "tool", "action", "category", "parser", "is_call", "weight", "prompt_tokens", "completion_tokens",
     "reasoning_tokens", "obs_tokens", "call_tokens", "call_obs_tokens", "tokens_estimated", "resolved",
-    "edits_submission", "first_edit_turn", "before_first_edit",
+    "edits_submission", "first_edit_turn", "before_first_edit", "agent_role", "subagent_id", "depth", "sub_turn",
 )
 
 
@@ -87,15 +90,18 @@ def classify_call(tool: str, action: str, args) -> Action:
 
 _ROW = ("turn", "call", "n_calls", "tool", "action", "category", "parser", "is_call", "weight", "prompt_tokens",
         "completion_tokens", "reasoning_tokens", "obs_tokens", "call_tokens", "call_obs_tokens", "tokens_estimated",
-        "edits_submission")
+        "edits_submission", "agent_role", "subagent_id", "depth", "sub_turn")
 
 
-def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
-    subs = submission_files(traj.submission)
-    scripts: set[str] = set()
-    first_edit = None
-    rows = []
+def _agent_rows(traj: Trajectory, rows: list, subs: set, scripts: set, state: dict, depth: int = 0,
+                parent_turn: int | None = None) -> None:
+    """The rows of one agent's turns; a delegation call's subagent follows its row (depth first),
+    numbered by the delegating main turn (``turn``) with its own turn in ``sub_turn``. The first edit
+    is the main agent's (``state["first_edit"]``)."""
     turns = traj.turns
+    role, sid = ("main", None) if depth == 0 else ("subagent", traj.trajectory_id)
+    for sub in traj.handed_off:  # a hand-off before the first turn: its rows come first, at turn 0
+        _agent_rows(sub, rows, subs, scripts, state, depth + 1, 0 if depth == 0 else parent_turn)
     for ti, t in enumerate(turns):
         p, c, r = t.prompt_tokens, t.completion_tokens, t.reasoning_tokens or 0
         total = (p or 0) + (c or 0)
@@ -104,10 +110,12 @@ def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
             nxt = turns[ti + 1].prompt_tokens
             if nxt is not None:
                 obs = max(0, nxt - p - (c - r))
+        turn, sub_turn = (t.index, None) if depth == 0 else (parent_turn, t.index)
+        tail = (role, sid, depth, sub_turn)
         k = len(t.calls)
         if not k:
-            rows.append((t.index, 0, 0, None, None, "none", "empty", False, 1.0, p, c, r, obs, float(total),
-                         obs, t.estimated, False))
+            rows.append((turn, 0, 0, None, None, "none", "empty", False, 1.0, p, c, r, obs, float(total),
+                         obs, t.estimated, False, *tail))
             continue
         w = 1.0 / k
         for ci, call in enumerate(t.calls):
@@ -116,10 +124,22 @@ def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
                 hit = edits_submission(a, call.action, subs, scripts)
             else:
                 hit = False
-            if hit and first_edit is None:
-                first_edit = t.index
-            rows.append((t.index, ci, k, call.tool, call.action, a.category, a.parser, True, w, p, c, r, obs,
-                         total * w, obs * w if obs is not None else None, t.estimated, hit))
+            if hit and depth == 0 and state["first_edit"] is None:
+                state["first_edit"] = t.index
+            category = "delegate" if call.subagent is not None else a.category
+            rows.append((turn, ci, k, call.tool, call.action, category, a.parser, True, w, p, c, r, obs,
+                         total * w, obs * w if obs is not None else None, t.estimated, hit, *tail))
+            if call.subagent is not None:
+                _agent_rows(call.subagent, rows, subs, scripts, state, depth + 1, turn)
+
+
+def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
+    subs = submission_files(traj.submission)
+    scripts: set[str] = set()
+    state = {"first_edit": None}
+    rows: list = []
+    _agent_rows(traj, rows, subs, scripts, state)
+    first_edit = state["first_edit"]
     n = len(rows)
     if not n:
         return
@@ -160,7 +180,7 @@ class StepSink:
             "completion_tokens": pl.Int64, "reasoning_tokens": pl.Int64, "obs_tokens": pl.Int64,
             "call_tokens": pl.Float64, "call_obs_tokens": pl.Float64, "weight": pl.Float64, "resolved": pl.Boolean,
             "first_edit_turn": pl.Int32, "before_first_edit": pl.Boolean, "is_call": pl.Boolean,
-            "edits_submission": pl.Boolean, "tokens_estimated": pl.Boolean,
+            "edits_submission": pl.Boolean, "tokens_estimated": pl.Boolean, "depth": pl.Int32, "sub_turn": pl.Int32,
         }
         cols = self.cols
         self._new()
@@ -200,17 +220,21 @@ def steps_frame(trajs: Iterable[tuple[Trajectory, str]]):
 def trajectory_frame(steps):
     """One row per trajectory: sizes, first edit turn, exploration before it, handoff tokens."""
 
-    explore = pl.col("category").is_in(EXPLORE)
+    explore = pl.col("category").is_in(EXPLORE) & MAIN
     before = pl.col("before_first_edit").fill_null(False)
     return (  # lazy: only the columns used are read (an eager group-by copies every column of a chunked frame)
         steps.lazy().group_by(["dataset", "trajectory_id"], maintain_order=True)
         .agg(
             pl.first("instance_id"), pl.first("repo"), pl.first("agent"), pl.first("model"), pl.first("format"),
             pl.first("resolved"), pl.first("first_edit_turn"),
-            pl.col("turn").n_unique().alias("n_turns"),
-            pl.col("turn").filter(pl.col("is_call")).n_unique().alias("n_tool_turns"),
-            pl.col("is_call").sum().alias("n_calls"),
-            pl.col("call_tokens").sum().alias("tokens"),
+            pl.col("turn").filter(MAIN).n_unique().alias("n_turns"),
+            pl.col("turn").filter(pl.col("is_call") & MAIN).n_unique().alias("n_tool_turns"),
+            (pl.col("is_call") & MAIN).sum().alias("n_calls"),
+            pl.col("call_tokens").filter(MAIN).sum().alias("tokens"),
+            (pl.col("category") == "delegate").sum().alias("delegations"),
+            pl.col("subagent_id").drop_nulls().n_unique().alias("subagents"),
+            (pl.col("is_call") & ~MAIN).sum().alias("subagent_calls"),
+            pl.col("call_tokens").filter(~MAIN).sum().alias("subagent_tokens"),
             pl.col("tokens_estimated").any().alias("tokens_estimated"),
             pl.col("turn").filter(explore & before).n_unique().alias("explore_turns_before"),
             (explore & before).sum().alias("explore_calls_before"),
@@ -238,11 +262,16 @@ def _f(x) -> float | None:
 _FE_COLS = ("first_edit_turn", "explore_turns_before", "explore_calls_before")
 
 
-def _shares_by(steps, key: str | None) -> dict:
-    """{group: {turn_share, token_share, obs_token_share, read_search_*}} in one pass per measure."""
+def _shares_by(steps, key: str | None, subagents: bool = False) -> dict:
+    """{group: {turn_share, token_share, obs_token_share, read_search_*}} in one pass per measure: the
+    main agent's rows (a delegation call its own category), or with ``subagents`` every agent's rows
+    with the delegation counted as search (``read_search_*`` over read, search and delegate)."""
 
     keys = [key] if key else []
     lazy = steps.lazy()  # lazy: the filter and group-bys read only the columns they need (no copy of the actions)
+    if not subagents:
+        lazy = lazy.filter(MAIN)
+    explore = EXPLORE_WITH_SUBAGENTS if subagents else EXPLORE
     calls = lazy.filter(pl.col("is_call"))
     per = {}
     for (measure, frame, col) in (("turn_share", calls, "weight"), ("token_share", lazy, "call_tokens"),
@@ -257,11 +286,11 @@ def _shares_by(steps, key: str | None) -> dict:
         for measure in ("turn_share", "token_share", "obs_token_share"):
             vals = d.get(measure, {})
             tot = sum(vals.values())
-            cats = list(CATEGORIES) + (["none"] if measure != "turn_share" and "none" in vals else [])
+            cats = list(CATEGORIES) + [c for c in ("delegate", "none") if c in vals and (c != "none" or measure != "turn_share")]
             res[measure] = {c: _f(vals.get(c, 0.0) / tot) if tot else None for c in cats}
         for name, src in (("read_search_turn_share", "turn_share"), ("read_search_token_share", "token_share"),
                           ("read_search_obs_token_share", "obs_token_share")):
-            v = [res[src][c] for c in EXPLORE]
+            v = [res[src].get(c, 0.0) for c in explore]
             res[name] = _f(sum(v)) if all(x is not None for x in v) else None
         out[k] = res
     return out
@@ -292,16 +321,27 @@ def _blocks(steps, trajs, key: str | None) -> dict:
 
     keys = [key] if key else []
     sh = _shares_by(steps, key)
+    # without any delegation both views are the same numbers: computed once
+    sub = _shares_by(steps, key, subagents=True) if has_delegation(steps) else sh
     fe = _first_edit_by(trajs, key)
     lazy = steps.lazy()
-    size = (lazy.group_by(keys, maintain_order=True).agg(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))
-            if key else lazy.select(pl.col("is_call").sum().alias("calls"), pl.col("call_tokens").sum().alias("t"))).collect()
-    sizes = {(r[0] if key else None): (int(r[-2]), _f(r[-1])) for r in size.iter_rows()}
+    aggs = [(pl.col("is_call") & MAIN).sum().alias("calls"), pl.col("call_tokens").filter(MAIN).sum().alias("t"),
+            pl.col("is_call").sum().alias("calls_all"), pl.col("call_tokens").sum().alias("t_all"),
+            (pl.col("category") == "delegate").sum().alias("delegations")]
+    size = (lazy.group_by(keys, maintain_order=True).agg(aggs) if key else lazy.select(aggs)).collect()
+    sizes = {(r[0] if key else None): r[-5:] for r in size.iter_rows()}
     out = {}
     for k in fe:
-        calls, tokens = sizes.get(k, (0, 0.0))
-        out[k] = {**sh.get(k, {}), **fe[k], "calls": calls, "tokens": tokens}
+        calls, tokens, calls_all, tokens_all, delegations = sizes.get(k, (0, 0.0, 0, 0.0, 0))
+        w = sub.get(k, {})
+        out[k] = {**sh.get(k, {}), **fe[k], "calls": int(calls), "tokens": _f(tokens), "delegations": int(delegations),
+                  "with_subagents": {**w, "calls": int(calls_all), "tokens": _f(tokens_all)}}
     return out
+
+
+def has_delegation(steps) -> bool:
+    """Whether any step is a delegation call or a subagent's."""
+    return bool(steps.lazy().select(((pl.col("depth") > 0) | (pl.col("category") == "delegate")).any()).collect().item())
 
 
 def block(steps, trajs) -> dict:

@@ -17,6 +17,8 @@ validators that a JSON schema cannot say; a file of an unknown version or a brok
 argument is the action text, as in the other tool-call formats), its metrics as the turn's tokens
 (estimated with the offline tokenizer where a step has none). Subagents in other files
 (``trajectory_path``) are listed in ``meta["subagent_refs"]`` and read when those files are given.
+An embedded subagent is nested under the call whose result refers to it (``Call.subagent``); one referred
+to from a step before the first agent step without a call is a hand-off (``Trajectory.handed_off``).
 """
 
 from __future__ import annotations
@@ -127,8 +129,10 @@ def _call(tc: dict) -> Call:
                 args)
 
 
-def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> Trajectory:
+def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> tuple[Trajectory, dict[str, Call]]:
+    """One agent's trajectory and, by embedded subagent id, the call whose result refers to it."""
     agent = d["agent"]
+    delegated: dict[str, Call | None] = {}  # None: referred to from a step without a call (a hand-off)
     steps = d["steps"]
     texts = [text(s.get("message")) + "".join(f"\n{tc['function_name']} {json.dumps(tc.get('arguments'))}"
                                               for tc in s.get("tool_calls") or [])
@@ -138,8 +142,14 @@ def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> Tr
     for i, s in enumerate(steps):
         results = (s.get("observation") or {}).get("results") or []
         refs += [ref for r in results for ref in r.get("subagent_trajectory_ref") or []]
+        step_calls = {tc["tool_call_id"]: _call(tc) for tc in s.get("tool_calls") or []}
+        for r in results:
+            c = step_calls.get(r.get("source_call_id"))
+            for ref in r.get("subagent_trajectory_ref") or []:
+                if ref.get("trajectory_id") is not None and (c is not None or not turns):
+                    delegated.setdefault(str(ref["trajectory_id"]), c)
         if s["source"] == "agent" and s.get("llm_call_count") != 0:
-            t = AgentTurn(len(turns) + 1, [_call(tc) for tc in s.get("tool_calls") or []])
+            t = AgentTurn(len(turns) + 1, list(step_calls.values()))
             m = s.get("metrics") or {}
             t.prompt_tokens, t.completion_tokens = m.get("prompt_tokens"), m.get("completion_tokens")
             if t.prompt_tokens is None or t.completion_tokens is None:
@@ -151,28 +161,42 @@ def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> Tr
             turns.append(t)
         elif s["source"] == "agent" and s.get("tool_calls"):  # a deterministic dispatch (no model call)
             if turns:
-                turns[-1].calls += [_call(tc) for tc in s["tool_calls"]]
+                turns[-1].calls += list(step_calls.values())
             else:
-                turns.append(AgentTurn(1, [_call(tc) for tc in s["tool_calls"]], 0, 0, estimated=True))
+                turns.append(AgentTurn(1, list(step_calls.values()), 0, 0, estimated=True))
+    stamps = [s["timestamp"] for s in steps if s.get("timestamp")]
+    wall = None
+    if stamps:  # checked ISO 8601 by ``check``
+        ts = [datetime.fromisoformat(x.replace("Z", "+00:00")).timestamp() for x in stamps]
+        wall = max(ts) - min(ts)
     return Trajectory(
         trajectory_id=tid, instance_id=instance, agent=f"{agent['name']} {agent.get('version', '')}".strip(),
         model=model, format="atif", turns=turns, path=str(path),
         meta={"atif_version": d.get("schema_version", "ATIF-v1.8"), "role": "subagent" if parent else "main",
               "parent": parent, "session_id": d.get("session_id"), "final_metrics": d.get("final_metrics"),
-              "subagent_refs": [r for r in refs if r.get("trajectory_path")]},
-    )
+              "subagent_refs": [r for r in refs if r.get("trajectory_path")], "wall_s": wall},
+    ), delegated
 
 
 def parse(obj: dict, path: str | Path, stem: str) -> list[Trajectory]:
-    """The trajectories of a checked ATIF file: the main agent, then its embedded subagents (depth first)."""
+    """The trajectories of a checked ATIF file: the main agent with each embedded subagent nested under
+    the call whose observation refers to it (``Call.subagent``, depth first); an embedded subagent no
+    call refers to follows as a trajectory of its own (``meta["parent"]`` names the agent it came with)."""
     check(obj)
     path = Path(path)
     out: list[Trajectory] = []
 
-    def walk(d: dict, tid: str, parent: str | None, instance: str) -> None:
-        out.append(_one(d, path, tid, parent, instance))
+    def walk(d: dict, tid: str, parent: str | None, instance: str, into=None) -> None:
+        traj, delegated = _one(d, path, tid, parent, instance)
+        if into is None:
+            out.append(traj)
+        elif isinstance(into, Call):
+            into.subagent = traj
+        else:
+            into.handed_off.append(traj)
         for sub in d.get("subagent_trajectories") or []:
-            walk(sub, f"{tid}/{sub['trajectory_id']}", tid, instance)
+            sid = str(sub["trajectory_id"])
+            walk(sub, f"{tid}/{sid}", tid, instance, delegated[sid] or traj if sid in delegated else None)
 
     root_id = str(obj.get("trajectory_id") or obj.get("session_id") or stem)
     walk(obj, root_id, None, str(obj.get("session_id") or stem))

@@ -11,6 +11,8 @@ The rubric (issue 4; FastContext's analysis of mini-swe-agent runs):
   rm, mkdir, touch, chmod, python that writes files; SWE-agent edit/create/insert.
 - test: runs code: python scripts, ``python -m``, ``python -c``, pytest, tox, runtests, build/test
   tools, java, node.
+- delegate: a tool call that hands work to a subagent (Claude Code ``Task``/``Agent``, OpenHands
+  ``delegate``); only tool calls, never shell text.
 - other: git status/diff/log, pip, echo, cd alone, submit, exit, empty.
 
 A compound action (``&&``, ``||``, ``;``, ``|``, several lines, subshells, loops, command
@@ -32,8 +34,8 @@ from typing import NamedTuple
 from fasbench import shell
 from fasbench.shell import WRITE_OPS, Simple, unwrap
 
-CATEGORIES = ("edit", "test", "search", "read", "other")  # highest first
-RANK = {c: len(CATEGORIES) - i for i, c in enumerate(CATEGORIES)}  # edit 5 … other 1
+CATEGORIES = ("edit", "test", "search", "read", "delegate", "other")  # highest first
+RANK = {c: len(CATEGORIES) - i for i, c in enumerate(CATEGORIES)}  # edit 6 … other 1
 PARSERS = ("tree-sitter", "lexer", "fallback", "unparsable", "tool", "empty")
 
 
@@ -390,7 +392,10 @@ TOOL_CATEGORIES = {
                "search_dir", "search_file", "codebase_search", "file_search", "search", "find", "list_files"},
     "edit": {"edit", "multiedit", "write", "notebookedit", "create_file", "write_file", "edit_file", "apply_patch",
              "str_replace", "insert", "create", "replace_in_file"},
-    "other": {"submit", "finish", "think", "todowrite", "todoread", "task", "agent", "exitplanmode",
+    # a call that hands work to a subagent (Claude Code's Task/Agent, OpenHands' delegate, FastContext's
+    # subagent): its own category, never "other"; the analysis counts the subagent's work beside it
+    "delegate": {"task", "agent", "delegate", "agentdelegateaction", "subagent", "dispatch_agent"},
+    "other": {"submit", "finish", "think", "todowrite", "todoread", "exitplanmode",
               "webfetch", "websearch", "bashoutput", "killshell", "killbash"},
 }
 KIND_CATEGORY = {"read": "read", "search": "search", "list": "search", "report": "other"}

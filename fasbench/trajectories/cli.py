@@ -102,6 +102,13 @@ def analyze_cmd(
                    f"[{sp['ci'][0]:.3f}, {sp['ci'][1]:.3f}] (Relace: {sp['seed']} on ~1,200 real agent traces, not "
                    f"SWE-bench); {ini['value']:.3f} pooled [{ini['ci'][0]:.3f}, {ini['ci'][1]:.3f}] (Relace's initial "
                    f"search: ~{ini['seed']} on SWE-bench Verified); n={r['n']}")
+    sub = r.get("subagents_counted") or {}
+    if o and o.get("delegations") and sub.get("search_phase_share"):
+        w, ssp, sini = o["with_subagents"], sub["search_phase_share"], sub["initial_search_share"]
+        typer.echo(f"{o['delegations']} delegation calls: subagents' work left out (above) | counted as search: "
+                   f"read+search {w['read_search_turn_share']:.3f} of tool turns, {w['read_search_token_share']:.3f} "
+                   f"of tokens; tokens before the first non-search call {ssp['value']:.3f} mean "
+                   f"[{ssp['ci'][0]:.3f}, {ssp['ci'][1]:.3f}], {sini['value']:.3f} pooled")
     typer.echo(f"wrote {steps}, {summary} and {skipped}")
 
 
@@ -122,6 +129,8 @@ def export_atif_cmd(
     from fasbench.trajectories.atif_trace import to_atif
     from fasbench.trajectories.turns import TrajectoryError
 
+    if src.is_dir() and (src / "records.jsonl").is_file() and (src / "search_traces.jsonl").is_file():
+        return _export_e2e(src, out)
     f = src / "traces.jsonl" if src.is_dir() else src
     if src.is_dir() and not f.exists() and (src / "traces.jsonl.gz").exists():
         f = src / "traces.jsonl.gz"
@@ -149,6 +158,34 @@ def export_atif_cmd(
         listed = _write_skipped(out, skipped)
         typer.echo(f"skipped {len(skipped)} traces (listed in {listed}):")
         _show_skipped(skipped, listed, formats=False)
+
+
+def _export_e2e(src: Path, out: Path) -> None:
+    """An e2e run folder: each main agent of the search arm with its search episode embedded (ATIF v1.7
+    ``subagent_trajectories``), one file per task; a task that cannot be read is named and skipped."""
+    # local import: the replay tree imports the trajectory parsers and jsonschema (~5-7 s at import,
+    # python -X importtime), paid only by this command
+    from fasbench.e2e.runner import task_key
+    from fasbench.records import iter_jsonl
+    from fasbench.replay.tree import e2e_main
+    from fasbench.trajectories.atif_tree import tree_to_atif
+
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out} exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    ids = list(dict.fromkeys(r.get("task_id") for r in iter_jsonl(src / "records.jsonl")
+                             if r.get("arm") == "search" and isinstance(r.get("task_id"), str)))
+    n = 0
+    for tid in ids:
+        try:
+            main, traces = e2e_main(src, tid)
+            doc = tree_to_atif(main, traces)
+        except (ValueError, OSError) as e:
+            typer.echo(f"  skipped task {tid}: {e}")
+            continue
+        (out / f"{task_key(tid)}.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        n += 1
+    typer.echo(f"wrote {n} ATIF trajectories (main agent with its search episode) to {out}")
 
 
 def _write_skipped(out: Path, skipped: list[tuple[str, str]]) -> Path:

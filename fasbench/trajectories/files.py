@@ -77,6 +77,8 @@ def discover(paths: Iterable[str | Path], report: FileReport) -> list[tuple[Path
                 f = os.path.join(root, name)
                 if name in LABEL_NAMES:
                     report.ignored.append((f, "resolved labels"))
+                elif name.startswith("agent-") and os.path.basename(root) == "subagents":
+                    report.ignored.append((f, "Claude Code subagent transcript (read with its session file)"))
                 elif in_reports or METADATA.search(name):
                     report.ignored.append((f, "run metadata (reports, predictions, SOURCE)"))
                 elif not _is_traj_name(name):

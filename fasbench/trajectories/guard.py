@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from fasbench.trajectories.parsers import ParsedFile, TrajectoryError
+from fasbench.trajectories.turns import subagents
 
 # A model call's tokens above this are not a real count (context windows are ~10^6 tokens).
 MAX_TOKENS = 10**9
@@ -37,8 +38,11 @@ def not_regular(path: str | os.PathLike) -> str | None:
 
 
 def check_parsed(parsed: ParsedFile) -> ParsedFile:
-    """The parsed file, or TrajectoryError when a token count is not a plausible number."""
-    for tr in parsed.trajectories:
+    """The parsed file, or TrajectoryError when a token count is not a plausible number (the main
+    agents' turns and every nested subagent's)."""
+    every = list(parsed.trajectories)
+    every += [sub for tr in parsed.trajectories for *_, sub in subagents(tr)]
+    for tr in every:
         for turn in tr.turns:
             for name in _TOKEN_FIELDS:
                 v = getattr(turn, name)

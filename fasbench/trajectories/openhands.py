@@ -11,6 +11,10 @@ the tool calls' own arguments —, ``total_calls_in_response``) and ``llm_metric
 - evaluation output (``evaluation/benchmarks/*/output.jsonl``): one object per instance with
   ``instance_id``, ``history`` (the events), ``test_result.git_patch`` and ``metadata.llm_config.model``.
 
+Delegation (``AgentDelegateAction``, ``action: delegate`` with ``args.agent``): the delegate's events
+follow it in the same stream up to the ``delegate`` observation that answers it; they are read as a
+trajectory of their own, nested under the delegate call (``Call.subagent``).
+
 Turns: agent actions of one model response (``model_response.id``) are one turn and its parallel
 calls; an agent action without ``tool_call_metadata`` (a text reply, a finish without function
 calling) is a turn by itself; events of the user and the environment (system prompt, recall, agent
@@ -123,14 +127,44 @@ def _usage(e: dict, resp_id: str) -> dict | None:
     return None
 
 
-def _trajectory(events: list, path: Path, stem: str, row: dict) -> Trajectory:
+def _delegations(events: list) -> tuple[list, dict[int, list]]:
+    """The events of this agent and, by the position of each ``delegate`` action among them, the
+    events of the delegate it started: those after it up to the ``delegate`` observation that answers
+    it (``cause`` = its id; nested delegations are matched inside). A delegation never answered keeps
+    the events to the end."""
+    outer: list = []
+    inner: dict[int, list] = {}
+    i = 0
+    while i < len(events):
+        e = events[i]
+        outer.append(e)
+        i += 1
+        if not (isinstance(e, dict) and e.get("action") == "delegate" and e.get("source") == "agent"):
+            continue
+        depth, j = 0, i
+        while j < len(events):
+            o = events[j]
+            if isinstance(o, dict) and o.get("action") == "delegate" and o.get("source") == "agent":
+                depth += 1
+            elif isinstance(o, dict) and o.get("observation") == "delegate":
+                if depth == 0 and (o.get("cause") in (None, e.get("id")) or e.get("id") is None):
+                    break
+                depth = max(0, depth - 1)
+            j += 1
+        inner[len(outer) - 1] = events[i:j]
+        i = j  # the answering observation is this agent's
+    return outer, inner
+
+
+def _trajectory(events: list, path: Path, stem: str, row: dict, depth: int = 0) -> Trajectory:
+    events, delegated = _delegations(events)
     turns: list[AgentTurn] = []
     texts: list[list[str]] = []  # per turn: completion text, then its observations
     prefix: list[str] = []  # text before the first turn (system prompt, task)
     by_resp: dict[str, int] = {}
     turn_of_action: dict[Any, int] = {}
     model, state = "", None
-    for e in events:
+    for pos, e in enumerate(events):
         if not isinstance(e, dict):
             continue
         if isinstance(e.get("observation"), str):
@@ -166,6 +200,12 @@ def _trajectory(events: list, path: Path, stem: str, row: dict) -> Trajectory:
         if meta is not None or action not in ("message", "finish"):
             c = _call(e)
             t.calls.append(c)
+            if pos in delegated and depth < 8:  # a delegate's own events, nested under this call
+                try:
+                    c.subagent = _trajectory(delegated[pos], path, f"{stem}/delegate-{pos}", {}, depth + 1)
+                    c.subagent.meta.update(role="subagent", parent=stem, delegate=str((e.get("args") or {}).get("agent") or ""))
+                except TrajectoryError:  # a delegate that took no action
+                    pass
             texts[k][0] += "\n" + c.tool + " " + c.action
         else:
             texts[k][0] += "\n" + str((e.get("args") or {}).get("content") or e.get("message") or "")

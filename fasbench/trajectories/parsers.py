@@ -10,8 +10,10 @@ Formats (``detect`` tells them apart by content, not by name; files may be gzip 
 - ``swe-agent``: classic SWE-agent ``.traj`` (``trajectory`` steps with ``action``/``observation``,
   ``history``, ``info``); per-step tokens are not recorded, so they are estimated.
 - ``claude-code``: Claude Code session JSONL (``type: user|assistant``, ``message.content`` blocks
-  ``tool_use``/``tool_result``, ``message.usage``); one turn per API message id; side-chain
-  (sub-agent) lines are left out and counted.
+  ``tool_use``/``tool_result``, ``message.usage``); one turn per API message id; subagents
+  (``isSidechain`` lines inline, or ``<session>/subagents/agent-*.jsonl`` beside the file) nested
+  under the ``Task``/``Agent`` call that started them (``fasbench.trajectories.claude_code``);
+  sidechain lines no call claims are left out and counted.
 - ``openhands``: OpenHands event lists (a saved trajectory, or evaluation ``output.jsonl`` rows
   with ``history``): actions with ``tool_call_metadata``, one turn per model response
   (``fasbench.trajectories.openhands``).
@@ -31,13 +33,14 @@ off mid-write is read without that line and reported as partial.
 from __future__ import annotations
 
 import json
+import stat
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from fasbench.records import RecordError, Trace, parse_arguments
 from fasbench.tools import shell_command
-from fasbench.trajectories import atif, atif_trace, openhands
+from fasbench.trajectories import atif, atif_trace, claude_code, openhands
 from fasbench.trajectories.raw import bash_blocks, cap_fields, message_text, read_text
 from fasbench.trajectories.tokens import count_tokens, count_tokens_batch
 from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, AgentTurn, Call, ParsedFile,  # noqa: F401
@@ -164,7 +167,7 @@ def parse_file(path: str | Path) -> ParsedFile:
         elif fmt == "swe-agent":
             trajs, dropped = [_swe_agent(obj, path)], 0
         elif fmt == "claude-code":
-            t, dropped = _claude_code(obj, path)
+            t, dropped = claude_code.parse(obj, path, _stem(path), _subagent_files(path))
             trajs = [t]
         elif fmt == "openhands":
             trajs, dropped = openhands.parse(obj, path, _stem(path)), 0
@@ -344,50 +347,24 @@ def _swe_agent(d: dict, path: Path) -> Trajectory:
     )
 
 
-def _claude_code(lines: list[dict], path: Path) -> tuple[Trajectory, int]:
-    turns: list[AgentTurn] = []
-    by_id: dict[str, AgentTurn] = {}
-    dropped = 0
-    model, session = "", ""
-    for o in lines:
-        if o.get("type") not in ("user", "assistant"):
+def _subagent_files(path: Path) -> list[list[dict]]:
+    """The subagent transcripts newer Claude Code keeps beside a session file
+    (``<dir>/<session>/subagents/agent-*.jsonl``, names listed by the file system, not taken from the
+    data); one that is not a regular file or not JSONL is left out."""
+    folder = path.parent / _stem(path) / "subagents"
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    out = []
+    for f in sorted(folder.glob("agent-*.jsonl")):
+        if f.is_symlink() or not stat.S_ISREG(f.stat().st_mode):  # os.stat first: a FIFO must never be opened
             continue
-        if o.get("isSidechain"):
-            dropped += 1
+        try:
+            obj, _, _ = load_jsonl(f)
+        except TrajectoryError:
             continue
-        session = session or str(o.get("sessionId") or "")
-        msg = o.get("message") or {}
-        if o["type"] != "assistant":
-            continue
-        mid = str(msg.get("id") or o.get("requestId") or o.get("uuid") or len(turns))
-        t = by_id.get(mid)
-        if t is None:
-            t = by_id[mid] = AgentTurn(len(turns) + 1)
-            turns.append(t)
-        model = str(msg.get("model") or model)
-        content = msg.get("content")
-        for b in content if isinstance(content, list) else []:
-            if isinstance(b, dict) and b.get("type") == "tool_use":
-                args = b.get("input") if isinstance(b.get("input"), dict) else {}
-                name = str(b.get("name", ""))
-                action = args.get("command") if name == "Bash" else json.dumps(args, ensure_ascii=False)
-                t.calls.append(Call(name, str(action or ""), args))
-        u = msg.get("usage")
-        if isinstance(u, dict):
-            p = sum(int(u.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens",
-                                                  "cache_read_input_tokens"))
-            t.prompt_tokens = max(t.prompt_tokens or 0, p)
-            t.completion_tokens = max(t.completion_tokens or 0, int(u.get("output_tokens") or 0))
-    for t in turns:
-        if t.prompt_tokens is None:
-            t.prompt_tokens, t.completion_tokens, t.estimated = 0, count_tokens(
-                " ".join(c.action for c in t.calls)), True
-    if not turns:
-        raise TrajectoryError("claude-code: no assistant messages")
-    return Trajectory(
-        trajectory_id=_stem(path), instance_id=session or _stem(path), agent="claude-code", model=model,
-        format="claude-code", turns=turns, path=str(path),
-    ), dropped
+        if isinstance(obj, list):
+            out.append([o for o in obj if isinstance(o, dict)])
+    return out
 
 
 def _fasbench(objs: list[dict], path: Path, fmt: str = "fasbench-trace") -> list[Trajectory]:
@@ -412,6 +389,15 @@ def _fasbench(objs: list[dict], path: Path, fmt: str = "fasbench-trace") -> list
             meta={"toolset": tr.toolset},
         ))
     return out
+
+
+def trace_trajectory(trace: Trace) -> Trajectory:
+    """A fasbench search episode (``Trace``) as the reader's ``Trajectory`` (its calls classified as
+    every trace's are; ``meta["wall_s"]``: the episode's wall time), e.g. to nest it under the main
+    agent that delegated to it."""
+    t = _fasbench([trace.to_dict()], Path(""))[0]
+    t.meta.update(role="subagent", wall_s=trace.wall_time, trace_id=trace.trace_id)
+    return t
 
 
 def _fasbench_call(toolset: str, c) -> Call:

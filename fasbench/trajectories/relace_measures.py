@@ -46,6 +46,9 @@ import polars as pl
 from fasbench.findings import Findings
 
 SEARCH = ("read", "search")  # the rubric's categories that count as search
+# with the subagent's work counted as search: its rows stay in the trajectory (after the call that
+# delegated to it) and the delegation call itself is search; left out, a delegation is a non-search call
+SEARCH_WITH_SUBAGENTS = ("read", "search", "delegate")
 POPULATIONS = {
     "search_phase_share": "Relace: ~1,200 real 'vibe-coding' agent traces (production prompts; not SWE-bench)",
     "initial_search_share": "Relace: SWE-bench Verified traces of its main ('Oracle') agent, 500 tasks",
@@ -72,28 +75,34 @@ def _content_tokens() -> pl.Expr:
 
 
 def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", extra: tuple[str, ...] = (),
-                   chunk_rows: int = 200_000) -> pl.DataFrame:
+                   chunk_rows: int = 200_000, subagents: bool = False) -> pl.DataFrame:
     """One row per trajectory (see :func:`_per_trajectory`), computed over slices of about
     ``chunk_rows`` steps that never split a trajectory (slices are views; the scratch columns of one
-    slice at a time is what keeps the 50k-trajectory peak small)."""
+    slice at a time is what keeps the 50k-trajectory peak small). ``subagents``: the delegated
+    subagents' rows kept and counted as search (``SEARCH_WITH_SUBAGENTS``); else left out (the main
+    agent's rows only, a delegation call a non-search call)."""
     if basis not in BASES:
         raise ValueError(f"token basis {basis!r} unknown; choose one of {', '.join(BASES)}")
     frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
+    if not subagents and "depth" in frame.columns and (frame.get_column("depth").max() or 0) > 0:
+        frame = frame.filter(pl.col("depth") == 0)  # copies only when there are subagent rows to leave out
+    search = SEARCH_WITH_SUBAGENTS if subagents else SEARCH
     n = frame.height
     if n <= chunk_rows:
-        return _per_trajectory(frame, basis, extra)
+        return _per_trajectory(frame, basis, extra, search)
     ds, tr = frame.get_column(_KEY[0]), frame.get_column(_KEY[1])
     parts, start = [], 0
     while start < n:
         end = min(start + chunk_rows, n)
         while end < n and ds[end] == ds[end - 1] and tr[end] == tr[end - 1]:  # not inside a trajectory
             end += 1
-        parts.append(_per_trajectory(frame.slice(start, end - start), basis, extra))
+        parts.append(_per_trajectory(frame.slice(start, end - start), basis, extra, search))
         start = end
     return pl.concat(parts)
 
 
-def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[str, ...] = ()) -> pl.DataFrame:
+def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[str, ...] = (),
+                    search: tuple[str, ...] = SEARCH) -> pl.DataFrame:
     """One row per trajectory: ``tokens``, ``search_tokens`` (before the first non-search call),
     ``share``, the first non-search call's ``turn``/``category``/``action``, and ``has_non_search``
     (plus the first value of each column in ``extra``, e.g. a grouping key). ``steps`` is the
@@ -104,7 +113,7 @@ def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[s
     Memory (50k trajectories, 2.3M rows): linear scans over a slim projection; a window over the
     string keys or a group-by over the action text would copy columns of the whole frame."""
     tok = pl.col("call_tokens") if basis == "consumed" else _content_tokens()
-    non_search = (pl.col("is_call") & ~pl.col("category").is_in(SEARCH)).cast(pl.Int32)
+    non_search = (pl.col("is_call") & ~pl.col("category").is_in(search)).cast(pl.Int32)
     # trajectory number from runs of equal keys (rows are grouped by trajectory): no hashing or
     # shifted copies of the string columns
     runs = [pl.col(k).rle_id() for k in _KEY]  # per key: a new id where the value changes (a struct would be row-encoded)
@@ -160,8 +169,38 @@ def _r(x) -> float | None:
 
 def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
     """Both measures (see the module doc) with percentile bootstrap intervals over trajectories, the
-    other aggregation of each, n, and where the search phase ended."""
-    return _measures(per_trajectory(steps), per_trajectory(steps, "content"), n_boot, alpha, seed)
+    other aggregation of each, n, and where the search phase ended: the main agent's own work (a
+    delegation ends the search phase), and under ``subagents_counted`` the same with each delegated
+    subagent's work counted as search (``delegating`` trajectories hold a delegation call)."""
+    t, c = per_trajectory(steps), per_trajectory(steps, "content")
+    out = _measures(t, c, n_boot, alpha, seed)
+    same = not _delegates(steps)  # without any delegation both views are the same tables
+    return _with_subagents(out, lambda b: per_trajectory(steps, b, subagents=True), None, same,
+                           n_boot=n_boot, alpha=alpha, seed=seed)
+
+
+def _delegates(steps) -> bool:
+    frame = steps.lazy()
+    return "depth" in frame.collect_schema().names() and bool(frame.select(
+        ((pl.col("depth") > 0) | (pl.col("category") == "delegate")).any()).collect().item())
+
+
+def _with_subagents(out: dict, table, pick, same: bool = False, **kw) -> dict:
+    """``out`` with the subagents-counted measures (``table(basis)`` gives the per-trajectory table;
+    ``pick`` filters it; ``same``: no delegation anywhere, so they are ``out``'s own numbers); the seed
+    and population are ``out``'s."""
+    if same:
+        w = out
+    else:
+        t, c = table("consumed"), table("content")
+        if pick is not None:
+            t, c = t.filter(pick), c.filter(pick)
+        w = _measures(t, c, **kw)
+    keep = ("n", "search_phase_share", "initial_search_share", "content_basis", "without_non_search",
+            "first_non_search_category", "ends_before_first_edit")
+    out["search_categories_left_out"] = list(SEARCH)
+    out["subagents_counted"] = {"search_categories": list(SEARCH_WITH_SUBAGENTS), **{k: w.get(k) for k in keep}}
+    return out
 
 
 def _measures(t: pl.DataFrame, content: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
@@ -215,11 +254,14 @@ def measures_by(steps: pl.DataFrame, key: str, **kw) -> dict:
     per-trajectory tables (splitting the steps frame would copy it)."""
     extra = () if key in _KEY else (key,)
     t, c = per_trajectory(steps, extra=extra), per_trajectory(steps, "content", extra=extra)
+    same = not _delegates(steps)
+    ts, cs = (per_trajectory(steps, b, extra, subagents=True) for b in BASES) if not same else (t, c)
     out = {}
     for k in t.get_column(key).unique(maintain_order=True).to_list():
         pick = pl.col(key).is_null() if k is None else pl.col(key) == k
         name = "unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)
-        out[name] = _measures(t.filter(pick), c.filter(pick), **kw)
+        out[name] = _with_subagents(_measures(t.filter(pick), c.filter(pick), **kw),
+                                    lambda b: ts if b == "consumed" else cs, pick, same, **kw)
     return out
 
 

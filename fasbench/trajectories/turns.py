@@ -29,11 +29,14 @@ class TrajectoryError(ValueError):
 
 @dataclass(slots=True)
 class Call:
-    """One action: a tool name, the raw action text, and the parsed arguments (None for shell text)."""
+    """One action: a tool name, the raw action text, and the parsed arguments (None for shell text).
+    ``subagent``: the trajectory of the subagent this call delegated to (a Claude Code ``Task``/``Agent``
+    sidechain, an ATIF embedded subagent, an OpenHands delegate), nested under the call that started it."""
 
     tool: str
     action: str
     args: dict | None = None
+    subagent: Trajectory | None = None
 
 
 @dataclass(slots=True)
@@ -67,6 +70,23 @@ class Trajectory:
     exit_status: str | None = None
     path: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # subagents that ran before the first turn and whose report the task text carries (fasbench e2e's
+    # hand-off; an ATIF subagent referred to from a step without a tool call)
+    handed_off: list[Trajectory] = field(default_factory=list)
+
+
+def subagents(traj: Trajectory, depth: int = 1):
+    """Every delegated subagent under ``traj``, depth first: (depth, turn index, call index, call,
+    subagent trajectory); depth 1 is a subagent of the main agent. A hand-off before the first turn
+    has turn 0 and no call (call index and call None)."""
+    for sub in traj.handed_off:
+        yield depth, 0, None, None, sub
+        yield from subagents(sub, depth + 1)
+    for t in traj.turns:
+        for ci, c in enumerate(t.calls):
+            if c.subagent is not None:
+                yield depth, t.index, ci, c, c.subagent
+                yield from subagents(c.subagent, depth + 1)
 
 
 @dataclass
@@ -74,4 +94,4 @@ class ParsedFile:
     trajectories: list[Trajectory]
     format: str
     partial: str | None = None  # why some of the file was left out (a truncated last JSONL line)
-    dropped_lines: int = 0  # e.g. Claude Code side-chain lines
+    dropped_lines: int = 0  # e.g. Claude Code side-chain lines no delegation call starts
