@@ -11,7 +11,7 @@ from fasbench.harness import Limits, run_episode
 from fasbench.policies import ScriptedPolicy, make_policy
 from fasbench.process import process_row
 from fasbench.records import Gold, Reply, Report, Shown, Task, ToolCall, ToolResult
-from fasbench.tools import seen
+from fasbench.tools import make_toolset, seen
 from fasbench.tools.contract import IDS_HEADER, IdLedger, blocks, cite_ids, shown_ids, strip_ids
 from tools_fixture import make_repo
 
@@ -117,3 +117,49 @@ def test_bad_contract_is_one_line_and_run_json_records_it(tmp_path):
     del meta["report_contract"]  # a run.json written before the key: free citation, and it resumes
     (old / "run.json").write_text(json.dumps(meta))
     check_config(old, RunConfig("heuristic"))
+
+
+def test_rl_environment_renders_id_citations_as_run_episode_does(repo):
+    from fasbench.rl.env import environment_class
+
+    t = task(repo)
+    lim = Limits(max_turns=4, max_calls_per_turn=4, report_contract="ids")
+    replies = [Reply("Reading.", [ToolCall("a", "view_file", {"path": "src/pkg/auth.py", "view_range": [1, 8]}),
+                                  ToolCall("b", "grep_search", {"query": "def check"})]),
+               Reply("Done.", [ToolCall("d", "report_back", {"explanation": "e", "files": {"r1": [[4, 6]], "r2": [], "r5": []}})])]
+    trace = run_episode(t, ScriptedPolicy(list(replies)), "relace", lim)
+    env = environment_class("relace", lim)()
+    env.reset(task=json.dumps(t.to_dict()))
+    completion = []
+    for r in replies:  # TRL's loop: generate (a new turn), run each call, append its tool message
+        env._begin_turn()
+        completion.append({"role": "assistant", "content": r.text, "tool_calls": [
+            {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in r.calls]})
+        completion += [{"role": "tool", "name": c.name, "content": getattr(env, c.name)(**c.arguments)} for c in r.calls]
+    ep = env._episode(completion)
+    assert ep.report == trace.report and ep.report.files == {"src/pkg/auth.py": [[4, 6], [9, 9]]}
+    assert ep.meta["citation"] == trace.meta["citation"] == {"cited": ["r1", "r2"], "dropped": ["r5"], "clipped": 0}
+    assert [r.output for tt in ep.turns for r in tt.results] == [r.output for tt in trace.turns for r in tt.results]
+
+
+@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+def test_sft_episodes_cite_by_id_and_examples_record_the_contract(repo, toolset):
+    from fasbench.sft.data import BuildConfig, linerange_episode, trace_example
+
+    t = task(repo)
+    with pytest.raises(ValueError, match="unknown report contract"):
+        BuildConfig(report_contract="path")
+    for contract in ("free", "ids"):
+        cfg = BuildConfig(toolset=toolset, report_contract=contract, linerange_context=2)
+        tr = linerange_episode(t, cfg)
+        assert tr.report.files == {"src/pkg/auth.py": [[4, 10]]}  # the gold ranges, rendered from IDs under ids
+        assert (tr.meta.get("citation") or {}).get("dropped", []) == []
+        ex = trace_example(tr, make_toolset(toolset, t.root).schemas, t, source="linerange")
+        assert ex["report_contract"] == contract
+        last = ex["messages"][-1]
+        if toolset == "relace":  # the trained answer names IDs under ids, paths under free
+            args = last["tool_calls"][0]["function"]["arguments"]
+            keys = list((json.loads(args) if isinstance(args, str) else args)["files"])
+        else:
+            keys = [r.split()[0].split(":")[0] for r in last["content"].splitlines()[1:-1]]
+        assert keys == (["r1"] if contract == "ids" else ["src/pkg/auth.py"])
