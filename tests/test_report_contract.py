@@ -163,3 +163,12 @@ def test_sft_episodes_cite_by_id_and_examples_record_the_contract(repo, toolset)
         else:
             keys = [r.split()[0].split(":")[0] for r in last["content"].splitlines()[1:-1]]
         assert keys == (["r1"] if contract == "ids" else ["src/pkg/auth.py"])
+
+
+def test_runs_of_the_two_contracts_are_not_repeats_of_one_policy():
+    from fasbench.runs import limits_label, policy_key
+
+    free, old = {"policy": "heuristic", "max_turns": 6, "max_calls": 12, "report_contract": "free"}, {"policy": "heuristic", "max_turns": 6, "max_calls": 12}
+    ids = {**free, "report_contract": "ids"}
+    assert policy_key(free) == policy_key(old) != policy_key(ids)
+    assert limits_label(ids) == "6 turns × 12 calls, cites by ID" and limits_label(old) == "6 turns × 12 calls"
