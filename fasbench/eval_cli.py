@@ -40,6 +40,9 @@ def register(app) -> None:
                                       "last after the stop-and-answer note); FastContext, the release's max_turns: "
                                       "K replies, then its last-turn message and one extra reply (at most K+1)"),
         max_calls: int = typer.Option(12, "--max-calls", min=1, help="calls allowed in one turn (fasbench's cap; neither Relace nor FastContext sets one: 12 is the top of the 4-12 Relace's prompt asks for)"),
+        report_contract: str = typer.Option("free", "--report-contract", help="how the answer cites: free (the "
+                                            "published: paths and line ranges as written) | ids (fasbench's "
+                                            "extension: IDs of the ranges shown, rendered into paths by fasbench)"),
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
         limit: int = typer.Option(0, "--limit", min=0, help="first N tasks only (0 = all); the run says how many "
@@ -92,6 +95,7 @@ def register(app) -> None:
                 out = cache_dir("runs") / run_name(f"eval-{policy.split(':', 1)[0]}", {
                     "policy": policy, "toolset": toolset, "tasks": source, "ids": chosen, "limit": limit,
                     "corpus": corpus, "max_turns": max_turns, "max_calls": max_calls, "shard": shard,
+                    **({"report_contract": report_contract} if report_contract != "free" else {}),
                     **({"reward": reward} if reward != DEFAULT_REWARD else {}), **({"perturb": perturb} if perturb else {})})
                 typer.echo(f"run directory: {out}", err=True)
             ts, excluded = usable(ts, corpus)
@@ -113,7 +117,8 @@ def register(app) -> None:
                 raise ValueError(f"no task left to run ({count})")
             if limit or excluded or shard:
                 typer.echo(count, err=True)
-            df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls),
+            df = run_eval(ts, policy, toolset, out, Limits(max_turns=max_turns, max_calls_per_turn=max_calls,
+                                                       report_contract=report_contract),
                           workers or None, backend or None, judge=judge or None, reward=reward,
                           task_source=source + (f" (first {limit})" if limit else "") + (f" [{perturb}]" if perturb else ""),
                           corpus=corpus or corpus_kind_of(ts) or "default", warn=False,

@@ -55,6 +55,7 @@ from fasbench.tasksets import corpus_kind_of
 from fasbench.tools import TOOLSETS
 
 MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_relace_f2", "turns", "wall_s")
+OLD = {"report_contract": "free"}  # what run.json files written before a RunConfig key mean by its absence
 
 
 @dataclass
@@ -65,7 +66,7 @@ class RunConfig:
     toolset: str = "relace"  # relace | fastcontext
     max_turns: int = 6  # episode turn limit (Limits.max_turns)
     max_calls: int = 12  # parallel calls per turn (Limits.max_calls_per_turn)
-
+    report_contract: str = "free"  # Limits.report_contract; a run.json written before it holds none: free
 
 # ---------------------------------------------------------------- run names and parameters
 
@@ -161,8 +162,7 @@ def done_task_ids(traces: Path) -> set[str]:
 
 
 def split_failed(df: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """The summary without its failed episodes (column ``failed``, else ``stop_reason`` policy_error) and
-    their count: means are over the episodes that ran."""
+    """The summary without its failed episodes (``failed``, else ``stop_reason`` policy_error), their count."""
     if "failed" in df.columns:
         bad = df["failed"].fill_null(False)
     elif "stop_reason" in df.columns:
@@ -186,7 +186,7 @@ def check_config(out: Path, cfg: RunConfig, task_source: str | None = None, ids:
     req = {"n": len(ids), "key": tasks_key(ids)}
     if f.exists():
         old = read_run_meta(out)
-        diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k) != v}
+        diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k, OLD.get(k)) != v}
         if corpus and old.get("corpus") and old["corpus"] != corpus:
             diff["corpus"] = (old["corpus"], corpus)
         if diff:
@@ -301,8 +301,8 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     main_policy = make_policy(policy) if pending else None  # fails early on a bad spec
     the_judge = make_judge(judge) if judge else None  # idem
     corpus = corpus or corpus_kind_of(tasks)  # tasks that came with their corpus: the kind they have
-    meta = check_config(out, RunConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn), task_source,
-                         ids, corpus, done)
+    meta = check_config(out, RunConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn,
+                                       limits.report_contract), task_source, ids, corpus, done)
     resumed = [i for i in ids if i in done]
     calls = meta.get("calls") or []
     since = (calls[0].get("at") if calls else None) or meta.get("created")

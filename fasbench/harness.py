@@ -40,6 +40,7 @@ from fasbench.records import SCHEMA_VERSION, Reply, Task, ToolCall, ToolResult, 
 from fasbench.specs import build, spec_fields
 from fasbench.tools import ToolLimits, Toolset, make_toolset
 from fasbench.tools.base import too_many_calls
+from fasbench.tools.contract import IdLedger, answer_cites, check_contract, final_note_addendum, prompt_addendum
 
 
 class Policy:
@@ -102,8 +103,11 @@ class Limits:
     # cap, not a published one: Relace's prompt asks for "4-12 tools in parallel" and sets none, FastContext
     # runs every call; 12 is the top of Relace's range
     tool: ToolLimits | None = None  # per-call limits (timeout, output cap); None = defaults
+    report_contract: str = "free"  # how the answer cites (fasbench.tools.contract): free (published: paths and
+    # ranges as written) | ids (fasbench's extension: IDs of shown ranges, rendered into paths by fasbench)
 
     def __post_init__(self):
+        check_contract(self.report_contract)
         for k in ("max_turns", "max_calls_per_turn"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
@@ -162,8 +166,10 @@ def execute_calls(toolset: Toolset, calls: list[ToolCall], max_calls: int | None
 
 
 def initial_messages(toolset: Toolset, query: str, limits: Limits) -> list[dict]:
+    ids = limits.report_contract == "ids"
     return [
-        {"role": "system", "content": toolset.system_prompt(limits.max_turns, limits.max_calls_per_turn)},
+        {"role": "system", "content": toolset.system_prompt(limits.max_turns, limits.max_calls_per_turn)
+         + (prompt_addendum(toolset.answer_tool) if ids else "")},
         {"role": "user", "content": toolset.user_prompt(query)},
     ]
 
@@ -187,11 +193,15 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
     if query != task.query:
         trace.meta["query"] = query
     notes: list[dict] = []  # what the harness adds to the chat before the next reply
+    ledger = IdLedger() if limits.report_contract == "ids" else None  # IDs of the shown ranges
+    if ledger is not None:
+        trace.meta.update(report_contract="ids", cite_ids=ledger.ids)
     budget = turn_budget(toolset, limits)
     for i in range(budget):
         final = i == budget - 1
         if final:
-            notes.append({"role": "user", "content": toolset.final_turn_note()})
+            notes.append({"role": "user", "content": toolset.final_turn_note()
+                          + (final_note_addendum() if ledger is not None else "")})
             trace.meta["final_note_turn"] = i
         # the chat is read back from the trace: what the policy sees is what the trace records
         messages = trace.to_messages(last_results=True) + [dict(m) for m in notes]
@@ -213,9 +223,14 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
         turn.tools_started_at = time.time()
         turn.results = execute_calls(toolset, turn.calls, limits.max_calls_per_turn)
         turn.tools_ended_at = time.time()
+        if ledger is not None:
+            ledger.annotate(i, turn.results)
         trace.turns.append(turn)
         # only calls that ran can answer: a report_back refused as over the per-turn limit is no report
         report = toolset.parse_report(turn.text, turn.calls[:limits.max_calls_per_turn])
+        if report is not None and ledger is not None:  # fasbench renders the paths from the IDs
+            report, trace.meta["citation"] = ledger.render(answer_cites(report, turn.text, toolset.answer_tool),
+                                                           i, report)
         if report is not None:
             trace.report, trace.stop_reason = report, "reported"
             break

@@ -390,6 +390,24 @@ def _json_call(inner: str, calls: list[ToolCall], errors: list[str], id_prefix: 
 _FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
 
 
+def _json_values(text: str) -> list | None:
+    """The JSON values of ``text``: one value (a list is its items), or several objects one after another
+    separated by ``;``, ``,`` or white space (Llama 3.x writes parallel calls so, e.g. vLLM's
+    ``llama3_json`` parser splits on ``; ``); None when ``text`` is not that."""
+    dec, out, i, text = json.JSONDecoder(), [], 0, text.strip()
+    try:
+        while i < len(text):
+            obj, i = dec.raw_decode(text, i)
+            out.append(obj)
+            while i < len(text) and text[i] in ";, \t\r\n":
+                i += 1
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if len(out) == 1 and isinstance(out[0], list):
+        return out[0]
+    return out if out and all(isinstance(o, dict) for o in out) else None
+
+
 def _bare_json_calls(text: str, tools: list[dict] | None, id_prefix: str) -> tuple[str, list[ToolCall]]:
     """Calls written as plain JSON: a ```json fenced block, or the whole reply, holding an object (or a
     list of objects) with a string ``name`` (one of ``tools`` when given) and object ``arguments``.
@@ -400,11 +418,9 @@ def _bare_json_calls(text: str, tools: list[dict] | None, id_prefix: str) -> tup
     calls: list[ToolCall] = []
     rest = text
     for whole, inner in pieces:
-        try:
-            obj = json.loads(inner)
-        except (json.JSONDecodeError, RecursionError):
+        objs = _json_values(inner)
+        if objs is None:
             continue
-        objs = obj if isinstance(obj, list) else [obj]
         got = []
         for o in objs:
             ok = isinstance(o, dict) and isinstance(o.get("name"), str) and bool(o["name"])

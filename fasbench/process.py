@@ -62,6 +62,9 @@ PROCESS_COLUMNS: dict[str, str] = {
                    "lines when the workspace is known); 0 without a report",
     "cited_lines_unseen": "grounding: cited lines never shown to the searcher before its report (fasbench's own)",
     "unseen_cited_share": "cited_lines_unseen / cited_lines; null when nothing is cited",
+    "cited_ids_dropped": "under the ids report contract (fasbench.tools.contract, fasbench's extension): cited IDs "
+                         "(or narrowings) dropped by the renderer: unknown, not shown before the answer, a path "
+                         "written instead of an ID, lines wholly outside the ID's range; null under free citation",
     "cited_paths_missing": "grounding: cited paths that are not a file of the workspace (invented paths, "
                            "directories); null without the workspace",
     "reported_without_calls": "grounding: a report was parsed after zero search calls (fasbench's own)",
@@ -76,7 +79,7 @@ PROCESS_COLUMNS: dict[str, str] = {
 }
 
 _INT = ("search_calls", "lines_shown", "calls_nothing_new", "duplicate_calls", "cited_lines", "cited_lines_unseen",
-        "cited_paths_missing", "calls_lost")
+        "cited_ids_dropped", "cited_paths_missing", "calls_lost")
 _BOOL = ("reported_without_calls",)
 
 
@@ -196,6 +199,16 @@ def context_efficiency(trace: Trace, explore: Mapping | None, root: str | None) 
     return explore_metrics(regions, union, explore_line_counts(explore, root))["explore_line_precision"]
 
 
+def ids_dropped(trace: Trace) -> int | None:
+    """Citations the ids contract's renderer dropped (``meta["citation"]["dropped"]``, written by the
+    harness; a malformed record counts none); None for an episode under free citation."""
+    if trace.meta.get("report_contract") != "ids":
+        return None
+    cit = trace.meta.get("citation")
+    dropped = cit.get("dropped") if isinstance(cit, dict) else None
+    return len(dropped) if isinstance(dropped, list) else 0
+
+
 def process_row(trace: Trace, task=None) -> dict:
     """The :data:`PROCESS_COLUMNS` of one episode (``task`` gives the workspace and the gold; without it
     the columns that need them are null)."""
@@ -229,6 +242,7 @@ def process_row(trace: Trace, task=None) -> dict:
         "context_redundancy": repeat / sizes if sizes else None,
         "cited_lines": n_cited, "cited_lines_unseen": n_cited - n_seen,
         "unseen_cited_share": (n_cited - n_seen) / n_cited if n_cited else None,
+        "cited_ids_dropped": ids_dropped(trace),
         "cited_paths_missing": (sum(file_key(root, p) is None for p in cit) if root else None),
         "reported_without_calls": trace.report is not None and n_calls == 0,
         "calls_lost": sum(t.text.count("<tool_call>") for t in trace.turns if t.text),

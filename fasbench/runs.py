@@ -156,7 +156,8 @@ def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95, n_b
 def limits_label(meta: dict) -> str | None:
     """A run's budget as recorded in its run.json: ``6 turns × 12 calls`` (None when not recorded)."""
     t, c = meta.get("max_turns"), meta.get("max_calls")
-    return f"{t} turns × {c} calls" if t is not None and c is not None else None
+    ids = ", cites by ID" if meta.get("report_contract") == "ids" else ""  # fasbench.tools.contract
+    return f"{t} turns × {c} calls{ids}" if t is not None and c is not None else None
 
 
 def headline_reward(df: pl.DataFrame) -> str | None:
@@ -247,9 +248,10 @@ _SEED = re.compile(r"(?:^|(?<=[:,]))seed=[^,]*,?")
 
 def policy_key(meta: dict) -> tuple:
     """What makes two runs runs of one policy: the policy spec without its ``seed=`` parameter, the tool
-    set, the task source and the turn and call limits (``run.json``)."""
+    set, the task source, the turn and call limits and the report contract (``run.json``; none recorded: free)."""
     spec = _SEED.sub("", str(meta.get("policy") or "")).rstrip(",:")
-    return (spec, meta.get("toolset"), meta.get("task_source"), meta.get("max_turns"), meta.get("max_calls"))
+    return (spec, meta.get("toolset"), meta.get("task_source"), meta.get("max_turns"), meta.get("max_calls"),
+            meta.get("report_contract") or "free")
 
 
 def run_key(d: Path) -> tuple | None:

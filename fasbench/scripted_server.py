@@ -8,7 +8,8 @@ past that wait for a slot, as requests wait for a place in a server's batch), an
 
 - turns ``k < turns - 1``: the tool calls ``calls`` (a directory listing and a file view of the
   Relace tool set by default: cheap reads, so the client's cost per call stays small);
-- turn ``k = turns - 1``: the Relace answer call naming ``report_path``.
+- turn ``k = turns - 1``: the Relace answer call naming ``report_path`` (under the ids report contract,
+  ``fasbench.tools.contract``, the first ID the tool results showed, whole).
 
 Two other scripts, chosen by the tools a request offers: a request offering FastContext's
 query-generation tools (``subagent``, :mod:`fasbench.tools.fastcontext_query`) gets one ``subagent``
@@ -16,7 +17,7 @@ call whose ``prompt`` is ``Find the code involved in: `` + the problem statement
 most 200 characters); a request offering FastContext's explorer tools gets, before the last turn, a
 ``Grep`` for the longest word of the ``<query>`` (then the calls' turns as above are not used), and
 on the last turn a text answer ``<final_answer>`` citing lines 1-20 of the first ``/repo/…`` path the
-tool results showed (``README.md`` if none), without tool calls (finish reason ``stop``).
+tool results showed (``README.md`` if none; under the ids contract the first ID shown), without tool calls (finish reason ``stop``).
 
 ``usage`` carries prompt tokens (request bytes / 4) and completion tokens (answer bytes / 4), so a
 client can record them. A task steers the server from its query, for failure tests: a query holding
@@ -42,6 +43,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fasbench.tools import calls_for
+from fasbench.tools.contract import contract_of, shown_ids
 from fasbench.tools.fastcontext_query import offers_subagent, subagent_call
 
 _RELACE = calls_for("relace")
@@ -128,8 +130,10 @@ class ScriptedServer(ThreadingHTTPServer):
                 calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}]
                 return self._reply(body, key, n_bytes, f"Turn {k + 1}: searching.", calls, "tool_calls")
             seen = [p for m in msgs if m.get("role") == "tool" for p in _REPO_PATH.findall(str(m.get("content") or ""))]
-            cite = seen[0] if seen else "/repo/README.md"
-            return self._reply(body, key, n_bytes, f"Found it.\n\n<final_answer>\n{cite}:1-20 (scripted)\n</final_answer>",
+            cite = f"{seen[0] if seen else '/repo/README.md'}:1-20"
+            ids = shown_ids(msgs) if contract_of(msgs) == "ids" else {}
+            cite = next(iter(ids), cite)  # the ids report contract: the first ID shown
+            return self._reply(body, key, n_bytes, f"Found it.\n\n<final_answer>\n{cite} (scripted)\n</final_answer>",
                                [], "stop")
         if k < self.turns - 1:
             calls = [{"id": f"call_{k}_{i}", "type": "function",
@@ -137,7 +141,9 @@ class ScriptedServer(ThreadingHTTPServer):
                      for i, c in enumerate(self.calls)]
             text = f"Turn {k + 1}: exploring."
         else:
-            (rep,) = _RELACE.report(f"call_{k}_0", {self.report_path: [[1, 20]]}, "scripted report").calls
+            ids = shown_ids(msgs) if contract_of(msgs) == "ids" else {}
+            files = {next(iter(ids)): []} if ids else {self.report_path: [[1, 20]]}  # ids contract: the first ID
+            (rep,) = _RELACE.report(f"call_{k}_0", files, "scripted report").calls
             calls = [{"id": rep.id, "type": "function", "function": {"name": rep.name, "arguments": rep.arguments_json()}}]
             text = "Reporting."
         return self._reply(body, key, n_bytes, text, calls, "tool_calls", user=user)

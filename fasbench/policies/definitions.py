@@ -33,7 +33,7 @@ class DefinitionsPolicy(Policy):
     name: str = "definitions"
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
-        d = dialect_for(tools)
+        d = dialect_for(tools, messages)
         turns = observations(messages, d.name)
         if not turns and not final:
             names = query_symbols(task_text(user_query(messages)))[: self.calls]

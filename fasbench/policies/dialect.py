@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from fasbench.records import ToolCall, ToolResult, Turn
+from fasbench.records import Ranges, Reply, ToolCall, ToolResult, Turn
 from fasbench.tools import Calls, Seen, observation, toolset_of
 from fasbench.tools.calls import final_answer_text
+from fasbench.tools.contract import cite_ids, contract_of, shown_ids
 
 __all__ = ["Dialect", "assistant_calls", "dialect_for", "final_answer_text", "observations",
            "tool_outputs", "turn_observations", "user_query"]
@@ -24,7 +25,11 @@ __all__ = ["Dialect", "assistant_calls", "dialect_for", "final_answer_text", "ob
 
 @dataclass(frozen=True)
 class Dialect(Calls):
-    """A tool set's call builder with the scripted policies' verbs (``grep``, ``view``)."""
+    """A tool set's call builder with the scripted policies' verbs (``grep``, ``view``). Under the ``ids``
+    report contract (``ids``: the IDs the chat showed, :mod:`fasbench.tools.contract`) ``report`` cites
+    the IDs of the shown ranges that the path report's ranges overlap, never a path."""
+
+    ids: dict | None = None  # ID -> (path, first, last) under the ids contract; None: free citation
 
     def grep(self, cid: str, pattern: str, include: str | None = "*.py", ignore_case: bool = False) -> ToolCall:
         return self.search(cid, pattern, include, ignore_case)
@@ -32,14 +37,27 @@ class Dialect(Calls):
     def view(self, cid: str, path: str, start: int, end: int) -> ToolCall:
         return self.read(cid, path, start, end)
 
+    def report(self, cid: str, files: dict[str, Ranges], explanation: str, confidence: float | None = None) -> Reply:
+        if self.ids is None:
+            return super().report(cid, files, explanation, confidence)
+        cites = cite_ids(files, self.ids)
+        if self.name == "relace":
+            return super().report(cid, cites, explanation, confidence)
+        rows = [f"{i}" + (f":{a}-{b}" if rs else "") + f" ({explanation[:80] or 'relevant'})"
+                for i, rs in cites.items() for a, b in (rs or [[0, 0]])]
+        rows += [f"confidence: {float(confidence):.4f}"] if confidence is not None else []
+        return Reply(text="<final_answer>\n" + "\n".join(rows) + "\n</final_answer>")
 
-def dialect_for(tools: list[dict]) -> Dialect:
-    """The dialect matching a tool set's schemas; a clear error for an unknown one."""
+
+def dialect_for(tools: list[dict], messages: list[dict] | None = None) -> Dialect:
+    """The dialect matching a tool set's schemas (a clear error for an unknown one); with the chat
+    ``messages``, it cites by ID when the chat runs under the ``ids`` report contract."""
     ts = toolset_of(tools)
     if ts is None:
         names = sorted({(t.get("function", t) or {}).get("name", "?") for t in tools or [] if isinstance(t, dict)})
         raise ValueError(f"no scripted dialect for tools {names}; expected the relace or fastcontext tool set")
-    return Dialect(ts)
+    ids = shown_ids(messages) if messages and contract_of(messages) == "ids" else None
+    return Dialect(ts, ids)
 
 
 def _call(c: dict) -> ToolCall:

@@ -67,7 +67,7 @@ class HeuristicPolicy(Policy):
         return np.random.default_rng(h)
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool, turns: list[Turn] | None = None) -> Reply:
-        d = dialect_for(tools)
+        d = dialect_for(tools, messages)
         query = task_text(user_query(messages))
         done = assistant_calls(messages)
         turn = len(done)

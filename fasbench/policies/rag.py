@@ -437,4 +437,11 @@ class RagPolicy(Policy):
             raise RuntimeError(f"{self.name}: retrieval needs the task's corpus; call policy.bind(task) first "
                                "(fasbench.evaluate does)")
         files = self.retrieve(self.root, self.query or "")
-        return dialect_for(tools).report("rag_0", files, f"top-{self.k} files by {self.method} retrieval")
+        d = dialect_for(tools, messages)
+        if d.ids is not None and not d.ids and not final:  # the ids contract cites only what was shown:
+            # view the retrieved ranges in one turn of parallel reads, then cite their IDs
+            views = [d.view(f"rag_v{i}_{j}", p, a, b)
+                     for i, (p, rs) in enumerate(files.items()) for j, (a, b) in enumerate(rs)]
+            if views:
+                return Reply(text="Viewing the retrieved ranges.", calls=views)
+        return d.report("rag_0", files, f"top-{self.k} files by {self.method} retrieval")

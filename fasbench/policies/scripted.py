@@ -10,8 +10,10 @@ from fasbench.records import Reply, ToolCall
 
 @dataclass
 class ScriptedPolicy(Policy):
-    """Replays ``turns`` in order; each turn is a Reply or ``{"text": str, "calls": [{"name",
-    "arguments"}]}``. Past the script it replies with empty text (no calls, no answer)."""
+    """Replays ``turns`` in order; each turn is a Reply, ``{"text": str, "calls": [{"name",
+    "arguments"}]}``, or a function ``(messages, tools) -> Reply`` called with the chat (an answer that
+    cites the IDs the chat showed under the ids report contract: ``dialect_for(tools, messages).report``).
+    Past the script it replies with empty text (no calls, no answer)."""
 
     turns: list
     name: str = "scripted"
@@ -27,6 +29,8 @@ class ScriptedPolicy(Policy):
         self._i += 1
         if isinstance(t, Reply):
             return t
+        if callable(t):
+            return t(messages, tools)
         calls = [
             ToolCall(id=f"call_{self._i}_{j}", name=c["name"], arguments=c.get("arguments", {}))
             for j, c in enumerate(t.get("calls", []))

@@ -47,6 +47,8 @@ class RLConfig:
     max_calls_per_turn: int = 8  # parallel calls per turn; extra calls get the harness's error
     tool_timeout_s: float = 10.0  # wall-clock limit of one tool call
     max_output_chars: int = 4000  # observation cap (same cut and note as evaluation)
+    report_contract: str = "free"  # free (published) | ids: shown ranges carry IDs, the answer cites IDs
+    # (fasbench.tools.contract, fasbench's extension; Limits.report_contract)
     # -- GRPO
     num_generations: int = 4  # rollouts per prompt (the group)
     per_device_train_batch_size: int = 4  # rollouts per device per step
@@ -105,7 +107,7 @@ class RLConfig:
     @property
     def limits(self) -> Limits:
         return Limits(max_turns=self.max_turns, max_calls_per_turn=self.max_calls_per_turn,
-                      tool=ToolLimits(timeout_s=self.tool_timeout_s, max_output_chars=self.max_output_chars,
+                      report_contract=self.report_contract, tool=ToolLimits(timeout_s=self.tool_timeout_s, max_output_chars=self.max_output_chars,
                                       max_calls_per_turn=self.max_calls_per_turn))
 
     @property

@@ -26,6 +26,7 @@ from fasbench.records import Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.reward import Score
 from fasbench.tools import make_toolset
 from fasbench.tools.base import Tool, too_many_calls
+from fasbench.tools.contract import IdLedger, answer_cites, final_note_addendum
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
 
@@ -120,6 +121,7 @@ class HarnessEnv:
         self._toolset = make_toolset(self._toolset_name, self._task.root, self._limits.tool)
         self._turn, self._in_turn, self._log, self._reported_turn, self._score = -1, 0, [], None, None
         self._note_turn = None
+        self._ledger = IdLedger() if self._limits.report_contract == "ids" else None  # as run_episode
         return None
 
     # -- called by HarnessGRPOTrainer at every generation: calls after it belong to a new turn
@@ -135,7 +137,7 @@ class HarnessEnv:
                 or self._turn != turn_budget(self._toolset, self._limits) - 2):
             return None
         self._note_turn = self._turn + 1
-        return self._toolset.final_turn_note()
+        return self._toolset.final_turn_note() + (final_note_addendum() if self._ledger is not None else "")
 
     def _call(self, name: str, arguments: dict) -> str:
         if self._toolset is None:
@@ -151,6 +153,8 @@ class HarnessEnv:
             res = too_many_calls(call, self._limits.max_calls_per_turn)
         else:
             res = self._toolset.execute(call)
+            if self._ledger is not None:  # the ids contract: the result lists the IDs of its ranges
+                self._ledger.annotate(turn, [res])
         self._log.append((turn, call, res))
         if self._toolset.answer_tool == name and not res.is_error and self._reported_turn is None:
             self._reported_turn = turn
@@ -172,6 +176,9 @@ class HarnessEnv:
         trace.meta["query_source"] = source
         if query != task.query:
             trace.meta["query"] = query
+        ledger = getattr(self, "_ledger", None)
+        if ledger is not None:
+            trace.meta.update(report_contract="ids", cite_ids=ledger.ids)
         results_by_turn: dict[int, list[ToolResult]] = {}
         for turn, _, res in self._log:
             results_by_turn.setdefault(turn, []).append(res)
@@ -192,6 +199,8 @@ class HarnessEnv:
             notes = []
             trace.turns.append(turn)
             report = ts.parse_report(text, calls[:self._limits.max_calls_per_turn])  # refused calls never answer
+            if report is not None and ledger is not None:  # fasbench renders the paths from the IDs
+                report, trace.meta["citation"] = ledger.render(answer_cites(report, text, ts.answer_tool), i, report)
             if report is not None:
                 trace.report, trace.stop_reason = report, "reported"
                 break

@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from fasbench.chat_families import check_parallel, template_family
 from fasbench.harness import initial_messages
 from fasbench.judge import make_judge
 from fasbench.models import load_model, load_tokenizer, resolve_model
@@ -224,7 +225,13 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         tok = load_tokenizer(path)
     tok.padding_side = "left"
-    prepare_tokenizer(tok)
+    try:
+        prepare_tokenizer(tok)
+    except ValueError as e:  # TRL has no tool-call parser for the template ("Unrecognized chat template")
+        raise ValueError(f"grpo: TRL's tool loop has no tool-call parser for the {template_family(tok.chat_template)} "
+                         f"chat template ({str(e).splitlines()[0][:80]}); use a Qwen2.5/Qwen3 tool template "
+                         "(fasbench.models.tool_chat_template())") from None
+    check_parallel(tok, "grpo")  # TRL's parser must give back every parallel call, in order
     args = grpo_args(cfg, use_cpu=not cuda)
     # TRL's generation helpers (trl.models.utils) read model.is_gradient_checkpointing, which transformers
     # 5.x warns is deprecated, at every generation; nothing here calls it, so that one message is silenced.

@@ -45,7 +45,7 @@ from fasbench.data.corpora import with_corpora
 from fasbench.harness import Limits, initial_messages, restore_notes, run_episode
 from fasbench.models import to_template_messages
 from fasbench.policies import make_policy
-from fasbench.policies.dialect import Dialect
+from fasbench.policies.dialect import Dialect, dialect_for
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, Task, Trace, Turn, append_jsonl, iter_jsonl, repair_jsonl
 from fasbench.reward import score_report
@@ -53,6 +53,7 @@ from fasbench.sft.reference import convert_actions, trajectory_actions
 from fasbench.sft.release_formats import linerange_messages, numbered_lines, synthesis_messages
 from fasbench.tasksets import load_task_set
 from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools.contract import check_contract, contract_of
 from fasbench.tools.fastcontext_published import WORK_DIR
 
 
@@ -96,12 +97,17 @@ class BuildConfig:
     linerange_context: int = 15  # lines viewed around each gold range in linerange examples
     parallel_teacher: str = ""  # parallel_toolcalls: a policy spec given the release's synthesis prompt; "" = first turns
     seed: int = 0  # sampling of the mix
+    report_contract: str = "free"  # free (published) | ids: the episodes' shown ranges carry IDs and their answers
+    # cite IDs (fasbench.tools.contract, fasbench's extension); each example records it
+
+    def __post_init__(self):
+        check_contract(self.report_contract)
 
 
 def limits(cfg: BuildConfig, max_turns: int | None = None):
     """The harness limits of the build's episodes (``max_turns`` overrides ``cfg.max_turns``)."""
     return Limits(max_turns=max_turns or cfg.max_turns, max_calls_per_turn=cfg.max_calls_per_turn,
-                  tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn))
+                  report_contract=cfg.report_contract, tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn))
 
 
 # ---------------------------------------------------------------- traces → messages
@@ -112,7 +118,8 @@ def _example(msgs: list[dict], tools: list[dict], source: str, task: Task, trace
     n_asst = [m for m in msgs if m["role"] == "assistant"]
     return {"messages": msgs, "tools": tools, "source": source, "task_id": task.id, "split": task.split or "",
             "n_turns": len(n_asst), "n_calls": sum(len(m.get("tool_calls") or []) for m in n_asst),
-            "trace_id": trace.trace_id if trace else ""}
+            "trace_id": trace.trace_id if trace else "",
+            "report_contract": contract_of(msgs)}  # ids when the prompt carries the ids contract
 
 
 def trace_example(trace: Trace, tools: list[dict], task: Task, source: str = "multiturn_traj") -> dict:
@@ -179,7 +186,7 @@ def linerange_example(task: Task, cfg: BuildConfig, work_dir: str = WORK_DIR) ->
         return None
     msgs = linerange_messages(files, answer)
     return {"messages": msgs, "tools": [], "source": "linerange", "task_id": task.id, "split": task.split or "",
-            "n_turns": 1, "n_calls": 0, "trace_id": ""}
+            "n_turns": 1, "n_calls": 0, "trace_id": "", "report_contract": "free"}
 
 
 # ---------------------------------------------------------------- episodes per source
@@ -199,9 +206,8 @@ def reference_episode(task: Task, cfg: BuildConfig) -> tuple[Trace | None, dict]
     if not conv.turns:
         return None, info
     turns = [{"text": "", "calls": g} for g in conv.turns[: cfg.reference_max_turns - 1]]
-    report = _dialect(cfg.toolset).report("report", task.gold.edited,
-                                          "Files the task's fix changes, with the relevant line ranges.")
-    turns.append(report)
+    turns.append(lambda msgs, tools: dialect_for(tools, msgs).report(  # cites IDs under the ids contract
+        "report", task.gold.edited, "Files the task's fix changes, with the relevant line ranges."))
     tr = run_episode(task, ScriptedPolicy(turns, name="reference"), cfg.toolset,
                      limits(cfg, max_turns=len(turns)))
     tr.meta.update(info)
@@ -229,7 +235,8 @@ def linerange_episode(task: Task, cfg: BuildConfig) -> Trace | None:
     if not calls or not files or len(calls) > cfg.max_calls_per_turn:
         return None
 
-    turns = [Reply(text="", calls=calls), d.report("report", files, "The exact lines that need to change.")]
+    turns = [Reply(text="", calls=calls),
+             lambda msgs, tools: dialect_for(tools, msgs).report("report", files, "The exact lines that need to change.")]
     return run_episode(task, ScriptedPolicy(turns, name="linerange"), cfg.toolset, limits(cfg, max_turns=3))
 
 
@@ -277,7 +284,8 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
     policy = make_policy(cfg.policy) if "multiturn_traj" in cfg.mix else None
     extra = make_policy(cfg.extra_policy) if cfg.extra_policy and cfg.extra_share > 0 and policy is not None else None
     teacher = make_policy(cfg.parallel_teacher) if cfg.parallel_teacher and cfg.mix.get("parallel_toolcalls", 0) > 0 else None
-    release_linerange = cfg.toolset == "fastcontext"  # the release's tool-free linerange (relace: fasbench's)
+    # the release's tool-free linerange (relace, and the ids contract, whose answers cite shown IDs: fasbench's)
+    release_linerange = cfg.toolset == "fastcontext" and cfg.report_contract == "free"
     for split, limit in cfg.max_tasks.items():
         jobs = []
         if cfg.mix.get("multiturn_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0 or cfg.mix.get("linerange", 0) > 0:
@@ -389,9 +397,10 @@ def save_dataset(splits: dict[str, list[dict]], path: str | Path):
 
     feats = Features({"messages": List(Json()), "tools": List(Json()), "source": Value("string"),
                       "task_id": Value("string"), "split": Value("string"), "n_turns": Value("int32"),
-                      "n_calls": Value("int32"), "trace_id": Value("string")})
+                      "n_calls": Value("int32"), "trace_id": Value("string"), "report_contract": Value("string")})
     # empty splits are left out (datasets cannot load an empty saved split back)
-    dd = DatasetDict({s: Dataset.from_list(rows, features=feats) for s, rows in splits.items() if rows})
+    dd = DatasetDict({s: Dataset.from_list([{"report_contract": "free", **r} for r in rows], features=feats)
+                      for s, rows in splits.items() if rows})  # rows built before report_contract: free
     dd.save_to_disk(str(path))
     return dd
 

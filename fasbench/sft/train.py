@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from fasbench.chat_families import check_parallel
 from fasbench.models import load_model, to_template_messages
 from fasbench.paths import cache_dir, safe_name
 from fasbench.provenance import timestamp
@@ -168,6 +169,8 @@ def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
         dataset = load_dataset(profile.data_dir)
     if model is None:
         model, tokenizer = load_model(tc.model, dtype=tc.dtype, trainable=True)
+    if tokenizer is not None:  # a template that merges or drops parallel calls: one line, before training
+        check_parallel(tokenizer, "sft")
     keep = ["messages", "tools"]
     if "train" not in dataset:
         raise ValueError(f"the SFT data set at {profile.data_dir} has no train examples; build with more tasks "

@@ -31,6 +31,7 @@ from fasbench.records import Shown, ToolCall, ToolResult
 from fasbench.tools import fastcontext, fastcontext_fork, relace
 from fasbench.tools.base import ToolError, ToolLimits, Toolset
 from fasbench.tools.calls import Calls, calls_for
+from fasbench.tools.contract import strip_ids
 from fasbench.tools.observed import Seen
 
 TOOLSETS = ("relace", "fastcontext", "fastcontext-fork")
@@ -127,7 +128,7 @@ def seen(toolset: str, call: ToolCall, result: ToolResult) -> Seen:
     kind = tool_kind(toolset, call.name)
     if result.is_error or kind is None:
         return Seen(kind=kind, is_error=result.is_error, call=call)
-    s = _PARSERS[toolset](call.name, _args(call), result.output)
+    s = _PARSERS[toolset](call.name, _args(call), strip_ids(result.output))
     s.kind, s.call = kind, call
     return s
 
