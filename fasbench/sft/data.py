@@ -53,6 +53,7 @@ from fasbench.sft.reference import convert_actions, trajectory_actions
 from fasbench.sft.release_formats import linerange_messages, numbered_lines, synthesis_messages
 from fasbench.tasksets import load_task_set
 from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools.base import PROMPTS
 from fasbench.tools.fastcontext_published import WORK_DIR
 
 
@@ -79,6 +80,7 @@ class BuildConfig:
 
     out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
     toolset: str = "relace"  # relace | fastcontext: the tool set the student will use
+    prompt: str = "published"  # published | compact: the protocol of the traces (fasbench.tools.compact; relace only)
     task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.tasksets)
     reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
     policy: str = "heuristic"  # reference policy spec for multiturn_traj (fasbench.policies.make_policy)
@@ -97,11 +99,16 @@ class BuildConfig:
     parallel_teacher: str = ""  # parallel_toolcalls: a policy spec given the release's synthesis prompt; "" = first turns
     seed: int = 0  # sampling of the mix
 
+    def __post_init__(self):
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"sft build: prompt {self.prompt!r} unknown; choose one of {', '.join(PROMPTS)}")
+
 
 def limits(cfg: BuildConfig, max_turns: int | None = None):
     """The harness limits of the build's episodes (``max_turns`` overrides ``cfg.max_turns``)."""
     return Limits(max_turns=max_turns or cfg.max_turns, max_calls_per_turn=cfg.max_calls_per_turn,
-                  tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn))
+                  tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn,
+                                  prompt=cfg.prompt))
 
 
 # ---------------------------------------------------------------- traces → messages
@@ -335,7 +342,8 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
         task, tr = Task.from_dict(r["task"]), Trace.from_dict(r["trace"])
         if cfg.task_ids and task.id not in cfg.task_ids:
             continue
-        ts = make_toolset(tr.toolset, task.root)
+        # the schemas of the protocol the trace was run under (the harness records a compact one)
+        ts = make_toolset(tr.toolset, task.root, ToolLimits(prompt=str(tr.meta.get("prompt", "published"))))
         tools = ts.schemas
         stats["episodes"][r["kind"]] += 1
         if r["kind"] == "teacher":  # the release keeps every first turn with a call (no reward: no answer yet)
