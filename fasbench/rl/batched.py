@@ -37,6 +37,7 @@ class Convo:
     tools: list[dict]
     ids: list[int] = field(default_factory=list)
     mask: list[int] = field(default_factory=list)
+    logps: list[float] = field(default_factory=list)  # sampling log-probability of each token (0 off the mask)
     msgs: list[dict] = field(default_factory=list)
     text: str = ""
 
@@ -53,10 +54,11 @@ class Convo:
         ids = self.tok(delta, add_special_tokens=False)["input_ids"]
         self.ids += ids
         self.mask += [0] * len(ids)
+        self.logps += [0.0] * len(ids)
         self.msgs += new
         self.text = full
 
-    def add_reply(self, ids: list[int], ended: bool) -> str:
+    def add_reply(self, ids: list[int], ended: bool, logps: list[float] | None = None) -> str:
         """Append a reply's sampled ids (ending with the end-of-turn token when ``ended``; else the
         token is appended unmasked: a reply cut at the cap). Returns its raw text."""
         end = self.tok.convert_tokens_to_ids(END)
@@ -64,6 +66,8 @@ class Convo:
         raw = self.tok.decode(body, skip_special_tokens=False)
         self.ids += body + [end]
         self.mask += [1] * len(body) + [1 if ended else 0]
+        lp = list(logps) if logps is not None else [0.0] * len(ids)
+        self.logps += lp[: len(body)] + ([lp[len(body)]] if ended and len(lp) > len(body) else [0.0])
         self.msgs.append({"role": "assistant", "content": raw})
         self.text += raw + END
         return raw
@@ -78,7 +82,7 @@ class Batcher:
         self.cv = threading.Condition()
         self.active = 0
         self.pending: dict[int, list[int]] = {}
-        self.done: dict[int, tuple[list[int], bool]] = {}
+        self.done: dict[int, tuple[list[int], bool, list[float]]] = {}
         self.round = 0
         self.stats = {"rounds": 0, "new_tokens": 0, "capped": 0, "gen_s": 0.0}
         self.error: BaseException | None = None
@@ -92,7 +96,7 @@ class Batcher:
             self.active -= 1
             self._maybe_run()
 
-    def ask(self, key: int, ids: list[int]) -> tuple[list[int], bool]:
+    def ask(self, key: int, ids: list[int]) -> tuple[list[int], bool, list[float]]:
         with self.cv:
             self.pending[key] = ids
             self._maybe_run()
@@ -111,7 +115,7 @@ class Batcher:
                 self.error = e
             self.cv.notify_all()
 
-    def generate(self, batch: dict[int, list[int]]) -> dict[int, tuple[list[int], bool]]:
+    def generate(self, batch: dict[int, list[int]]) -> dict[int, tuple[list[int], bool, list[float]]]:
         import torch  # local import: torch ~1.9 s, only where a model runs
 
         keys = sorted(batch)
@@ -130,17 +134,22 @@ class Batcher:
         t0 = time.time()
         with torch.inference_mode():
             out = self.model.generate(input_ids=ids, attention_mask=att, max_new_tokens=self.max_new_tokens,
-                                      eos_token_id=end, pad_token_id=pad, use_cache=True, **kw)
+                                      eos_token_id=end, pad_token_id=pad, use_cache=True, output_scores=True,
+                                      return_dict_in_generate=True, **kw)
+            # the sampled tokens' log-probabilities under the sampling distribution (temperature applied)
+            steps = torch.stack(out.scores, 1).float()  # batch x new x vocab
+            seq = out.sequences[:, n:]
+            lps = torch.log_softmax(steps, -1).gather(-1, seq[:, : steps.shape[1], None]).squeeze(-1)
         self.stats["gen_s"] += time.time() - t0
         self.stats["rounds"] += 1
         res = {}
         for i, k in enumerate(keys):
-            new = out[i, n:].tolist()
+            new = seq[i].tolist()
             ended = end in new
-            new = new[: new.index(end) + 1] if ended else new
-            self.stats["new_tokens"] += len(new)
+            cut = new.index(end) + 1 if ended else len(new)
+            self.stats["new_tokens"] += cut
             self.stats["capped"] += int(not ended)
-            res[k] = (new, ended)
+            res[k] = (new[:cut], ended, [float(x) for x in lps[i, :cut].tolist()])
         return res
 
 
@@ -160,8 +169,8 @@ class TokenPolicy(Policy):
         self.seen = len(messages) + 1  # the reply below comes next
         self.convo.add_env(new)
         n_prompt = len(self.convo.ids)
-        ids, ended = self.batcher.ask(self.key, list(self.convo.ids))
-        raw = self.convo.add_reply(ids, ended)
+        ids, ended, logps = self.batcher.ask(self.key, list(self.convo.ids))
+        raw = self.convo.add_reply(ids, ended, logps)
         text, calls, _ = parse_tool_calls(raw, tools, id_prefix=f"t{self.key}")
         return Reply(text=text, calls=calls, prompt_tokens=n_prompt, completion_tokens=len(ids))
 
@@ -174,6 +183,8 @@ class Rollout:
     trace: Trace
     ids: list[int]
     mask: list[int]
+    logps: list[float]
+    prompt_len: int  # tokens before the first reply (system, user, generation prompt)
     reward: float = 0.0
     parts: dict = field(default_factory=dict)
 
@@ -195,7 +206,8 @@ def run_batched(model, tok, tasks: list[Task], *, toolset: str, limits: Limits, 
             ts = make_toolset(toolset, task.root, limits.tool)
             pol = TokenPolicy(batcher, i, ts.schemas)
             tr = run_episode(task, pol, ts, limits)
-            out[i] = Rollout(task, tr, pol.convo.ids, pol.convo.mask)
+            c = pol.convo
+            out[i] = Rollout(task, tr, c.ids, c.mask, c.logps, c.mask.index(1) if 1 in c.mask else len(c.ids))
         except Exception as e:  # one bad episode never stops the batch
             errors.append(f"{task.id}: {type(e).__name__}: {e}")
         finally:

@@ -1,105 +1,106 @@
-"""The miniature's training (notebook 06, issue 35): a start that sometimes searches in parallel (SFT on
-scripted traces mixing one-call-a-turn and parallel searchers), variance-aware GRPO on batched
-rollouts, and sampled + greedy evaluation on held-out tasks.
+"""Variance-aware GRPO of the parallel-search miniature (issue 35 item 4, notebook 06): TRL's
+``GRPOTrainer`` with its generation replaced by batched harness episodes, and sampled + greedy
+evaluation on held-out tasks (item 5).
 
-The GRPO update is a small loop of its own, not TRL's ``GRPOTrainer``: TRL's multi-turn path
-(``environment_factory``) re-prefills every tool round one process batch at a time and was the 15–20
-minute step of issue 30; here a step's rollouts come from :func:`fasbench.rl.batched.run_batched`.
-The loss is TRL's as written in ``trl/trainer/grpo_trainer.py`` (trl 1.16.0, ``_compute_loss``) with
-``loss_type="dapo"``, ``beta=0``, ``num_iterations=1``: per token ``-min(r·A, clip(r, 1-ε, 1+ε_high)·A)``
-with ``r = exp(logp - old_logp)``, summed over every model token of the step and divided by their number
-(DAPO's token-level mean, arXiv 2503.14476 eq. 8). With one update per generation batch TRL takes
-``old_logp = logp.detach()`` (the same file: "When num_iterations == 1 ... old_per_token_logps ==
-per_token_logps"), so r = 1 and the clip is inactive; it is kept for more iterations. Advantages are
-TRL's: the reward minus its group's mean, divided by the group's std (``scale_rewards="group"``).
-Tool results, harness notes and prompts are masked out of the loss (:class:`fasbench.rl.batched.Convo`).
+TRL's multi-turn path (``environment_factory``) re-prefills every tool round of the group one process
+batch at a time (issue 30's 15–20 minute step). Here TRL's ``rollout_func`` hook (trl 1.16,
+``GRPOTrainer.__init__``: "It must return a dict with prompt_ids, completion_ids and logprobs ... Any
+other fields are forwarded to the reward functions"; ``env_mask`` marks the completion's model tokens)
+gets whole episodes from :func:`fasbench.rl.batched.run_batched`: the generation batch's rollouts run
+through the harness together, every turn's replies in one bf16 ``generate`` call. The completion is
+everything after the first generation prompt; the tool results and harness notes in it are masked out
+of the loss (``env_mask`` 0). TRL does the rest unchanged: group advantages, the loss (``loss_type``,
+``dapo`` by default: token-level clipped surrogate, DAPO arXiv 2503.14476), the optimiser, checkpoints
+and resuming, and its ``frac_reward_zero_std`` metric.
 
-Variance-aware: each step samples ``groups`` groups of ``k`` rollouts (one task each); a group whose
-rewards are all equal (zero std: no advantage, TRL's ``frac_reward_zero_std``) is dropped from the loss
-and counted, and the step's zero-variance share is logged (trl#3857: loss 0 at a share of 1.0 is the
-common failure); ``resample`` extra groups are drawn once when every group of a step had zero variance.
+Variance-aware (issue 35; trl#3857: loss 0 with ``frac_reward_zero_std`` 1.0 is the common failure):
+every step draws ``groups`` groups of ``k`` rollouts (one task each); a group whose rewards are all equal
+has advantage 0 in TRL (no gradient: dropped from the update) and is counted; with ``resample`` > 0 such a
+group is drawn again (new samples of the same task) up to that many times before the step (DAPO's dynamic
+sampling, arXiv 2503.14476 §3.2, which over-samples and filters such groups). Each step's log line
+(``steps.jsonl``) has the zero-variance share of the first draw and after resampling, the rollouts drawn,
+the mean reward and its parts, turns, calls per turn and the share of sampled first turns with ≥ 2 calls.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fasbench.harness import Limits, run_episode
-from fasbench.policies import make_policy
+from fasbench.harness import Limits
 from fasbench.records import Task
 from fasbench.reward import score_episode
-from fasbench.rl.batched import Rollout, ScriptedTokens, run_batched
-from fasbench.tools import make_toolset
+from fasbench.rl.batched import Rollout, run_batched
 
-#: Start mixes (issue 35 item 3): the scripted searchers the SFT traces come from, with their shares.
-MIX = {"sequential:inner=definitions,per_turn=1": 0.7, "sequential:inner=definitions,per_turn=2": 0.15,
-       "sequential:inner=definitions,per_turn=3": 0.15}
+STEP_LOG = "steps.jsonl"
+ROLLOUT_LOG = "rollouts.jsonl"
 
 
 @dataclass
 class MiniConfig:
-    """One run of the miniature (SFT start + GRPO); every number a notebook parameter."""
+    """One GRPO run of the miniature; every number a notebook parameter."""
 
     out: str
-    model: str = "smollm2-offline"
+    start: str  # the SFT start (a merged model folder)
     toolset: str = "relace"
+    prompt: str = "compact"  # the protocol (fasbench/tools/compact.py)
     reward: str = "relace-mini-k3"
     max_turns: int = 5
     max_calls_per_turn: int = 8
     max_output_chars: int = 300
-    sft_traces: int = 120
-    sft_steps: int = 60
-    sft_lr: float = 5e-5
-    steps: int = 10
-    groups: int = 2
-    k: int = 8
-    resample: int = 1
-    lr: float = 1e-5
+    steps: int = 10  # optimiser steps
+    groups: int = 2  # groups (tasks) a step
+    k: int = 8  # rollouts a group (TRL num_generations)
+    resample: int = 1  # redraws of a zero-variance group before the step
+    micro_batch: int = 4  # rollouts a forward/backward pass
+    lr: float = 2e-6
+    loss_type: str = "dapo"
     epsilon: float = 0.2
     epsilon_high: float = 0.28
     temperature: float = 1.0
-    max_new_tokens: int = 120
+    max_new_tokens: int = 120  # tokens a turn (the per-turn cap)
     seed: int = 0
     threads: int = 2
 
+    def limits(self) -> Limits:
+        from fasbench.tools import ToolLimits
 
-def limits_of(cfg: MiniConfig) -> Limits:
-    from fasbench.tools import ToolLimits
-
-    tool = ToolLimits(max_output_chars=cfg.max_output_chars)
-    try:
-        tool = ToolLimits(max_output_chars=cfg.max_output_chars, prompt="compact")  # rl-engine's compact protocol
-    except TypeError:
-        pass
-    return Limits(max_turns=cfg.max_turns, max_calls_per_turn=cfg.max_calls_per_turn, tool=tool)
+        return Limits(max_turns=self.max_turns, max_calls_per_turn=self.max_calls_per_turn,
+                      tool=ToolLimits(max_output_chars=self.max_output_chars, prompt=self.prompt))
 
 
-def prompt_of(limits: Limits) -> str:
-    return getattr(limits.tool, "prompt", "published")
+def score(rollouts: list[Rollout], reward: str) -> None:
+    """Each rollout's reward and parts (``fasbench.reward.score_episode``, the one scoring)."""
+    for r in rollouts:
+        s = score_episode(reward, r.trace, r.task)
+        r.reward, r.parts = float(s.value), {k: float(v) for k, v in s.parts.items()}
 
 
-def load(cfg: MiniConfig, path: str | None = None, dtype=None):
-    """(model, tokenizer) from ``path`` (a saved checkpoint) or the configured base model."""
-    import torch  # local import: torch ~1.9 s
+def rollout_row(r: Rollout, **extra) -> dict:
+    """One rollout's measures (evaluation rows, the rollout log)."""
+    tr = r.trace
+    n = tr.n_turns
+    return {"task_id": r.task.id, "turns": n, "calls": tr.n_calls, "calls_per_turn": tr.n_calls / n if n else 0.0,
+            "first_calls": r.first_calls, "first_parallel": float(r.first_calls >= 2),
+            "reported": float(tr.report is not None), "reward": r.reward,
+            "file_f2": r.parts.get("accuracy", float("nan")), "turn_penalty": r.parts.get("turn_penalty", float("nan")),
+            "new_tokens": sum(r.mask), **extra}
 
-    from fasbench.models import load_model
 
-    torch.set_num_threads(cfg.threads)
-    model, tok = load_model(path or cfg.model, dtype=dtype or torch.float32, device="cpu")
-    tok.padding_side = "left"
-    return model, tok
+def zero_variance(rewards: list[float]) -> bool:
+    """All rewards of a group equal (TRL: advantage 0 for every rollout, no gradient)."""
+    return len(rewards) < 2 or max(rewards) - min(rewards) < 1e-9
 
 
 def _gen_copy(model):
-    """A bfloat16 copy of ``model`` for generation (prefill ≈ 7× cheaper than fp32 on this CPU)."""
+    """A bfloat16 copy of ``model`` for generation (prefill ≈ 7× cheaper than fp32 here: RL-ON-CPU.md)."""
     import copy
 
-    import torch  # local import: torch
+    import torch  # local import: torch ~1.9 s
 
     g = copy.deepcopy(model).to(torch.bfloat16)
     g.eval()
@@ -111,207 +112,201 @@ def _sync(gen, model) -> None:
 
     with torch.no_grad():
         for pg, p in zip(gen.parameters(), model.parameters()):
-            pg.copy_(p.to(pg.dtype))
+            pg.copy_(p.detach().to(pg.dtype))
 
 
-def sft_traces(cfg: MiniConfig, tasks: list[Task], tok, mix: dict[str, float] = MIX) -> list[dict]:
-    """Scripted traces of the start mix on ``tasks`` as token records ({ids, mask, policy, calls_first})."""
-    rng = random.Random(cfg.seed)
-    limits = limits_of(cfg)
-    specs, weights = list(mix), list(mix.values())
-    out = []
-    for t in tasks[: cfg.sft_traces]:
-        spec = rng.choices(specs, weights)[0]
-        ts = make_toolset(cfg.toolset, t.root, limits.tool)
-        pol = ScriptedTokens(make_policy(spec), tok, ts.schemas)
-        tr = run_episode(t, pol, ts, limits)
-        s = score_episode(cfg.reward, tr, t)
-        out.append({"task_id": t.id, "policy": spec, "ids": pol.convo.ids, "mask": pol.convo.mask,
-                    "turns": tr.n_turns, "first_calls": len(tr.turns[0].calls) if tr.turns else 0,
-                    "reward": float(s.value)})
-    return out
+class BatchedRollouts:
+    """TRL's ``rollout_func``: the generation batch's prompts (each task's prompt ``k`` times in a row,
+    TRL's ``RepeatSampler``) as harness episodes, batched; zero-variance groups redrawn (``resample``)."""
 
+    def __init__(self, cfg: MiniConfig, tasks: list[Task], tok):
+        self.cfg, self.tok = cfg, tok
+        self.by_query = {t.query: t for t in tasks}
+        self.gen = None
+        self.calls = 0
+        self.pending: dict = {}
 
-def token_logps(model, ids, att):
-    """Log-probabilities of each next token (positions 1..n) under ``model``."""
-    import torch  # local import: torch
+    def _task(self, prompt) -> Task:
+        text = prompt[-1]["content"] if isinstance(prompt, list) else str(prompt)
+        for q, t in self.by_query.items():
+            if q in text:
+                return t
+        raise ValueError(f"rollout_func: no task for prompt {text[:80]!r}")
 
-    logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
-    return torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+    def draw(self, tasks: list[Task], seed: int) -> list[Rollout]:
+        cfg = self.cfg
+        rolls, st = run_batched(self.gen, self.tok, tasks, toolset=cfg.toolset, limits=cfg.limits(),
+                                temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=seed)
+        if len(rolls) != len(tasks):
+            raise RuntimeError(f"rollout_func: {len(tasks) - len(rolls)} episodes failed: {st['errors'][:3]}")
+        score(rolls, cfg.reward)
+        self.pending["capped"] = self.pending.get("capped", 0) + st["capped"]
+        return rolls
 
-
-def _pad(seqs: list[list[int]], masks: list[list[int]], pad: int):
-    import torch  # local import: torch
-
-    n = max(map(len, seqs))
-    ids = torch.full((len(seqs), n), pad, dtype=torch.long)
-    att = torch.zeros((len(seqs), n), dtype=torch.long)
-    lm = torch.zeros((len(seqs), n), dtype=torch.float32)
-    for i, (s, m) in enumerate(zip(seqs, masks)):
-        ids[i, : len(s)], att[i, : len(s)], lm[i, : len(m)] = torch.tensor(s), 1, torch.tensor(m, dtype=torch.float32)
-    return ids, att, lm
-
-
-def sft(cfg: MiniConfig, records: list[dict], log: Path, start: str | None = None):
-    """Full fine-tuning on the records' model tokens (batch 1, AdamW, constant lr); returns the model
-    and tokenizer, saves to ``OUT/sft`` and appends a step log. A finished run is loaded, not redone."""
-    import torch  # local import: torch
-
-    done = Path(cfg.out) / "sft"
-    if (done / "config.json").exists():
-        return load(cfg, str(done))
-    model, tok = load(cfg, start)
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_lr, weight_decay=0.0)
-    rng = random.Random(cfg.seed)
-    order = [records[rng.randrange(len(records))] for _ in range(cfg.sft_steps)]
-    from tqdm.auto import tqdm  # local import: progress bar
-
-    with log.open("a") as fh:
-        for step, r in enumerate(tqdm(order, desc="SFT"), 1):
-            ids, att, lm = _pad([r["ids"]], [r["mask"]], tok.pad_token_id or 0)
-            lp = token_logps(model, ids, att)
-            m = lm[:, 1:]
-            loss = -(lp * m).sum() / m.sum().clamp(min=1)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            fh.write(json.dumps({"kind": "sft", "step": step, "loss": float(loss), "policy": r["policy"]}) + "\n")
-    model.save_pretrained(str(done))
-    tok.save_pretrained(str(done))
-    model.eval()
-    return model, tok
-
-
-def score(rollouts: list[Rollout], reward: str) -> None:
-    for r in rollouts:
-        s = score_episode(reward, r.trace, r.task)
-        r.reward, r.parts = float(s.value), {k: float(v) for k, v in s.parts.items()}
-
-
-def rollout_row(r: Rollout, **extra) -> dict:
-    """The per-rollout measures of the evaluation and the step log."""
-    tr = r.trace
-    n = tr.n_turns
-    return {"task_id": r.task.id, "turns": n, "calls": tr.n_calls, "calls_per_turn": tr.n_calls / n if n else 0.0,
-            "first_calls": r.first_calls, "first_parallel": float(r.first_calls >= 2),
-            "reported": float(tr.report is not None), "reward": r.reward,
-            "file_f2": r.parts.get("accuracy", float("nan")), "turn_penalty": r.parts.get("turn_penalty", float("nan")),
-            **extra}
-
-
-def advantages(rewards: list[float]) -> list[float] | None:
-    """TRL's group-scaled advantages, or None for a group whose rewards are all equal (zero std)."""
-    m = sum(rewards) / len(rewards)
-    sd = math.sqrt(sum((x - m) ** 2 for x in rewards) / (len(rewards) - 1)) if len(rewards) > 1 else 0.0
-    if sd < 1e-6:
-        return None
-    return [(x - m) / (sd + 1e-4) for x in rewards]
-
-
-def grpo_loss(model, rollouts: list[Rollout], adv: list[float], cfg: MiniConfig, pad: int):
-    """TRL's DAPO loss over the rollouts' model tokens (module doc); one backward per rollout to bound
-    memory, the token-level normalisation over the whole step."""
-    import torch  # local import: torch
-
-    total = sum(sum(r.mask[1:]) for r in rollouts)
-    value = 0.0
-    for r, a in zip(rollouts, adv):
-        ids, att, lm = _pad([r.ids], [r.mask], pad)
-        lp = token_logps(model, ids, att)
-        old = lp.detach()
-        ratio = torch.exp(lp - old)
-        per = -torch.min(ratio * a, torch.clamp(ratio, 1 - cfg.epsilon, 1 + cfg.epsilon_high) * a)
-        loss = (per * lm[:, 1:]).sum() / max(total, 1)
-        loss.backward()
-        value += float(loss)
-    return value
-
-
-def grpo(cfg: MiniConfig, model, tok, train: list[Task], log: Path) -> dict:
-    """Variance-aware GRPO from ``model`` (module doc); resumes from ``OUT/grpo`` (its last saved step)."""
-    import torch  # local import: torch
-
-    from tqdm.auto import tqdm  # local import: progress bar
-
-    out = Path(cfg.out)
-    ck = out / "grpo"
-    state = json.loads((ck / "state.json").read_text()) if (ck / "state.json").exists() else {"step": 0}
-    if state["step"]:
-        model, tok = load(cfg, str(ck))
-    limits = limits_of(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    if (ck / "opt.pt").exists():
-        opt.load_state_dict(torch.load(ck / "opt.pt"))
-    gen = _gen_copy(model)
-    rng = random.Random(f"{cfg.seed}|grpo")
-    order = list(train)
-    rng.shuffle(order)
-    pad = tok.pad_token_id or 0
-    for step in tqdm(range(state["step"] + 1, cfg.steps + 1), desc="GRPO", initial=state["step"], total=cfg.steps):
+    def __call__(self, prompts: list, trainer) -> dict:
+        cfg = self.cfg
+        if self.gen is None:
+            self.gen = _gen_copy(trainer.model)
+        else:
+            _sync(self.gen, trainer.model)
+        self.calls += 1
+        step = trainer.state.global_step + 1
         t0 = time.time()
-        picked = [order[(step * (cfg.groups + cfg.resample) + g) % len(order)] for g in range(cfg.groups + cfg.resample)]
-        kept, zero, rows, drawn = [], 0, [], 0
-        first, extra = picked[: cfg.groups], picked[cfg.groups:]
-        for attempt in (first, extra):
-            if attempt is extra and (kept or not extra):  # resample only when every group had zero variance
+        tasks = [self._task(p) for p in prompts]
+        rolls = self.draw(tasks, seed=cfg.seed * 100_003 + step * 101)
+        starts = list(range(0, len(tasks), cfg.k))
+        first_zero = [zero_variance([r.reward for r in rolls[s:s + cfg.k]]) for s in starts]
+        drawn = len(rolls)
+        for attempt in range(cfg.resample):
+            redo = [s for s in starts if zero_variance([r.reward for r in rolls[s:s + cfg.k]])]
+            if not redo:
                 break
-            batch = [t for t in attempt for _ in range(cfg.k)]
-            rolls, st = run_batched(gen, tok, batch, toolset=cfg.toolset, limits=limits, temperature=cfg.temperature,
-                                    max_new_tokens=cfg.max_new_tokens, seed=cfg.seed * 7919 + step * 31 + drawn)
-            score(rolls, cfg.reward)
-            for g, t in enumerate(attempt):
-                grp = [r for r in rolls if r.task.id == t.id]
-                drawn += 1
-                rows += [rollout_row(r, step=step, group=drawn) for r in grp]
-                a = advantages([r.reward for r in grp]) if len(grp) > 1 else None
-                if a is None:
-                    zero += 1
-                else:
-                    kept.append((grp, a))
-        model.train()
-        opt.zero_grad()
-        loss = 0.0
-        if kept:
-            loss = grpo_loss(model, [r for g, _ in kept for r in g], [x for _, a in kept for x in a], cfg, pad)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            _sync(gen, model)
-        model.eval()
+            new = self.draw([tasks[s] for s in redo for _ in range(cfg.k)], seed=cfg.seed * 100_003 + step * 101 + attempt + 1)
+            drawn += len(new)
+            for j, s in enumerate(redo):
+                rolls[s:s + cfg.k] = new[j * cfg.k:(j + 1) * cfg.k]
+        final_zero = [zero_variance([r.reward for r in rolls[s:s + cfg.k]]) for s in starts]
+        rows = [rollout_row(r, step=step, group=i // cfg.k) for i, r in enumerate(rolls)]
         n = len(rows)
-        rec = {"kind": "step", "step": step, "loss": loss, "groups": drawn, "zero_var_groups": zero,
-               "zero_var_share": zero / drawn if drawn else float("nan"), "rollouts": n, "wall_s": time.time() - t0}
-        for k in ("reward", "turns", "calls_per_turn", "first_parallel", "file_f2", "turn_penalty", "reported"):
-            xs = [r[k] for r in rows]
-            rec[k] = sum(xs) / n if n else float("nan")
-        with log.open("a") as fh:
+        rec = {"step": step, "groups": len(starts), "rollouts_drawn": drawn, "zero_var_share_first": sum(first_zero) / len(starts),
+               "zero_var_share": sum(final_zero) / len(starts), "rollout_s": time.time() - t0,
+               "capped_replies": self.pending.pop("capped", 0)}
+        for k in ("reward", "file_f2", "turn_penalty", "turns", "calls_per_turn", "first_parallel", "reported", "new_tokens"):
+            rec[k] = sum(r[k] for r in rows) / n
+        out = Path(cfg.out)
+        with (out / STEP_LOG).open("a") as fh:
             fh.write(json.dumps(rec) + "\n")
+        with (out / ROLLOUT_LOG).open("a") as fh:
             for r in rows:
-                fh.write(json.dumps({"kind": "rollout", **r}) + "\n")
-        ck.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(str(ck))
-        tok.save_pretrained(str(ck))
-        torch.save(opt.state_dict(), ck / "opt.pt")
-        (ck / "state.json").write_text(json.dumps({"step": step}))
-    return {"model": model, "tok": tok, "path": str(ck)}
+                fh.write(json.dumps(r) + "\n")
+        return {"prompt_ids": [r.ids[:r.prompt_len] for r in rolls],
+                "completion_ids": [r.ids[r.prompt_len:] for r in rolls],
+                "logprobs": [r.logps[r.prompt_len:] for r in rolls],
+                "env_mask": [r.mask[r.prompt_len:] for r in rolls],
+                "rollout_reward": [r.reward for r in rolls]}
 
 
-def evaluate(cfg: MiniConfig, model, tok, tasks: list[Task], k: int, label: str) -> list[dict]:
-    """Held-out rollouts: ``k`` samples a task at the training temperature and one greedy, all batched;
-    one row per rollout (``mode`` sampled | greedy)."""
-    gen = _gen_copy(model)
-    limits = limits_of(cfg)
+def rollout_reward(prompts, completions, rollout_reward=None, **_) -> list[float]:
+    """The reward function TRL calls: the episodes' rewards, scored in the rollout function."""
+    if rollout_reward is None:
+        raise ValueError("rollout_reward: the rollout function gave no rewards")
+    return [float(x) for x in rollout_reward]
+
+
+def make_trainer(cfg: MiniConfig, tasks: list[Task]):
+    """TRL ``GRPOTrainer`` over ``tasks`` with :class:`BatchedRollouts` as its generation."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import torch  # local import: torch ~1.9 s
+    from datasets import Dataset  # local import: datasets ~0.9 s
+    from trl import GRPOConfig, GRPOTrainer  # local import: trl ~0.3 s over torch
+
+    from fasbench.models import load_model
+    from fasbench.rl.protocol import first_turn
+
+    torch.set_num_threads(cfg.threads)
+    model, tok = load_model(cfg.start, dtype=torch.float32, device="cpu", trainable=True)
+    tok.padding_side = "left"
+    rows = [{"prompt": first_turn(cfg.toolset, cfg.limits(), t.query)[0]} for t in tasks]
+    per_step = cfg.groups * cfg.k
+    args = GRPOConfig(output_dir=cfg.out, max_steps=cfg.steps, learning_rate=cfg.lr, lr_scheduler_type="constant",
+                      per_device_train_batch_size=cfg.micro_batch, gradient_accumulation_steps=per_step // cfg.micro_batch,
+                      num_generations=cfg.k, max_completion_length=4096, loss_type=cfg.loss_type, beta=0.0,
+                      epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, temperature=cfg.temperature, seed=cfg.seed,
+                      logging_steps=1, save_steps=1, save_total_limit=1, report_to=[], use_cpu=True, bf16=False,
+                      remove_unused_columns=False, log_completions=False, shuffle_dataset=True,
+                      dataloader_num_workers=0)
+    trainer = GRPOTrainer(model=model, reward_funcs=[rollout_reward], args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tok,
+                          rollout_func=BatchedRollouts(cfg, tasks, tok))
+    return trainer
+
+
+def train(cfg: MiniConfig, tasks: list[Task]) -> dict:
+    """Run (or resume: TRL's last checkpoint in ``cfg.out``) the GRPO steps; the final model in
+    ``OUT/final``. A run already at ``steps`` returns its summary without training."""
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    final = out / "final"
+    summary_file = out / "summary.json"
+    if final.is_dir() and summary_file.exists() and json.loads(summary_file.read_text()).get("steps") == cfg.steps:
+        return json.loads(summary_file.read_text())
+    from transformers.trainer_utils import get_last_checkpoint  # local import: transformers
+
+    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    trainer = make_trainer(cfg, tasks)
+    last = get_last_checkpoint(str(out))
+    t0 = time.time()
+    trainer.train(resume_from_checkpoint=last)
+    trainer.save_model(str(final))
+    trainer.processing_class.save_pretrained(str(final))
+    losses = [h.get("loss") for h in trainer.state.log_history if "loss" in h]
+    summary = {"steps": cfg.steps, "global_step": trainer.state.global_step, "resumed_from": last,
+               "wall_s": time.time() - t0, "losses": losses,
+               "frac_reward_zero_std": [h.get("frac_reward_zero_std") for h in trainer.state.log_history
+                                        if "frac_reward_zero_std" in h]}
+    summary_file.write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def read_steps(out: str | Path) -> list[dict]:
+    """The step log of a run (the last line of each step: a resumed step drawn twice counts once)."""
+    p = Path(out) / STEP_LOG
+    got: dict[int, dict] = {}
+    if p.exists():
+        for line in p.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                got[r["step"]] = r
+    return [got[k] for k in sorted(got)]
+
+
+def evaluate(model_path: str, tasks: list[Task], cfg: MiniConfig, k: int, label: str, out: str | Path) -> list[dict]:
+    """Held-out rollouts of the model at ``model_path``: ``k`` samples a task at the training
+    temperature and one greedy, all batched; one row per rollout (``mode`` sampled | greedy), cached in
+    ``out`` (a rerun reads them)."""
+    path = Path(out) / f"eval-{label}.jsonl"
+    if path.exists():
+        return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    import torch  # local import: torch
+
+    from fasbench.models import load_model
+
+    torch.set_num_threads(cfg.threads)
+    model, tok = load_model(model_path, dtype=torch.bfloat16, device="cpu")
+    tok.padding_side = "left"
     rows = []
     for mode, temp, kk in (("sampled", cfg.temperature, k), ("greedy", 0.0, 1)):
         batch = [t for t in tasks for _ in range(kk)]
-        rolls, st = run_batched(gen, tok, batch, toolset=cfg.toolset, limits=limits, temperature=temp,
+        t0 = time.time()
+        rolls, st = run_batched(model, tok, batch, toolset=cfg.toolset, limits=cfg.limits(), temperature=temp,
                                 max_new_tokens=cfg.max_new_tokens, seed=10_000 + cfg.seed)
         score(rolls, cfg.reward)
-        rows += [rollout_row(r, mode=mode, label=label, model_s=sum(t.model_time for t in r.trace.turns),
-                             duration_s=(r.trace.ended_at or 0) - (r.trace.started_at or 0)) for r in rolls]
+        rows += [rollout_row(r, mode=mode, label=label, sample=i % kk, batch_s=time.time() - t0,
+                             model_s=sum(t.model_time for t in r.trace.turns),
+                             tools_s=sum((t.tools_ended_at or 0) - (t.tools_started_at or 0) for t in r.trace.turns))
+                 for i, r in enumerate(rolls)]
+    Path(out).mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
 
-def config_dict(cfg: MiniConfig) -> dict:
-    return asdict(cfg)
+def per_task(rows: list[dict], mode: str) -> list[dict]:
+    """Per-task means of the rows of one ``mode`` (the unit of the paired tests)."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["mode"] == mode:
+            by.setdefault(r["task_id"], []).append(r)
+    keys = ("turns", "calls_per_turn", "first_parallel", "file_f2", "reward", "reported")
+    return [{"task_id": t, **{k: sum(x[k] for x in rs) / len(rs) for k in keys}} for t, rs in sorted(by.items())]
+
+
+def share_ci(xs: list[float]) -> tuple[float, float, float]:
+    """A share with its 95% Wilson interval."""
+    n = len(xs)
+    if not n:
+        return float("nan"), float("nan"), float("nan")
+    p = sum(xs) / n
+    z = 1.96
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return p, max(0.0, c - h), min(1.0, c + h)
