@@ -224,19 +224,11 @@ def run_batched(model, tok, tasks: list[Task], *, toolset: str, limits: Limits, 
     return [r for r in out if r is not None], stats
 
 
-def _shown(args):
-    """A scripted call's arguments as the SFT text shows them: arguments that are null or the
-    published default (grep_search's ``case_sensitive: true``) left out; the tools take the same
-    defaults (``relace._lenient``), so the call means the same and costs fewer tokens to write."""
-    if not isinstance(args, dict):
-        return args
-    return {k: v for k, v in args.items() if v is not None and not (k == "case_sensitive" and v is True)}
-
-
 class ScriptedTokens(Policy):
     """A scripted policy (e.g. ``sequential:inner=definitions,per_turn=1``) whose replies are written
-    into a :class:`Convo` as the model would write them (``<tool_call>`` JSON blocks, as the chat
-    template renders tool calls): the SFT traces of the miniature in the format RL samples."""
+    into a :class:`Convo` as the chat template renders its tool calls (``<tool_call>`` JSON blocks), as
+    the SFT examples of these traces (``fasbench sft build``, profile ``sft_par``) show them: the token
+    record of a scripted episode in the format RL samples (tests check the two agree)."""
 
     backend = "serial"
 
@@ -251,7 +243,7 @@ class ScriptedTokens(Policy):
         self.seen = len(messages) + 1
         self.convo.add_env(new)
         msg = {"role": "assistant", "content": reply.text or "",
-               "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _shown(c.arguments)}}
+               "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                               for c in reply.calls]}
         full = self.convo.render(self.convo.msgs + [msg], False)
         head = self.convo.text
