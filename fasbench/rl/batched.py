@@ -116,7 +116,7 @@ class Batcher:
             self.cv.notify_all()
 
     def generate(self, batch: dict[int, list[int]]) -> dict[int, tuple[list[int], bool, list[float]]]:
-        import torch  # local import: torch ~1.9 s, only where a model runs
+        import torch  # local import: torch ~1.9 s at first import, only where a model runs
 
         keys = sorted(batch)
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
@@ -176,7 +176,7 @@ class TokenPolicy(Policy):
 
 
 @dataclass
-class Rollout:
+class EpisodeTokens:
     """One episode and its token record (``ids``, ``mask``: 1 on tokens the model sampled)."""
 
     task: Task
@@ -194,11 +194,11 @@ class Rollout:
 
 
 def run_batched(model, tok, tasks: list[Task], *, toolset: str, limits: Limits, temperature: float,
-                max_new_tokens: int, seed: int = 0) -> tuple[list[Rollout], dict]:
+                max_new_tokens: int, seed: int = 0) -> tuple[list[EpisodeTokens], dict]:
     """One episode per task in ``tasks`` (repeat a task for k samples), all replies batched; returns
     the rollouts in task order and the batcher's statistics (rounds, new tokens, capped replies)."""
     batcher = Batcher(model, tok, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
-    out: list[Rollout | None] = [None] * len(tasks)
+    out: list[EpisodeTokens | None] = [None] * len(tasks)
     errors: list[str] = []
 
     def one(i: int, task: Task) -> None:
@@ -207,7 +207,7 @@ def run_batched(model, tok, tasks: list[Task], *, toolset: str, limits: Limits, 
             pol = TokenPolicy(batcher, i, ts.schemas)
             tr = run_episode(task, pol, ts, limits)
             c = pol.convo
-            out[i] = Rollout(task, tr, c.ids, c.mask, c.logps, c.mask.index(1) if 1 in c.mask else len(c.ids))
+            out[i] = EpisodeTokens(task, tr, c.ids, c.mask, c.logps, c.mask.index(1) if 1 in c.mask else len(c.ids))
         except Exception as e:  # one bad episode never stops the batch
             errors.append(f"{task.id}: {type(e).__name__}: {e}")
         finally:

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 from fasbench.figures import PALETTE
 from fasbench.findings import Findings
-from fasbench.rl.mini import _ci, acceptance, before_after_table
+from fasbench.rl.mini import acceptance, before_after_table
 from fasbench.rl.turns import RELACE_FINDING
 from fasbench.rl.vgrpo import per_task, share_ci
 
@@ -20,6 +20,12 @@ MEASURES = {"turns": "mean turns", "calls_per_turn": "calls per turn", "first_pa
             "file_f2": "file-level accuracy (F2)", "reward": "reward (relace-mini-k3)"}
 CURVES = (("reward", "reward"), ("turns", "turns"), ("calls_per_turn", "calls per turn"),
           ("first_parallel", "sampled two-call share (turn 1)"), ("zero_var_share", "zero-variance share of groups"))
+
+
+def _ci(row: dict, k: str) -> str:
+    if row[k + "_lo"] != row[k + "_lo"]:  # nan: no interval at n = 1
+        return f"{row[k]:.2f} [no interval at n = 1]"
+    return f"{row[k]:.2f} [{row[k + '_lo']:.2f}, {row[k + '_hi']:.2f}]"
 
 
 def start_share(rows: list[dict]) -> dict:

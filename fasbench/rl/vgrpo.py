@@ -24,6 +24,7 @@ the mean reward and its parts, turns, calls per turn and the share of sampled fi
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -32,9 +33,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fasbench.harness import Limits
+from fasbench.models import load_model
 from fasbench.records import Task
 from fasbench.reward import score_episode
-from fasbench.rl.batched import Rollout, run_batched
+from fasbench.rl.batched import EpisodeTokens, run_batched
+from fasbench.rl.protocol import first_turn
+from fasbench.tools import ToolLimits
 
 STEP_LOG = "steps.jsonl"
 ROLLOUT_LOG = "rollouts.jsonl"
@@ -67,20 +71,18 @@ class MiniConfig:
     threads: int = 2
 
     def limits(self) -> Limits:
-        from fasbench.tools import ToolLimits
-
         return Limits(max_turns=self.max_turns, max_calls_per_turn=self.max_calls_per_turn,
                       tool=ToolLimits(max_output_chars=self.max_output_chars, prompt=self.prompt))
 
 
-def score(rollouts: list[Rollout], reward: str) -> None:
+def score(rollouts: list[EpisodeTokens], reward: str) -> None:
     """Each rollout's reward and parts (``fasbench.reward.score_episode``, the one scoring)."""
     for r in rollouts:
         s = score_episode(reward, r.trace, r.task)
         r.reward, r.parts = float(s.value), {k: float(v) for k, v in s.parts.items()}
 
 
-def rollout_row(r: Rollout, **extra) -> dict:
+def rollout_row(r: EpisodeTokens, **extra) -> dict:
     """One rollout's measures (evaluation rows, the rollout log)."""
     tr = r.trace
     n = tr.n_turns
@@ -98,9 +100,7 @@ def zero_variance(rewards: list[float]) -> bool:
 
 def _gen_copy(model):
     """A bfloat16 copy of ``model`` for generation (prefill ≈ 7× cheaper than fp32 here: RL-ON-CPU.md)."""
-    import copy
-
-    import torch  # local import: torch ~1.9 s
+    import torch  # local import: torch ~1.9 s at first import
 
     g = copy.deepcopy(model).to(torch.bfloat16)
     g.eval()
@@ -108,7 +108,7 @@ def _gen_copy(model):
 
 
 def _sync(gen, model) -> None:
-    import torch  # local import: torch
+    import torch  # local import: torch ~1.9 s at first import
 
     with torch.no_grad():
         for pg, p in zip(gen.parameters(), model.parameters()):
@@ -133,7 +133,7 @@ class BatchedRollouts:
                 return t
         raise ValueError(f"rollout_func: no task for prompt {text[:80]!r}")
 
-    def draw(self, tasks: list[Task], seed: int) -> list[Rollout]:
+    def draw(self, tasks: list[Task], seed: int) -> list[EpisodeTokens]:
         cfg = self.cfg
         rolls, st = run_batched(self.gen, self.tok, tasks, toolset=cfg.toolset, limits=cfg.limits(),
                                 temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=seed)
@@ -196,12 +196,9 @@ def rollout_reward(prompts, completions, rollout_reward=None, **_) -> list[float
 def make_trainer(cfg: MiniConfig, tasks: list[Task]):
     """TRL ``GRPOTrainer`` over ``tasks`` with :class:`BatchedRollouts` as its generation."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    import torch  # local import: torch ~1.9 s
+    import torch  # local import: torch ~1.9 s at first import
     from datasets import Dataset  # local import: datasets ~0.9 s
     from trl import GRPOConfig, GRPOTrainer  # local import: trl ~0.3 s over torch
-
-    from fasbench.models import load_model
-    from fasbench.rl.protocol import first_turn
 
     torch.set_num_threads(cfg.threads)
     model, tok = load_model(cfg.start, dtype=torch.float32, device="cpu", trainable=True)
@@ -230,7 +227,7 @@ def train(cfg: MiniConfig, tasks: list[Task]) -> dict:
     summary_file = out / "summary.json"
     if final.is_dir() and summary_file.exists() and json.loads(summary_file.read_text()).get("steps") == cfg.steps:
         return json.loads(summary_file.read_text())
-    from transformers.trainer_utils import get_last_checkpoint  # local import: transformers
+    from transformers.trainer_utils import get_last_checkpoint  # local import: transformers ~0.6 s over torch
 
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
     trainer = make_trainer(cfg, tasks)
@@ -267,9 +264,7 @@ def evaluate(model_path: str, tasks: list[Task], cfg: MiniConfig, k: int, label:
     path = Path(out) / f"eval-{label}.jsonl"
     if path.exists():
         return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    import torch  # local import: torch
-
-    from fasbench.models import load_model
+    import torch  # local import: torch ~1.9 s at first import
 
     torch.set_num_threads(cfg.threads)
     model, tok = load_model(model_path, dtype=torch.bfloat16, device="cpu")
