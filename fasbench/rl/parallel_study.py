@@ -5,6 +5,9 @@ the acceptance checks of :mod:`fasbench.rl.mini`), and the findings beside Relac
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
@@ -13,7 +16,7 @@ from fasbench.figures import PALETTE
 from fasbench.findings import Findings
 from fasbench.rl.mini import acceptance, before_after_table
 from fasbench.rl.turns import RELACE_FINDING
-from fasbench.rl.vgrpo import per_task, share_ci
+from fasbench.rl.vgrpo import per_task, read_steps, share_ci
 
 #: The measures of the before/after tables (per-task means of the rollouts).
 MEASURES = {"turns": "mean turns", "calls_per_turn": "calls per turn", "first_parallel": "P(>= 2 calls in turn 1)",
@@ -102,3 +105,23 @@ def findings(start: dict, results: dict[str, dict[str, pl.DataFrame]], steps: di
              + " at similar accuracy, with a strong base model, an 8×H200 node and 3 epochs over 3,200 prompts.")
     out.caveat("What the miniature shows and does not: " + setup.get("limits", ""))
     return out
+
+
+def configurations(runs_dir, prompt_tokens: int | None = None) -> pl.DataFrame:
+    """Every GRPO run of the miniature found under ``runs_dir`` (``rl-par*``): its configuration (start,
+    groups a step, rollouts a group, turn cap), what it did (steps logged, rollouts drawn) and its
+    zero-variance share and reward at the first and last logged step; a run that logged no step says so."""
+    rows = []
+    for d in sorted(Path(runs_dir).glob("rl-par*-seed*")):
+        if not (d / "config.json").exists():
+            continue
+        c = json.loads((d / "config.json").read_text())
+        st = read_steps(d)
+        rows.append({"run": d.name, "start": Path(c["start"]).parent.name, "prompt": c["prompt"],
+                     "first_turn_tokens": prompt_tokens, "groups": c["groups"], "k": c["k"], "steps_planned": c["steps"],
+                     "steps_logged": len(st), "rollouts": sum(s["rollouts_drawn"] for s in st),
+                     "zero_var_first": st[0]["zero_var_share"] if st else None,
+                     "zero_var_last": st[-1]["zero_var_share"] if st else None,
+                     "reward_first": st[0]["reward"] if st else None, "reward_last": st[-1]["reward"] if st else None,
+                     "rollout_s_per_step": sum(s["rollout_s"] for s in st) / len(st) if st else None})
+    return pl.DataFrame(rows)
