@@ -93,3 +93,28 @@ def test_relace_mini_k3_pays_two_turns_fully_and_four_half():
     assert score_report("relace-mini-k3", g, rep, 2).value == 1.0
     assert score_report("relace-mini-k3", g, rep, 4).value == 0.5
     assert score_report("relace-mini-k3", g, rep, 6).value == 0.0
+
+
+def _rows(turns, cpt, first, f2, reward, n=12, k=2):
+    return [{"task_id": f"t{i}", "mode": mode, "turns": turns, "calls_per_turn": cpt + 0.01 * i, "first_parallel": first,
+             "file_f2": f2, "reward": reward + 0.001 * i, "reported": 1.0}
+            for i in range(n) for mode, kk in (("sampled", k), ("greedy", 1)) for _ in range(kk)]
+
+
+def test_study_tables_and_findings_judge_a_parallel_after():
+    from fasbench.rl import parallel_study as study
+
+    before, after = _rows(4, 1.0, 0.0, 1.0, 0.5), _rows(2, 1.5, 1.0, 1.0, 1.0)
+    res = study.tables(before, after)
+    from fasbench.rl.mini import acceptance
+
+    assert all(acceptance(res["sampled"]).values()) and all(acceptance(res["greedy"]).values())
+    worse = study.tables(before, _rows(4, 1.0, 0.0, 0.5, 0.25))
+    assert not acceptance(worse["sampled"])["accuracy within 2 points"]
+    steps = {"seed 0": [{"step": 1, "rollouts_drawn": 16, "zero_var_share": 0.5, "zero_var_share_first": 1.0,
+                         "first_parallel": 0.25, "reward": 0.5, "turns": 3.0, "calls_per_turn": 1.2}]}
+    text = study.findings(study.start_share(before), {"seed 0": res}, steps, {}, {"what": "w", "limits": "l"}).markdown()
+    assert "is met" in text and "0.50 after resampling" in text and "0% [0, " in text
+    text = study.findings(study.start_share(before), {"seed 0": worse}, steps, {}, {"what": "w", "limits": "l"}).markdown()
+    assert "is NOT met" in text
+    assert study.step_curves(steps).data
