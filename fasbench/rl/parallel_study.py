@@ -53,7 +53,10 @@ def step_curves(runs: dict[str, list[dict]], title: str = "variance-aware GRPO, 
             fig.add_trace(go.Scatter(x=x, y=[s.get(k) for s in steps], mode="lines+markers", name=name, legendgroup=name,
                                      line=dict(color=PALETTE[i % len(PALETTE)]), showlegend=c == 1), row=1, col=c)
     fig.update_xaxes(title_text="step")
-    fig.update_layout(title=title, width=1400, height=360, legend=dict(orientation="h", y=-0.2))
+    for c, (k, _) in enumerate(CURVES, start=1):
+        if k in ("first_parallel", "zero_var_share"):  # shares
+            fig.update_yaxes(range=[-0.02, 1.02], row=1, col=c)
+    fig.update_layout(title=title, width=1400, height=380, margin=dict(t=90), legend=dict(orientation="h", y=-0.2))
     return fig
 
 
