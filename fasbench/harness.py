@@ -190,6 +190,8 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
                   prompt=initial_messages(toolset, query, limits), started_at=time.time(),
                   stop_reason="max_turns")
     trace.meta["query_source"] = source
+    if toolset.limits.prompt != "published":  # the compact protocol (fasbench.tools.compact): say so
+        trace.meta["prompt"] = toolset.limits.prompt
     if query != task.query:
         trace.meta["query"] = query
     notes: list[dict] = []  # what the harness adds to the chat before the next reply

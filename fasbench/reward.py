@@ -86,6 +86,11 @@ def report_lines_prf(gold: Gold, report: Report | None, root: str | None = None)
 #: one-call-a-turn searcher that stops before its last symbols is never paid more than one that finishes.
 MINI_TURNS = (2, 14)
 
+#: The same rescaling for 3-symbol tasks (reward ``relace-mini-k3``, notebook 06 since issue 35): the
+#: parallel optimum is 2 turns (free) and one call a turn takes 4, paid (6 − 4)/(6 − 2) = 0.5, between
+#: Relace's published starts (0.2 at 20 turns, 0.7 at 10 under P = clip((24 − n)/(24 − 4), 0, 1)).
+MINI3_TURNS = (2, 6)
+
 
 def relace_f2(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
               free: int = 4, zero: int = 24, **_) -> Score:
@@ -280,6 +285,12 @@ def relace_mini(gold: Gold, report: Report | None, *, turns: int | None = None, 
     return relace_f2(gold, report, turns=turns, root=root, free=MINI_TURNS[0], zero=MINI_TURNS[1])
 
 
+def relace_mini_k3(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
+                   **_) -> Score:
+    """Relace's A2 reward with the turn penalty of the 3-symbol miniature (:data:`MINI3_TURNS`)."""
+    return relace_f2(gold, report, turns=turns, root=root, free=MINI3_TURNS[0], zero=MINI3_TURNS[1])
+
+
 def relace(gold: Gold, report: Report | None, **episode) -> Score:
     """Relace's reward by data source: hybrid A1 for agent-trace gold, F2 otherwise."""
     if gold.source == "agent-trace" and gold.viewed is not None:
@@ -309,6 +320,7 @@ REWARDS: dict[str, Reward] = {
     "relace-f2": Reward(relace_f2),
     "relace-hybrid": Reward(relace_hybrid),
     "relace-mini": Reward(relace_mini),
+    "relace-mini-k3": Reward(relace_mini_k3),
     "fastcontext": Reward(fastcontext, judged=True),
     "fastcontext-lenient": Reward(fastcontext_lenient, judged=True, reads_answer=True),
     "f0.5": Reward(f05),

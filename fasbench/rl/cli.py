@@ -45,13 +45,21 @@ def register(app: typer.Typer) -> None:
         config: str = typer.Argument(..., help=PROFILE_HELP),
         set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
     ):
-        """Print the resolved config (and the model it would start from) as JSON."""
+        """Print the resolved config (the model it would start from, and the tokens of a first turn
+        under its prompt with that model's tokenizer) as JSON."""
         # local import: fasbench.rl.config imports the harness and tools (~1.5 s at start-up)
         from fasbench.rl.config import load_config, resolve_model_spec
+        from fasbench.rl.protocol import first_turn_tokens  # local import: as above
+        from fasbench.models import load_tokenizer  # local import: as above
 
         cfg = load_config(config, sets=set_ or ())
-        typer.echo(json.dumps({**cfg.to_dict(), "resolved_model": resolve_model_spec(cfg),
-                               "resolved_output_dir": str(cfg.out)}, indent=1))
+        model = resolve_model_spec(cfg)
+        try:
+            n = first_turn_tokens(load_tokenizer(model), cfg.toolset, cfg.limits)
+        except (OSError, ValueError, RuntimeError) as e:  # no tokenizer here (a hub id offline): say why
+            n = f"not counted: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        typer.echo(json.dumps({**cfg.to_dict(), "resolved_model": model, "resolved_output_dir": str(cfg.out),
+                               "first_turn_tokens": n}, indent=1))
 
     @rl.command("log")
     def log_cmd(run: str = typer.Argument(..., help="output dir of a run")):

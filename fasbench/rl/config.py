@@ -14,6 +14,7 @@ from fasbench.harness import Limits
 from fasbench.judge import make_judge
 from fasbench.reward import DEFAULT_REWARD, REWARDS, judged_rewards
 from fasbench.tools import TOOLSETS, ToolLimits
+from fasbench.tools.base import PROMPTS
 from fasbench.training.config import Kind, expand, load
 
 LOG_FILE = "rl_log.jsonl"  # the step log (fasbench.training.log)
@@ -41,6 +42,7 @@ class RLConfig:
     corpus_mode: Optional[str] = None  # offline | online | None (each task's default; fasbench.data.corpora)
     # -- episode: the same limits evaluation uses
     toolset: str = "relace"  # relace | fastcontext
+    prompt: str = "published"  # published | compact: the protocol shown (fasbench.tools.compact; relace only)
     reward: str = DEFAULT_REWARD  # a name in fasbench.reward.REWARDS
     judge: str = ""  # a judged reward (fastcontext): its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)
     max_turns: int = 4  # turn limit as harness.Limits (FastContext: +1 extra last turn; TRL: rl.train.tool_rounds)
@@ -89,6 +91,8 @@ class RLConfig:
             raise ValueError(f"rl config: reward {self.reward!r} unknown; choose one of {', '.join(REWARDS)}")
         if self.split is not None and self.split not in SPLITS:
             raise ValueError(f"rl config: split {self.split!r} unknown; choose one of {', '.join(SPLITS)} (or null: all)")
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"rl config: prompt {self.prompt!r} unknown; choose one of {', '.join(PROMPTS)}")
         if self.advantage not in ("grpo", "raw"):
             raise ValueError(f"rl config: advantage {self.advantage!r} unknown; choose grpo or raw")
         if self.corpus_mode not in (None, "offline", "online"):
@@ -107,8 +111,9 @@ class RLConfig:
     @property
     def limits(self) -> Limits:
         return Limits(max_turns=self.max_turns, max_calls_per_turn=self.max_calls_per_turn,
-                      report_contract=self.report_contract, tool=ToolLimits(timeout_s=self.tool_timeout_s, max_output_chars=self.max_output_chars,
-                                      max_calls_per_turn=self.max_calls_per_turn))
+                      report_contract=self.report_contract,
+                      tool=ToolLimits(timeout_s=self.tool_timeout_s, max_output_chars=self.max_output_chars,
+                                      max_calls_per_turn=self.max_calls_per_turn, prompt=self.prompt))
 
     @property
     def out(self) -> Path:

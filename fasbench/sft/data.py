@@ -54,6 +54,7 @@ from fasbench.sft.release_formats import linerange_messages, numbered_lines, syn
 from fasbench.tasksets import load_task_set
 from fasbench.tools import ToolLimits, make_toolset
 from fasbench.tools.contract import check_contract, contract_of
+from fasbench.tools.base import PROMPTS
 from fasbench.tools.fastcontext_published import WORK_DIR
 
 
@@ -80,6 +81,7 @@ class BuildConfig:
 
     out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
     toolset: str = "relace"  # relace | fastcontext: the tool set the student will use
+    prompt: str = "published"  # published | compact: the protocol of the traces (fasbench.tools.compact; relace only)
     task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.tasksets)
     reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
     policy: str = "heuristic"  # reference policy spec for multiturn_traj (fasbench.policies.make_policy)
@@ -103,11 +105,17 @@ class BuildConfig:
     def __post_init__(self):
         check_contract(self.report_contract)
 
+    def __post_init__(self):
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"sft build: prompt {self.prompt!r} unknown; choose one of {', '.join(PROMPTS)}")
+
 
 def limits(cfg: BuildConfig, max_turns: int | None = None):
     """The harness limits of the build's episodes (``max_turns`` overrides ``cfg.max_turns``)."""
     return Limits(max_turns=max_turns or cfg.max_turns, max_calls_per_turn=cfg.max_calls_per_turn,
-                  report_contract=cfg.report_contract, tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn))
+                  report_contract=cfg.report_contract,
+                  tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn,
+                                  prompt=cfg.prompt))
 
 
 # ---------------------------------------------------------------- traces → messages
@@ -343,7 +351,8 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
         task, tr = Task.from_dict(r["task"]), Trace.from_dict(r["trace"])
         if cfg.task_ids and task.id not in cfg.task_ids:
             continue
-        ts = make_toolset(tr.toolset, task.root)
+        # the schemas of the protocol the trace was run under (the harness records a compact one)
+        ts = make_toolset(tr.toolset, task.root, ToolLimits(prompt=str(tr.meta.get("prompt", "published"))))
         tools = ts.schemas
         stats["episodes"][r["kind"]] += 1
         if r["kind"] == "teacher":  # the release keeps every first turn with a call (no reward: no answer yet)

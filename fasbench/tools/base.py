@@ -28,6 +28,10 @@ class ToolText(ToolError):
     prefix): FastContext's released tools answer a bad call with their own sentences."""
 
 
+#: The protocols a tool set can show the model (ToolLimits.prompt).
+PROMPTS = ("published", "compact")
+
+
 @dataclass
 class ToolLimits:
     """Limits applied to every tool call."""
@@ -41,6 +45,15 @@ class ToolLimits:
     max_memory_bytes: int = 2 << 30  # address space of each tool subprocess (RLIMIT_AS)
     max_cpu_s: int | None = None  # CPU seconds of each tool subprocess (None: 4 x timeout_s + 1)
     max_read_bytes: int = 64 << 20  # bytes one file view may read (skipping, showing, counting lines)
+    # the protocol shown to the model: "published" (the tool set's published prompts and schemas, verbatim)
+    # or "compact" (a short system prompt and short tool descriptions for the same tools: the CPU RL
+    # miniature's stated deviation, fasbench/tools/compact.py). Not a limit: it rides here because every
+    # path that builds a tool set (harness, evaluation, SFT data, RL) passes these ToolLimits.
+    prompt: str = "published"
+
+    def __post_init__(self):
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"tool limits: prompt {self.prompt!r} unknown; choose one of {', '.join(PROMPTS)}")
 
 
 @dataclass
@@ -97,9 +110,13 @@ class Toolset:
     extra_final_turn: bool = False  # True: the last-turn note comes on an extra turn max_turns + 1
     silent_reply_ends: bool = False  # True: a reply with neither calls nor answer ends the episode
     caps_output: bool = True  # False: no limits.max_output_chars cut (the tools' own limits only)
+    prompts: tuple[str, ...] = ("published",)  # the protocols it has (ToolLimits.prompt)
 
     def __init__(self, root: str | Path, limits: ToolLimits | None = None):
         self.ws = Workspace(Path(root), limits or ToolLimits())
+        if self.ws.limits.prompt not in self.prompts:
+            raise ValueError(f"tool set {self.name}: prompt {self.ws.limits.prompt!r} is not available; it has "
+                             f"{', '.join(self.prompts)}")
         self.tools: dict[str, Tool] = {t.name: t for t in self.make_tools()}
 
     # -- to override

@@ -23,6 +23,8 @@ from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
 from fasbench.tools.bash import run_bash
 from fasbench.tools.bash_shown import bash_seen
+from fasbench.tools.compact import SCHEMAS as COMPACT_SCHEMAS, SYSTEM_PROMPT as COMPACT_SYSTEM_PROMPT
+from fasbench.tools.compact import user_prompt as compact_user_prompt
 from fasbench.tools.relace_published import (
     DIR_LIMIT, GREP_LIMIT, SCHEMAS, SYSTEM_PROMPT, TRUNCATED_NOTE, VIEW_DEFAULT, user_prompt,
 )
@@ -233,12 +235,13 @@ class PublishedTool(Tool):
     """A tool whose schema for the model is the published one (with ``strict``), while calls are
     validated against :func:`_lenient`."""
 
-    def __init__(self, name: str, fn, published: dict):
+    def __init__(self, name: str, fn, published: dict, shown: dict | None = None):
         super().__init__(name, published["description"], _lenient(published["parameters"]), fn)
         self.published = published
+        self.shown = shown or published  # what the model sees: the published schema, or the compact one
 
     def schema(self) -> dict:
-        return {"type": "function", "function": json.loads(json.dumps(self.published))}
+        return {"type": "function", "function": json.loads(json.dumps(self.shown))}
 
 
 class RelaceToolset(Toolset):
@@ -246,6 +249,12 @@ class RelaceToolset(Toolset):
     answer_tool = "report_back"
     kinds = KINDS
     shell_tool = "bash"
+    prompts = ("published", "compact")
+
+    @property
+    def compact(self) -> bool:
+        """True under the compact protocol (``ToolLimits(prompt="compact")``, :mod:`fasbench.tools.compact`)."""
+        return self.limits.prompt == "compact"
 
     def shown_of(self, name: str, args: dict, text: str) -> Shown:
         return observe(name, args, text, workspace_canon(self.ws)).shown
@@ -253,7 +262,8 @@ class RelaceToolset(Toolset):
     def make_tools(self) -> list[Tool]:
         fns = {"view_file": view_file, "view_directory": view_directory, "grep_search": grep_search,
                "bash": bash, "report_back": report_back}
-        tools = [PublishedTool(s["name"], fns[s["name"]], s) for s in SCHEMAS]
+        compact = {s["name"]: s for s in COMPACT_SCHEMAS} if self is not None and self.compact else {}  # self None: _templates
+        tools = [PublishedTool(s["name"], fns[s["name"]], s, compact.get(s["name"])) for s in SCHEMAS]
         for t in tools:
             if t.name == "report_back":
                 # fasbench addition, accepted but not shown: the published schema the model sees has no
@@ -264,12 +274,14 @@ class RelaceToolset(Toolset):
 
     def system_prompt(self, max_turns: int, max_calls: int) -> str:
         """Relace's published system prompt, verbatim. It names no turn or call limit ("aim to call
-        4-12 tools in parallel"); the harness enforces ``max_turns``/``max_calls`` itself."""
-        return SYSTEM_PROMPT
+        4-12 tools in parallel"); the harness enforces ``max_turns``/``max_calls`` itself. Under the
+        compact protocol, :data:`fasbench.tools.compact.SYSTEM_PROMPT`."""
+        return COMPACT_SYSTEM_PROMPT if self.compact else SYSTEM_PROMPT
 
     def user_prompt(self, query: str) -> str:
-        """Relace's published user prompt template with ``{{repo_root}}`` = ``/repo``."""
-        return user_prompt(query, "/repo")
+        """Relace's published user prompt template with ``{{repo_root}}`` = ``/repo`` (the compact one under
+        the compact protocol)."""
+        return compact_user_prompt(query, "/repo") if self.compact else user_prompt(query, "/repo")
 
     def final_turn_note(self) -> str:
         # Relace publishes no last-turn message; this one is fasbench's.
