@@ -29,7 +29,6 @@ appends a manifest line per task (``manifest.jsonl``: id, corpus, status, reason
 from __future__ import annotations
 
 import copy
-import fcntl
 import hashlib
 import json
 import os
@@ -38,13 +37,14 @@ import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 
 from fasbench import contain, gitsafe
 from fasbench.data.archive import ArchiveError, unpack
+from fasbench.data.corpus_cache import (CorpusError, checkout_names, lock as _lock, portable_root,  # noqa: F401
+                                       resolve_root, root_dir)
 from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, place_context, place_explore
@@ -68,58 +68,6 @@ DROP_REASONS = (
 )
 PYPI_SIMPLE = os.environ.get("FASBENCH_PYPI_SIMPLE", "https://pypi.org/simple")
 PIP_TIMEOUT = int(os.environ.get("FASBENCH_PIP_TIMEOUT", "300"))  # seconds for one pip download
-
-
-class CorpusError(RuntimeError):
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason, self.detail = reason, detail
-
-
-def root_dir() -> Path:
-    return cache_dir("corpora")
-
-
-def checkout_names(task: Task) -> tuple[str, str]:
-    """The cache's folder names of ``task``'s clone (``git/<owner>__<name>``) and checkout
-    (``worktrees/<owner>__<name>@<commit[:12]>``), through :func:`fasbench.paths.safe_name`: a repository
-    ``..`` or a base commit ``/../../..`` is refused (``UnsafeName``, a ``bad-task`` skip), never a path."""
-    slug = safe_name(str(task.repo).strip("/").replace("/", "__"), f"task {task.id}: repository")
-    return slug, safe_name(f"{slug}@{str(task.base_commit)[:12]}", f"task {task.id}: base commit")
-
-
-def portable_root(root: str | Path | None) -> str | None:
-    """A corpus root as manifests store it: relative to the corpora cache (``root_dir()``), so a
-    manifest built on one machine holds no path of that machine; a root outside the cache is
-    kept as given. :func:`resolve_root` undoes it."""
-    if not root:
-        return None
-    p = Path(root)
-    try:
-        return p.resolve().relative_to(root_dir().resolve()).as_posix()
-    except ValueError:
-        return str(root)
-
-
-def resolve_root(root: str | None, base: Path | None = None) -> str | None:
-    """The absolute corpus root of a manifest row on this machine (relative roots are under the
-    corpora cache ``base``, by default ``root_dir()``: pass it when resolving many rows, as finding
-    the cache resolves the repository's path)."""
-    if not root:
-        return None
-    return root if os.path.isabs(root) else str((base or root_dir()) / root)
-
-
-@contextmanager
-def _lock(name: str):
-    path = child(root_dir() / "locks", name, ".lock", "lock name")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 # ---------------------------------------------------------------- release picks
