@@ -262,7 +262,7 @@ class RelaceToolset(Toolset):
     def make_tools(self) -> list[Tool]:
         fns = {"view_file": view_file, "view_directory": view_directory, "grep_search": grep_search,
                "bash": bash, "report_back": report_back}
-        compact = {s["name"]: s for s in COMPACT_SCHEMAS} if self.compact else {}
+        compact = {s["name"]: s for s in COMPACT_SCHEMAS} if self is not None and self.compact else {}  # self None: _templates
         tools = [PublishedTool(s["name"], fns[s["name"]], s, compact.get(s["name"])) for s in SCHEMAS]
         for t in tools:
             if t.name == "report_back":
