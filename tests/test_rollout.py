@@ -130,3 +130,19 @@ def test_decoder_rows_leave_and_holes_are_dropped(tiny):
     dec.keep_rows([0])
     assert dec.mask.shape[0] == 1 and bool(dec.mask.all())  # row 1's pads went with it
     assert dec.cache.layers[0].get_seq_length() == dec.mask.shape[1]
+
+
+@pytest.mark.parametrize("given, want", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_sleep_at_barriers_unless_the_user_says(given, want):
+    """fasbench sets OMP_WAIT_POLICY=PASSIVE before torch loads (spinning threads cost 4-6x the CPU of a
+    decode step on a busy machine; fasbench/__init__.py), and keeps a user's own setting."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    out = subprocess.run([sys.executable, "-c", "import fasbench, os; print(os.environ['OMP_WAIT_POLICY'])"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == want
