@@ -4,6 +4,7 @@ tokens, and the conversation the model reads = the chat template's rendering of 
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 import torch
 from tools_fixture import make_repo
@@ -146,3 +147,24 @@ def test_openmp_threads_sleep_at_barriers_unless_the_user_says(given, want):
     out = subprocess.run([sys.executable, "-c", "import fasbench, os; print(os.environ['OMP_WAIT_POLICY'])"],
                          env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert out == want
+
+
+def test_sampled_and_greedy_evaluation_feeds_the_before_after_table(tiny, tasks, tmp_path):
+    from fasbench.rl.mini import before_after_table
+    from fasbench.rl.sampled_eval import EVAL_MEASURES, evaluate_sampled, task_means
+
+    model, tok = tiny
+    kw = dict(k=3, limits=LIMITS, reward="relace-mini", max_new_tokens=6, max_batch=4)
+    rows = evaluate_sampled(model, tok, tasks, out=tmp_path / "t.jsonl", seed=0, **kw)
+    assert rows.height == 3 * 3 + 3 and rows.filter(pl.col("mode") == "greedy").height == 3
+    assert set(EVAL_MEASURES) <= set(rows.columns) and {"first_calls", "capped", "new_tokens"} <= set(rows.columns)
+    assert len((tmp_path / "t.jsonl").read_text().splitlines()) == rows.height
+    # samples of a task differ, greedy is one rollout a task
+    s = rows.filter((pl.col("mode") == "sampled") & (pl.col("task_id") == "t0"))
+    assert s["sample"].to_list() == [0, 1, 2]
+    before, after = task_means(rows), task_means(evaluate_sampled(model, tok, tasks, seed=1, **kw))
+    assert before["n"].to_list() == [3, 3, 3] and task_means(rows, "greedy")["n"].to_list() == [1, 1, 1]
+    t = before_after_table(before, after, EVAL_MEASURES)
+    assert t["measure"].to_list() == list(EVAL_MEASURES) and t["n"].to_list() == [3] * len(EVAL_MEASURES)
+    with pytest.raises(ValueError, match="mode 'both' unknown"):
+        task_means(rows, "both")
