@@ -92,12 +92,19 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=160)
     ap.add_argument("--task", type=int, default=0, help="index of the held-out symbols task of the group")
+    ap.add_argument("--max-turns", type=int, default=None, help="override the profile's max_turns")
     ap.add_argument("--skip-today", action="store_true")
+    ap.add_argument("--skip-batch1", action="store_true")
+    ap.add_argument("--today-n", type=int, default=None,
+                    help="run only this many of the k episodes through today's path and scale its CPU seconds by k/n "
+                         "(an estimate, printed as one)")
     ap.add_argument("--skip-bf16-check", action="store_true")
+    ap.add_argument("--only-bf16-check", action="store_true")
+    ap.add_argument("--check-tasks", type=int, default=4, help="held-out tasks of the bf16 check")
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    cfg = load_config(a.profile)
+    cfg = load_config(a.profile, {"max_turns": a.max_turns} if a.max_turns else None)
     tasks = load_tasks("test")
     task = tasks[a.task]
     print(f"model {a.model}, profile {a.profile} (prompt {cfg.prompt}, {cfg.max_turns} turns), task {task.id}, "
@@ -108,10 +115,12 @@ def main() -> None:
     if not a.skip_bf16_check:
         m32, _ = load_model(a.model)
         m32.eval()
-        print("bf16 vs fp32:", json.dumps(bf16_check(m32, m16, tok, tasks[:4], cfg, a.max_new_tokens)))
+        print("bf16 vs fp32:", json.dumps(bf16_check(m32, m16, tok, tasks[:a.check_tasks], cfg, a.max_new_tokens)))
         del m32
+        if a.only_bf16_check:
+            return
     res = {}
-    for b in (1, a.k):
+    for b in ((a.k,) if a.skip_batch1 else (1, a.k)):
         rs, c, w = measure(lambda: rollout_group(m16, tok, [task], k=b, limits=cfg.limits, reward=cfg.reward,
                                                  max_new_tokens=a.max_new_tokens, temperature=cfg.temperature,
                                                  seed=cfg.seed))
@@ -121,17 +130,22 @@ def main() -> None:
               f"{new / b / w:.2f} tokens/s; {1000 * c / new:.0f} CPU-ms a token; turns "
               f"{[r.turns for r in rs]}, calls/turn {[round(sum(r.calls_per_turn) / max(r.turns, 1), 2) for r in rs]}, "
               f"rewards {[round(r.reward, 2) for r in rs]}, capped {sum(r.capped for r in rs)}")
-    (rs1, c1, w1), (rsk, ck, wk) = res[1], res[a.k]
-    print(f"tokens/s per rollout: batch 1 {sum(r.new_tokens for r in rs1) / w1:.2f} | batch {a.k} "
-          f"{sum(r.new_tokens for r in rsk) / a.k / wk:.2f} (group throughput {sum(r.new_tokens for r in rsk) / wk:.2f})")
+    rsk, ck, wk = res[a.k]
+    if 1 in res:
+        rs1, c1, w1 = res[1]
+        print(f"tokens/s per rollout: batch 1 {sum(r.new_tokens for r in rs1) / w1:.2f} | batch {a.k} "
+              f"{sum(r.new_tokens for r in rsk) / a.k / wk:.2f} (group throughput {sum(r.new_tokens for r in rsk) / wk:.2f})")
     if a.skip_today:
         print(f"one group of {a.k}: engine {ck:.1f} CPU-s (today's path skipped)")
         return
-    traces, ct, wt = measure(lambda: today(a.model, task, cfg, a.k, a.max_new_tokens))
+    n = min(a.today_n or a.k, a.k)
+    traces, ct, wt = measure(lambda: today(a.model, task, cfg, n, a.max_new_tokens))
     new_t = sum(t.completion_tokens or 0 for tr in traces for t in tr.turns)
-    print(f"today (hf: policy, fp32, one at a time, re-encoded each turn): {new_t} new tokens, {wt:.1f} s wall, "
-          f"{ct:.1f} CPU-s; turns {[tr.n_turns for tr in traces]}")
-    print(f"one group of {a.k} compact rollouts: today {ct:.1f} CPU-s | engine {ck:.1f} CPU-s | ratio {ct / ck:.2f}x")
+    print(f"today (hf: policy, fp32, one at a time, re-encoded each turn), {n} of {a.k} episodes: {new_t} new tokens, "
+          f"{wt:.1f} s wall, {ct:.1f} CPU-s; turns {[tr.n_turns for tr in traces]}")
+    est = "" if n == a.k else f" (estimated: {n} episodes × {a.k}/{n})"
+    ct *= a.k / n
+    print(f"one group of {a.k} compact rollouts: today {ct:.1f} CPU-s{est} | engine {ck:.1f} CPU-s | ratio {ct / ck:.2f}x")
 
 
 if __name__ == "__main__":
