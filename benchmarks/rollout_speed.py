@@ -91,6 +91,7 @@ def main() -> None:
     ap.add_argument("--profile", default="mini", help="the RL profile whose limits and prompt are used")
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--symbols-k", type=int, default=6, help="symbols a task names (fasbench.data.symbols)")
     ap.add_argument("--task", type=int, default=0, help="index of the held-out symbols task of the group")
     ap.add_argument("--max-turns", type=int, default=None, help="override the profile's max_turns")
     ap.add_argument("--skip-today", action="store_true")
@@ -105,7 +106,7 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     cfg = load_config(a.profile, {"max_turns": a.max_turns} if a.max_turns else None)
-    tasks = load_tasks("test")
+    tasks = load_tasks("test", k=a.symbols_k)
     task = tasks[a.task]
     print(f"model {a.model}, profile {a.profile} (prompt {cfg.prompt}, {cfg.max_turns} turns), task {task.id}, "
           f"k {a.k}, cap {a.max_new_tokens} tokens a turn, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, "
