@@ -168,3 +168,14 @@ def test_sampled_and_greedy_evaluation_feeds_the_before_after_table(tiny, tasks,
     assert t["measure"].to_list() == list(EVAL_MEASURES) and t["n"].to_list() == [3] * len(EVAL_MEASURES)
     with pytest.raises(ValueError, match="mode 'both' unknown"):
         task_means(rows, "both")
+
+
+def test_a_conversation_past_the_context_budget_ends_as_a_policy_error(tiny, tasks):
+    model, tok = tiny
+    first = rollout_group(model, tok, tasks[:1], k=1, limits=LIMITS, reward="relace-mini", max_new_tokens=8,
+                          temperature=0.0)[0]
+    budget = first.prompt_len + 8 + 4  # the first turn fits, the second does not
+    r = rollout_group(model, tok, tasks[:1], k=1, limits=LIMITS, reward="relace-mini", max_new_tokens=8,
+                      temperature=0.0, max_context=budget)[0]
+    assert r.trace.n_turns == 1 and r.trace.stop_reason == "policy_error"
+    assert f"context budget of {budget} tokens" in r.trace.error and r.reward == 0.0
