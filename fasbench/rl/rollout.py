@@ -122,6 +122,8 @@ class RolloutEngine:
         dec = BatchDecoder(self.model, self.tokenizer.eos_token_id, self.tokenizer.pad_token_id,
                            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
         live = [s for s in states if not s.done]
+        if not live:
+            return []
         for s in live:
             s.begin_turn()
         dec.prefill([s.pending for s in live], [s.generator for s in live])
