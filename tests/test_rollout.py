@@ -179,3 +179,32 @@ def test_a_conversation_past_the_context_budget_ends_as_a_policy_error(tiny, tas
                       temperature=0.0, max_context=budget)[0]
     assert r.trace.n_turns == 1 and r.trace.stop_reason == "policy_error"
     assert f"context budget of {budget} tokens" in r.trace.error and r.reward == 0.0
+
+
+def test_narrowing_a_turn_to_the_rows_still_decoding_changes_nothing(tiny):
+    """Once half the rows have ended their reply the rest decode in a copy of their own rows; the turn's
+    tokens and log-probs, and the following turns, are those of the full batch."""
+    model, tok = tiny
+    prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("a b c", "hello there world", "x", "def f(): pass")]
+
+    def run(narrow, stops):
+        dec = BatchDecoder(model, stops, tok.pad_token_id, temperature=1.0)
+        dec.prefill(prompts, [torch.Generator().manual_seed(i) for i in range(4)])
+        out = []
+        for turn in range(3):
+            got = dec.decode_turn(30, narrow=narrow)
+            out.append(got)
+            dec.extend([[11 + turn, 12] for _ in prompts])
+        return out, dec
+
+    # the stop tokens: what rows 0 and 1 sample at steps 2 and 4 (each row samples from its own generator)
+    dry, _ = run(False, [-1])
+    stops = [dry[0][0][0][2], dry[0][1][0][4]]
+    (a, da), (b, db) = run(True, stops), run(False, stops)
+    assert da.narrowed > 0 and db.narrowed == 0
+    assert [[t for t, _, _ in turn] for turn in a] == [[t for t, _, _ in turn] for turn in b]
+    for ta, tb in zip(a, b):
+        for (_, la, ca), (_, lb, cb) in zip(ta, tb):
+            assert la == pytest.approx(lb, abs=1e-4) and ca == cb
+    # the columns differ (a narrowed-out row reads its end token with the next segment), the sequences do not
+    assert torch.equal(da.mask.sum(1), db.mask.sum(1)) and torch.equal(da.npos, db.npos)

@@ -65,9 +65,11 @@ class BatchDecoder:
     reply per row (until its end-of-turn token or the cap), ``keep_rows`` drops finished rows, ``extend``
     appends each row's next segment."""
 
-    def __init__(self, model, eos_id: int, pad_id: int | None, temperature: float = 1.0, top_p: float = 1.0,
-                 top_k: int = 0):
-        self.model, self.eos, self.pad = model, int(eos_id), int(pad_id if pad_id is not None else eos_id)
+    def __init__(self, model, eos_id: int | list[int], pad_id: int | None, temperature: float = 1.0,
+                 top_p: float = 1.0, top_k: int = 0):
+        stops = [int(eos_id)] if isinstance(eos_id, int) else [int(x) for x in eos_id]  # tokens that end a reply
+        self.model, self.stops = model, set(stops)
+        self.pad = int(pad_id if pad_id is not None else stops[0])
         self.temperature, self.top_p, self.top_k = float(temperature), float(top_p), int(top_k)
         self.device = next(model.parameters()).device
         self.cache = grow_cache()
@@ -77,6 +79,7 @@ class BatchDecoder:
         self.gens: list[torch.Generator] = []
         self.unfed: list[list[int]] = []  # tokens sampled at a turn's last step, not yet in the cache
         self.steps = 0  # forward passes (prefill segments and decode steps)
+        self.narrowed = 0  # times a turn went on with only the rows still decoding
 
     @torch.no_grad()
     def _forward(self, ids: torch.Tensor, seg_mask: torch.Tensor) -> None:
@@ -160,25 +163,81 @@ class BatchDecoder:
         lps = lp.gather(1, torch.tensor(toks, device=lp.device)[:, None]).squeeze(1).tolist()
         return toks, lps
 
-    def decode_turn(self, max_new_tokens: int) -> list[tuple[list[int], list[float], bool]]:
-        """One reply per row: (tokens, their log-probs, whether the cap cut it)."""
+    def _subset(self, rows: list[int]) -> "BatchDecoder":
+        """A decoder of some rows only: their cache, mask, positions and generators copied (the narrowing of
+        a turn in which most rows have ended their reply: the others stop costing compute)."""
+        child = BatchDecoder.__new__(BatchDecoder)
+        child.__dict__.update(self.__dict__)
+        idx = torch.tensor(rows, dtype=torch.long, device=self.device)
+        child.cache = grow_cache()
+        for layer in self.cache.layers:
+            new = GrowLayer()
+            if layer.get_seq_length() > 0:
+                new.update(layer._k[idx, :, :layer.n], layer._v[idx, :, :layer.n])
+            child.cache.layers.append(new)
+        child.mask, child.npos, child.next_logits = self.mask[idx], self.npos[idx], self.next_logits[idx]
+        child.gens, child.unfed, child.steps = [self.gens[i] for i in rows], [self.unfed[i] for i in rows], 0
+        return child
+
+    def _merge(self, child: "BatchDecoder", rows: list[int], old: int) -> None:
+        """Take back the columns ``child`` (of ``rows``) added after column ``old``; the other rows get holes."""
+        idx = torch.tensor(rows, dtype=torch.long, device=self.device)
+        n = self.mask.shape[0]
+        for layer, c in zip(self.cache.layers, child.cache.layers):
+            if c.get_seq_length() > old:
+                k, v = c._k[:, :, old:c.n], c._v[:, :, old:c.n]
+                nk = k.new_zeros((n, *k.shape[1:]))
+                nv = v.new_zeros((n, *v.shape[1:]))
+                nk[idx], nv[idx] = k, v
+                layer.update(nk, nv)
+        m = child.mask.shape[1] - old
+        nm = self.mask.new_zeros((n, m))
+        nm[idx] = child.mask[:, old:]
+        self.mask = torch.cat([self.mask, nm], dim=1)
+        self.npos = self.npos.clone()
+        self.npos[idx] = child.npos
+        self.next_logits = self.next_logits.clone()
+        self.next_logits[idx] = child.next_logits
+        for i, r in enumerate(rows):
+            self.unfed[r] = child.unfed[i]
+        self.steps += child.steps
+
+    def decode_turn(self, max_new_tokens: int, narrow: bool = True) -> list[tuple[list[int], list[float], bool]]:
+        """One reply per row: (tokens, their log-probs, whether the cap cut it). With ``narrow``, once half of
+        the rows still decoding have ended their reply, the rest continue in a decoder of their own rows
+        (copied once), whose new columns are merged back at the end of the turn."""
         n = self.mask.shape[0]
         toks: list[list[int]] = [[] for _ in range(n)]
         lps: list[list[float]] = [[] for _ in range(n)]
         active = list(range(n))
+        cur, rows = self, list(range(n))  # the decoder in use and the rows (of self) it holds, in its order
+        stack: list[tuple[BatchDecoder, list[int], int]] = []
         for step in range(max_new_tokens):
-            got, lp = self._sample(active)
+            where = {r: i for i, r in enumerate(rows)}
+            got, lp = cur._sample([where[r] for r in active])
             for r, t, l in zip(active, got, lp):
                 toks[r].append(t)
                 lps[r].append(l)
             fed = dict(zip(active, got))
-            active = [r for r in active if fed[r] != self.eos]
+            active = [r for r in active if fed[r] not in self.stops]
             if not active or step == max_new_tokens - 1:
                 for r, t in fed.items():  # read at the start of the next segment
-                    self.unfed[r] = [t]
+                    cur.unfed[where[r]] = [t]
                 break
-            ids = torch.tensor([[fed.get(r, self.pad)] for r in range(n)], dtype=torch.long, device=self.device)
-            seg = torch.tensor([[1 if r in fed else 0] for r in range(n)], dtype=torch.long, device=self.device)
-            self._forward(ids, seg)
-        return [(toks[r], lps[r], bool(toks[r]) and toks[r][-1] != self.eos and len(toks[r]) >= max_new_tokens)
+            if narrow and len(rows) > 1 and 2 * len(active) <= len(rows) and max_new_tokens - step > 8:
+                for r, t in fed.items():
+                    if t in self.stops:  # its end-of-turn token is read with the next segment
+                        cur.unfed[where[r]] = [t]
+                keep = [where[r] for r in active]
+                stack.append((cur, keep, cur.mask.shape[1]))
+                self.narrowed += 1
+                cur, rows = cur._subset(keep), list(active)
+            ids = torch.tensor([[fed.get(r, self.pad)] for r in rows], dtype=torch.long, device=self.device)
+            seg = torch.tensor([[1 if r in fed else 0] for r in rows], dtype=torch.long, device=self.device)
+            cur._forward(ids, seg)
+        while stack:
+            parent, keep, old = stack.pop()
+            parent._merge(cur, keep, old)
+            cur = parent
+        return [(toks[r], lps[r], bool(toks[r]) and toks[r][-1] not in self.stops and len(toks[r]) >= max_new_tokens)
                 for r in range(n)]
