@@ -7,6 +7,9 @@ fed a pad. Pads are masked in the 2-D attention mask (holes), and each row's pos
 tokens only, so every row computes what its own sequence alone would (up to floating-point sums). The
 cache is :class:`GrowCache`: preallocated buffers that double when full, so a decode step writes one
 column instead of copying the whole cache (transformers' ``DynamicLayer`` concatenates every step).
+Within a turn, once half of the rows still decoding have ended their reply, the others go on in a
+decoder of their own rows (:meth:`BatchDecoder._subset`, one copy) and their new columns are merged back
+at the turn's end (:meth:`BatchDecoder._merge`): a few long replies stop costing full-batch steps.
 """
 
 from __future__ import annotations
