@@ -22,7 +22,8 @@ One :class:`RolloutEngine` call (:func:`rollout_group`) runs every episode of a 
   (an end-of-turn token is appended to the conversation, not counted as generated) and ``capped`` set.
 - **Seeded per rollout.** Each rollout samples from its own ``torch.Generator`` (seeded from ``seed``,
   the task and the sample index), so a rollout's tokens do not depend on which others share its batch:
-  batch 1 and batch 8 give the same tokens up to floating-point ties (exactly the same at temperature 0).
+  batch 1 and batch 8 give the same tokens in fp32 (``tests/test_rollout.py``); in bf16 a different batch
+  shape rounds differently, so a sampled token can flip (benchmarks/README.md, "Rollouts").
 
 What GRPO needs comes with each :class:`GroupRollout`: the token ids of the whole conversation, the mask of
 model-generated tokens, each generated token's log-probability under the sampling distribution
