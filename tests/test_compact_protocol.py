@@ -88,3 +88,19 @@ def test_mini_profiles_use_compact_and_defaults_stay_published():
     assert build_limits(load_profile("mini").build).tool.prompt == "compact"
     assert load_config("tiny").limits.tool.prompt == "published"
     assert ToolLimits().prompt == "published" and BuildConfig().prompt == "published"
+
+
+def test_scripted_policies_run_under_compact(tmp_path):
+    """The dialects of the scripted policies find the tool set from the compact schemas too
+    (``fasbench.tools.toolset_of`` builds the schemas without a workspace)."""
+    from fasbench.policies import make_policy
+    from fasbench.records import Gold, Task
+    from fasbench.tools import toolset_of
+
+    root = make_repo(tmp_path)
+    assert toolset_of(make_toolset("relace", root, COMPACT.tool).schemas) == "relace"
+    task = Task(id="t", query="Find the files that define these 1 symbols: Login.", repo="demo",
+                gold=Gold(edited={"src/pkg/auth.py": [[4, 6]]}), root=str(root))
+    for spec in ("heuristic", "sequential:inner=definitions,per_turn=1"):
+        tr = run_episode(task, make_policy(spec).bind(task), "relace", COMPACT)
+        assert tr.stop_reason == "reported" and tr.error is None, (spec, tr.error)
