@@ -104,8 +104,6 @@ class BuildConfig:
 
     def __post_init__(self):
         check_contract(self.report_contract)
-
-    def __post_init__(self):
         if self.prompt not in PROMPTS:
             raise ValueError(f"sft build: prompt {self.prompt!r} unknown; choose one of {', '.join(PROMPTS)}")
 
