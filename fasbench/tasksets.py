@@ -150,6 +150,10 @@ def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | No
     elif ts.kind == "file":
         skipped: list[dict] = []
         tasks = read_tasks(ts.target, skipped)  # each record checked at the boundary (fasbench.records.fields)
+        if skipped and not tasks:  # nothing usable: the file is bad input, not an empty task set
+            sk = skipped[0]
+            more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+            raise TaskSetError(f"task set {ts.spec!r}: no usable task; record {sk['record']}: {sk['reason']}{more}")
         for sk in skipped:  # one line each; the other tasks run
             print(f"warning: task set {ts.spec}: record {sk['record']} skipped: {sk['reason']}", file=sys.stderr)
         if want:
