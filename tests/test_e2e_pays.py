@@ -62,3 +62,21 @@ def test_arms_table_pairs_each_arm_with_none():
     assert code["mean"] == pytest.approx(520 / 3) and code["diff"] == pytest.approx(-80 / 3)
     rr = t.filter((pl.col("arm") == "code") & (pl.col("measure") == "reread_share")).row(0, named=True)
     assert rr["mean"] == pytest.approx(0.5) and rr["diff"] is None
+
+
+def test_pays_sentence_says_when_it_pays():
+    from fasbench.e2e.findings import pays_sentence
+    base = [100.0 * k for k in range(1, 9)]  # 8 runs: mean 450; code 10% fewer (-45), citations 10% more (+45)
+    df = pl.DataFrame({"dataset": ["d"] * 8, "has_search": [True] * 8, "none_input": base, "none_cache_share": [0.5] * 8,
+                       "none_turns_to_edit": [2.0] * 8,
+                       "code_input": [0.9 * x for x in base], "code_cache_share": [0.4] * 8,
+                       "code_reread_share": [0.0] * 4 + [0.5] * 4, "code_turns_to_edit": [1.0] * 8,
+                       "citations_input": [1.1 * x for x in base], "citations_cache_share": [0.5] * 8,
+                       "citations_reread_share": [1.0] * 8, "citations_turns_to_edit": [2.0] * 8})
+    s = pays_sentence(arms_table(df, n_boot=200), "toy")
+    assert "n = 8" in s and "450 [" in s  # none's mean input
+    code, cit = s.split("`code` hand-off")[1], s.split("`citations` hand-off")[1].split("`code`")[0]
+    assert code.startswith(": input -45 [") and "(pays)" in code and "25.0% [" in code
+    assert cit.startswith(": input +45 [") and "(costs more)" in cit and "re-reads 100.0%" in cit
+    small = pays_sentence(arms_table(df.head(4), n_boot=200), "toy")  # 4 runs: no 95% sign-flip interval
+    assert "(no interval)" in small and "(pays)" not in small
