@@ -80,3 +80,18 @@ def test_pays_sentence_says_when_it_pays():
     assert cit.startswith(": input +45 [") and "(costs more)" in cit and "re-reads 100.0%" in cit
     small = pays_sentence(arms_table(df.head(4), n_boot=200), "toy")  # 4 runs: no 95% sign-flip interval
     assert "(no interval)" in small and "(pays)" not in small
+
+
+def test_live_measures_by_hand():
+    from fasbench.e2e.pays import live_measures
+    from tests.test_e2e_counterfactual import _obs, _v1
+    w = "/tmp/run/work/search/t1/repo"
+    raw = {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
+                        _v1(f"sed -n '11,30p' {w}/src/calc.py", 100), _obs("x"),
+                        _v1(f"cd {w} && cat README.md", 150), _obs("# calc"),
+                        _v1("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", 170), _obs("")]}
+    got = live_measures(raw, {"src/calc.py": [[1, 40]]}, w)
+    # 40 handed-off lines, 20 of them read again; 420 input tokens, 100 + 150 of them the previous prompt
+    assert got == {"input_tokens": 420, "cache_share": pytest.approx(250 / 420), "reread_share": 0.5}
+    assert live_measures(raw, None, w)["reread_share"] is None
+    assert live_measures(raw, {"src/calc.py": [[1, 40]]})["reread_share"] == 0.0  # the workdir not mapped: no look

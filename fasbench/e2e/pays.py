@@ -34,10 +34,12 @@ from typing import Mapping, Sequence
 import polars as pl
 
 from fasbench.e2e.counterfactual import Handoff, TurnTokens, covered
-from fasbench.e2e.looked import Look
+from fasbench.e2e.looked import Look, call_looks
 from fasbench.lines import merge_ranges, overlap, total
 from fasbench.metrics import mean_ci
 from fasbench.runs import paired_diff
+from fasbench.trajectories.paths import ROOT
+from fasbench.trajectories.raw import shell_calls
 
 ARMS = ("none", "citations", "code")
 MEASURES = ("reread_share", "input", "cache_share", "turns_to_edit", "tokens_to_edit")
@@ -147,3 +149,21 @@ def arms_table(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int =
                         r.update(diff=pd.get("diff"), diff_lo=pd.get("lo"), diff_hi=pd.get("hi"), p=pd.get("p"))
                 rows.append(r)
     return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def live_measures(raw: dict, report: Mapping[str, Sequence[Sequence[int]]] | None, workdir: str = "") -> dict:
+    """The live path's measures of one main-agent run (mini-swe-agent's trajectory dict ``raw``): the
+    re-read share of the hand-off's cited lines over every shell call the agent made (``looked.call_looks``;
+    the agent's ``workdir`` read as the trajectories' ``/testbed``; None without a report), input tokens (Σ prompt tokens of the endpoint's ``usage``) and the share a
+    prefix cache would serve (each call's prompt up to the previous call's prompt length: append-only chat)."""
+    prompts = []
+    for m in raw.get("messages") or []:
+        u = ((m.get("extra") or {}).get("response") or {}).get("usage") if isinstance(m, dict) else None
+        if isinstance(u, dict):
+            prompts.append(float(u.get("prompt_tokens") or 0))
+    inp = sum(prompts)
+    cached = sum(min(a, b) for a, b in zip(prompts, prompts[1:]))
+    fix = (lambda x: x.replace(workdir, ROOT)) if workdir else (lambda x: x)  # noqa: E731
+    looks = [lk for c in shell_calls(raw) for lk in call_looks(fix(c.command), fix(c.output))] if report else []
+    return {"input_tokens": inp, "cache_share": cached / inp if inp else None,
+            "reread_share": reread_share(looks, report) if report else None}
