@@ -14,7 +14,8 @@ Measures per arm (hand-worked in tests/test_e2e_pays.py):
 
 - ``reread_share``: of the handed-off lines (the report's cited ranges merged per file; a file cited
   without ranges has no line count and is left out), the share that a pre-edit read/search call the
-  arm keeps showed the agent again (a file-level look, ``cat F``, re-reads every cited line of F).
+  arm keeps showed the agent again (a file-level look, ``cat F``, re-reads every cited line of F); for
+  ``none`` it is the share of the report's lines the agent read on its own.
 - ``input``: the main model's input tokens, Σ over kept turns of (1 − w_t)·p'_t with
   p'_t = p_t + h − Σ_{s<t} w_s(c_s − r_s + o_s) (the hand-off of h tokens in every prompt).
 - ``cache_share``: the share of those input tokens a prefix cache would serve: each prompt's tokens
