@@ -284,7 +284,7 @@ def test_trajectory_files_are_bounded_and_a_fifo_is_skipped(tmp_path, monkeypatc
     os.mkfifo(folder / "pipe.json")
     got = raw.load_json(folder / "big.json")
     content = next(s for s in got["steps"] if s.get("observation"))["observation"]["results"][0]["content"]
-    assert len(content) < raw.MAX_FIELD_CHARS + 100 and content.endswith("characters cut by fasbench]")
+    assert len(content) < (1 << 20) + 100 and content.endswith("characters cut by fasbench]")  # 1 Mi characters
     trajs, files = parse_paths([folder], progress=False)
     assert [Path(p).name for p in files.parsed] == ["big.json"] and trajs
     assert [(Path(f).name, "FIFO" in why) for f, why in files.skipped] == [("pipe.json", True)]
@@ -300,13 +300,14 @@ def test_trajectory_files_are_bounded_and_a_fifo_is_skipped(tmp_path, monkeypatc
 # ---------------------------------------------------------------- perturb on a hostile corpus
 
 
-def _perturb_corpus(tmp_path: Path) -> Path:
+def _perturb_corpus(tmp_path: Path, hostile_files: bool = False) -> Path:
     root = tmp_path / "proj"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text("from pkg.util import _helper\n")
     (root / "pkg" / "util.py").write_text("def _helper():\n    return 1\n\n\ndef _other():\n    return _helper()\n")
-    (root / "pkg" / "deep.py").write_text(DEEP)
-    os.mkfifo(root / "pkg" / "pipe.py")
+    if hostile_files:
+        (root / "pkg" / "deep.py").write_text(DEEP)
+        os.mkfifo(root / "pkg" / "pipe.py")
     return root
 
 
@@ -324,6 +325,11 @@ def test_perturb_ignores_the_corpus_rope_config(tmp_path):
     (root / "pyproject.toml").write_text('[tool.rope]\nsource_folders = ["../outside", "/"]\n')
     out = _perturb(tmp_path, root)
     assert out["renames"], out  # rope ran on the corpus with its default preferences
+
+
+def test_perturb_goes_on_past_a_file_that_overflows_ast_and_a_fifo(tmp_path):
+    out = _perturb(tmp_path, _perturb_corpus(tmp_path, hostile_files=True))
+    assert out["renames"], out
 
 
 def test_perturb_does_not_read_a_huge_sparse_toml_whole(tmp_path):

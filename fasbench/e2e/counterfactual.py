@@ -211,9 +211,10 @@ def _turn_tokens(steps: pl.DataFrame) -> tuple[list[int], list[TurnTokens]]:
 
 
 def trajectory_row(traj: Trajectory, dataset: str, steps: pl.DataFrame, handoff: Handoff | None,
-                   raw: dict | None = None) -> dict | None:
+                   raw: dict | None = None, extra=None) -> dict | None:
     """Coverage and savings of one trajectory (``steps``: its rows of the analysis steps frame);
-    None when it has no first edit."""
+    None when it has no first edit. ``extra(turns, turn_ids, first_edit, looks_by_call, weight, handoff)``
+    adds columns (``fasbench.e2e.pays.arm_columns``: the hand-off arms)."""
     fe = steps["first_edit_turn"][0]
     if fe is None:
         return None
@@ -260,11 +261,14 @@ def trajectory_row(traj: Trajectory, dataset: str, steps: pl.DataFrame, handoff:
                 s = savings(toks, ws, handoff.tokens[fmt])
                 row[f"{rule}_net_{fmt}"] = s["net"]
                 row[f"{rule}_net_share_{fmt}"] = s["net"] / s["total_tokens"] if s["total_tokens"] else None
+    if extra is not None:
+        row.update(extra(toks, idx, fe, looks_by_call, weight, handoff))
     return row
 
 
 def counterfactual_frame(trajs: Sequence[tuple[Trajectory, str]], steps: pl.DataFrame,
-                         handoffs: Mapping[tuple[str, str], Handoff], progress: bool = True) -> pl.DataFrame:
+                         handoffs: Mapping[tuple[str, str], Handoff], progress: bool = True,
+                         extra=None) -> pl.DataFrame:
     """One row per trajectory with a first edit (see ``trajectory_row``); ``handoffs`` keyed by
     ``pair_key`` ((data set, instance id), or ("*", instance id) for any data set)."""
     by_traj = steps.partition_by(["dataset", "trajectory_id"], as_dict=True, maintain_order=True)
@@ -274,7 +278,7 @@ def counterfactual_frame(trajs: Sequence[tuple[Trajectory, str]], steps: pl.Data
         if st is None:
             continue
         h = handoffs.get((ds, traj.instance_id)) or handoffs.get(("*", traj.instance_id))
-        r = trajectory_row(traj, ds, st, h)
+        r = trajectory_row(traj, ds, st, h, extra=extra)
         if r is not None:
             rows.append(r)
     return pl.DataFrame(rows, infer_schema_length=None)

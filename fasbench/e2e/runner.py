@@ -40,11 +40,13 @@ from tqdm.auto import tqdm
 from fasbench.data.corpora import with_corpora
 from fasbench.e2e.live import MainConfig, check_main_sandbox, parse_main, run_main
 from fasbench.e2e.localize import localization
+from fasbench.e2e.pays import live_measures
+from fasbench.trajectories.parsers import TrajectoryError, load
 from fasbench.e2e.sandbox import SandboxGitError, base_repository, bounded_diff
 from fasbench.evaluate import check_config
 from fasbench.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
-from fasbench.metrics import paired_bootstrap
+from fasbench.metrics import normalize_files, paired_bootstrap
 from fasbench.paths import Names, UnsafeName, child, name_key
 from fasbench.policies import make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
@@ -52,7 +54,8 @@ from fasbench.untrusted import give_to_sandbox, strip_setid
 
 ARMS = ("none", "search")
 BASE_GIT = "base.git"
-COMPARE = ("edits_gold_file", "gold_file_recall", "gold_function_recall", "tokens", "turns", "wall_s")
+COMPARE = ("edits_gold_file", "gold_file_recall", "gold_function_recall", "tokens", "turns", "wall_s", "input_tokens",
+           "cache_share")
 
 
 @dataclass
@@ -118,6 +121,14 @@ def _search_traces(path: Path) -> dict[str, Trace]:
     return {tr.task_id: tr for tr in iter_traces(path)} if path.exists() else {}
 
 
+def _measures(traj: Path, report: dict | None, work: Path) -> dict:
+    """``pays.live_measures`` of the saved trajectory; a file the reader refuses gives none (recorded)."""
+    try:
+        return live_measures(load(traj)[0], report, str(work))
+    except TrajectoryError as e:
+        return {"input_tokens": None, "cache_share": None, "reread_share": None, "measures_error": str(e)[:300]}
+
+
 def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, toolset: str = "relace",
             handoff: str = "code+search", search_turns: int = 6, keep_work: bool = False,
             progress: bool = True, tokenizer=None) -> list[dict]:
@@ -165,7 +176,8 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
                            "search_wall_s": tr.wall_time, "search_stop": tr.stop_reason,
                            "search_tokens": sum((x.prompt_tokens or 0) + (x.completion_tokens or 0) for x in tr.turns),
                            "handoff_format": handoff, "handoff_tokens": count(hand),
-                           "report_files": sorted(tr.report.files) if tr.report else []}
+                           "report_files": sorted(tr.report.files) if tr.report else [],
+                           "report_ranges": normalize_files(tr.report.files, str(work)) if tr.report else {}}
         traj = child(out / "trajs" / arm, key, ".traj.json")
         res = run_main(t.query, work, cfg, traj, t.id, hand, {"arm": arm, **search_info})
         try:
@@ -176,7 +188,8 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
         rec.update(res, **search_info, diff=diff, diff_error=diff_error,
                    patch_source="submission" if res["submission"].strip() else "worktree",
                    wall_s=res["main_wall_s"] + search_info.get("search_wall_s", 0.0),
-                   trajectory=str(traj.relative_to(out)), **localization(patch, t.gold, t.root))
+                   trajectory=str(traj.relative_to(out)), **localization(patch, t.gold, t.root),
+                   **_measures(traj, search_info.get("report_ranges"), work))
         if not keep_work:
             shutil.rmtree(episode, ignore_errors=True)
         append_jsonl(records, [rec])  # the commit point: an episode killed before it is run again

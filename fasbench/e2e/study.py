@@ -15,6 +15,7 @@ import polars as pl
 from fasbench.data import load_tasks
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
+from fasbench.e2e.pays import arm_columns
 from fasbench.e2e.counterfactual import Handoff, RULES, counterfactual_frame, make_handoff, pair_key
 from fasbench.evaluate import run_eval
 from fasbench.handoff import FORMATS, token_counter
@@ -89,10 +90,11 @@ def load_handoffs(path: str | Path) -> dict[tuple[str, str], Handoff]:
 
 
 def frame(paths: Sequence[str | Path], hand: dict, progress: bool = True) -> tuple[pl.DataFrame, dict]:
-    """The per-trajectory counterfactual frame for the trajectories under ``paths`` and the parse report."""
+    """The per-trajectory counterfactual frame for the trajectories under ``paths`` and the parse report;
+    with the hand-off arms' columns (``pays.arm_columns``)."""
     trajs, report = parse_paths(paths, progress=progress)
     steps = steps_frame(trajs)
-    return counterfactual_frame(trajs, steps, hand, progress=progress), report.to_dict()
+    return counterfactual_frame(trajs, steps, hand, progress=progress, extra=arm_columns), report.to_dict()
 
 
 # ---------------------------------------------------------------- totals with intervals
