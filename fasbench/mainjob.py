@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import psutil  # installed with ipykernel, which executes the notebooks
+from fasbench.paths import child
 
 #: Seconds without progress (CPU time of the process tree, saved output) after which a notebook is hung.
 IDLE_S = 600.0
@@ -105,7 +106,7 @@ def run_all(out_dir: Path, notebooks: list[Path], *, idle_s: float = IDLE_S, tri
     notebook that failed every try."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for nb in notebooks:
-        output, log = out_dir / nb.name, out_dir / f"{nb.stem}.log"
+        output, log = out_dir / nb.name, child(out_dir, nb.stem, ".log", "notebook log")
         log.write_text("", encoding="utf-8")
         print(f"== {nb}", flush=True)
         t0 = time.monotonic()

@@ -62,8 +62,10 @@ def _e2e_tree(run: Path, task: str, html: Optional[Path]) -> None:
         typer.echo(tree_text(node))
         return
     html.parent.mkdir(parents=True, exist_ok=True)
-    html.write_text(f"<!doctype html><meta charset='utf-8'><title>fasbench e2e tree</title>{tree_html(node, replay_html)}",
-                    encoding="utf-8")
+    from fasbench.markup import html as page  # local import: markupsafe, ~0.01 s; only --html needs it
+
+    html.write_text(page("<!doctype html><meta charset='utf-8'><title>fasbench e2e tree</title>{}",
+                         tree_html(node, replay_html)), encoding="utf-8")
     typer.echo(f"wrote {html} (task {task} of e2e run {run}: main agent and {len(node.children)} search episodes)")
 
 

@@ -108,7 +108,7 @@ def test_base_commit_is_a_commit_never_a_path(repo, tmp_path, monkeypatch, base)
     t = Task("t1", "q", "o/r", Gold({"mod.py": [[1, 2]]}), base, meta={"clone_url": f"file://{r}"})
     for _ in range(3):
         got, why = try_materialize(t, mode="online")
-        assert got is None and why["reason"] == "clone-failed" and "base_commit" in why["detail"]
+        assert got is None and why["reason"] == "bad-task" and "base_commit" in why["detail"]
     assert (project / "precious.txt").read_text() == "keep me\n"
     assert sorted(p.name for p in project.iterdir()) == [".cache", "precious.txt"]
     with pytest.raises(ValueError, match="base_commit"):

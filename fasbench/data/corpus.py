@@ -63,7 +63,7 @@ DROP_REASONS = (
     "region-not-relocated",  # an imported read-core or gold-context region cannot be placed (data/relocate.py)
     "entity-not-found",  # an imported gold entity (Loc-Bench list) is not in the corpus
     "io-error",  # the file system failed while building the corpus (try_materialize)
-    "bad-task",  # the task's patch or gold cannot be read (try_materialize)
+    "bad-task",  # the task's patch or gold cannot be read, or its repository or base commit is not one (try_materialize)
     "bad-archive",  # the sdist is refused: not an archive, a member escapes or is special, over the size limits
 )
 PYPI_SIMPLE = os.environ.get("FASBENCH_PYPI_SIMPLE", "https://pypi.org/simple")
@@ -245,7 +245,7 @@ def _checked(task: Task) -> tuple[str, str]:
         repo = fields.repo_name(task.repo, f"task {task.id}: repo")
         return repo.replace("/", "__"), fields.commit(task.base_commit, f"task {task.id}: base_commit")
     except RecordError as e:
-        raise CorpusError("clone-failed", str(e)) from None
+        raise CorpusError("bad-task", str(e)) from None
 
 
 def git_worktree(task: Task, url: str | None = None) -> Path:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from fasbench.harness import Limits, run_episode
-from fasbench.paths import cache_dir, data_dir
+from fasbench.paths import cache_dir, child, data_dir, name_key
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Gold, Task, Trace
 from fasbench.replay.tree import with_episodes
@@ -111,7 +111,7 @@ def demo_main(tasks: list[Task], episodes: list[Trace]):
                   "episode": ep.trace_id}
         msgs += _fill(script["per_task"], values)
     msgs.append({"role": "assistant", "content": script["final"]})
-    f = cache_dir("demo") / f"scripted-main-{'-'.join(t.id for t in tasks)}.traj.json"
+    f = child(cache_dir("demo"), name_key("scripted-main-" + "-".join(t.id for t in tasks)), ".traj.json", "demo")
     f.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "instance_id": tasks[0].id,
                              "info": {"mini_version": "scripted-main"}, "messages": msgs}))
     main = parse_file(f).trajectories[0]

@@ -18,11 +18,11 @@ turns, calls, tokens and wall time.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fasbench import contain
+from fasbench.markup import Markup, html, join
 from fasbench.records import Trace, iter_jsonl
 from fasbench.replay.timeline import fmt_s
 from fasbench.trajectories.parsers import parse_file, trace_trajectory
@@ -164,20 +164,21 @@ def tree_text(node: AgentNode, prefix: str = "", last: bool = True, root: bool =
     return "\n".join(out)
 
 
-def _node_html(n: AgentNode, episode_html) -> str:
-    e = html.escape
-    where = f"<span style='color:#555'> ← {e(_where(n))}: <code>{e(n.via)}</code></span>" if n.via else ""
-    head = (f"<b>{e(n.role)}</b> {e(n.name)}" + (f" <i>[{e(n.model)}]</i>" if n.model else "")
-            + f" — {e(_stats(n))}{where}")
+def _node_html(n: AgentNode, episode_html) -> Markup:
+    where = html("<span style='color:#555'> ← {}: <code>{}</code></span>", _where(n), n.via) if n.via else ""
+    model = html(" <i>[{}]</i>", n.model) if n.model else ""
+    head = html("<b>{}</b> {}{} — {}{}", n.role, n.name, model, _stats(n), where)
     inner = ""
     if n.trace is not None and episode_html is not None:
-        inner = f"<details><summary>replay of episode {e(n.trace.trace_id)}</summary>{episode_html(n.trace)}</details>"
-    kids = "".join(f"<li>{_node_html(c, episode_html)}</li>" for c in n.children)
-    return f"<span class='fasbench-tree-node'>{head}</span>{inner}" + (f"<ul>{kids}</ul>" if kids else "")
+        # episode_html is a fasbench page builder (the replay's static page): Markup, its values escaped there
+        inner = html("<details><summary>replay of episode {}</summary>{}</details>", n.trace.trace_id,
+                     episode_html(n.trace))
+    kids = join(html("<li>{}</li>", _node_html(c, episode_html)) for c in n.children)
+    return html("<span class='fasbench-tree-node'>{}</span>{}{}", head, inner, html("<ul>{}</ul>", kids) if kids else "")
 
 
 def tree_html(node: AgentNode, episode_html=None) -> str:
     """The tree as static HTML (nested lists; every value escaped); ``episode_html(trace)``, when
     given, renders each search episode's replay under its node (collapsed)."""
-    return (f"<div class='fasbench-static fasbench-static-tree' style='font-size:13px'>"
-            f"<ul style='list-style:none;padding-left:0'><li>{_node_html(node, episode_html)}</li></ul></div>")
+    return html("<div class='fasbench-static fasbench-static-tree' style='font-size:13px'>"
+                "<ul style='list-style:none;padding-left:0'><li>{}</li></ul></div>", _node_html(node, episode_html))

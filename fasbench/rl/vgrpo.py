@@ -32,6 +32,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from fasbench.paths import child
 from fasbench.harness import Limits
 from fasbench.models import load_model
 from fasbench.records import Task
@@ -261,7 +262,7 @@ def evaluate(model_path: str, tasks: list[Task], cfg: MiniConfig, k: int, label:
     """Held-out rollouts of the model at ``model_path``: ``k`` samples a task at the training
     temperature and one greedy, all batched; one row per rollout (``mode`` sampled | greedy), cached in
     ``out`` (a rerun reads them)."""
-    path = Path(out) / f"eval-{label}.jsonl"
+    path = child(Path(out), "eval-" + str(label), ".jsonl", "evaluation label")
     if path.exists():
         return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     import torch  # local import: torch ~1.9 s at first import

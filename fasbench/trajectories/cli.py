@@ -183,7 +183,7 @@ def _export_e2e(src: Path, out: Path) -> None:
         except (ValueError, OSError) as e:
             typer.echo(f"  skipped task {tid}: {e}")
             continue
-        (out / f"{task_key(tid)}.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        child(out, task_key(tid), ".json", "task key").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
         n += 1
     typer.echo(f"wrote {n} ATIF trajectories (main agent with its search episode) to {out}")
 
