@@ -9,13 +9,13 @@ searching: memorised paths, names, line numbers.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 import plotly.graph_objects as go
 import polars as pl
 
+from fasbench import contain
 from fasbench.data.perturb import PerturbError
 from fasbench.data.perturb_gold import gold_line_mismatches, perturb_task, verify_corpus
 from fasbench.evaluate import load_summary, run_eval
@@ -76,8 +76,8 @@ def gold_check(orig: Sequence[Task], pert: Sequence[Task], verify: bool = True) 
                "reordered_files": m["reordered_files"], "text_changed": a.query != b.query}
         if verify:
             try:
-                v = verify_corpus(a.root, b.root, json.loads(Path(m["record"]).read_text()))
-            except PerturbError as e:  # the sandbox cannot run this corpus's code: not checked, not ok
+                v = verify_corpus(a.root, b.root, contain.read_json(m["record"], want=dict))
+            except (PerturbError, ValueError) as e:  # the sandbox cannot run this corpus's code, or its record is unreadable: not checked, not ok
                 v = {"modules": None, "import_original": None, "import_perturbed": None, "tests_original": None,
                      "tests_perturbed": None, "ok": False}
                 row["check_error"] = str(e)[:300]

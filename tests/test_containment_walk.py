@@ -33,9 +33,7 @@ READ_METHODS = {"read_text", "read_bytes", "open", "stat", "lstat", "is_file", "
 
 #: (module, enclosing function) -> why its reads are not on a model's or task's behalf.
 ALLOWED = {
-    ("fasbench/contamination.py", "gold_check"): "the perturbation record fasbench wrote beside the perturbed corpus (cache dir)",
     ("fasbench/contamination.py", "load_pairs"): "the study's own run folders (a summary.parquet fasbench wrote)",
-    ("fasbench/data/cli.py", "register.perturb_cmd"): "the perturbation record fasbench wrote beside the perturbed corpus (cache dir)",
     ("fasbench/data/contextbench.py", "read_rows"): "the benchmark file the user names on the command line",
     ("fasbench/sft/data.py", "workspace_ls"): "the names in the task's corpus root (the workspace fasbench built, as the release's get_workspace_ls.py records them); no path a model or report names",
     ("fasbench/judge.py", "Judge._cached"): "the judge's own on-disk cache (fasbench's cache dir)",

@@ -5,12 +5,12 @@ which prints it as one line and exits 2 (fasbench/errors.py)."""
 from __future__ import annotations
 
 import collections
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from fasbench import contain
 from fasbench.data import SOURCES, build_tasks
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import materialize_many, resolve_root
@@ -104,8 +104,8 @@ def register(app: typer.Typer) -> None:
             if check:
                 wrong = gold_line_mismatches(t, p)
                 try:
-                    v = verify_corpus(t.root, p.root, json.loads(Path(m["record"]).read_text()))
-                except PerturbError as e:  # the sandbox cannot run this corpus's code: the task fails the check
+                    v = verify_corpus(t.root, p.root, contain.read_json(m["record"], want=dict))
+                except (PerturbError, ValueError) as e:  # the sandbox cannot run this corpus's code, or its record is unreadable: the task fails the check
                     bad += 1
                     line += f"; gold lines wrong {len(wrong)}; check failed: {e}"
                 else:
