@@ -86,6 +86,19 @@ def _ci(row: dict, k: str, pct: bool = False) -> str:
     return f"{f(row[k])} [{f(row[k + '_lo'])}, {f(row[k + '_hi'])}]"
 
 
+def table_block(out: Findings, t: pl.DataFrame, title: str, measures=MEASURES) -> dict:
+    """Add a before/after table (:func:`before_after_table`'s rows) to ``out`` under ``title``: each measure's
+    before, after and paired difference with intervals and the sign-flip p. Returns the rows by measure."""
+    r = {row["measure"]: row for row in t.iter_rows(named=True)}
+    out.table(["measure", "before", "after", "after − before", "p"],
+              [[r[m]["label"], _ci(r[m], "before"), _ci(r[m], "after"),
+                f"{r[m]['diff']:+.3f} [{r[m]['diff_lo']:+.3f}, {r[m]['diff_hi']:+.3f}]", f"{r[m]['p']:.3g}"]
+               for m in measures],
+              intro=f"**{title}** (n = {r['turns']['n']} held-out tasks; mean [95% interval]; "
+                    "paired after − before [95% interval], sign-flip p):")
+    return r
+
+
 def relace_beside(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Relace's turns before → after RL beside the miniature's (one row per run)."""
     rows = [{"run": f"Relace, {k}", "turns before": float(a), "turns after": float(b), "change": (b - a) / a,
@@ -108,14 +121,8 @@ def findings(tables: dict[str, pl.DataFrame], costs: dict, setup: dict, short: b
                  "steps for the model to learn; the numbers below check that the pipeline runs, not the effect.")
     out.text(f"Setup: {setup.get('what', '')}")
     for name, t in tables.items():
-        r = {row["measure"]: row for row in t.iter_rows(named=True)}
         acc = acceptance(t)
-        out.table(["measure", "before", "after", "after − before", "p"],
-                  [[r[m]["label"], _ci(r[m], "before"), _ci(r[m], "after"),
-                    f"{r[m]['diff']:+.3f} [{r[m]['diff_lo']:+.3f}, {r[m]['diff_hi']:+.3f}]", f"{r[m]['p']:.3g}"]
-                   for m in MEASURES],
-                  intro=f"**{name}** (n = {r['turns']['n']} held-out tasks; mean [95% interval]; "
-                        "paired after − before [95% interval], sign-flip p):")
+        r = table_block(out, t, name)
         out.text("Acceptance: " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in acc.items())
                  + f" (turns {100 * r['turns']['change']:+.0f}%).")
     if costs:

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from fasbench.figures import PALETTE
 from fasbench.findings import Findings
-from fasbench.rl.mini import acceptance, before_after_table
+from fasbench.rl.mini import acceptance, before_after_table, table_block
 from fasbench.rl.turns import RELACE_FINDING
 from fasbench.rl.vgrpo import per_task, read_steps, share_ci
 
@@ -23,12 +23,6 @@ MEASURES = {"turns": "mean turns", "calls_per_turn": "calls per turn", "first_pa
             "file_f2": "file-level accuracy (F2)", "reward": "reward (relace-mini-k3)"}
 CURVES = (("reward", "reward"), ("turns", "turns"), ("calls_per_turn", "calls per turn"),
           ("first_parallel", "sampled two-call share (turn 1)"), ("zero_var_share", "zero-variance share of groups"))
-
-
-def _ci(row: dict, k: str) -> str:
-    if row[k + "_lo"] != row[k + "_lo"]:  # nan: no interval at n = 1
-        return f"{row[k]:.2f} [no interval at n = 1]"
-    return f"{row[k]:.2f} [{row[k + '_lo']:.2f}, {row[k + '_hi']:.2f}]"
 
 
 def start_share(rows: list[dict]) -> dict:
@@ -77,13 +71,7 @@ def findings(start: dict, results: dict[str, dict[str, pl.DataFrame]], steps: di
     verdicts = {}
     for name, by_mode in results.items():
         for mode, t in by_mode.items():
-            r = {row["measure"]: row for row in t.iter_rows(named=True)}
-            out.table(["measure", "before", "after", "after − before", "p"],
-                      [[r[m]["label"], _ci(r[m], "before"), _ci(r[m], "after"),
-                        f"{r[m]['diff']:+.3f} [{r[m]['diff_lo']:+.3f}, {r[m]['diff_hi']:+.3f}]", f"{r[m]['p']:.3g}"]
-                       for m in MEASURES],
-                      intro=f"**{name}, {mode}** (n = {r['turns']['n']} held-out tasks, per-task means; mean [95% "
-                            "interval]; paired after − before [95% interval], sign-flip p):")
+            r = table_block(out, t, f"{name}, {mode}, per-task means", MEASURES)
             acc = acceptance(t)
             verdicts[(name, mode)] = acc
             out.text(f"Acceptance ({name}, {mode}): " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in acc.items())
