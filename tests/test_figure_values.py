@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from fasbench.contamination import paired_figure, scores_figure
+from fasbench.figures import stop_kaleido_server
 from fasbench.search_study import pareto_figure
 
 pytestmark = pytest.mark.timeout(600)
@@ -28,7 +29,11 @@ _TICK = r'class="{a}tick"><text[^>]*?transform="translate\(([-\d.e]+),([-\d.e]+)
 def _render(fig):
     """The SVG the browser draws, the plot area's offset and, per axis, value = a + b * absolute px
     (fitted through the axis's own tick labels, so the mapping is the one actually drawn)."""
-    svg = pio.to_image(fig, format="svg").decode()
+    try:
+        svg = pio.to_image(fig, format="svg").decode()
+    except Exception:  # kaleido's shared browser (fasbench.figures.start_kaleido_server) died: as save() does,
+        stop_kaleido_server()  # stop it and draw with a browser of this call's own
+        svg = pio.to_image(fig, format="svg").decode()
     left, top = (float(v) for v in _PLOT.search(svg).groups())
     axes = {}
     for a, k in (("x", 0), ("y", 1)):
