@@ -20,6 +20,14 @@ from fasbench.search_study import pareto_figure
 
 pytestmark = pytest.mark.timeout(600)
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _own_browser():
+    """These renders never share kaleido's persistent browser with the figure exports of other tests
+    (a ReferenceError from it once broke this module's renders and the next module's saves)."""
+    stop_kaleido_server()
+    yield
+
 _POINT = re.compile(r'class="point" transform="translate\(([-\d.e]+),([-\d.e]+)\)')
 _BAR = re.compile(r'<g class="point"><path d="M([-\d.e]+),([-\d.e]+)V([-\d.e]+)H([-\d.e]+)V')
 _PLOT = re.compile(r'class="overplot"><g class="xy" transform="translate\(([-\d.e]+),([-\d.e]+)\)')
