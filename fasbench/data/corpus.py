@@ -49,7 +49,7 @@ from fasbench.data.files import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, place_context, place_explore
 from fasbench.entities import entity_gold, file_entities
-from fasbench.paths import building, cache_dir, child, replace_dir, safe_name
+from fasbench.paths import building, child, replace_dir, safe_name
 from fasbench.records import Gold, RecordError, Task, append_jsonl, fields
 
 DROP_REASONS = (

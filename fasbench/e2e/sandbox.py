@@ -25,8 +25,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
-import tempfile
 from pathlib import Path
 
 from fasbench import gitsafe
