@@ -520,12 +520,21 @@ def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tasks, tmp_pa
     assert "resumed at step 2 of max_steps=2" in capsys.readouterr().out
 
 
-def test_raw_advantages_are_the_rewards(tasks, tmp_path):
+def test_raw_advantages_are_the_rewards(tasks, tmp_path, monkeypatch):
     """advantage: raw (FastContext's slime run, --disable-rewards-normalization): the advantage of
-    each rollout is its reward, not reward - group mean (TRL's, which sums to 0 within a group)."""
+    each rollout is its reward, not reward - group mean (TRL's, which sums to 0 within a group).
+    The episodes are scored with fixed, unequal values (a sampled group of the tiny model can score 0
+    everywhere, which would make raw and centred advantages agree and the test pass for nothing)."""
+    import itertools
+
     import torch
 
+    import fasbench.rl.reward as rl_reward
+    from fasbench.reward import Score
     from fasbench.rl.train import make_trainer
+
+    values = itertools.cycle([0.9, 0.2, 0.6, 0.35])
+    monkeypatch.setattr(rl_reward, "score_episode", lambda *a, **k: Score(next(values), {"accuracy": 1.0}))
 
     torch.set_num_threads(1)
     cfg = load_config("tiny", {"output_dir": str(tmp_path / "run"), "max_steps": 1, "save_steps": 1,
@@ -536,8 +545,9 @@ def test_raw_advantages_are_the_rewards(tasks, tmp_path):
     trainer.train()
     rewards = [r.reward for r in trainer._episode_reward.batch]
     logged = list(trainer._logs["advantages"])[-len(rewards):]
-    assert logged == pytest.approx(rewards) and any(r != 0 for r in rewards)
-    assert abs(sum(rewards)) > 1e-6  # TRL's centred advantages of this one group would sum to 0
+    assert len(rewards) > 1 and set(rewards) <= {0.9, 0.2, 0.6, 0.35}
+    assert logged == pytest.approx(rewards)
+    assert abs(sum(logged)) > 1e-6  # TRL's centred advantages of this one group would sum to 0
     with pytest.raises(ValueError, match="advantage 'mean' unknown"):
         load_config("tiny", {"advantage": "mean"})
 
