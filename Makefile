@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 OUT    ?= runs/notebooks
 REPORT ?= runs/report
-# make run's hang guard (fasbench/mainjob.py): a notebook whose process tree (papermill, kernel, servers it
+# make run's hang guard (fasbench/mainjob/run.py): a notebook whose process tree (papermill, kernel, servers it
 # started) used under 2 CPU-s and saved nothing for this many seconds is hung (seen once in ~10 runs of
 # notebook 07: papermill waiting forever for a message from an idle kernel); it is stopped and run once
 # more. Progress, not a time limit: a busy machine slows a cell but still gives it CPU time.
@@ -54,7 +54,7 @@ chromium:
 	  elif command -v sudo >/dev/null 2>&1; then $(LOCK) sudo sh -c 'apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core poppler-utils'; \
 	  else echo "error: Chromium (figure export) and poppler-utils (the figure test) are needed; install your distribution's chromium and poppler-utils packages" >&2; exit 1; fi; }
 
-# `fasbench e2e` runs the live main agent's commands in a bubblewrap sandbox (fasbench/e2e/sandbox.py).
+# `fasbench e2e` runs the live main agent's commands in a bubblewrap sandbox (fasbench/base/untrusted.py).
 bubblewrap:
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then $(LOCK) sh -c 'apt-get update -qq && apt-get install -y -qq bubblewrap'; \
@@ -63,14 +63,14 @@ bubblewrap:
 
 run: install
 	@mkdir -p $(OUT) figures
-	$(PY) -m fasbench.mainjob $(OUT) $(NOTEBOOKS) --idle $(IDLE_TIMEOUT)
+	$(PY) -m fasbench.mainjob.run $(OUT) $(NOTEBOOKS) --idle $(IDLE_TIMEOUT)
 	@echo "figures written to figures/:"; ls figures | grep -v '\.json$$\|^README\.md$$' | sed 's/^/  /'
 	@$(MAKE) --no-print-directory report
 
 # One static HTML page of the executed notebooks (outputs, findings, widget state): $(REPORT)/index.html
 report: install
 	-@$(MAKE) --no-print-directory $(REPORT_JS)/embed-amd.js
-	$(PY) -m fasbench.report $(OUT) --out $(REPORT) --js $(REPORT_JS)
+	$(PY) -m fasbench.mainjob.report $(OUT) --out $(REPORT) --js $(REPORT_JS)
 
 $(REPORT_JS)/embed-amd.js:
 	@rm -rf $(REPORT_JS) && mkdir -p $(REPORT_JS)/pack
@@ -91,7 +91,7 @@ test: install
 	FASBENCH_SHORT=1 FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q --nbmake --nbmake-timeout=$(NB_CELL_TIMEOUT) tests $(NOTEBOOKS)
 
 figures: install
-	$(PY) -c "from fasbench.figures import export_all; print(*export_all(), sep='\n')"
+	$(PY) -c "from fasbench.stats.figures import export_all; print(*export_all(), sep='\n')"
 
 clean:
 	rm -rf $(VENV) runs test-artifacts

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cpu import cores as n_cores, cpu_s, machine_cpu_s  # benchmarks/cpu.py
-from fasbench.evaluate import run_eval
+from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits
 from fasbench.records import read_tasks
 

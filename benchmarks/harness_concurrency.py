@@ -32,7 +32,7 @@ from fasbench.harness import execute_calls
 from fasbench.records import ToolCall
 from fasbench.tools import ToolLimits, make_toolset
 from fasbench.tools.rg import ignore_flags, rg_argv
-from fasbench.tools.sandbox import tool_env
+from fasbench.tools.bash.pipeline import tool_env
 
 
 def turn_calls(root: Path) -> list[ToolCall]:

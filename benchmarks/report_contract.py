@@ -6,7 +6,7 @@ Each run is a ``fasbench eval`` run directory (``--report-contract free`` and ``
 equal). Per pair, on the tasks both ran (failed episodes left out): the share of cited lines never shown
 to the searcher (``cited_lines_unseen / cited_lines``, summed over episodes), the citations the renderer
 dropped, the file-level score (``file_f2``) of each with the paired difference ids − free and its 95%
-interval (``fasbench.runs.paired_diff``: exact sign-flip up to 20 differing tasks), ``line_f1``, turns, and
+interval (``fasbench.evaluation.runs.paired_diff``: exact sign-flip up to 20 differing tasks), ``line_f1``, turns, and
 the chat's tokens per episode (every message the policy saw, counted with the offline SmolLM2 tokenizer,
 ``fasbench.trajectories.tokens``: the IDs' cost). The last line is the ratio of chat tokens, ids / free,
 over all pairs.
@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from fasbench.records import read_traces
-from fasbench.runs import paired_diff
+from fasbench.evaluation.runs import paired_diff
 from fasbench.trajectories.tokens import count_tokens_batch
 
 

@@ -1,4 +1,4 @@
-"""What one command costs in the sandbox of untrusted code (``fasbench.untrusted``), side by side with
+"""What one command costs in the sandbox of untrusted code (``fasbench.base.untrusted``), side by side with
 the same command run plainly (``bash -c``, mini-swe-agent's local environment in effect).
 
 The sandbox's own per-command work is measured apart: counting the sandbox user's tasks (its process
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fasbench.untrusted import (_tasks_of, check_sandbox, execute_sandboxed, give_to_sandbox, sandbox_env, sandbox_ids,
+from fasbench.base.untrusted import (_tasks_of, check_sandbox, execute_sandboxed, give_to_sandbox, sandbox_env, sandbox_ids,
                                 strip_setid)
 
 

@@ -7,7 +7,7 @@ separate pass so that tracing does not slow the timed one):
    eval summary row of the same report.
 2. Side by side on a range of ``--lines`` lines (default 1,000,000, still feasible for the old way):
    line precision/recall from per-line ``(path, line)`` sets (what ``metrics.line_set`` did before)
-   against the interval arithmetic of ``fasbench.lines``.
+   against the interval arithmetic of ``fasbench.base.lines``.
 3. The eval summary row (every reward, file/line PRF, Acc@k) of reports citing 10k, 40k and 100k
    files, and a FastContext final answer with 200k ranges, to show linear growth.
 4. Issue 25: the summary row of a FastContext answer of 200k citations (100k ranges of one file of
@@ -28,12 +28,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from fasbench.episodes import episode_row
-from fasbench.lines import file_lines
-from fasbench.localization import explore_metrics
-from fasbench.metrics import line_prf, normalize_files
+from fasbench.evaluation.episodes import episode_row
+from fasbench.base.lines import file_lines
+from fasbench.scoring.localization import explore_metrics
+from fasbench.stats.metrics import line_prf, normalize_files
 from fasbench.records import Gold, Report, Task, Trace
-from fasbench.reward import score_report
+from fasbench.scoring.reward import score_report
 from fasbench.tools.fastcontext import parse_final_answer
 
 HUGE = 2147483647

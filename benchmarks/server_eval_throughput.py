@@ -1,11 +1,11 @@
 """Concurrent episodes against a model server: episodes per second against the server-bound ideal.
 
-A real local HTTP server (``fasbench.scripted_server``, its own process) speaks the OpenAI
+A real local HTTP server (``fasbench.policies.scripted_server``, its own process) speaks the OpenAI
 chat-completions protocol, answers every request after ``--delay-s`` (default 0.25 s) with scripted
 tool calls (two cheap reads a turn, ``report_back`` on the last of ``--turns`` turns) and serves at
 most ``--max-concurrent`` requests at once (default 32; the rest wait for a slot). The same
 episodes (toy tasks on a copy of the installed ``requests`` source) run through
-``fasbench.evaluate.run_eval`` with the ``openai`` policy, with 1 worker and with ``--workers``
+``fasbench.evaluation.evaluate.run_eval`` with the ``openai`` policy, with 1 worker and with ``--workers``
 (default 64), each into a fresh run directory (traces appended, summary written: the whole run is
 timed). The ideal is the rate the server allows: ``min(workers, S) / (turns × delay)`` episodes per
 second. ``--mode async`` runs the many-worker side as one asyncio loop instead (``httpx.AsyncClient``,
@@ -37,7 +37,7 @@ from pathlib import Path
 import httpx
 from cpu import cores as n_cores, cpu_s  # benchmarks/cpu.py
 
-from fasbench.evaluate import run_eval
+from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import _POOL, Limits, execute_calls, initial_messages
 from fasbench.policies.openai_compat import OpenAIPolicy, parse_tool_calls
 from fasbench.policies.toy import make_corpus, toy_tasks
@@ -46,7 +46,7 @@ from fasbench.tools import make_toolset
 
 
 def start_server(args) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "fasbench.scripted_server", "--port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "fasbench.policies.scripted_server", "--port", "0",
                              "--delay-s", str(args.delay_s), "--max-concurrent", str(args.max_concurrent),
                              "--turns", str(args.turns)], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().split()

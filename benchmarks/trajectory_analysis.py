@@ -23,9 +23,9 @@ from pathlib import Path
 # would count; one thread does the same work (set before polars is imported).
 os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
-from fasbench.paths import data_dir  # noqa: E402
+from fasbench.base.paths import data_dir  # noqa: E402
 from fasbench.trajectories.analysis import analyze_paths  # noqa: E402
-from fasbench.trajectories.files import FileReport, discover  # noqa: E402
+from fasbench.trajectories.trajectory_files import FileReport, discover  # noqa: E402
 from fasbench.trajectories.classify import analyze  # noqa: E402
 from fasbench.trajectories.parsers import read_text  # noqa: E402
 

@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fasbench.paths import data_dir
-from fasbench.trajectories.files import FileReport, discover, load_labels
+from fasbench.base.paths import data_dir
+from fasbench.trajectories.trajectory_files import FileReport, discover, load_labels
 
 CHILD = r"""
 import json, os, resource, sys, time

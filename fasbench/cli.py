@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 import typer.main
 
-from fasbench.errors import CliGroup, UserError
+from fasbench.base.errors import CliGroup, UserError
 from fasbench.records import Gold, Report
 
 # Modules exposing ``register(app: typer.Typer)``; one line per package.
@@ -22,11 +22,11 @@ PLUGINS: list[str] = [
     "fasbench.data.cli",
     "fasbench.bon.cli",
     "fasbench.rl.cli",
-    "fasbench.eval_cli",
+    "fasbench.evaluation.cli",
     "fasbench.trajectories.cli",
     "fasbench.sft.cli",
     "fasbench.e2e.cli",
-    "fasbench.replay_cli",  # beside the package: importing fasbench.replay loads its widgets (plotly)
+    "fasbench.replay.cli",  # beside the package: importing fasbench.replay loads its widgets (plotly)
 ]
 
 
@@ -60,7 +60,7 @@ class RootGroup(CliGroup):
 
 
 # RootGroup (a CliGroup) turns what escapes a command into a one-line error and a non-zero exit
-# (fasbench/errors.py). rich_markup_mode=None (for every subcommand: typer passes it down): help texts
+# (fasbench/base/errors.py). rich_markup_mode=None (for every subcommand: typer passes it down): help texts
 # are printed as written; rich markup would take `[s, -1]` or `[[s, e], ...]` for tags and drop them.
 app = typer.Typer(cls=RootGroup, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="fasbench: fast agentic code search workbench")
@@ -128,7 +128,7 @@ def score(
     gold: str = typer.Option(..., "--gold", help='{"edited": {path: [[s, e], ...]}, "viewed": [...] | null} or a file'),
     report: str = typer.Option(..., "--report", help='{"files": {path: [[s, e], ...]}, "explanation": str} or a file'),
     turns: Optional[int] = typer.Option(None, "--turns", help="turns used (for the turn penalty)"),
-    reward: str = typer.Option("relace-f2", "--reward", help="a name of fasbench.reward.REWARDS: relace-f2 | relace-hybrid | fastcontext | …"),
+    reward: str = typer.Option("relace-f2", "--reward", help="a name of fasbench.scoring.reward.REWARDS: relace-f2 | relace-hybrid | fastcontext | …"),
     judge: Optional[str] = typer.Option(None, "--judge", help="fastcontext: LLM judge, openai:model=NAME,base_url=URL"),
     query: Optional[str] = typer.Option(None, "--query", help="fastcontext: the task's query (the judge reads it)"),
     finish: str = typer.Option("stop", "--finish", help="fastcontext: how the episode ended: stop | length | abort | error"),
@@ -137,8 +137,8 @@ def score(
                                         "(without it, to lines.LINE_CAP)"),
 ):
     """Score a report against gold; prints the score and its parts as JSON."""
-    # local import: fasbench.reward costs ~0.1 s at CLI start-up, a third of `fasbench --help` (python -X importtime)
-    from fasbench.reward import judged_rewards, reward_named, score_report
+    # local import: fasbench.scoring.reward costs ~0.1 s at CLI start-up, a third of `fasbench --help` (python -X importtime)
+    from fasbench.scoring.reward import judged_rewards, reward_named, score_report
 
     judged = reward_named(reward).judged  # an unknown name: a ValueError naming the choices (one line, exit 2)
     g = Gold.from_dict(_load_json_arg(gold, "--gold"))
@@ -150,7 +150,7 @@ def score(
     kw: dict = {"query": query, "finish_reason": finish}  # the facts of the episode; each reward takes what it needs
     if judged:
         # local import: the judge's HTTP client (httpx) costs ~0.1 s at CLI start-up (python -X importtime)
-        from fasbench.judge import make_judge
+        from fasbench.scoring.judge import make_judge
 
         if judge is not None and not query:
             _fail("--judge needs --query (the judge scores the cited lines against the query)")

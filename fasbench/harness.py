@@ -23,7 +23,7 @@ policy saw, notes included, and the chat given to the policy at each turn is rea
 (``Trace.to_messages``), so SFT data, RL and replay that read the trace read the same chat. An
 episode whose replies held no parsable tool call (:func:`parsable_calls`) is flagged
 ``meta["no_tool_call"]``. The trace is returned whole; callers append it to a JSONL file as each
-episode finishes (``fasbench.evaluate.run_eval``).
+episode finishes (``fasbench.evaluation.evaluate.run_eval``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from fasbench.records import SCHEMA_VERSION, Reply, Task, ToolCall, ToolResult, Trace, Turn
-from fasbench.specs import build, spec_fields
+from fasbench.base.specs import build, spec_fields
 from fasbench.tools import ToolLimits, Toolset, make_toolset
 from fasbench.tools.base import too_many_calls
 from fasbench.tools.contract import IdLedger, answer_cites, check_contract, final_note_addendum, prompt_addendum

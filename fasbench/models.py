@@ -33,7 +33,7 @@ from typing import Any
 from filelock import FileLock
 from jinja2 import Template
 
-from fasbench.paths import building, cache_dir, replace_dir, repo_root
+from fasbench.base.paths import building, cache_dir, replace_dir, repo_root
 from fasbench.records import ToolCall, parse_arguments
 from fasbench.tools import tool_names
 

@@ -500,16 +500,16 @@ def _str_constants(node: ast.AST) -> list[str]:
 
 def check_reward_name_tests(names: frozenset[str] | None = None) -> dict[str, list[str]]:
     """A comparison (``==``, ``!=``, ``in``, ``not in``) of an expression that mentions a reward against
-    a reward's name, outside the registry (``fasbench/reward.py``): a reward's behaviour is chosen by
-    its registry entry (``fasbench.reward.Reward``), never by testing its name."""
+    a reward's name, outside the registry (``fasbench/scoring/reward.py``): a reward's behaviour is chosen by
+    its registry entry (``fasbench.scoring.reward.Reward``), never by testing its name."""
     if names is None:
-        from fasbench.reward import REWARDS  # local import: only this check needs the rewards (~2 s, the tools' jsonschema)
+        from fasbench.scoring.reward import REWARDS  # local import: only this check needs the rewards (~2 s, the tools' jsonschema)
 
         names = frozenset(REWARDS)
     out: dict[str, list[str]] = {}
     for p in source_files().values():
         r = rel(p)
-        if r == "fasbench/reward.py":
+        if r == "fasbench/scoring/reward.py":
             continue
         tree, _ = parsed(p)
         for node in ast.walk(tree):
@@ -533,7 +533,7 @@ def test_no_getattr_on_policies():
 
 def test_no_reward_chosen_by_its_name():
     expect_clean(check_reward_name_tests(), "a reward chosen by a string test of its name (give its registry entry "
-                 "in fasbench.reward.REWARDS the property instead)")
+                 "in fasbench.scoring.reward.REWARDS the property instead)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -548,9 +548,9 @@ READER_NAMES = frozenset({
     "submission_files", "edits_submission", "edits_files", "viewing", "Viewing", "search_paths",
     "agent_path",
 })
-#: The agent's repository root is spelled only in trajectories/paths.py (``ROOT``); elsewhere only:
+#: The agent's repository root is spelled only in trajectories/agent_paths.py (``ROOT``); elsewhere only:
 ROOT_SPELLING_ALLOWED: dict[str, str] = {
-    "fasbench/metrics.py": "normalize_path strips the prefixes a *searcher's* answer may use (/repo/, /testbed/, "
+    "fasbench/stats/metrics.py": "normalize_path strips the prefixes a *searcher's* answer may use (/repo/, /testbed/, "
     "/workspace/): a report's paths, not a main agent's",
     "fasbench/e2e/live.py": "rewrites mini-swe-agent's own instance template (its configuration text), "
     "no path is normalised",
@@ -581,12 +581,12 @@ def check_one_reader(files=None) -> dict[str, list[str]]:
 def check_root_spelling(files=None) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for r, p in _modules(files):
-        if r == READER + "paths.py" or r in ROOT_SPELLING_ALLOWED:
+        if r == READER + "agent_paths.py" or r in ROOT_SPELLING_ALLOWED:
             continue
         for node in ast.walk(parsed(p)[0]):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                     node.value.rstrip("/") == "/testbed" or node.value.startswith("/testbed/")):
-                out.setdefault(r, []).append(f"line {node.lineno}: {node.value!r} (use trajectories.paths.ROOT / "
+                out.setdefault(r, []).append(f"line {node.lineno}: {node.value!r} (use trajectories.agent_paths.ROOT / "
                                              "agent_path)")
     return out
 
@@ -625,7 +625,7 @@ def test_reader_names_are_the_readers():
 
 
 def test_agent_root_spelled_once():
-    expect_clean(check_root_spelling(), "the agent's repository root spelled outside fasbench/trajectories/paths.py")
+    expect_clean(check_root_spelling(), "the agent's repository root spelled outside fasbench/trajectories/agent_paths.py")
 
 
 def test_root_allowlist_still_needed():
@@ -663,7 +663,7 @@ RUNNERS = {"run", "Popen", "call", "check_call", "check_output", "system", "pope
 
 def check_rg_sandboxed(files=None) -> dict[str, list[str]]:
     """A module outside fasbench/tools/ that builds a ripgrep command line (``rg_argv``, ``rg_binary``)
-    runs it through ``tools.sandbox.run_pipeline`` (confinement, stripped environment, limits): it calls
+    runs it through ``tools.bash.pipeline.run_pipeline`` (confinement, stripped environment, limits): it calls
     no ``subprocess``/``os`` process runner itself."""
     out: dict[str, list[str]] = {}
     for r, p in _modules(files):
@@ -678,7 +678,7 @@ def check_rg_sandboxed(files=None) -> dict[str, list[str]]:
             if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in RUNNERS
                     and isinstance(n.func.value, ast.Name) and n.func.value.id in ("subprocess", "os")):
                 out.setdefault(r, []).append(f"line {n.lineno}: {n.func.value.id}.{n.func.attr} runs rg outside "
-                                             "the sandbox (use fasbench.tools.sandbox.run_pipeline)")
+                                             "the sandbox (use fasbench.tools.bash.pipeline.run_pipeline)")
     return out
 
 
@@ -698,9 +698,9 @@ def test_rg_rule_catches_a_bare_subprocess(tmp_path):
 
 #: Class names defined in more than one module, each with the modules and the reason the two stay
 #: apart (fold them, or rename one, and remove the entry). Empty: every class name is defined once
-#: (``trajectories.turns.AgentTurn`` beside ``records.Turn``, ``evaluate.RunConfig`` beside the SFT
-#: profile's ``EvalConfig``, ``rl.reward.RolloutScore`` beside ``bon.pool.Rollout``,
-#: ``data.gitmine.GitRepoError`` beside ``e2e.sandbox.SandboxGitError``).
+#: (``trajectories.trajectory.AgentTurn`` beside ``records.Turn``, ``evaluate.RunConfig`` beside the SFT
+#: profile's ``EvalConfig``, ``rl.episode_reward.RolloutScore`` beside ``bon.pool.Rollout``,
+#: ``data.gitmine.GitRepoError`` beside ``e2e.workcopy.SandboxGitError``).
 CLASS_NAME_ALLOWED: dict[str, tuple[frozenset[str], str]] = {}
 #: The one observation type: ``Shown`` the record, ``Seen`` the record with its line text, the call,
 #: its kind and error flag. Only these modules define a class that holds a ``Shown``.
@@ -786,23 +786,23 @@ def test_observation_rules_catch_a_second_type(tmp_path):
                    "@dataclass\nclass Observation:\n    shown: Shown | None = None\n\n"
                    "def grep_hits(trace):\n    return {}\n", encoding="utf-8")
     other = REPO / "fasbench" / "tools" / "observed.py"
-    replay = REPO / "fasbench" / "replay" / "observed.py"
+    replay = REPO / "fasbench" / "replay" / "seen.py"
     files = [("fasbench/policies/second.py", src), ("fasbench/tools/observed.py", other),
-             ("fasbench/replay/observed.py", replay)]
+             ("fasbench/replay/seen.py", replay)]
     assert "class Seen is also defined in fasbench/tools/observed.py" in check_class_names(files)["fasbench/policies/second.py"][0]
     found = check_one_observation(files)
     assert any("class Observation holds a Shown" in x for x in found["fasbench/policies/second.py"])
-    assert any("grep_hits is defined 2 times" in x for x in found["fasbench/replay/observed.py"])
+    assert any("grep_hits is defined 2 times" in x for x in found["fasbench/replay/seen.py"])
     turn = REPO / "fasbench" / "records" / "trace.py"
-    third = [("fasbench/records/trace.py", turn), ("fasbench/trajectories/turns.py", REPO / "fasbench/trajectories/turns.py"),
+    third = [("fasbench/records/trace.py", turn), ("fasbench/trajectories/trajectory.py", REPO / "fasbench/trajectories/trajectory.py"),
              ("fasbench/policies/second.py", turn)]
     assert "fasbench/policies/second.py" in check_class_names(third)
 
 
 # ---------------------------------------------------------------------------------------------
-# one git wall (issue 36 item 2): no module but fasbench/gitsafe.py starts git through subprocess
+# one git wall (issue 36 item 2): no module but fasbench/base/gitsafe.py starts git through subprocess
 
-GIT_WALL = "fasbench/gitsafe.py"
+GIT_WALL = "fasbench/base/gitsafe.py"
 _SPAWNERS = {("subprocess", n) for n in ("run", "Popen", "call", "check_call", "check_output", "getoutput",
                                          "getstatusoutput")} | {("os", n) for n in ("system", "popen", "execv",
                                                                                   "execvp", "execve", "spawnv")}
@@ -823,7 +823,7 @@ def _names_git(node: ast.AST) -> bool:
 
 def check_git_wall(files=None) -> dict[str, list[str]]:
     """Calls of ``subprocess.run/Popen/...`` (or ``os.system``, an ``exec``) whose command names git,
-    in any module but the wall: every git fasbench runs goes through :mod:`fasbench.gitsafe`."""
+    in any module but the wall: every git fasbench runs goes through :mod:`fasbench.base.gitsafe`."""
     out: dict[str, list[str]] = {}
     for r, p in _modules(files):
         if r == GIT_WALL:
@@ -849,7 +849,7 @@ def check_git_wall(files=None) -> dict[str, list[str]]:
             args += [v for a in args if isinstance(a, ast.Name) for v in assigned.get(a.id, [])]
             if any(_names_git(a) for a in args):
                 out.setdefault(r, []).append(f"line {node.lineno}: {target[0]}.{target[1]} runs git outside "
-                                             f"the wall (use fasbench.gitsafe.run)")
+                                             f"the wall (use fasbench.base.gitsafe.run)")
     return out
 
 
@@ -857,7 +857,7 @@ CHECKS["git wall"] = check_git_wall
 
 
 def test_git_only_through_the_wall():
-    expect_clean(check_git_wall(), "git started outside fasbench/gitsafe.py")
+    expect_clean(check_git_wall(), "git started outside fasbench/base/gitsafe.py")
 
 
 def test_git_wall_rule_catches_direct_git(tmp_path):

@@ -1,6 +1,6 @@
 """Architecture rules of issue 36, items 5 and 6, checked with ``ast`` (helpers from test_architecture):
 
-- **Names from data become paths in one place** (``check_data_paths``): outside ``fasbench/paths.py``, no
+- **Names from data become paths in one place** (``check_data_paths``): outside ``fasbench/base/paths.py``, no
   path join (``a / b``, ``joinpath``, ``with_name``, ``with_suffix``, ``cache_dir``) whose joined part is
   an f-string with a value in it, or reads a data field (``.id``, ``.task_id``, ``.trace_id``, ``.policy``,
   ``.repo``, ``.base_commit``, ...), unless that part goes through ``safe_name``, ``name_key``, ``child``
@@ -21,20 +21,20 @@ SAFE_CALLS = frozenset({"safe_name", "name_key", "child", "claim"})
 DATA_FIELDS = frozenset({"id", "task_id", "trace_id", "instance_id", "policy", "repo", "base_commit", "run_name",
                          "arm", "session_id", "trajectory_id"})
 JOIN_CALLS = frozenset({"joinpath", "with_name", "with_suffix", "cache_dir"})
-PATHS_MODULE = "fasbench/paths.py"
+PATHS_MODULE = "fasbench/base/paths.py"
 
 # (file, the joined part as ast.unparse writes it) -> why it is not a name from data
 PATH_JOIN_ALLOWED = {
-    ("fasbench/judge.py", "key[:2]"): "the first two hex digits of the request's SHA-256",
-    ("fasbench/judge.py", "f'{key}.json'"): "the request's SHA-256 hex digest",
-    ("fasbench/judge.py", "f'.{key}.{os.getpid()}.tmp'"): "the request's SHA-256 and this process's id",
+    ("fasbench/scoring/judge.py", "key[:2]"): "the first two hex digits of the request's SHA-256",
+    ("fasbench/scoring/judge.py", "f'{key}.json'"): "the request's SHA-256 hex digest",
+    ("fasbench/scoring/judge.py", "f'.{key}.{os.getpid()}.tmp'"): "the request's SHA-256 and this process's id",
     ("fasbench/policies/rag.py", "f'emb-{mkey}.npy'"): "a SHA-1 hex digest of the model path",
     ("fasbench/policies/rag.py", "f'.tmp{os.getpid()}-{threading.get_ident()}'"): "process and thread ids",
     ("fasbench/policies/rag.py", "f'bm25.tmp{os.getpid()}-{threading.get_ident()}'"): "process and thread ids",
     ("fasbench/policies/rag.py", "f'{f.stem}.tmp{os.getpid()}.npy'"): "fasbench's own file name and the process id",
     ("fasbench/data/perturb.py", "f'{key}.json'"): "corpus_key: a SHA-256 hex digest of the corpus and spec",
     ("fasbench/data/symbols.py", "f'symbols-k{k}.jsonl'"): "an integer",
-    ("fasbench/training/config.py", "f'{kind.prefix}_{name_or_path}.yaml'"):
+    ("fasbench/training/profiles.py", "f'{kind.prefix}_{name_or_path}.yaml'"):
         "the user's own command-line argument, which may be any path (read as one just above)",
 }
 
@@ -87,12 +87,12 @@ def check_data_paths(files: list[Path] | None = None) -> dict[str, list[str]]:
                 why = _data_in(part)
                 if why and (r, ast.unparse(part)) not in PATH_JOIN_ALLOWED:
                     out.setdefault(r, []).append(f"line {node.lineno}: {ast.unparse(node)[:90]} joins {why} "
-                                                 "(name it through fasbench.paths.safe_name/child/name_key/Names)")
+                                                 "(name it through fasbench.base.paths.safe_name/child/name_key/Names)")
     return out
 
 
 def test_names_from_data_become_paths_only_through_fasbench_paths():
-    expect_clean(check_data_paths(), "a path joined from a name outside fasbench.paths (issue 36 item 5)")
+    expect_clean(check_data_paths(), "a path joined from a name outside fasbench.base.paths (issue 36 item 5)")
 
 
 def test_path_join_allowlist_still_needed():
@@ -118,10 +118,10 @@ def test_the_rule_catches_the_joins_issue_36_found(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # pages escaped by construction (issue 36 item 6)
 
-MARKUP_MODULE = "fasbench/markup.py"
+MARKUP_MODULE = "fasbench/base/markup.py"
 # (file, the expression as ast.unparse writes it) -> why it builds no HTML from data
 HTML_ALLOWED = {
-    ("fasbench/figures.py", "f'<sup>{piece}</sup>'"):
+    ("fasbench/stats/figures.py", "f'<sup>{piece}</sup>'"):
         "re-wraps a plotly title's own subtitle line (already built by html()) into narrower <sup> pieces",
 }
 HTML_TAGS = ("a", "b", "i", "br", "div", "span", "td", "th", "tr", "table", "pre", "code", "p", "h1", "h2", "h3",
@@ -140,7 +140,7 @@ def _module_constants(tree: ast.Module) -> set[str]:
 
 
 def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]:
-    """HTML is built only by ``fasbench.markup``: outside it, no f-string, ``%`` or ``.format`` of a
+    """HTML is built only by ``fasbench.base.markup``: outside it, no f-string, ``%`` or ``.format`` of a
     string holding an HTML tag with a value in it, no ``+`` of such a string with anything but a
     constant or a ``html``/``join`` result, ``html(...)`` only with a literal template (or a module
     constant), and no ``Markup(...)`` of anything."""
@@ -156,7 +156,7 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
             if (r, ast.unparse(n)) in HTML_ALLOWED:
                 return
             out.setdefault(r, []).append(f"line {n.lineno}: {why}: {ast.unparse(n)[:80]} (build it with "
-                                         "fasbench.markup.html/join)")
+                                         "fasbench.base.markup.html/join)")
 
         for n in ast.walk(tree):
             if isinstance(n, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in n.values) \
@@ -178,12 +178,12 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
                         or isinstance(t, ast.Name) and t.id in consts):
                     bad(n, "html() with a template that is not a literal")
             elif isinstance(n, ast.Call) and _fname(n) == "Markup" and n.args:
-                bad(n, "Markup() outside fasbench.markup")
+                bad(n, "Markup() outside fasbench.base.markup")
     return out
 
 
 def test_pages_are_built_only_by_the_renderer():
-    expect_clean(check_html_building(), "HTML built outside fasbench.markup (issue 36 item 6)")
+    expect_clean(check_html_building(), "HTML built outside fasbench.base.markup (issue 36 item 6)")
 
 
 def test_the_html_rule_catches_the_compare_table_of_issue_36(tmp_path):

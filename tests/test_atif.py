@@ -23,14 +23,14 @@ import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.episodes import episode_row
+from fasbench.evaluation.episodes import episode_row
 from fasbench.records import Report, ToolCall, ToolResult, Trace, Turn, read_tasks, read_traces
 from fasbench.records.trace import Shown
 from fasbench.trajectories import atif
 from fasbench.trajectories.analysis import analyze_paths
 from fasbench.trajectories.atif_trace import from_atif, to_atif
 from fasbench.trajectories.parsers import SUPPORTED, TrajectoryError, parse_file
-from fasbench.trajectories.turns import subagents
+from fasbench.trajectories.trajectory import subagents
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "data" / "examples" / "heuristic-swebench-lite"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from fasbench.audit import AUDIT_REWARDS, CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
+from fasbench.studies.audit import AUDIT_REWARDS, CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
 from fasbench.harness import run_episode
-from fasbench.metrics import normalize_path
+from fasbench.stats.metrics import normalize_path
 from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
-from fasbench.process import process_row
+from fasbench.scoring.process import process_row
 from fasbench.tools import tool_kind
 
 

@@ -17,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fasbench.tools import ToolLimits, make_toolset, sandbox
-from fasbench.tools.bash import ALLOWED
-from fasbench.tools.commands import GIT_SPECS, SPECS
+from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools.bash import pipeline as sandbox
+from fasbench.tools.bash.readonly import ALLOWED
+from fasbench.tools.bash.commands import GIT_SPECS, SPECS
 from tools_fixture import SECRET, make_repo, snapshot
 
 EXAMPLES = int(os.environ.get("FASBENCH_FUZZ_EXAMPLES", "300"))

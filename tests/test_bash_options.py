@@ -14,11 +14,12 @@ import os
 
 import pytest
 
-from fasbench.tools import ToolLimits, make_toolset, sandbox
-from fasbench.tools.bash import parse_command
-from fasbench.tools.commands import FIND_PRIMARIES, GIT_SPECS, OPERANDS, SPECS
+from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools.bash import pipeline as sandbox
+from fasbench.tools.bash.readonly import parse_command
+from fasbench.tools.bash.commands import FIND_PRIMARIES, GIT_SPECS, OPERANDS, SPECS
 from fasbench.tools.base import ToolError
-from fasbench.tools.options import FLAG, OPTIONAL, PATH, Spec, _long, parse
+from fasbench.tools.bash.options import FLAG, OPTIONAL, PATH, Spec, _long, parse
 from tools_fixture import SECRET, make_repo, snapshot
 
 

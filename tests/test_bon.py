@@ -196,7 +196,7 @@ def test_evaluate_synthetic_saves_cost():
     # the findings text is written from the numbers, with the seed's beside them
     from fasbench.bon import plots
     from fasbench.bon.findings import findings
-    from fasbench.findings import Findings
+    from fasbench.stats.findings import Findings
 
     f = findings(res, "synthetic", pools=pools)
     md = f.markdown()
@@ -283,7 +283,7 @@ def test_cli_evaluate_prints_one_json_line_per_strategy(tmp_path):
 
 
 def test_cli_pools_takes_a_task_set_name(tmp_path, monkeypatch):
-    """``--tasks`` is a task-set name (fasbench.tasksets): FILE:SPLIT keeps that split in file order;
+    """``--tasks`` is a task-set name (fasbench.data.tasksets): FILE:SPLIT keeps that split in file order;
     a bad name is a one-line error."""
     from typer.testing import CliRunner
 

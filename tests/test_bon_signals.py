@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from fasbench.bon.judge import LLMJudge, llm_judge_selector
+from fasbench.bon.pool_judge import LLMJudge, llm_judge_selector
 from fasbench.bon.latency import LatencyModel, with_latency
 from fasbench.bon.pool import MemoToolset, Pool, Rollout, build_pools, read_pools, token_split
 from fasbench.bon.verify import independent_search, probe, verify_report

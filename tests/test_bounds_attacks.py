@@ -4,7 +4,7 @@
 - a corpus file holding a 6,000-term expression (``ast.parse`` raises RecursionError; a 900-term one
   parses but breaks ``ast.dump``/``compile``): every parser of corpus text goes on (``parse_python``);
 - ranges from records, traces and reports ([1, 2**31 − 1], [1, 10**10], start 10**9) are clipped
-  before they become line sets (``fasbench.lines.line_set``), under a 1 GiB address-space limit;
+  before they become line sets (``fasbench.base.lines.line_set``), under a 1 GiB address-space limit;
 - the best-of-N judge's cited files: a FIFO is refused, never waited on, a 2 GB sparse file costs one
   line cap; its JSON reply search is linear;
 - the report's stderr and number scans on lines built to make the old regexes backtrack (n^4, n^2);
@@ -72,7 +72,7 @@ def corpus(tmp_path) -> Path:
 
 
 def test_parse_python_refuses_what_would_overflow():
-    from fasbench.entities import parse_python
+    from fasbench.base.entities import parse_python
 
     assert parse_python(DEEP) is None and parse_python(DEEPISH) is None
     assert parse_python("def f():\n    return 1\n").body[0].name == "f"
@@ -82,11 +82,11 @@ def test_parse_python_refuses_what_would_overflow():
 def test_every_parser_of_corpus_text_goes_on_past_a_file_that_overflows_ast(corpus):
     import random
 
-    from fasbench.contextbench import definitions
+    from fasbench.scoring.contextbench import definitions
     from fasbench.data.perturb import _imports, _private_defs
     from fasbench.data.pyedit import reorder_text
     from fasbench.e2e.localize import functions_at
-    from fasbench.entities import parse_entities
+    from fasbench.base.entities import parse_entities
     from fasbench.policies.rag import build_chunks, chunk_python
 
     for text in (DEEP, DEEPISH):
@@ -118,14 +118,14 @@ def test_symbol_definitions_skip_a_fifo_and_a_deep_file(corpus):
 def test_huge_ranges_from_records_and_traces_are_clipped_before_they_become_line_sets(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\ny = 2\n")
     out = child(f"""
-        from fasbench.lines import LINE_CAP
-        from fasbench.contextbench import _as_lines
+        from fasbench.base.lines import LINE_CAP
+        from fasbench.scoring.contextbench import _as_lines
         from fasbench.data.perturb_gold import PerturbMap
         from fasbench.data.relocate import relocate_regions
         from fasbench.e2e.counterfactual import covered
         from fasbench.e2e.looked import Look
         from fasbench.e2e.localize import _changed_lines
-        from fasbench.process import call_lines
+        from fasbench.scoring.process import call_lines
         from fasbench.records import Shown, ToolCall, ToolResult
         from fasbench.tools import observation
 
@@ -151,7 +151,7 @@ def test_huge_ranges_from_records_and_traces_are_clipped_before_they_become_line
 
 
 def test_line_set_keeps_what_range_walks_kept():
-    from fasbench.lines import LINE_CAP, clamp, line_set
+    from fasbench.base.lines import LINE_CAP, clamp, line_set
 
     assert line_set([[5, 3], [7, -1], [0, 2], [4, 4]]) == {1, 2, 4}  # reversed and [s, -1] empty, as range() was
     assert line_set([[1, 10 ** 10]] * 1000) == set(range(1, LINE_CAP + 1))
@@ -176,7 +176,7 @@ def judged(tmp_path) -> Path:
 
 def test_the_best_of_n_judge_reads_cited_files_through_contain(judged):
     out = child(f"""
-        from fasbench.bon.judge import LLMJudge
+        from fasbench.bon.pool_judge import LLMJudge
         from fasbench.records import Gold, Task
         task = Task(id="t", repo="o/r", query="q", root=r"{judged}", gold=Gold(edited={{}}))
         j = LLMJudge(client=None, tasks={{"t": task}})
@@ -192,7 +192,7 @@ def test_the_best_of_n_judge_reads_cited_files_through_contain(judged):
 
 
 def test_judge_snippets_are_the_cited_lines(judged):
-    from fasbench.bon.judge import LLMJudge
+    from fasbench.bon.pool_judge import LLMJudge
     from fasbench.records import Gold, Task
 
     task = Task(id="t", repo="o/r", query="q", root=str(judged), gold=Gold(edited={}))
@@ -204,7 +204,7 @@ def test_judge_snippets_are_the_cited_lines(judged):
 
 @pytest.mark.timeout(60)
 def test_the_judge_reply_parse_is_linear_and_survives_nesting():
-    from fasbench.bon.judge import LLMJudge
+    from fasbench.bon.pool_judge import LLMJudge
 
     j = LLMJudge(client=None, tasks={})
     assert j.parse("{" * 300_000, 2) is None  # the old r"\{.*\}" search: quadratic on this
@@ -220,7 +220,7 @@ def test_the_judge_reply_parse_is_linear_and_survives_nesting():
 def test_report_stderr_filter_and_number_scan_finish_on_hostile_lines():
     import nbformat
 
-    from fasbench import report
+    from fasbench.mainjob import report
 
     nasty = "1%|" * 1500 + "[]" * 1500 + "x"  # 7.5 KB: the old progress regex backtracks ~n^4 (hours)
     text = "\n".join([nasty, " 42%|████      | 42/100 [00:01<00:02, 30.1it/s]",
@@ -242,7 +242,7 @@ def test_report_stderr_filter_and_number_scan_finish_on_hostile_lines():
 
 @pytest.mark.timeout(60)
 def test_replay_refuses_a_fifo_traces_jsonl_and_run_json(tmp_path):
-    from fasbench.evaluate import read_run_meta
+    from fasbench.evaluation.evaluate import read_run_meta
 
     run = tmp_path / "run"
     run.mkdir()
@@ -256,7 +256,7 @@ def test_replay_refuses_a_fifo_traces_jsonl_and_run_json(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_jsonl_lines_are_capped_and_streamed(tmp_path, monkeypatch):
-    from fasbench import jsonl
+    from fasbench.records import jsonl
     from fasbench.records import RecordError, iter_jsonl
 
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 1000)
@@ -272,7 +272,7 @@ def test_jsonl_lines_are_capped_and_streamed(tmp_path, monkeypatch):
 def test_trajectory_files_are_bounded_and_a_fifo_is_skipped(tmp_path, monkeypatch):
     from fasbench.trajectories import raw
     from fasbench.trajectories.analysis import parse_paths
-    from fasbench.trajectories.turns import TrajectoryError
+    from fasbench.trajectories.trajectory import TrajectoryError
 
     d = json.loads(ATIF_FIXTURE.read_text())
     big = copy.deepcopy(d)
@@ -362,7 +362,7 @@ def test_a_trace_whose_turns_is_a_string_is_skipped_with_its_reason(tmp_path):
 def test_report_skips_a_non_notebook_and_notes_a_bad_plotly_figure(tmp_path, capsys):
     import nbformat
 
-    from fasbench import report
+    from fasbench.mainjob import report
 
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("fig")
@@ -400,7 +400,7 @@ def test_analyze_an_atif_file_without_tool_calls(tmp_path):
 
 
 def test_a_tool_call_named_null_is_an_unknown_tool(tmp_path):
-    from fasbench.episodes import episode_row
+    from fasbench.evaluation.episodes import episode_row
     from fasbench.harness import Limits, run_episode
     from fasbench.policies.scripted import ScriptedPolicy
     from fasbench.records import Gold, Reply, Task, ToolCall, Trace

@@ -1,4 +1,4 @@
-"""The one checkpoint evaluator (fasbench/checkpoints.py): a real (tiny, random) model checkpoint run
+"""The one checkpoint evaluator (fasbench/evaluation/checkpoints.py): a real (tiny, random) model checkpoint run
 as a policy through the harness; the run directory is an evaluation run (resumes, read by
 `fasbench runs`); SFT's evaluate goes through it."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from fasbench import runs as R
-from fasbench.checkpoints import checkpoint_policy, evaluate_checkpoint
-from fasbench.episodes import COLUMNS
+from fasbench.evaluation import runs as R
+from fasbench.evaluation.checkpoints import checkpoint_policy, evaluate_checkpoint
+from fasbench.evaluation.episodes import COLUMNS
 from fasbench.harness import Limits
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import iter_jsonl

@@ -86,7 +86,7 @@ def test_eval_help_lists_one_policy_family_a_line():
 
 def test_profile_help_lists_every_shipped_profile():
     from fasbench.training import profile_help
-    from fasbench.training.config import CONFIGS_DIR
+    from fasbench.training.profiles import CONFIGS_DIR
 
     for prefix in ("sft", "rl"):
         names = {p.stem[len(prefix) + 1:] for p in CONFIGS_DIR.glob(f"{prefix}_*.yaml")}

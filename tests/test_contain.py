@@ -1,4 +1,4 @@
-"""fasbench.contain: the one containment rule and its bounded readers (issue 25)."""
+"""fasbench.base.contain: the one containment rule and its bounded readers (issue 25)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.sandbox import resolve
+from fasbench.tools.bash.pipeline import resolve
 
 
 @pytest.fixture()

@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 
 import fasbench
 from fasbench.cli import app
-from fasbench.handoff import FORMATS, render
-from fasbench.judge import citation_contents
+from fasbench.studies.handoff import FORMATS, render
+from fasbench.scoring.judge import citation_contents
 from fasbench.records import Gold, Report, Task, Trace
 from servers import free_port, server, wait_http
 
@@ -96,7 +96,7 @@ def test_judge_contents_never_read_outside_the_root(hostile):
 
 def test_judge_contents_fifo_device_and_sparse_file_are_bounded(hostile):
     r = child(f"""
-        from fasbench.judge import citation_contents
+        from fasbench.scoring.judge import citation_contents
         c = citation_contents({{"pipe.py": [[1, 3]], "../../../../dev/zero": [[1, 3]], "big.py": [[1, 2], [1, -1]]}},
                               {str(hostile)!r})
         OUT = c
@@ -170,7 +170,7 @@ def test_handoff_renderings_never_show_outside_files(hostile):
 
 def test_handoff_fifo_and_sparse_file_do_not_hang_or_blow_up(hostile):
     r = child(f"""
-        from fasbench.handoff import FORMATS, render
+        from fasbench.studies.handoff import FORMATS, render
         from fasbench.records import Report, Trace
         tr = Trace(task_id="t", policy="p", toolset="fastcontext")
         tr.report = Report(files={{"pipe.py": [[1, 3]], "big.py": [[1, 40]], "pkg/a.py": []}})
@@ -191,7 +191,7 @@ def test_score_with_root_reads_a_bounded_part_of_a_sparse_file(hostile):
         def rchar():
             return int(next(l for l in open("/proc/self/io") if l.startswith("rchar")).split()[1])
         from fasbench.records import Gold, Report
-        from fasbench.reward import score_report
+        from fasbench.scoring.reward import score_report
         before = rchar()
         s = score_report("line-f1", Gold(edited={{"big.py": [[1, 5]]}}), Report(files={{"big.py": [[1, -1]], "pipe.py": [[1, -1]]}}),
                          root={str(hostile)!r})
@@ -247,7 +247,7 @@ def test_e2e_looked_lines_of_a_huge_range(hostile):
 
 def test_swe_explore_range_of_30_million_lines(hostile):
     r = child("""
-        from fasbench.localization import explore_metrics
+        from fasbench.scoring.localization import explore_metrics
         ex = {"core_regions": [["pkg/a.py", 1, 30_000_000]], "core_files": ["pkg/a.py"]}
         OUT = explore_metrics([("pkg/a.py", 1, 30_000_000), ("pkg/a.py", 10, 20)], ex, {"pkg/a.py": 2})
     """, timeout=180)
@@ -261,7 +261,7 @@ def test_episode_row_of_200k_citations(tmp_path):
     (root / "src").mkdir(parents=True)
     (root / "src" / "a.py").write_text("".join(f"def f{i}():\n    return {i}\n" for i in range(500)))
     r = child(f"""
-        from fasbench.episodes import episode_row
+        from fasbench.evaluation.episodes import episode_row
         from fasbench.records import Gold, Task, Trace
         from fasbench.tools.fastcontext import parse_final_answer
         cites = [f"src/a.py:{{i}}-{{i}}" for i in range(100_000, 0, -1)] + [f"src/m{{i}}.py:1-2" for i in range(100_000)]

@@ -1,10 +1,10 @@
-"""Every file read on a model's or a task's behalf goes through ``fasbench.contain`` (issue 25).
+"""Every file read on a model's or a task's behalf goes through ``fasbench.base.contain`` (issue 25).
 
 The test walks the package with ``ast``: in every module that handles report, gold or trace paths
 (a fixed list, plus any module whose source touches a report's files, a gold's paths or a tool
 result's ``shown``), each file read or file-system probe (``open``, ``os.open``, ``io.open``,
 ``gzip.open``, ``Path.open/read_text/read_bytes``, ``os.stat``, ``Path.stat/is_file/exists``,
-``os.walk`` ...) must either be a call of ``fasbench.contain`` or be listed in ``ALLOWED`` with the
+``os.walk`` ...) must either be a call of ``fasbench.base.contain`` or be listed in ``ALLOWED`` with the
 reason it does not read a path a model or a task named (package data, config, run directories)."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ PKG = REPO / "fasbench"
 
 #: Modules that read paths a report, a gold, a trace or a task names (the issue's list).
 SCORING_SIDE = {
-    "fasbench/judge.py", "fasbench/handoff.py", "fasbench/lines.py", "fasbench/metrics.py",
-    "fasbench/localization.py", "fasbench/entities.py", "fasbench/episodes.py", "fasbench/reward.py",
-    "fasbench/linerefs.py", "fasbench/audit.py", "fasbench/replay/overlay.py", "fasbench/replay/observed.py",
+    "fasbench/scoring/judge.py", "fasbench/studies/handoff.py", "fasbench/base/lines.py", "fasbench/stats/metrics.py",
+    "fasbench/scoring/localization.py", "fasbench/base/entities.py", "fasbench/evaluation/episodes.py", "fasbench/scoring/reward.py",
+    "fasbench/replay/linerefs.py", "fasbench/studies/audit.py", "fasbench/replay/overlay.py", "fasbench/replay/seen.py",
     "fasbench/bon/verify.py", "fasbench/e2e/looked.py", "fasbench/e2e/counterfactual.py",
     "fasbench/e2e/localize.py", "fasbench/policies/rag.py", "fasbench/policies/evidence.py",
     "fasbench/data/relocate.py", "fasbench/data/patches.py",
@@ -33,14 +33,14 @@ READ_METHODS = {"read_text", "read_bytes", "open", "stat", "lstat", "is_file", "
 
 #: (module, enclosing function) -> why its reads are not on a model's or task's behalf.
 ALLOWED = {
-    ("fasbench/contamination.py", "load_pairs"): "the study's own run folders (a summary.parquet fasbench wrote)",
-    ("fasbench/data/contextbench.py", "read_rows"): "the benchmark file the user names on the command line",
+    ("fasbench/studies/contamination.py", "load_pairs"): "the study's own run folders (a summary.parquet fasbench wrote)",
+    ("fasbench/data/contextbench_tasks.py", "read_rows"): "the benchmark file the user names on the command line",
     ("fasbench/sft/data.py", "workspace_ls"): "the names in the task's corpus root (the workspace fasbench built, as the release's get_workspace_ls.py records them); no path a model or report names",
-    ("fasbench/judge.py", "Judge._cached"): "the judge's own on-disk cache (fasbench's cache dir)",
-    ("fasbench/lines.py", "file_lines"):
+    ("fasbench/scoring/judge.py", "Judge._cached"): "the judge's own on-disk cache (fasbench's cache dir)",
+    ("fasbench/base/lines.py", "file_lines"):
         "an os.stat of the joined path only to answer None fast for a missing file; nothing is opened and "
         "its answer is used only when contain.file_key then accepts the path",
-    ("fasbench/entities.py", "file_entities"): "as lines.file_lines: a fast 'missing' before contain.file_key",
+    ("fasbench/base/entities.py", "file_entities"): "as lines.file_lines: a fast 'missing' before contain.file_key",
     ("fasbench/policies/rag.py", "corpus_files"):
         "lists the corpus (os.walk follows no symlinked folder) with size and mtime for the index key; "
         "each file's text is read by rag.read_text through contain",
@@ -49,7 +49,7 @@ ALLOWED = {
     ("fasbench/policies/rag.py", "_dense_index"): "rag's own index cache (cache_dir)",
     ("fasbench/policies/rag.py", "default_model_path"): "the embedding model's folder (configuration)",
     ("fasbench/policies/rag.py", "RagPolicy.index_cached"): "rag's own index cache (cache_dir)",
-    ("fasbench/audit.py", "_corpus_files"):
+    ("fasbench/studies/audit.py", "_corpus_files"):
         "lists the corpus for the top50 cheat (os.walk follows no symlinked folder); line counts go through contain",
     ("fasbench/bon/pool.py", "find_pool"): "best-of-N pool files (cache dir and shipped package data)",
     ("fasbench/bon/pool.py", "build_pools"): "the pool file being written (a run directory)",
@@ -84,10 +84,10 @@ def call_name(node: ast.Call) -> str:
 
 
 def contained_names(tree: ast.Module) -> set[str]:
-    """Names bound to fasbench.contain (the module or names imported from it)."""
+    """Names bound to fasbench.base.contain (the module or names imported from it)."""
     out = set()
     for n in ast.walk(tree):
-        if isinstance(n, ast.ImportFrom) and n.module == "fasbench.contain":
+        if isinstance(n, ast.ImportFrom) and n.module == "fasbench.base.contain":
             out |= {a.asname or a.name for a in n.names}
         if isinstance(n, ast.ImportFrom) and n.module == "fasbench" and any(a.name == "contain" for a in n.names):
             out.add("contain")
@@ -122,7 +122,7 @@ def reads(path: Path) -> list[tuple[str, str, int]]:
 
 def scoring_modules() -> list[Path]:
     found = {rel(p) for p in PKG.rglob("*.py") if any(m in p.read_text(encoding="utf-8") for m in MARKERS)}
-    found -= {"fasbench/contain.py"}
+    found -= {"fasbench/base/contain.py"}
     return sorted(REPO / m for m in SCORING_SIDE | {f for f in found if not f.startswith("fasbench/tools/")})
 
 
@@ -137,7 +137,7 @@ def test_every_read_of_a_named_path_goes_through_contain():
         for where, name, line in reads(p):
             if (rel(p), where) not in ALLOWED:
                 bad.append(f"{rel(p)}:{line} {where}: {name}(...)")
-    assert not bad, ("file reads outside fasbench.contain in modules that read report/gold/trace paths "
+    assert not bad, ("file reads outside fasbench.base.contain in modules that read report/gold/trace paths "
                      "(read through contain, or add to ALLOWED with the reason it is not on a model's or "
                      "task's behalf):\n  " + "\n  ".join(bad))
 

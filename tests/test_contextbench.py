@@ -22,14 +22,14 @@ import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.contextbench import CONTEXTBENCH_COLUMNS, contextbench_row
+from fasbench.scoring.contextbench import CONTEXTBENCH_COLUMNS, contextbench_row
 from fasbench.data import corpus
-from fasbench.data.contextbench import import_contextbench
+from fasbench.data.contextbench_tasks import import_contextbench
 from fasbench.data.corpus import CorpusError, materialize
-from fasbench.episodes import episode_row
+from fasbench.evaluation.episodes import episode_row
 from fasbench.harness import Limits, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
-from fasbench.process import process_row
+from fasbench.scoring.process import process_row
 from fasbench.records import Reply, Trace, iter_jsonl, read_tasks
 from fasbench.tools import calls_for, tool_kind
 

@@ -11,7 +11,7 @@ from fasbench.e2e.counterfactual import (
 from fasbench.e2e.looked import Look, call_looks
 from fasbench.trajectories.raw import shell_calls
 from fasbench.e2e.study import ratio_ci, totals
-from fasbench.handoff import FORMATS
+from fasbench.studies.handoff import FORMATS
 from fasbench.records import Gold, Report, Task, Trace
 from fasbench.trajectories.analysis import parse_paths, steps_frame
 
@@ -200,7 +200,7 @@ def test_upper_bound_splits_own_calls_from_carried_context(toyset):
 def test_shipped_handoffs_load_and_round_trip(tmp_path):
     """Notebook 10 pairs every trajectory on a fresh machine from the shipped handoffs (no corpus)."""
     from fasbench.e2e import study
-    from fasbench.paths import data_dir
+    from fasbench.base.paths import data_dir
 
     hand = study.load_handoffs(data_dir() / "e2e" / "handoffs_heuristic-turns-3_relace_t6.jsonl.gz")
     assert len(hand) >= 400 and {k[0] for k in hand} == {
@@ -219,7 +219,7 @@ def test_findings_for_notebook_10_from_the_studys_frames(toyset):
     with no paired search run gets the upper bound only."""
     from fasbench.e2e.findings import findings
     from fasbench.e2e.study import upper_bound
-    from fasbench.findings import Findings
+    from fasbench.stats.findings import Findings
 
     df = _frame(toyset)
     ds = df["dataset"][0]

@@ -125,7 +125,7 @@ def test_e2e_cli_errors(tmp_path):
     assert r.exit_code == 2 and "OpenAI-compatible endpoint" in r.output
     r = runner.invoke(app, ["e2e", "--tasks", str(tmp_path / "nope.jsonl"), "--main", "openai:model=m,base_url=u",
                             "--search", "none", "--out", str(tmp_path / "o")])
-    assert r.exit_code == 2 and "nope.jsonl" in r.output and "does not exist" in r.output  # fasbench.tasksets
+    assert r.exit_code == 2 and "nope.jsonl" in r.output and "does not exist" in r.output  # fasbench.data.tasksets
     r = runner.invoke(app, ["e2e", "--tasks", "swebench-lite:val", "--main", "openai:model=m,base_url=u",
                             "--search", "none", "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and "unknown split 'val'" in r.output
@@ -345,7 +345,7 @@ def test_fasbench_git_on_an_attacked_copy(tmp_path):
     a tracked file turned into a FIFO is a named SandboxGitError at once (never a hang), not a traceback."""
     # imported here, so that the other tests of this file run against code without these names
     from fasbench.e2e.runner import prepare_copy, worktree_diff
-    from fasbench.e2e.sandbox import SandboxGitError
+    from fasbench.e2e.workcopy import SandboxGitError
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -379,7 +379,7 @@ def test_fasbench_diff_refuses_a_huge_sparse_file_by_name(tmp_path):
     """A tracked file made a 50 GB sparse file: refused by name at once (no 300 s stall), the diff of the
     other changes kept; many refused files refuse the whole diff with a named SandboxGitError."""
     from fasbench.e2e.runner import prepare_copy, worktree_diff
-    from fasbench.e2e.sandbox import MAX_REFUSED, SandboxGitError
+    from fasbench.e2e.workcopy import MAX_REFUSED, SandboxGitError
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -1,5 +1,5 @@
 """Hostile endpoints (tests/hostile_server.py, a raw HTTP server in a thread on 127.0.0.1) against every
-HTTP call of fasbench (fasbench/endpoint.py): the policy inside a real episode, the judge through
+HTTP call of fasbench (fasbench/base/endpoint.py): the policy inside a real episode, the judge through
 `fasbench score --judge`. A drip is cut at the total deadline, a wrong shape is one named
 EndpointError line, a 300 MB answer is refused at the body cap with bounded memory."""
 
@@ -16,7 +16,7 @@ from fasbench.harness import Limits, run_episode
 from fasbench.policies.openai_compat import OpenAIPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
 
-MAX_REPLY_BYTES = 16 * 2**20  # fasbench.endpoint.MAX_REPLY_BYTES (a literal: the file runs on older code too)
+MAX_REPLY_BYTES = 16 * 2**20  # fasbench.base.endpoint.MAX_REPLY_BYTES (a literal: the file runs on older code too)
 GUARD_S = 90  # hang guard only (a busy machine); the deadline itself is 2 s
 
 
@@ -149,10 +149,10 @@ def test_score_with_a_good_judge_still_scores(srv, tmp_path):
     assert json.loads(r.output)["parts"]["quality"] == pytest.approx(0.7)
 
 
-MAIN = [("drip", "fasbench.endpoint: no complete reply within the total deadline (timeout_s=2.0)"),
-        ("big", f"fasbench.endpoint: reply body over the limit of {MAX_REPLY_BYTES} bytes"),
-        ("message-str", "fasbench.endpoint: reply: choices[0].message is a string, expected a dict"),
-        ("deep", "fasbench.endpoint: reply: JSON nested too deeply")]
+MAIN = [("drip", "fasbench.base.endpoint: no complete reply within the total deadline (timeout_s=2.0)"),
+        ("big", f"fasbench.base.endpoint: reply body over the limit of {MAX_REPLY_BYTES} bytes"),
+        ("message-str", "fasbench.base.endpoint: reply: choices[0].message is a string, expected a dict"),
+        ("deep", "fasbench.base.endpoint: reply: JSON nested too deeply")]
 
 
 @pytest.mark.parametrize("mode,want", MAIN, ids=[m for m, _ in MAIN])

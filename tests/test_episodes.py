@@ -1,4 +1,4 @@
-"""The episode table (fasbench/episodes.py): one row builder and one column vocabulary for evaluation
+"""The episode table (fasbench/evaluation/episodes.py): one row builder and one column vocabulary for evaluation
 summaries, the trace browser, SFT and RL before/after tables; a trace without a report and a
 failed episode get rows; evaluation's summary.parquet is that table."""
 
@@ -9,16 +9,16 @@ import math
 import polars as pl
 import pytest
 
-from fasbench.episodes import (COLUMNS, EMPTY_SCHEMA, episode_row, episode_table, part_columns, reward_column,
+from fasbench.evaluation.episodes import (COLUMNS, EMPTY_SCHEMA, episode_row, episode_table, part_columns, reward_column,
                                tool_schemas)
-from fasbench.evaluate import run_eval, safe_episode
+from fasbench.evaluation.evaluate import run_eval, safe_episode
 from fasbench.harness import Limits, Policy, run_episode
-from fasbench.localization import localization_columns
+from fasbench.scoring.localization import localization_columns
 from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import Trace
-from fasbench.reward import REWARDS
+from fasbench.scoring.reward import REWARDS
 
 
 @pytest.fixture(scope="module")
@@ -126,11 +126,11 @@ def test_taskless_row_reads_the_reward_an_rl_rollout_logged():
 
 def test_columns_are_declared_once_and_the_row_shares_the_rewards_file_scores(tasks):
     """TABLE declares every fixed column (meaning, type, value); COLUMNS, EMPTY_SCHEMA and TEXT_COLUMNS
-    are read from it. The row's file/line P/R are the rewards' (fasbench.reward.report_files_prf),
+    are read from it. The row's file/line P/R are the rewards' (fasbench.scoring.reward.report_files_prf),
     also for a cited path the release's /repo/ prefix wraps twice."""
-    from fasbench.episodes import TABLE, TEXT_COLUMNS
+    from fasbench.evaluation.episodes import TABLE, TEXT_COLUMNS
     from fasbench.records import Report
-    from fasbench.reward import report_files_prf, score_episode
+    from fasbench.scoring.reward import report_files_prf, score_episode
 
     assert list(COLUMNS) == list(TABLE) == list(EMPTY_SCHEMA)
     assert TEXT_COLUMNS == ("task_id", "trace_id", "policy", "toolset", "repo", "split", "stop_reason", "error")

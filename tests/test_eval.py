@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
 
-from fasbench.evaluate import aggregate, compare, run_eval, summarize
+from fasbench.evaluation.evaluate import aggregate, compare, run_eval, summarize
 from fasbench.harness import Limits
 from fasbench.records import iter_jsonl, write_tasks
 

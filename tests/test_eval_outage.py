@@ -2,7 +2,7 @@
 eval` says so before the metric table, leaves the failed episodes out of the means and exits 3; a rerun
 once the server is up retries exactly those episodes, and traces.jsonl keeps one trace per task; `fasbench
 runs` shows a `failed` column and `fasbench compare` notes the failed episodes. A real HTTP server
-(fasbench.scripted_server) on a fixed port, down for the first run and up for the second."""
+(fasbench.policies.scripted_server) on a fixed port, down for the first run and up for the second."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from servers import free_port, scripted_server
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.evaluate import run_eval
+from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import write_tasks
-from fasbench.runs import compare_runs, failed_note
+from fasbench.evaluation.runs import compare_runs, failed_note
 
 
 def _spec(port: int) -> str:

@@ -1,4 +1,4 @@
-"""Concurrent evaluation against a real local OpenAI-compatible server (fasbench.scripted_server in
+"""Concurrent evaluation against a real local OpenAI-compatible server (fasbench.policies.scripted_server in
 its own process): failures of the server fail episodes with their reasons, never the run; the
 trace records every request with its latency and tokens."""
 
@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from servers import scripted_server
 
-from fasbench.evaluate import run_eval
+from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import read_traces

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from fasbench.cli import app
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import write_tasks
-from fasbench.runs import RUN_METRICS
+from fasbench.evaluation.runs import RUN_METRICS
 
 
 def test_eval_prints_one_compact_summary_table(tmp_path, monkeypatch):

@@ -18,10 +18,10 @@ from pypi_fixture import requires_pypi
 
 from fasbench.data import corpus
 from fasbench.data.corpus import CorpusError, materialize
-from fasbench.data.files import find_data
+from fasbench.data.locations import find_data
 from fasbench.data.importers import import_swe_explore
 from fasbench.data.patches import parse_diff
-from fasbench.localization import explore_line_counts, explore_metrics
+from fasbench.scoring.localization import explore_line_counts, explore_metrics
 
 pytestmark = requires_pypi
 

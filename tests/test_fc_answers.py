@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import pytest
 
-from fasbench.judge import citation_contents
+from fasbench.scoring.judge import citation_contents
 from fasbench.records import Gold, Reply, Task, Trace, Turn
-from fasbench.reward import score_report
+from fasbench.scoring.reward import score_report
 from fasbench.tools.fastcontext import parse_final_answer, parse_final_answer_lenient
 
 GOLD = Gold(edited={"shop/pricing.py": [[1, 7]]})

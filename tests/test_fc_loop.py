@@ -10,7 +10,7 @@ from fasbench.harness import NO_CALL_NOTE, Limits, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import Reply, ToolCall
-from fasbench.reward import score_episode
+from fasbench.scoring.reward import score_episode
 from fasbench.tools import ToolLimits
 from fasbench.tools.fastcontext_published import FINAL_TURN_MESSAGE
 

@@ -1,5 +1,5 @@
 """FastContext's query as released, end to end against a real local OpenAI-compatible server
-(fasbench.scripted_server in its own process): ``fasbench data fc-queries`` asks a main agent with the
+(fasbench.policies.scripted_server in its own process): ``fasbench data fc-queries`` asks a main agent with the
 released bash + subagent tools for each task's query (resumable JSONL, tasks written with
 ``meta.fc_query``), then a FastContext eval (``--reward fastcontext``) with a model policy against the
 same kind of server gives the explorer ``<query>{fc_query}</query>``, and the run records where every
@@ -14,11 +14,11 @@ from servers import scripted_server
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.evaluate import run_eval
+from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import read_tasks, read_traces, write_tasks
-from fasbench.runs import display_runs, runs_table
+from fasbench.evaluation.runs import display_runs, runs_table
 from fasbench.tools.fastcontext_query import TASK_PROMPT, TOOLS, messages, query_of
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from fasbench.episodes import episode_row
-from fasbench.localization import (FC_FILE_TYPES, fastcontext_row, fastcontext_summary, fastcontext_warning,
+from fasbench.evaluation.episodes import episode_row
+from fasbench.scoring.localization import (FC_FILE_TYPES, fastcontext_row, fastcontext_summary, fastcontext_warning,
                                    fc_parse_patch, fc_scores)
 from fasbench.records import Gold, Report, Task, Trace, write_tasks
-from fasbench.tasksets import LOCAGENT_FILTERED, TaskSetError, load_task_set, parse_task_set, task_set_label
+from fasbench.data.tasksets import LOCAGENT_FILTERED, TaskSetError, load_task_set, parse_task_set, task_set_label
 
 PATCH = (Path(__file__).parent / "data" / "fc_score" / "patch.diff").read_text()
 CITES = [("src/a.go", 12, 20), ("tool.py", 1, 2)]

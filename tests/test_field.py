@@ -1,9 +1,9 @@
-"""The shipped published results and the side-by-side helpers of notebook 09 (fasbench/field.py)."""
+"""The shipped published results and the side-by-side helpers of notebook 09 (fasbench/studies/field.py)."""
 
 import polars as pl
 
-from fasbench import field
-from fasbench.findings import Findings
+from fasbench.studies import field
+from fasbench.stats.findings import Findings
 from fasbench.records import Gold, Task
 
 

@@ -14,9 +14,9 @@ import plotly.io as pio
 import polars as pl
 import pytest
 
-from fasbench.contamination import paired_figure, scores_figure
-from fasbench.figures import stop_kaleido_server
-from fasbench.search_study import pareto_figure
+from fasbench.studies.contamination import paired_figure, scores_figure
+from fasbench.stats.figures import stop_kaleido_server
+from fasbench.studies.search_study import pareto_figure
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,7 +39,7 @@ def _render(fig):
     (fitted through the axis's own tick labels, so the mapping is the one actually drawn)."""
     try:
         svg = pio.to_image(fig, format="svg").decode()
-    except Exception:  # kaleido's shared browser (fasbench.figures.start_kaleido_server) died: as save() does,
+    except Exception:  # kaleido's shared browser (fasbench.stats.figures.start_kaleido_server) died: as save() does,
         stop_kaleido_server()  # stop it and draw with a browser of this call's own
         svg = pio.to_image(fig, format="svg").decode()
     left, top = (float(v) for v in _PLOT.search(svg).groups())

@@ -15,9 +15,9 @@ from PIL import Image
 from plotly.subplots import make_subplots
 from pypdf import PdfReader
 
-from fasbench import figures
-from fasbench.provenance import code_version
-from fasbench.reward_plots import audit_heatmap, reward_views_figure
+from fasbench.stats import figures
+from fasbench.base.provenance import code_version
+from fasbench.studies.reward_plots import audit_heatmap, reward_views_figure
 
 N_TASKS = 7  # a stand-in for a notebook parameter (read from the caller's globals by set_context)
 
@@ -44,7 +44,7 @@ def test_save_records_provenance_in_sidecar_and_pdf(tmp_path):
 #
 # Figures typical of the notebooks: a legend under the plot, a long x-axis title under rotated tick labels,
 # multi-row subplots with axis titles, the audit heatmap and the reward views (legend at the container's
-# bottom) of fasbench/reward_plots.py. Kaleido printed PDFs with 0.1-inch print margins: Chromium shrank
+# bottom) of fasbench/studies/reward_plots.py. Kaleido printed PDFs with 0.1-inch print margins: Chromium shrank
 # the figure into the printable area and cut off its bottom (axis titles, legends).
 
 EDGE = 2  # CSS px at each edge of the page that hold no ink
@@ -151,7 +151,7 @@ def test_pdf_is_whole_and_the_pngs_picture(exported, name, tmp_path):
 def test_a_subtitle_under_the_title_is_wrapped_at_its_own_size():
     """A task-set label under a title (``title<br><sup>label</sup>``) wider than the figure is wrapped
     into several <sup> lines (it ran past the right edge of notebook 03's figures)."""
-    from fasbench.figures import _wrap
+    from fasbench.stats.figures import _wrap
 
     label = "swebench-lite+swebench-verified:test (fasbench test split, 98 of Lite's 300 test tasks, " \
             "145 of Verified's 500 test tasks, 7 drawn; offline sdist corpora)"

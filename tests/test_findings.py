@@ -2,8 +2,8 @@
 
 import math
 
-from fasbench.findings import Findings, ci, num, paired_sentence
-from fasbench.metrics import paired_test
+from fasbench.stats.findings import Findings, ci, num, paired_sentence
+from fasbench.stats.metrics import paired_test
 
 
 def test_number_formats_and_missing_values():
@@ -49,7 +49,7 @@ def test_every_studys_findings_builder_returns_a_findings():
     older string builders (``findings_markdown``, ``what_we_found``) are gone from fasbench/."""
     import ast
 
-    from fasbench.paths import repo_root
+    from fasbench.base.paths import repo_root
 
     builders, stale = [], []
     for path in sorted((repo_root() / "fasbench").rglob("*.py")):
@@ -59,8 +59,8 @@ def test_every_studys_findings_builder_returns_a_findings():
                 ret = ast.unparse(node.returns) if node.returns else None
                 (builders if node.name == "findings" and ret == "Findings" else stale).append((rel, node.name, ret))
     assert not stale, f"findings builders that do not return a Findings: {stale}"
-    assert {b[0] for b in builders} >= {"fasbench/trajectories/findings.py", "fasbench/rl/turns.py",
-                                        "fasbench/bon/findings.py", "fasbench/field.py", "fasbench/e2e/findings.py"}
+    assert {b[0] for b in builders} >= {"fasbench/trajectories/findings.py", "fasbench/rl/turn_curves.py",
+                                        "fasbench/bon/findings.py", "fasbench/studies/field.py", "fasbench/e2e/findings.py"}
 
 
 def test_blocks_keep_their_order_and_bullets_join_into_one_list():

@@ -22,7 +22,7 @@ from fasbench.data.corpus import try_materialize
 from fasbench.data.gitmine import mine
 from fasbench.data.importers import import_gold
 from fasbench.records import Gold, Task, read_tasks
-from fasbench.tasksets import load_task_set
+from fasbench.data.tasksets import load_task_set
 
 
 def git(repo, *args) -> str:
@@ -244,7 +244,7 @@ def test_the_wall_refuses_options_as_operands_and_ignores_the_callers_git_enviro
     monkeypatch.setenv("FASBENCH_TEST_SECRET", "s3cret")
     tasks, _ = mine(r)
     assert {t.query for t in tasks} == {"Fix line 3", "Fix line 10", "Fix line 17"}
-    from fasbench import gitsafe  # (after the attack: the module is new)
+    from fasbench.base import gitsafe  # (after the attack: the module is new)
     env = gitsafe.environ(r / ".git", r)
     assert "s3cret" not in json.dumps(env) and env["GIT_DIR"] == str(r / ".git")
     for bad in ("--output=/tmp/x", "-p", ""):
@@ -260,7 +260,7 @@ def test_a_borrowing_repository_lends_nothing_to_the_corpus(tmp_path, monkeypatc
     the cached clone and the checkout copy the objects and borrow nothing, so the tools' git (which
     refuses a borrowing ``.git``) runs in the corpus."""
     from fasbench.tools.base import Workspace
-    from fasbench.tools.gitwall import refusal
+    from fasbench.tools.bash.gitwall import refusal
     a = three_fixes(tmp_path / "a")
     subprocess.run(["git", "clone", "-q", "--shared", str(a), str(tmp_path / "b")], check=True, capture_output=True)
     b = tmp_path / "b"

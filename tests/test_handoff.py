@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fasbench.handoff import FORMATS, handoff_tokens, render
+from fasbench.studies.handoff import FORMATS, handoff_tokens, render
 from fasbench.harness import run_episode
 from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
@@ -29,7 +29,7 @@ def test_three_renderings_grow_and_are_counted(tmp_path):
 
 def test_code_search_keeps_the_searchers_reasoning_with_token_counts(tmp_path):
     """Relace hands the main agent a compressed trace that keeps the searcher's reasoning steps."""
-    from fasbench.handoff import handoff_tokens, reasoning
+    from fasbench.studies.handoff import handoff_tokens, reasoning
     from fasbench.policies.scripted import ScriptedPolicy
 
     task = toy_tasks(make_corpus(tmp_path))[0]

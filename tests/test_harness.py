@@ -8,7 +8,7 @@ import pytest
 from fasbench.harness import Limits, Policy, execute_calls, run_episode
 from fasbench.policies import ScriptedPolicy
 from fasbench.records import Gold, Reply, Report, Task, ToolCall
-from fasbench.reward import score_report
+from fasbench.scoring.reward import score_report
 from fasbench.tools.base import Tool, ToolError, Toolset, obj
 
 

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.judge import (JUDGE_PROMPT, citation_contents, judge_messages, make_judge,
+from fasbench.scoring.judge import (JUDGE_PROMPT, citation_contents, judge_messages, make_judge,
                             parse_judge_result, query_message)
 from fasbench.records import Gold, Report, Trace
-from fasbench.reward import episode_finish_reason, score_report
+from fasbench.scoring.reward import episode_finish_reason, score_report
 from servers import free_port, server, wait_http
 
 JUDGE_SERVER = textwrap.dedent('''
@@ -250,12 +250,12 @@ ANSWER = "Found it.\n<final_answer>\n/repo/pkg/a.py:1-2 (defines target)\n</fina
 def test_evaluation_and_rl_use_the_judge(judge_url, ws, tmp_path):
     """evaluate.summarize and rl.EpisodeReward score FastContext's reward with the judge, the
     episode's own finish reason and the task's query: an exact answer judged 9/10 gives 3.8."""
-    from fasbench.evaluate import summarize
+    from fasbench.evaluation.evaluate import summarize
     from fasbench.harness import Limits, run_episode
     from fasbench.policies import ScriptedPolicy
     from fasbench.records import Reply
     from fasbench.rl.env import environment_class
-    from fasbench.rl.reward import EpisodeReward
+    from fasbench.rl.episode_reward import EpisodeReward
 
     task = _task(ws)
     tr = run_episode(task, ScriptedPolicy([Reply(text=ANSWER)]), "fastcontext", Limits(max_turns=3))

@@ -18,8 +18,8 @@ import pytest
 
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, relocate_regions
-from fasbench.entities import entities_at, entity_gold, parse_entities
-from fasbench.localization import (explore_metrics, locagent_acc_at_k, ranked_items, ranked_regions, set_prf,
+from fasbench.base.entities import entities_at, entity_gold, parse_entities
+from fasbench.scoring.localization import (explore_metrics, locagent_acc_at_k, ranked_items, ranked_regions, set_prf,
                                    top1)
 from fasbench.policies.toy import def_range, make_corpus
 from fasbench.records import Gold, Task
@@ -256,7 +256,7 @@ def test_import_swe_explore_then_eval_ids(explore_file, tmp_path):
     row = df.row(0, named=True)
     assert row["entity_gold"] and row["explore_line_f1"] is not None and not math.isnan(row["explore_line_f1"])
     # recompute SWE-Explore's numbers from the trace's report with the ported formulas
-    from fasbench.localization import explore_line_counts
+    from fasbench.scoring.localization import explore_line_counts
     from fasbench.records import read_tasks, read_traces
 
     tr = read_traces(out / "traces.jsonl")[0]
@@ -305,9 +305,9 @@ def test_import_locbench_entity_lists(tmp_path):
 
 def test_locbench_entities_checked_on_the_corpus_and_scored(explore_file, tmp_path, monkeypatch):
     from fasbench.data.importers import import_gold
-    from fasbench.localization import localization_row
+    from fasbench.scoring.localization import localization_row
     from fasbench.records import Report, Trace
-    from fasbench.selection import usable
+    from fasbench.data.selection import usable
 
     monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "c"))
     f, (s, e) = explore_file

@@ -1,4 +1,4 @@
-"""make run's hang guard (fasbench/mainjob.py): a notebook that makes no progress (an idle kernel) is
+"""make run's hang guard (fasbench/mainjob/run.py): a notebook that makes no progress (an idle kernel) is
 stopped and run once more with a one-line reason; a notebook that works longer than the idle limit is not
 stopped, however long it takes. Real papermill, real kernels; small limits so the test stays short."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from fasbench import mainjob
+from fasbench.mainjob import run as mainjob
 
 pytestmark = pytest.mark.timeout(600)
 

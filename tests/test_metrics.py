@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from fasbench.metrics import (EXACT_MAX_N, N_FLIPS, _subset_sums, all_gold_at_k, bootstrap_ci, file_prf, line_prf,
+from fasbench.stats.metrics import (EXACT_MAX_N, N_FLIPS, _subset_sums, all_gold_at_k, bootstrap_ci, file_prf, line_prf,
                               interval_method, mean_ci,
                               merge_ranges, normalize_files, normalize_path, paired_bootstrap, paired_differs,
                               paired_test, paired_words, recall_at_k, sign_flip_p)
@@ -119,7 +119,7 @@ def test_paired_test_matches_brute_force_and_monte_carlo_is_corrected():
 def test_small_n_intervals_of_shares_stay_in_zero_one():
     """A Student t interval of F-scores near 1 reaches past 1 (0.933 [0.820, 1.047] on 5 tasks in
     notebook 03); a share's interval is clipped to [0, 1], other columns are not."""
-    from fasbench.metrics import column_bounds, mean_ci
+    from fasbench.stats.metrics import column_bounds, mean_ci
 
     v = [1.0, 1.0, 1.0, 0.833, 0.833]
     m, lo, hi = mean_ci(v)

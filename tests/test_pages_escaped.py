@@ -92,7 +92,7 @@ def test_runs_table_escapes_run_names():
 
 
 def test_report_headings_escape_the_notebook_name(tmp_path):
-    from fasbench.report import combine  # local import: nbconvert, ~1 s
+    from fasbench.mainjob.report import combine  # local import: nbconvert, ~1 s
 
     p = tmp_path / f"01_{IMG}x' onerror='y.ipynb"  # a file name holds no '/': no </script>
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("hi")]), p)
@@ -123,7 +123,7 @@ def test_each_single_field_alone_is_escaped_in_the_static_pages(field):
 def test_findings_markdown_shown_in_a_notebook_holds_no_raw_html():
     """A run or policy name in a notebook's findings reached the report's page as raw HTML (the report
     renders Markdown's inline HTML as is)."""
-    from fasbench.findings import Findings
+    from fasbench.stats.findings import Findings
 
     f = Findings(f"T {IMG}").add(f"policy {P} beats bm25: p < 0.05 & more").caveat(IMG)
     f.metric(f"F2 of {P}", 0.5, 0.4, 0.6, n=12, seed=0.3, seed_source=IMG)
@@ -137,7 +137,7 @@ def test_findings_in_the_report_page_open_no_tag_and_no_javascript_link():
     a findings output whose sentences hold a hostile name gives a page with neither."""
     from nbconvert import HTMLExporter  # local import: nbconvert, ~1 s, for this test only
 
-    from fasbench.findings import Findings
+    from fasbench.stats.findings import Findings
 
     f = Findings("T").add(f"policy [x](javascript:alert(1)) or [y][1] {IMG}").text("[1]: javascript:alert(5)")
     f.table(["run", "F2"], [[f"- [2]: javascript:alert(6) {IMG}", "0.5 [0.4, 0.6]"]])

@@ -127,7 +127,7 @@ def test_hf_check_catches_a_parser_that_drops_calls(task, monkeypatch):
 
 @pytest.mark.parametrize("fmt", ["structured", "hermes_json", "qwen3_coder_xml"])
 def test_openai_compatible_server_calls_all_run_in_order(task, fmt, monkeypatch, broken=False):
-    from fasbench.scripted_server import DEFAULT_CALLS
+    from fasbench.policies.scripted_server import DEFAULT_CALLS
 
     want = [(c["name"], c["arguments"]) for c in DEFAULT_CALLS]
     with scripted_server("--delay-s", "0", "--turns", "2", "--tool-format", fmt) as url:

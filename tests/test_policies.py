@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from fasbench.harness import Limits, run_episode
-from fasbench.metrics import file_prf
+from fasbench.stats.metrics import file_prf
 from fasbench.policies import make_policy, parse_spec
 from fasbench.policies.heuristic import HeuristicPolicy, extract_terms
 from fasbench.policies.rag import RagPolicy, chunk_python, load_chunks
@@ -196,6 +196,6 @@ def test_importing_the_registry_does_not_import_the_policies():
 
     code = ("import sys, fasbench.policies as p; assert p.POLICIES; "
             "print(sorted(m for m in sys.modules if m.startswith('fasbench.') and m not in "
-            "('fasbench.policies', 'fasbench.specs')))")
+            "('fasbench.policies', 'fasbench.base.specs')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip() == "[]", out.stdout

@@ -1,4 +1,4 @@
-"""Process measures (fasbench/process.py) on real episodes: a scripted episode through the real harness
+"""Process measures (fasbench/scoring/process.py) on real episodes: a scripted episode through the real harness
 and tools whose every measure is computed by hand, the shipped example run's two counts (issue 29), the
 grounded rewards, and run-to-run noise (pass^k, flip rate, the noise floor of ``fasbench compare``) on
 repeated real runs of a stochastic policy."""
@@ -11,14 +11,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from fasbench import runs as R
+from fasbench.evaluation import runs as R
 from fasbench.cli import app
-from fasbench.episodes import episode_row
-from fasbench.evaluate import run_eval
+from fasbench.evaluation.episodes import episode_row
+from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
-from fasbench.process import PROCESS_COLUMNS, process_row
+from fasbench.scoring.process import PROCESS_COLUMNS, process_row
 from fasbench.records import Gold, Reply, Task
 from fasbench.replay import example_run
 from fasbench.replay.overlay import file_overlay, overlay_totals

@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.judge import JUDGE_PROMPT
+from fasbench.scoring.judge import JUDGE_PROMPT
 from fasbench.tools import make_toolset
 
 
@@ -195,7 +195,7 @@ def test_released_formats_are_read_back(tmp_path):
     read the released formats: Relace's `N   code` views, FastContext's Read blocks (negative offsets
     too) and `rg --heading` Grep groups."""
     from fasbench.records import ToolCall
-    from fasbench.replay.observed import grep_hits, viewed_ranges
+    from fasbench.replay.seen import grep_hits, viewed_ranges
     from fasbench.tools import seen
 
     (tmp_path / "pkg").mkdir()

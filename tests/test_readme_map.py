@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from fasbench.paths import repo_root
+from fasbench.base.paths import repo_root
 
 ROOT = repo_root()
 
@@ -35,8 +35,8 @@ def map_problems() -> list[str]:
             out.append(f"README.md's map has no row pointing at {rel}/README.md")
         out += [f"{rel}/README.md does not name {m}" for m in unnamed_modules(pkg, own.read_text())]
     top = (ROOT / "fasbench" / "README.md").read_text()
-    out += [f"fasbench/README.md does not name the package {p.name}/" for p in packages()[1:]
-            if f"`{p.name}/`" not in top]
+    out += [f"fasbench/README.md does not name the package {name}/" for name in
+            (p.relative_to(ROOT / "fasbench").as_posix() for p in packages()[1:]) if f"`{name}/`" not in top]
     for link in re.findall(r"\]\(([^)#:]+)\)", readme):
         if not (ROOT / link).exists():
             out.append(f"README.md links to {link}, which does not exist")

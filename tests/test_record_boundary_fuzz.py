@@ -22,7 +22,7 @@ from git_repo import three_fixes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import fasbench.data.contextbench as contextbench_mod
+import fasbench.data.contextbench_tasks as contextbench_mod
 import fasbench.data.importers as importers_mod
 from fasbench.data import swebench_tasks
 from fasbench.data.corpus import try_materialize

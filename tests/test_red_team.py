@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from fasbench.tools import make_toolset, sandbox
+from fasbench.tools import make_toolset
+from fasbench.tools.bash import pipeline as sandbox
 from tools_fixture import SECRET, make_repo, snapshot
 
 
@@ -132,7 +133,7 @@ def test_judge_contents_of_a_range_that_is_not_two_integers(base, bounds):
     """A report read from a file (a trace, ``--report``) may hold ``1e999`` (infinity in Python's json),
     NaN or null as a line bound; the judge's contents give the release's read error for that citation
     (``int(inf)`` was an OverflowError out of ``citation_contents``)."""
-    from fasbench.judge import UNREADABLE, citation_contents
+    from fasbench.scoring.judge import UNREADABLE, citation_contents
 
     out = citation_contents({"src/pkg/auth.py": [bounds], "link_out_file": [[1, 2]]}, base / "repo")
     assert out.count("```") == 4 and UNREADABLE in out and SECRET not in out, out

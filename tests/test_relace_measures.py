@@ -109,7 +109,7 @@ def test_summary_and_seeds_table_label_relace_correctly(steps, tmp_path):
 
 
 def test_relace_findings_have_numbers_seeds_and_caveats(steps):
-    from fasbench.findings import Findings
+    from fasbench.stats.findings import Findings
 
     md = rm.relace_findings(Findings(), {"toy": rm.measures(steps, n_boot=200)}).markdown()
     assert "### Relace's two token measures" in md and "| toy | 3 |" in md
@@ -118,7 +118,7 @@ def test_relace_findings_have_numbers_seeds_and_caveats(steps):
 
 
 def test_findings_for_notebook_01(tmp_path, steps):
-    from fasbench.findings import Findings
+    from fasbench.stats.findings import Findings
     from fasbench.trajectories.findings import findings
 
     a = analyze_paths([tmp_path / "set"], progress=False)

@@ -4,7 +4,7 @@ record (``ToolResult.shown``), the tool set's own parse for older traces, and ki
 from __future__ import annotations
 
 from fasbench.records import Shown, ToolCall, ToolResult
-from fasbench.replay.observed import grep_hits, observe, viewed_ranges
+from fasbench.replay.seen import grep_hits, observe, viewed_ranges
 from fasbench.tools import make_toolset
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fasbench import replay as W
-from fasbench.linerefs import short_path, to_eof
+from fasbench.replay.linerefs import short_path, to_eof
 from fasbench.records import Gold, Report, Task
 from test_widgets import hand_task, hand_trace
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.replay import example_run, pick_episode
-from fasbench.replay.runs import EXAMPLE_TASK
+from fasbench.replay.run_episodes import EXAMPLE_TASK
 
 runner = CliRunner()
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from fasbench.cli import app
 from fasbench.records import append_jsonl
 from fasbench.replay.demo import demo_episode, symbol_task
-from fasbench.replay.tree import agent_tree, e2e_tree, tree_html, tree_rows, tree_text, with_episodes
+from fasbench.replay.subagent_tree import agent_tree, e2e_tree, tree_html, tree_rows, tree_text, with_episodes
 from fasbench.replay.tree_widget import SubagentTree
 from fasbench.trajectories.analysis import analyze_paths
 from fasbench.trajectories.atif_tree import embedded_traces, tree_to_atif
@@ -160,18 +160,18 @@ def test_notebook_07s_scripted_main_agent_delegates_each_search(episodes):
 
 
 def test_the_static_report_shows_the_tree(tmp_path):
-    """The tree in an executed notebook → fasbench.report's page: the static tree (escaped) with each
+    """The tree in an executed notebook → fasbench.mainjob.report's page: the static tree (escaped) with each
     episode's static replay, no widget view."""
     import nbformat
     from nbclient import NotebookClient
 
-    from fasbench.report import write_report
+    from fasbench.mainjob.report import write_report
 
     src = ("import sys; sys.path.insert(0, %r)\n" % str(__import__("pathlib").Path(__file__).parent) +
            "from test_widgets import hand_trace\n"
-           "from fasbench.trajectories.turns import AgentTurn, Call, Trajectory\n"
+           "from fasbench.trajectories.trajectory import AgentTurn, Call, Trajectory\n"
            "from fasbench.trajectories.parsers import trace_trajectory\n"
-           "from fasbench.replay.tree import agent_tree\nfrom fasbench.replay.tree_widget import SubagentTree\n"
+           "from fasbench.replay.subagent_tree import agent_tree\nfrom fasbench.replay.tree_widget import SubagentTree\n"
            "tr = hand_trace()\n"
            "task = Call('Task', '{}', {'subagent_type': 'Explore <b>x</b>'}, trace_trajectory(tr))\n"
            "main = Trajectory('m', 'i', 'main-agent', 'gpt', 'x', [AgentTurn(1, [task], 100, 10), AgentTurn(2, [], 200, 5)])\n"

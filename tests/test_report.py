@@ -11,12 +11,12 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from fasbench.report import main, write_report
+from fasbench.mainjob.report import main, write_report
 
 CELLS = [
     ("import plotly.graph_objects as go\nimport ipywidgets as W\ngo.Figure(go.Bar(x=['a'], y=[3]))", None),
     ("W.IntSlider(value=7, description='turn')", None),
-    ("from fasbench.findings import Findings\nf = Findings('test', n=3)\nf.metric('F2', 0.5, 0.4, 0.6, n=3, seed=0.7, "
+    ("from fasbench.stats.findings import Findings\nf = Findings('test', n=3)\nf.metric('F2', 0.5, 0.4, 0.6, n=3, seed=0.7, "
      "seed_source='Relace')\nf.caveat('tiny')\nf", ["findings"]),
 ]
 
@@ -85,7 +85,7 @@ def _md(text):
 
 
 def test_report_drops_warnings_and_progress_bars_but_keeps_tracebacks_and_errors(tmp_path):
-    from fasbench.report import _quiet_stderr
+    from fasbench.mainjob.report import _quiet_stderr
 
     warning = ("/x/site-packages/torch/utils/data.py:42: UserWarning: this DataLoader will create 4 workers\n"
                "  warnings.warn(\n")
@@ -108,7 +108,7 @@ def test_report_drops_warnings_and_progress_bars_but_keeps_tracebacks_and_errors
 def test_unshown_numbers_finds_what_a_table_hid():
     import polars as pl
 
-    from fasbench.report import unshown_numbers
+    from fasbench.mainjob.report import unshown_numbers
 
     cols = {f"col{i}": [0.1 * i] for i in range(10)}
     df = pl.DataFrame({**dict(list(cols.items())[:5]), "net_share": [0.58571], **dict(list(cols.items())[5:])})
@@ -125,7 +125,7 @@ def test_unshown_numbers_finds_what_a_table_hid():
 def test_unshown_numbers_skips_levels_versions_and_parameters_but_not_results():
     """Interval and significance levels, version strings and numbers the notebook's code sets (a
     parameter) are no results; a result the findings compute and no output shows still is one."""
-    from fasbench.report import unshown_numbers
+    from fasbench.mainjob.report import unshown_numbers
 
     finding = _md("*Intervals [lo, hi] are 95% bootstrap intervals; value [95% percentile bootstrap interval]; "
                   "intervals: 90% percentile bootstrap over tasks.* 0 of 7 differ at p < 0.05 with a 95% interval "
@@ -186,7 +186,7 @@ def test_every_notebooks_last_cell_is_its_tagged_findings_built_by_the_one_build
     (the report hides its code; no other cell carries the tag), and it shows ``f``, a Findings made
     in that cell by ``Findings(...)`` or by a study's ``findings(...)`` (each returns a Findings:
     test_findings.py)."""
-    from fasbench.paths import repo_root
+    from fasbench.base.paths import repo_root
 
     paths = sorted((repo_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert len(paths) >= 11
@@ -212,8 +212,8 @@ def test_executed_notebooks_show_the_numbers_their_findings_quote():
     """On executed notebooks (``make run``'s runs/notebooks, when present): no findings number that a
     table hid. Numbers the findings cell computes itself are reported, not failed, by the report's
     note; this fails only on a cut table (an elided column, "…")."""
-    from fasbench.paths import repo_root
-    from fasbench.report import unshown_numbers
+    from fasbench.base.paths import repo_root
+    from fasbench.mainjob.report import unshown_numbers
 
     paths = sorted((repo_root() / "runs" / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if not paths:

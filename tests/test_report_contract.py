@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from fasbench.evaluate import RunConfig, check_config
+from fasbench.evaluation.evaluate import RunConfig, check_config
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import ScriptedPolicy, make_policy
-from fasbench.process import process_row
+from fasbench.scoring.process import process_row
 from fasbench.records import Gold, Reply, Report, Shown, Task, ToolCall, ToolResult
 from fasbench.tools import make_toolset, seen
 from fasbench.tools.contract import IDS_HEADER, IdLedger, blocks, cite_ids, shown_ids, strip_ids
@@ -166,7 +166,7 @@ def test_sft_episodes_cite_by_id_and_examples_record_the_contract(repo, toolset)
 
 
 def test_runs_of_the_two_contracts_are_not_repeats_of_one_policy():
-    from fasbench.runs import limits_label, policy_key
+    from fasbench.evaluation.runs import limits_label, policy_key
 
     free, old = {"policy": "heuristic", "max_turns": 6, "max_calls": 12, "report_contract": "free"}, {"policy": "heuristic", "max_turns": 6, "max_calls": 12}
     ids = {**free, "report_contract": "ids"}

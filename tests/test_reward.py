@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from fasbench.records import Gold, Report
-from fasbench.reward import REWARDS, score_batch, score_report, turn_penalty
+from fasbench.scoring.reward import REWARDS, score_batch, score_report, turn_penalty
 
 
 def rep(*paths, ranges=None):
@@ -157,7 +157,7 @@ def test_every_reward_takes_the_one_episode_signature():
 
 
 def test_judged_is_a_property_of_the_registry_entry():
-    from fasbench.reward import judged_rewards, reward_named
+    from fasbench.scoring.reward import judged_rewards, reward_named
 
     assert judged_rewards() == ["fastcontext", "fastcontext-lenient", "grounded-fastcontext", "grounded-fastcontext-lenient"]
     assert not reward_named("relace").judged

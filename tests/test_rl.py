@@ -16,17 +16,17 @@ import polars as pl
 import pytest
 from chat_view import plain
 
-from fasbench.checkpoints import evaluate_checkpoint
-from fasbench.episodes import COLUMNS
+from fasbench.evaluation.checkpoints import evaluate_checkpoint
+from fasbench.evaluation.episodes import COLUMNS
 from fasbench.harness import Limits, execute_calls, initial_messages, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, Task, ToolCall, turn_messages
-from fasbench.reward import score_report
-from fasbench.rl.analysis import read_rollouts
+from fasbench.scoring.reward import score_report
+from fasbench.rl.run_analysis import read_rollouts
 from fasbench.rl.config import LOG_FILE, RLConfig, load_config
 from fasbench.rl.env import environment_class, harness_schemas
 from fasbench.rl.plots import before_after
-from fasbench.rl.reward import EpisodeReward
+from fasbench.rl.episode_reward import EpisodeReward
 from fasbench.rl.train import train as rl_train
 from fasbench.training.log import read_log
 from fasbench.tools import ToolLimits, make_toolset
@@ -225,7 +225,7 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
 def test_rl_judge_is_asked_about_the_rollouts_own_query(tasks):
     """A FastContext rollout on a task with a generated query: the judge request carries that query
     (the release judges against the rollout's own <query>), not the task's problem statement."""
-    from fasbench.reward import judge_requests
+    from fasbench.scoring.reward import judge_requests
     from fasbench.tools.fastcontext_query import FC_QUERY
 
     task = Task.from_dict(tasks[0].to_dict())
@@ -245,12 +245,12 @@ def test_rl_judge_is_asked_about_the_rollouts_own_query(tasks):
 @pytest.mark.parametrize("reward,parts", [("relace", {"accuracy", "turn_penalty"}),
                                            ("fastcontext", {"cited", "score_file", "f0_5", "over_penalty"})])
 def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
-    """The landscape's rows are episode-table rows (fasbench.episodes) with the grid in front: each
+    """The landscape's rows are episode-table rows (fasbench.evaluation.episodes) with the grid in front: each
     reward's parts get their own reward_NAME__PART columns (none borrowed from another reward, no
     NaN), the reward recomputed from its parts matches, and the figure plots those parts by turns used."""
-    from fasbench.episodes import part_columns, reward_column
+    from fasbench.evaluation.episodes import part_columns, reward_column
     from fasbench.policies.toy import make_corpus, toy_tasks
-    from fasbench.rl.analysis import incentive_landscape
+    from fasbench.rl.run_analysis import incentive_landscape
     from fasbench.rl.plots import landscape
 
     tasks = toy_tasks(make_corpus(tmp_path / "toy"))[:3]
@@ -317,7 +317,7 @@ def test_training_tasks_keep_the_config_fields_meaning(tasks, tmp_path):
     from fasbench.records import Gold, Task, append_jsonl, iter_jsonl
     from fasbench.rl.config import SKIPPED_FILE
     from fasbench.rl.tasks import load_rl_tasks
-    from fasbench.tasksets import TaskSetError
+    from fasbench.data.tasksets import TaskSetError
 
     good0, good1 = (dataclasses.replace(t, split=s) for t, s in zip(tasks, ("train", "dev")))
     bad = Task(id="no-corpus", query="q", repo="no-such/repo", gold=Gold(edited={"a.py": [[1, 2]]}), split="train",
@@ -382,7 +382,7 @@ def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
     import torch
 
     from fasbench.models import load_model
-    from fasbench.paths import cache_dir
+    from fasbench.base.paths import cache_dir
 
     torch.manual_seed(0)
     model, tok = load_model("tiny", device="cpu", trainable=True)
@@ -483,7 +483,7 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypat
     assert again["global_step"] == 3 and again["steps_this_call"] == 1
     assert [r["step"] for r in read_log(cfg.out, LOG_FILE) if r["kind"] == "step"] == [1, 2, 3]
 
-    # before vs after: the one checkpoint evaluator (fasbench.checkpoints), its episode tables concatenated
+    # before vs after: the one checkpoint evaluator (fasbench.evaluation.checkpoints), its episode tables concatenated
     ev = dict(toolset=cfg.toolset, limits=cfg.limits, reward=cfg.reward, max_new_tokens=32, progress=False)
     dev = tasks[:1]  # one task keeps the suite short; tests/test_checkpoints.py covers the evaluator itself
     ba = pl.concat([evaluate_checkpoint(cfg.model, dev, cfg.out / "eval_before", label="before", **ev),
@@ -529,8 +529,8 @@ def test_raw_advantages_are_the_rewards(tasks, tmp_path, monkeypatch):
 
     import torch
 
-    import fasbench.rl.reward as rl_reward
-    from fasbench.reward import Score
+    import fasbench.rl.episode_reward as rl_reward
+    from fasbench.scoring.reward import Score
     from fasbench.rl.train import make_trainer
 
     values = itertools.cycle([0.9, 0.2, 0.6, 0.35])

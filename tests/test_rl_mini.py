@@ -12,9 +12,9 @@ from fasbench.data import symbols
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.records import Gold, Report
-from fasbench.reward import MINI_TURNS, score_report
+from fasbench.scoring.reward import MINI_TURNS, score_report
 from fasbench.rl.mini import acceptance, before_after_table
-from fasbench.tasksets import load_task_set, parse_task_set
+from fasbench.data.tasksets import load_task_set, parse_task_set
 from fasbench.tools import ToolLimits
 
 

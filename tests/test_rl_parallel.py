@@ -86,7 +86,7 @@ def test_share_interval_and_per_task_means():
 
 def test_relace_mini_k3_pays_two_turns_fully_and_four_half():
     from fasbench.records import Gold, Report
-    from fasbench.reward import score_report
+    from fasbench.scoring.reward import score_report
 
     g = Gold(edited={"a.py": [[1, 2]]})
     rep = Report(files={"a.py": [[1, 2]]})

@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
 
-from fasbench.evaluate import last_call, read_run_meta, resume_note, run_eval, run_name
+from fasbench.evaluation.evaluate import last_call, read_run_meta, resume_note, run_eval, run_name
 from fasbench.records import Gold, Task, write_tasks
-from fasbench.tasksets import task_set_label
+from fasbench.data.tasksets import task_set_label
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def tasks(tmp_path_factory):
 
 
 def test_run_names_differ_per_notebook_and_parameters():
-    from fasbench.search_study import study_run_name
+    from fasbench.studies.search_study import study_run_name
 
     a = run_name("03", {"policy": "bm25", "n": 8})
     assert a == run_name("03", {"n": 8, "policy": "bm25"}) and a.startswith("03-")
@@ -101,7 +101,7 @@ def test_task_set_labels_name_split_count_and_corpus():
 
 
 def test_runs_table_shows_the_label_and_the_resume(tasks, tmp_path):
-    from fasbench import runs as R
+    from fasbench.evaluation import runs as R
 
     out = tmp_path / "run"
     run_eval(tasks[:2], "heuristic:turns=2", "relace", out, workers=1, progress=False,

@@ -11,8 +11,8 @@ from dataclasses import replace
 import polars as pl
 import pytest
 
-from fasbench import runs as R
-from fasbench.evaluate import read_run_meta, run_eval
+from fasbench.evaluation import runs as R
+from fasbench.evaluation.evaluate import read_run_meta, run_eval
 from fasbench.policies.rag import corpus_key
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import iter_jsonl, read_traces

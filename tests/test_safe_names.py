@@ -1,4 +1,4 @@
-"""Names from data become paths through one function (issue 36 item 5): ``fasbench.paths.safe_name``,
+"""Names from data become paths through one function (issue 36 item 5): ``fasbench.base.paths.safe_name``,
 ``name_key`` and ``Names``; the attacks of issue 36 on the places that name files after data
 (``trajectories export-atif``'s ``OUT/<trace_id>.json``, e2e's ``OUT/work/<arm>/<task>``, the corpus
 cache's ``<repo>@<commit>`` worktrees)."""
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.paths import MAX_NAME_BYTES, Names, UnsafeName, child, name_key, safe_name
-from fasbench.jsonl import append_jsonl
+from fasbench.base.paths import MAX_NAME_BYTES, Names, UnsafeName, child, name_key, safe_name
+from fasbench.records.jsonl import append_jsonl
 from fasbench.records import read_traces
 from fasbench.trajectories.atif_trace import to_atif
 
@@ -138,7 +138,7 @@ def test_a_record_cannot_make_the_corpus_cache_name_a_folder_outside(repo, commi
 @pytest.mark.parametrize("name", ["../x", "/abs", "..", "a\nb", ".hidden"])
 def test_pool_and_figure_names_are_one_component(name, tmp_path):
     from fasbench.bon.pool import pool_path  # local import: the best-of-N stack, for this test only
-    from fasbench.figures import save  # local import: plotly, for this test only
+    from fasbench.stats.figures import save  # local import: plotly, for this test only
 
     if name != ".hidden":
         with pytest.raises(UnsafeName):

@@ -7,7 +7,7 @@ import pytest
 
 from fasbench.tools import make_toolset
 from fasbench.tools.base import Workspace
-from fasbench.tools.sandbox import resolve
+from fasbench.tools.bash.pipeline import resolve
 from tools_fixture import SECRET, make_repo, snapshot
 
 

@@ -52,7 +52,7 @@ COMMANDS = doc_commands(DOC.read_text(encoding="utf-8"))
 
 
 def _check_sets(kind: str, sets: list[str], where: str):
-    from fasbench.training.config import parse_sets
+    from fasbench.training.profiles import parse_sets
 
     if kind == "sft":
         from fasbench.sft.train import KIND
@@ -62,7 +62,7 @@ def _check_sets(kind: str, sets: list[str], where: str):
 
 
 def _check_profile(kind: str, name: str, where: str):
-    from fasbench.training.config import CONFIGS_DIR
+    from fasbench.training.profiles import CONFIGS_DIR
 
     assert (CONFIGS_DIR / f"{kind}_{name}.yaml").is_file(), f"{where}: no {kind} profile {name!r}"
 

@@ -15,11 +15,11 @@ import textwrap
 import pytest
 
 from fasbench.harness import Limits, run_episode
-from fasbench.lines import LINE_CAP, capped_ranges, file_lines, merge_ranges, overlap, total
-from fasbench.metrics import line_prf, normalize_files
+from fasbench.base.lines import LINE_CAP, capped_ranges, file_lines, merge_ranges, overlap, total
+from fasbench.stats.metrics import line_prf, normalize_files
 from fasbench.policies import ScriptedPolicy
 from fasbench.records import Gold, Report, Task
-from fasbench.reward import score_report
+from fasbench.scoring.reward import score_report
 
 HUGE = 2147483647
 MEM_LIMIT = 1 << 30  # 1 GiB of address space for the child: one entry per line of HUGE needs > 100 GiB
@@ -116,7 +116,7 @@ def test_score_cli_huge_range_is_bounded(ws):
 def test_eval_summary_huge_range_is_bounded(ws):
     """The eval summary row (rescored on every resume) under a 1 GiB address-space limit."""
     code = textwrap.dedent(f"""
-        from fasbench.episodes import episode_row
+        from fasbench.evaluation.episodes import episode_row
         from fasbench.records import Gold, Report, Task, Trace
         t = Task(id="t", query="q", repo="r", root={str(ws)!r}, gold=Gold(edited={{"pkg/a.py": [[1, 2]]}}))
         tr = Trace(task_id="t", policy="p", toolset="relace")
@@ -134,7 +134,7 @@ def test_many_citations_are_linear():
     """200k ranges in one FastContext answer and 200k cited files in one summary: a membership test
     per item made these quadratic (hours); linear code finishes in seconds."""
     code = textwrap.dedent("""
-        from fasbench.episodes import ranked_files
+        from fasbench.evaluation.episodes import ranked_files
         from fasbench.records import Report, Trace
         from fasbench.tools.fastcontext import parse_final_answer
         n = 200_000

@@ -12,7 +12,7 @@ from fasbench.records import Gold, Task, write_tasks
 from fasbench.sft.data import BuildConfig, _tasks, build, load_dataset
 from fasbench.sft.reference import bre_to_rust, convert_actions, pipelines
 from fasbench.sft.train import load_profile, read_log, train
-from fasbench.tasksets import TaskSetError
+from fasbench.data.tasksets import TaskSetError
 
 REAL_TASK = "psf__requests-1766@gemini-3-pro"  # train split; corpus: the requests 2.0.1 sdist
 
@@ -192,7 +192,7 @@ def test_building_the_tiny_trainer_and_its_data_loader_warns_nothing(real_data, 
 
 
 def test_task_source_is_a_task_set_name(tmp_path):
-    """``task_source`` takes any task-set name (fasbench.tasksets); a file's tasks without a split go to
+    """``task_source`` takes any task-set name (fasbench.data.tasksets); a file's tasks without a split go to
     neither split (they would otherwise land in both train and dev)."""
     f = tmp_path / "tasks.jsonl"
     write_tasks(f, [Task(id=f"t{i}", query="q", repo="x/y", gold=Gold(edited={"a.py": [[1, 2]]}), split=s)

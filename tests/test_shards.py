@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from fasbench.cli import app
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import iter_jsonl, write_tasks
-from fasbench.shards import ShardError, parse_shard, select_shard
+from fasbench.evaluation.shards import ShardError, parse_shard, select_shard
 
 TIMING = ("wall_s", "model_s", "tool_s", "trace_id")
 

@@ -10,7 +10,7 @@ import pytest
 
 from fasbench.data import offline_manifest
 from fasbench.data.corpus import portable_root, resolve_root, root_dir
-from fasbench.paths import cache_dir, data_dir, repo_root
+from fasbench.base.paths import cache_dir, data_dir, repo_root
 
 # fasbench's own cache layout, wherever the cache lives (the manifest used to hold
 # /work/main/.cache/corpora/sdist/...)

@@ -1,4 +1,4 @@
-"""fasbench.specs: the one spec-string parser (policies, judge, e2e main agent)."""
+"""fasbench.base.specs: the one spec-string parser (policies, judge, e2e main agent)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from fasbench.specs import build, convert, parse_spec
+from fasbench.base.specs import build, convert, parse_spec
 
 
 def test_parse_spec():

@@ -11,7 +11,7 @@ import sys
 
 # modules that cost start-up CPU (python -X importtime) and that a tool call does not need
 HEAVY = ["jsonschema", "rfc3987_syntax", "bashlex", "polars", "tqdm", "pandas", "numpy", "httpx", "torch",
-         "transformers", "fasbench.data", "fasbench.evaluate", "fasbench.eval_cli", "fasbench.policies"]
+         "transformers", "fasbench.data", "fasbench.evaluation.evaluate", "fasbench.evaluation.cli", "fasbench.policies"]
 
 PROBE = """
 import json, sys

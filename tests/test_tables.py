@@ -1,4 +1,4 @@
-"""LaTeX tables for a paper (fasbench/tables.py, `fasbench runs --latex`, `fasbench compare --latex`):
+"""LaTeX tables for a paper (fasbench/stats/tables.py, `fasbench runs --latex`, `fasbench compare --latex`):
 booktabs layout, numbers right-aligned, and every cell escaped so that a name from a run folder cannot
 form a LaTeX command (a hostile policy spec with \\input or \\write18)."""
 
@@ -9,7 +9,7 @@ import re
 import polars as pl
 import pytest
 
-from fasbench.tables import latex_escape, to_latex
+from fasbench.stats.tables import latex_escape, to_latex
 
 HOSTILE = r"openai:model=\input{/etc/passwd}\write18{rm -rf ~}&x_%$#^{}"
 

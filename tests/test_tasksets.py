@@ -1,4 +1,4 @@
-"""One way to name a task set (fasbench/tasksets.py): SOURCE[:SPLIT], a Task JSONL file[:SPLIT] and
+"""One way to name a task set (fasbench/data/tasksets.py): SOURCE[:SPLIT], a Task JSONL file[:SPLIT] and
 git:PATH, each loaded; a bad name is one line on stderr and exit 2 from every command taking tasks."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from fasbench.cli import app
 from fasbench.data import SOURCES
 from fasbench.records import read_tasks, write_tasks
-from fasbench.tasksets import TaskSetError, load_task_set, parse_task_set
+from fasbench.data.tasksets import TaskSetError, load_task_set, parse_task_set
 from fasbench.policies.toy import make_corpus, toy_tasks
 
 

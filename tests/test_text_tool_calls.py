@@ -2,7 +2,7 @@
 from the reply content with fasbench's one text parser (``models.parse_tool_calls``, the one the
 local-model policy uses) and says so in the trace; an episode without any parsable call is flagged and
 `fasbench eval` / ``run_eval`` warn about it in one line; `eval --help` lists every policy family.
-A real scripted chat-completions server (``fasbench.scripted_server``, its own process) writes the
+A real scripted chat-completions server (``fasbench.policies.scripted_server``, its own process) writes the
 calls in each format."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from dataclasses import replace
 import pytest
 from servers import scripted_server
 
-from fasbench.evaluate import read_run_meta, run_eval, tool_call_warnings
+from fasbench.evaluation.evaluate import read_run_meta, run_eval, tool_call_warnings
 from fasbench.harness import Limits, run_episode
 from fasbench.models import parse_tool_calls
 from fasbench.policies import POLICIES, make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import read_traces, write_tasks
-from fasbench.scripted_server import PROSE
+from fasbench.policies.scripted_server import PROSE
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 import fasbench
-from fasbench.tools import ToolLimits, make_toolset, sandbox
+from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools.bash import pipeline as sandbox
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.bash import ALLOWED, parse_command
+from fasbench.tools.bash.readonly import ALLOWED, parse_command
 from tools_fixture import SECRET, make_repo, snapshot
 
 PKG_ROOT = str(Path(fasbench.__file__).resolve().parents[1])
@@ -323,7 +324,7 @@ GROWTH = """
 import json, sys, time
 from fasbench.tools import ToolLimits
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.bash import parse_command
+from fasbench.tools.bash.readonly import parse_command
 ws = Workspace(sys.argv[1], ToolLimits())
 
 def check(k):

@@ -1,4 +1,4 @@
-"""The second wall (fasbench/tools/confine.py), tested under the first: commands the bash checker
+"""The second wall (fasbench/tools/bash/confine.py), tested under the first: commands the bash checker
 would never accept are run directly through ``run_pipeline`` to show what the OS confinement
 alone stops. Parts the machine does not offer are skipped with the reason."""
 
@@ -11,10 +11,11 @@ import time
 import pytest
 from procs_fixture import procs_with, reap  # noqa: F401 (reap is a fixture)
 
-from fasbench.tools import ToolLimits, sandbox
+from fasbench.tools import ToolLimits
+from fasbench.tools.bash import pipeline as sandbox
 from fasbench.tools.base import Workspace
-from fasbench.tools.confine import status
-from fasbench.tools.sandbox import Stage, run_pipeline
+from fasbench.tools.bash.confine import status
+from fasbench.tools.bash.pipeline import Stage, run_pipeline
 from tools_fixture import SECRET, make_repo, snapshot
 
 ST = status()

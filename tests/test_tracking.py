@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fasbench.errors import UserError
-from fasbench.training.config import check_report_to, report_to_list
+from fasbench.base.errors import UserError
+from fasbench.training.profiles import check_report_to, report_to_list
 
 ROOT = Path(__file__).resolve().parents[1]
 MISSING = next((m for m in ("trackio", "wandb") if importlib.util.find_spec(m) is None), None)

@@ -1,4 +1,4 @@
-"""One config shape for SFT and RL (fasbench/training/config.py): the same profile lookup, the same
+"""One config shape for SFT and RL (fasbench/training/profiles.py): the same profile lookup, the same
 key and type checks with one-line errors, the same typed ``--set`` overrides, one rule for None,
 ``lora_alpha`` a field of both, one step log and ``last_checkpoint``."""
 
@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from fasbench.errors import UserError
+from fasbench.base.errors import UserError
 from fasbench.rl.config import KIND as RL, RLConfig, load_config
 from fasbench.sft.train import KIND as SFT, load_profile
-from fasbench.training.config import parse_sets, profiles
+from fasbench.training.profiles import parse_sets, profiles
 from fasbench.training.log import last_checkpoint, read_log
 
 

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.paths import data_dir
+from fasbench.base.paths import data_dir
 from fasbench.trajectories.analysis import analyze_paths
-from fasbench.trajectories.files import load_labels
+from fasbench.trajectories.trajectory_files import load_labels
 from fasbench.trajectories.first_edit import submission_files
 
 DEEPSEEK = data_dir() / "trajectories" / "mini-swe-agent-v2_deepseek-chat_swebench-lite-first100"

@@ -16,7 +16,7 @@ import pytest
 from fasbench.trajectories.analysis import analyze_paths
 from fasbench.trajectories.classify import analyze_call
 from fasbench.trajectories.parsers import parse_file
-from fasbench.trajectories.turns import subagents
+from fasbench.trajectories.trajectory import subagents
 
 SESSION = "5e55-10n"
 U = {"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 990, "output_tokens": 40}

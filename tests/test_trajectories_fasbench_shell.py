@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
 from fasbench.cli import app
-from fasbench.evaluate import run_eval
+from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits
 from fasbench.records import read_traces
 from fasbench.tools import tool_kind

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fasbench.paths import data_dir
+from fasbench.base.paths import data_dir
 from fasbench.records import ToolCall, ToolResult, Trace, Turn
 from fasbench.trajectories.parsers import TrajectoryError, detect, load, parse_file
 

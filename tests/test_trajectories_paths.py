@@ -1,8 +1,8 @@
-"""The one agent-path normaliser and the three strictnesses its callers keep (trajectories/paths.py)."""
+"""The one agent-path normaliser and the three strictnesses its callers keep (trajectories/agent_paths.py)."""
 
 import pytest
 
-from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.agent_paths import ROOT, agent_path
 
 
 @pytest.mark.parametrize("path, cwd, file, any_, text", [

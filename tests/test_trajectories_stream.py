@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from fasbench.paths import data_dir
+from fasbench.base.paths import data_dir
 from fasbench.trajectories.analysis import StepSink, parse_paths, steps_frame, trajectory_frame
 
 DEEPSEEK = data_dir() / "trajectories" / "mini-swe-agent-v2_deepseek-chat_swebench-lite-first100"

@@ -1,5 +1,5 @@
 """Turn limits up to 24 everywhere (harness, evaluation CLI, policies, SFT/RL profiles), the sequential
-starting point of Relace's turn-penalty run, and turns/accuracy over training (fasbench/rl/turns.py)."""
+starting point of Relace's turn-penalty run, and turns/accuracy over training (fasbench/rl/turn_curves.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import sys
 import polars as pl
 import pytest
 
-from fasbench.episodes import COLUMNS
+from fasbench.evaluation.episodes import COLUMNS
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.sequential import SequentialPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import Report, Trace, Turn, append_jsonl
-from fasbench.reward import score_report, turn_penalty
+from fasbench.scoring.reward import score_report, turn_penalty
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def _rollout(step, turns, acc, task="t1", reward=None):
 
 def test_turn_trend_and_findings_on_known_rollouts():
     from fasbench.rl.config import RLConfig
-    from fasbench.rl.turns import findings, rollout_frame, turn_trend
+    from fasbench.rl.turn_curves import findings, rollout_frame, turn_trend
 
     rolls = [_rollout(0, n, 0.5) for n in (18, 20, 22, 20)] + [_rollout(1, 12, 0.5)] + \
         [_rollout(2, n, 0.5) for n in (4, 5, 6, 5)]
@@ -187,7 +187,7 @@ def test_turns_accuracy_figure_from_the_step_log():
 
 def test_start_vs_target_shows_the_gap_the_turn_penalty_opens(toy):
     from fasbench.rl.config import RLConfig
-    from fasbench.rl.turns import findings, rollout_frame, start_vs_target, turn_trend
+    from fasbench.rl.turn_curves import findings, rollout_frame, start_vs_target, turn_trend
 
     f = start_vs_target(toy, progress=False)
     assert set(COLUMNS) <= set(f.columns) and set(f["policy"]) == {"sequential start", "parallel target"}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from fasbench.untrusted import (SandboxLimits, check_sandbox, execute_sandboxed, give_to_sandbox, run_sandboxed,
+from fasbench.base.untrusted import (SandboxLimits, check_sandbox, execute_sandboxed, give_to_sandbox, run_sandboxed,
                                 sandbox_env, sandbox_ids)
 
 ROOT = os.geteuid() == 0
@@ -242,7 +242,7 @@ def test_sdists_are_fetched_without_running_them_and_pip_gets_no_key(tmp_path, m
 
 def test_strip_setid_follows_no_link(tmp_path):
     """A link in the copy to a set-uid file outside: the file outside keeps its mode; those inside lose the bits."""
-    from fasbench.untrusted import strip_setid
+    from fasbench.base.untrusted import strip_setid
 
     outside = tmp_path / "outside"
     outside.write_text("")

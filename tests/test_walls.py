@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from procs_fixture import procs_with, reap  # noqa: F401 (reap is a fixture)
 
-from fasbench.tools import ToolLimits, make_toolset, sandbox
+from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools.bash import pipeline as sandbox
 from fasbench.tools.base import Workspace
-from fasbench.tools.confine import status
+from fasbench.tools.bash.confine import status
 from fasbench.tools.rg import rg_argv
-from fasbench.tools.sandbox import Stage, run_pipeline
+from fasbench.tools.bash.pipeline import Stage, run_pipeline
 from git_repo import three_fixes
 from tools_fixture import SECRET, snapshot
 

@@ -13,10 +13,10 @@ import subprocess
 import pytest
 
 from fasbench import replay as W
-from fasbench.episodes import COLUMNS, episode_row, episode_rows
+from fasbench.evaluation.episodes import COLUMNS, episode_row, episode_rows
 from fasbench.replay.panels import call_label
 from fasbench.records import Gold, Report, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl
-from fasbench.runs import RunError
+from fasbench.evaluation.runs import RunError
 
 T0 = 1_000.0
 
@@ -331,7 +331,7 @@ def test_demo_episodes_on_installed_click():
 
 def test_timeline_figure_exports(tmp_path):
     """The timeline goes through figures.save: PDF, SVG and PNG files that are real images."""
-    from fasbench import figures
+    from fasbench.stats import figures
 
     fig = W.timeline_figure(hand_trace(), highlight=1)
     paths = figures.save(fig, "timeline_test", directory=tmp_path)
@@ -400,7 +400,7 @@ def test_clicking_a_timeline_bar_selects_its_turn_and_call():
 
 
 def test_one_colour_per_kind_in_the_replay_and_the_trajectory_figures():
-    from fasbench.figures import KIND_COLORS
+    from fasbench.stats.figures import KIND_COLORS
     from fasbench.trajectories.plots import fig2
 
     fig = W.timeline_figure(hand_trace())

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fasbench.paths import repo_root
+from fasbench.base.paths import repo_root
 from servers import free_port, server, wait_http
 
 CHROMIUM = "/usr/bin/chromium"
@@ -184,7 +184,7 @@ def test_static_report_steps_through_turns_without_a_kernel(tmp_path):
     from nbclient import NotebookClient
     from playwright.sync_api import expect, sync_playwright
 
-    from fasbench.report import write_report
+    from fasbench.mainjob.report import write_report
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"

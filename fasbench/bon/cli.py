@@ -10,9 +10,9 @@ from typing import Optional
 import typer
 
 from fasbench.data.corpora import with_corpora
-from fasbench.tasksets import load_task_set
+from fasbench.data.tasksets import load_task_set
 
-TASKS_HELP = "a task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH (fasbench.tasksets)"
+TASKS_HELP = "a task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH (fasbench.data.tasksets)"
 
 
 def register(app: typer.Typer) -> None:
@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         from fasbench.bon.pool import build_pools, pool_path
         from fasbench.harness import Limits
         from fasbench.policies import make_policy
-        from fasbench.reward import REWARDS
+        from fasbench.scoring.reward import REWARDS
 
         if n < 1:
             raise typer.BadParameter("--n must be >= 1")
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
                         turn_overhead_s=turn_overhead, n_boot=n_boot)
         if selector == "llm-judge":
             # local import: the judge's policies and tasks cost ~1.5 s at CLI start-up (python -X importtime)
-            from fasbench.bon.judge import llm_judge_selector
+            from fasbench.bon.pool_judge import llm_judge_selector
 
             if not judge or not judge_tasks:
                 fail("--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)")

@@ -1,4 +1,4 @@
-"""The "What we found" of notebook 08 (a :class:`fasbench.findings.Findings`), written from a computed ``BonResult`` (never by hand):
+"""The "What we found" of notebook 08 (a :class:`fasbench.stats.findings.Findings`), written from a computed ``BonResult`` (never by hand):
 our test-split numbers beside the seed paper's, the cascade's latency premium beside its saving,
 the classifier's reliability and the oracle bound where a target is missed. Sign convention:
 ``saved`` > 0 is a saving, < 0 a premium; Δquality in points (0–100)."""
@@ -6,7 +6,7 @@ the classifier's reliability and the oracle bound where a target is missed. Sign
 from __future__ import annotations
 
 from fasbench.bon.experiment import GOALS, SEED, BonResult
-from fasbench.findings import Findings
+from fasbench.stats.findings import Findings
 
 
 def _pct(x: float) -> str:

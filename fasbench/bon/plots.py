@@ -1,4 +1,4 @@
-"""Frontier and reliability figures for a ``BonResult`` (plotly; save with fasbench.figures.save)."""
+"""Frontier and reliability figures for a ``BonResult`` (plotly; save with fasbench.stats.figures.save)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 
 from fasbench.bon.experiment import BonResult, SEED
 from fasbench.bon.features import select_state
-from fasbench.figures import PALETTE
-from fasbench.markup import html
+from fasbench.stats.figures import PALETTE
+from fasbench.base.markup import html
 
 COLORS = {"cascade": PALETTE[0], "parallel": PALETTE[1], "fixed": "#777777", "seed": PALETTE[3]}
 

@@ -20,11 +20,11 @@ from tqdm.auto import tqdm
 
 from fasbench.bon.verify import probe, verify_report
 from fasbench.harness import Limits, run_episode
-from fasbench.metrics import normalize_files, normalize_path
-from fasbench.paths import cache_dir, child, data_dir
+from fasbench.stats.metrics import normalize_files, normalize_path
+from fasbench.base.paths import cache_dir, child, data_dir
 from fasbench.records import (Gold, RecordError, Report, Task, ToolCall, ToolResult, Trace, append_jsonl, iter_jsonl,
                               repair_jsonl)
-from fasbench.reward import score_report
+from fasbench.scoring.reward import score_report
 from fasbench.tools import make_toolset
 
 COSTS = ("tokens", "est_tokens", "tool_time", "calls", "latency")

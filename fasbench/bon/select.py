@@ -11,7 +11,7 @@ from functools import partial
 from typing import Callable, Sequence
 
 from fasbench.bon.pool import Rollout
-from fasbench.metrics import merge_ranges
+from fasbench.stats.metrics import merge_ranges
 
 
 @dataclass

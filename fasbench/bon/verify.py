@@ -28,20 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.policies.terms import extract_terms
 from fasbench.records import Task, Trace
 from fasbench.tools import observation
 from fasbench.tools.base import ToolLimits, Workspace
 from fasbench.tools.rg import ignore_flags, rg_argv
-from fasbench.tools.sandbox import Stage, decode, run_pipeline
+from fasbench.tools.bash.pipeline import Stage, decode, run_pipeline
 
 CHECKS = ("exists", "query_ident", "query_def", "grep_led", "independent")
 MAX_TERMS = 16  # identifiers searched by the independent pass (the query's most distinctive first)
 INDEPENDENT_TOP = 5  # files kept from the independent search
 RG_TIMEOUT_S = 30
 RG_MAX_BYTES = 16 << 20  # output of the independent search read at most (the tools' rg cap)
-MAX_FILE_BYTES = 8 << 20  # bytes of a cited file the verifier reads (fasbench.contain bounds every read)
+MAX_FILE_BYTES = 8 << 20  # bytes of a cited file the verifier reads (fasbench.base.contain bounds every read)
 
 
 @dataclass
@@ -67,7 +67,7 @@ class TaskProbe:
     def lines(self, path: str) -> list[str] | None:
         """The file's lines (cached), or None when it is not a file inside the root."""
         if path not in self._lines:
-            try:  # fasbench.contain: inside the root, a regular file, at most MAX_READ_BYTES read
+            try:  # fasbench.base.contain: inside the root, a regular file, at most MAX_READ_BYTES read
                 data, _ = contain.read_bytes(self.root, path, MAX_FILE_BYTES)
                 self._lines[path] = data.decode("utf-8", errors="replace").splitlines()
             except contain.PathRefused:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fasbench.data import agent_traces, splits, swebench
 from fasbench.data.corpus import resolve_root, root_dir
 from fasbench.data.splits import SPLITS
-from fasbench.paths import child, data_dir
+from fasbench.base.paths import child, data_dir
 from fasbench.records import iter_jsonl, read_tasks
 
 SOURCES = ("swebench-lite", "swebench-verified", "agent-traces")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 from fasbench.data import swebench
-from fasbench.data.files import find_data
+from fasbench.data.locations import find_data
 from fasbench.data.patches import PatchError, gold_variants, parse_diff
 from fasbench.records import Gold, Task
 from fasbench.trajectories.raw import load_json, read_actions

@@ -3,7 +3,7 @@
 The archive comes from a package index, so it is read as hostile: every member is checked before
 it is written (name, type, declared size), a zip member is counted again as it inflates, and the
 tree is built in a scratch folder beside its target that is removed whatever happens
-(``fasbench.paths.building``), so that a refused or interrupted archive leaves nothing half-built.
+(``fasbench.base.paths.building``), so that a refused or interrupted archive leaves nothing half-built.
 ``fasbench.data.corpus`` turns an :class:`ArchiveError` into the ``bad-archive`` drop reason.
 """
 
@@ -17,7 +17,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from fasbench.paths import building, replace_dir
+from fasbench.base.paths import building, replace_dir
 
 # the bounds (the largest sdist of the shipped picks unpacks to ~60 MB in ~6k files)
 MAX_UNPACKED_BYTES = 2 << 30  # all members together

@@ -1,6 +1,6 @@
 """``fasbench data …``: build task files, materialise corpora, mine a git history. Bad input (a
 ``ValueError``: task sets, records, imports, a repository git cannot read) escapes to the CLI group,
-which prints it as one line and exits 2 (fasbench/errors.py)."""
+which prints it as one line and exits 2 (fasbench/base/errors.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.data import SOURCES, build_tasks
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import materialize_many, resolve_root
@@ -20,9 +20,9 @@ from fasbench.data.gitmine import mine
 from fasbench.data.importers import import_gold, usability
 from fasbench.data.ship import ship
 from fasbench.data.splits import SPLITS, assign
-from fasbench.errors import UserError
+from fasbench.base.errors import UserError
 from fasbench.records import write_tasks
-from fasbench.tasksets import TaskSetError, load_task_set, parse_task_set
+from fasbench.data.tasksets import TaskSetError, load_task_set, parse_task_set
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,6 @@
 """Materialise the repository of a task in the cache and put its gold on that tree.
 
-Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
+Two ways, both under ``fasbench.base.paths.cache_dir("corpora")`` (git ignores it):
 
 - **online** (exact): ``git clone`` once per repository into ``git/<owner>__<name>``, then a local
   clone checked out at ``base_commit`` in ``worktrees/<owner>__<name>@<sha12>`` (its own ``.git``
@@ -9,7 +9,7 @@ Two ways, both under ``fasbench.paths.cache_dir("corpora")`` (git ignores it):
   ``file:///mirrors/{repo}``), else ``https://github.com/{repo}.git``, checked at the record boundary
   (``fasbench.records.fields``: https, ``file:///`` or an absolute path; the repository name and
   ``base_commit`` too, before they name a folder); every git runs through the one wall
-  (``fasbench.gitsafe``). The gold needs no relocation.
+  (``fasbench.base.gitsafe``). The gold needs no relocation.
 - **offline**: the PyPI sdist of the release picked for the task's (repository, version) (the last
   release before it; table in ``data/swebench/corpora_picks.tsv`` from ../shared/data/CORPORA.md),
   fetched straight from PyPI's simple API (sha256 checked; nothing of the sdist runs), else with ``pip
@@ -41,15 +41,16 @@ from functools import lru_cache
 from pathlib import Path
 
 
-from fasbench import contain, gitsafe
+from fasbench.base import contain
+from fasbench.base import gitsafe
 from fasbench.data.archive import ArchiveError, unpack
 from fasbench.data.corpus_cache import (CorpusError, checkout_names, lock as _lock, portable_root,  # noqa: F401
                                        resolve_root, root_dir)
-from fasbench.data.files import find_data
+from fasbench.data.locations import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, place_context, place_explore
-from fasbench.entities import entity_gold, file_entities
-from fasbench.paths import building, child, replace_dir, safe_name
+from fasbench.base.entities import entity_gold, file_entities
+from fasbench.base.paths import building, child, replace_dir, safe_name
 from fasbench.records import Gold, RecordError, Task, append_jsonl, fields
 
 DROP_REASONS = (
@@ -227,7 +228,7 @@ def clone_url(task: Task) -> str:
 
 def _git(cmd: str, *options: str, cwd: Path, revs: tuple = (), paths: list | None = None,
          protocols: tuple[str, ...] = ()) -> str:
-    """git in fasbench's own clone ``cwd`` (its ``.git``), through the one wall (fasbench.gitsafe)."""
+    """git in fasbench's own clone ``cwd`` (its ``.git``), through the one wall (fasbench.base.gitsafe)."""
     try:
         return gitsafe.run(cmd, *options, revs=revs, paths=paths, git_dir=cwd / ".git", work_tree=cwd,
                            protocols=protocols, timeout=3600 if protocols else 600)
@@ -251,10 +252,10 @@ def _checked(task: Task) -> tuple[str, str]:
 def git_worktree(task: Task, url: str | None = None) -> Path:
     """A checkout of ``task.repo`` at ``task.base_commit`` with a ``.git`` directory of its own (clone
     once per repository, then a local clone per commit: objects hard-linked, no alternates). Every
-    git runs through the wall (fasbench.gitsafe); the repository name and commit are checked first.
+    git runs through the wall (fasbench.base.gitsafe); the repository name and commit are checked first.
 
     Not a ``git worktree``: a worktree's ``.git`` is a file pointing into the shared clone, and the tool
-    sandbox runs git only on a root's own ``.git`` directory (``fasbench.tools.gitwall``), so the bash
+    sandbox runs git only on a root's own ``.git`` directory (``fasbench.tools.bash.gitwall``), so the bash
     tool's git commands and ``.gitignore`` handling would be refused there. A checkout cached by an
     older fasbench as a worktree is rebuilt."""
     slug, sha = _checked(task)

@@ -1,5 +1,5 @@
 """Where corpora live in the cache and how their folders are named: the corpora root, the clone and
-checkout folder names of a task (through :func:`fasbench.paths.safe_name`), roots as manifests store
+checkout folder names of a task (through :func:`fasbench.base.paths.safe_name`), roots as manifests store
 them, the cache's locks, and :class:`CorpusError` (split out of :mod:`fasbench.data.corpus`)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from fasbench.paths import cache_dir, child, safe_name
+from fasbench.base.paths import cache_dir, child, safe_name
 from fasbench.records import Task
 
 
@@ -25,7 +25,7 @@ def root_dir() -> Path:
 
 def checkout_names(task: Task) -> tuple[str, str]:
     """The cache's folder names of ``task``'s clone (``git/<owner>__<name>``) and checkout
-    (``worktrees/<owner>__<name>@<commit[:12]>``), through :func:`fasbench.paths.safe_name`: a repository
+    (``worktrees/<owner>__<name>@<commit[:12]>``), through :func:`fasbench.base.paths.safe_name`: a repository
     ``..`` or a base commit ``/../../..`` is refused (``UnsafeName``, a ``bad-task`` skip), never a path."""
     slug = safe_name(str(task.repo).strip("/").replace("/", "__"), f"task {task.id}: repository")
     return slug, safe_name(f"{slug}@{str(task.base_commit)[:12]}", f"task {task.id}: base commit")

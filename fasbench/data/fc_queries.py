@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.records import Task, append_jsonl, iter_jsonl, repair_jsonl
-from fasbench.specs import build, parse_spec
+from fasbench.base.specs import build, parse_spec
 from fasbench.tools.fastcontext_query import (FC_QUERY, FC_QUERY_SOURCE, SUBAGENT, TEMPERATURE, TOOLS,
                                               messages, query_of)
 

@@ -5,7 +5,7 @@ changed with old-file ``hunk``/``changed`` ranges (as for PR gold), ``base_commi
 Skipped, with a reason: merges, root commits, commits touching no code file (``non-code``), huge
 commits (more than ``max_files`` files or ``max_lines`` changed lines), and empty or unparseable
 diffs. ``meta["clone_url"]`` points at the repository so ``corpus.materialize`` can check out the
-parent commit. git runs through the one wall (``fasbench.gitsafe``): the repository's own ``.git``
+parent commit. git runs through the one wall (``fasbench.base.gitsafe``): the repository's own ``.git``
 folder (a ``.git`` file is not followed), no system or global config, and no program its config or
 attributes name (textconv, external diff, fsmonitor, pager, hooks) ever runs.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fasbench import gitsafe
+from fasbench.base import gitsafe
 from fasbench.data.patches import PatchError, gold_variants, parse_diff
 from fasbench.records import Gold, RecordError, Task, fields
 
@@ -31,7 +31,7 @@ class GitRepoError(ValueError):
 
 
 def _git(repo: Path, gd: Path, cmd: str, *options: str, revs: tuple = ()) -> str:
-    """git on the repository being mined through the one wall (fasbench.gitsafe): its git directory
+    """git on the repository being mined through the one wall (fasbench.base.gitsafe): its git directory
     fixed, no system/global config, no hooks, fsmonitor, textconv or external diff of its own."""
     try:
         return gitsafe.run(cmd, *options, revs=revs, git_dir=gd, work_tree=repo if gd != repo else None)

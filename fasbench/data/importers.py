@@ -17,7 +17,7 @@ A region ``[F, 1, N]`` is a whole-file read here when ``read_step_info`` records
 ``meta["test_patch"]`` (its hunks anchor regions in test files, data/relocate.py), and
 ``count_paths`` lists every path the record's regions name (eval_runner's line-count paths).
 ``meta["gold_import"]["gold_kind"]`` is the record's ``meta.gold_kind`` (fasbench's one-run files
-say so, data/read_regions.py), else SWE-Explore's "read-core regions" (fasbench/field.py compares
+say so, data/read_regions.py), else SWE-Explore's "read-core regions" (fasbench/studies/field.py compares
 published numbers only on the same kind). An instance that is a SWE-bench Lite/Verified task takes that task's query,
 repository, version, gold patch (hunk gold, entity gold on materialisation) and split; any other
 needs ``problem_statement`` and a repository (``repo`` or an ``owner__name-N`` id) and is served
@@ -29,7 +29,7 @@ online at its ``base_commit``.
 (Loc-Bench on the Hugging Face hub). Functions and modules become ``gold.entities`` (module =
 ``path:`` + the first name component when only functions are given, as LocAgent derives it).
 
-``contextbench``: ContextBench's rows (parquet, JSONL or JSON list): fasbench/data/contextbench.py.
+``contextbench``: ContextBench's rows (parquet, JSONL or JSON list): fasbench/data/contextbench_tasks.py.
 ``swebench-pro``: SWE-bench Pro's public records (``fasbench.data.swebench_pro``): gold from the gold
 patch at file and line level in every language, entity gold for Python files; corpora online only.
 
@@ -45,10 +45,10 @@ from pathlib import Path
 
 from fasbench.data import swebench_tasks
 from fasbench.data.corpus import checkout_names, root_dir, try_materialize
-from fasbench.data.contextbench import import_contextbench
+from fasbench.data.contextbench_tasks import import_contextbench
 from fasbench.data.splits import assign
 from fasbench.data.swebench_pro import tasks_from_records
-from fasbench.paths import UnsafeName
+from fasbench.base.paths import UnsafeName
 from fasbench.records import Gold, RecordError, Task, fields, iter_jsonl
 
 FORMATS = ("swe-explore", "locbench", "contextbench", "swebench-pro")

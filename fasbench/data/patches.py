@@ -19,7 +19,7 @@ from pathlib import Path
 
 import unidiff
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.records import Ranges
 
 MAX_FUZZ = 2
@@ -179,7 +179,7 @@ class HunkPlace:
 
 
 def _read_lines(root: Path, rel: str) -> list[str]:
-    """A gold patch's file on the corpus, through :mod:`fasbench.contain` (inside the root, bounded)."""
+    """A gold patch's file on the corpus, through :mod:`fasbench.base.contain` (inside the root, bounded)."""
     text = contain.read_bytes(root, rel)[0].decode("utf-8", errors="surrogateescape")
     return [l.rstrip("\r\n") for l in text.splitlines(keepends=True)]
 

@@ -44,12 +44,12 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.data.corpus import CorpusError, portable_root, root_dir
 from fasbench.data.pyedit import code_only, in_docs, reorder_text
-from fasbench.entities import parse_python
-from fasbench.paths import building, child, replace_dir
-from fasbench.specs import build, parse_spec
+from fasbench.base.entities import parse_python
+from fasbench.base.paths import building, child, replace_dir
+from fasbench.base.specs import build, parse_spec
 
 WORDS = ("core", "impl", "base", "main", "defs", "ops", "parts", "unit")
 SCANNED = (".py", ".pyx", ".pxd", ".cfg", ".toml", ".ini")

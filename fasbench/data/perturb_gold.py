@@ -8,7 +8,7 @@ text names the new paths, dotted module names, file names and private names wher
 ones. :func:`gold_line_mismatches` checks that every relocated gold line holds the same code (read
 back through the renames); :func:`verify_corpus` that the modules the perturbation touched still
 import, and its test files still collect, wherever they did on the original corpus. The corpus's code
-runs only in the sandbox of :mod:`fasbench.untrusted`: the corpus read-only, the virtual environment
+runs only in the sandbox of :mod:`fasbench.base.untrusted`: the corpus read-only, the virtual environment
 and its base Python read-only (so that the corpus and pytest import), an unprivileged user, limits,
 no network, none of the caller's environment.
 """
@@ -23,11 +23,11 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import Sequence
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus
-from fasbench.lines import line_set
+from fasbench.base.lines import line_set
 from fasbench.records import Gold, Task
-from fasbench.untrusted import SandboxError, SandboxLimits, check_sandbox, run_sandboxed, sandbox_env
+from fasbench.base.untrusted import SandboxError, SandboxLimits, check_sandbox, run_sandboxed, sandbox_env
 
 CHECK_TIMEOUT = 300  # seconds for one import or collection check of a tree
 # a corpus's imports may pull in large packages of the environment (address space), pytest writes nothing
@@ -164,7 +164,7 @@ def perturb_tasks(tasks: Sequence[Task], spec: str) -> tuple[list[Task], list[di
 
 
 def _lines(root: str | Path, path: str) -> list[str]:
-    """The lines of a task's gold file (a path the task names: read through fasbench.contain)."""
+    """The lines of a task's gold file (a path the task names: read through fasbench.base.contain)."""
     data, _ = contain.read_bytes(root, path)
     return data.decode("utf-8", errors="replace").split("\n")
 

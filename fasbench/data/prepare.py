@@ -9,8 +9,8 @@ import gzip
 import json
 from pathlib import Path
 
-from fasbench.data.files import SHARED
-from fasbench.paths import data_dir
+from fasbench.data.locations import SHARED
+from fasbench.base.paths import data_dir
 
 PYPI_NAMES = {
     "astropy": "astropy", "django": "Django", "matplotlib": "matplotlib", "seaborn": "seaborn",

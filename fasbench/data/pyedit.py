@@ -16,7 +16,7 @@ import random
 import re
 import tokenize
 
-from fasbench.entities import parse_python
+from fasbench.base.entities import parse_python
 
 
 def doc_spans(text: str) -> list[tuple[int, int]]:

@@ -27,7 +27,7 @@ from fasbench.data.agent_traces import trajectory_dir
 from fasbench.data.patches import PatchError, parse_diff
 from fasbench.shell import operands, walk
 from fasbench.trajectories.first_edit import edits_files
-from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.agent_paths import ROOT, agent_path
 from fasbench.trajectories.raw import load_json, read_actions
 from fasbench.trajectories.viewed import viewing
 

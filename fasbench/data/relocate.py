@@ -33,7 +33,7 @@ regions name, so that a file whose optional region was dropped still has its lin
 (eval_runner counts the lines of every core and optional region path of the record).
 its reason; callers drop the task when a core region cannot be placed.
 
-:func:`place_context` places ContextBench's gold context (data/contextbench.py): each region by its
+:func:`place_context` places ContextBench's gold context (data/contextbench_tasks.py): each region by its
 annotated ``content`` when it has one (rule 3, the content standing at its own lines and every other
 base line unknown), else by the hunk anchors; the gold is kept only when every region is placed.
 """
@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.data.patches import FileDiff
-from fasbench.lines import line_set
+from fasbench.base.lines import line_set
 
 MIN_MATCHED = 0.9  # share of a region's lines difflib must match (rule 3)
 MIN_CORE_PLACED = 0.9  # share of the core lines (record's numbers) the placed core regions must hold

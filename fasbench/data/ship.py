@@ -12,7 +12,7 @@ from fasbench.data import SOURCES, build_tasks, tasks_path
 from fasbench.data.agent_traces import build as build_traces
 from fasbench.data.corpus import materialize_many
 from fasbench.data.splits import assign
-from fasbench.paths import data_dir
+from fasbench.base.paths import data_dir
 
 
 def _write_gz(path, rows) -> None:

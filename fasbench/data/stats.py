@@ -8,8 +8,8 @@ import re
 
 import polars as pl
 
-from fasbench.lines import file_lines
-from fasbench.data.files import find_data
+from fasbench.base.lines import file_lines
+from fasbench.data.locations import find_data
 from fasbench.records import Task
 
 
@@ -63,7 +63,7 @@ def gold_file_frame(tasks: list[Task]) -> pl.DataFrame:
         if not t.root:
             continue
         for p, rs in t.gold.edited.items():
-            n = file_lines(t.root, p) if rs else None  # fasbench.contain's rule: inside the corpus, bounded
+            n = file_lines(t.root, p) if rs else None  # fasbench.base.contain's rule: inside the corpus, bounded
             if n is None:
                 continue
             rows.append({"id": t.id, "repo": t.repo, "path": p, "depth": p.count("/") + 1, "file_lines": n,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from fasbench.data.files import find_data
+from fasbench.data.locations import find_data
 from fasbench.data.patches import gold_variants, parse_diff
 from fasbench.records import Gold, Task
 

@@ -14,7 +14,7 @@ Query: the problem statement, requirements and interface in the evaluator's temp
 patch's edited files with their ``hunk`` ranges and both variants (``swebench.pr_gold``: unidiff,
 language-independent), so every language is handled at file and line level. Entity gold
 (module/class/function, computed when the corpus is materialised) exists for Python files only,
-because ``fasbench.entities`` parses Python; a JS/TS/Go file is gold at file and line level, and
+because ``fasbench.base.entities`` parses Python; a JS/TS/Go file is gold at file and line level, and
 ``meta["gold_import"]["languages"]`` names each gold file's language so that a table can keep
 entity-level columns to Python. Dropped, with the reason: a record without a field the task needs
 (``missing-field``), a patch unidiff cannot read (``bad-patch``), a patch that only creates or
@@ -92,7 +92,7 @@ def tasks_from_records(recs: list, path) -> tuple[list[Task], list[dict]]:
             meta["clone_url"] = fields.clone_url(rec["clone_url"])
         meta["gold_import"] = {"format": "swebench-pro", "file": str(path),
                                "languages": {p: language(p) for p in gold.edited},
-                               "entity_gold": "python files only (fasbench.entities parses Python); other files: "
+                               "entity_gold": "python files only (fasbench.base.entities parses Python); other files: "
                                               "file and line gold"}
         return Task(rec["instance_id"], problem_statement(rec), fields.repo_name(rec["repo"]), gold,
                     fields.commit(rec["base_commit"]), None, None, None, meta), None

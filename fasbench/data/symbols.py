@@ -15,7 +15,7 @@ held-out tasks ask for names the model never saw in training, in code it never s
 A package's corpus is its ``.py`` files copied to ``cache_dir("corpora", "symbols", NAME-VERSION)``
 (so a later upgrade of the package does not change a task); :func:`load_tasks` keeps the tasks in a
 Task JSONL in the cache, ``root`` set (the corpus helper uses it as is). The task-set name is
-``symbols[:SPLIT]`` (:mod:`fasbench.tasksets`).
+``symbols[:SPLIT]`` (:mod:`fasbench.data.tasksets`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from fasbench import contain
-from fasbench.entities import parse_python
-from fasbench.paths import cache_dir, child
+from fasbench.base import contain
+from fasbench.base.entities import parse_python
+from fasbench.base.paths import cache_dir, child
 from fasbench.records import Gold, Task, read_tasks
 from fasbench.records import write_tasks as _write
 
@@ -102,7 +102,7 @@ def definitions(root: Path) -> dict[str, tuple[str, int, int]]:
         rel = p.relative_to(root).as_posix()
         if any(part.startswith(("test", "_vendor")) for part in rel.split("/")):
             continue
-        try:  # through fasbench.contain: a FIFO or a file leaving the corpus is skipped, reads bounded
+        try:  # through fasbench.base.contain: a FIFO or a file leaving the corpus is skipped, reads bounded
             data, more = contain.read_bytes(root, rel)
         except contain.PathRefused:
             continue

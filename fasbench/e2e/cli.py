@@ -9,14 +9,14 @@ from typing import List, Optional
 
 import typer
 
-from fasbench.tasksets import load_task_set
+from fasbench.data.tasksets import load_task_set
 
 
 def register(app) -> None:
     @app.command("e2e")
     def e2e_cmd(
         tasks: str = typer.Option(..., "--tasks", help="a task set: SOURCE[:SPLIT] (e.g. swebench-lite:test), a Task "
-                           "JSONL file[:SPLIT] or git:PATH (fasbench.tasksets)"),
+                           "JSONL file[:SPLIT] or git:PATH (fasbench.data.tasksets)"),
         main: str = typer.Option(..., "--main", help="the main agent: openai:model=NAME,base_url=URL[,step_limit=N,…]"),
         search: str = typer.Option(..., "--search", help="the subagent's policy spec (e.g. heuristic:turns=3, "
                                    "openai:model=…,base_url=…), or none for the main agent alone"),

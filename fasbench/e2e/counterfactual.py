@@ -42,9 +42,9 @@ from tqdm.auto import tqdm
 
 from fasbench.data.agent_traces import RUNS
 from fasbench.e2e.looked import Look, call_looks
-from fasbench.handoff import FORMATS, render
-from fasbench.lines import clamp, merge_ranges, overlap, total
-from fasbench.metrics import normalize_files
+from fasbench.studies.handoff import FORMATS, render
+from fasbench.base.lines import clamp, merge_ranges, overlap, total
+from fasbench.stats.metrics import normalize_files
 from fasbench.records import Task, Trace
 from fasbench.trajectories.analysis import EXPLORE
 from fasbench.trajectories.parsers import Trajectory, load

@@ -1,4 +1,4 @@
-"""Notebook 10's closing "What we found" (a :class:`fasbench.findings.Findings`), written from the
+"""Notebook 10's closing "What we found" (a :class:`fasbench.stats.findings.Findings`), written from the
 study's frames: per data set the report's coverage of what the main agent read before its first
 edit, the strictly replaced exploration and its net token saving per handoff rendering, the upper
 bound, the split by outcome, the seeds' end-to-end numbers and (when run) the live comparison."""
@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 import polars as pl
 
 from fasbench.e2e.counterfactual import SEEDS_E2E
-from fasbench.findings import Findings, ci
+from fasbench.stats.findings import Findings, ci
 
 
 def _pct(x) -> str:

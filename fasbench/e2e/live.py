@@ -8,11 +8,11 @@ Prompts are mini-swe-agent's own SWE-bench configuration (``config/benchmarks/sw
 and instance templates, observation and format-error templates, ``parallel_tool_calls``), with two
 changes: the working directory named in the instance template is the corpus copy instead of
 ``/testbed``, and the environment is mini-swe-agent's bubblewrap one configured by fasbench
-(``fasbench.e2e.sandbox``: only the copy writable, nothing of the host's home, caches or run directory
+(``fasbench.e2e.workcopy``: only the copy writable, nothing of the host's home, caches or run directory
 visible, no network, a cleared environment; ``check_main_sandbox`` fails before any episode where bwrap is
 missing). The model endpoint is called by this process, never by a command; the API key is sent but not
 saved in the trajectory. Step and cost limits come from ``MainConfig``. Every model call goes through
-:func:`fasbench.endpoint.bounded_client` (set as ``litellm.client_session``): ``timeout_s`` is the call's
+:func:`fasbench.base.endpoint.bounded_client` (set as ``litellm.client_session``): ``timeout_s`` is the call's
 total wall time, the reply body is capped and its shape checked, and each failure reaches mini-swe-agent
 as a 502/504 answer naming it.
 
@@ -31,10 +31,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fasbench.endpoint import bounded_client
-from fasbench.paths import cache_dir
-from fasbench.specs import convert, parse_spec
-from fasbench.untrusted import SandboxError, check_sandbox, execute_sandboxed, sandbox_env, wrapper_args
+from fasbench.base.endpoint import bounded_client
+from fasbench.base.paths import cache_dir
+from fasbench.base.specs import convert, parse_spec
+from fasbench.base.untrusted import SandboxError, check_sandbox, execute_sandboxed, sandbox_env, wrapper_args
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
@@ -75,12 +75,12 @@ class MainConfig:
     command_timeout_s: int = 60  # per shell command (mini-swe-agent's SWE-bench default)
     wall_limit_s: int = 0  # per task; 0 = none
     retries: int = 3  # attempts per model call on retryable errors (MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT)
-    timeout_s: float = 300.0  # total wall time of one model call (fasbench.endpoint: deadline and body cap)
+    timeout_s: float = 300.0  # total wall time of one model call (fasbench.base.endpoint: deadline and body cap)
 
 
 if IMPORT_ERROR is None:
     class SandboxEnvironment(BubblewrapEnvironment):
-        """mini-swe-agent's bubblewrap environment with fasbench's configuration (``fasbench.e2e.sandbox``).
+        """mini-swe-agent's bubblewrap environment with fasbench's configuration (``fasbench.e2e.workcopy``).
         Two changes: ``execute`` starts bwrap with the sandbox's environment, not this process's (mini-swe-agent's
         passes the caller's, which the sandbox's pid 1 then holds in ``/proc/1/environ``), stdin ``/dev/null``;
         no host temp directory is made (the copy is the working directory)."""
@@ -197,7 +197,7 @@ def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instan
                      output_path=traj_path)
     mconf = conf["model"]
     model = _model(cfg, mconf)
-    # LiteLLM's OpenAI client sends through litellm.client_session: fasbench.endpoint's bounded client
+    # LiteLLM's OpenAI client sends through litellm.client_session: fasbench.base.endpoint's bounded client
     # makes the call's timeout its total deadline, caps the reply body (MAX_REPLY_BYTES) and checks the
     # reply's shape, each failure a 502/504 answer whose message names it
     litellm.client_session = _model_session(cfg.base_url, cfg.timeout_s, max(65536, 32 * cfg.max_tokens))

@@ -17,10 +17,10 @@ import ast
 from pathlib import Path
 from typing import Sequence
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.data.patches import PatchError, parse_diff
-from fasbench.entities import parse_python
-from fasbench.lines import line_set
+from fasbench.base.entities import parse_python
+from fasbench.base.lines import line_set
 from fasbench.records import Gold
 from fasbench.trajectories.first_edit import submission_files
 
@@ -83,7 +83,7 @@ def localization(diff: str, gold: Gold, root: str | Path) -> dict:
     for p in gold_files:
         if not p.endswith(".py") or not changed.get(p):
             continue
-        try:  # fasbench.contain: inside the corpus copy, a regular file, bounded
+        try:  # fasbench.base.contain: inside the corpus copy, a regular file, bounded
             src = contain.read_bytes(root, p)[0].decode("utf-8", errors="replace")
         except contain.PathRefused:
             continue

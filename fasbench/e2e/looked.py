@@ -13,7 +13,7 @@ One ``Look`` per file a call showed the agent:
   number (the paths ``fasbench.trajectories.viewed.search_paths`` extracts; an output naming more than
   ``MAX_SEARCH_PATHS`` files is a dump, not a search result, and gives no looks).
 
-Paths go through ``fasbench.trajectories.paths.agent_path`` (repository-relative, must look like
+Paths go through ``fasbench.trajectories.agent_paths.agent_path`` (repository-relative, must look like
 files). The calls and their turn numbering are ``fasbench.trajectories.raw.shell_calls`` (the
 trajectory parser's: turn k is the k-th assistant message, and a mini-swe-agent v1 turn has a call
 only when it holds exactly one bash block).
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from fasbench import shell
 from fasbench.shell import Simple, operands
-from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.agent_paths import ROOT, agent_path
 from fasbench.trajectories.raw import output_text
 from fasbench.trajectories.viewed import DISPLAY, MAX_SEARCH_PATHS, is_search, search_paths
 

@@ -4,7 +4,7 @@
 Arms (one column group each, ``ARMS``):
 
 - ``none``: the real trajectory as it ran (no subagent).
-- ``citations``: the free-form hand-off (paths and ranges, ``fasbench.handoff`` ``citations``). The
+- ``citations``: the free-form hand-off (paths and ranges, ``fasbench.studies.handoff`` ``citations``). The
   main agent still has to read the cited code, so only a pre-edit call whose looks are all *search*
   looks (``search-hit`` / ``search-file``) and all covered is replaced; a covered display is read again.
 - ``code``: the hand-off with the cited code (``handoff.py``'s ``code`` rendering): every covered call is
@@ -36,10 +36,10 @@ import polars as pl
 
 from fasbench.e2e.counterfactual import Handoff, TurnTokens, covered
 from fasbench.e2e.looked import Look, call_looks
-from fasbench.lines import merge_ranges, overlap, total
-from fasbench.metrics import mean_ci
-from fasbench.runs import paired_diff
-from fasbench.trajectories.paths import ROOT
+from fasbench.base.lines import merge_ranges, overlap, total
+from fasbench.stats.metrics import mean_ci
+from fasbench.evaluation.runs import paired_diff
+from fasbench.trajectories.agent_paths import ROOT
 from fasbench.trajectories.raw import shell_calls
 
 ARMS = ("none", "citations", "code")

@@ -7,8 +7,8 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from fasbench.e2e.counterfactual import RULES, SEEDS_E2E
-from fasbench.figures import PALETTE
-from fasbench.handoff import FORMATS
+from fasbench.stats.figures import PALETTE
+from fasbench.studies.handoff import FORMATS
 
 SEED_LINES = (  # (saving as a share of main-agent tokens, label): different setups, drawn for scale only
     (0.136, "Relace e2e: −13.6% total tokens (other setup)"),

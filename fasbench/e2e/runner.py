@@ -13,15 +13,15 @@ Layout of ``out/`` (append-only, resumable):
   (``fasbench.data.corpora.with_corpora``); their episodes are not run.
 - ``work/<arm>/<task>/``: the episode's directory, removed after the episode unless ``keep_work``:
   ``repo/``, the corpus copy the agent works in (a git repository at its base state, the only path its
-  sandbox can write; owned by the sandbox's user, mode 0700: ``fasbench.untrusted``), and ``base.git``,
+  sandbox can write; owned by the sandbox's user, mode 0700: ``fasbench.base.untrusted``), and ``base.git``,
   fasbench's own git directory of the same base commit, outside the sandbox, from which the final
-  ``git diff`` is read (``fasbench.e2e.sandbox``: the agent's ``.git`` config, hooks and attributes
+  ``git diff`` is read (``fasbench.e2e.workcopy``: the agent's ``.git`` config, hooks and attributes
   never reach fasbench's git).
 
 Arms: ``none`` (the main agent alone) always; ``search`` (the subagent's handoff in the task text) when
 ``search`` is a policy spec. Metrics per record: exit status, patch (the agent's submission and the
 working tree's ``git diff`` of tracked files, by fasbench's own git; ``diff_error`` when git could not
-read it, or naming the tracked paths it refused to read: ``e2e.sandbox.bounded_diff``), tokens (the
+read it, or naming the tracked paths it refused to read: ``e2e.workcopy.bounded_diff``), tokens (the
 endpoint's usage), model calls (turns), wall time (the subagent's included in the search arm), and the
 localisation proxy (``localize.py``).
 """
@@ -42,15 +42,15 @@ from fasbench.e2e.live import MainConfig, check_main_sandbox, parse_main, run_ma
 from fasbench.e2e.localize import localization
 from fasbench.e2e.pays import live_measures
 from fasbench.trajectories.parsers import TrajectoryError, load
-from fasbench.e2e.sandbox import SandboxGitError, base_repository, bounded_diff
-from fasbench.evaluate import check_config
-from fasbench.handoff import FORMATS, render, token_counter
+from fasbench.e2e.workcopy import SandboxGitError, base_repository, bounded_diff
+from fasbench.evaluation.evaluate import check_config
+from fasbench.studies.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
-from fasbench.metrics import normalize_files, paired_bootstrap
-from fasbench.paths import Names, UnsafeName, child, name_key
+from fasbench.stats.metrics import normalize_files, paired_bootstrap
+from fasbench.base.paths import Names, UnsafeName, child, name_key
 from fasbench.policies import make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
-from fasbench.untrusted import give_to_sandbox, strip_setid
+from fasbench.base.untrusted import give_to_sandbox, strip_setid
 
 ARMS = ("none", "search")
 BASE_GIT = "base.git"
@@ -65,13 +65,13 @@ class E2EConfig:
     main: str  # the main agent's spec, openai:model=…,base_url=…
     search: str  # the subagent's policy spec, or "none"
     toolset: str = "relace"  # the subagent's tool set
-    handoff: str = "code+search"  # handoff rendering (fasbench.handoff.FORMATS)
+    handoff: str = "code+search"  # handoff rendering (fasbench.studies.handoff.FORMATS)
     search_turns: int = 6  # the subagent's turn limit
 
 
 def task_key(task_id: str) -> str:
     """The folder and file name of a task's episode (``work/<arm>/<key>``, ``trajs/<arm>/<key>.traj.json``):
-    :func:`fasbench.paths.name_key`, one safe path component distinct for distinct ids (an id ``..``
+    :func:`fasbench.base.paths.name_key`, one safe path component distinct for distinct ids (an id ``..``
     deleted ``OUT/work`` before; ``a/b`` and ``a_b`` shared one folder)."""
     return name_key(task_id, "e2e task id")
 

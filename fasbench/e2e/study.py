@@ -17,10 +17,10 @@ from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
 from fasbench.e2e.pays import arm_columns
 from fasbench.e2e.counterfactual import Handoff, RULES, counterfactual_frame, make_handoff, pair_key
-from fasbench.evaluate import run_eval
-from fasbench.handoff import FORMATS, token_counter
+from fasbench.evaluation.evaluate import run_eval
+from fasbench.studies.handoff import FORMATS, token_counter
 from fasbench.harness import Limits
-from fasbench.metrics import mean_ci
+from fasbench.stats.metrics import mean_ci
 from fasbench.records import Task, iter_jsonl, read_traces
 from fasbench.trajectories.analysis import parse_paths, steps_frame
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from fasbench.specs import parse_spec
+from fasbench.base.specs import parse_spec
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def describe_policies() -> str:
         lines += [f"{name}: {fam.what}", f"  e.g. --policy {fam.example}"]
         lines += [f"    {k}={v}" + (f"  # {c}" if c else "") for k, v, c in policy_parameters(name)]
     lines += ["scripted: Python only (fasbench.policies.ScriptedPolicy(turns)), replays given turns; over HTTP, "
-              "`python -m fasbench.scripted_server` answers scripted tool calls for the openai policy",
+              "`python -m fasbench.policies.scripted_server` answers scripted tool calls for the openai policy",
               "hf models (hf:model=NAME, also the checkpoints of `fasbench sft train`): smollm2-offline, tiny, "
               "a checkpoint folder, a hub id; `fasbench policies --model-path NAME` prints the folder to serve"]
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from fasbench.lines import merge_ranges
+from fasbench.base.lines import merge_ranges
 from fasbench.policies.terms import STOP, Term
 
 _DEF = re.compile(r"^\s*(?:async\s+)?(def|class)\s+(\w+)")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fasbench.harness import Policy
-from fasbench.lines import line_set
+from fasbench.base.lines import line_set
 from fasbench.policies.dialect import Dialect, assistant_calls, dialect_for, observations, turn_observations, user_query
 from fasbench.policies.evidence import Evidence
 from fasbench.policies.terms import WORD, STOP, Term, extract_terms, task_text

@@ -4,7 +4,7 @@ Relace, ``transformers serve``), with tool calling and parallel calls, timeouts 
 One ``POST {base_url}/chat/completions`` per turn with the conversation, the tool schemas and
 ``parallel_tool_calls``. ``tool_calls`` in the answer become ``ToolCall`` records (arguments parsed
 from their JSON string; kept as the raw string when it is not JSON, which the harness answers with an
-error observation). Each request goes through :mod:`fasbench.endpoint`: ``timeout_s`` is its total
+error observation). Each request goes through :mod:`fasbench.base.endpoint`: ``timeout_s`` is its total
 wall time (a server that drips its reply is cut off), a body over ``max_reply_bytes`` is refused, and
 the reply is parsed with bounded depth and checked against the chat-completions shape, an answer
 longer than ``max_reply_chars`` refused; each failure is one named ``EndpointError`` line, which the
@@ -33,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from fasbench.endpoint import (MAX_DEPTH, MAX_REPLY_BYTES, TOO_LARGE, EndpointError, bounded_client, check_chat_reply,
+from fasbench.base.endpoint import (MAX_DEPTH, MAX_REPLY_BYTES, TOO_LARGE, EndpointError, bounded_client, check_chat_reply,
                                depth_over, one_line, parse_json, post_json)
 from fasbench.harness import Policy
 from fasbench.models import call_format, parse_tool_calls

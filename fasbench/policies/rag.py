@@ -9,9 +9,9 @@ best chunk; the top-k files are reported with the line ranges of their best chun
 without tool calls.
 
 Retrieval needs the corpus, which the policy protocol does not carry: ``policy.bind(task)`` returns a
-policy bound to ``task.root`` (``fasbench.evaluate`` binds every policy that has ``bind``). Chunks, the
+policy bound to ``task.root`` (``fasbench.evaluation.evaluate`` binds every policy that has ``bind``). Chunks, the
 BM25 index and embeddings are cached on disk under ``cache_dir("rag")`` keyed by the corpus's file
-listing (paths, sizes, mtimes), so a changed corpus is re-indexed. ``fasbench.evaluate`` calls
+listing (paths, sizes, mtimes), so a changed corpus is re-indexed. ``fasbench.evaluation.evaluate`` calls
 ``prepare([task])`` just before each episode (outside its timing): indexes are built lazily, one
 corpus at a time, so traces appear as episodes finish; ``cache_note(tasks)`` says beforehand how many
 of the corpora already have an index on disk. Two threads that need the same index wait for one build.
@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from fasbench import contain
-from fasbench.entities import parse_python
+from fasbench.base import contain
+from fasbench.base.entities import parse_python
 from fasbench.harness import Policy
-from fasbench.paths import cache_dir
+from fasbench.base.paths import cache_dir
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Task
 
@@ -140,7 +140,7 @@ def chunk_python(path: str, source: str) -> list[Chunk]:
 
 
 def read_text(root: str | Path, rel: str) -> str | None:
-    """A corpus file's text through :mod:`fasbench.contain` (inside the root: a symlink out of the
+    """A corpus file's text through :mod:`fasbench.base.contain` (inside the root: a symlink out of the
     corpus or a FIFO is never read); None for a refused, binary or too large file."""
     try:
         data, more = contain.read_bytes(root, rel, MAX_FILE_BYTES)
@@ -435,7 +435,7 @@ class RagPolicy(Policy):
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         if self.root is None:
             raise RuntimeError(f"{self.name}: retrieval needs the task's corpus; call policy.bind(task) first "
-                               "(fasbench.evaluate does)")
+                               "(fasbench.evaluation.evaluate does)")
         files = self.retrieve(self.root, self.query or "")
         d = dialect_for(tools, messages)
         if d.ids is not None and not d.ids and not final:  # the ids contract cites only what was shown:

@@ -27,7 +27,7 @@ from fasbench.harness import Policy
 from fasbench.policies.definitions import DefinitionsPolicy
 from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.records import Reply, ToolCall
-from fasbench.specs import convert
+from fasbench.base.specs import convert
 from fasbench.tools import tool_kind, toolset_of
 
 _ID = re.compile(r"^g(\d+):(.*)$", re.S)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fasbench.jsonl import RecordError
+from fasbench.records.jsonl import RecordError
 
 # Each record kind has its own schema version. Traces: 2 = a Trace records every message the policy
 # saw (Turn.notes, Trace.tail_notes); 1 = the harness's notes were only hinted at by

@@ -4,7 +4,7 @@ id and line ranges may be, checked where a record enters fasbench.
 Every task that comes from outside (a tasks file read by :func:`fasbench.records.read_tasks`, a
 record of another benchmark turned into a task by ``fasbench.data.importers`` / ``swebench_pro`` /
 ``contextbench``, a repository mined by ``fasbench.data.gitmine``) passes :func:`check_task` before
-anything uses it; a field that is not what it must be is a :class:`fasbench.jsonl.RecordError` with
+anything uses it; a field that is not what it must be is a :class:`fasbench.records.jsonl.RecordError` with
 one line naming the task, the field and what is wrong (its value shown as ``repr``, cut, so that a
 newline or a terminal escape in it is never printed raw). The importers put that line in their
 skip list and go on with the next record.
@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fasbench.jsonl import RecordError
+from fasbench.records.jsonl import RecordError
 
 MAX_LINE = 10_000_000  # no source file of a benchmark has more lines; a larger number is refused
 MAX_ID = 200

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from fasbench.jsonl import RecordError, append_jsonl, iter_jsonl
+from fasbench.records.jsonl import RecordError, append_jsonl, iter_jsonl
 from fasbench.records.base import TASK_SCHEMA_VERSION, Ranges, check_version, file_ranges
 from fasbench.records.fields import check_task
 
@@ -62,14 +62,14 @@ class Gold:
     viewed: files a reference agent looked at before editing (Relace's hybrid reward), or None.
     source: where the gold came from: "pr" (gold patch), "agent-trace", "git", "manual".
     variants: other line-range labelings of the edited files, e.g. {"hunk": ..., "changed": ...}.
-    entities: entity gold on the task's corpus (fasbench.entities): {"file"|"module"|"class"|
+    entities: entity gold on the task's corpus (fasbench.base.entities): {"file"|"module"|"class"|
         "function": ["path:Qual.name", ...], "added": [...]}; {} when not computed.
-    explore: read-region gold in SWE-Explore's form (fasbench.localization), or None:
+    explore: read-region gold in SWE-Explore's form (fasbench.scoring.localization), or None:
         {"core_files": [path], "core_regions": [[path, start, end]], "optional_files": [path],
         "optional_regions": [[path, start, end]], "modified_files": [path]}; end -1 = end of file.
         Optional keys: "whole_files" {path: the record's line count} (whole-file reads, written
         ``[path, 1, -1]``) and "count_paths" [path] (the paths whose line counts scoring uses).
-    context: ContextBench's gold context (fasbench.contextbench), or None: {"regions": [[path,
+    context: ContextBench's gold context (fasbench.scoring.contextbench), or None: {"regions": [[path,
         start, end]]}, its annotated line ranges (files = their paths; blocks = the definitions
         they overlap on the corpus, found when scored).
     All are optional in JSON (records without them load as before).

@@ -11,7 +11,7 @@ import warnings
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterator
 
-from fasbench.jsonl import RecordError, iter_jsonl
+from fasbench.records.jsonl import RecordError, iter_jsonl
 from fasbench.records.base import SCHEMA_VERSION, Ranges, check_version, file_ranges
 
 def parse_arguments(args):

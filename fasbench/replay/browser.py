@@ -9,9 +9,9 @@ from typing import Sequence
 import ipywidgets as W
 import polars as pl
 
-from fasbench import runs as R
-from fasbench.markup import Markup, html, join
-from fasbench.replay.runs import RunEpisodes, load_run_episodes
+from fasbench.evaluation import runs as R
+from fasbench.base.markup import Markup, html, join
+from fasbench.replay.run_episodes import RunEpisodes, load_run_episodes
 from fasbench.replay.static import display_bundle, runs_html
 from fasbench.replay.widgets import TraceBrowser
 

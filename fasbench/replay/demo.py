@@ -12,10 +12,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from fasbench.harness import Limits, run_episode
-from fasbench.paths import cache_dir, child, data_dir, name_key
+from fasbench.base.paths import cache_dir, child, data_dir, name_key
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Gold, Task, Trace
-from fasbench.replay.tree import with_episodes
+from fasbench.replay.subagent_tree import with_episodes
 from fasbench.trajectories.parsers import parse_file
 
 SCRIPT = Path("demo") / "scripted_search.json"  # under data/
@@ -96,7 +96,7 @@ def demo_main(tasks: list[Task], episodes: list[Trace]):
     """A scripted main agent (turns in ``data/demo/scripted_main.json``) that delegates one search per
     task with the ``subagent`` tool, each answered by the episode of the same position in ``episodes``,
     and reads what it found: (its ``Trajectory`` with the episodes nested under the delegating calls,
-    the episodes by trajectory id), for :func:`fasbench.replay.tree.agent_tree`. The chat is written to
+    the episodes by trajectory id), for :func:`fasbench.replay.subagent_tree.agent_tree`. The chat is written to
     the cache and read by the trajectory reader, as any main agent's file is."""
     if len(tasks) != len(episodes) or not tasks:
         raise ValueError(f"demo_main needs one episode per task (got {len(tasks)} tasks, {len(episodes)} episodes)")

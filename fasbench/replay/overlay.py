@@ -1,20 +1,20 @@
 """The replay's line overlay: per file, the lines an episode viewed, the lines search showed it, the
 lines its report cited and the gold lines, with overlap counts, and the cited lines never shown to
-the searcher before its report (``cited_unseen``: the grounding measure of :mod:`fasbench.process`,
+the searcher before its report (``cited_unseen``: the grounding measure of :mod:`fasbench.scoring.process`,
 summed over files it is that module's ``cited_lines_unseen``). What each call showed comes from
-:func:`fasbench.replay.observed.observe`."""
+:func:`fasbench.replay.seen.observe`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from fasbench.linerefs import to_eof
-from fasbench.lines import overlap as _inter, total as _n
-from fasbench.metrics import merge_ranges, normalize_path
-from fasbench.process import cited as cited_lines, shown_before_report
+from fasbench.replay.linerefs import to_eof
+from fasbench.base.lines import overlap as _inter, total as _n
+from fasbench.stats.metrics import merge_ranges, normalize_path
+from fasbench.scoring.process import cited as cited_lines, shown_before_report
 from fasbench.records import Ranges, Task, Trace
-from fasbench.replay.observed import observe
+from fasbench.replay.seen import observe
 from fasbench.replay.timeline import results_by_call
 
 
@@ -30,7 +30,7 @@ class FileOverlay:
     is_cited: bool = False  # the report names the file (possibly without lines)
     is_gold: bool = False  # the gold names the file (possibly without lines)
     first_turn: int | None = None  # first turn that viewed or matched it
-    cited_unseen: int = 0  # cited lines no call showed before the report (fasbench.process)
+    cited_unseen: int = 0  # cited lines no call showed before the report (fasbench.scoring.process)
 
     def counts(self) -> dict:
         return {

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from fasbench.linerefs import short_path
-from fasbench.markup import Markup, html, join
+from fasbench.replay.linerefs import short_path
+from fasbench.base.markup import Markup, html, join
 from fasbench.records import Task, ToolCall, ToolResult, Trace
 from fasbench.replay.overlay import FileOverlay, overlay_totals
 from fasbench.replay.timeline import fmt_s, turn_summary

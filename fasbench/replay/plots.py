@@ -1,6 +1,6 @@
 """The replay's figures (plotly): the timeline of an episode (a Gantt chart by concurrent call slot),
 two timelines on one time axis, and the per-file line overlay. Saved for papers with
-:func:`fasbench.figures.save`."""
+:func:`fasbench.stats.figures.save`."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from fasbench.figures import kind_color
-from fasbench.linerefs import short_path
-from fasbench.markup import html
+from fasbench.stats.figures import kind_color
+from fasbench.replay.linerefs import short_path
+from fasbench.base.markup import html
 from fasbench.records import Trace
-from fasbench.replay.observed import call_kind
+from fasbench.replay.seen import call_kind
 from fasbench.replay.overlay import FileOverlay
 from fasbench.replay.static import MODEL_COLOR
 from fasbench.replay.timeline import call_spans, fmt_s, turn_columns
@@ -23,7 +23,7 @@ LAYER_COLORS = {"gold": "#E69F00", "cited": "#CC79A7", "viewed": "#56B4E9", "gre
 
 
 def tool_color(toolset: str, name: str) -> str:
-    """The figure colour of a tool: its kind's (``fasbench.figures.KIND_COLORS``, the colours of the
+    """The figure colour of a tool: its kind's (``fasbench.stats.figures.KIND_COLORS``, the colours of the
     trajectory figures too), grey for a tool of no known tool set."""
     return kind_color(call_kind(toolset, name))
 

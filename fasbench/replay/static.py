@@ -1,9 +1,9 @@
 """The replay as HTML that needs no kernel: what a page exported from an executed notebook (``python -m
-fasbench.report``) shows instead of the widgets, whose Python callbacks cannot run there. Every turn is
+fasbench.mainjob.report``) shows instead of the widgets, whose Python callbacks cannot run there. Every turn is
 in the page; a CSS-only switcher (radio inputs and their labels, no script) shows one turn at a time:
 click a turn label, or a bar of the timeline (that turn, with that call in the inspector). The widgets
 hand it to Jupyter beside their live view (``text/html`` in their display bundle); Jupyter shows the
-live view, the report this (see ``fasbench.report``: an output carrying both keeps only this one).
+live view, the report this (see ``fasbench.mainjob.report``: an output carrying both keeps only this one).
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ import math
 import uuid
 from typing import Sequence
 
-from fasbench.figures import kind_color
-from fasbench.linerefs import short_path
-from fasbench.markup import Markup, html, join
+from fasbench.stats.figures import kind_color
+from fasbench.replay.linerefs import short_path
+from fasbench.base.markup import Markup, html, join
 from fasbench.records import Task, Trace
-from fasbench.replay.observed import call_kind
+from fasbench.replay.seen import call_kind
 from fasbench.replay.overlay import file_overlay
 from fasbench.replay.panels import call_html, call_label, counts_html, header_html, title_html
 from fasbench.replay.timeline import fmt_s, results_by_call, turn_columns
 
-STATIC_CLASS = "fasbench-static"  # the marker fasbench.report looks for
+STATIC_CLASS = "fasbench-static"  # the marker fasbench.mainjob.report looks for
 MODEL_COLOR = "#BBBBBB"
 NOTE = ("<div class='fasbench-static-note' style='font-size:12px;color:#555;margin:2px 0'><i>Static snapshot "
         "(no kernel): click a turn label or a bar to see that turn and call; run the notebook for the live "
@@ -119,7 +119,7 @@ def replay_html(trace: Trace, task: Task | None = None) -> Markup:
 
 def display_bundle(widget, static: str, include=None, exclude=None) -> dict:
     """An ipywidget's display bundle plus ``static`` as ``text/html``: Jupyter shows the live widget
-    (its view outranks HTML), a page read without a kernel (``fasbench.report``) the static HTML."""
+    (its view outranks HTML), a page read without a kernel (``fasbench.mainjob.report``) the static HTML."""
     data = widget._repr_mimebundle_(include=include, exclude=exclude)
     if isinstance(data, tuple):
         data = data[0]

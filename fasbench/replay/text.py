@@ -3,7 +3,7 @@ self-contained HTML page (``fasbench replay RUN TASK [--html FILE]``).
 
 Both render the same :func:`episode_view`: the run, the task and its gold; each turn with its text,
 tokens and latency, and each of its (parallel) calls with its arguments and an excerpt of its
-result; the report; the reward and its parts (``fasbench.episodes.episode_row``, scored against the
+result; the report; the reward and its parts (``fasbench.evaluation.episodes.episode_row``, scored against the
 task's gold when the run has it, else the reward the trace recorded) and the per-file overlay of
 lines viewed, matched, cited and gold (``fasbench.replay.overlay``)."""
 
@@ -13,9 +13,9 @@ import json
 import math
 import textwrap
 
-from fasbench.episodes import episode_row, part_columns, reward_column
-from fasbench.markup import html, join
-from fasbench.process import PROCESS_COLUMNS
+from fasbench.evaluation.episodes import episode_row, part_columns, reward_column
+from fasbench.base.markup import html, join
+from fasbench.scoring.process import PROCESS_COLUMNS
 from fasbench.records import Task, Trace
 from fasbench.replay.overlay import file_overlay, overlay_totals
 from fasbench.replay.timeline import fmt_s, results_by_call, turn_summary
@@ -81,7 +81,7 @@ def episode_view(trace: Trace, task: Task | None = None, reward: str = "relace",
 
 
 def process_line(p: dict) -> str:
-    """The episode's process measures (fasbench.process) in one sentence."""
+    """The episode's process measures (fasbench.scoring.process) in one sentence."""
     calls = p["search_calls"]
     out = [f"{calls} search calls ({p['calls_nothing_new']} showed nothing new, {p['duplicate_calls']} duplicates)"]
     if p["new_lines_per_call"] is not None:
@@ -184,7 +184,7 @@ details{margin:.3em 0 .3em 1em}summary{cursor:pointer;font-family:monospace;font
 
 def to_html(v: dict) -> str:
     """The episode as one static HTML page: no script, no external file (every call is a <details>);
-    every value from the episode escaped by :func:`fasbench.markup.html`."""
+    every value from the episode escaped by :func:`fasbench.base.markup.html`."""
     h = [html("<!doctype html><html><head><meta charset='utf-8'><title>{} · {}</title><style>{}</style></head><body>",
               v["task_id"], v["run"], _CSS),
          html("<h2>{}</h2><p>run <b>{}</b> · policy <code>{}</code> · tool set {} · {} turns · stop: {}</p>",

@@ -1,6 +1,6 @@
-"""``SubagentTree``: a main agent and its search subagents as a tree in Jupyter (``fasbench.replay.tree``),
+"""``SubagentTree``: a main agent and its search subagents as a tree in Jupyter (``fasbench.replay.subagent_tree``),
 each node with its turns, calls, tokens and wall time; picking a search episode opens its replay
-(:class:`~fasbench.replay.widgets.TraceReplay`) below the tree. Without a kernel (``fasbench.report``) the
+(:class:`~fasbench.replay.widgets.TraceReplay`) below the tree. Without a kernel (``fasbench.mainjob.report``) the
 page shows the static tree with each episode's static replay under its node."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from fasbench.replay.static import display_bundle, replay_html
-from fasbench.replay.tree import AgentNode, tree_html, tree_rows
+from fasbench.replay.subagent_tree import AgentNode, tree_html, tree_rows
 from fasbench.replay.widgets import TraceReplay
 
 
@@ -19,7 +19,7 @@ def _nodes(node: AgentNode, depth: int = 0):
 
 
 class SubagentTree:
-    """The tree of ``node`` (``fasbench.replay.tree.agent_tree`` / ``e2e_tree``). State for code and tests:
+    """The tree of ``node`` (``fasbench.replay.subagent_tree.agent_tree`` / ``e2e_tree``). State for code and tests:
     ``rows`` (one per node), ``episodes`` (the picker's options: node label → trace), ``replay`` (the
     open :class:`TraceReplay` or None); ``open(label)`` opens one."""
 

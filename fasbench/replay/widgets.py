@@ -4,8 +4,8 @@ turn header, step slider and Play button linked in the browser, call inspector, 
 filterable, sortable list of episodes that opens the replay of the selected one.
 
 The logic they show is in headless modules: :mod:`~fasbench.replay.timeline` (spans, lanes),
-:mod:`~fasbench.replay.overlay` (lines viewed, matched, cited, gold), :mod:`fasbench.episodes` (the
-one episode table: rows and columns), :mod:`~fasbench.replay.episodes` (the browser's filter and sort),
+:mod:`~fasbench.replay.overlay` (lines viewed, matched, cited, gold), :mod:`fasbench.evaluation.episodes` (the
+one episode table: rows and columns), :mod:`~fasbench.replay.episode_filter` (the browser's filter and sort),
 :mod:`~fasbench.replay.plots` (figures), :mod:`~fasbench.replay.panels` (HTML).
 """
 
@@ -19,14 +19,14 @@ import plotly.graph_objects as go
 from IPython import get_ipython
 from IPython.display import display
 
-from fasbench.episodes import episode_row, episode_rows, task_map
-from fasbench.figures import kind_color
-from fasbench.linerefs import short_path
-from fasbench.markup import Markup, html, join
+from fasbench.evaluation.episodes import episode_row, episode_rows, task_map
+from fasbench.stats.figures import kind_color
+from fasbench.replay.linerefs import short_path
+from fasbench.base.markup import Markup, html, join
 from fasbench.records import Task, Trace
-from fasbench.replay.episodes import SORT_KEYS, filter_sort
+from fasbench.replay.episode_filter import SORT_KEYS, filter_sort
 from fasbench.replay.overlay import file_overlay, overlay_totals
-from fasbench.replay.observed import call_kind
+from fasbench.replay.seen import call_kind
 from fasbench.replay.panels import call_html, call_label, counts_html, header_html, title_html
 from fasbench.replay.plots import file_figure, timeline_figure
 from fasbench.replay.static import MODEL_COLOR, browser_html, compare_html, display_bundle, replay_html
@@ -213,7 +213,7 @@ class TraceReplay:
 
 
 def compare_rows(traces: Sequence[Trace], task: Task | None = None, reward: str = "relace") -> list[dict]:
-    """The comparison table: the episode-table row (``fasbench.episodes.episode_row``, scored with
+    """The comparison table: the episode-table row (``fasbench.evaluation.episodes.episode_row``, scored with
     ``reward`` only, no localization columns) plus the overlay totals (``lines_*``) of each trace."""
     out = []
     for tr in traces:
@@ -265,7 +265,7 @@ def compare(trace_a: Trace, trace_b: Trace, task: Task | None = None, reward: st
 class TraceBrowser:
     """A table of episodes (reward, turns, calls, wall time, stop reason) with a filter and a sort order;
     selecting one opens its replay below. State: ``rows`` (all: rows of the episode table,
-    ``fasbench.episodes.episode_rows``, scored with ``reward``), ``shown`` (after filter and sort),
+    ``fasbench.evaluation.episodes.episode_rows``, scored with ``reward``), ``shown`` (after filter and sort),
     ``table`` (the Select), ``replay`` (the open TraceReplay or None)."""
 
     def __init__(self, traces: Sequence[Trace], tasks=None, reward: str = "relace", rows_shown: int = 10):

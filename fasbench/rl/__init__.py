@@ -6,23 +6,23 @@ importing the harness or torch):
 - :mod:`~fasbench.rl.config` — :class:`RLConfig` (one flat profile, ``fasbench/configs/rl_*.yaml``),
   ``load_config``, ``resolve_model_spec``, the names of a run's files;
 - :mod:`~fasbench.rl.tasks` — ``load_rl_tasks``: the config's task fields mapped onto the shared task-set
-  loader and corpus helper (:mod:`fasbench.tasksets`, :mod:`fasbench.data.corpora`);
+  loader and corpus helper (:mod:`fasbench.data.tasksets`, :mod:`fasbench.data.corpora`);
 - :mod:`~fasbench.rl.env` — ``HarnessEnv``: the harness tools as environment methods, and the
   episode of a rollout rebuilt from its messages;
-- :mod:`~fasbench.rl.reward` — ``EpisodeReward`` (the TRL reward function) and the batch statistics;
+- :mod:`~fasbench.rl.episode_reward` — ``EpisodeReward`` (the TRL reward function) and the batch statistics;
 - :mod:`~fasbench.rl.train` — ``HarnessGRPOTrainer``, ``grpo_args``, ``make_trainer``, ``train``;
 - :mod:`~fasbench.rl.trl_compat` — the supported TRL range and the check of the private methods
   the trainer overrides;
-- :mod:`~fasbench.rl.analysis` — ``log_frame``, ``read_rollouts``, ``incentive_landscape``;
-- :mod:`~fasbench.rl.turns`, :mod:`~fasbench.rl.plots` — turns and accuracy over training, figures;
+- :mod:`~fasbench.rl.run_analysis` — ``log_frame``, ``read_rollouts``, ``incentive_landscape``;
+- :mod:`~fasbench.rl.turn_curves`, :mod:`~fasbench.rl.plots` — turns and accuracy over training, figures;
 - :mod:`~fasbench.rl.mini` — the RL miniature (profiles ``sft_mini`` / ``rl_mini``, notebook 06): before vs
   after with intervals and paired tests, the acceptance checks, a run's CPU cost, the findings;
 - :mod:`~fasbench.rl.cli` — ``fasbench rl train | config | log``.
 
 Before vs after training is the checkpoint evaluator every workflow shares,
-:func:`fasbench.checkpoints.evaluate_checkpoint` (notebook 06 calls it with the run's tool set, limits
+:func:`fasbench.evaluation.checkpoints.evaluate_checkpoint` (notebook 06 calls it with the run's tool set, limits
 and reward). The tables here (incentive landscape, logged rollouts, start vs target) are rows of the
-one episode table, :func:`fasbench.episodes.episode_row` (columns: ``fasbench.episodes.COLUMNS``;
+one episode table, :func:`fasbench.evaluation.episodes.episode_row` (columns: ``fasbench.evaluation.episodes.COLUMNS``;
 a reward's parts are ``reward_NAME__PART``), with the few columns each analysis adds in front or behind.
 
 Where TRL's loop differs from ``run_episode``: the harness's last-turn note is appended as a user

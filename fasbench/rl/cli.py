@@ -1,7 +1,7 @@
 """``fasbench rl train | config | log``: GRPO training over the harness (see fasbench/rl/).
 
 Config errors (unknown profile or field, a value of the wrong type, a bad ``--set``) are one-line
-errors with exit status 2 (``fasbench.errors.CliGroup``)."""
+errors with exit status 2 (``fasbench.base.errors.CliGroup``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import typer
 
 from fasbench.training import profile_help
 
-from fasbench.errors import UserError
+from fasbench.base.errors import UserError
 from fasbench.training.log import read_log
 
 PROFILE_HELP = profile_help("rl")

@@ -1,5 +1,5 @@
 """The config of a GRPO run: one flat :class:`RLConfig` (a YAML profile ``fasbench/configs/rl_*.yaml``,
-read by the loader shared with SFT, :mod:`fasbench.training.config`), and the names of the files a
+read by the loader shared with SFT, :mod:`fasbench.training.profiles`), and the names of the files a
 run writes in its output folder."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any, Mapping, Optional, Sequence
 
 from fasbench.data.splits import SPLITS
 from fasbench.harness import Limits
-from fasbench.judge import make_judge
-from fasbench.reward import DEFAULT_REWARD, REWARDS, judged_rewards
+from fasbench.scoring.judge import make_judge
+from fasbench.scoring.reward import DEFAULT_REWARD, REWARDS, judged_rewards
 from fasbench.tools import TOOLSETS, ToolLimits
 from fasbench.tools.base import PROMPTS
-from fasbench.training.config import Kind, expand, load
+from fasbench.training.profiles import Kind, expand, load
 
 LOG_FILE = "rl_log.jsonl"  # the step log (fasbench.training.log)
 ROLLOUT_FILE = "rollouts.jsonl"  # every rollout as a harness Trace
@@ -35,7 +35,7 @@ class RLConfig:
     lora_r: int = 16  # LoRA rank
     lora_alpha: int = 32  # LoRA scale (alpha / r multiplies the update); was 2 * lora_r, hard-coded
     # -- tasks
-    tasks: str = "swebench-lite"  # a task-set name (fasbench.tasksets): SOURCE[:SPLIT] | a Task .jsonl[.gz] | git:PATH
+    tasks: str = "swebench-lite"  # a task-set name (fasbench.data.tasksets): SOURCE[:SPLIT] | a Task .jsonl[.gz] | git:PATH
     split: Optional[str] = "train"  # task split (train/dev/test); None = all; a split in `tasks` wins
     n_tasks: Optional[int] = 4  # first n tasks whose corpus materialises (skips: OUT/skipped_tasks.jsonl); None = all
     task_ids: Optional[list[str]] = None  # exactly these tasks (overrides split/n_tasks)
@@ -43,7 +43,7 @@ class RLConfig:
     # -- episode: the same limits evaluation uses
     toolset: str = "relace"  # relace | fastcontext
     prompt: str = "published"  # published | compact: the protocol shown (fasbench.tools.compact; relace only)
-    reward: str = DEFAULT_REWARD  # a name in fasbench.reward.REWARDS
+    reward: str = DEFAULT_REWARD  # a name in fasbench.scoring.reward.REWARDS
     judge: str = ""  # a judged reward (fastcontext): its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)
     max_turns: int = 4  # turn limit as harness.Limits (FastContext: +1 extra last turn; TRL: rl.train.tool_rounds)
     max_calls_per_turn: int = 8  # parallel calls per turn; extra calls get the harness's error
@@ -130,7 +130,7 @@ def load_config(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | 
                 sets: Sequence[str] = ()) -> RLConfig:
     """An :class:`RLConfig` from a profile name (``tiny`` -> ``fasbench/configs/rl_tiny.yaml``) or a
     YAML file; ``overrides`` (``{field: value}``) then ``sets`` (``["field=value"]``, ``--set``) win.
-    Unknown fields and values of the wrong type are one-line errors (fasbench.training.config)."""
+    Unknown fields and values of the wrong type are one-line errors (fasbench.training.profiles)."""
     return load(KIND, name_or_path, overrides, sets).parts[""]
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, Optional
 
 from fasbench.harness import Limits, turn_budget
 from fasbench.records import Task, ToolCall, ToolResult, Trace, Turn
-from fasbench.reward import Score
+from fasbench.scoring.reward import Score
 from fasbench.tools import make_toolset
 from fasbench.tools.base import Tool, too_many_calls
 from fasbench.tools.contract import IdLedger, answer_cites, final_note_addendum

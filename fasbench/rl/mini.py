@@ -3,10 +3,10 @@ before vs after on held-out tasks with intervals and paired tests, the acceptanc
 of a run, and the findings beside Relace's numbers.
 
 Before and after are episode tables of the one checkpoint evaluator
-(:func:`fasbench.checkpoints.evaluate_checkpoint`) on the same held-out tasks. Per measure:
-each side's mean with its 95% interval over tasks (:func:`fasbench.metrics.mean_ci`: percentile
+(:func:`fasbench.evaluation.checkpoints.evaluate_checkpoint`) on the same held-out tasks. Per measure:
+each side's mean with its 95% interval over tasks (:func:`fasbench.stats.metrics.mean_ci`: percentile
 bootstrap, Student t below 10 tasks, none for one) and the paired after − before difference with its interval and
-two-sided sign-flip p-value (:func:`fasbench.runs.paired_diff`, i.e. :func:`fasbench.metrics.paired_test`:
+two-sided sign-flip p-value (:func:`fasbench.evaluation.runs.paired_diff`, i.e. :func:`fasbench.stats.metrics.paired_test`:
 an exact interval up to 20 tasks, a bootstrap over tasks above).
 """
 
@@ -21,11 +21,11 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from fasbench.figures import PALETTE
-from fasbench.findings import Findings
-from fasbench.metrics import column_bounds, mean_ci
-from fasbench.rl.turns import RELACE_FINDING
-from fasbench.runs import paired_diff
+from fasbench.stats.figures import PALETTE
+from fasbench.stats.findings import Findings
+from fasbench.stats.metrics import column_bounds, mean_ci
+from fasbench.rl.turn_curves import RELACE_FINDING
+from fasbench.evaluation.runs import paired_diff
 
 #: The measures compared (episode-table columns), with their labels. ``file_f2`` is Relace's A2
 #: (F2 over files), the accuracy part of its reward.
@@ -112,7 +112,7 @@ def relace_beside(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
 
 
 def findings(tables: dict[str, pl.DataFrame], costs: dict, setup: dict, short: bool = False) -> Findings:
-    """Notebook 06's "What we found" (a :class:`fasbench.findings.Findings`): per seed the before/after
+    """Notebook 06's "What we found" (a :class:`fasbench.stats.findings.Findings`): per seed the before/after
     measures with intervals and paired tests, the acceptance checks, the cost, Relace's numbers beside,
     and what this does not show."""
     out = Findings("RL miniature")

@@ -12,10 +12,10 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from fasbench.figures import PALETTE
-from fasbench.findings import Findings
+from fasbench.stats.figures import PALETTE
+from fasbench.stats.findings import Findings
 from fasbench.rl.mini import acceptance, before_after_table, table_block
-from fasbench.rl.turns import RELACE_FINDING
+from fasbench.rl.turn_curves import RELACE_FINDING
 from fasbench.rl.vgrpo import per_task, read_steps, share_ci
 
 #: The measures of the before/after tables (per-task means of the rollouts).

@@ -7,9 +7,9 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from fasbench.episodes import column_name, part_columns
-from fasbench.figures import PALETTE
-from fasbench.rl.turns import ACCURACY_PARTS, accuracy_part
+from fasbench.evaluation.episodes import column_name, part_columns
+from fasbench.stats.figures import PALETTE
+from fasbench.rl.turn_curves import ACCURACY_PARTS, accuracy_part
 
 
 def _band(fig, x, mean, std, name, color, row, col, showlegend=True):
@@ -61,7 +61,7 @@ def _part_label(col: str) -> str:
 
 
 def _headline_parts(frame, reward: str | None) -> list[str]:
-    """The accuracy part (:data:`fasbench.rl.turns.ACCURACY_PARTS`) and the turn penalty of the
+    """The accuracy part (:data:`fasbench.rl.turn_curves.ACCURACY_PARTS`) and the turn penalty of the
     reward, as columns, where the frame has them."""
     by_label = {_part_label(c): c for c in _parts(frame, reward)}
     acc = next((by_label[column_name(p)] for p in ACCURACY_PARTS if column_name(p) in by_label), None)
@@ -71,7 +71,7 @@ def _headline_parts(frame, reward: str | None) -> list[str]:
 def before_after(frame, reward: str = "relace",
                  metrics=("reward", "turns", "calls_per_turn", "reported", "report_wellformed")) -> go.Figure:
     """Mean of each metric per policy (before / after) on the evaluation tasks: an episode table
-    (:func:`fasbench.checkpoints.evaluate_checkpoint`, one row per policy and task). After ``reward``
+    (:func:`fasbench.evaluation.checkpoints.evaluate_checkpoint`, one row per policy and task). After ``reward``
     come its accuracy part and turn penalty: the ``reward_NAME__PART`` columns of ``reward``, the
     run's reward (the table scores every reward; ``reward`` names the headline one)."""
     metrics = [m for m in metrics if m in frame.columns]
@@ -92,7 +92,7 @@ def landscape(frame, reward: str | None = None, value: str = "reward") -> go.Fig
     """Heat map of the mean ``value`` of the heuristic policy over planned turns × calls per search
     turn (``plan_turns`` × ``plan_calls``), beside the mean ``value`` and each part of ``reward``
     (``reward_NAME__PART``; None: of every reward in the frame) by the turns the episodes used
-    (``turns``); the frame is ``fasbench.rl.analysis.incentive_landscape``'s."""
+    (``turns``); the frame is ``fasbench.rl.run_analysis.incentive_landscape``'s."""
     parts = [c for c in _parts(frame, reward) if c != value]
     agg = frame.group_by(["plan_turns", "plan_calls"]).agg(pl.col(value).mean())
     turns = sorted(agg["plan_turns"].unique().to_list())
@@ -122,7 +122,7 @@ def turns_accuracy(frame, title: str = "turns and accuracy over training", max_t
     """Relace's question of a GRPO run, per step from the step log (``rl.log_frame``): turns used
     (mean ± std over the step's rollouts, left axis, up to the turn limit ``max_turns`` when given,
     with Relace's penalty-free zone n <= ``free_turns`` shaded) against accuracy — the reward's
-    accuracy part (``fasbench.rl.turns.accuracy_part``) — and Relace's turn penalty where the reward has one
+    accuracy part (``fasbench.rl.turn_curves.accuracy_part``) — and Relace's turn penalty where the reward has one
     (right axis)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = frame["step"].to_list()

@@ -9,7 +9,7 @@ One :class:`RolloutEngine` call (:func:`rollout_group`) runs every episode of a 
   the no-call reminder, the calls of a turn run concurrently by ``harness.execute_calls`` (same sandbox,
   validation, caps), the report parsed by the tool set; the reply's tool calls are parsed by
   :func:`fasbench.models.parse_tool_calls`. Each rollout returns a :class:`fasbench.records.Trace`
-  scored by :func:`fasbench.reward.score_episode`, as evaluation scores one.
+  scored by :func:`fasbench.scoring.reward.score_episode`, as evaluation scores one.
 - **One cache for the whole conversation.** The group's prompts are prefilled once (their common prefix,
   system prompt and tools, once for the group), then each turn's new tokens are decoded with the KV
   cache, and the next turn's harness text (the tool results and notes, rendered by the chat template) is
@@ -44,7 +44,7 @@ from typing import Any, Sequence
 
 from fasbench.harness import Limits
 from fasbench.records import Task, Trace
-from fasbench.reward import Score, score_episode
+from fasbench.scoring.reward import Score, score_episode
 from fasbench.rl.episode_state import EpisodeState
 
 

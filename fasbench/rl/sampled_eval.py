@@ -4,7 +4,7 @@ AND greedy, on held-out tasks, as episode-table rows, and the per-task means tha
 
 A greedy before/after comparison moves only once the probability of a second call in a turn passes one
 half; sampling at the training temperature sees the change in that probability. Each rollout is one
-row of the episode table (:func:`fasbench.episodes.episode_row`: ``turns``, ``calls_per_turn``,
+row of the episode table (:func:`fasbench.evaluation.episodes.episode_row`: ``turns``, ``calls_per_turn``,
 ``file_f2``, ``file_recall``, ``reward`` and every reward's parts) with the columns this adds in front:
 ``mode`` (``sampled`` | ``greedy``), ``sample``, ``first_calls`` (calls of the first turn),
 ``first_parallel`` (1.0 when the first turn made two calls or more), ``new_tokens``, ``capped``,
@@ -20,9 +20,9 @@ from typing import Sequence
 
 import polars as pl
 
-from fasbench.episodes import episode_row
+from fasbench.evaluation.episodes import episode_row
 from fasbench.harness import Limits
-from fasbench.jsonl import append_jsonl
+from fasbench.records.jsonl import append_jsonl
 from fasbench.records import Task
 from fasbench.rl.mini import MEASURES
 from fasbench.rl.rollout import rollout_group

@@ -1,5 +1,5 @@
 """The training tasks of a GRPO run: the config's task fields mapped onto the task-set loader and the
-corpus helper every workflow shares (:func:`fasbench.tasksets.load_task_set`,
+corpus helper every workflow shares (:func:`fasbench.data.tasksets.load_task_set`,
 :func:`fasbench.data.corpora.with_corpora`).
 
 The fields keep their meaning: ``tasks`` names the task set (``SOURCE[:SPLIT]``, a Task JSONL file,
@@ -15,7 +15,7 @@ from __future__ import annotations
 from fasbench.data.corpora import with_corpora
 from fasbench.records import Task
 from fasbench.rl.config import SKIPPED_FILE, RLConfig
-from fasbench.tasksets import load_task_set, parse_task_set
+from fasbench.data.tasksets import load_task_set, parse_task_set
 
 
 def load_rl_tasks(cfg: RLConfig, progress: bool = True) -> list[Task]:

@@ -3,7 +3,7 @@
 The prompt is ``harness.initial_messages`` and the tools are rendered with the harness's own JSON
 schemas (:class:`HarnessGRPOTrainer` hands TRL the schema dicts, not the introspected ones), so
 training sees what evaluation sees. The environment is :mod:`fasbench.rl.env`, the reward
-:mod:`fasbench.rl.reward`. Each logged step carries mean and std of the reward and each of its parts,
+:mod:`fasbench.rl.episode_reward`. Each logged step carries mean and std of the reward and each of its parts,
 turns, calls per turn, episode tokens and tool errors (``rl_log.jsonl`` in the output dir, always,
 and the trackers of TRL's ``report_to``: TensorBoard by default, trackio, W&B); every rollout is written as a harness
 :class:`~fasbench.records.Trace` to ``rollouts.jsonl``.
@@ -24,16 +24,16 @@ from typing import Any
 
 from fasbench.chat_families import check_parallel, template_family
 from fasbench.harness import initial_messages
-from fasbench.judge import make_judge
+from fasbench.scoring.judge import make_judge
 from fasbench.models import load_model, load_tokenizer, resolve_model
 from fasbench.records import Task
 from fasbench.rl.config import LOG_FILE, SUMMARY_FILE, RLConfig, resolve_model_spec
 from fasbench.rl.env import environment_class, harness_schemas
-from fasbench.rl.reward import EpisodeReward, mean_std, rollout_stats
+from fasbench.rl.episode_reward import EpisodeReward, mean_std, rollout_stats
 from fasbench.rl.tasks import load_rl_tasks
 from fasbench.rl.trl_compat import check_env_tools, check_grpo_trainer
 from fasbench.tools import make_toolset, toolset_class
-from fasbench.training.config import check_report_to, device_args, report_to_list
+from fasbench.training.profiles import check_report_to, device_args, report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
 # The function-local imports below are the heavy training libraries (python -X importtime on this

@@ -32,11 +32,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fasbench.paths import child
+from fasbench.base.paths import child
 from fasbench.harness import Limits
 from fasbench.models import load_model
 from fasbench.records import Task
-from fasbench.reward import score_episode
+from fasbench.scoring.reward import score_episode
 from fasbench.rl.batched import EpisodeTokens, run_batched
 from fasbench.rl.protocol import first_turn
 from fasbench.tools import ToolLimits
@@ -77,7 +77,7 @@ class MiniConfig:
 
 
 def score(rollouts: list[EpisodeTokens], reward: str) -> None:
-    """Each rollout's reward and parts (``fasbench.reward.score_episode``, the one scoring)."""
+    """Each rollout's reward and parts (``fasbench.scoring.reward.score_episode``, the one scoring)."""
     for r in rollouts:
         s = score_episode(reward, r.trace, r.task)
         r.reward, r.parts = float(s.value), {k: float(v) for k, v in s.parts.items()}

@@ -2,7 +2,7 @@
 
 ``build(BuildConfig, out)`` makes the data set (``sft.data``), ``train(Profile)`` runs TRL's
 SFTTrainer (``sft.train``), ``evaluate(model, tasks, ...)`` runs a model through the harness
-(``sft.evaluate``); ``load_profile(name_or_path)`` reads ``fasbench/configs/sft_<name>.yaml``.
+(``sft.before_after``); ``load_profile(name_or_path)`` reads ``fasbench/configs/sft_<name>.yaml``.
 
 The package imports nothing itself: ``fasbench sft`` commands are registered at CLI start-up and
 these modules load the harness, the policies and tqdm (~0.35 s of CPU), so each is imported where it is used.

@@ -1,8 +1,8 @@
 """``fasbench sft build | train | eval | config`` (registered through ``fasbench.cli.PLUGINS``).
 
 Every command takes a profile (a name or a YAML file) and ``--set key=value`` overrides, read by the
-loader shared with ``fasbench rl`` (fasbench.training.config); config errors are one-line errors
-with exit status 2 (``fasbench.errors.CliGroup``)."""
+loader shared with ``fasbench rl`` (fasbench.training.profiles); config errors are one-line errors
+with exit status 2 (``fasbench.base.errors.CliGroup``)."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
                  label: str = typer.Option("model", "--label", help="name of this run in the output"),
                  out: Optional[str] = typer.Option(None, "--out", help="traces JSONL (resumes)")):
         """Run a model through the harness on dev tasks; prints the summary as JSON."""
-        from fasbench.sft.evaluate import dev_tasks, evaluate, summary  # local import: ~0.5 s (sft.data, evaluate), as in _profile
+        from fasbench.sft.before_after import dev_tasks, evaluate, summary  # local import: ~0.5 s (sft.data, evaluate), as in _profile
 
         p = _profile(config, set_)
         rows = evaluate(model, dev_tasks(p), p, label, out)

@@ -40,7 +40,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.data.corpora import with_corpora
 from fasbench.harness import Limits, initial_messages, restore_notes, run_episode
 from fasbench.models import to_template_messages
@@ -48,10 +48,10 @@ from fasbench.policies import make_policy
 from fasbench.policies.dialect import Dialect, dialect_for
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, Task, Trace, Turn, append_jsonl, iter_jsonl, repair_jsonl
-from fasbench.reward import score_report
+from fasbench.scoring.reward import score_report
 from fasbench.sft.reference import convert_actions, trajectory_actions
 from fasbench.sft.release_formats import linerange_messages, numbered_lines, synthesis_messages
-from fasbench.tasksets import load_task_set
+from fasbench.data.tasksets import load_task_set
 from fasbench.tools import ToolLimits, make_toolset
 from fasbench.tools.contract import check_contract, contract_of
 from fasbench.tools.base import PROMPTS
@@ -77,17 +77,17 @@ SOURCES = ("multiturn_traj", "reference_traj", "parallel_toolcalls", "linerange"
 
 @dataclass
 class BuildConfig:
-    """How to build an SFT data set (the flat ``build:`` section of a profile; fasbench.training.config)."""
+    """How to build an SFT data set (the flat ``build:`` section of a profile; fasbench.training.profiles)."""
 
     out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
     toolset: str = "relace"  # relace | fastcontext: the tool set the student will use
     prompt: str = "published"  # published | compact: the protocol of the traces (fasbench.tools.compact; relace only)
-    task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.tasksets)
+    task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.data.tasksets)
     reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
     policy: str = "heuristic"  # reference policy spec for multiturn_traj (fasbench.policies.make_policy)
     extra_policy: str = ""  # another reference policy, run instead of `policy` on a share of the tasks
     extra_share: float = 0.0  # that share (by a hash of the task id), e.g. a few multi-call traces to explore from
-    reward: str = "relace"  # reward used to filter episodes (fasbench.reward.REWARDS)
+    reward: str = "relace"  # reward used to filter episodes (fasbench.scoring.reward.REWARDS)
     min_reward: float = 0.3  # episodes below this reward are not used
     max_tasks: dict[str, int] = field(default_factory=lambda: {"train": 40, "dev": 10})  # per split, per source
     task_ids: list[str] = field(default_factory=list)  # restrict to these task ids (tests, debugging)

@@ -14,7 +14,7 @@ import os
 
 from fasbench.sft.data import load_dataset
 from fasbench.sft.train import Profile, load_profile, sft_config, train
-from fasbench.training.config import report_to_list
+from fasbench.training.profiles import report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint
 
 

@@ -30,12 +30,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fasbench import contain, shell
+from fasbench import shell
+from fasbench.base import contain
 from fasbench.data.agent_traces import RUNS, trajectory_dir
 from fasbench.shell import options
 from fasbench.records import ToolCall
 from fasbench.tools import calls_for
-from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.agent_paths import ROOT, agent_path
 from fasbench.trajectories.raw import load_json, read_actions
 
 NOOPS = {"cd", "echo", "pwd", "true", "clear"}
@@ -164,7 +165,7 @@ def _sed_ranges(script: str) -> list[tuple[int, int]]:
 def _file_lines(root: Path | None, path: str) -> int | None:
     if root is None:
         return None
-    try:  # a path from a trajectory: through fasbench.contain (inside the root, no FIFO, bounded)
+    try:  # a path from a trajectory: through fasbench.base.contain (inside the root, no FIFO, bounded)
         return contain.count_lines(root, path)
     except contain.PathRefused:
         return None

@@ -2,7 +2,7 @@
 full fine-tuning, checkpoints that resume. One code path for every profile (tiny, cpu, gpu); a
 profile is a YAML file with three flat sections ``build:`` (:class:`~fasbench.sft.data.BuildConfig`),
 ``train:`` (:class:`TrainConfig`) and ``eval:`` (:class:`EvalConfig`) (``fasbench/configs/sft_<name>.yaml``),
-read by the loader shared with RL (:mod:`fasbench.training.config`: field and type checks, ``--set``
+read by the loader shared with RL (:mod:`fasbench.training.profiles`: field and type checks, ``--set``
 overrides)."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any, Mapping, Sequence
 
 from fasbench.chat_families import check_parallel
 from fasbench.models import load_model, to_template_messages
-from fasbench.paths import cache_dir, safe_name
-from fasbench.provenance import timestamp
+from fasbench.base.paths import cache_dir, safe_name
+from fasbench.base.provenance import timestamp
 from fasbench.sft.data import BuildConfig, load_dataset
-from fasbench.training.config import Kind, check_report_to, device_args, expand, load, report_to_list
+from fasbench.training.profiles import Kind, check_report_to, device_args, expand, load, report_to_list
 from fasbench.training.log import LOG_FILE, checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
 __all__ = ["TrainConfig", "EvalConfig", "Profile", "load_profile", "train", "make_trainer", "read_log",
@@ -105,7 +105,7 @@ def load_profile(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] |
     """A profile by name (``tiny`` -> ``fasbench/configs/sft_tiny.yaml``) or path; ``overrides``
     (``{field or section.field: value}``, e.g. ``{"max_steps": 8, "eval.max_turns": 2}``) then
     ``sets`` (``["field=value"]``, ``--set``) win. Unknown fields and values of the wrong type are
-    one-line errors (fasbench.training.config)."""
+    one-line errors (fasbench.training.profiles)."""
     got = load(KIND, name_or_path, overrides, sets)
     return Profile(name=got.name, build=got.parts["build"], train=got.parts["train"], eval=got.parts["eval"])
 

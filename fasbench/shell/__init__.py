@@ -4,7 +4,7 @@ heredocs and pipelines; ``cd`` following; argv helpers.
 Used by the trajectory classifier (``fasbench.trajectories.classify``), the agent-trace task
 builder (``fasbench.data.agent_traces``), e2e's looks (``fasbench.e2e.looked``) and the
 reference-trace converter (``fasbench.sft.reference``). The bash tool's own security check
-(``fasbench.tools.bash``) keeps bashlex: it must reject, not tolerate.
+(``fasbench.tools.bash.readonly``) keeps bashlex: it must reject, not tolerate.
 
 ``parse`` never raises. Heredoc bodies are cut out first (``heredoc``); what remains is either in a
 regular subset of the shell grammar (words, simple quotes, ``&& || ; | &``, newlines, plain

@@ -54,7 +54,7 @@ import os
 import re
 from pathlib import Path
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, ToolLimits, Toolset, ToolText, Workspace
 from fasbench.tools.fastcontext_published import (
@@ -65,7 +65,7 @@ from fasbench.tools.fastcontext_published import (
 from fasbench.tools.fastcontext_query import FC_QUERY, FC_QUERY_SOURCE, PROBLEM_STATEMENT
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rg import ignore_flags, rg_binary
-from fasbench.tools.sandbox import Stage, is_inside, run_pipeline
+from fasbench.tools.bash.pipeline import Stage, is_inside, run_pipeline
 
 #: Characters one observation may reach (a memory bound, not the release's: its tools print at most
 #: 2000 lines of at most 2000 characters from Read, 100 lines or ``head_limit`` from Grep, 100 paths

@@ -45,7 +45,7 @@ from fasbench.tools.fastcontext_published import (
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rg import ignore_flags, rg_argv
 from fasbench.tools.rgsearch import run_rg
-from fasbench.tools.sandbox import Stage, decode, display, read_lines, resolve, run_pipeline
+from fasbench.tools.bash.pipeline import Stage, decode, display, read_lines, resolve, run_pipeline
 
 READ_MAX_LINE_LENGTH = FORK_READ_MAX_LINE_LENGTH
 

@@ -5,7 +5,7 @@ A :class:`Seen` is the :class:`~fasbench.records.Shown` record (paths listed, li
 match lines) with the text of every content line it showed (the lines of a view, the text of each
 match), and the call it answers: the call, its kind and whether it failed. Each tool set parses its own
 output formats (``relace.observe``, ``fastcontext.observe``, the bash tool's
-:func:`fasbench.tools.bash_shown.bash_seen`) into one. The same parser runs when a tool runs (over the
+:func:`fasbench.tools.bash.shown.bash_seen`) into one. The same parser runs when a tool runs (over the
 exact text the model gets, after the output cap, so the record and the text cannot disagree) and over
 the text of traces written before ``ToolResult.shown`` existed; :func:`fasbench.tools.observation`
 gives a call's :class:`Seen` from its recorded ``shown`` where there is one.
@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from fasbench.lines import line_set
+from fasbench.base.lines import line_set
 from fasbench.records import Ranges, Shown, ToolCall
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.sandbox import display, resolve
+from fasbench.tools.bash.pipeline import display, resolve
 
 WORK_DIR = "/repo"  # where both tool sets present the repository to the model
 

@@ -18,11 +18,11 @@ import re
 from collections import deque
 
 
-from fasbench.contain import is_inside, root_path
+from fasbench.base.contain import is_inside, root_path
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
-from fasbench.tools.bash import run_bash
-from fasbench.tools.bash_shown import bash_seen
+from fasbench.tools.bash.readonly import run_bash
+from fasbench.tools.bash.shown import bash_seen
 from fasbench.tools.compact import SCHEMAS as COMPACT_SCHEMAS, SYSTEM_PROMPT as COMPACT_SYSTEM_PROMPT
 from fasbench.tools.compact import user_prompt as compact_user_prompt
 from fasbench.tools.relace_published import (
@@ -31,11 +31,11 @@ from fasbench.tools.relace_published import (
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rgsearch import run_rg
 from fasbench.tools.schema import SchemaError, validate
-from fasbench.tools.sandbox import display, read_lines, resolve
+from fasbench.tools.bash.pipeline import display, read_lines, resolve
 
 #: Each tool's kind (fasbench.tools.KINDS). ``bash`` is "search": Relace gives it for read-only
 #: exploration (finding files, grepping); what one bash call showed (file content, matches, paths)
-#: is in its result's ``shown``, parsed from the commands it ran (fasbench.tools.bash_shown).
+#: is in its result's ``shown``, parsed from the commands it ran (fasbench.tools.bash.shown).
 KINDS = {"view_file": "read", "view_directory": "list", "grep_search": "search", "bash": "search",
          "report_back": "report"}
 

@@ -9,7 +9,7 @@ Which searches use what: the tools that run ripgrep themselves (Relace ``grep_se
 only ``--no-config``, :func:`ignore_flags` and ``--sort=path`` (unless the command sorts) before the model's own options (its other commands,
 ``grep``/``find``/``ls``, and Relace's ``view_directory`` do not use ripgrep). Every ripgrep run has
 ``--no-config``, so no user or machine configuration file changes its behaviour; the tools' runs also
-get a fresh environment (:func:`fasbench.tools.sandbox.tool_env`; the verifier's run in
+get a fresh environment (:func:`fasbench.tools.bash.pipeline.tool_env`; the verifier's run in
 :mod:`fasbench.bon.verify` inherits the caller's).
 """
 
@@ -23,7 +23,7 @@ import sysconfig
 from pathlib import Path
 
 from fasbench.tools.base import ToolError
-from fasbench.tools.confine import git_dir
+from fasbench.tools.bash.confine import git_dir
 
 #: Flags every harness search uses: no config file, no colours, no error chatter for
 #: unreadable files, and long lines (minified code) cut to a preview.
@@ -62,6 +62,6 @@ def ignore_flags(root) -> list[str]:
     in a project's ``.cache/`` as part of that project's repository: the project's ``build/``
     or ``*.egg-info/`` rules then hid corpus files, and matching every path against them cost a
     quarter of the CPU time of each search. ``.ignore``/``.rgignore`` files inside the workspace
-    still apply. "A git checkout" is :func:`fasbench.tools.confine.git_dir` (a real ``.git``
+    still apply. "A git checkout" is :func:`fasbench.tools.bash.confine.git_dir` (a real ``.git``
     directory): a ``.git`` file would make rg read ``info/exclude`` wherever it points."""
     return ["--no-ignore-parent"] + ([] if git_dir(Path(root)) is not None else ["--no-ignore-vcs"])

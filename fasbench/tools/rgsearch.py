@@ -1,7 +1,7 @@
 """Searches with ripgrep through the sandbox: deterministic, path-sorted output (:func:`run_rg`).
 
 Layering: :mod:`fasbench.tools.rg` names the binary and its flags and imports nothing that runs
-processes; :mod:`fasbench.tools.sandbox` (which runs every tool subprocess) imports it for the
+processes; :mod:`fasbench.tools.bash.pipeline` (which runs every tool subprocess) imports it for the
 binary's directory; this module builds on both.
 """
 
@@ -11,7 +11,7 @@ import re
 
 from fasbench.tools.base import ToolError
 from fasbench.tools.rg import ignore_flags, rg_argv
-from fasbench.tools.sandbox import Stage, decode, run_pipeline
+from fasbench.tools.bash.pipeline import Stage, decode, run_pipeline
 
 #: Output lines the first, parallel pass may produce before it gives up and reruns sorted:
 #: PARALLEL_FACTOR times the lines wanted, at least PARALLEL_MIN. Once the output is known to be

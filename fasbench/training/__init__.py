@@ -1,5 +1,5 @@
 """What the training workflows (``fasbench.sft``, ``fasbench.rl``) share: one profile loader with
-``--set`` overrides (:mod:`~fasbench.training.config`) and one run folder layout for the step log
+``--set`` overrides (:mod:`~fasbench.training.profiles`) and one run folder layout for the step log
 and checkpoints (:mod:`~fasbench.training.log`)."""
 
 from pathlib import Path

@@ -38,7 +38,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from fasbench.trajectories.classify import SHELL_TOOLS, Action, analyze, analyze_call
-from fasbench.trajectories.files import FileReport, discover, load_labels
+from fasbench.trajectories.trajectory_files import FileReport, discover, load_labels
 from fasbench.trajectories.first_edit import edits_submission, submission_files
 from fasbench.trajectories.guard import check_parsed, unparsable
 from fasbench.trajectories.parsers import Trajectory, TrajectoryError, parse_file

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fasbench.trajectories.tokens import count_tokens_batch
-from fasbench.trajectories.turns import AgentTurn, Call, Trajectory, TrajectoryError
+from fasbench.trajectories.trajectory import AgentTurn, Call, Trajectory, TrajectoryError
 
 VERSIONS = tuple(f"ATIF-v1.{i}" for i in range(9))  # what harbor 0.26.0's Trajectory accepts
 WRITE_VERSION = "ATIF-v1.7"  # what fasbench writes (fasbench.trajectories.atif_trace)

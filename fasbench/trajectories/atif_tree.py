@@ -21,7 +21,7 @@ from typing import Any
 from fasbench.records import Trace
 from fasbench.trajectories.atif import WRITE_VERSION, check
 from fasbench.trajectories.atif_trace import from_atif, to_atif
-from fasbench.trajectories.turns import Trajectory
+from fasbench.trajectories.trajectory import Trajectory
 
 KEY = "fasbench_tree"  # not atif_trace's "fasbench": that marks a file holding one fasbench trace
 

@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 
 from fasbench.trajectories.tokens import count_tokens
-from fasbench.trajectories.turns import AgentTurn, Call, Trajectory, TrajectoryError
+from fasbench.trajectories.trajectory import AgentTurn, Call, Trajectory, TrajectoryError
 
 DELEGATION_TOOLS = ("Task", "Agent")  # Claude Code's subagent tool (``Agent`` since v2.1)
 _ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")

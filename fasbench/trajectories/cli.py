@@ -10,9 +10,9 @@ from typing import List, Optional
 
 import typer
 
-from fasbench.paths import Names, UnsafeName, child
+from fasbench.base.paths import Names, UnsafeName, child
 from fasbench.trajectories.classify import analyze
-from fasbench.trajectories.turns import FORMAT_NAMES, SUPPORTED
+from fasbench.trajectories.trajectory import FORMAT_NAMES, SUPPORTED
 
 SHOW_SKIPPED = 20  # skipped files named on the terminal; summary.json lists them all
 
@@ -127,7 +127,7 @@ def export_atif_cmd(
     # (python -X importtime: jsonschema's rfc3987_syntax), paid only by this command
     from fasbench.records import RecordError, read_traces
     from fasbench.trajectories.atif_trace import to_atif
-    from fasbench.trajectories.turns import TrajectoryError
+    from fasbench.trajectories.trajectory import TrajectoryError
 
     if src.is_dir() and (src / "records.jsonl").is_file() and (src / "search_traces.jsonl").is_file():
         return _export_e2e(src, out)
@@ -145,7 +145,7 @@ def export_atif_cmd(
     out.mkdir(parents=True, exist_ok=True)
     names, skipped, wrote = Names("trace id"), [], 0
     for i, tr in enumerate(traces, 1):
-        try:  # the file is named by the trace id: through fasbench.paths (no ../, no absolute, no repeat)
+        try:  # the file is named by the trace id: through fasbench.base.paths (no ../, no absolute, no repeat)
             target = child(out, names.claim(tr.trace_id), ".json", "trace id")
             doc = to_atif(tr)
         except (UnsafeName, TrajectoryError) as e:  # one bad trace is a skip, the others are written
@@ -167,7 +167,7 @@ def _export_e2e(src: Path, out: Path) -> None:
     # python -X importtime), paid only by this command
     from fasbench.e2e.runner import task_key
     from fasbench.records import iter_jsonl
-    from fasbench.replay.tree import e2e_main
+    from fasbench.replay.subagent_tree import e2e_main
     from fasbench.trajectories.atif_tree import tree_to_atif
 
     if out.exists() and not out.is_dir():

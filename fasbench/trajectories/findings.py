@@ -1,4 +1,4 @@
-"""Notebook 01's closing "What we found" (a :class:`fasbench.findings.Findings`), generated from the
+"""Notebook 01's closing "What we found" (a :class:`fasbench.stats.findings.Findings`), generated from the
 computed analysis: per data set FastContext's measures with n and 95% bootstrap intervals over
 trajectories beside the seed's values, then Relace's two token measures
 (``relace_measures.relace_findings``), then the caveats."""
@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from fasbench.trajectories.analysis import EXPLORE, SEEDS, Analysis
-from fasbench.findings import Findings
+from fasbench.stats.findings import Findings
 from fasbench.trajectories.relace_measures import bootstrap_interval, relace_findings
 
 FC = SEEDS["fastcontext"]

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from fasbench.shell import simple_commands
 from fasbench.trajectories.classify import Action, code_writes
-from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.agent_paths import ROOT, agent_path
 from fasbench.trajectories.raw import ShellCall
 
 _DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 
 from fasbench.trajectories.parsers import ParsedFile, TrajectoryError
-from fasbench.trajectories.turns import subagents
+from fasbench.trajectories.trajectory import subagents
 
 # A model call's tokens above this are not a real count (context windows are ~10^6 tokens).
 MAX_TOKENS = 10**9

@@ -34,7 +34,7 @@ from typing import Any
 
 from fasbench.records import parse_arguments
 from fasbench.trajectories.tokens import count_tokens_batch
-from fasbench.trajectories.turns import AgentTurn, Call, Trajectory, TrajectoryError
+from fasbench.trajectories.trajectory import AgentTurn, Call, Trajectory, TrajectoryError
 
 EDITOR = "str_replace_editor"  # OpenHands' file tool (CodeActAgent); ``file_editor`` in newer versions
 #: tool of an action without tool_call_metadata, by action type

@@ -43,7 +43,7 @@ from fasbench.tools import shell_command
 from fasbench.trajectories import atif, atif_trace, claude_code, openhands
 from fasbench.trajectories.raw import bash_blocks, cap_fields, message_text, read_text
 from fasbench.trajectories.tokens import count_tokens_batch
-from fasbench.trajectories.turns import (FORMAT_NAMES, FORMATS, SUPPORTED, AgentTurn, Call, ParsedFile,  # noqa: F401
+from fasbench.trajectories.trajectory import (FORMAT_NAMES, FORMATS, SUPPORTED, AgentTurn, Call, ParsedFile,  # noqa: F401
                                         Trajectory, TrajectoryError)
 
 

@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from fasbench.figures import KIND_COLORS, OUTCOME_COLORS, PALETTE, SEED_MARKER
-from fasbench.markup import html
+from fasbench.stats.figures import KIND_COLORS, OUTCOME_COLORS, PALETTE, SEED_MARKER
+from fasbench.base.markup import html
 from fasbench.trajectories.analysis import CATEGORIES, SEEDS
 from fasbench.trajectories.relace_measures import POPULATIONS_SHORT
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fasbench import contain
+from fasbench.base import contain
 from fasbench.records import parse_arguments
-from fasbench.trajectories.turns import TrajectoryError
+from fasbench.trajectories.trajectory import TrajectoryError
 
 
 MAX_FILE_BYTES = 512 << 20  # a trajectory file, or its gunzipped text, larger than this is refused

@@ -43,7 +43,7 @@ import math
 import numpy as np
 import polars as pl
 
-from fasbench.findings import Findings
+from fasbench.stats.findings import Findings
 
 SEARCH = ("read", "search")  # the rubric's categories that count as search
 # with the subagent's work counted as search: its rows stay in the trajectory (after the call that

