@@ -382,6 +382,20 @@ def check_layers() -> dict[str, list[str]]:
     return out
 
 
+def check_scoring_tool_sets(g: dict[str, set[str]] | None = None) -> dict[str, list[str]]:
+    """Scoring reads observations and tool kinds through the ``fasbench.tools`` package's public names
+    (``observation``, ``tool_kind``), never a module inside ``tools/`` (a tool set, its published texts):
+    what a reward shares with a tool set (FastContext's answer parser, its work dir) lives below both
+    (``fasbench.records.fastcontext_answer``). docs/design.md section 2, the scoring row."""
+    files = source_files()
+    out: dict[str, list[str]] = {}
+    for src, dsts in (g if g is not None else graph()).items():
+        if src.startswith("fasbench.scoring."):
+            for dst in sorted(d for d in dsts if d.startswith("fasbench.tools.")):
+                out.setdefault(rel(files[src]) if src in files else src, []).append(f"{src} -> {dst}")
+    return out
+
+
 def check_placement() -> dict[str, list[str]]:
     missing = [rel(p) for m, p in source_files().items() if m != "fasbench" and placement(m) is None]
     return {"docs/design.md": [f"{m} is in no row of the Layers table" for m in missing]} if missing else {}
@@ -393,6 +407,7 @@ CHECKS = {
     "tool names": check_tool_names,
     "cycles": check_cycles,
     "layers": check_layers,
+    "scoring and the tool sets": check_scoring_tool_sets,
     "placement": check_placement,
 }
 
@@ -428,6 +443,20 @@ def test_no_import_cycle():
 
 def test_imports_follow_the_layers():
     expect_clean(check_layers(), "imports against the Layers table of docs/design.md section 2")
+
+
+def test_scoring_imports_no_tool_set():
+    expect_clean(check_scoring_tool_sets(), "scoring importing a module of fasbench/tools/ (only the package's "
+                 "observation/tool_kind; shared code goes below both, e.g. fasbench.records.fastcontext_answer)")
+
+
+def test_scoring_rule_catches_a_tool_set_import():
+    """The rule fails on the import the scoring had before (reward -> tools.fastcontext) and lets the
+    package's public names through."""
+    g = {"fasbench.scoring.reward": {"fasbench.tools.fastcontext", "fasbench.tools", "fasbench.records"}}
+    assert check_scoring_tool_sets(g) == {"fasbench/scoring/reward.py": [
+        "fasbench.scoring.reward -> fasbench.tools.fastcontext"]}
+    assert check_scoring_tool_sets({"fasbench.scoring.process": {"fasbench.tools"}}) == {}
 
 
 def test_every_module_has_a_layer():

@@ -21,7 +21,7 @@ import pytest
 from fasbench.scoring.judge import citation_contents
 from fasbench.records import Gold, Reply, Task, Trace, Turn
 from fasbench.scoring.reward import score_report
-from fasbench.tools.fastcontext import parse_final_answer, parse_final_answer_lenient
+from fasbench.records.fastcontext_answer import parse_final_answer, parse_final_answer_lenient
 
 GOLD = Gold(edited={"shop/pricing.py": [[1, 7]]})
 

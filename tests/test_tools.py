@@ -16,7 +16,7 @@ from fasbench.cli import app
 from fasbench.harness import execute_calls
 from fasbench.records import ToolCall
 from fasbench.tools import ToolLimits, make_toolset
-from fasbench.tools.fastcontext import parse_final_answer, parse_final_answer_lenient
+from fasbench.records.fastcontext_answer import parse_final_answer, parse_final_answer_lenient
 from tools_fixture import SECRET, make_repo
 
 

@@ -50,7 +50,7 @@ from fasbench.stats.metrics import normalize_path
 from fasbench.base.paths import cache_dir
 from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.base.specs import build, parse_spec
-from fasbench.tools.fastcontext_published import WORK_DIR
+from fasbench.records.fastcontext_answer import WORK_DIR
 
 MAX_LINES = 500  # read_citations_content: lines per citation
 MAX_LINE_LENGTH = 500  # read_citations_content: characters per line

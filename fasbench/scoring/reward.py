@@ -41,8 +41,7 @@ from fasbench.base.lines import LINE_CAP, capped_ranges
 from fasbench.stats.metrics import PRF, fbeta, file_prf, line_prf, normalize_files, normalize_path
 from fasbench.scoring.process import ground_report, shown_before_report
 from fasbench.records import Gold, Report
-from fasbench.tools.fastcontext import parse_final_answer_lenient
-from fasbench.tools.fastcontext_published import WORK_DIR
+from fasbench.records.fastcontext_answer import WORK_DIR, parse_final_answer_lenient
 
 
 @dataclass

@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import copy
 
+# the workspace path the prompt shows (/repo), defined beside the answer parser that strips it
+from fasbench.records.fastcontext_answer import WORK_DIR
+
 #: Read: lines per call and characters per line (read.py @5fb8c1d ``MAX_LINE``, ``MAX_LINE_LENGTH``).
 READ_MAX_LINES = 2000
 READ_MAX_LINE_LENGTH = 2000
@@ -39,8 +42,6 @@ GREP_HEAD = 100
 #: Grep content mode's context when ``-C`` is not given (grep.py @5fb8c1d ``params.get("-C", 3)``).
 GREP_CONTEXT = 3
 
-#: The workspace path the prompt shows; fasbench presents every workspace at ``/repo``.
-WORK_DIR = "/repo"
 
 READ_DESCRIPTION = (
     'Reads a file from the local filesystem. You can access any file directly by using this tool.\n'
