@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from fasbench.studies.audit import AUDIT_REWARDS, CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
+from fasbench.scoring.reward import audit_rewards
+from fasbench.studies.audit import CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
 from fasbench.harness import run_episode
 from fasbench.stats.metrics import normalize_path
 from fasbench.policies import make_policy
@@ -28,7 +29,7 @@ def test_audit_table_verdicts(run):
     # the differences, coverage 1 - 2/2^5 >= 0.9)
     assert set(audit_table(audit_frame(tasks, traces), n_boot=500)["verdict"]) == {"blind"}
     tab = audit_table(audit_frame(tasks, traces), n_boot=500, level=0.9)
-    assert set(tab["cheat"]) == set(CHEATS) and tab.height == len(CHEATS) * len(AUDIT_REWARDS)
+    assert set(tab["cheat"]) == set(CHEATS) and tab.height == len(CHEATS) * len(audit_rewards())
 
     def row(cheat, reward):
         return tab.filter((pl.col("cheat") == cheat) & (pl.col("reward") == reward)).row(0, named=True)

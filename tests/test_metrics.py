@@ -118,8 +118,10 @@ def test_paired_test_matches_brute_force_and_monte_carlo_is_corrected():
 
 def test_small_n_intervals_of_shares_stay_in_zero_one():
     """A Student t interval of F-scores near 1 reaches past 1 (0.933 [0.820, 1.047] on 5 tasks in
-    notebook 03); a share's interval is clipped to [0, 1], other columns are not."""
-    from fasbench.stats.metrics import column_bounds, mean_ci
+    notebook 03); a share's interval is clipped to [0, 1], other columns to their declared ranges
+    (fasbench.evaluation.episodes.column_bounds reads the declarations: TABLE, REWARDS, the families)."""
+    from fasbench.evaluation.episodes import column_bounds
+    from fasbench.stats.metrics import mean_ci
 
     v = [1.0, 1.0, 1.0, 0.833, 0.833]
     m, lo, hi = mean_ci(v)
@@ -127,5 +129,12 @@ def test_small_n_intervals_of_shares_stay_in_zero_one():
     m2, lo2, hi2 = mean_ci(v, bounds=column_bounds("file_f2"))
     assert (m2, lo2) == (m, lo) and hi2 == 1.0
     assert column_bounds("turns") == column_bounds("wall_s") == (0.0, float("inf"))  # counts and times: >= 0
-    assert column_bounds("file_top1") == (0.0, 1.0) and column_bounds("reward_fastcontext") is None  # 0..3
+    assert column_bounds("file_top1") == (0.0, 1.0) and column_bounds("reward_fastcontext") == (-float("inf"), 3.0)
     assert column_bounds("reward_relace_f2") == column_bounds("all_gold_at_5") == column_bounds("line_recall") == (0.0, 1.0)
+    # what the old regex on names got wrong: a grounded Relace reward unclipped, a count clipped to 1
+    assert column_bounds("reward_grounded_relace") == column_bounds("reward_grounded_relace_hybrid__accuracy") == (0, 1)
+    assert column_bounds("wellformed_calls") == column_bounds("cb_gold_lines") == (0.0, float("inf"))
+    assert column_bounds("reward_fastcontext__over_penalty") == (0.0, float("inf"))
+    # the headline `reward` is bounded as the run's headline reward; unknown: not clipped
+    assert column_bounds("reward", "f0.5") == (0.0, 1.0) and column_bounds("reward") is None
+    assert column_bounds("reported") == (0.0, 1.0) and column_bounds("no_such_column") is None

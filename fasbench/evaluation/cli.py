@@ -133,7 +133,7 @@ def register(app) -> None:
                        "`error`, traces' meta.failed_requests): the means below leave them out; the same "
                        "command retries them", err=True)
         if df.height:
-            typer.echo(summary_text(df, out))
+            typer.echo(summary_text(df, out, reward=reward))
             if scoring:
                 # local import: loaded with fasbench.evaluation.evaluate above (~7 s at CLI start-up)
                 from fasbench.scoring.localization import fastcontext_summary, fastcontext_warning
@@ -260,22 +260,32 @@ def register(app) -> None:
             typer.echo(f"LaTeX table: {write_latex(R.display_compare(table), latex, caption=R.compare_note(table, level))}")
 
 
-def summary_text(df, out: Path, level: float = 0.95) -> str:
+def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) -> str:
     """``fasbench eval``'s end-of-run summary: the run, policy, tool set, task set, episodes (and whether
     the run was resumed) and code version once in a header line, then one table, a row per metric (the
-    runs table's, then the localization columns defined for some task): mean, the bootstrap interval
-    over tasks, n (tasks where the metric is defined). Writes the localization intervals to
-    OUT/summary_ci.parquet."""
+    runs table's; the headline ``reward`` (``reward``, named in the second header line) and every reward
+    the registry marks ``summary`` not shown yet; then the localization columns defined for some task):
+    mean, the interval over tasks (clipped to the column's declared bounds), n (tasks where the metric
+    is defined). Writes the localization intervals to OUT/summary_ci.parquet."""
     # local import: polars + fasbench.evaluation.evaluate/runs/localization, ~7 s at CLI start-up (module docstring)
     import polars as pl
     from fasbench.evaluation import runs as R
+    from fasbench.evaluation.episodes import column_bounds, reward_column
     from fasbench.evaluation.evaluate import aggregate, split_failed
     from fasbench.scoring.localization import localization_columns
+    from fasbench.scoring.reward import DEFAULT_REWARD, summary_rewards
+    from fasbench.stats.metrics import mean_ci
 
     run = R.runs_table([out], level=level).row(0, named=True)
     df = split_failed(df)[0]  # the means are over the episodes that ran (the header gives the failed count)
     rows = [(m, run[m], run[f"{m}_lo"], run[f"{m}_hi"], df[m].drop_nulls().len() if m in df.columns else run["n"])
             for m in R.RUN_METRICS]
+    reward = reward or DEFAULT_REWARD
+    extra = ["reward"] + [reward_column(n) for n in summary_rewards() if n != reward]  # the headline's is `reward`
+    for m in (m for m in extra if m in df.columns and m not in R.RUN_METRICS):
+        vals = df[m].drop_nulls().cast(pl.Float64).to_list()
+        mean, lo, hi = mean_ci(vals, alpha=1 - level, bounds=column_bounds(m, reward)) if vals else (None,) * 3
+        rows.append((m, mean, lo, hi, len(vals)))
     loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
     if loc:
         ci = aggregate(df, loc)
@@ -289,7 +299,8 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
     head = (f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
             f"{run['n']} episodes" + (f", {run['failed']} failed (left out)" if run.get("failed") else "")
             + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}"
-            + f"\nintervals over tasks: {run['interval']}" + (f" · limits {run['limits']}" if run.get("limits") else ""))
+            + f"\nintervals over tasks: {run['interval']}" + (f" · limits {run['limits']}" if run.get("limits") else "")
+            + f" · reward = {reward}")
 
     def num(x) -> str:
         return "n/a" if x is None or x != x else f"{x:.3f}"

@@ -31,11 +31,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import polars as pl
 
-from fasbench.scoring.contextbench import contextbench_row
-from fasbench.scoring.localization import FC_SCORINGS, KS, fastcontext_row, localization_row
-from fasbench.stats.metrics import PRF, all_gold_at_k, normalize_path, scoring_memo
+from fasbench.scoring.contextbench import CONTEXTBENCH_BOUNDS, contextbench_row
+from fasbench.scoring.localization import FC_SCORINGS, KS, LOCALIZATION_BOUNDS, fastcontext_row, localization_row
+from fasbench.stats.metrics import NONNEGATIVE, PRF, UNIT, Bounds, all_gold_at_k, normalize_path, scoring_memo
 from fasbench.models import well_formed
-from fasbench.scoring.process import PROCESS_COLUMNS, process_row, process_schema
+from fasbench.scoring.process import PROCESS_BOUNDS, PROCESS_COLUMNS, process_row, process_schema
 from fasbench.records import Task, Trace
 from fasbench.scoring.reward import (DEFAULT_REWARD, REWARDS, Score, judge_requests, report_files_prf, report_lines_prf,
                              reward_named, score_episode)
@@ -129,12 +129,14 @@ class Episode:
 @dataclass(frozen=True)
 class Column:
     """One fixed column: its meaning, its polars type, its value of an :class:`Episode`; a ``gold``
-    column needs the task and is null without it."""
+    column needs the task and is null without it; ``bounds`` the range of its values (read by
+    :func:`column_bounds`: None, undeclared, means no clipping; a boolean column's mean is in [0, 1])."""
 
     meaning: str
     dtype: Any
     value: Callable[[Episode], Any]
     gold: bool = False
+    bounds: Bounds | None = None  # the range of its values (intervals are clipped to it); a boolean's is [0, 1]
 
 
 def _tokens(trace: Trace, key: str) -> int | None:
@@ -175,41 +177,42 @@ TABLE: dict[str, Column] = {
     "reward": Column("the headline reward (the table's `reward` argument, default relace); without the task, "
                      "trace.meta['reward'] or NaN", pl.Float64, _headline),
     "reported": Column("a report was parsed", pl.Boolean, lambda e: e.trace.report is not None),
-    "turns": Column("assistant turns used", pl.Int64, lambda e: e.trace.n_turns),
-    "calls": Column("tool calls made (the report call included)", pl.Int64, lambda e: len(e.calls)),
+    "turns": Column("assistant turns used", pl.Int64, lambda e: e.trace.n_turns, bounds=NONNEGATIVE),
+    "calls": Column("tool calls made (the report call included)", pl.Int64, lambda e: len(e.calls), bounds=NONNEGATIVE),
     "calls_per_turn": Column("calls / turns (0 without turns)", pl.Float64,
-                             lambda e: len(e.calls) / e.trace.n_turns if e.trace.n_turns else 0.0),
+                             lambda e: len(e.calls) / e.trace.n_turns if e.trace.n_turns else 0.0, bounds=NONNEGATIVE),
     "max_parallel": Column("most calls in one turn", pl.Int64,
-                           lambda e: max((len(t.calls) for t in e.trace.turns), default=0)),
+                           lambda e: max((len(t.calls) for t in e.trace.turns), default=0), bounds=NONNEGATIVE),
     "wellformed_calls": Column("calls whose arguments parsed to a JSON object and whose name is a tool of the "
-                               "tool set", pl.Int64, lambda e: _ok(e, sum)),
+                               "tool set", pl.Int64, lambda e: _ok(e, sum), bounds=NONNEGATIVE),
     "wellformed": Column("the episode made calls and all were well-formed", pl.Boolean,
                          lambda e: _ok(e, lambda ok: bool(ok) and all(ok))),
     "any_wellformed": Column("at least one call was well-formed", pl.Boolean, lambda e: _ok(e, any)),
     "report_wellformed": Column("wellformed and reported (the SFT acceptance measure)", pl.Boolean,
                                 lambda e: _ok(e, lambda ok: e.trace.report is not None and bool(ok) and all(ok))),
-    "wall_s": Column("episode wall time, seconds", pl.Float64, lambda e: e.trace.wall_time),
+    "wall_s": Column("episode wall time, seconds", pl.Float64, lambda e: e.trace.wall_time, bounds=NONNEGATIVE),
     "model_s": Column("time spent in the policy, seconds", pl.Float64,
-                      lambda e: sum(t.model_time for t in e.trace.turns)),
-    "tool_s": Column("time spent running tools, seconds", pl.Float64, lambda e: sum(t.tool_time for t in e.trace.turns)),
+                      lambda e: sum(t.model_time for t in e.trace.turns), bounds=NONNEGATIVE),
+    "tool_s": Column("time spent running tools, seconds", pl.Float64, lambda e: sum(t.tool_time for t in e.trace.turns), bounds=NONNEGATIVE),
     "prompt_tokens": Column("prompt tokens summed over turns (null when the policy does not count them)", pl.Int64,
-                            lambda e: _tokens(e.trace, "prompt_tokens")),
+                            lambda e: _tokens(e.trace, "prompt_tokens"), bounds=NONNEGATIVE),
     "completion_tokens": Column("completion tokens summed over turns (null when not counted)", pl.Int64,
-                                lambda e: _tokens(e.trace, "completion_tokens")),
-    "n_files_reported": Column("distinct files in the report", pl.Int64, lambda e: len(e.ranked)),
-    "gold_files": Column("files in the gold (null without the task)", pl.Int64, lambda e: len(e.gold_files), gold=True),
+                                lambda e: _tokens(e.trace, "completion_tokens"), bounds=NONNEGATIVE),
+    "n_files_reported": Column("distinct files in the report", pl.Int64, lambda e: len(e.ranked), bounds=NONNEGATIVE),
+    "gold_files": Column("files in the gold (null without the task)", pl.Int64, lambda e: len(e.gold_files), gold=True, bounds=NONNEGATIVE),
     **{f"{lv}_{m}": Column(f"{lv}-level {m.replace('_', ' ')} of the report against the gold (FastContext's {lv} "
                            "P/R/F)", pl.Float64, (lambda e, lv=lv, get=get: get(e.files_prf if lv == "file" else e.lines_prf)),
-                           gold=True)
+                           gold=True, bounds=UNIT)
        for lv in ("file", "line") for m, get in _PRF.items()},
     **{f"all_gold_at_{k}": Column(f"every gold file in the report's top {k} (fasbench.stats.metrics.all_gold_at_k; not "
                                   f"LocAgent's Acc@{k}, which asks for min(|gold|, {k}) gold files there: "
                                   f"file_acc_at_{k})", pl.Float64,
-                             (lambda e, k=k: all_gold_at_k(e.ranked, e.gold_files, k)), gold=True) for k in KS},
+                             (lambda e, k=k: all_gold_at_k(e.ranked, e.gold_files, k)), gold=True, bounds=UNIT)
+       for k in KS},
     **{f"recall_at_{k}": Column(f"share of gold files in the report's top {k}", pl.Float64,
-                                (lambda e, k=k: _recall_at(e, k)), gold=True) for k in KS},
+                                (lambda e, k=k: _recall_at(e, k)), gold=True, bounds=UNIT) for k in KS},
     # grounding, redundancy, tool and context efficiency, lost calls: defined in fasbench.scoring.process
-    **{c: Column(meaning, _KIND[kind], (lambda e, c=c: e.process[c]))
+    **{c: Column(meaning, _KIND[kind], (lambda e, c=c: e.process[c]), bounds=PROCESS_BOUNDS[c])
        for (c, meaning), kind in zip(PROCESS_COLUMNS.items(), process_schema().values())},
 }
 
@@ -249,6 +252,34 @@ def part_columns(columns: Iterable[str], reward: str) -> list[str]:
     """The columns of reward ``reward``'s parts among ``columns`` (``reward_NAME__PART``), in order."""
     pre = reward_column(reward) + "__"
     return [c for c in columns if c.startswith(pre)]
+
+
+def column_bounds(name: str, reward: str | None = None) -> Bounds | None:
+    """The range a column's values can take, as its declaration gives it (the small-n t interval of its
+    mean is clipped to it, :func:`fasbench.stats.metrics.mean_ci`): a fixed column's ``Column.bounds``
+    (:data:`TABLE`; a boolean's [0, 1]), ``reward_NAME`` / ``reward_NAME__PART`` the reward's
+    ``bounds`` / ``parts`` (``fasbench.scoring.reward.REWARDS``), the headline ``reward`` those of
+    ``reward`` (the run's headline reward; None: not known, no clipping), the localization, ``fc_*``
+    and ``cb_*`` columns their modules' declarations. None (no clipping) for anything undeclared."""
+    c = TABLE.get(name)
+    if name == "reward":
+        return REWARDS[reward].bounds if reward in REWARDS else None
+    if c is not None:
+        return c.bounds if c.bounds is not None or c.dtype != pl.Boolean else UNIT
+    if name.startswith("reward_"):
+        base, _, part = name.partition("__")
+        for n, r in REWARDS.items():
+            if reward_column(n) == base:
+                return ({column_name(p): b for p, b in r.parts.items()}.get(part) if part else r.bounds)
+        return None
+    return LOCALIZATION_BOUNDS.get(name) or CONTEXTBENCH_BOUNDS.get(name)
+
+
+def view_columns() -> dict[str, str]:
+    """Notebook 04's reward views, read from the registry (``Reward.view``): label → the column that
+    shows it (the reward's ``view_part`` column, else its value)."""
+    return {(r.label or n): reward_column(n) + (f"__{column_name(r.view_part)}" if r.view_part else "")
+            for n, r in REWARDS.items() if r.view}
 
 
 def check_scoring(scoring: Sequence[str]) -> list[str]:

@@ -43,10 +43,10 @@ from tqdm.auto import tqdm
 from fasbench.base.contain import read_json
 from fasbench.data.corpora import with_corpora
 from fasbench.evaluation.episode_pool import guard_worker, run_pool
-from fasbench.evaluation.episodes import check_scoring, episode_table
+from fasbench.evaluation.episodes import check_scoring, column_bounds, episode_table
 from fasbench.harness import Limits, parsable_calls, run_episode
 from fasbench.scoring.judge import make_judge
-from fasbench.stats.metrics import column_bounds, interval_method, mean_ci, paired_bootstrap
+from fasbench.stats.metrics import interval_method, mean_ci, paired_bootstrap
 from fasbench.policies import make_policy
 from fasbench.base.provenance import code_version, timestamp
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
@@ -449,10 +449,11 @@ def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge
 
 
 def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str] = "policy", n_boot: int = 2000,
-              seed: int = 0):
+              seed: int = 0, reward: str | None = None):
     """Macro average of each metric per group, with its 95% interval (columns ``<m>``, ``<m>_lo``,
     ``<m>_hi``; :func:`fasbench.stats.metrics.mean_ci`: percentile bootstrap from 10 tasks on, Student t
-    below, none for one task), ``n`` tasks and ``interval`` (which of those)."""
+    below, none for one task, clipped to the column's declared bounds, ``reward`` naming the headline's:
+    :func:`fasbench.evaluation.episodes.column_bounds`), ``n`` tasks and ``interval`` (which of those)."""
     by = [by] if isinstance(by, str) else list(by)
     missing = [m for m in list(metrics) + by if m not in df.columns]
     if missing:
@@ -463,7 +464,7 @@ def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str]
         r["n"], r["interval"] = g.height, interval_method(g.height)
         for m in metrics:
             vals = g[m].drop_nulls().cast(pl.Float64).to_list()
-            mean, lo, hi = mean_ci(vals, n=n_boot, seed=seed, bounds=column_bounds(m))
+            mean, lo, hi = mean_ci(vals, n=n_boot, seed=seed, bounds=column_bounds(m, reward))
             r[m], r[f"{m}_lo"], r[f"{m}_hi"] = mean, lo, hi
         rows.append(r)
     return pl.DataFrame(rows)

@@ -37,12 +37,15 @@ import numpy as np
 import polars as pl
 
 from fasbench.evaluation.evaluate import load_summary, query_source_label, read_run_meta, resume_note, split_failed
-from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, column_bounds, interval_method, mean_ci, p_text, paired_test
+from fasbench.evaluation.episodes import column_bounds, reward_column
+from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, interval_method, mean_ci, p_text, paired_test
 from fasbench.base.paths import repo_root
 from fasbench.data.tasksets import task_set_label
+from fasbench.scoring.reward import summary_rewards
 
-RUN_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "all_gold_at_5", "turns", "wall_s", "unseen_cited_share",
-               "calls_nothing_new_share")
+#: The runs table's default metrics; the rewards among them are those the registry marks ``summary``.
+RUN_METRICS = ("file_f2", "line_f1", *(reward_column(n) for n in summary_rewards()), "all_gold_at_5", "turns",
+               "wall_s", "unseen_cited_share", "calls_nothing_new_share")
 COMPARE_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "turns", "unseen_cited_share",
                    "calls_nothing_new_share")
 
@@ -128,7 +131,7 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
              "query_source": query_source_label(meta), "limits": limits_label(meta)}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
-            mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed, bounds=column_bounds(m)) if vals else (None,) * 3
+            mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed, bounds=column_bounds(m, headline_reward(df) if m == "reward" else None)) if vals else (None,) * 3
             r[m], r[f"{m}_lo"], r[f"{m}_hi"] = mean, lo, hi
         r["created"] = meta.get("created")
         r["code"] = (meta.get("code_version") or {}).get("describe")

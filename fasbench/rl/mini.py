@@ -23,7 +23,8 @@ from plotly.subplots import make_subplots
 
 from fasbench.stats.figures import PALETTE
 from fasbench.stats.findings import Findings
-from fasbench.stats.metrics import column_bounds, mean_ci
+from fasbench.evaluation.episodes import column_bounds
+from fasbench.stats.metrics import mean_ci
 from fasbench.rl.turn_curves import RELACE_FINDING
 from fasbench.evaluation.runs import paired_diff
 

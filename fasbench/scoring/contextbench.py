@@ -41,7 +41,7 @@ from typing import Mapping
 from fasbench.base.contain import PathRefused, file_key, read_bytes
 from fasbench.base.entities import parse_python
 from fasbench.base.lines import file_lines, line_set
-from fasbench.stats.metrics import normalize_path
+from fasbench.stats.metrics import NONNEGATIVE, UNIT, Bounds, normalize_path
 from fasbench.scoring.process import call_lines
 from fasbench.records import Trace
 from fasbench.tools import tool_kind
@@ -75,6 +75,9 @@ CONTEXTBENCH_COLUMNS: dict[str, str] = {
     "cb_gold_seen_lines": "|G_seen|: gold lines some step showed",
 }
 _INT = ("cb_gold_lines", "cb_gold_seen_lines")
+#: The range of each column (its interval is clipped to it): the line counts are never below 0, the
+#: rest (recall, precision, F1, AUC-Coverage, evidence drop) are in [0, 1].
+CONTEXTBENCH_BOUNDS: dict[str, Bounds] = {c: NONNEGATIVE if c in _INT else UNIT for c in CONTEXTBENCH_COLUMNS}
 
 Lines = dict[str, set[int]]
 

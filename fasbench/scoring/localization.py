@@ -46,7 +46,7 @@ from typing import Iterable, Mapping, Sequence
 from fasbench.base.contain import PathRefused, read_bytes
 from fasbench.base.entities import entities_at, file_entities
 from fasbench.base.lines import merge_ranges, overlap as line_overlap, total
-from fasbench.stats.metrics import normalize_path
+from fasbench.stats.metrics import NONNEGATIVE, UNIT, Bounds, normalize_path
 
 KS = (1, 3, 5, 10)  # the k of every @k metric (LocAgent's Acc@k, the episode table's all-gold@k, recall@k)
 ENTITY_LEVELS = ("module", "class", "function")
@@ -394,3 +394,17 @@ def fastcontext_summary(df) -> dict:
                                                             ("f1", "line_f1"), ("n_citation_lines", "n_citation_lines"),
                                                             ("n_patch_lines", "n_patch_lines"))},
             "n_no_citation": int(df["fc_no_citation"].sum()) if df.height else 0}
+
+
+#: The range of each numeric column of :func:`localization_row` and :func:`fastcontext_row` (their
+#: intervals are clipped to it): shares, scores and hit rates in [0, 1], counts never below 0.
+LOCALIZATION_BOUNDS: dict[str, Bounds] = {
+    "entity_gold": UNIT, "n_regions_reported": NONNEGATIVE,
+    **{f"{lv}_{m}": UNIT for lv in ENTITY_LEVELS for m in ("precision", "recall", "f1")},
+    **{f"{lv}_top1": UNIT for lv in ("file",) + ENTITY_LEVELS},
+    **{f"{lv}_acc_at_{k}": UNIT for lv in ACC_LEVELS for k in KS},
+    **dict.fromkeys(EXPLORE_COLUMNS, UNIT),
+    **{f"fc_{lv}_{m}": UNIT for lv in ("file", "line") for m in ("precision", "recall", "f1")},
+    **dict.fromkeys(("fc_n_citation_files", "fc_n_patch_files", "fc_n_citation_lines", "fc_n_patch_lines"), NONNEGATIVE),
+    "fc_no_citation": UNIT,
+}

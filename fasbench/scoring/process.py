@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 from fasbench.base.contain import file_key
 from fasbench.base.lines import file_lines, line_set, merge_ranges, overlap, total
 from fasbench.scoring.localization import explore_line_counts, explore_metrics, ranked_regions
-from fasbench.stats.metrics import normalize_files, normalize_path
+from fasbench.stats.metrics import NONNEGATIVE, UNIT, Bounds, normalize_files, normalize_path
 from fasbench.records import Report, Trace
 from fasbench.tools import observation, tool_kind
 
@@ -81,6 +81,14 @@ PROCESS_COLUMNS: dict[str, str] = {
 _INT = ("search_calls", "lines_shown", "calls_nothing_new", "duplicate_calls", "cited_lines", "cited_lines_unseen",
         "cited_ids_dropped", "cited_paths_missing", "calls_lost")
 _BOOL = ("reported_without_calls",)
+
+#: The range of each process column (its interval is clipped to it): counts and per-call rates are
+#: never below 0, shares and ratios are in [0, 1].
+PROCESS_BOUNDS: dict[str, Bounds] = {
+    **dict.fromkeys(_INT + ("new_lines_per_call",), NONNEGATIVE),
+    **dict.fromkeys(_BOOL + ("calls_nothing_new_share", "context_redundancy", "unseen_cited_share",
+                             "explore_context_efficiency"), UNIT),
+}
 
 
 def _add(acc: dict[str, set[int]], lines: Mapping[str, set[int]]) -> None:

@@ -34,11 +34,12 @@ file's last line and every range is clipped to the file's length; without it the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from fasbench.scoring.judge import citation_contents, query_message
 from fasbench.base.lines import LINE_CAP, capped_ranges
-from fasbench.stats.metrics import PRF, fbeta, file_prf, line_prf, normalize_files, normalize_path
+from fasbench.stats.metrics import (NONNEGATIVE, PRF, UNIT, Bounds, fbeta, file_prf, line_prf, normalize_files,
+                                   normalize_path)
 from fasbench.scoring.process import ground_report, shown_before_report
 from fasbench.records import Gold, Report
 from fasbench.records.fastcontext_answer import WORK_DIR, parse_final_answer_lenient
@@ -299,32 +300,62 @@ def relace(gold: Gold, report: Report | None, **episode) -> Score:
 
 @dataclass(frozen=True)
 class Reward:
-    """One registry entry: the reward function (the signature in the module doc) and whether an LLM
-    judge gives one of its terms (``judged``: ``fasbench score --judge`` and the RL profile's ``judge``
-    apply only to those)."""
+    """One registry entry: the reward function (the signature in the module doc) and what the rest of
+    fasbench reads about it, declared here and nowhere else:
+
+    - ``judged``: an LLM judge gives one of its terms (``fasbench score --judge`` and the RL profile's
+      ``judge`` apply only to those); ``reads_answer``: it re-reads the episode's answer text
+      (fastcontext-lenient), not the parsed report;
+    - ``bounds``: the range of its value and ``parts`` the range of each part (name → bounds), which the
+      intervals of its ``reward_NAME`` / ``reward_NAME__PART`` columns (and of the headline ``reward``
+      when it is the headline) are clipped to (``fasbench.evaluation.episodes.column_bounds``); None or
+      an undeclared part: no clipping;
+    - ``summary``: a row of ``fasbench eval``'s printed summary and a default metric of ``fasbench runs``;
+    - ``label``: its name in tables and figures (default: the registry name); ``view``: one of notebook
+      04's reward views ("one report, three rewards"), compared on part ``view_part`` (None: the value);
+    - ``audit``: scored by the reward-hacking audit (``fasbench.studies.audit.audit_rewards``).
+    """
 
     fn: Callable[..., Score]
     judged: bool = False
-    reads_answer: bool = False  # re-reads the episode's answer text (fastcontext-lenient), not the parsed report
+    reads_answer: bool = False
+    bounds: Bounds | None = None
+    parts: Mapping[str, Bounds] = field(default_factory=dict)
+    summary: bool = False
+    label: str = ""
+    view: bool = False
+    view_part: str | None = None
+    audit: bool = False
 
     def __call__(self, gold: Gold, report: Report | None, **episode) -> Score:
         return self.fn(gold, report, **episode)
 
 
+#: The parts of the Relace rewards (all in [0, 1]), of FastContext's (1 + score_file + 2·quality: score_file
+#: is F0.5 minus an unbounded over-citation penalty) and of the F-scores.
+RELACE_PARTS = dict.fromkeys(("accuracy", "precision", "soft_precision", "recall", "turn_penalty"), UNIT)
+FASTCONTEXT_PARTS = {"cited": UNIT, "score_file": (-float("inf"), 1.0), "f0.5": UNIT, "over_penalty": NONNEGATIVE,
+                     "quality": UNIT, "judged": UNIT}
+PR_PARTS = {"precision": UNIT, "recall": UNIT}
+
 #: The one reward registry: name → :class:`Reward`. A new reward is one function and one entry here;
-#: the episode table then has its ``reward_NAME`` / ``reward_NAME__PART`` columns, and RL (``reward:``),
-#: SFT filtering, best-of-N and ``fasbench score`` take it by name.
+#: the episode table then has its ``reward_NAME`` / ``reward_NAME__PART`` columns, their intervals are
+#: clipped to its declared bounds, ``summary=True`` prints it in ``fasbench eval``'s summary, and RL
+#: (``reward:``), SFT filtering, best-of-N and ``fasbench score`` take it by name.
 REWARDS: dict[str, Reward] = {
-    "relace": Reward(relace),
-    "relace-f2": Reward(relace_f2),
-    "relace-hybrid": Reward(relace_hybrid),
-    "relace-mini": Reward(relace_mini),
-    "relace-mini-k3": Reward(relace_mini_k3),
-    "fastcontext": Reward(fastcontext, judged=True),
-    "fastcontext-lenient": Reward(fastcontext_lenient, judged=True, reads_answer=True),
-    "f0.5": Reward(f05),
-    "file-f1": Reward(file_f1),
-    "line-f1": Reward(line_f1),
+    "relace": Reward(relace, bounds=UNIT, parts=RELACE_PARTS),
+    "relace-f2": Reward(relace_f2, bounds=UNIT, parts=RELACE_PARTS, summary=True, label="F2 (Relace A2)", view=True,
+                        view_part="accuracy", audit=True),
+    "relace-hybrid": Reward(relace_hybrid, bounds=UNIT, parts=RELACE_PARTS, label="hybrid F1 (Relace A1)", view=True,
+                            view_part="accuracy", audit=True),
+    "relace-mini": Reward(relace_mini, bounds=UNIT, parts=RELACE_PARTS),
+    "relace-mini-k3": Reward(relace_mini_k3, bounds=UNIT, parts=RELACE_PARTS),
+    "fastcontext": Reward(fastcontext, judged=True, bounds=(-float("inf"), 3.0), parts=FASTCONTEXT_PARTS, audit=True),
+    "fastcontext-lenient": Reward(fastcontext_lenient, judged=True, reads_answer=True, bounds=(-float("inf"), 3.0),
+                                  parts=FASTCONTEXT_PARTS),
+    "f0.5": Reward(f05, bounds=UNIT, parts=PR_PARTS, label="F0.5 (Cognition)", view=True, audit=True),
+    "file-f1": Reward(file_f1, bounds=UNIT, parts=PR_PARTS),
+    "line-f1": Reward(line_f1, bounds=UNIT, parts=PR_PARTS, audit=True),
 }
 
 #: The reward of the episode table's headline ``reward`` column, evaluation and RL unless told.
@@ -343,6 +374,21 @@ def judged_rewards() -> list[str]:
     return [n for n, r in REWARDS.items() if r.judged]
 
 
+def summary_rewards() -> list[str]:
+    """The rewards ``fasbench eval``'s summary prints (``summary=True``), in registry order."""
+    return [n for n, r in REWARDS.items() if r.summary]
+
+
+def audit_rewards() -> list[str]:
+    """The rewards the reward-hacking audit scores (``audit=True``), in registry order."""
+    return [n for n, r in REWARDS.items() if r.audit]
+
+
+def view_rewards() -> list[str]:
+    """The rewards of notebook 04's reward views (``view=True``), in registry order."""
+    return [n for n, r in REWARDS.items() if r.view]
+
+
 def score_episode(name: str, trace, task, judge=None) -> Score:
     """Score one episode (a :class:`~fasbench.records.Trace` of ``task``) under reward ``name``: the
     one scoring of an episode, used by the episode table, the RL reward function and the golden traces."""
@@ -353,7 +399,7 @@ def score_episode(name: str, trace, task, judge=None) -> Score:
 GROUNDED = "grounded-"
 
 
-def grounded(name: str) -> Reward:
+def grounded(name: str, audit: bool = False) -> Reward:
     """Reward ``name`` over the report's grounded citations (fasbench's own variant; module docstring).
     The lines shown to the searcher before its report come from the episode (``trace``:
     ``process.shown_before_report``) or ``shown`` (path → line ranges); without either the reward
@@ -379,10 +425,13 @@ def grounded(name: str) -> Reward:
                      f"{len(report.files) if report else 0} cited files kept ({n[1]} ranges of {n[0]}); {s.reason}")
 
     reward.__doc__ = f"{GROUNDED}{name}: {name} over the citations the searcher was shown (fasbench's own)."
-    return Reward(reward, judged=base.judged)
+    return Reward(reward, judged=base.judged, bounds=base.bounds, parts=base.parts, audit=audit,
+                  label=f"grounded {base.label or name}")
 
 
-REWARDS.update({GROUNDED + n: grounded(n) for n in list(REWARDS)})
+#: The grounded variants the reward-hacking audit scores (beside the audited rewards themselves).
+AUDITED_GROUNDED = ("relace-f2", "fastcontext")
+REWARDS.update({GROUNDED + n: grounded(n, audit=n in AUDITED_GROUNDED) for n in list(REWARDS)})
 
 
 def score_report(name: str, gold: Gold, report: Report | None, turns: int | None = None,

@@ -195,20 +195,15 @@ def interval_method(n: int) -> str:
     return "percentile bootstrap" if n >= SMALL_N else f"Student t (n = {n})" if n >= 2 else f"none (n = {n})"
 
 
-#: Episode-table columns whose values are shares or scores in [0, 1] (P/R/F, hit rates, shares,
-#: the Relace rewards and their parts): their small-n t intervals are clipped to [0, 1].
-UNIT_COLUMNS = re.compile(r"(precision|recall|_f1|_f2|f0_5|_acc_at_|all_gold_at_|recall_at_|_top1|_share|wellformed|"
-                          r"^reported$|^reward_relace|turn_penalty|^explore_|^cb_)")
-#: Columns that count or time something (turns, calls, seconds, tokens, lines, files): never below 0.
-NONNEGATIVE_COLUMNS = re.compile(r"(^turns$|calls|_s$|tokens|lines|^n_|files|max_parallel|_per_)")
-
-
-def column_bounds(name: str) -> tuple[float, float] | None:
-    """The range a column's values can take, which its small-n t interval is clipped to: ``(0, 1)``
-    for a column of :data:`UNIT_COLUMNS`, ``(0, inf)`` for one of :data:`NONNEGATIVE_COLUMNS`, else None."""
-    if UNIT_COLUMNS.search(name):
-        return (0.0, 1.0)
-    return (0.0, math.inf) if NONNEGATIVE_COLUMNS.search(name) else None
+#: The range a measure's values can take, ``(lo, hi)``: :func:`mean_ci` clips a small-n t interval to it.
+#: Each column declares its own where it is defined (a reward in ``fasbench.scoring.reward.REWARDS``, a
+#: fixed column in ``fasbench.evaluation.episodes.TABLE``, the generated families in their modules), and
+#: ``fasbench.evaluation.episodes.column_bounds`` reads the declarations.
+Bounds = tuple[float, float]
+#: A share, rate or score in [0, 1] (P/R/F, hit rates, booleans' means).
+UNIT: Bounds = (0.0, 1.0)
+#: A count, a time or a size: never below 0.
+NONNEGATIVE: Bounds = (0.0, math.inf)
 
 
 def mean_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0,

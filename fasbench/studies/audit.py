@@ -12,9 +12,10 @@ subagent describe (issue 39), report findings without any tool call, invented fr
 its tool calls out as text with invented outputs, none run, before its honest report
 (``text-tool-calls``: the same report and turns as the honest episode, nothing shown). ``CheatPolicy`` wraps any policy to
 produce the same cheats inside the harness (so they go through the tool sets' real report
-parsers); ``audit_table`` scores cheats and honest reports on the same tasks under Relace F2, Relace
-hybrid, FastContext and F0.5 (with line-level F1 as the reference for what was really lost) and the
-grounded variants of Relace F2 and FastContext (``fasbench.scoring.reward``: citations count only where shown), and
+parsers); ``audit_table`` scores cheats and honest reports on the same tasks under the rewards the registry
+marks ``audit`` (``fasbench.scoring.reward.REWARDS``: Relace F2, Relace hybrid, FastContext and F0.5, with
+line-level F1 as the reference for what was really lost, and the grounded variants of Relace F2 and
+FastContext, whose citations count only where shown), and
 says for each (cheat, reward) whether the reward *penalises* the cheat, is *blind* to it, or is
 *gamed* by it (the paired difference to honest and its exact sign-flip interval,
 ``fasbench.stats.metrics.paired_test``: interval above zero = gamed, below = penalised; with n ≤ 5 tasks no
@@ -38,7 +39,7 @@ from fasbench.stats.metrics import file_prf, normalize_files, paired_bootstrap, 
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Report, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.scoring.process import shown_before_report, shown_lines
-from fasbench.scoring.reward import score_report
+from fasbench.scoring.reward import audit_rewards, score_report
 from fasbench.tools import make_toolset, shown, tool_kind
 
 CHEATS = ("all-seen", "whole-files", "nothing", "top50", "mangled", "nonexistent", "directory", "zero-calls",
@@ -47,8 +48,6 @@ CHEATS = ("all-seen", "whole-files", "nothing", "top50", "mangled", "nonexistent
 UNSHOWN = ("zero-calls", "invented-no-calls", "text-tool-calls")
 _QUOTED = re.compile(r"`([^`\n]{1,120})`")
 _PATHLIKE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
-AUDIT_REWARDS = ("relace-f2", "relace-hybrid", "fastcontext", "f0.5", "line-f1", "grounded-relace-f2",
-                 "grounded-fastcontext")
 
 
 def _corpus_files(root: str | Path, limit: int | None = None) -> list[str]:
@@ -181,8 +180,10 @@ def cheat_report(kind: str, honest: Report | None, trace: Trace | None, root: st
 
 
 def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence[str] = CHEATS,
-                rewards: Sequence[str] = AUDIT_REWARDS):
-    """Long frame: one row per (task, policy ∈ {honest, cheats}, reward) with the score."""
+                rewards: Sequence[str] | None = None):
+    """Long frame: one row per (task, policy ∈ {honest, cheats}, reward) with the score; ``rewards``
+    None: those the registry marks ``audit`` (``fasbench.scoring.reward.audit_rewards``)."""
+    rewards = audit_rewards() if rewards is None else list(rewards)
     by_id = {t.id: t for t in tasks}
     rows = []
     for tr in traces:

@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from fasbench.evaluation.episodes import view_columns
 from fasbench.stats.figures import PALETTE
 from fasbench.base.markup import html
 
@@ -61,7 +62,7 @@ def reward_views_figure(views: pl.DataFrame, columns: list[str] | None = None,
                         title: str = "One report, three rewards") -> go.Figure:
     """Each pair of reward columns of :func:`fasbench.studies.search_study.reward_views`, one panel per pair,
     episodes with equal values merged into a marker sized and labelled by their count."""
-    cols = columns or ["F2 (Relace A2)", "hybrid F1 (Relace A1)", "F0.5 (Cognition)"]
+    cols = columns or list(view_columns())  # the registry's reward views, by label
     pairs = [(a, b) for i, a in enumerate(cols) for b in cols[i + 1:]]
     fig = make_subplots(rows=1, cols=len(pairs), horizontal_spacing=0.08)
     policies = list(dict.fromkeys(views["policy"].to_list()))

@@ -14,6 +14,7 @@ import polars as pl
 
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
+from fasbench.evaluation.episodes import view_columns
 from fasbench.evaluation.evaluate import aggregate, compare, run_eval, run_name
 from fasbench.base.markup import html
 from fasbench.stats.figures import PALETTE
@@ -202,7 +203,8 @@ def reward_vs_turns(accuracies: Sequence[float] = (0.5, 0.8, 1.0), turns: Sequen
 
 
 def reward_views(df: pl.DataFrame) -> pl.DataFrame:
-    """The same reports under F2 (Relace A2), hybrid F1 (Relace A1) and F0.5, one row per episode."""
-    return df.select("task_id", "policy", pl.col("reward_relace_f2__accuracy").alias("F2 (Relace A2)"),
-                     pl.col("reward_relace_hybrid__accuracy").alias("hybrid F1 (Relace A1)"),
-                     pl.col("reward_f0_5").alias("F0.5 (Cognition)"), "n_files_reported", "gold_files")
+    """The same reports under the rewards the registry marks ``view`` (F2 (Relace A2), hybrid F1 (Relace
+    A1) and F0.5: ``fasbench.evaluation.episodes.view_columns``), one row per episode, a column per
+    reward named by its label."""
+    return df.select("task_id", "policy", *(pl.col(c).alias(label) for label, c in view_columns().items()),
+                     "n_files_reported", "gold_files")
