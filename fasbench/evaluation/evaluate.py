@@ -451,9 +451,8 @@ def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge
 def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str] = "policy", n_boot: int = 2000,
               seed: int = 0, reward: str | None = None):
     """Macro average of each metric per group, with its 95% interval (columns ``<m>``, ``<m>_lo``,
-    ``<m>_hi``; :func:`fasbench.stats.metrics.mean_ci`: percentile bootstrap from 10 tasks on, Student t
-    below, none for one task, clipped to the column's declared bounds, ``reward`` naming the headline's:
-    :func:`fasbench.evaluation.episodes.column_bounds`), ``n`` tasks and ``interval`` (which of those)."""
+    ``<m>_hi``; ``mean_ci``: bootstrap from 10 tasks on, Student t below, none for one task, clipped to
+    ``episodes.column_bounds(m, reward)``), ``n`` tasks and ``interval`` (which of those)."""
     by = [by] if isinstance(by, str) else list(by)
     missing = [m for m in list(metrics) + by if m not in df.columns]
     if missing:
