@@ -299,8 +299,8 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
     head = (f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
             f"{run['n']} episodes" + (f", {run['failed']} failed (left out)" if run.get("failed") else "")
             + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}"
-            + f"\nintervals over tasks: {run['interval']}" + (f" · limits {run['limits']}" if run.get("limits") else "")
-            + f" · reward = {reward}")
+            + f"\nintervals over tasks: {run['interval']}"
+            + (f" · limits {run['limits']}" if run.get("limits") else "") + f" · reward = {reward}")
 
     def num(x) -> str:
         return "n/a" if x is None or x != x else f"{x:.3f}"

@@ -193,13 +193,15 @@ TABLE: dict[str, Column] = {
     "wall_s": Column("episode wall time, seconds", pl.Float64, lambda e: e.trace.wall_time, bounds=NONNEGATIVE),
     "model_s": Column("time spent in the policy, seconds", pl.Float64,
                       lambda e: sum(t.model_time for t in e.trace.turns), bounds=NONNEGATIVE),
-    "tool_s": Column("time spent running tools, seconds", pl.Float64, lambda e: sum(t.tool_time for t in e.trace.turns), bounds=NONNEGATIVE),
+    "tool_s": Column("time spent running tools, seconds", pl.Float64, lambda e: sum(t.tool_time for t in e.trace.turns),
+                     bounds=NONNEGATIVE),
     "prompt_tokens": Column("prompt tokens summed over turns (null when the policy does not count them)", pl.Int64,
                             lambda e: _tokens(e.trace, "prompt_tokens"), bounds=NONNEGATIVE),
     "completion_tokens": Column("completion tokens summed over turns (null when not counted)", pl.Int64,
                                 lambda e: _tokens(e.trace, "completion_tokens"), bounds=NONNEGATIVE),
     "n_files_reported": Column("distinct files in the report", pl.Int64, lambda e: len(e.ranked), bounds=NONNEGATIVE),
-    "gold_files": Column("files in the gold (null without the task)", pl.Int64, lambda e: len(e.gold_files), gold=True, bounds=NONNEGATIVE),
+    "gold_files": Column("files in the gold (null without the task)", pl.Int64, lambda e: len(e.gold_files), gold=True,
+                         bounds=NONNEGATIVE),
     **{f"{lv}_{m}": Column(f"{lv}-level {m.replace('_', ' ')} of the report against the gold (FastContext's {lv} "
                            "P/R/F)", pl.Float64, (lambda e, lv=lv, get=get: get(e.files_prf if lv == "file" else e.lines_prf)),
                            gold=True, bounds=UNIT)

@@ -43,11 +43,12 @@ from fasbench.base.paths import repo_root
 from fasbench.data.tasksets import task_set_label
 from fasbench.scoring.reward import summary_rewards
 
-#: The runs table's default metrics; the rewards among them are those the registry marks ``summary``.
+#: The default metrics of the runs table and of ``fasbench compare``; the rewards among them are those the
+#: registry marks ``summary`` (``Reward.summary``).
 RUN_METRICS = ("file_f2", "line_f1", *(reward_column(n) for n in summary_rewards()), "all_gold_at_5", "turns",
                "wall_s", "unseen_cited_share", "calls_nothing_new_share")
-COMPARE_METRICS = ("file_f2", "line_f1", "reward_relace_f2", "turns", "unseen_cited_share",
-                   "calls_nothing_new_share")
+COMPARE_METRICS = ("file_f2", "line_f1", *(reward_column(n) for n in summary_rewards()), "turns",
+                   "unseen_cited_share", "calls_nothing_new_share")
 
 
 class RunError(ValueError):
@@ -131,7 +132,8 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
              "query_source": query_source_label(meta), "limits": limits_label(meta)}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
-            mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed, bounds=column_bounds(m, headline_reward(df) if m == "reward" else None)) if vals else (None,) * 3
+            bounds = column_bounds(m, headline_reward(df) if m == "reward" else None)
+            mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed, bounds=bounds) if vals else (None,) * 3
             r[m], r[f"{m}_lo"], r[f"{m}_hi"] = mean, lo, hi
         r["created"] = meta.get("created")
         r["code"] = (meta.get("code_version") or {}).get("describe")

@@ -405,6 +405,7 @@ LOCALIZATION_BOUNDS: dict[str, Bounds] = {
     **{f"{lv}_acc_at_{k}": UNIT for lv in ACC_LEVELS for k in KS},
     **dict.fromkeys(EXPLORE_COLUMNS, UNIT),
     **{f"fc_{lv}_{m}": UNIT for lv in ("file", "line") for m in ("precision", "recall", "f1")},
-    **dict.fromkeys(("fc_n_citation_files", "fc_n_patch_files", "fc_n_citation_lines", "fc_n_patch_lines"), NONNEGATIVE),
+    **dict.fromkeys(("fc_n_citation_files", "fc_n_patch_files", "fc_n_citation_lines", "fc_n_patch_lines"),
+                    NONNEGATIVE),
     "fc_no_citation": UNIT,
 }
