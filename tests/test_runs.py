@@ -180,6 +180,7 @@ def test_compare_refuses_reward_when_the_runs_headline_rewards_differ(tmp_path):
         pl.DataFrame({"task_id": ["t1", "t2", "t3"], "policy": [name] * 3, "reward_relace_f2": rel,
                       "reward_fastcontext": fc, "reward": rel if head == "relace_f2" else fc}
                      ).write_parquet(d / "summary.parquet")
+        (d / "run.json").write_text(json.dumps({"layout": 2, "policy": name, "reward": head}))  # run.json says it
     with pytest.raises(R.RunError, match=r"different rewards \(a: relace_f2, b: fastcontext\)"):
         R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward"])
     t = R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward_relace_f2"])  # one reward's column: fine
