@@ -143,3 +143,21 @@ def test_plan_run_is_the_cli_task_choice_for_notebooks(task_file, tmp_path):
     assert "3 of 3 resumed" in r.output
     with pytest.raises(ValueError, match="--corpus must be offline or online, got 'cloud'"):
         plan_run(str(task_file), "bm25", corpus="cloud")
+    drawn = plan_run(plan.tasks, "heuristic:turns=2", ids=[plan.tasks[1].id], task_source="drawn", say=said.append)
+    assert [t.id for t in drawn.tasks] == [plan.tasks[1].id] and drawn.task_source == "drawn"
+
+
+def test_a_run_directory_of_another_kind_checks_its_config(tmp_path):
+    from dataclasses import dataclass
+
+    from fasbench.evaluation.rundir import check_config
+
+    @dataclass
+    class Cfg:
+        main: str
+        turns: int = 6
+
+    assert check_config(tmp_path / "e2e", Cfg("m"))["main"] == "m"
+    assert check_config(tmp_path / "e2e", Cfg("m"))["code_version"]  # the same request resumes
+    with pytest.raises(ValueError, match=r"another configuration \{'turns': \(6, 3\)\}"):
+        check_config(tmp_path / "e2e", Cfg("m", 3))

@@ -56,13 +56,14 @@ class RunPlan:
                         task_source=self.task_source, corpus=self.corpus, shard=self.shard, **kw)
 
 
-def plan_run(tasks: str, policy: str, toolset: str = "relace", out: str | Path | None = None, *,
+def plan_run(tasks: str | Sequence[Task], policy: str, toolset: str = "relace", out: str | Path | None = None, *,
              ids: Sequence[str] = (), ids_file: str | Path | None = None, limit: int = 0,
              corpus: str | None = None, perturb: str = "", shard: str = "", limits: Limits | None = None,
-             reward: str = DEFAULT_REWARD, prefix: str | None = None,
+             reward: str = DEFAULT_REWARD, prefix: str | None = None, task_source: str | None = None,
              say: Callable[[str], None] = print) -> RunPlan:
     """The plan of a run of ``policy`` on the task set ``tasks`` (``SOURCE[:SPLIT]``, a Task JSONL file,
-    ``git:PATH``): the module doc lists the steps. ``out`` None: ``CACHE/runs/<prefix>-KEY`` (``prefix``
+    ``git:PATH``; or the tasks themselves, e.g. a notebook's drawn sample, recorded as ``task_source``,
+    default ``N tasks``): the module doc lists the steps. ``out`` None: ``CACHE/runs/<prefix>-KEY`` (``prefix``
     default ``eval-<policy family>``). Bad options and an empty choice raise a one-line ``ValueError``;
     the excluded tasks are written to ``OUT/excluded.jsonl`` before any episode runs."""
     limits = limits or Limits()
@@ -71,10 +72,14 @@ def plan_run(tasks: str, policy: str, toolset: str = "relace", out: str | Path |
     if perturb:
         parse_perturb(perturb)  # a bad spec fails before any corpus is built
     where = parse_shard(shard) if shard else None  # idem
-    name = parse_task_set(tasks)
-    ts = load_task_set(name)
-    source = f"{name.target}:{name.split}" if name.kind == "file" and name.split else (
-        name.target if name.kind == "file" else tasks)  # a file by its absolute path
+    if isinstance(tasks, str):
+        name = parse_task_set(tasks)
+        ts = load_task_set(name)
+        source = task_source or (f"{name.target}:{name.split}" if name.kind == "file" and name.split else (
+            name.target if name.kind == "file" else tasks))  # a file by its absolute path
+    else:
+        ts = list(tasks)
+        source = task_source or f"{len(ts)} tasks"
     chosen = list(ids or []) + (read_ids_file(ids_file) if ids_file else [])
     if chosen:
         ts = pick_ids(ts, chosen)
