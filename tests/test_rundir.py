@@ -161,3 +161,15 @@ def test_a_run_directory_of_another_kind_checks_its_config(tmp_path):
     assert check_config(tmp_path / "e2e", Cfg("m"))["code_version"]  # the same request resumes
     with pytest.raises(ValueError, match=r"another configuration \{'turns': \(6, 3\)\}"):
         check_config(tmp_path / "e2e", Cfg("m", 3))
+
+
+def test_a_summary_from_before_the_failed_column_reads_its_failures_from_stop_reason(tmp_path):
+    d = tmp_path / "old"
+    d.mkdir()
+    pl.DataFrame({"task_id": ["a", "b", "c"], "policy": ["p"] * 3, "file_f2": [1.0, 0.0, 0.5],
+                  "acc_at_5": [1.0, 0.0, 1.0], "stop_reason": ["reported", "policy_error", "reported"]}
+                 ).write_parquet(d / "summary.parquet")
+    df = load_summary(d)
+    assert df["failed"].to_list() == [False, True, False] and df["all_gold_at_5"].to_list() == [1.0, 0.0, 1.0]
+    row = R.runs_table([d], ["file_f2"]).row(0, named=True)
+    assert (row["n"], row["failed"], row["file_f2"]) == (2, 1, 0.75)

@@ -126,13 +126,11 @@ def done_task_ids(traces: Path) -> set[str]:
 
 
 def split_failed(df: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """The summary without its failed episodes (``failed``, else ``stop_reason`` policy_error), their count."""
-    if "failed" in df.columns:
-        bad = df["failed"].fill_null(False)
-    elif "stop_reason" in df.columns:
-        bad = (df["stop_reason"] == "policy_error").fill_null(False)
-    else:
+    """The summary without its failed episodes (column ``failed``; a summary from before it gets it from
+    :func:`fasbench.evaluation.rundir.load_summary`), their count."""
+    if "failed" not in df.columns:
         return df, 0
+    bad = df["failed"].fill_null(False)
     return df.filter(~bad), int(bad.sum())
 
 

@@ -295,8 +295,9 @@ def check_config(out: Path, cfg) -> dict:
 
 
 def load_summary(out: str | Path):
-    """A run's ``summary.parquet`` (legacy ``acc_at_k`` columns read as ``all_gold_at_k``); one-line errors
-    for a missing, unreadable or foreign file."""
+    """A run's ``summary.parquet``, older layouts read as the current one (``acc_at_k`` columns as
+    ``all_gold_at_k``; no ``failed`` column: the episodes whose ``stop_reason`` is ``policy_error``); one-line
+    errors for a missing, unreadable or foreign file."""
     p = Path(out) / "summary.parquet"
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
@@ -309,7 +310,10 @@ def load_summary(out: str | Path):
         raise ValueError(f"{p} has no task_id column; not a fasbench eval summary")
     # summaries written before the all-gold@k columns had their own name called them acc_at_k
     legacy = {c: "all_gold" + c[3:] for c in df.columns if re.fullmatch(r"acc_at_\d+", c)}
-    return df.rename({c: n for c, n in legacy.items() if n not in df.columns})
+    df = df.rename({c: n for c, n in legacy.items() if n not in df.columns})
+    if "failed" not in df.columns and "stop_reason" in df.columns:  # summaries written before `failed`
+        df = df.with_columns((pl.col("stop_reason") == "policy_error").fill_null(False).alias("failed"))
+    return df
 
 
 assert set(_CHECKS) == {f.name for f in fields(RunMeta)} - {"extra"}
