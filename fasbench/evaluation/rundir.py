@@ -90,7 +90,7 @@ class RunMeta:
     shard: dict | None = None  # {index, count, tasks_before_sharding} of `fasbench eval --shard i/n`
     task_source: str | None = None  # the task set as asked for (provenance, not compared)
     corpus: str | None = None  # offline | online | … : the corpus kind the tasks were chosen on
-    tasks: dict | None = None  # {n, key}: the tasks asked for (evaluate.tasks_key)
+    tasks: dict | None = None  # {n, key}: the tasks asked for (tasks_key)
     query_sources: dict | None = None  # what the explorers were given, with counts
     code_version: dict = field(default_factory=dict)
     created: str | None = None
@@ -149,7 +149,7 @@ class RunMeta:
         ids = ", cites by ID" if self.report_contract == "ids" else ""  # fasbench.tools.contract
         return f"{t} turns × {c} calls{ids}" if t is not None and c is not None else None
 
-    def describe(self) -> str:
+    def describe(self) -> str | None:
         """``describe`` of the code version that wrote the run (None when not recorded)."""
         return self.code_version.get("describe") if isinstance(self.code_version.get("describe"), str) else None
 
@@ -230,9 +230,11 @@ def open_run(out: Path, want: RunMeta, ids: Sequence[str] = (), done: Collection
         return meta
     old = read_run(out)
     if old.reward != want.reward:
-        raise ValueError(f"{out} holds a run whose headline reward is {old.reward}, not {want.reward}: --reward "
-                         f"{want.reward} would redefine its `reward` column; every reward is a column anyway "
-                         f"(reward_{want.reward}); use another --out for another headline")
+        layout1 = "layout" not in read_json(out / "run.json", want=dict)
+        raise ValueError(f"{out} holds a run whose headline reward is {old.reward}"
+                         + (" (its run.json, of an older layout, records none: the default then)" if layout1 else "")
+                         + f", not {want.reward}: --reward {want.reward} would redefine its `reward` column; every "
+                         f"reward is a column anyway (reward_{want.reward}); use another --out for another headline")
     if old.shard != want.shard:
         raise ValueError(f"{out} holds {_shard_text(old.shard)}, not {_shard_text(want.shard)}; use another --out")
     a, b = old.config(), want.config()
