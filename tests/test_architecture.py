@@ -727,8 +727,8 @@ def test_rg_rule_catches_a_bare_subprocess(tmp_path):
 
 #: Class names defined in more than one module, each with the modules and the reason the two stay
 #: apart (fold them, or rename one, and remove the entry). Empty: every class name is defined once
-#: (``trajectories.trajectory.AgentTurn`` beside ``records.Turn``, ``evaluate.RunConfig`` beside the SFT
-#: profile's ``EvalConfig``, ``rl.episode_reward.RolloutScore`` beside ``bon.pool.Rollout``,
+#: (``trajectories.trajectory.AgentTurn`` beside ``records.Turn``, ``evaluate.RunConfig`` (now
+#: ``rundir.RunMeta``) beside the SFT profile's ``EvalConfig``, ``rl.episode_reward.RolloutScore`` beside ``bon.pool.Rollout``,
 #: ``data.gitmine.GitRepoError`` beside ``e2e.workcopy.SandboxGitError``).
 CLASS_NAME_ALLOWED: dict[str, tuple[frozenset[str], str]] = {}
 #: The one observation type: ``Shown`` the record, ``Seen`` the record with its line text, the call,

@@ -242,7 +242,7 @@ def test_report_stderr_filter_and_number_scan_finish_on_hostile_lines():
 
 @pytest.mark.timeout(60)
 def test_replay_refuses_a_fifo_traces_jsonl_and_run_json(tmp_path):
-    from fasbench.evaluation.evaluate import read_run_meta
+    from fasbench.evaluation.rundir import read_run
 
     run = tmp_path / "run"
     run.mkdir()
@@ -251,7 +251,7 @@ def test_replay_refuses_a_fifo_traces_jsonl_and_run_json(tmp_path):
     assert r.exit_code == 2 and "FIFO" in r.output and "Traceback" not in r.output, r.output
     os.mkfifo(run / "run.json")
     with pytest.raises(ValueError, match="FIFO"):
-        read_run_meta(run)
+        read_run(run)
 
 
 @pytest.mark.timeout(60)

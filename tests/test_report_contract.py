@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from fasbench.evaluation.evaluate import RunConfig, check_config
+from fasbench.evaluation.rundir import RunMeta, migrate, open_run
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import ScriptedPolicy, make_policy
 from fasbench.scoring.process import process_row
@@ -107,16 +107,16 @@ def test_a_fabricated_citation_is_counted_under_free_and_impossible_under_ids(re
 def test_bad_contract_is_one_line_and_run_json_records_it(tmp_path):
     with pytest.raises(ValueError, match="unknown report contract 'paths'; choose one of free, ids"):
         Limits(report_contract="paths")
-    check_config(tmp_path, RunConfig("heuristic", report_contract="ids"))
+    open_run(tmp_path, RunMeta("heuristic", report_contract="ids"))
     assert json.loads((tmp_path / "run.json").read_text())["report_contract"] == "ids"
     with pytest.raises(ValueError, match="another configuration"):
-        check_config(tmp_path, RunConfig("heuristic"))
+        open_run(tmp_path, RunMeta("heuristic"))
     old = tmp_path / "old"
-    check_config(old, RunConfig("heuristic"))
+    open_run(old, RunMeta("heuristic"))
     meta = json.loads((old / "run.json").read_text())
-    del meta["report_contract"]  # a run.json written before the key: free citation, and it resumes
+    del meta["report_contract"], meta["layout"]  # a layout-1 run.json, written before the key: free, and it resumes
     (old / "run.json").write_text(json.dumps(meta))
-    check_config(old, RunConfig("heuristic"))
+    open_run(old, RunMeta("heuristic"))
 
 
 def test_rl_environment_renders_id_citations_as_run_episode_does(repo):
@@ -166,9 +166,9 @@ def test_sft_episodes_cite_by_id_and_examples_record_the_contract(repo, toolset)
 
 
 def test_runs_of_the_two_contracts_are_not_repeats_of_one_policy():
-    from fasbench.evaluation.runs import limits_label, policy_key
+    from fasbench.evaluation.runs import policy_key
 
     free, old = {"policy": "heuristic", "max_turns": 6, "max_calls": 12, "report_contract": "free"}, {"policy": "heuristic", "max_turns": 6, "max_calls": 12}
-    ids = {**free, "report_contract": "ids"}
+    free, old, ids = (RunMeta.from_dict(migrate(d)) for d in (free, old, {**free, "report_contract": "ids"}))
     assert policy_key(free) == policy_key(old) != policy_key(ids)
-    assert limits_label(ids) == "6 turns × 12 calls, cites by ID" and limits_label(old) == "6 turns × 12 calls"
+    assert ids.limits_label() == "6 turns × 12 calls, cites by ID" and old.limits_label() == "6 turns × 12 calls"

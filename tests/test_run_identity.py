@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
 
-from fasbench.evaluation.evaluate import last_call, read_run_meta, resume_note, run_eval, run_name
+from fasbench.evaluation.evaluate import run_eval
+from fasbench.evaluation.rundir import read_run, resume_note, run_name
 from fasbench.records import Gold, Task, write_tasks
 from fasbench.data.tasksets import task_set_label
 
@@ -38,11 +39,11 @@ def test_a_run_directory_refuses_other_tasks_and_counts_what_it_resumed(tasks, t
     df = run_eval(tasks[:2], "heuristic:turns=2", "relace", out, workers=1, progress=False)
     assert "2 episodes run in this call, 0 of 2 resumed" in capsys.readouterr().out
     assert df["resumed"].to_list() == [False, False] and resume_note(out) is None
-    assert read_run_meta(out)["tasks"]["n"] == 2
+    assert read_run(out).tasks["n"] == 2
     # the same request resumes, and says so: nothing passes for a new run
     df = run_eval(tasks[:2], "heuristic:turns=2", "relace", out, workers=1, progress=False)
     assert "0 episodes run in this call, 2 of 2 resumed from an earlier run (" in capsys.readouterr().out
-    assert df["resumed"].all() and (last_call(out)["ran"], last_call(out)["resumed"]) == (0, 2)
+    assert df["resumed"].all() and (read_run(out).last_call()["ran"], read_run(out).last_call()["resumed"]) == (0, 2)
     assert resume_note(out).startswith("resumed: 2 of 2 episodes from an earlier run (20")
     assert pl.read_parquet(out / "summary.parquet")["resumed"].all()
     # another task set (notebook 04's 12 tasks into notebook 03's 8-task run) is refused in one line
@@ -64,7 +65,7 @@ def test_a_run_json_from_before_the_tasks_key_is_checked_against_its_traces(task
     with pytest.raises(ValueError, match="holds traces of 1 tasks not asked for now"):
         run_eval(tasks[:2], "heuristic:turns=2", "relace", out, workers=1, progress=False)
     run_eval(tasks[:4], "heuristic:turns=2", "relace", out, workers=1, progress=False)  # a superset resumes
-    assert (last_call(out)["ran"], last_call(out)["resumed"]) == (1, 3)
+    assert (read_run(out).last_call()["ran"], read_run(out).last_call()["resumed"]) == (1, 3)
 
 
 def test_limit_says_how_many_ran_and_why_fewer(tasks, tmp_path):

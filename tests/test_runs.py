@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 
 from fasbench.evaluation import runs as R
-from fasbench.evaluation.evaluate import read_run_meta, run_eval
+from fasbench.evaluation.evaluate import run_eval
+from fasbench.evaluation.rundir import read_run
 from fasbench.policies.rag import corpus_key
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import iter_jsonl, read_traces
@@ -37,9 +38,9 @@ def runs(tmp_path_factory):
 
 
 def test_run_records_task_source_code_version_and_tasks(runs):
-    meta = read_run_meta(runs["dir"] / "heur")
-    assert meta["task_source"] == "toy (6 tasks)" and meta["policy"] == "heuristic:turns=3"
-    assert meta["code_version"]["describe"] and meta["created"].endswith("Z")
+    meta = read_run(runs["dir"] / "heur")
+    assert meta.task_source == "toy (6 tasks)" and meta.policy == "heuristic:turns=3"
+    assert meta.describe() and meta.created.endswith("Z") and meta.reward == "relace" and meta.layout == 2
     kept = [d["id"] for d in iter_jsonl(runs["dir"] / "heur" / "tasks.jsonl")]
     assert kept == [t.id for t in runs["tasks"]]
 
@@ -179,6 +180,7 @@ def test_compare_refuses_reward_when_the_runs_headline_rewards_differ(tmp_path):
         pl.DataFrame({"task_id": ["t1", "t2", "t3"], "policy": [name] * 3, "reward_relace_f2": rel,
                       "reward_fastcontext": fc, "reward": rel if head == "relace_f2" else fc}
                      ).write_parquet(d / "summary.parquet")
+        (d / "run.json").write_text(json.dumps({"layout": 2, "policy": name, "reward": head}))  # run.json says it
     with pytest.raises(R.RunError, match=r"different rewards \(a: relace_f2, b: fastcontext\)"):
         R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward"])
     t = R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward_relace_f2"])  # one reward's column: fine

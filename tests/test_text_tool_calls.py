@@ -15,7 +15,8 @@ from dataclasses import replace
 import pytest
 from servers import scripted_server
 
-from fasbench.evaluation.evaluate import read_run_meta, run_eval, tool_call_warnings
+from fasbench.evaluation.evaluate import run_eval, tool_call_warnings
+from fasbench.evaluation.rundir import read_run
 from fasbench.harness import Limits, run_episode
 from fasbench.models import parse_tool_calls
 from fasbench.policies import POLICIES, make_policy
@@ -99,7 +100,7 @@ def test_run_eval_warns_about_episodes_without_a_parsable_call(toy, server_url, 
     want = (f"warning: 2 of 3 episodes had no parsable tool call in any turn (model wrote text like: "
             f"{PROSE[:80]!r}); see docs/own_model.md")
     assert out[-1] == want
-    assert read_run_meta(tmp_path / "run")["calls"][-1]["warnings"] == [want]
+    assert read_run(tmp_path / "run").calls[-1]["warnings"] == [want]
     flags = {t.task_id: t.meta.get("no_tool_call") for t in read_traces(tmp_path / "run" / "traces.jsonl")}
     assert flags == {toy[0].id: True, toy[1].id: True, toy[2].id: None}
 

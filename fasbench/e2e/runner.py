@@ -43,7 +43,7 @@ from fasbench.e2e.localize import localization
 from fasbench.e2e.pays import live_measures
 from fasbench.trajectories.parsers import TrajectoryError, load
 from fasbench.e2e.workcopy import SandboxGitError, base_repository, bounded_diff
-from fasbench.evaluation.evaluate import check_config
+from fasbench.evaluation.rundir import check_config
 from fasbench.studies.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
 from fasbench.stats.metrics import normalize_files, paired_bootstrap

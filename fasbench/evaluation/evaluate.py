@@ -16,31 +16,27 @@ intervals; ``compare`` the paired test (``fasbench.stats.metrics.paired_test``: 
 between two runs on their shared tasks. A model checkpoint
 is evaluated through here too (``fasbench.evaluation.checkpoints``).
 
-A run directory is what its ``run.json`` says: the configuration and the tasks asked for (their
-count and a key of their ids, with the corpus kind) are checked on every resume, and a run asked for
-with other parameters is refused in one line (:func:`run_name` derives a directory name from the
-parameters, so two parameter sets never share one). Every call prints and records (``run.json``
-``calls``; summary column ``resumed``) how many episodes it ran and how many it resumed from disk;
-:func:`resume_note` says it in one line for tables and findings.
+A run directory is what its ``run.json`` says (:mod:`fasbench.evaluation.rundir`: its typed record,
+the migration of older layouts, ``summary.parquet``'s reader): the configuration, the headline reward
+and the tasks asked for are checked on every resume, and a run asked for with other parameters is
+refused in one line. Every call prints and records (``run.json`` ``calls``; summary column
+``resumed``) how many episodes it ran and how many it resumed from disk. Task choice for a run (ids,
+limit, usability, perturbation, shard, run name) is :func:`fasbench.evaluation.plan.plan_run`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing as mp
 import os
-import re
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import polars as pl
 from tqdm.auto import tqdm
 
-from fasbench.base.contain import read_json
 from fasbench.data.corpora import with_corpora
 from fasbench.evaluation.episode_pool import guard_worker, run_pool
 from fasbench.evaluation.episodes import check_scoring, column_bounds, episode_table
@@ -48,46 +44,14 @@ from fasbench.harness import Limits, parsable_calls, run_episode
 from fasbench.scoring.judge import make_judge
 from fasbench.stats.metrics import interval_method, mean_ci, paired_bootstrap
 from fasbench.policies import make_policy
-from fasbench.base.provenance import code_version, timestamp
+from fasbench.base.provenance import timestamp
+from fasbench.evaluation.rundir import RunMeta, open_run, record_call
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
-from fasbench.scoring.reward import REWARDS
+from fasbench.scoring.reward import DEFAULT_REWARD, REWARDS
 from fasbench.data.tasksets import corpus_kind_of
 from fasbench.tools import TOOLSETS
 
 MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_relace_f2", "turns", "wall_s")
-OLD = {"report_contract": "free"}  # what run.json files written before a RunConfig key mean by its absence
-
-
-@dataclass
-class RunConfig:
-    """What a run directory holds; a resumed run must match it."""
-
-    policy: str  # policy spec, e.g. "heuristic:turns=3"
-    toolset: str = "relace"  # relace | fastcontext
-    max_turns: int = 6  # episode turn limit (Limits.max_turns)
-    max_calls: int = 12  # parallel calls per turn (Limits.max_calls_per_turn)
-    report_contract: str = "free"  # Limits.report_contract; a run.json written before it holds none: free
-
-# ---------------------------------------------------------------- run names and parameters
-
-def params_key(params: Mapping) -> str:
-    """A short key (8 hex digits) of a parameter mapping: equal parameters, equal key."""
-    blob = json.dumps(params, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:8]
-
-
-def tasks_key(ids: Iterable[str]) -> str:
-    """A key of a set of task ids (order does not matter)."""
-    return hashlib.sha256("\n".join(sorted(set(ids))).encode()).hexdigest()[:12]
-
-
-def run_name(prefix: str, params: Mapping) -> str:
-    """A default run directory name: ``prefix`` (the notebook or command, e.g. ``03`` or ``eval-bm25``)
-    and the key of every parameter that changes what the run holds (policy, tool set, task set with
-    its split, corpus kind, limits, n, the task ids...), so two notebooks or two parameter sets never
-    share a run directory: ``03-1a2b3c4d``."""
-    slug = re.sub(r"[^\w.-]+", "-", str(prefix)).strip("-")[:100] or "run"
-    return f"{slug}-{params_key(params)}"  # [\w.-] and a key: one path component, never . or ..
 
 
 # ---------------------------------------------------------------- running
@@ -162,93 +126,12 @@ def done_task_ids(traces: Path) -> set[str]:
 
 
 def split_failed(df: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """The summary without its failed episodes (``failed``, else ``stop_reason`` policy_error), their count."""
-    if "failed" in df.columns:
-        bad = df["failed"].fill_null(False)
-    elif "stop_reason" in df.columns:
-        bad = (df["stop_reason"] == "policy_error").fill_null(False)
-    else:
+    """The summary without its failed episodes (column ``failed``; a summary from before it gets it from
+    :func:`fasbench.evaluation.rundir.load_summary`), their count."""
+    if "failed" not in df.columns:
         return df, 0
+    bad = df["failed"].fill_null(False)
     return df.filter(~bad), int(bad.sum())
-
-
-def check_config(out: Path, cfg: RunConfig, task_source: str | None = None, ids: Sequence[str] = (),
-                  corpus: str | None = None, done: set[str] | frozenset = frozenset()) -> dict:
-    """Write ``run.json`` (the configuration, the tasks asked for — ``tasks``: their count and
-    :func:`tasks_key` — the corpus kind, plus provenance: the task source, the code version and the
-    creation time), or check that a resumed run has the same configuration and the same tasks (a
-    one-line ``ValueError`` otherwise: a run directory never mixes two requests). The provenance keys
-    are not compared; a resume adds its own code version to ``resumed_with`` when it differs.
-    Returns the run.json as written."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} exists and is not a folder (a run directory)")
-    f = out / "run.json"
-    req = {"n": len(ids), "key": tasks_key(ids)}
-    if f.exists():
-        old = read_run_meta(out)
-        diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k, OLD.get(k)) != v}
-        if corpus and old.get("corpus") and old["corpus"] != corpus:
-            diff["corpus"] = (old["corpus"], corpus)
-        if diff:
-            raise ValueError(f"{out} holds a run with another configuration {diff} (was, now); "
-                             "use another --out or delete it")
-        was = old.get("tasks")
-        if was and was.get("key") != req["key"]:
-            raise ValueError(f"{out} holds a run on other tasks ({was.get('n')} tasks, key {was.get('key')}; now "
-                             f"{req['n']} tasks, key {req['key']}); use another --out (or the default run name) "
-                             "or delete it")
-        extra = set(done) - set(ids)
-        if not was and extra:  # a run.json from before the tasks key: its traces say what it holds
-            raise ValueError(f"{out} holds traces of {len(extra)} tasks not asked for now (e.g. {sorted(extra)[0]}); "
-                             "use another --out (or the default run name) or delete it")
-        ver = code_version()["describe"]
-        changed = False
-        for k, v in (("task_source", task_source), ("corpus", corpus), ("tasks", req)):
-            if v and not old.get(k):
-                old[k], changed = v, True
-        if old.get("code_version", {}).get("describe") != ver and ver not in old.get("resumed_with", []):
-            old.setdefault("resumed_with", []).append(ver)
-            changed = True
-        if changed:
-            f.write_text(json.dumps(old, indent=1), encoding="utf-8")
-        return old
-    out.mkdir(parents=True, exist_ok=True)
-    meta = {**asdict(cfg), "task_source": task_source, "corpus": corpus, "tasks": req,
-            "code_version": code_version(), "created": timestamp()}
-    f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    return meta
-
-
-def _record_call(out: Path, call: dict) -> None:
-    """Append this call's counts (episodes run now, resumed from disk, asked for) to ``run.json``."""
-    f = out / "run.json"
-    meta = read_run_meta(out)
-    meta.setdefault("calls", []).append(call)
-    f.write_text(json.dumps(meta, indent=1), encoding="utf-8")
-
-
-def last_call(out: str | Path) -> dict:
-    """The last call's counts of a run directory: ``ran`` (episodes run in that call), ``resumed``
-    (episodes it found on disk), ``asked``, ``at``, ``resumed_since`` (when the resumed ones were
-    run: the first call's time); {} for a run written before calls were recorded."""
-    calls = read_run_meta(out).get("calls") or []
-    return calls[-1] if calls else {}
-
-
-def resume_note(out: str | Path) -> str | None:
-    """"resumed: k of n episodes from an earlier run (date)" when the last call of the run found
-    episodes on disk, else None (every episode ran in that call)."""
-    c = last_call(out)
-    if not c.get("resumed"):
-        return None
-    when = (c.get("resumed_since") or "")[:16].replace("T", " ")
-    return f"resumed: {c['resumed']} of {c['resumed'] + c['ran']} episodes from an earlier run" + (f" ({when})" if when else "")
-
-
-def read_run_meta(out: str | Path) -> dict:
-    """``run.json`` of a run directory ({} for one written before it; a FIFO or a bad file: ValueError)."""
-    f = Path(out) / "run.json"
-    return read_json(f, want=dict) if f.exists() else {}
 
 
 def _record_tasks(out: Path, tasks: Sequence[Task]) -> None:
@@ -265,8 +148,8 @@ def _record_tasks(out: Path, tasks: Sequence[Task]) -> None:
 def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
              limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
              progress: bool = True, judge: str | None = None, task_source: str | None = None,
-             reward: str = "relace", corpus: str | None = None, warn: bool = True,
-             scoring: Sequence[str] = ()) -> pl.DataFrame:
+             reward: str = DEFAULT_REWARD, corpus: str | None = None, warn: bool = True,
+             scoring: Sequence[str] = (), shard: dict | None = None) -> pl.DataFrame:
     """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary
     (the episode table of ``fasbench.evaluation.episodes``; ``reward`` names its headline ``reward`` column).
     ``judge``: FastContext's LLM judge (``openai:model=…,base_url=…``) for the ``fastcontext`` reward's
@@ -276,9 +159,12 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     cannot are listed with their reason in ``out/skipped.jsonl``. The policy is built only when an
     episode is left to run (a finished run is re-summarised without loading a model). ``corpus``
     (offline | online, the kind the tasks were chosen on) is recorded and checked like the tasks: a
-    resume must ask for the same tasks (``run.json`` ``tasks``), else a one-line ``ValueError``.
+    resume must ask for the same tasks (``run.json`` ``tasks``), the same configuration and the same
+    headline ``reward`` (:func:`fasbench.evaluation.rundir.open_run`), else a one-line ``ValueError``.
+    ``shard`` (``{index, count, tasks_before_sharding}``, :func:`fasbench.evaluation.plan.plan_run`) is
+    recorded and checked the same way.
     Prints how many episodes ran in this call and how many were resumed; the summary's ``resumed``
-    column marks the resumed ones and ``run.json`` keeps the counts of every call (:func:`resume_note`).
+    column marks the resumed ones and ``run.json`` keeps the counts of every call (``RunMeta.resume_note``).
     :func:`tool_call_warnings` (episodes without a parsable tool call, calls read from reply text) are
     kept in that call's record (``warnings``) and printed last unless ``warn`` is False (the CLI prints
     them at its own end).
@@ -301,11 +187,10 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     main_policy = make_policy(policy) if pending else None  # fails early on a bad spec
     the_judge = make_judge(judge) if judge else None  # idem
     corpus = corpus or corpus_kind_of(tasks)  # tasks that came with their corpus: the kind they have
-    meta = check_config(out, RunConfig(policy, toolset, limits.max_turns, limits.max_calls_per_turn,
-                                       limits.report_contract), task_source, ids, corpus, done)
+    meta = open_run(out, RunMeta(policy, toolset, limits.max_turns, limits.max_calls_per_turn,
+                                 limits.report_contract, reward, shard, task_source, corpus), ids, done)
     resumed = [i for i in ids if i in done]
-    calls = meta.get("calls") or []
-    since = (calls[0].get("at") if calls else None) or meta.get("created")
+    since = (meta.calls[0].get("at") if meta.calls else None) or meta.created
     todo = with_corpora(pending, skipped=out / "skipped.jsonl", progress=progress).tasks
     _record_tasks(out, [t for t in tasks if t.id in done] + todo)  # done ones too: a run from before tasks.jsonl
     note = main_policy.cache_note(todo) if todo else None
@@ -325,17 +210,18 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     failed_ids = {d["task_id"] for d in rows if trace_failed(d)}
     ran = len({t.id for t in todo} & {d["task_id"] for d in rows})
     warnings = tool_call_warnings(traces, ids)
-    _record_call(out, {"at": timestamp(), "ran": ran, "resumed": len(resumed), "asked": len(ids),
-                       "failed": len(failed_ids & set(ids)),
-                       "no_corpus": len(pending) - len(todo), "resumed_since": since if resumed else None,
-                       **({"warnings": warnings} if warnings else {})})
+    record_call(out, {"at": timestamp(), "ran": ran, "resumed": len(resumed), "asked": len(ids),
+                      "failed": len(failed_ids & set(ids)),
+                      "no_corpus": len(pending) - len(todo), "resumed_since": since if resumed else None,
+                      **({"warnings": warnings} if warnings else {})})
     when = f" ({since[:16].replace('T', ' ')})" if resumed and since else ""
     print(f"eval {policy}: {ran} episodes run in this call, {len(resumed)} of {len(ids)} resumed from an earlier "
           f"run{when} in {out}")
     df = summarize(tasks, traces, judge=the_judge, reward=reward, scoring=scoring)
     df = df.with_columns(pl.col("task_id").is_in(resumed).alias("resumed"),
                          pl.col("task_id").is_in(sorted(failed_ids)).alias("failed"))
-    df = _record_query_sources(out, df, traces)
+    df, counts = query_source_counts(df, traces)
+    record_call(out, None, query_sources=counts)
     df.write_parquet(out / "summary.parquet")
     for w in warnings if warn else ():
         print(w)
@@ -405,10 +291,10 @@ def tool_call_warnings(traces: str | Path | Iterable[Trace], ids: Iterable[str] 
     return out
 
 
-def _record_query_sources(out: Path, df: pl.DataFrame, traces: Path) -> pl.DataFrame:
+def query_source_counts(df: pl.DataFrame, traces: Path) -> tuple[pl.DataFrame, dict[str, int]]:
     """The summary with a ``query_source`` column (what each episode's explorer was given:
     ``trace.meta["query_source"]``, e.g. ``problem_statement`` or a FastContext query generator; null
-    for a trace written before it was recorded), and ``run.json`` ``query_sources`` (count per source)."""
+    for a trace written before it was recorded), and the count per source (``run.json`` ``query_sources``)."""
     src: dict[str, str | None] = {}
     if traces.exists():
         for d in iter_jsonl(traces):
@@ -417,19 +303,7 @@ def _record_query_sources(out: Path, df: pl.DataFrame, traces: Path) -> pl.DataF
     counts: dict[str, int] = {}
     for v in df["query_source"].to_list():
         counts[v or "unrecorded"] = counts.get(v or "unrecorded", 0) + 1
-    meta = read_run_meta(out)
-    meta["query_sources"] = counts
-    (out / "run.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    return df
-
-
-def query_source_label(meta: dict) -> str | None:
-    """One line for the runs table: the run's query sources with their counts (``problem_statement 3,
-    query_gen.py@5fb8c1d model=m … 7``); None for a run written before they were recorded."""
-    counts = meta.get("query_sources")
-    if not counts:
-        return None
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return df, counts
 
 
 # ---------------------------------------------------------------- summary
@@ -481,20 +355,3 @@ def compare(a, b, metric: str = "file_f2", n_boot: int = 2000, seed: int = 0) ->
         raise ValueError("compare: the two runs share no task")
     res = paired_bootstrap(ja[metric].to_list(), ja[f"{metric}_b"].to_list(), n=n_boot, seed=seed)
     return {"metric": metric, **res}
-
-
-def load_summary(out: str | Path):
-    """A run's ``summary.parquet`` (legacy ``acc_at_k`` columns read as ``all_gold_at_k``)."""
-    p = Path(out) / "summary.parquet"
-    if not p.exists():
-        raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
-    try:
-        df = pl.read_parquet(p)
-    except Exception as e:  # polars raises its own error types for a truncated or foreign file
-        raise ValueError(f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
-                         f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options") from None
-    if "task_id" not in df.columns:
-        raise ValueError(f"{p} has no task_id column; not a fasbench eval summary")
-    # summaries written before the all-gold@k columns had their own name called them acc_at_k
-    legacy = {c: "all_gold" + c[3:] for c in df.columns if re.fullmatch(r"acc_at_\d+", c)}
-    return df.rename({c: n for c, n in legacy.items() if n not in df.columns})

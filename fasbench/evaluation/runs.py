@@ -36,8 +36,9 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from fasbench.evaluation.evaluate import load_summary, query_source_label, read_run_meta, resume_note, split_failed
+from fasbench.evaluation.evaluate import split_failed
 from fasbench.evaluation.episodes import column_bounds, reward_column
+from fasbench.evaluation.rundir import RunMeta, load_summary, read_run
 from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, interval_method, mean_ci, p_text, paired_test
 from fasbench.base.paths import repo_root
 from fasbench.data.tasksets import task_set_label
@@ -123,24 +124,25 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
     dirs = find_runs(paths)
     rows = []
     for name, d in zip(run_names(dirs), dirs):
-        meta, (df, failed) = read_run_meta(d), split_failed(load_summary(d))
-        r = {"run": name, "policy": meta.get("policy") or _first(df, "policy"),
-             "toolset": meta.get("toolset") or _first(df, "toolset"),
-             "task_source": task_set_label(meta.get("task_source") or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
-                                                                        else None), meta.get("corpus")),
-             "n": df.height, "interval": interval_method(df.height), "failed": failed, "resumed": resume_note(d),
-             "query_source": query_source_label(meta), "limits": limits_label(meta)}
+        meta, (df, failed) = read_run(d), split_failed(load_summary(d))
+        r = {"run": name, "policy": meta.policy or _first(df, "policy"),
+             "toolset": meta.toolset or _first(df, "toolset"),
+             "task_source": task_set_label(meta.task_source or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
+                                                                else None), meta.corpus),
+             "n": df.height, "interval": interval_method(df.height), "failed": failed, "resumed": meta.resume_note(),
+             "query_source": meta.query_source_label(), "limits": meta.limits_label(), "reward": meta.reward}
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
-            bounds = column_bounds(m, headline_reward(df) if m == "reward" else None)
+            bounds = column_bounds(m, meta.reward if m == "reward" else None)
             mean, lo, hi = mean_ci(vals, n=n_boot, alpha=1 - level, seed=seed, bounds=bounds) if vals else (None,) * 3
             r[m], r[f"{m}_lo"], r[f"{m}_hi"] = mean, lo, hi
-        r["created"] = meta.get("created")
-        r["code"] = (meta.get("code_version") or {}).get("describe")
+        r["created"] = meta.created
+        r["code"] = meta.describe()
         r["path"] = str(d)
         rows.append(r)
     schema = {"run": pl.Utf8, "policy": pl.Utf8, "toolset": pl.Utf8, "task_source": pl.Utf8, "n": pl.Int64,
               "interval": pl.Utf8, "failed": pl.Int64, "resumed": pl.Utf8, "query_source": pl.Utf8, "limits": pl.Utf8,
+              "reward": pl.Utf8,
               **{f"{m}{s}": pl.Float64 for m in metrics for s in ("", "_lo", "_hi")},
               "created": pl.Utf8, "code": pl.Utf8, "path": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)
@@ -156,26 +158,6 @@ def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95, n_b
     sign-flip p-value (exact up to 20 tasks that differ), its interval at ``level`` (exact sign-flip up to
     20 tasks, nan when n is too small for one; percentile bootstrap above), ``n`` and the test's name."""
     return paired_test(b, a, level=level, n_boot=n_boot, seed=seed)
-
-
-def limits_label(meta: dict) -> str | None:
-    """A run's budget as recorded in its run.json: ``6 turns × 12 calls`` (None when not recorded)."""
-    t, c = meta.get("max_turns"), meta.get("max_calls")
-    ids = ", cites by ID" if meta.get("report_contract") == "ids" else ""  # fasbench.tools.contract
-    return f"{t} turns × {c} calls{ids}" if t is not None and c is not None else None
-
-
-def headline_reward(df: pl.DataFrame) -> str | None:
-    """The reward a run's ``reward`` column is (the ``reward_NAME`` column equal to it on every row),
-    or None when no such column is there."""
-    if "reward" not in df.columns or df.height == 0:
-        return None
-    r = df["reward"].cast(pl.Float64)
-    for c in df.columns:
-        if c.startswith("reward_") and "__" not in c and df[c].dtype.is_numeric():
-            if ((df[c].cast(pl.Float64) - r).abs().fill_null(1.0) < 1e-12).all():
-                return c[len("reward_"):]
-    return None
 
 
 def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = None, level: float = 0.95,
@@ -204,10 +186,10 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = Non
     for name, df in zip(names, frames):
         check_metrics(df, metrics, name)
     if "reward" in metrics:  # `reward` is each run's headline reward: comparable only when it is the same one
-        heads = {name: headline_reward(df) for name, df in zip(names, frames)}
+        heads = {name: read_run(d).reward for name, d in zip(names, dirs)}  # run.json (migrated: rundir)
         if len(set(heads.values())) > 1:
             raise RunError("the runs' `reward` columns are different rewards (" + ", ".join(
-                f"{n}: {h or 'unknown'}" for n, h in heads.items()) + "); compare one reward's column, e.g. "
+                f"{n}: {h}" for n, h in heads.items()) + "); compare one reward's column, e.g. "
                 "--metric reward_relace_f2")
     ref, ref_df = names[0], frames[0]
     pool = find_runs(repeats) if repeats is not None else find_runs(sorted({d.parent for d in dirs}))
@@ -251,21 +233,20 @@ def failed_note(table: pl.DataFrame) -> str | None:
 _SEED = re.compile(r"(?:^|(?<=[:,]))seed=[^,]*,?")
 
 
-def policy_key(meta: dict) -> tuple:
+def policy_key(meta: RunMeta) -> tuple:
     """What makes two runs runs of one policy: the policy spec without its ``seed=`` parameter, the tool
-    set, the task source, the turn and call limits and the report contract (``run.json``; none recorded: free)."""
-    spec = _SEED.sub("", str(meta.get("policy") or "")).rstrip(",:")
-    return (spec, meta.get("toolset"), meta.get("task_source"), meta.get("max_turns"), meta.get("max_calls"),
-            meta.get("report_contract") or "free")
+    set, the task source, the turn and call limits and the report contract (``run.json``)."""
+    spec = _SEED.sub("", str(meta.policy or "")).rstrip(",:")
+    return (spec, meta.toolset, meta.task_source, meta.max_turns, meta.max_calls, meta.report_contract)
 
 
 def run_key(d: Path) -> tuple | None:
     """:func:`policy_key` of a run directory (its policy read from the summary when ``run.json`` lacks it);
     None when no policy is recorded at all (such a run is nobody's repeat)."""
-    meta = read_run_meta(d)
-    if not meta.get("policy"):
-        meta = {**meta, "policy": _first(load_summary(d), "policy")}
-    return policy_key(meta) if meta.get("policy") else None
+    meta = read_run(d)
+    if not meta.policy:
+        meta.policy = _first(load_summary(d), "policy")
+    return policy_key(meta) if meta.policy else None
 
 
 def repeat_groups(dirs: Sequence[Path]) -> dict[tuple, list[Path]]:

@@ -3,7 +3,8 @@
 ``fasbench eval … --shard i/n --out runs/x-i`` runs shard ``i`` (0-based) of ``n``: the tasks at
 positions ``i, i+n, i+2n, …`` of the task list (after ``--limit``), so every machine given the same
 ``--tasks``/``--limit`` gets a disjoint part and the parts cover the list, each of nearly equal size.
-The shard is recorded in ``shard.json`` of its run directory (a directory holds one shard).
+The shard is recorded in ``run.json`` of its run directory (``shard``; layout-1 runs kept it in
+``shard.json``, read by :func:`fasbench.evaluation.rundir.read_run`): a directory holds one shard.
 ``fasbench eval-merge OUT DIR…`` (``merge_shards``) checks that the directories are the shards
 ``0…n-1`` of one run (same ``n``, same configuration in ``run.json``), concatenates their traces
 (and ``tasks.jsonl`` / ``skipped.jsonl`` where present), and writes the concatenation of their
@@ -15,14 +16,15 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Sequence, TypeVar
 
+import polars as pl
+
+from fasbench.evaluation.rundir import load_summary, read_run, write_run
 from fasbench.records import append_jsonl, iter_jsonl, repair_jsonl
 
 T = TypeVar("T")
-CONFIG_KEYS = ("policy", "toolset", "max_turns", "max_calls")  # fasbench.evaluation.evaluate.RunConfig
 
 
 class ShardError(ValueError):
@@ -45,27 +47,9 @@ def select_shard(tasks: Sequence[T], i: int, n: int) -> list[T]:
     return list(tasks[i::n])
 
 
-def record_shard(out: str | Path, i: int, n: int, total: int) -> None:
-    """Write ``out/shard.json``; refuse a directory that holds another shard."""
-    out = Path(out)
-    f = out / "shard.json"
-    new = {"index": i, "count": n, "tasks_before_sharding": total}
-    if f.exists():
-        old = json.loads(f.read_text(encoding="utf-8"))
-        if (old.get("index"), old.get("count"), old.get("tasks_before_sharding")) != (i, n, total):
-            raise ShardError(f"{out} holds shard {old.get('index')}/{old.get('count')} of "
-                             f"{old.get('tasks_before_sharding')} tasks, not {i}/{n} of {total}; use another --out")
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    f.write_text(json.dumps(new), encoding="utf-8")
-
-
-def _config(d: Path) -> dict:
-    f = d / "run.json"
-    if not f.exists():
-        raise ShardError(f"{d}: no run.json (not a run directory written by `fasbench eval`)")
-    cfg = json.loads(f.read_text(encoding="utf-8"))
-    return {k: cfg.get(k) for k in CONFIG_KEYS}
+def shard_record(i: int, n: int, total: int) -> dict:
+    """``run.json``'s ``shard``: shard ``i`` of ``n`` of ``total`` tasks (checked on every resume)."""
+    return {"index": i, "count": n, "tasks_before_sharding": total}
 
 
 def _key(row: dict):
@@ -78,12 +62,14 @@ def merge_shards(dirs: Sequence[str | Path], out: str | Path):
     out = Path(out)
     if not dirs:
         raise ShardError("eval-merge: give the run directories of the shards")
-    info = {}
+    info, metas = {}, {}
     for d in dirs:
-        f = d / "shard.json"
-        if not f.exists():
-            raise ShardError(f"{d}: no shard.json (was it run with `fasbench eval --shard i/n`?)")
-        s = json.loads(f.read_text(encoding="utf-8"))
+        if not (d / "run.json").exists():
+            raise ShardError(f"{d}: no run.json (not a run directory written by `fasbench eval`)")
+        metas[d] = read_run(d)
+        s = metas[d].shard
+        if s is None:
+            raise ShardError(f"{d}: not a shard (was it run with `fasbench eval --shard i/n`?)")
         if s["index"] in info:
             raise ShardError(f"{d} and {info[s['index']][0]} are both shard {s['index']}")
         info[s["index"]] = (d, s)
@@ -95,10 +81,10 @@ def merge_shards(dirs: Sequence[str | Path], out: str | Path):
     if missing:
         raise ShardError(f"shards {missing} of {n} are missing")
     order = [info[i][0] for i in range(n)]
-    configs = [_config(d) for d in order]
+    configs = [metas[d].config(shard=False) for d in order]
     for d, c in zip(order[1:], configs[1:]):
         if c != configs[0]:
-            diff = {k: (configs[0][k], c[k]) for k in CONFIG_KEYS if c[k] != configs[0][k]}
+            diff = {k: (configs[0][k], c[k]) for k in c if c[k] != configs[0][k]}
             raise ShardError(f"{d} was run with another configuration than {order[0]}: {diff}")
     for d in order:
         if not (d / "summary.parquet").exists():
@@ -108,7 +94,9 @@ def merge_shards(dirs: Sequence[str | Path], out: str | Path):
     if (out / "traces.jsonl").exists() or (out / "summary.parquet").exists():
         raise ShardError(f"{out} already holds a run; choose a new directory")
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(order[0] / "run.json", out / "run.json")
+    merged = metas[order[0]]
+    merged.shard, merged.tasks = None, None  # the merge is the whole run (its tasks: recorded by a resume)
+    write_run(out, merged)
     for name in ("traces.jsonl", "tasks.jsonl", "skipped.jsonl"):
         seen: set[str] = set()
         for d in order:
@@ -117,11 +105,7 @@ def merge_shards(dirs: Sequence[str | Path], out: str | Path):
                 rows = [r for r in iter_jsonl(d / name) if _key(r) is None or _key(r) not in seen]
                 seen.update(_key(r) for r in rows)
                 append_jsonl(out / name, rows)
-    # local import: polars costs ~0.13-0.18 s of CPU at import (python -X importtime), paid by every
-    # `fasbench` command through eval_cli; only a merge reads parquet
-    import polars as pl
-
-    frames = [pl.read_parquet(d / "summary.parquet") for d in order]
+    frames = [load_summary(d) for d in order]
     df = pl.concat([f for f in frames if f.height], how="diagonal_relaxed") if any(f.height for f in frames) else frames[0]
     if df.height:
         dup = df["task_id"].is_duplicated().sum()

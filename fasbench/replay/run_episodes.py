@@ -13,11 +13,9 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import polars as pl
-
 from fasbench.data.corpus import resolve_root
 from fasbench.evaluation.episodes import reward_column
-from fasbench.evaluation.evaluate import read_run_meta
+from fasbench.evaluation.rundir import RunMeta, load_summary, read_run
 from fasbench.base.paths import data_dir
 from fasbench.records import Task, Trace, read_tasks, read_traces
 from fasbench.replay.widgets import TraceReplay
@@ -35,7 +33,7 @@ class RunEpisodes:
     path: Path
     traces: list[Trace]
     tasks: dict[str, Task] = field(default_factory=dict)
-    meta: dict = field(default_factory=dict)
+    meta: RunMeta = field(default_factory=RunMeta)  # run.json (fasbench.evaluation.rundir)
     gold_from: str = ""  # "tasks.jsonl", the task source, or "" (no gold found)
 
     @property
@@ -50,11 +48,10 @@ def _first(path: Path, *names: str) -> Path | None:
 def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
     """Each trace's ``meta["reward"]`` from the reward's column (``fasbench.evaluation.episodes.reward_column``) of
     ``summary.parquet`` (written by ``fasbench.evaluation.evaluate``), so that the browser shows rewards without the tasks."""
-    summary = path / "summary.parquet"
     col = reward_column(reward)
-    if not summary.exists():
+    if not (path / "summary.parquet").exists():
         return
-    df = pl.read_parquet(summary)
+    df = load_summary(path)
     if col in df.columns and "trace_id" in df.columns:
         by_id = dict(zip(df["trace_id"].to_list(), df[col].to_list()))
         for tr in traces:
@@ -86,10 +83,10 @@ def load_run_episodes(run: str | Path, reward: str = "relace", max_traces: int |
         raise RunError(f"{run}: no traces.jsonl in {p}")
     traces = read_traces(tf)[:max_traces] if max_traces else read_traces(tf)
     _rewards_from_summary(p, traces, reward)
-    meta = read_run_meta(p)
+    meta = read_run(p)
     kf = _first(p, "tasks.jsonl", "tasks.jsonl.gz")
-    tasks, gold_from = (read_tasks(kf), kf.name) if kf else (_tasks_from_source(meta.get("task_source")),
-                                                            meta.get("task_source") or "")
+    tasks, gold_from = (read_tasks(kf), kf.name) if kf else (_tasks_from_source(meta.task_source),
+                                                            meta.task_source or "")
     ids = {t.task_id for t in traces}
     # a shipped run stores corpus roots relative to the corpora cache (no machine's paths in data/)
     by_id = {t.id: replace(t, root=resolve_root(t.root)) for t in tasks if t.id in ids}

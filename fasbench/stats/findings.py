@@ -183,7 +183,7 @@ class Findings:
     def resumed(self, what: str, state) -> "Findings":
         """A line saying that ``what`` was (partly) read from an earlier call of its run rather than computed
         in this one; nothing when it was not. ``state``: a count of resumed episodes; a note
-        (``evaluate.resume_note``, the ``resumed`` column of ``runs_table``); a training state
+        (``rundir.resume_note``, the ``resumed`` column of ``runs_table``); a training state
         (``sft.train.read_state``, RL's summary: ``steps_resumed``, ``steps_this_call``, ``note``); or a
         mapping of names (policies, runs) to any of these."""
         parts = _resumed_parts(state)

@@ -18,7 +18,8 @@ import polars as pl
 from fasbench.base import contain
 from fasbench.data.perturb import PerturbError
 from fasbench.data.perturb_gold import gold_line_mismatches, perturb_task, verify_corpus
-from fasbench.evaluation.evaluate import load_summary, run_eval
+from fasbench.evaluation.evaluate import run_eval
+from fasbench.evaluation.rundir import load_summary
 from fasbench.base.markup import html
 from fasbench.stats.figures import PALETTE
 from fasbench.harness import Limits

@@ -15,7 +15,8 @@ import polars as pl
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
 from fasbench.evaluation.episodes import view_columns
-from fasbench.evaluation.evaluate import aggregate, compare, run_eval, run_name
+from fasbench.evaluation.evaluate import aggregate, compare, run_eval
+from fasbench.evaluation.rundir import run_name
 from fasbench.base.markup import html
 from fasbench.stats.figures import PALETTE
 from fasbench.harness import Limits
