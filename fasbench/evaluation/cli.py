@@ -14,6 +14,7 @@ from fasbench.data.perturb import parse_perturb
 from fasbench.data.perturb_gold import perturb_tasks
 from fasbench.policies import POLICIES
 from fasbench.records import write_tasks
+from fasbench.tools import TOOLSETS
 from fasbench.data.selection import describe_excluded, describe_run_count, pick_ids, read_ids_file, usable
 from fasbench.evaluation.shards import parse_shard, record_shard, select_shard
 from fasbench.data.tasksets import corpus_kind_of, load_task_set, parse_task_set, task_set_label
@@ -32,7 +33,7 @@ def register(app) -> None:
                                   "JSONL file[:SPLIT], or git:PATH (fasbench.data.tasksets)"),
         policy: str = typer.Option(..., "--policy", help="NAME[:key=value,...], e.g. heuristic:turns=3, bm25, "
                                    "openai:model=M,base_url=URL, hf:model=smollm2-offline (all families below)"),
-        toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext | fastcontext-fork"),
+        toolset: str = typer.Option("relace", "--toolset", help=" | ".join(TOOLSETS) + " (fasbench.tools.TOOLSETS)"),
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (traces.jsonl, summary.parquet); resumes "
                                            "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
                                            "POLICY-KEY, KEY derived from every option that changes the run"),

@@ -57,6 +57,7 @@ from pathlib import Path
 from fasbench.base import contain
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, ToolLimits, Toolset, ToolText, Workspace
+from fasbench.tools.calls import FastContextCalls
 from fasbench.tools.fastcontext_published import (
     FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_CONTEXT, GREP_DESCRIPTION, GREP_HEAD,
     GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
@@ -443,6 +444,8 @@ class FastContextToolset(Toolset):
     name = "fastcontext"
     answer_tool = None
     kinds = KINDS
+    observe = staticmethod(observe)
+    calls = FastContextCalls
     extra_final_turn = True
     silent_reply_ends = True
     caps_output = False
