@@ -29,7 +29,7 @@ from fasbench.rl.plots import before_after
 from fasbench.rl.episode_reward import EpisodeReward
 from fasbench.rl.train import train as rl_train
 from fasbench.training.log import read_log
-from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools import TOOLSETS, ToolLimits, make_toolset
 
 # ---------------------------------------------------------------- a real small corpus
 
@@ -111,7 +111,7 @@ def _core(schema):
     return out
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_method_schemas_are_the_harness_schemas(toolset):
     from transformers.utils import get_json_schema
 

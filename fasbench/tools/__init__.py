@@ -187,4 +187,5 @@ def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
 
 
 __all__ = ["KINDS", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
-           "make_toolset", "observation", "seen", "shell_command", "shown", "tool_kind", "tool_names", "toolset_of"]
+           "make_toolset", "observation", "seen", "shell_command", "shown", "tool_kind", "tool_names", "toolset_class",
+           "toolset_of"]
