@@ -11,7 +11,7 @@ from fasbench.harness import Limits, run_episode
 from fasbench.policies import ScriptedPolicy, make_policy
 from fasbench.scoring.process import process_row
 from fasbench.records import Gold, Reply, Report, Shown, Task, ToolCall, ToolResult
-from fasbench.tools import TOOLSETS, answer_tool, make_toolset, seen
+from fasbench.tools import TOOLSETS, answer_tool, calls_for, make_toolset, seen
 from fasbench.tools.contract import IDS_HEADER, IdLedger, blocks, cite_ids, shown_ids, strip_ids
 from tools_fixture import make_repo
 
@@ -82,21 +82,18 @@ def test_heuristic_cites_by_id_and_cites_nothing_unshown(repo, toolset):
     assert process_row(free, t)["cited_ids_dropped"] is None and "report_contract" not in free.meta
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_a_fabricated_citation_is_counted_under_free_and_impossible_under_ids(repo, toolset):
-    view = {"relace": ToolCall("v", "view_file", {"path": "src/pkg/auth.py", "view_range": [1, 6]}),
-            "fastcontext": ToolCall("v", "Read", {"path": "src/pkg/auth.py", "offset": 1, "limit": 6})}[toolset]
+    c = calls_for(toolset)  # the tool set's own call shapes
+    view = c.read("v", "src/pkg/auth.py", 1, 6)
 
-    def answer(files):
-        if toolset == "relace":
-            return Reply(calls=[ToolCall("r", "report_back", {"explanation": "e", "files": files})])
-        rows = [f"{k}:{a}-{b}" if rs else k for k, rs in files.items() for a, b in (rs or [[0, 0]])]
-        return Reply(text="<final_answer>\n" + "\n".join(rows) + "\n</final_answer>")
+    def answer(files, ids=False):
+        return (c.report_ids if ids else c.report)("r", files, "e")
 
     t = task(repo)
     free = run_episode(t, ScriptedPolicy([Reply(calls=[view]), answer({"src/pkg/auth.py": [[1, 20]]})]), toolset)
     assert process_row(free, t)["cited_lines_unseen"] == 8  # lines 7-14 (the file ends there) were never shown
-    ids = run_episode(t, ScriptedPolicy([Reply(calls=[view]), answer({"r1": [[2, 20]], "r7": [], "src/pkg/auth.py": [[1, 20]]})]),
+    ids = run_episode(t, ScriptedPolicy([Reply(calls=[view]), answer({"r1": [[2, 20]], "r7": [], "src/pkg/auth.py": [[1, 20]]}, ids=True)]),
                       toolset, Limits(report_contract="ids"))
     assert ids.report.files == {"src/pkg/auth.py": [[2, 6]]}
     assert ids.meta["citation"] == {"cited": ["r1"], "dropped": ["r7", "src/pkg/auth.py"], "clipped": 1}
