@@ -80,7 +80,7 @@ class BuildConfig:
     """How to build an SFT data set (the flat ``build:`` section of a profile; fasbench.training.profiles)."""
 
     out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
-    toolset: str = "relace"  # relace | fastcontext: the tool set the student will use
+    toolset: str = "relace"  # the tool set the student will use (a name of fasbench.tools.TOOLSETS)
     prompt: str = "published"  # published | compact: the protocol of the traces (fasbench.tools.compact; relace only)
     task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.data.tasksets)
     reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
