@@ -1,6 +1,6 @@
 """One conversation: the chat a policy saw in the harness, the SFT example built from that episode
 and the RL rollout's messages (the environment driven as TRL's tool loop drives it) are the same
-messages, and render to the same text under the chat template, for both tool sets."""
+messages, and render to the same text under the chat template, for every registered tool set."""
 
 import json
 

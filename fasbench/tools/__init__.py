@@ -30,6 +30,7 @@ a result showed from its structured record:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from pathlib import Path
@@ -50,13 +51,16 @@ TOOLSETS: dict[str, str] = {
 KINDS = ("read", "search", "list", "report")
 
 
+@functools.cache
+def _load(ref: str) -> type[Toolset]:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _class_or_none(toolset: str) -> type[Toolset] | None:
     """The registered class of ``toolset`` (imported on first use), None for a name not registered."""
     ref = TOOLSETS.get(toolset) if isinstance(toolset, str) else None
-    if ref is None:
-        return None
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
+    return _load(ref) if ref is not None else None
 
 
 def _check(toolset: str) -> type[Toolset]:
