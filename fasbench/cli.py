@@ -96,7 +96,8 @@ def _load_json_arg(value: str, what: str):
 def tool(
     call_json: Optional[str] = typer.Argument(None, help='{"name": ..., "arguments": {...}}'),
     root: Optional[Path] = typer.Option(None, "--root", help="workspace root the tool is sandboxed to"),
-    toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext | fastcontext-fork"),
+    toolset: str = typer.Option("relace", "--toolset", help="a registered tool set (fasbench.tools.TOOLSETS; "
+                                "`fasbench eval --help` lists them)"),
     schemas: bool = typer.Option(False, "--schemas", help="print the tool schemas the model sees (JSON) and exit"),
 ):
     """Run one tool call in a workspace and print {"output", "is_error"} as JSON; or, with

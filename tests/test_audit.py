@@ -12,7 +12,7 @@ from fasbench.stats.metrics import normalize_path
 from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.scoring.process import process_row
-from fasbench.tools import tool_kind
+from fasbench.tools import TOOLSETS, tool_kind
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_cheat_reports(run):
         cheat_report("steal", tr.report, tr, t.root)
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_cheat_policy_through_the_harness(run, toolset):
     tasks, _ = run
     t = tasks[0]

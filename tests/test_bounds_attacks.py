@@ -404,10 +404,11 @@ def test_a_tool_call_named_null_is_an_unknown_tool(tmp_path):
     from fasbench.harness import Limits, run_episode
     from fasbench.policies.scripted import ScriptedPolicy
     from fasbench.records import Gold, Reply, Task, ToolCall, Trace
+    from fasbench.tools import TOOLSETS
 
     (tmp_path / "a.py").write_text("x = 1\n")
     task = Task(id="t", repo="o/r", query="q", root=str(tmp_path), gold=Gold(edited={"a.py": [[1, 1]]}))
-    for ts in ("relace", "fastcontext"):
+    for ts in TOOLSETS:
         tr = run_episode(task, ScriptedPolicy([Reply(calls=[ToolCall(None, None, {})])]), ts, Limits(max_turns=2))
         assert tr.turns[0].results[0].is_error and "unknown tool" in tr.turns[0].results[0].output
         assert episode_row(tr, task)["search_calls"] == 1

@@ -1,6 +1,6 @@
 """One conversation: the chat a policy saw in the harness, the SFT example built from that episode
 and the RL rollout's messages (the environment driven as TRL's tool loop drives it) are the same
-messages, and render to the same text under the chat template, for both tool sets."""
+messages, and render to the same text under the chat template, for every registered tool set."""
 
 import json
 
@@ -15,25 +15,16 @@ from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import Reply, ToolCall
 from fasbench.rl.env import environment_class
 from fasbench.sft.data import trace_example
-from fasbench.tools import make_toolset
+from fasbench.tools import TOOLSETS, calls_for, make_toolset, toolset_class
 
-# three turns: the last-turn note comes before the third reply, which answers (max_turns=3 for Relace;
-# 2 for FastContext, whose released loop adds the note on the extra turn max_turns + 1)
-REPLIES = {
-    "relace": [
-        Reply("Looking.", [ToolCall("a", "grep_search", {"query": "def resolve_redirects"}),
-                           ToolCall("b", "view_directory", {"path": "/repo/requests"})]),
-        Reply("Reading.", [ToolCall("c", "view_file", {"path": "/repo/requests/sessions.py", "view_range": [1, 30]})]),
-        Reply("Done.", [ToolCall("d", "report_back", {"explanation": "redirects",
-                                                      "files": {"requests/sessions.py": [[1, 30]]}})]),
-    ],
-    "fastcontext": [
-        Reply("Looking.", [ToolCall("a", "Grep", {"pattern": "def resolve_redirects"}),
-                           ToolCall("b", "Glob", {"pattern": "requests/*.py"})]),
-        Reply("Reading.", [ToolCall("c", "Read", {"file_path": "requests/sessions.py", "offset": 1, "limit": 30})]),
-        Reply("<final_answer>\nrequests/sessions.py:1-30 (redirects)\n</final_answer>", []),
-    ],
-}
+# three turns: the last-turn note comes before the third reply, which answers (max_turns=3 where the note
+# comes on the last turn, as Relace's; 2 for FastContext, whose released loop adds the note on the extra
+# turn max_turns + 1); each tool set's own call shapes (fasbench.tools.calls_for)
+def replies(toolset: str) -> list[Reply]:
+    c = calls_for(toolset)
+    return [Reply("Looking.", [c.search("a", "def resolve_redirects", None), c.list_dir("b", "requests")]),
+            Reply("Reading.", [c.read("c", "requests/sessions.py", 1, 30)]),
+            c.report("d", {"requests/sessions.py": [[1, 30]]}, "redirects")]
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +32,10 @@ def task(tmp_path_factory):
     return toy_tasks(make_corpus(tmp_path_factory.mktemp("toy")))[0]
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_harness_sft_and_rl_see_the_same_chat(task, toolset):
-    lim = Limits(max_turns=3 if toolset == "relace" else 2, max_calls_per_turn=4)
-    replies = REPLIES[toolset]
+    lim = Limits(max_turns=2 if toolset_class(toolset).extra_final_turn else 3, max_calls_per_turn=4)
+    script = replies(toolset)
     seen = []
 
     class Recording(ScriptedPolicy):
@@ -52,7 +43,7 @@ def test_harness_sft_and_rl_see_the_same_chat(task, toolset):
             seen.append([dict(m) for m in messages])
             return super().act(messages, tools, final=final)
 
-    trace = run_episode(task, Recording(list(replies)), toolset, lim)
+    trace = run_episode(task, Recording(list(script)), toolset, lim)
     assert trace.stop_reason == "reported" and trace.n_turns == 3
     harness_chat = seen[-1] + trace.to_messages()[-1:]  # what it was shown, then its answer
     assert trace.to_messages() == harness_chat
@@ -67,7 +58,7 @@ def test_harness_sft_and_rl_see_the_same_chat(task, toolset):
     env.reset(task=json.dumps(task.to_dict()))
     prompt = initial_messages(ts, task.query, lim)
     completion = []
-    for r in replies:
+    for r in script:
         env._begin_turn()
         msg = {"role": "assistant", "content": r.text}
         if r.calls:

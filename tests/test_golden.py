@@ -1,5 +1,5 @@
-"""Golden traces (tests/data/golden/): recorded heuristic episodes per tool set, replayed through
-the current code. Two checks per tool set:
+"""Golden traces (tests/data/golden/): recorded heuristic episodes of every registered tool set
+(``fasbench.tools.TOOLSETS``), replayed through the current code. Two checks per tool set:
 
 - the recorded tool calls, replayed with a scripted policy, give the recorded observations, report,
   stop reason and rewards (a change in a tool, the harness or a reward shows here);
@@ -59,19 +59,11 @@ def assert_episode(got: dict, want: dict, keys) -> None:
             assert got[k] == want[k], f"{where}: {k} differs; {REGEN}"
 
 
-def test_golden_files_cover_every_tool_set():
-    for ts in golden.TOOLSETS:
-        eps = load(ts)
-        assert len(eps) == len(golden.RUNS) and all(e["toolset"] == ts for e in eps)
-        assert sum(len(t["calls"]) for e in eps for t in e["turns"]) >= 10
-        assert any(len(e["turns"]) > 4 for e in eps)  # one episode long enough for a turn penalty below 1
-        assert any(e["final_note_turn"] is not None for e in eps)  # and one that met the last-turn note
-
-
-@pytest.mark.parametrize("toolset", golden.TOOLSETS)
-def test_recorded_calls_give_recorded_observations_report_and_rewards(root, toolset):
+def check_recorded(root, toolset: str, episodes: list[dict]) -> None:
+    """The recorded tool calls, replayed with a scripted policy, give the recorded observations, report,
+    stop reason and rewards."""
     tasks = {t.id: t for t in golden.tasks(root)}
-    for want in load(toolset):
+    for want in episodes:
         task = tasks[want["task_id"]]
         script = [{"text": t["text"], "calls": t["calls"]} for t in want["turns"]]
         trace = run_episode(task, ScriptedPolicy(script, name=want["policy"]), toolset,
@@ -81,8 +73,33 @@ def test_recorded_calls_give_recorded_observations_report_and_rewards(root, tool
                        ("prompt", "turns", "report", "stop_reason", "error", "final_note_turn", "rewards"))
 
 
-@pytest.mark.parametrize("toolset", golden.TOOLSETS)
-def test_heuristic_reproduces_the_golden_episodes(root, toolset):
-    for got, want in zip(golden.record(root, toolset), load(toolset), strict=True):
+def check_heuristic(root, toolset: str, episodes: list[dict]) -> None:
+    """The heuristic, run again, makes the recorded calls and reaches the recorded report."""
+    for got, want in zip(golden.record(root, toolset), episodes, strict=True):
         assert_episode(got, want, ("task_id", "max_turns", "query", "gold", "policy", "prompt", "turns", "report",
                                    "stop_reason", "error", "final_note_turn", "rewards"))
+
+
+def check_coverage(toolset: str, eps: list[dict]) -> None:
+    assert len(eps) == len(golden.RUNS) and all(e["toolset"] == toolset for e in eps)
+    assert sum(len(t["calls"]) for e in eps for t in e["turns"]) >= 10
+    assert any(len(e["turns"]) > 4 for e in eps)  # one episode long enough for a turn penalty below 1
+    assert any(e["final_note_turn"] is not None for e in eps)  # and one that met the last-turn note
+
+
+def test_golden_files_cover_every_tool_set():
+    files = {p.stem for p in golden.HERE.glob("*.json")}
+    assert files == set(golden.TOOLSETS), f"golden files {sorted(files)} for the registered tool sets " \
+                                          f"{sorted(golden.TOOLSETS)}: {REGEN} NAME"
+    for ts in golden.TOOLSETS:
+        check_coverage(ts, load(ts))
+
+
+@pytest.mark.parametrize("toolset", golden.TOOLSETS)
+def test_recorded_calls_give_recorded_observations_report_and_rewards(root, toolset):
+    check_recorded(root, toolset, load(toolset))
+
+
+@pytest.mark.parametrize("toolset", golden.TOOLSETS)
+def test_heuristic_reproduces_the_golden_episodes(root, toolset):
+    check_heuristic(root, toolset, load(toolset))

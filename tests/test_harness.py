@@ -9,6 +9,7 @@ from fasbench.harness import Limits, Policy, execute_calls, run_episode
 from fasbench.policies import ScriptedPolicy
 from fasbench.records import Gold, Reply, Report, Task, ToolCall
 from fasbench.scoring.reward import score_report
+from fasbench.tools import TOOLSETS, calls_for
 from fasbench.tools.base import Tool, ToolError, Toolset, obj
 
 
@@ -111,7 +112,7 @@ def test_policy_error_keeps_the_trace(tmp_path):
     assert tr.stop_reason == "policy_error" and "model server went away" in tr.error and tr.n_turns == 1
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_real_toolsets_episode_on_a_git_repo(tmp_path, toolset):
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
@@ -123,15 +124,9 @@ def test_real_toolsets_episode_on_a_git_repo(tmp_path, toolset):
                    check=True)
     t = Task(id="t", query="where is answer defined", repo="local", root=str(repo),
              gold=Gold(edited={"pkg/core.py": [[4, 5]]}))
-    if toolset == "relace":
-        turns = [{"calls": [{"name": "grep_search", "arguments": {"query": "def answer"}},
-                            {"name": "view_directory", "arguments": {"path": "."}}]},
-                 {"calls": [{"name": "report_back", "arguments": {"explanation": "here",
-                                                                  "files": {"pkg/core.py": [[4, 5]]}}}]}]
-    else:
-        turns = [{"calls": [{"name": "Grep", "arguments": {"pattern": "def answer"}},
-                            {"name": "Glob", "arguments": {"pattern": "**/*.py"}}]},
-                 {"text": "<final_answer>\npkg/core.py:4-5 (definition)\n</final_answer>"}]
+    c = calls_for(toolset)  # the tool set's own call shapes
+    turns = [Reply(calls=[c.search("a", "def answer"), c.list_dir("b", ".")]),
+             c.report("r", {"pkg/core.py": [[4, 5]]}, "definition")]
     tr = run_episode(t, ScriptedPolicy(turns), toolset, Limits(max_turns=4))
     assert tr.stop_reason == "reported", tr.to_json()
     assert "pkg/core.py" in tr.turns[0].results[0].output and not tr.turns[0].results[0].is_error

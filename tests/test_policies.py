@@ -12,6 +12,7 @@ from fasbench.policies import make_policy, parse_spec
 from fasbench.policies.heuristic import HeuristicPolicy, extract_terms
 from fasbench.policies.rag import RagPolicy, chunk_python, load_chunks
 from fasbench.policies.toy import make_corpus, package_source, toy_tasks
+from fasbench.tools import TOOLSETS
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def recall(tr, task) -> float:
     return file_prf(tr.report.files if tr.report else {}, task.gold.edited, task.root).recall
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_heuristic_finds_gold_files(toy, toolset):
     pol = make_policy("heuristic:turns=3")
     traces = [run_episode(t, pol, toolset, Limits(max_turns=6)) for t in toy]
@@ -69,7 +70,7 @@ def test_extract_terms_from_traceback_and_prose():
     assert ("django/utils/text.py", "module") in terms
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_bm25_one_shot(toy, toolset):
     pol = make_policy("bm25:k=3")
     pol.prepare(toy)
@@ -133,7 +134,7 @@ def test_make_policy_errors():
         make_policy("heuristic:turns=0")
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_heuristic_reads_the_query_out_of_the_published_user_prompt(toolset, tmp_path):
     """The published prompts wrap the query (<user_query> / <query>) in long instructions; the heuristic
     must search for the query's words, not the template's (it reported nothing when it did)."""

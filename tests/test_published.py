@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.scoring.judge import JUDGE_PROMPT
-from fasbench.tools import make_toolset
+from fasbench.tools import TOOLSETS, make_toolset
 
 
 def sha(x) -> str:
@@ -181,7 +181,7 @@ def test_judge_prompt_as_released():
     assert sha(JUDGE_PROMPT) == "7f7222eac99ff9a4"
 
 
-@pytest.mark.parametrize("name", ["relace", "fastcontext", "fastcontext-fork"])
+@pytest.mark.parametrize("name", TOOLSETS)
 def test_cli_prints_the_schemas_the_model_sees(name, tmp_path):
     r = CliRunner().invoke(app, ["tool", "--toolset", name, "--schemas"])
     assert r.exit_code == 0, r.output

@@ -11,7 +11,7 @@ from fasbench.harness import Limits, run_episode
 from fasbench.policies import ScriptedPolicy, make_policy
 from fasbench.scoring.process import process_row
 from fasbench.records import Gold, Reply, Report, Shown, Task, ToolCall, ToolResult
-from fasbench.tools import make_toolset, seen
+from fasbench.tools import TOOLSETS, answer_tool, calls_for, make_toolset, seen
 from fasbench.tools.contract import IDS_HEADER, IdLedger, blocks, cite_ids, shown_ids, strip_ids
 from tools_fixture import make_repo
 
@@ -62,7 +62,7 @@ def test_parsers_read_the_tool_output_without_the_id_list():
     assert shown_ids([{"role": "tool", "content": tagged}]) == {"r1": ("src/pkg/auth.py", 4, 4)}
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_heuristic_cites_by_id_and_cites_nothing_unshown(repo, toolset):
     t = task(repo)
     tr = run_episode(t, make_policy("heuristic"), toolset, Limits(max_turns=4, report_contract="ids"))
@@ -71,7 +71,7 @@ def test_heuristic_cites_by_id_and_cites_nothing_unshown(repo, toolset):
     assert any(IDS_HEADER in r.output for turn in tr.turns for r in turn.results)
     assert tr.meta["citation"]["cited"] and not tr.meta["citation"]["dropped"]
     assert "src/pkg/auth.py" in tr.report.files
-    if toolset == "relace":  # the answer names IDs, never paths
+    if answer_tool(toolset):  # the answer names IDs, never paths
         keys = list(tr.turns[-1].calls[-1].arguments["files"])
     else:
         keys = [r.split()[0] for r in tr.turns[-1].text.splitlines()[1:-1] if not r.startswith("confidence")]
@@ -82,21 +82,18 @@ def test_heuristic_cites_by_id_and_cites_nothing_unshown(repo, toolset):
     assert process_row(free, t)["cited_ids_dropped"] is None and "report_contract" not in free.meta
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_a_fabricated_citation_is_counted_under_free_and_impossible_under_ids(repo, toolset):
-    view = {"relace": ToolCall("v", "view_file", {"path": "src/pkg/auth.py", "view_range": [1, 6]}),
-            "fastcontext": ToolCall("v", "Read", {"path": "src/pkg/auth.py", "offset": 1, "limit": 6})}[toolset]
+    c = calls_for(toolset)  # the tool set's own call shapes
+    view = c.read("v", "src/pkg/auth.py", 1, 6)
 
-    def answer(files):
-        if toolset == "relace":
-            return Reply(calls=[ToolCall("r", "report_back", {"explanation": "e", "files": files})])
-        rows = [f"{k}:{a}-{b}" if rs else k for k, rs in files.items() for a, b in (rs or [[0, 0]])]
-        return Reply(text="<final_answer>\n" + "\n".join(rows) + "\n</final_answer>")
+    def answer(files, ids=False):
+        return (c.report_ids if ids else c.report)("r", files, "e")
 
     t = task(repo)
     free = run_episode(t, ScriptedPolicy([Reply(calls=[view]), answer({"src/pkg/auth.py": [[1, 20]]})]), toolset)
     assert process_row(free, t)["cited_lines_unseen"] == 8  # lines 7-14 (the file ends there) were never shown
-    ids = run_episode(t, ScriptedPolicy([Reply(calls=[view]), answer({"r1": [[2, 20]], "r7": [], "src/pkg/auth.py": [[1, 20]]})]),
+    ids = run_episode(t, ScriptedPolicy([Reply(calls=[view]), answer({"r1": [[2, 20]], "r7": [], "src/pkg/auth.py": [[1, 20]]}, ids=True)]),
                       toolset, Limits(report_contract="ids"))
     assert ids.report.files == {"src/pkg/auth.py": [[2, 6]]}
     assert ids.meta["citation"] == {"cited": ["r1"], "dropped": ["r7", "src/pkg/auth.py"], "clipped": 1}
@@ -142,7 +139,7 @@ def test_rl_environment_renders_id_citations_as_run_episode_does(repo):
     assert [r.output for tt in ep.turns for r in tt.results] == [r.output for tt in trace.turns for r in tt.results]
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_sft_episodes_cite_by_id_and_examples_record_the_contract(repo, toolset):
     from fasbench.sft.data import BuildConfig, linerange_episode, trace_example
 
@@ -157,7 +154,7 @@ def test_sft_episodes_cite_by_id_and_examples_record_the_contract(repo, toolset)
         ex = trace_example(tr, make_toolset(toolset, t.root).schemas, t, source="linerange")
         assert ex["report_contract"] == contract
         last = ex["messages"][-1]
-        if toolset == "relace":  # the trained answer names IDs under ids, paths under free
+        if answer_tool(toolset):  # the trained answer names IDs under ids, paths under free
             args = last["tool_calls"][0]["function"]["arguments"]
             keys = list((json.loads(args) if isinstance(args, str) else args)["files"])
         else:

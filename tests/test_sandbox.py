@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fasbench.tools import make_toolset
+from fasbench.tools import TOOLSETS, make_toolset
 from fasbench.tools.base import Workspace
 from fasbench.tools.bash.pipeline import resolve
 from tools_fixture import SECRET, make_repo, snapshot
@@ -20,7 +20,7 @@ def base(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def toolsets(base):
-    return {name: make_toolset(name, base / "repo") for name in ("relace", "fastcontext", "fastcontext-fork")}
+    return {name: make_toolset(name, base / "repo") for name in TOOLSETS}
 
 
 PATH_ATTACKS = [

@@ -17,6 +17,7 @@ from fasbench.evaluation.episodes import COLUMNS, episode_row, episode_rows
 from fasbench.replay.panels import call_label
 from fasbench.records import Gold, Report, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl
 from fasbench.evaluation.runs import RunError
+from fasbench.tools import TOOLSETS
 
 T0 = 1_000.0
 
@@ -277,29 +278,20 @@ def git_repo(tmp_path):
     return root, start
 
 
-@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+@pytest.mark.parametrize("toolset", TOOLSETS)
 def test_real_episode_viewed_lines_match_the_tools(git_repo, toolset):
     from fasbench.harness import Limits, run_episode
     from fasbench.policies.scripted import ScriptedPolicy
+    from fasbench.records import Reply
+    from fasbench.tools import answer_tool, calls_for
 
     root, start = git_repo
     task = Task("t-target", "Where is Target defined?", "local", Gold({"pkg/core.py": [[start, start + 4]]}),
                 root=str(root))
-    if toolset == "relace":
-        turns = [{"text": "search", "calls": [
-                    {"name": "grep_search", "arguments": {"query": "class Target"}},
-                    {"name": "grep_search", "arguments": {"query": "Target\\("}},
-                    {"name": "view_file", "arguments": {"path": "/repo/pkg/core.py", "view_range": [start - 2, -1]}},
-                    {"name": "view_file", "arguments": {"path": "pkg/nothere.py"}}]},
-                 {"text": "answer", "calls": [{"name": "report_back", "arguments": {
-                     "explanation": "here", "files": {"pkg/core.py": [[start, start + 4]]}}}]}]
-    else:
-        turns = [{"text": "search", "calls": [
-                    {"name": "Grep", "arguments": {"pattern": "class Target", "output_mode": "content"}},
-                    {"name": "Grep", "arguments": {"pattern": "Target\\(", "output_mode": "content", "-B": 1}},
-                    {"name": "Read", "arguments": {"path": "pkg/core.py", "offset": start - 2, "limit": 500}},
-                    {"name": "Read", "arguments": {"path": "pkg/nothere.py"}}]},
-                 {"text": f"<final_answer>\npkg/core.py:{start}-{start + 4} (Target)\n</final_answer>"}]
+    c = calls_for(toolset)  # the tool set's own call shapes
+    turns = [Reply("search", [c.search("a", "class Target", None), c.search("b", "Target\\(", None, context={"-B": 1}),
+                              c.read("c", "pkg/core.py", start - 2, None), c.read("d", "pkg/nothere.py", 1, None)]),
+             c.report("r", {"pkg/core.py": [[start, start + 4]]}, "Target")]
     tr = run_episode(task, ScriptedPolicy(turns), toolset, Limits(max_turns=3))
     assert tr.stop_reason == "reported" and tr.turns[0].results[3].is_error
     rows = {f.path: f for f in W.file_overlay(tr, task)}
@@ -313,7 +305,7 @@ def test_real_episode_viewed_lines_match_the_tools(git_repo, toolset):
     assert unit == "s" and len({s.lane for s in spans if s.turn == 0}) >= 2  # the calls of turn 1 overlapped
     r = W.TraceReplay(tr, task)
     r.slider.value = 2
-    assert ("1 call" if toolset == "relace" else "no tool calls") in r.header.value and "Report" in r.header.value
+    assert ("1 call" if answer_tool(toolset) else "no tool calls") in r.header.value and "Report" in r.header.value
 
 
 def test_demo_episodes_on_installed_click():

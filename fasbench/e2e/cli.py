@@ -10,6 +10,7 @@ from typing import List, Optional
 import typer
 
 from fasbench.data.tasksets import load_task_set
+from fasbench.tools import TOOLSETS
 
 
 def register(app) -> None:
@@ -21,7 +22,7 @@ def register(app) -> None:
         search: str = typer.Option(..., "--search", help="the subagent's policy spec (e.g. heuristic:turns=3, "
                                    "openai:model=…,base_url=…), or none for the main agent alone"),
         out: Path = typer.Option(..., "--out", help="run directory (records.jsonl, trajs/, search_traces.jsonl); resumes"),
-        toolset: str = typer.Option("relace", "--toolset", help="the subagent's tools: relace | fastcontext"),
+        toolset: str = typer.Option("relace", "--toolset", help="the subagent's tools: " + " | ".join(TOOLSETS)),
         handoff: str = typer.Option("code+search", "--handoff", help="citations | code | code+search"),
         search_turns: int = typer.Option(6, "--search-turns", min=1),
         limit: int = typer.Option(0, "--limit", help="first N tasks only (0 = all)"),

@@ -12,6 +12,7 @@ import typer
 
 from fasbench.policies import POLICIES
 from fasbench.data.tasksets import task_set_label
+from fasbench.tools import TOOLSETS
 
 
 # every policy family with an example (typer keeps these lines as they are)
@@ -27,7 +28,7 @@ def register(app) -> None:
                                   "JSONL file[:SPLIT], or git:PATH (fasbench.data.tasksets)"),
         policy: str = typer.Option(..., "--policy", help="NAME[:key=value,...], e.g. heuristic:turns=3, bm25, "
                                    "openai:model=M,base_url=URL, hf:model=smollm2-offline (all families below)"),
-        toolset: str = typer.Option("relace", "--toolset", help="relace | fastcontext | fastcontext-fork"),
+        toolset: str = typer.Option("relace", "--toolset", help=" | ".join(TOOLSETS) + " (fasbench.tools.TOOLSETS)"),
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (traces.jsonl, summary.parquet); resumes "
                                            "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
                                            "POLICY-KEY, KEY derived from every option that changes the run"),

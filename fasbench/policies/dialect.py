@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 
 from fasbench.records import Ranges, Reply, ToolCall, ToolResult, Turn
-from fasbench.tools import Calls, Seen, observation, toolset_of
+from fasbench.tools import Calls, Seen, calls_for, observation, toolset_of
 from fasbench.tools.calls import final_answer_text
 from fasbench.tools.contract import cite_ids, contract_of, shown_ids
 
@@ -24,29 +24,51 @@ __all__ = ["Dialect", "assistant_calls", "dialect_for", "final_answer_text", "ob
 
 
 @dataclass(frozen=True)
-class Dialect(Calls):
-    """A tool set's call builder with the scripted policies' verbs (``grep``, ``view``). Under the ``ids``
-    report contract (``ids``: the IDs the chat showed, :mod:`fasbench.tools.contract`) ``report`` cites
-    the IDs of the shown ranges that the path report's ranges overlap, never a path."""
+class Dialect:
+    """A tool set's call builder (``calls``, :func:`fasbench.tools.calls_for`) with the scripted policies'
+    verbs (``grep``, ``view``). Under the ``ids`` report contract (``ids``: the IDs the chat showed,
+    :mod:`fasbench.tools.contract`) ``report`` cites the IDs of the shown ranges that the path report's
+    ranges overlap, never a path (the tool set's ``report_ids``)."""
 
+    calls: Calls
     ids: dict | None = None  # ID -> (path, first, last) under the ids contract; None: free citation
 
+    @property
+    def name(self) -> str:
+        """The tool set's name."""
+        return self.calls.name
+
+    def search(self, cid: str, pattern: str, *args, **kwargs) -> ToolCall:
+        return self.calls.search(cid, pattern, *args, **kwargs)
+
+    def read(self, cid: str, path: str, start: int, end: int | None) -> ToolCall:
+        return self.calls.read(cid, path, start, end)
+
+    def list_dir(self, cid: str, path: str = ".", recursive: bool = True) -> ToolCall:
+        return self.calls.list_dir(cid, path, recursive)
+
+    def find(self, cid: str, name: str, directory: str | None = None) -> ToolCall:
+        return self.calls.find(cid, name, directory)
+
+    def exists(self, cid: str, path: str) -> ToolCall:
+        return self.calls.exists(cid, path)
+
+    def find_any(self, cid: str, names: list[str], exact: bool = False) -> ToolCall:
+        return self.calls.find_any(cid, names, exact)
+
+    def of_kind(self, kind: str, cid: str, **args) -> ToolCall:
+        return self.calls.of_kind(kind, cid, **args)
+
     def grep(self, cid: str, pattern: str, include: str | None = "*.py", ignore_case: bool = False) -> ToolCall:
-        return self.search(cid, pattern, include, ignore_case)
+        return self.calls.search(cid, pattern, include, ignore_case)
 
     def view(self, cid: str, path: str, start: int, end: int) -> ToolCall:
-        return self.read(cid, path, start, end)
+        return self.calls.read(cid, path, start, end)
 
     def report(self, cid: str, files: dict[str, Ranges], explanation: str, confidence: float | None = None) -> Reply:
         if self.ids is None:
-            return super().report(cid, files, explanation, confidence)
-        cites = cite_ids(files, self.ids)
-        if self.name == "relace":
-            return super().report(cid, cites, explanation, confidence)
-        rows = [f"{i}" + (f":{a}-{b}" if rs else "") + f" ({explanation[:80] or 'relevant'})"
-                for i, rs in cites.items() for a, b in (rs or [[0, 0]])]
-        rows += [f"confidence: {float(confidence):.4f}"] if confidence is not None else []
-        return Reply(text="<final_answer>\n" + "\n".join(rows) + "\n</final_answer>")
+            return self.calls.report(cid, files, explanation, confidence)
+        return self.calls.report_ids(cid, cite_ids(files, self.ids), explanation, confidence)
 
 
 def dialect_for(tools: list[dict], messages: list[dict] | None = None) -> Dialect:
@@ -55,9 +77,9 @@ def dialect_for(tools: list[dict], messages: list[dict] | None = None) -> Dialec
     ts = toolset_of(tools)
     if ts is None:
         names = sorted({(t.get("function", t) or {}).get("name", "?") for t in tools or [] if isinstance(t, dict)})
-        raise ValueError(f"no scripted dialect for tools {names}; expected the relace or fastcontext tool set")
+        raise ValueError(f"no scripted dialect for tools {names}; expected the tools of a registered tool set")
     ids = shown_ids(messages) if messages and contract_of(messages) == "ids" else None
-    return Dialect(ts, ids)
+    return Dialect(calls_for(ts), ids)
 
 
 def _call(c: dict) -> ToolCall:

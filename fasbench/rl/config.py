@@ -41,7 +41,7 @@ class RLConfig:
     task_ids: Optional[list[str]] = None  # exactly these tasks (overrides split/n_tasks)
     corpus_mode: Optional[str] = None  # offline | online | None (each task's default; fasbench.data.corpora)
     # -- episode: the same limits evaluation uses
-    toolset: str = "relace"  # relace | fastcontext
+    toolset: str = "relace"  # a name of fasbench.tools.TOOLSETS
     prompt: str = "published"  # published | compact: the protocol shown (fasbench.tools.compact; relace only)
     reward: str = DEFAULT_REWARD  # a name in fasbench.scoring.reward.REWARDS
     judge: str = ""  # a judged reward (fastcontext): its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)

@@ -52,7 +52,7 @@ from fasbench.scoring.reward import score_report
 from fasbench.sft.reference import convert_actions, trajectory_actions
 from fasbench.sft.release_formats import linerange_messages, numbered_lines, synthesis_messages
 from fasbench.data.tasksets import load_task_set
-from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools import ToolLimits, calls_for, make_toolset
 from fasbench.tools.contract import check_contract, contract_of
 from fasbench.tools.base import PROMPTS
 from fasbench.tools.fastcontext_published import WORK_DIR
@@ -80,7 +80,7 @@ class BuildConfig:
     """How to build an SFT data set (the flat ``build:`` section of a profile; fasbench.training.profiles)."""
 
     out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
-    toolset: str = "relace"  # relace | fastcontext: the tool set the student will use
+    toolset: str = "relace"  # the tool set the student will use (a name of fasbench.tools.TOOLSETS)
     prompt: str = "published"  # published | compact: the protocol of the traces (fasbench.tools.compact; relace only)
     task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.data.tasksets)
     reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
@@ -199,7 +199,7 @@ def linerange_example(task: Task, cfg: BuildConfig, work_dir: str = WORK_DIR) ->
 
 
 def _dialect(toolset: str):
-    return Dialect(toolset)
+    return Dialect(calls_for(toolset))
 
 
 def reference_episode(task: Task, cfg: BuildConfig) -> tuple[Trace | None, dict]:

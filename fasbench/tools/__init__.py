@@ -1,10 +1,17 @@
-"""Harness tools: two published tool sets, each sandboxed to one workspace root.
+"""Harness tools: the registered tool sets (:data:`TOOLSETS`), each sandboxed to one workspace root.
 
 - ``relace``: view_file, view_directory, grep_search, bash (read-only), report_back (Relace FAS).
 - ``fastcontext``: Read, Glob, Grep; the answer is a ``<final_answer>`` block (FastContext, Microsoft's
   release as its models were trained with it).
 - ``fastcontext-fork``: the same names and prompts with the fork's fixed Read, Glob, Grep
   (``T0mSIlver/fastcontext`` @058b710).
+
+:data:`TOOLSETS` is the one registry, tool set name → its :class:`~fasbench.tools.base.Toolset` class
+as ``module:Class``, imported by :func:`toolset_class` on first use (importing this package imports no
+tool set). The class carries everything else: its tools' kinds, its answer tool, its shell tool, its
+parser of its own outputs (``observe``) and its call shapes (``calls``). The CLI's help, evaluation,
+RL, the replay and the tests' parametrizations read the registry; adding a tool set is one file and
+one line here (docs/design.md section 3).
 
 Tool names belong here. Code outside ``fasbench/tools/`` asks about tools by **kind** and reads what
 a result showed from its structured record:
@@ -17,34 +24,50 @@ a result showed from its structured record:
   :func:`observation` (that record with the text of each content line it showed, the call, its kind
   and error flag: a :class:`~fasbench.tools.observed.Seen`, the one observation type that policies,
   the replay and the process measures read; :func:`seen` is the tool set's parse of the text);
-- :class:`~fasbench.tools.calls.Calls` (``calls_for(toolset)``): build a call of a kind (search,
-  read, list, find files, report) in a tool set's own names and arguments, for scripted policies.
+- :class:`~fasbench.tools.calls.Calls` (:func:`calls_for`): build a call of a kind (search, read, list,
+  find files, report) in a tool set's own names and arguments, for scripted policies.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 from pathlib import Path
 from typing import Iterable
 
 from fasbench.records import Shown, ToolCall, ToolResult
-from fasbench.tools import fastcontext, fastcontext_fork, relace
 from fasbench.tools.base import ToolError, ToolLimits, Toolset
-from fasbench.tools.calls import Calls, calls_for
+from fasbench.tools.calls import Calls
 from fasbench.tools.contract import strip_ids
 from fasbench.tools.observed import Seen
 
-TOOLSETS = ("relace", "fastcontext", "fastcontext-fork")
+#: The one tool set registry: name → its Toolset class as ``module:Class`` (imported on first use).
+TOOLSETS: dict[str, str] = {
+    "relace": "fasbench.tools.relace:RelaceToolset",
+    "fastcontext": "fasbench.tools.fastcontext:FastContextToolset",
+    "fastcontext-fork": "fasbench.tools.fastcontext_fork:FastContextForkToolset",
+}
 KINDS = ("read", "search", "list", "report")
-_CLASSES: dict[str, type[Toolset]] = {"relace": relace.RelaceToolset, "fastcontext": fastcontext.FastContextToolset,
-                                      "fastcontext-fork": fastcontext_fork.FastContextForkToolset}
-_PARSERS = {"relace": relace.observe, "fastcontext": fastcontext.observe, "fastcontext-fork": fastcontext_fork.observe}
+
+
+@functools.cache
+def _load(ref: str) -> type[Toolset]:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _class_or_none(toolset: str) -> type[Toolset] | None:
+    """The registered class of ``toolset`` (imported on first use), None for a name not registered."""
+    ref = TOOLSETS.get(toolset) if isinstance(toolset, str) else None
+    return _load(ref) if ref is not None else None
 
 
 def _check(toolset: str) -> type[Toolset]:
-    if toolset not in _CLASSES:
+    cls = _class_or_none(toolset)
+    if cls is None:
         raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
-    return _CLASSES[toolset]
+    return cls
 
 
 def toolset_class(name: str) -> type[Toolset]:
@@ -60,7 +83,7 @@ def make_toolset(name: str, root: str | Path, limits: ToolLimits | None = None) 
 def tool_kind(toolset: str, name: str) -> str | None:
     """The kind of tool ``name`` in ``toolset`` (one of :data:`KINDS`); None for a tool, or a tool set,
     fasbench does not have (a trace of a foreign tool set has no kinds)."""
-    cls = _CLASSES.get(toolset)
+    cls = _class_or_none(toolset)
     return cls.kinds.get(name) if cls is not None else None
 
 
@@ -68,7 +91,7 @@ def shell_command(toolset: str, call: ToolCall) -> str | None:
     """The shell command line ``call`` runs when it calls ``toolset``'s shell tool (relace's bash);
     None for any other tool, a tool set without one, or one fasbench does not have. The trajectory
     analysis classifies such a call by its command, as it does an agent's shell action."""
-    cls = _CLASSES.get(toolset)
+    cls = _class_or_none(toolset)
     if cls is None or cls.shell_tool is None or call.name != cls.shell_tool:
         return None
     cmd = _args(call).get("command")
@@ -80,6 +103,13 @@ def tool_names(toolset: str | None = None) -> list[str]:
     ``fastcontext-fork`` has ``fastcontext``'s names)."""
     sets = [toolset] if toolset is not None else list(TOOLSETS)
     return list(dict.fromkeys(n for ts in sets for n in _check(ts).kinds))
+
+
+def calls_for(toolset: str) -> Calls:
+    """The call builder of ``toolset``: its class's call shapes (a clear error for an unknown one)."""
+    if _class_or_none(toolset) is None:
+        raise ValueError(f"no call builder for tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+    return _check(toolset).calls(toolset)
 
 
 def answer_tool(toolset: str) -> str | None:
@@ -128,7 +158,10 @@ def seen(toolset: str, call: ToolCall, result: ToolResult) -> Seen:
     kind = tool_kind(toolset, call.name)
     if result.is_error or kind is None:
         return Seen(kind=kind, is_error=result.is_error, call=call)
-    s = _PARSERS[toolset](call.name, _args(call), strip_ids(result.output))
+    parse = _check(toolset).observe
+    if parse is None:
+        return Seen(kind=kind, is_error=False, call=call)
+    s = parse(call.name, _args(call), strip_ids(result.output))
     s.kind, s.call = kind, call
     return s
 
@@ -158,4 +191,5 @@ def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
 
 
 __all__ = ["KINDS", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
-           "make_toolset", "observation", "seen", "shell_command", "shown", "tool_kind", "tool_names", "toolset_of"]
+           "make_toolset", "observation", "seen", "shell_command", "shown", "tool_kind", "tool_names", "toolset_class",
+           "toolset_of"]

@@ -13,10 +13,14 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from fasbench.records import Report, Shown, ToolCall, ToolResult
+from fasbench.tools.calls import Calls
 from fasbench.tools.schema import SchemaError, validate
+
+if TYPE_CHECKING:
+    from fasbench.tools.observed import Seen
 
 
 class ToolError(Exception):
@@ -99,13 +103,19 @@ class Toolset:
     Subclasses (one per published tool set) define ``name``, ``tools``, ``answer_tool`` (the
     tool name that ends the episode, or None when the answer is a text block), ``kinds`` (each
     tool's kind: read, search, list or report), ``shell_tool`` (the tool that runs the ``command``
-    argument as a shell command line, or None), the prompts, ``parse_report`` and ``shown_of``.
+    argument as a shell command line, or None), ``observe`` (the tool set's one parser of its own
+    outputs), ``calls`` (its call shapes), the prompts, ``parse_report`` and ``shown_of``. A class is
+    registered by one line of ``fasbench.tools.TOOLSETS``.
     """
 
     name: str = ""
     answer_tool: str | None = None
     kinds: dict[str, str] = {}
     shell_tool: str | None = None
+    # observe(name, args, text) -> Seen: what a successful call's output showed (paths as written, made
+    # root-relative); a staticmethod, read by fasbench.tools.seen on traces without a recorded `shown`
+    observe: Callable[[str, dict, str], Seen] | None = None
+    calls: type[Calls] = Calls  # the call shapes of each kind (fasbench.tools.calls_for)
     # the episode loop (fasbench.harness) and the observation cap; FastContext's release differs in all three
     extra_final_turn: bool = False  # True: the last-turn note comes on an extra turn max_turns + 1
     silent_reply_ends: bool = False  # True: a reply with neither calls nor answer ends the episode

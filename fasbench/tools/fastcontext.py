@@ -59,6 +59,7 @@ from fasbench.base import contain
 from fasbench.records import Report, Shown, ToolCall
 from fasbench.records.fastcontext_answer import parse_final_answer
 from fasbench.tools.base import Tool, ToolError, ToolLimits, Toolset, ToolText, Workspace
+from fasbench.tools.calls import FastContextCalls
 from fasbench.tools.fastcontext_published import (
     FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_CONTEXT, GREP_DESCRIPTION, GREP_HEAD,
     GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
@@ -361,6 +362,8 @@ class FastContextToolset(Toolset):
     name = "fastcontext"
     answer_tool = None
     kinds = KINDS
+    observe = staticmethod(observe)
+    calls = FastContextCalls
     extra_final_turn = True
     silent_reply_ends = True
     caps_output = False

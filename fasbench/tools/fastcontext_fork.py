@@ -234,6 +234,7 @@ class FastContextForkToolset(FastContextToolset):
     """The fork's fixed tools; prompts, answer block and kinds as the ``fastcontext`` tool set."""
 
     name = "fastcontext-fork"
+    observe = staticmethod(observe)  # the fork's own parser (its Grep has no forced context, its Read cuts)
 
     def shown_of(self, name: str, args: dict, text: str) -> Shown:
         return observe(name, args, text, workspace_canon(self.ws)).shown

@@ -21,6 +21,7 @@ from collections import deque
 from fasbench.base.contain import is_inside, root_path
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
+from fasbench.tools.calls import RelaceCalls
 from fasbench.tools.bash.readonly import run_bash
 from fasbench.tools.bash.shown import bash_seen
 from fasbench.tools.compact import SCHEMAS as COMPACT_SCHEMAS, SYSTEM_PROMPT as COMPACT_SYSTEM_PROMPT
@@ -250,6 +251,8 @@ class RelaceToolset(Toolset):
     kinds = KINDS
     shell_tool = "bash"
     prompts = ("published", "compact")
+    observe = staticmethod(observe)
+    calls = RelaceCalls
 
     @property
     def compact(self) -> bool:

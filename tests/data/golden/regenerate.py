@@ -1,14 +1,16 @@
 """Golden traces: episodes of the deterministic heuristic policy (and of its calls released two a
-turn, for one longer episode) on a tiny repository this script builds itself, one file per tool set (``relace.json``, ``fastcontext.json``).
+turn, for one longer episode) on a tiny repository this script builds itself, one file per registered
+tool set (``NAME.json`` for each name of ``fasbench.tools.TOOLSETS``).
 
 Each episode keeps what a change of behaviour would show: the prompt, every turn's text and tool
 calls (name, arguments), every observation (text, error flag, what it showed: ``shown``), the report, the stop reason and the
 scores of the rewards. Timings, call ids and trace ids are left out; the repository's path is
 written as ``<ROOT>``. ``tests/test_golden.py`` replays them through the current code.
 
-Regenerate (after a deliberate change of a tool, prompt, policy or reward; review the diff)::
+Regenerate (after a deliberate change of a tool, prompt, policy or reward, or for a new tool set;
+review the diff)::
 
-    PYTHONPATH=. python tests/data/golden/regenerate.py
+    PYTHONPATH=. python tests/data/golden/regenerate.py [NAME ...]
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.records import Gold, Task, Trace
 from fasbench.scoring.reward import score_episode
+from fasbench.tools import TOOLSETS
 
 HERE = Path(__file__).resolve().parent
-TOOLSETS = ("relace", "fastcontext")
 LIMITS = dict(max_calls_per_turn=8)
 REWARDS = ("relace", "relace-f2", "fastcontext", "f0.5", "line-f1")
 MTIME = 1_700_000_000  # fixed modification times (the fastcontext-fork Glob sorts by them)
@@ -95,13 +97,13 @@ def build_repo(base: Path) -> Path:
     return root
 
 
-# (task id, policy spec, max_turns): the heuristic on every task, and the heuristic's calls released two
+# (task id, policy spec, max_turns): the heuristic on every task, and the heuristic's calls released a few
 # a turn (sequential) on one, whose longer episode meets the last-turn note and a turn penalty below 1.
-#: the last run is long enough for a turn penalty below 1 and meets the last-turn note: its calls
-#: released two a turn (one a turn with FastContext's released Grep, whose -C 3 context lets the
+RUNS = [(t[0], "heuristic", 4) for t in TASKS] + [("cart-total", "sequential", 5)]
+#: calls a turn of the sequential run: the first of these whose episode meets the last-turn note (two
+#: for relace and fastcontext-fork; one for FastContext's released Grep, whose -C 3 context lets the
 #: heuristic answer after fewer calls)
-RUNS = [(t[0], "heuristic", 4) for t in TASKS] + [
-    ("cart-total", {"relace": "sequential:per_turn=2", "fastcontext": "sequential:per_turn=1"}, 5)]
+PER_TURN = (2, 1)
 
 
 def tasks(root: Path) -> list[Task]:
@@ -144,23 +146,36 @@ def record(root: Path, toolset: str) -> list[dict]:
     by_id = {t.id: t for t in tasks(root)}
     out = []
     for task_id, policy, max_turns in RUNS:
-        policy = policy[toolset] if isinstance(policy, dict) else policy
-        trace = run_episode(by_id[task_id], make_policy(policy), toolset, Limits(max_turns=max_turns, **LIMITS))
+        for spec in ([policy] if policy != "sequential" else [f"sequential:per_turn={n}" for n in PER_TURN]):
+            trace = run_episode(by_id[task_id], make_policy(spec), toolset, Limits(max_turns=max_turns, **LIMITS))
+            if trace.meta.get("final_note_turn") is not None:
+                break
         trace.meta["max_turns"] = max_turns
         out.append(episode_record(by_id[task_id], trace))
     return out
 
 
-def golden_path(toolset: str) -> Path:
-    return HERE / f"{toolset}.json"
+def golden_path(toolset: str, folder: Path = HERE) -> Path:
+    return folder / f"{toolset}.json"
 
 
-def main() -> int:
+def write(root: Path, toolset: str, folder: Path = HERE) -> list[dict]:
+    """Record ``toolset``'s golden episodes into ``folder``; the episodes."""
+    eps = record(root, toolset)
+    golden_path(toolset, folder).write_text(json.dumps(eps, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    return eps
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = list(argv if argv is not None else sys.argv[1:]) or list(TOOLSETS)
+    unknown = [n for n in names if n not in TOOLSETS]
+    if unknown:
+        print(f"unknown tool set(s) {', '.join(unknown)}; registered: {', '.join(TOOLSETS)}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as d:
         root = build_repo(Path(d))
-        for ts in TOOLSETS:
-            eps = record(root, ts)
-            golden_path(ts).write_text(json.dumps(eps, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+        for ts in names:
+            eps = write(root, ts)
             print(f"{golden_path(ts)}: {len(eps)} episodes, "
                   f"{sum(len(e['turns']) for e in eps)} turns, "
                   f"{sum(len(t['calls']) for e in eps for t in e['turns'])} calls")
