@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from fasbench.cli import app
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import write_tasks
-from fasbench.stats.metrics import column_bounds
+from fasbench.evaluation.episodes import column_bounds
 from fasbench.tools import TOOLSETS, calls_for, toolset_class
 from fasbench.tools.base import Toolset
 from fasbench.tools.calls import Calls
