@@ -276,6 +276,9 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
     df = split_failed(df)[0]  # the means are over the episodes that ran (the header gives the failed count)
     rows = [(m, run[m], run[f"{m}_lo"], run[f"{m}_hi"], df[m].drop_nulls().len() if m in df.columns else run["n"])
             for m in R.RUN_METRICS]
+    prep = df["prepare_s"].drop_nulls() if "prepare_s" in df.columns else None
+    if prep is not None and prep.len():  # index time beside the search time (wall_s leaves it out)
+        rows.insert([r[0] for r in rows].index("wall_s") + 1, ("prepare_s", float(prep.mean()), None, None, prep.len()))
     loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
     if loc:
         ci = aggregate(df, loc)
@@ -286,10 +289,12 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
         for r in ci.iter_rows(named=True):
             rows += [(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n[(r["policy"], m)]) for m in loc
                      if m not in R.RUN_METRICS]  # e.g. file_f2 is both: shown once
+    run = {k: "unknown" if v is None else v for k, v in run.items()}  # a run written before a field was recorded
     head = (f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
             f"{run['n']} episodes" + (f", {run['failed']} failed (left out)" if run.get("failed") else "")
-            + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}"
-            + f"\nintervals over tasks: {run['interval']}" + (f" · limits {run['limits']}" if run.get("limits") else ""))
+            + (f" ({run['resumed']})" if run.get("resumed") not in (None, "", "unknown") else "") + f" · code {run['code']}"
+            + f"\nintervals over tasks: {run['interval']}" + (f" · limits {run['limits']}" if run.get("limits") not in
+                                                              (None, "", "unknown") else ""))
 
     def num(x) -> str:
         return "n/a" if x is None or x != x else f"{x:.3f}"
@@ -298,6 +303,9 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
     w = [max(len(c[i]) for c in cells + [("metric", "mean", f"{level:.0%} CI", "n")]) for i in range(4)]
     lines = [head, f"{'metric':<{w[0]}}  {'mean':>{w[1]}}  {f'{level:.0%} CI':<{w[2]}}  {'n':>{w[3]}}"]
     lines += [f"{m:<{w[0]}}  {v:>{w[1]}}  {c:<{w[2]}}  {k:>{w[3]}}" for m, v, c, k in cells]
+    if prep is not None and prep.len():
+        lines.append(f"prepare_s: {float(prep.sum()):.1f} s in all building or loading the policy's index before the "
+                     "episodes (the first episode on a corpus pays the build); wall_s is the search alone")
     return "\n".join(lines)
 
 
