@@ -174,6 +174,15 @@ def initial_messages(toolset: Toolset, query: str, limits: Limits) -> list[dict]
     ]
 
 
+def with_prepare_s(policy, seconds: float, trace):
+    """``trace`` with ``meta["prepare_s"]``: the seconds ``policy.prepare`` took before it (a retrieval
+    index built or loaded), kept out of the episode's wall time; only for a policy that overrides
+    :meth:`Policy.prepare` (the others' traces are unchanged)."""
+    if type(policy).prepare is not Policy.prepare:
+        trace.meta["prepare_s"] = round(seconds, 3)
+    return trace
+
+
 def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limits | None = None) -> Trace:
     """Run one search episode of ``policy`` on ``task``. ``toolset`` is a Toolset or the name of
     one, bound to ``task.root``."""

@@ -271,3 +271,23 @@ def test_bad_files_give_one_line_errors(tmp_path):
         assert r.exit_code == 2 and "Traceback" not in r.output, r.output
         (line,) = [ln for ln in r.output.splitlines() if ln.strip()]
         assert line.startswith("error: ") and want in line, line
+
+
+def test_block_edges_as_tree_sitter(tmp_path):
+    """extract_defs (tree-sitter-python): a definition's block runs on over the trailing comments
+    indented as deep as its body (the expected lines are tree-sitter-python 0.25.0's, node.start_point /
+    end_point + 1); a span on such a comment overlaps the definition. Before, ast's end_lineno stopped
+    at the last statement. A file that does not parse has no definitions here (stated deviation)."""
+    from fasbench.scoring.contextbench import blocks, definitions
+
+    (tmp_path / "m.py").write_text(
+        "class A:\n    def m(self):\n        pass\n        # m's\n    # A's\n\n# col 0\nx = 1\n"
+        "def f():\n    y = 2\n\n    # f's, after a blank line\n  # shallower: not f's\nz = 3\n"
+        "def g(): pass\n    # one-line def: not g's\n")
+    got = sorted((d[1], d[2], d[4]) for d in definitions(str(tmp_path), "m.py"))
+    assert got == [("class_definition", 1, 5), ("function_definition", 2, 4), ("function_definition", 9, 12),
+                   ("function_definition", 15, 15)]
+    assert {(d[2], d[4]) for d in blocks(str(tmp_path), {"m.py": [(12, 12)]})} == {(9, 12)}
+    assert blocks(str(tmp_path), {"m.py": [(16, 16)]}) == set()
+    (tmp_path / "bad.py").write_text("def f():\n    return 1\n\ndef g(:\n")
+    assert definitions(str(tmp_path), "bad.py") == ()  # tree-sitter recovers f; ast gives nothing

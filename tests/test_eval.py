@@ -94,3 +94,21 @@ def test_summarize_ignores_duplicates(tasks, tmp_path):
         df = summarize(tasks[:2], tmp_path / "d" / "traces.jsonl")
     assert df.height == 2
     assert json.loads(lines[0])["task_id"] in df["task_id"].to_list()
+
+
+def test_summary_reports_index_time_beside_search_time_and_never_none(tasks, tmp_path):
+    """bm25's index building/loading (policy.prepare) is timed apart as prepare_s and shown beside wall_s;
+    a policy that prepares nothing has none; a field a run did not record reads 'unknown', never None."""
+    from fasbench.evaluation.cli import summary_text
+
+    b = run_eval(tasks[:3], "bm25:k=3", "relace", tmp_path / "b", workers=1, progress=False)
+    assert b["prepare_s"].null_count() == 0 and (b["prepare_s"] >= 0).all()
+    text = summary_text(b, tmp_path / "b")
+    names = [line.split()[0] for line in text.splitlines() if line.strip()]
+    assert names[names.index("wall_s") + 1] == "prepare_s" and "prepare_s:" in text
+    h = run_eval(tasks[:1], "heuristic", "relace", tmp_path / "h", workers=1, progress=False)
+    assert h["prepare_s"].null_count() == h.height and "prepare_s" not in summary_text(h, tmp_path / "h")
+    meta = json.loads((tmp_path / "h" / "run.json").read_text())
+    (tmp_path / "h" / "run.json").write_text(json.dumps({k: meta[k] for k in ("policy", "toolset")}))
+    old = summary_text(h, tmp_path / "h")
+    assert "None" not in old and "code unknown" in old

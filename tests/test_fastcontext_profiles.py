@@ -37,6 +37,7 @@ def test_sft_profile_trainer_arguments_are_the_releases(tmp_path):
     p = load_profile("fastcontext_gpu")
     assert (p.build.toolset, p.build.reward, p.build.min_reward, p.build.mix["reference_traj"]) == \
         ("fastcontext", "fastcontext", 0.0, 0.0)
+    assert p.build.multiturn_release is True  # gen_multiturn_traj.py @716fe4b: no tools, no reward filter
     a = sft_config(p.train, tmp_path, has_eval=True, use_cpu=True)
     assert (a.num_train_epochs, a.learning_rate, a.lr_scheduler_kwargs, a.warmup_steps) == (3, 1e-5, {"min_lr": 1e-6}, 0.1)
     assert (a.weight_decay, a.adam_beta1, a.adam_beta2) == (0.1, 0.9, 0.95)
@@ -56,3 +57,28 @@ def test_every_setting_names_its_source(name):
         if not commented and m.group(2) not in FASBENCH_ONLY:
             missing.append(line)
     assert not missing, missing
+
+
+def test_fc_profiles_query_source(tmp_path, capsys):
+    """Both FastContext profiles give the explorer a task's generated query (meta.fc_query) and else its
+    problem statement; the RL data set says how many tasks lack one, and both files say so."""
+    from fasbench.records import Gold, Task
+    from fasbench.rl.train import build_dataset
+    from fasbench.sft.data import episode_query
+    from fasbench.tools import make_toolset
+    from fasbench.tools.fastcontext_query import FC_QUERY, FC_QUERY_SOURCE
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    plain = Task(id="p", query="The parser crashes on empty input.", repo="x/y", gold=Gold(edited={"a.py": [[1, 1]]}), root=str(tmp_path))
+    gen = Task(id="g", query="The parser crashes on empty input.", repo="x/y", gold=Gold(edited={"a.py": [[1, 1]]}), root=str(tmp_path),
+               meta={FC_QUERY: "Where does the parser read its input?", FC_QUERY_SOURCE: "query_gen.py@5fb8c1d"})
+    rl = load_config("fastcontext_gpu", {"output_dir": str(tmp_path / "rl")})
+    users = [r["prompt"][-1]["content"] for r in build_dataset([plain, gen], rl)]
+    assert users == ["<query>The parser crashes on empty input.</query>", "<query>Where does the parser read its input?</query>"]
+    assert "rl: 1 of 2 tasks have no FastContext generated query" in capsys.readouterr().out
+    sft = load_profile("fastcontext_gpu")
+    ts = make_toolset(sft.build.toolset, str(tmp_path))
+    assert [episode_query(ts, t) for t in (plain, gen)] == [plain.query, "Where does the parser read its input?"]
+    for name in ("sft_fastcontext_gpu.yaml", "rl_fastcontext_gpu.yaml"):
+        text = " ".join((CONFIGS / name).read_text().split())
+        assert "trains on problem statements" in text.replace("# ", "") and "fasbench data fc-queries" in text, name

@@ -167,6 +167,29 @@ def test_parse_and_contents_as_released(ws):
     assert blocks[2] == "```pkg/nope.py:1\nError: the file does not exist.\n"
 
 
+
+def test_the_judge_reads_citations_in_answer_order_as_written(judge_url, ws, tmp_path):
+    """read_citations_content @5fb8c1d walks parse_final_answer's list: answer order, each range as the
+    model wrote it (``4-4``). Before, the judge got them grouped by path and respelt (``4``)."""
+    from fasbench.records import Task, Turn
+    from fasbench.scoring.reward import judge_requests
+    from fasbench.tools.fastcontext import parse_final_answer
+
+    answer = ("<final_answer>\n/repo/pkg/a.py:4-5 (other)\n/repo/pkg/b.py:1-1 (x)\n"
+              "/repo/pkg/a.py:1-2 (target)\n</final_answer>")
+    tr = Trace(task_id="t", policy="p", toolset="fastcontext", stop_reason="reported",
+               turns=[Turn(index=0, text=answer)], report=parse_final_answer(answer))
+    task = Task(id="t", query=QUERY, repo="r", gold=GOLD, root=str(ws))
+    want = ("```/repo/pkg/a.py:4-5\n\ndef other():\n```\n```/repo/pkg/b.py:1-1\nx = 1\n```\n"
+            "```/repo/pkg/a.py:1-2\ndef target():\n    return 1\n```\n")
+    assert judge_requests([(tr, task)]) == [(query_message(QUERY), want)]
+    score_report("fastcontext", GOLD, tr.report, root=str(ws), judge=judge(judge_url, tmp_path), query=QUERY, trace=tr)
+    assert stats(judge_url)["last"]["messages"] == judge_messages(query_message(QUERY), want)
+    # a report without its answer text (or edited away from it) is read path by path, as before
+    edited = Trace(task_id="t", policy="p", toolset="fastcontext", stop_reason="reported",
+                   turns=[Turn(index=0, text=answer)], report=Report(files={"/repo/pkg/a.py": [[1, 2]]}))
+    assert judge_requests([(edited, task)])[0][1] == "```/repo/pkg/a.py:1-2\ndef target():\n    return 1\n```\n"
+
 @pytest.mark.parametrize("score, quality, value", [(10 ** 6, 1.0, 4.0), (-50, 0.0, 2.0), (11, 1.0, 4.0),
                                                    (10, 1.0, 4.0), (0, 0.0, 2.0)])
 def test_a_hostile_judge_score_is_clamped_to_the_published_0_10(judge_url, ws, tmp_path, score, quality, value):

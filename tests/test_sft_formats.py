@@ -137,3 +137,28 @@ def test_build_with_a_teacher_over_http(tmp_path):
     assert ex["messages"][1] == {"role": "user", "content": "<query>where is l3</query>"}
     assert ex["messages"][2]["content"] == "" and [c["function"]["name"] for c in ex["messages"][2]["tool_calls"]] == \
         ["Grep", "Glob"]
+
+
+def test_multiturn_rows_as_released_no_tools_and_no_answer_kept(tmp_path):
+    """gen_multiturn_traj.py @716fe4b: rows carry no tools, and every trajectory ending with the
+    assistant's message is kept (no reward filter). A policy that stops without an answer: kept with
+    multiturn_release (the FastContext profile), dropped by fasbench's reward filter otherwise."""
+    from servers import recording_chat_server
+
+    from fasbench.sft.data import released_keeps
+    from fasbench.records import Trace
+
+    with recording_chat_server({"content": "I could not find it."}, "stop") as (url, _):
+        (tmp_path / "repo").mkdir()
+        task = _task(tmp_path / "repo", {"a.py": [[3, 4]]})
+        f = tmp_path / "tasks.jsonl"
+        write_tasks(f, [task])
+        kw = dict(toolset="fastcontext", reward="fastcontext", task_source=str(f), max_tasks={"train": 5},
+                  mix={"multiturn_traj": 1.0}, policy=f"openai:model=t,base_url={url},api_key_env=", min_reward=0.0)
+        released = build(BuildConfig(multiturn_release=True, **kw), tmp_path / "out")
+        filtered = build(BuildConfig(**kw), tmp_path / "out_filtered")
+    assert released["examples"]["train"] == {"multiturn_traj": 1} and released["query_sources"] == {"problem_statement": 1}
+    ex = load_dataset(tmp_path / "out")["train"][0]
+    assert ex["tools"] == [] and ex["messages"][-1] == {"role": "assistant", "content": "I could not find it."}
+    assert filtered["examples"]["train"] == {} and filtered["dropped"] == {"policy: reward < 0.0": 1}
+    assert not released_keeps(Trace(task_id="t", policy="p", toolset="fastcontext"))  # system + user only

@@ -243,6 +243,9 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
         vals = df[m].drop_nulls().cast(pl.Float64).to_list()
         mean, lo, hi = mean_ci(vals, alpha=1 - level, bounds=column_bounds(m, reward)) if vals else (None,) * 3
         rows.append((m, mean, lo, hi, len(vals)))
+    prep = df["prepare_s"].drop_nulls() if "prepare_s" in df.columns else None
+    if prep is not None and prep.len():  # index time beside the search time (wall_s leaves it out)
+        rows.insert([r[0] for r in rows].index("wall_s") + 1, ("prepare_s", float(prep.mean()), None, None, prep.len()))
     loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
     if loc:
         ci = aggregate(df, loc)
@@ -253,11 +256,12 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
         for r in ci.iter_rows(named=True):
             rows += [(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n[(r["policy"], m)]) for m in loc
                      if m not in R.RUN_METRICS]  # e.g. file_f2 is both: shown once
+    run = {k: "unknown" if v is None else v for k, v in run.items()}  # a run written before a field was recorded
     head = (f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
             f"{run['n']} episodes" + (f", {run['failed']} failed (left out)" if run.get("failed") else "")
-            + (f" ({run['resumed']})" if run.get("resumed") else "") + f" · code {run['code']}"
+            + (f" ({run['resumed']})" if run.get("resumed") not in (None, "", "unknown") else "") + f" · code {run['code']}"
             + f"\nintervals over tasks: {run['interval']}"
-            + (f" · limits {run['limits']}" if run.get("limits") else "") + f" · reward = {reward}")
+            + (f" · limits {run['limits']}" if run.get("limits") not in (None, "", "unknown") else "") + f" · reward = {reward}")
 
     def num(x) -> str:
         return "n/a" if x is None or x != x else f"{x:.3f}"
@@ -266,6 +270,9 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
     w = [max(len(c[i]) for c in cells + [("metric", "mean", f"{level:.0%} CI", "n")]) for i in range(4)]
     lines = [head, f"{'metric':<{w[0]}}  {'mean':>{w[1]}}  {f'{level:.0%} CI':<{w[2]}}  {'n':>{w[3]}}"]
     lines += [f"{m:<{w[0]}}  {v:>{w[1]}}  {c:<{w[2]}}  {k:>{w[3]}}" for m, v, c, k in cells]
+    if prep is not None and prep.len():
+        lines.append(f"prepare_s: {float(prep.sum()):.1f} s in all building or loading the policy's index before the "
+                     "episodes (the first episode on a corpus pays the build); wall_s is the search alone")
     return "\n".join(lines)
 
 

@@ -191,6 +191,10 @@ TABLE: dict[str, Column] = {
     "report_wellformed": Column("wellformed and reported (the SFT acceptance measure)", pl.Boolean,
                                 lambda e: _ok(e, lambda ok: e.trace.report is not None and bool(ok) and all(ok))),
     "wall_s": Column("episode wall time, seconds", pl.Float64, lambda e: e.trace.wall_time, bounds=NONNEGATIVE),
+    "prepare_s": Column("seconds the policy spent preparing before the episode, outside wall_s: building or "
+                        "loading a retrieval index (bm25, dense; the first episode on a corpus pays the build); "
+                        "null for a policy that prepares nothing", pl.Float64,
+                        lambda e: (e.trace.meta or {}).get("prepare_s"), bounds=NONNEGATIVE),
     "model_s": Column("time spent in the policy, seconds", pl.Float64,
                       lambda e: sum(t.model_time for t in e.trace.turns), bounds=NONNEGATIVE),
     "tool_s": Column("time spent running tools, seconds", pl.Float64, lambda e: sum(t.tool_time for t in e.trace.turns),

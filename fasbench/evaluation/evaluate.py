@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from fasbench.data.corpora import with_corpora
 from fasbench.evaluation.episode_pool import guard_worker, run_pool
 from fasbench.evaluation.episodes import check_scoring, column_bounds, episode_table
-from fasbench.harness import Limits, parsable_calls, run_episode
+from fasbench.harness import Limits, parsable_calls, run_episode, with_prepare_s
 from fasbench.scoring.judge import make_judge
 from fasbench.stats.metrics import interval_method, mean_ci, paired_bootstrap
 from fasbench.policies import make_policy
@@ -74,9 +74,8 @@ def safe_episode(task: Task, policy, toolset: str, limits: Limits) -> Trace:
     that still fails after the last retry — are already caught by ``run_episode`` (``policy_error``)."""
     t0 = time.time()
     try:
-        policy.prepare([task])  # e.g. the retrieval index of this task's corpus: built lazily, one corpus at a
-        # time, so the first traces appear after one index, not after all of them; outside the episode's timing
-        return run_episode(task, policy.bind(task), toolset, limits)
+        policy.prepare([task])  # e.g. a retrieval index, built lazily one corpus at a time; timed apart (prepare_s)
+        return with_prepare_s(policy, time.time() - t0, run_episode(task, policy.bind(task), toolset, limits))
     except Exception as e:  # noqa: BLE001 - recorded in the trace, the run goes on
         return Trace(task_id=task.id, policy=policy.name, toolset=toolset,
                      stop_reason="policy_error", error=f"episode failed: {type(e).__name__}: {e}",

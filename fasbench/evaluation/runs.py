@@ -424,7 +424,7 @@ def _no_ci_max_n(level: float) -> int:
 def format_table(df: pl.DataFrame) -> str:
     """Aligned plain text of a frame of strings (no truncation, for terminals and logs)."""
     cols = df.columns
-    cells = [[str(c) for c in cols]] + [[str(v) for v in row] for row in df.iter_rows()]
+    cells = [[str(c) for c in cols]] + [["n/a" if v is None else str(v) for v in row] for row in df.iter_rows()]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))

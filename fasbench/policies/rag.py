@@ -12,8 +12,8 @@ Retrieval needs the corpus, which the policy protocol does not carry: ``policy.b
 policy bound to ``task.root`` (``fasbench.evaluation.evaluate`` binds every policy that has ``bind``). Chunks, the
 BM25 index and embeddings are cached on disk under ``cache_dir("rag")`` keyed by the corpus's file
 listing (paths, sizes, mtimes), so a changed corpus is re-indexed. ``fasbench.evaluation.evaluate`` calls
-``prepare([task])`` just before each episode (outside its timing): indexes are built lazily, one
-corpus at a time, so traces appear as episodes finish; ``cache_note(tasks)`` says beforehand how many
+``prepare([task])`` just before each episode (outside its wall time; the episode's ``prepare_s``):
+indexes are built lazily, one corpus at a time, so traces appear as episodes finish; ``cache_note(tasks)`` says beforehand how many
 of the corpora already have an index on disk. Two threads that need the same index wait for one build.
 """
 
@@ -419,7 +419,7 @@ class RagPolicy(Policy):
         kind = "bm25" if self.method == "bm25" or self.prefilter else "dense"
         return (f"{self.name}: {cached} of {len(roots)} {kind} corpus indexes cached under {cache_dir('rag')}; "
                 f"the other {len(roots) - cached} are built lazily, each before the first episode on its corpus "
-                "(not timed), and kept there for later runs")
+                "(outside wall_s, reported as prepare_s), and kept there for later runs")
 
     def retrieve(self, root: str | Path, query: str) -> dict[str, list[list[int]]]:
         if self.method == "bm25":

@@ -36,15 +36,15 @@ def _looks_like_path(p: str) -> bool:
 
 
 #: utils.py parse_final_answer @5fb8c1d: the block and one citation line, as released.
-_RELEASED_BLOCK = re.compile(r"<final_answer>(.*?)</final_answer>", re.DOTALL)
-_RELEASED_LINE = re.compile(r"(.+?):(\d+(?:-\d+)?)\s*(.*)")
+RELEASED_BLOCK = re.compile(r"<final_answer>(.*?)</final_answer>", re.DOTALL)
+RELEASED_LINE = re.compile(r"(.+?):(\d+(?:-\d+)?)\s*(.*)")
 
 
 def parse_final_answer(text: str) -> Report | None:
     """The report in ``text`` as the release reads it (see the module docstring): None without a
     closed block; a Report whose ``files`` map each path as written to its ranges in answer order
     (``[start, end]`` as written, a single line ``N`` as ``[N, N]``), else empty."""
-    m = _RELEASED_BLOCK.search(text or "")
+    m = RELEASED_BLOCK.search(text or "")
     if m is None:
         return None
     files: dict[str, list[list[int]]] = {}
@@ -53,7 +53,7 @@ def parse_final_answer(text: str) -> Report | None:
     for entry in m.group(1).strip().splitlines():
         if not entry.strip():
             continue
-        cm = _RELEASED_LINE.match(entry.strip())
+        cm = RELEASED_LINE.match(entry.strip())
         if not cm:
             c = _CONFIDENCE.match(entry)  # fasbench addition, on a line the release counts as broken
             if c:

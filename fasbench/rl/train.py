@@ -19,6 +19,7 @@ import math
 import os
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from fasbench.rl.episode_reward import EpisodeReward, mean_std, rollout_stats
 from fasbench.rl.tasks import load_rl_tasks
 from fasbench.rl.trl_compat import check_env_tools, check_grpo_trainer
 from fasbench.tools import make_toolset, toolset_class
+from fasbench.tools.fastcontext_query import query_note
 from fasbench.training.profiles import check_report_to, device_args, report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
@@ -185,10 +187,15 @@ def build_dataset(tasks: list[Task], cfg: RLConfig):
     """A ``datasets.Dataset`` with the harness's initial messages as ``prompt`` and the task as JSON."""
     from datasets import Dataset  # local import: datasets ~0.9 s
 
-    rows = []
+    rows, sources = [], Counter()
     for t in tasks:
         ts = make_toolset(cfg.toolset, t.root, cfg.limits.tool)
-        rows.append({"prompt": initial_messages(ts, ts.episode_query(t)[0], cfg.limits), "task": json.dumps(t.to_dict())})
+        query, source = ts.episode_query(t)
+        sources[source] += 1
+        rows.append({"prompt": initial_messages(ts, query, cfg.limits), "task": json.dumps(t.to_dict())})
+    note = query_note(sources)
+    if note:
+        print(f"rl: {note}")
     return Dataset.from_list(rows)
 
 

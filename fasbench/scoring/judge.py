@@ -8,7 +8,8 @@ episode's last prompt message, ``<query>…</query>``). As released:
 
 - messages: ``system`` = the judge prompt, ``user`` = ``f"{query}\\n\\n<final_answer>\\n{contents}\\n</final_answer>"``;
   one chat completion with ``max_completion_tokens=1024`` (no other sampling setting);
-- contents: per citation, in answer order, ```` ```{path}:{range}\\n{lines}``` ```` + newline, at most
+- contents: per citation, in answer order, ```` ```{path}:{range}\\n{lines}``` ```` + newline (the range as
+  written), at most
   500 lines of at most 500 characters each (the cut drops a long line's newline, as released);
   ``Error: the file does not exist.`` for a missing file (here also for a path outside the root or
   a special file: every path is read through :mod:`fasbench.base.contain`, see :func:`citation_contents`);
@@ -50,7 +51,7 @@ from fasbench.stats.metrics import normalize_path
 from fasbench.base.paths import cache_dir
 from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.base.specs import build, parse_spec
-from fasbench.records.fastcontext_answer import WORK_DIR
+from fasbench.records.fastcontext_answer import RELEASED_BLOCK, RELEASED_LINE, WORK_DIR
 
 MAX_LINES = 500  # read_citations_content: lines per citation
 MAX_LINE_LENGTH = 500  # read_citations_content: characters per line
@@ -170,14 +171,49 @@ def _released_rel(path: str) -> str:
     return "" if ".." in parts or not rel else rel
 
 
-def citation_contents(files: Mapping[str, Sequence[Sequence[int]]], root: str | Path | None,
+#: One citation as the release lists it: (path, line range as written, start, end).
+Citation = tuple[str, str, int, int]
+
+
+def released_citations(text: str) -> list[Citation] | None:
+    """The citations of ``text``'s answer as the release lists them (``utils.py`` ``parse_final_answer``
+    @5fb8c1d, its ``citations``; the regular expressions of ``tools.fastcontext.parse_final_answer``):
+    path and line range as written, in answer order (the order ``read_citations_content`` reads them
+    in); None without a closed block."""
+    m = RELEASED_BLOCK.search(text or "")
+    if m is None:
+        return None
+    out = []
+    for entry in m.group(1).strip().splitlines():
+        cm = RELEASED_LINE.match(entry.strip())  # a blank line matches nothing
+        if cm:
+            rng = cm.group(2).strip()
+            s, e = rng.split("-") if "-" in rng else (rng, rng)
+            out.append((cm.group(1).strip(), rng, int(s), int(e)))
+    return out
+
+
+def citation_list(files: Mapping[str, Sequence[Sequence[int]]] | Sequence[Citation]) -> list[Citation]:
+    """``files`` as a list of citations: a list (the answer's own, ``fastcontext.released_citations``)
+    as given; a path -> ranges mapping (a report without its answer text) path by path, each range
+    shown as ``S`` or ``S-E``."""
+    if isinstance(files, Mapping):
+        return [(p, _range_text(s, e), s, e) for p, rs in files.items() for s, e in rs]
+    return list(files)
+
+
+def citation_contents(files: Mapping[str, Sequence[Sequence[int]]] | Sequence[Citation], root: str | Path | None,
                       released: bool = False) -> str:
-    """The cited lines, as ``read_citations_content`` lays them out. ``released``: paths are opened as
+    """The cited lines, as ``read_citations_content`` lays them out. ``files``: the answer's citations
+    (:func:`released_citations`: in answer order, each range as written, as released) or a
+    path -> ranges mapping (:func:`citation_list`). ``released``: paths are opened as
     the release opens them (:func:`_released_rel`: only ``/repo/…`` paths reach the workspace ``root``);
     otherwise they are resolved against ``root`` (any ``/repo/`` or absolute-root spelling, the
     ``fastcontext-lenient`` reward). An end of ``-1`` reads to the end of the file. Files cited
-    without a line range are not citations in the release and are skipped. Deviation: a range is
-    shown as ``S`` or ``S-E`` (the release shows it as the model wrote it, so ``4-4`` there is ``4`` here).
+    without a line range are not citations in the release and are skipped. Deviation, only for a
+    mapping: its citations are grouped by path and a range is shown as ``S`` or ``S-E`` (the release
+    keeps answer order and shows a range as written, so ``4-4`` there is ``4`` here); the rewards pass
+    the answer's own citations where the episode holds its answer text (``reward.judge_citations``).
 
     Every path is read through :mod:`fasbench.base.contain` (the tools' rule), which the release does not
     have (``os.path.join(workspace, path)``: an absolute path or ``..`` reads any file). A path that
@@ -189,25 +225,24 @@ def citation_contents(files: Mapping[str, Sequence[Sequence[int]]], root: str | 
     ``Error: failed to read the file.``; once ``MAX_CONTENT_CHARS`` are written, every further
     citation gets that text too. Without a ``root`` nothing is read (every citation "does not exist")."""
     out, used, budget = [], 0, [contain.MAX_READ_BYTES]
-    for path, ranges in files.items():
-        for s, e in ranges:
-            rel = _released_rel(path) if released else normalize_path(path, str(root) if root else None)
-            if not rel or not root:
+    for path, rng, s, e in citation_list(files):
+        rel = _released_rel(path) if released else normalize_path(path, str(root) if root else None)
+        if not rel or not root:
+            content = MISSING
+        elif used > MAX_CONTENT_CHARS:
+            content = UNREADABLE
+        else:
+            try:
+                if not all(isinstance(b, int) for b in (s, e)):  # 1e999, NaN, null of a report file
+                    raise contain.PathRefused(rel, "a line range that is not two integers")
+                content = _cited_lines(str(root), rel, s, e, budget)
+            except (contain.OutsideRoot, contain.NoSuchFile, contain.NotARegularFile):
                 content = MISSING
-            elif used > MAX_CONTENT_CHARS:
+            except (contain.PathRefused, OSError, UnicodeDecodeError, ValueError):
                 content = UNREADABLE
-            else:
-                try:
-                    if not all(isinstance(b, int) for b in (s, e)):  # 1e999, NaN, null of a report file
-                        raise contain.PathRefused(rel, "a line range that is not two integers")
-                    content = _cited_lines(str(root), rel, s, e, budget)
-                except (contain.OutsideRoot, contain.NoSuchFile, contain.NotARegularFile):
-                    content = MISSING
-                except (contain.PathRefused, OSError, UnicodeDecodeError, ValueError):
-                    content = UNREADABLE
-            block = f"```{path}:{_range_text(s, e)}\n{content}```\n"
-            used += len(block)
-            out.append(block)
+        block = f"```{path}:{rng}\n{content}```\n"
+        used += len(block)
+        out.append(block)
     return "".join(out)
 
 

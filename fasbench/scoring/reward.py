@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from fasbench.scoring.judge import citation_contents, query_message
+from fasbench.scoring.judge import citation_contents, query_message, released_citations
 from fasbench.base.lines import LINE_CAP, capped_ranges
 from fasbench.stats.metrics import (NONNEGATIVE, PRF, UNIT, Bounds, fbeta, file_prf, line_prf, normalize_files,
                                    normalize_path)
@@ -209,7 +209,8 @@ def fastcontext(gold: Gold, report: Report | None, *, turns: int | None = None, 
     elif not query:
         judge_note = "no query given to the judge: quality 0"
     else:
-        v = judge.judge(query_message(query), citation_contents(cited, root, released=not lenient))
+        shown = cited if lenient else judge_citations(trace, cited, answer)
+        v = judge.judge(query_message(query), citation_contents(shown, root, released=not lenient))
         parts["quality"], parts["judged"] = v.quality, 1.0
         judge_note = f"judge {v.quality * 10:.0f}/10" + (f" ({v.reason})" if v.reason else "")
     value = 1.0 + parts["score_file"] + 2.0 * parts["quality"]
@@ -227,8 +228,26 @@ def judge_requests(episodes) -> list[tuple[str, str]]:
         report, query = trace.report, episode_query(trace, task.query)
         cited = {p: rs for p, rs in (report.files.items() if report is not None else ()) if rs}
         if cited and query and _status(episode_finish_reason(trace)) != "failed":
-            out.append((query_message(query), citation_contents(cited, task.root, released=True)))
+            out.append((query_message(query), citation_contents(judge_citations(trace, cited), task.root,
+                                                                released=True)))
     return out
+
+
+def judge_citations(trace, cited: dict, answer: str | None | object = _EPISODE):
+    """The citations the judge reads, as the release gives them (``read_citations_content`` over
+    ``parse_final_answer``'s list): in answer order, each range as written, read from the answer text
+    (``answer`` when given, else the episode's last reply, :func:`episode_answer`) when its citations
+    are the report's ``cited`` ones; else ``cited`` itself (grouped by path: a report without its
+    answer text, or one that was edited)."""
+    text = episode_answer(trace) if answer is _EPISODE else answer
+    listed = released_citations(text) if isinstance(text, str) else None
+    if not listed:
+        return cited
+    grouped: dict[str, list[list[int]]] = {}
+    for path, _, s, e in listed:
+        grouped.setdefault(path, []).append([s, e])
+    same = grouped == {p: [list(r) for r in rs] for p, rs in cited.items()}
+    return listed if same else cited
 
 
 def episode_query(trace, query: str | None) -> str | None:

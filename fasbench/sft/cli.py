@@ -44,10 +44,14 @@ def register(app: typer.Typer) -> None:
         """Build the SFT data set (episodes → examples → datasets on disk); resumes."""
         p = _profile(config, set_, out=out)
         from fasbench.sft.data import build  # local import: ~0.35 s (sft.data), as in _profile
+        from fasbench.tools.fastcontext_query import query_note
 
         stats = build(p.build, p.data_dir)
         typer.echo(json.dumps({"out": str(p.data_dir), "examples": stats["examples"],
-                               "dropped": stats["dropped"]}, indent=1))
+                               "dropped": stats["dropped"], "query_sources": stats["query_sources"]}, indent=1))
+        note = query_note(stats["query_sources"])
+        if note:
+            typer.echo(f"sft build: {note}", err=True)
 
     @sft.command("train")
     def train_cmd(config: str = typer.Option(..., "--config", help=PROFILE_HELP),

@@ -4,7 +4,10 @@ Four sources (FastContext's three plus real reference traces):
 
 - ``multiturn_traj``: whole episodes of a reference policy (``heuristic`` by default, any
   ``make_policy`` spec; ``extra_policy`` on a share ``extra_share`` of the tasks), kept when their
-  reward reaches ``min_reward``;
+  reward reaches ``min_reward``. With ``multiturn_release`` the release's rows (``gen_multiturn_traj.py``
+  @716fe4b): no tool schemas, and every episode whose chat ends with an assistant reply is kept, with
+  or without an answer (:func:`released_keeps`; no reward). Still fasbench's: the messages keep the
+  tool messages' ``tool_call_id`` (the release keeps ``role``, ``content`` and ``tool_calls`` only);
 - ``reference_traj``: the exploration prefix of real mini-swe-agent trajectories, converted and
   re-executed in the harness (``fasbench.sft.reference``), reporting the files the agent edited;
 - ``parallel_toolcalls``: first turns only (prompt → one assistant turn of parallel calls, no tool
@@ -89,6 +92,9 @@ class BuildConfig:
     extra_share: float = 0.0  # that share (by a hash of the task id), e.g. a few multi-call traces to explore from
     reward: str = "relace"  # reward used to filter episodes (fasbench.scoring.reward.REWARDS)
     min_reward: float = 0.3  # episodes below this reward are not used
+    # multiturn_traj rows as FastContext's gen_multiturn_traj.py @716fe4b writes them: no tool schemas, no
+    # reward filter (kept: every episode whose chat ends with an assistant reply, at least 3 messages)
+    multiturn_release: bool = False
     max_tasks: dict[str, int] = field(default_factory=lambda: {"train": 40, "dev": 10})  # per split, per source
     task_ids: list[str] = field(default_factory=list)  # restrict to these task ids (tests, debugging)
     mix: dict[str, float] = field(default_factory=lambda: {s: 1.0 for s in SOURCES})  # share kept of each source
@@ -251,6 +257,13 @@ def _share(task_id: str) -> float:
     return int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) / 16 ** 8
 
 
+def released_keeps(trace: Trace) -> bool:
+    """gen_multiturn_traj.py @716fe4b's filter (lines 25-30), the only one it applies: the chat ends
+    with an assistant message and has at least 3 messages (an episode without an answer is kept)."""
+    msgs = restore_notes(trace).to_messages()
+    return len(msgs) >= 3 and msgs[-1].get("role") == "assistant"
+
+
 def _score(task: Task, trace: Trace, reward: str) -> float:
     return score_report(reward, task.gold, trace.report, turns=trace.n_turns, root=task.root).value
 
@@ -286,7 +299,7 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
     repair_jsonl(log)
     done = {(r["kind"], r["task_id"]) for r in iter_jsonl(log)} if log.exists() else set()
     stats: dict[str, Any] = {"config": asdict(cfg), "unconvertible": Counter(), "episodes": Counter(),
-                             "dropped": Counter()}
+                             "dropped": Counter(), "query_sources": Counter()}  # what the explorer is given
     policy = make_policy(cfg.policy) if "multiturn_traj" in cfg.mix else None
     extra = make_policy(cfg.extra_policy) if cfg.extra_policy and cfg.extra_share > 0 and policy is not None else None
     teacher = make_policy(cfg.parallel_teacher) if cfg.parallel_teacher and cfg.mix.get("parallel_toolcalls", 0) > 0 else None
@@ -296,6 +309,7 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
         jobs = []
         if cfg.mix.get("multiturn_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0 or cfg.mix.get("linerange", 0) > 0:
             for t in _materialized(_tasks(cfg, "policy", split), limit, f"{split} corpora"):
+                stats["query_sources"][make_toolset(cfg.toolset, t.root).episode_query(t)[1]] += 1
                 if cfg.mix.get("multiturn_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0:
                     jobs.append(("policy", t))
                 if cfg.mix.get("linerange", 0) > 0:
@@ -360,11 +374,16 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
             else:
                 examples[r["split"]].append(ex)
             continue
-        if tr.report is None or _score(task, tr, cfg.reward) < cfg.min_reward:
+        released = cfg.multiturn_release and r["kind"] == "policy"
+        if released:
+            if not released_keeps(tr):
+                stats["dropped"]["policy: chat does not end with an assistant reply (as released)"] += 1
+                continue
+        elif tr.report is None or _score(task, tr, cfg.reward) < cfg.min_reward:
             stats["dropped"][f"{r['kind']}: reward < {cfg.min_reward}"] += 1
             continue
         src = {"policy": "multiturn_traj", "reference": "reference_traj", "linerange": "linerange"}[r["kind"]]
-        examples[r["split"]].append(trace_example(tr, tools, task, src))
+        examples[r["split"]].append(trace_example(tr, [] if released else tools, task, src))
         if r["kind"] in ("policy", "reference") and teacher is None:
             ex = first_turn_example(tr, tools, task, cfg.max_calls_per_turn)
             if ex is not None:

@@ -16,8 +16,9 @@
   the "Subagent Formatting" section of https://docs.relace.ai/docs/fast-agentic-search/integration
   (the user query, a ``[System Note: Automated Search Results]`` line, "Fast Agentic Search found the
   following relevant code:" and ``formatResultsForLLM(searchResults)``, in a JavaScript template
-  literal: a leading and a trailing newline, two spaces before each template line). The page does not
-  define ``formatResultsForLLM``; fasbench puts the ``code`` rendering there (its choice). It needs the
+  literal: a leading and a trailing newline, two spaces before each template line). The page defines
+  ``formatResultsForLLM`` in its "Merging the Output" section; fasbench does not transcribe that function
+  and puts its own ``code`` rendering in its place (a stated deviation, fasbench's choice). It needs the
   user query (``render(..., query=...)``); it is not one of ``FORMATS`` (the three fasbench renderings
   the end-to-end study compares).
 

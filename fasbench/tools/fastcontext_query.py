@@ -31,6 +31,19 @@ PROBLEM_STATEMENT = "problem_statement"
 
 SUBAGENT = "subagent"
 
+
+def query_note(sources: dict[str, int]) -> str | None:
+    """One line when some tasks (``sources``: query source -> tasks, ``Toolset.episode_query``) give a
+    FastContext explorer their problem statement for want of a generated query; None otherwise. The
+    release trained and evaluated on generated queries only (``rl_data_preprocess.py``,
+    ``bench_fastcontext.py`` @5fb8c1d); no shipped task carries one."""
+    n, total = sources.get(PROBLEM_STATEMENT, 0), sum(sources.values())
+    if not n:
+        return None
+    return (f"{n} of {total} tasks have no FastContext generated query: their explorer is given the problem "
+            "statement, not the release's query (`fasbench data fc-queries --tasks SET --endpoint openai:model=…,"
+            "base_url=… --out QUERIES.jsonl --tasks-out TASKS.jsonl`, then use TASKS.jsonl as the task set)")
+
 FASTCONTEXT_DESC = """
 Fast agent specialized for exploring codebases. Use this when you need to quickly find files by patterns (eg. "src/components/**/*.tsx"), search code for keywords (eg. "API endpoints"), or answer questions about the codebase (eg. "how do API endpoints work?").
 
