@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from fasbench.evaluation.evaluate import load_summary, query_source_label, read_run_meta, resume_note, split_failed
+from fasbench.stats.findings import ci, ci_of
 from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, column_bounds, interval_method, mean_ci, p_text, paired_test
 from fasbench.base.paths import repo_root
 from fasbench.data.tasksets import task_set_label
@@ -349,15 +350,6 @@ def _num(v, digits: int = 3) -> str:
     return str(v)
 
 
-def _ci(v, lo, hi, digits: int = 3, signed: bool = False) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    f = f"{{:{'+' if signed else ''}.{digits}f}}"
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return f"{f.format(v)} [–]"
-    return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
-
-
 def _p(p: float) -> str:
     return p_text(p)
 
@@ -386,7 +378,7 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
                          "resumed", "query_source") if k in r}
         for m in metrics:
             if m in r:
-                row[m] = _ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits)
+                row[m] = ci_of(r, m, digits)
         row["created"] = (r["created"] or "–")[:16].replace("T", " ")
         row["code"] = r["code"] or "–"
         rows.append({k: ("–" if v is None else str(v)) for k, v in row.items()})
@@ -394,12 +386,12 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
 
 
 def display_compare(table: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
-    """The comparison as strings: means, ``diff [lo, hi]`` signed (``[–]``: n too small for an interval
+    """The comparison as strings: means, ``diff [lo, hi]`` signed (the diff alone: n too small for an interval
     at this level), then the sign-flip p with its n beside it, the smallest p that n allows, and the
     test (``exact`` or ``MC``, Monte Carlo)."""
     return pl.DataFrame([{"run": r["run"], "vs": r["reference"], "metric": r["metric"],
                           "reference": _num(r["reference_mean"], digits), "run mean": _num(r["run_mean"], digits),
-                          "diff (run − ref)": _ci(r["diff"], r["lo"], r["hi"], digits, signed=True), "p": _p(r["p"]),
+                          "diff (run − ref)": ci(r["diff"], r["lo"], r["hi"], digits, signed=True), "p": _p(r["p"]),
                           "n": str(r["n"]), "min p": _p(r.get("p_min")),
                           "test": "exact" if str(r.get("test", "")).startswith("exact") else "MC",
                           "noise floor": _num(r.get("noise_floor"), digits)}
