@@ -147,14 +147,16 @@ def _lines_match(old: str, new: str, back: list[tuple[str, str]]) -> bool:
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
-        if x != y and _read_back(y, back) != x:
+        if x != y and read_back(y, back) != x:
             return False
     return True
 
 
-def _read_back(line: str, back: list[tuple[str, str]]) -> str:
+def read_back(line: str, back: list[tuple[str, str]]) -> str:
+    """``line`` with each new name of ``back`` (``(new, old)`` pairs, as a whole word) turned back into
+    its old name: a perturbed line read as the original (the perturbation's and the gold's checks)."""
     for new, old in back:
-        line = re.sub(rf"(?<![\w]){re.escape(new)}(?![\w])", old, line)
+        line = re.sub(rf"(?<!\w){re.escape(new)}(?!\w)", old, line)
     return line
 
 

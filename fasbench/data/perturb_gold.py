@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from fasbench.base import contain
-from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus
+from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus, read_back
 from fasbench.base.lines import line_set
 from fasbench.records import Gold, Task
 from fasbench.base.untrusted import SandboxError, SandboxLimits, check_sandbox, run_sandboxed, sandbox_env
@@ -194,16 +194,10 @@ def gold_line_mismatches(original: Task, perturbed: Task) -> list[dict]:
             for n in range(max(1, s), min(e, len(old)) + 1):  # a gold start of -10**9 walks nothing
                 m = reloc.line(path, n)
                 got = new[m - 1] if 0 < m <= len(new) else None
-                if got != old[n - 1] and (got is None or _read_back(got, back) != old[n - 1]):
+                if got != old[n - 1] and (got is None or read_back(got, back) != old[n - 1]):
                     out.append({"path": path, "line": n, "new_path": reloc.path(path), "new_line": m,
                                 "original": old[n - 1], "perturbed": got})
     return out
-
-
-def _read_back(line: str, back: list[tuple[str, str]]) -> str:
-    for new, old in back:
-        line = re.sub(rf"(?<!\w){re.escape(new)}(?!\w)", old, line)
-    return line
 
 
 _IMPORTS = """import importlib, json, sys
