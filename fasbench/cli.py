@@ -1,7 +1,8 @@
 """The ``fasbench`` command. Each package adds its subcommands through a ``register(app)``
 function listed in ``PLUGINS``. Imports that cost start-up time stay inside the commands, each with a
-``# local import:`` comment quoting its measured cost, so that ``fasbench --help`` and every command's
-argument errors come back fast."""
+``# local import:`` comment saying why in words (the measured costs are in ``benchmarks/README.md``,
+``benchmarks/import_costs.py``; ``tests/test_cli_help.py`` checks what ``--help`` imports), so that
+``fasbench --help`` and every command's argument errors come back fast."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ PLUGINS: list[str] = [
 
 class RootGroup(CliGroup):
     """The root group, whose plugins' commands are loaded when first asked for: ``fasbench tool`` and
-    ``fasbench score`` (defined here) run without importing the plugins' modules (~0.15 s of CPU per
-    call: the data, eval and trajectory machinery; benchmarks/startup.py). Any other command, the help
+    ``fasbench score`` (defined here) run without importing the plugins' modules (the data, eval and
+    trajectory machinery; benchmarks/startup.py measures it). Any other command, the help
     and every reader of ``.commands`` load them all first, so the group looks the same from outside."""
 
     def __init__(self, *args, **kwargs):
@@ -101,7 +102,7 @@ def tool(
 ):
     """Run one tool call in a workspace and print {"output", "is_error"} as JSON; or, with
     --schemas, print the tool set's schemas exactly as they are sent to the model."""
-    # local import: fasbench.tools costs ~0.07 s of CPU (python -X importtime), which `fasbench --help` need not pay
+    # local import: fasbench.tools is heavy to import, which `fasbench --help` need not pay
     from fasbench.tools import TOOLSETS, make_toolset
 
     if toolset not in TOOLSETS:
@@ -137,7 +138,7 @@ def score(
                                         "(without it, to lines.LINE_CAP)"),
 ):
     """Score a report against gold; prints the score and its parts as JSON."""
-    # local import: fasbench.scoring.reward costs ~0.1 s at CLI start-up, a third of `fasbench --help` (python -X importtime)
+    # local import: fasbench.scoring.reward is heavy to import, a large share of `fasbench --help`
     from fasbench.scoring.reward import judged_rewards, reward_named, score_report
 
     judged = reward_named(reward).judged  # an unknown name: a ValueError naming the choices (one line, exit 2)
@@ -149,7 +150,7 @@ def score(
         _fail(f"--root {root} is not a directory")
     kw: dict = {"query": query, "finish_reason": finish}  # the facts of the episode; each reward takes what it needs
     if judged:
-        # local import: the judge's HTTP client (httpx) costs ~0.1 s at CLI start-up (python -X importtime)
+        # local import: the judge's HTTP client (httpx) is heavy to import
         from fasbench.scoring.judge import make_judge
 
         if judge is not None and not query:

@@ -49,7 +49,7 @@ TASK = Task(id=_hostile("task"), query=_hostile("query"), repo="o/r",
 
 
 def test_static_replay_escapes_every_field():
-    from fasbench.replay.static import replay_html  # local import: plotly and the replay stack, ~2 s
+    from fasbench.replay.static import replay_html  # local import: plotly and the replay stack, heavy
 
     page = str(replay_html(_trace(_hostile("policy"), _hostile("trace")), TASK))
     assert _unescaped(page) == [] and "&lt;script&gt;" in page

@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
                                          help="also append full traces to <cache>/bon/<name>.traces.jsonl"),
     ):
         """Run N rollouts per task and append them to the pool file (resumes)."""
-        # local import: the harness, tools and policies cost ~1.8 s at CLI start-up (python -X importtime)
+        # local import: the harness, tools and policies are heavy to import
         from fasbench.bon.pool import build_pools, pool_path
         from fasbench.harness import Limits
         from fasbench.policies import make_policy
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
     ):
         """Run the report verifier on every rollout of a pool (and recompute tool time and token
         split from the kept traces)."""
-        # local import: the pools and tasks modules cost ~1.7 s at CLI start-up (python -X importtime)
+        # local import: the pools and tasks modules are heavy to import
         from fasbench.bon.pool import reverify
 
         tr = traces or pool.with_suffix(".traces.jsonl")
@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
         """Tune ONE pair of stop thresholds on the train split, shared by the cascade and parallel
         early stopping; print one JSON line per strategy with its test-split savings (``*_saved_%``
         > 0 is a saving, < 0 a premium) and quality change in points with 95% intervals."""
-        # local import: the experiment (sklearn) costs ~2 s at CLI start-up (python -X importtime)
+        # local import: the experiment (sklearn) is heavy to import
         from fasbench.bon.experiment import BonConfig, evaluate, result_table, to_dict
         from fasbench.bon.pool import find_pool, read_pools
 
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
                         latency=latency, decode_tps=decode_tps, prefill_tps=prefill_tps,
                         turn_overhead_s=turn_overhead, n_boot=n_boot)
         if selector == "llm-judge":
-            # local import: the judge's policies and tasks cost ~1.5 s at CLI start-up (python -X importtime)
+            # local import: the judge's policies and tasks are heavy to import
             from fasbench.bon.pool_judge import llm_judge_selector
 
             if not judge or not judge_tasks:

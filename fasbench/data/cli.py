@@ -175,7 +175,7 @@ def register(app: typer.Typer) -> None:
         retry_failed: bool = typer.Option(False, "--retry-failed", help="ask again for tasks whose generation failed"),
     ):
         """FastContext's query as released (query_gen.py @5fb8c1d): the prompt of a main agent's subagent call."""
-        # local import: fc_queries loads fasbench.policies (~5 s cumulative, python -X importtime); only this command needs it
+        # local import: fc_queries loads fasbench.policies (heavy); only this command needs it
         from fasbench.data.fc_queries import generate, make_client, with_queries
 
         client = make_client(endpoint)

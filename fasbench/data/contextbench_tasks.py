@@ -74,7 +74,7 @@ def read_rows(path: str | Path) -> list[dict]:
     if not p.is_file():
         raise ContextBenchError(f"{p} does not exist")
     if p.suffix == ".parquet":
-        # local import: polars, ~1 s at CLI start-up (python -X importtime); only a parquet file needs it
+        # local import: polars, heavy; only a parquet file needs it
         import polars as pl
         try:
             return pl.read_parquet(p).to_dicts()

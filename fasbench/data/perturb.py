@@ -180,7 +180,7 @@ def _rope_project(root: Path):
     """A rope project on ``root`` with rope's default preferences only: the corpus's ``pyproject.toml``
     (``[tool.rope] source_folders`` outside the corpus, a 6 GiB sparse file) and the user's global
     rope config are never read."""
-    # local import: rope (~0.3 s), as in _rope_changes
+    # local import: rope (heavy), as in _rope_changes
     from rope.base.prefs import Prefs
     from rope.base.project import Project
 
@@ -201,7 +201,7 @@ def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool
                   dotted: str | None = None) -> dict[str, str] | None:
     """{path: new text} of rope's rename of the module/folder ``rel`` (offset None) or of the name at
     ``offset`` in ``rel``; None when rope cannot analyse a file that may refer to it."""
-    # local import: rope (~0.3 s) is needed only when a corpus is perturbed, never on the CLI's start-up path
+    # local import: rope (heavy) is needed only when a corpus is perturbed, never on the CLI's start-up path
     from rope.refactor.rename import Rename
 
     rx = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")

@@ -1,6 +1,6 @@
 """`fasbench eval`, `fasbench runs` and `fasbench compare` (a cli plugin; heavy imports stay inside the
-commands: ``fasbench.evaluation.evaluate`` costs ~0.5 s of CPU by ``python -X importtime`` on the shared 2-core
-machine: polars, the policies, the scoring)."""
+commands: ``fasbench.evaluation.evaluate`` loads polars, the policies and the scoring; its measured cost is in
+benchmarks/README.md)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def register(app) -> None:
 
         Only the tasks usable on the chosen corpus kind run; the excluded count and reasons are
         printed (and written to OUT/excluded.jsonl) before the run starts."""
-        # local import: fasbench.evaluation.evaluate/runs/polars cost ~7 s at CLI start-up (module docstring)
+        # local import: fasbench.evaluation.evaluate/runs/polars are heavy to import (module docstring)
         from fasbench.evaluation.evaluate import last_call, run_eval, run_name
         from fasbench.base.paths import cache_dir
         from fasbench.harness import Limits
@@ -135,7 +135,7 @@ def register(app) -> None:
         if df.height:
             typer.echo(summary_text(df, out))
             if scoring:
-                # local import: loaded with fasbench.evaluation.evaluate above (~7 s at CLI start-up)
+                # local import: loaded with fasbench.evaluation.evaluate above (heavy)
                 from fasbench.scoring.localization import fastcontext_summary, fastcontext_warning
 
                 typer.echo(f"FastContext run_score.py ({scoring}): " + json.dumps(fastcontext_summary(df)))
@@ -154,7 +154,7 @@ def register(app) -> None:
     def policies_cmd(model_path: str = typer.Option("", "--model-path", help="print the local folder of an hf model "
                                                     "name (smollm2-offline, tiny; converted on first use) and exit")):
         """Every policy family: an example --policy spec and its parameters with defaults."""
-        # local import: fasbench.policies and fasbench.models cost ~0.2 s of CPU at CLI start-up (python -X
+        # local import: fasbench.policies and fasbench.models are heavy to import (python -X
         # importtime)
         from fasbench.models import resolve_model
         from fasbench.policies import describe_policies
@@ -178,7 +178,7 @@ def register(app) -> None:
     ):
         """One table of all runs: policy, tool set, task source, n, main metrics with CIs, date, code version;
         then, where one policy was run more than once, its run-to-run noise (pass^k, flip rate)."""
-        from fasbench.evaluation import runs as R  # local import: polars + fasbench.evaluation.evaluate, ~7 s at CLI start-up
+        from fasbench.evaluation import runs as R  # local import: polars + fasbench.evaluation.evaluate, heavy
 
         metrics = _metrics(metric, R.RUN_METRICS)
         _check_level(level)
@@ -197,7 +197,7 @@ def register(app) -> None:
                    "Student t below (column interval), none for one task]")
         typer.echo(R.format_table(R.display_runs(table, metrics)))
         if latex:
-            from fasbench.stats.tables import write_latex  # local import: polars, ~0.28 s of CPU; only --latex needs it
+            from fasbench.stats.tables import write_latex  # local import: polars, heavy; only --latex needs it
 
             typer.echo(f"LaTeX table: {write_latex(R.display_runs(table, metrics), latex, caption=table['interval'][0])}")
         typer.echo(R.noise_text(noise))
@@ -209,7 +209,7 @@ def register(app) -> None:
         shards: list[Path] = typer.Argument(..., help="run directories of shards 0…n-1 (`fasbench eval --shard i/n`)"),
     ):
         """Merge the shards of one run into one run directory (traces, summary sorted by task id)."""
-        # local import: fasbench.evaluation.evaluate costs ~7 s at CLI start-up (module docstring)
+        # local import: fasbench.evaluation.evaluate is heavy to import (module docstring)
         from fasbench.evaluation.evaluate import aggregate
         from fasbench.evaluation.shards import merge_shards
 
@@ -230,7 +230,7 @@ def register(app) -> None:
     ):
         """Paired comparison of each run against the first (run − reference) on their shared tasks: the
         two-sided sign-flip p (exact up to 20 tasks) beside its n, and the interval."""
-        from fasbench.evaluation import runs as R  # local import: polars + fasbench.evaluation.evaluate, ~7 s at CLI start-up
+        from fasbench.evaluation import runs as R  # local import: polars + fasbench.evaluation.evaluate, heavy
 
         metrics = _metrics(metric, ()) or None  # None: the default metrics every run has
         _check_level(level)
@@ -255,7 +255,7 @@ def register(app) -> None:
             typer.echo(R.failed_note(table), err=True)
         typer.echo(R.format_table(R.display_compare(table)))
         if latex:
-            from fasbench.stats.tables import write_latex  # local import: polars, ~0.28 s of CPU; only --latex needs it
+            from fasbench.stats.tables import write_latex  # local import: polars, heavy; only --latex needs it
 
             typer.echo(f"LaTeX table: {write_latex(R.display_compare(table), latex, caption=R.compare_note(table, level))}")
 
@@ -266,7 +266,7 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
     runs table's, then the localization columns defined for some task): mean, the bootstrap interval
     over tasks, n (tasks where the metric is defined). Writes the localization intervals to
     OUT/summary_ci.parquet."""
-    # local import: polars + fasbench.evaluation.evaluate/runs/localization, ~7 s at CLI start-up (module docstring)
+    # local import: polars + fasbench.evaluation.evaluate/runs/localization, heavy (module docstring)
     import polars as pl
     from fasbench.evaluation import runs as R
     from fasbench.evaluation.evaluate import aggregate, split_failed

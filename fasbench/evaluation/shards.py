@@ -117,7 +117,7 @@ def merge_shards(dirs: Sequence[str | Path], out: str | Path):
                 rows = [r for r in iter_jsonl(d / name) if _key(r) is None or _key(r) not in seen]
                 seen.update(_key(r) for r in rows)
                 append_jsonl(out / name, rows)
-    # local import: polars costs ~0.13-0.18 s of CPU at import (python -X importtime), paid by every
+    # local import: polars is heavy to import, paid by every
     # `fasbench` command through eval_cli; only a merge reads parquet
     import polars as pl
 

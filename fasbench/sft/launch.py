@@ -29,7 +29,7 @@ def _data(profile: Profile, name: str):
 
 def dry_run(profile: Profile, name: str) -> dict:
     """What a launch of ``profile`` would train, without loading a model: data, arguments, processes."""
-    import torch  # local import: torch ~1.9 s (python -X importtime), only for --dry-run
+    import torch  # local import: torch is heavy, only for --dry-run
 
     ds = _data(profile, name)
     world = int(os.environ.get("WORLD_SIZE", "1"))

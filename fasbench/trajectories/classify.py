@@ -428,7 +428,7 @@ def analyze_call(name: str, arguments) -> Action:
             targets = tuple(str(args[k]) for k in _PATH_KEYS if k in args) if cat == "edit" else ()
             return Action(cat, "tool", (cat,), targets)
     # Only fasbench's own tool names (and unknown ones) get here, never a shell action.
-    # local import: fasbench.tools costs ~0.06 s of CPU (python -X importtime), which every `fasbench`
+    # local import: fasbench.tools is heavy to import, which every `fasbench`
     # command would pay through trajectories.cli; only fasbench's own tool names get here
     from fasbench.tools import TOOLSETS, tool_kind
 
