@@ -271,6 +271,7 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
     from fasbench.evaluation import runs as R
     from fasbench.evaluation.evaluate import aggregate, split_failed
     from fasbench.scoring.localization import localization_columns
+    from fasbench.stats.tables import text_table
 
     run = R.runs_table([out], level=level).row(0, named=True)
     df = split_failed(df)[0]  # the means are over the episodes that ran (the header gives the failed count)
@@ -295,10 +296,7 @@ def summary_text(df, out: Path, level: float = 0.95) -> str:
         return "n/a" if x is None or x != x else f"{x:.3f}"
 
     cells = [(m, num(v), f"[{num(lo)}, {num(hi)}]", str(k)) for m, v, lo, hi, k in rows]
-    w = [max(len(c[i]) for c in cells + [("metric", "mean", f"{level:.0%} CI", "n")]) for i in range(4)]
-    lines = [head, f"{'metric':<{w[0]}}  {'mean':>{w[1]}}  {f'{level:.0%} CI':<{w[2]}}  {'n':>{w[3]}}"]
-    lines += [f"{m:<{w[0]}}  {v:>{w[1]}}  {c:<{w[2]}}  {k:>{w[3]}}" for m, v, c, k in cells]
-    return "\n".join(lines)
+    return head + "\n" + text_table(["metric", "mean", f"{level:.0%} CI", "n"], cells, right={"mean", "n"}, rule=False)
 
 
 def _metrics(given, default) -> list[str]:

@@ -38,6 +38,7 @@ import polars as pl
 
 from fasbench.evaluation.evaluate import load_summary, query_source_label, read_run_meta, resume_note, split_failed
 from fasbench.stats.findings import ci, ci_of
+from fasbench.stats.tables import text_table
 from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, column_bounds, interval_method, mean_ci, p_text, paired_test
 from fasbench.base.paths import repo_root
 from fasbench.data.tasksets import task_set_label
@@ -428,10 +429,6 @@ def _no_ci_max_n(level: float) -> int:
 
 
 def format_table(df: pl.DataFrame) -> str:
-    """Aligned plain text of a frame of strings (no truncation, for terminals and logs)."""
-    cols = df.columns
-    cells = [[str(c) for c in cols]] + [[str(v) for v in row] for row in df.iter_rows()]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    """Aligned plain text of a frame of strings (no truncation, for terminals and logs):
+    :func:`fasbench.stats.tables.text_table`."""
+    return text_table(df.columns, df.iter_rows())
