@@ -154,8 +154,7 @@ def register(app) -> None:
     def policies_cmd(model_path: str = typer.Option("", "--model-path", help="print the local folder of an hf model "
                                                     "name (smollm2-offline, tiny; converted on first use) and exit")):
         """Every policy family: an example --policy spec and its parameters with defaults."""
-        # local import: fasbench.policies and fasbench.models are heavy to import (python -X
-        # importtime)
+        # local import: fasbench.policies and fasbench.models are heavy to import
         from fasbench.models import resolve_model
         from fasbench.policies import describe_policies
 

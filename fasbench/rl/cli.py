@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
         output_dir: Optional[str] = typer.Option(None, "--output-dir", help="override output_dir"),
     ):
         """Train with GRPO; resumes from the last checkpoint in the output dir. Prints the summary."""
-        # local import: fasbench.rl.config and .train import the harness and tools (heavy, python -X
-        # importtime), which every other `fasbench` command would pay at start-up
+        # local import: fasbench.rl.config and .train import the harness and tools (heavy),
+        # which every other `fasbench` command would pay at start-up
         from fasbench.rl.config import load_config
         from fasbench.rl.train import train  # local import: as above
 

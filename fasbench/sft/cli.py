@@ -21,8 +21,8 @@ SetOpt = typer.Option(None, "--set", help=SET_HELP)
 
 
 def _profile(config: str, sets: Optional[List[str]], **given):
-    # local import: fasbench.sft.train imports sft.data, the harness, the policies and tqdm: heavy
-    #, which `fasbench --help` and every other command would pay at start-up
+    # local import: fasbench.sft.train imports sft.data, the harness, the policies and tqdm: heavy,
+    # which `fasbench --help` and every other command would pay at start-up
     from fasbench.sft.train import load_profile
 
     return load_profile(config, {k: v for k, v in given.items() if v is not None}, sets or ())
