@@ -14,6 +14,7 @@ from typing import Optional
 
 import typer
 import typer.main
+from typer._click.exceptions import ClickException
 
 from fasbench.base.errors import CliGroup, UserError
 from fasbench.records import Gold, Report
@@ -28,6 +29,7 @@ PLUGINS: list[str] = [
     "fasbench.sft.cli",
     "fasbench.e2e.cli",
     "fasbench.replay.cli",  # beside the package: importing fasbench.replay loads its widgets (plotly)
+    "fasbench.mainjob.cli",
 ]
 
 
@@ -160,6 +162,39 @@ def score(
         _fail(f"--judge only applies to a judged reward ({', '.join(judged_rewards())}), not {reward!r}")
     s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None, **kw)
     typer.echo(json.dumps(s.to_dict()))
+
+
+@app.command("scripted-server")
+def scripted_server(
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port", help="0: a free port (printed in the `ready PORT` line)"),
+    delay_s: float = typer.Option(0.25, "--delay-s", help="seconds each answer takes"),
+    max_concurrent: int = typer.Option(32, "--max-concurrent", help="requests served at once; the rest wait"),
+    turns: int = typer.Option(3, "--turns", help="turns per episode, the last one reports"),
+    report_path: str = typer.Option("requests/sessions.py", "--report-path", help="the path the last turn reports"),
+    tool_format: str = typer.Option("structured", "--tool-format",
+                                    help="how the calls are written: structured (tool_calls), hermes_json or "
+                                         "qwen3_coder_xml (<tool_call> text in the content), prose (no calls)"),
+):
+    """A local OpenAI-compatible server answering scripted tool calls after a fixed delay (benchmarks,
+    failure tests); prints `ready PORT` once it listens, serves until interrupted."""
+    # local import: the server loads the tool sets, which no other command of this module needs
+    from fasbench.policies.scripted_server import serve
+
+    serve(host, port, delay_s, max_concurrent, turns, report_path, tool_format)
+
+
+def run_command(args: list[str]) -> int:
+    """Run ``fasbench ARGS`` in this process and return its exit status, errors printed as the command
+    prints them: what the module alias ``python -m fasbench.mainjob.report`` calls (and tests)."""
+    try:
+        rv = typer.main.get_command(app).main(args=list(args), prog_name="fasbench", standalone_mode=False)
+    except ClickException as e:  # a usage error: the message and status click gives it
+        e.show()
+        return e.exit_code
+    except typer.Abort:
+        return 1
+    return rv if isinstance(rv, int) else 0
 
 
 def main() -> None:  # pragma: no cover

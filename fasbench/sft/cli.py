@@ -1,4 +1,4 @@
-"""``fasbench sft build | train | eval | config`` (registered through ``fasbench.cli.PLUGINS``).
+"""``fasbench sft build | train | launch | eval | config`` (registered through ``fasbench.cli.PLUGINS``).
 
 Every command takes a profile (a name or a YAML file) and ``--set key=value`` overrides, read by the
 loader shared with ``fasbench rl`` (fasbench.training.profiles); config errors are one-line errors
@@ -76,5 +76,16 @@ def register(app: typer.Typer) -> None:
         p = _profile(config, set_)
         rows = evaluate(model, dev_tasks(p), p, label, out)
         typer.echo(json.dumps(summary(rows), indent=1))
+
+    @sft.command("launch")
+    def launch_cmd(config: str = typer.Argument(..., help=PROFILE_HELP),
+                   set_: Optional[List[str]] = SetOpt,
+                   dry_run: bool = typer.Option(False, "--dry-run", help="check the profile, the data set and the TRL "
+                                                "arguments, print them as JSON, train nothing")):
+        """Train a profile; under `accelerate launch -m fasbench.cli sft launch` one process per GPU (never builds the data)."""
+        # local import: fasbench.sft.launch imports sft.train and sft.data, heavy, as in _profile
+        from fasbench.sft.launch import launch
+
+        launch(config, set_ or (), dry_run)
 
     app.add_typer(sft, name="sft")
