@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Iterator
 
 from fasbench.data import swebench_tasks
 from fasbench.data.corpus import checkout_names, root_dir, try_materialize
@@ -264,3 +265,12 @@ def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:
         raise InputFileError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return {"swe-explore": import_swe_explore, "locbench": import_locbench, "contextbench": import_contextbench,
             "swebench-pro": import_swebench_pro}[fmt](path)
+
+
+def check_usability(tasks: list[Task]) -> Iterator[str]:
+    """``fasbench data import``'s check: per task, :func:`usability` recorded in ``meta["gold_import"]["usable"]``
+    and one line ``ID<TAB>offline: …<TAB>online: …``."""
+    for t in tasks:
+        u = usability(t)
+        t.meta.setdefault("gold_import", {})["usable"] = u
+        yield f"{t.id}\toffline: {u['offline']}\tonline: {u['online']}"
