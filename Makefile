@@ -70,7 +70,7 @@ run: install
 # One static HTML page of the executed notebooks (outputs, findings, widget state): $(REPORT)/index.html
 report: install
 	-@$(MAKE) --no-print-directory $(REPORT_JS)/embed-amd.js
-	$(PY) -m fasbench.mainjob.report $(OUT) --out $(REPORT) --js $(REPORT_JS)
+	$(PY) -m fasbench.cli report $(OUT) --out $(REPORT) --js $(REPORT_JS)
 
 $(REPORT_JS)/embed-amd.js:
 	@rm -rf $(REPORT_JS) && mkdir -p $(REPORT_JS)/pack

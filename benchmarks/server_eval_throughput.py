@@ -1,6 +1,6 @@
 """Concurrent episodes against a model server: episodes per second against the server-bound ideal.
 
-A real local HTTP server (``fasbench.policies.scripted_server``, its own process) speaks the OpenAI
+A real local HTTP server (``fasbench scripted-server``, its own process) speaks the OpenAI
 chat-completions protocol, answers every request after ``--delay-s`` (default 0.25 s) with scripted
 tool calls (two cheap reads a turn, ``report_back`` on the last of ``--turns`` turns) and serves at
 most ``--max-concurrent`` requests at once (default 32; the rest wait for a slot). The same
@@ -46,7 +46,7 @@ from fasbench.tools import make_toolset
 
 
 def start_server(args) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "fasbench.policies.scripted_server", "--port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "fasbench.cli", "scripted-server", "--port", "0",
                              "--delay-s", str(args.delay_s), "--max-concurrent", str(args.max_concurrent),
                              "--turns", str(args.turns)], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().split()

@@ -1,7 +1,8 @@
 """The ``fasbench`` command. Each package adds its subcommands through a ``register(app)``
 function listed in ``PLUGINS``. Imports that cost start-up time stay inside the commands, each with a
-``# local import:`` comment quoting its measured cost, so that ``fasbench --help`` and every command's
-argument errors come back fast."""
+``# local import:`` comment saying why in words (the measured costs are in ``benchmarks/README.md``,
+``benchmarks/import_costs.py``; ``tests/test_cli_help.py`` checks what ``--help`` imports), so that
+``fasbench --help`` and every command's argument errors come back fast."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Optional
 
 import typer
 import typer.main
+from typer._click.exceptions import ClickException
 
 from fasbench.base.errors import CliGroup, UserError
 from fasbench.records import Gold, Report
@@ -27,13 +29,14 @@ PLUGINS: list[str] = [
     "fasbench.sft.cli",
     "fasbench.e2e.cli",
     "fasbench.replay.cli",  # beside the package: importing fasbench.replay loads its widgets (plotly)
+    "fasbench.mainjob.cli",
 ]
 
 
 class RootGroup(CliGroup):
     """The root group, whose plugins' commands are loaded when first asked for: ``fasbench tool`` and
-    ``fasbench score`` (defined here) run without importing the plugins' modules (~0.15 s of CPU per
-    call: the data, eval and trajectory machinery; benchmarks/startup.py). Any other command, the help
+    ``fasbench score`` (defined here) run without importing the plugins' modules (the data, eval and
+    trajectory machinery; benchmarks/startup.py measures it). Any other command, the help
     and every reader of ``.commands`` load them all first, so the group looks the same from outside."""
 
     def __init__(self, *args, **kwargs):
@@ -102,7 +105,7 @@ def tool(
 ):
     """Run one tool call in a workspace and print {"output", "is_error"} as JSON; or, with
     --schemas, print the tool set's schemas exactly as they are sent to the model."""
-    # local import: fasbench.tools costs ~0.07 s of CPU (python -X importtime), which `fasbench --help` need not pay
+    # local import: fasbench.tools is heavy to import, which `fasbench --help` need not pay
     from fasbench.tools import TOOLSETS, make_toolset
 
     if toolset not in TOOLSETS:
@@ -138,7 +141,7 @@ def score(
                                         "(without it, to lines.LINE_CAP)"),
 ):
     """Score a report against gold; prints the score and its parts as JSON."""
-    # local import: fasbench.scoring.reward costs ~0.1 s at CLI start-up, a third of `fasbench --help` (python -X importtime)
+    # local import: fasbench.scoring.reward is heavy to import, a large share of `fasbench --help`
     from fasbench.scoring.reward import judged_rewards, reward_named, score_report
 
     judged = reward_named(reward).judged  # an unknown name: a ValueError naming the choices (one line, exit 2)
@@ -150,7 +153,7 @@ def score(
         _fail(f"--root {root} is not a directory")
     kw: dict = {"query": query, "finish_reason": finish}  # the facts of the episode; each reward takes what it needs
     if judged:
-        # local import: the judge's HTTP client (httpx) costs ~0.1 s at CLI start-up (python -X importtime)
+        # local import: the judge's HTTP client (httpx) is heavy to import
         from fasbench.scoring.judge import make_judge
 
         if judge is not None and not query:
@@ -160,6 +163,39 @@ def score(
         _fail(f"--judge only applies to a judged reward ({', '.join(judged_rewards())}), not {reward!r}")
     s = score_report(reward, g, r, turns=turns, root=str(root.resolve()) if root is not None else None, **kw)
     typer.echo(json.dumps(s.to_dict()))
+
+
+@app.command("scripted-server")
+def scripted_server(
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port", help="0: a free port (printed in the `ready PORT` line)"),
+    delay_s: float = typer.Option(0.25, "--delay-s", help="seconds each answer takes"),
+    max_concurrent: int = typer.Option(32, "--max-concurrent", help="requests served at once; the rest wait"),
+    turns: int = typer.Option(3, "--turns", help="turns per episode, the last one reports"),
+    report_path: str = typer.Option("requests/sessions.py", "--report-path", help="the path the last turn reports"),
+    tool_format: str = typer.Option("structured", "--tool-format",
+                                    help="how the calls are written: structured (tool_calls), hermes_json or "
+                                         "qwen3_coder_xml (<tool_call> text in the content), prose (no calls)"),
+):
+    """A local OpenAI-compatible server answering scripted tool calls after a fixed delay (benchmarks,
+    failure tests); prints `ready PORT` once it listens, serves until interrupted."""
+    # local import: the server loads the tool sets, which no other command of this module needs
+    from fasbench.policies.scripted_server import serve
+
+    serve(host, port, delay_s, max_concurrent, turns, report_path, tool_format)
+
+
+def run_command(args: list[str]) -> int:
+    """Run ``fasbench ARGS`` in this process and return its exit status, errors printed as the command
+    prints them: what the module alias ``python -m fasbench.mainjob.report`` calls (and tests)."""
+    try:
+        rv = typer.main.get_command(app).main(args=list(args), prog_name="fasbench", standalone_mode=False)
+    except ClickException as e:  # a usage error: the message and status click gives it
+        e.show()
+        return e.exit_code
+    except typer.Abort:
+        return 1
+    return rv if isinstance(rv, int) else 0
 
 
 def main() -> None:  # pragma: no cover

@@ -122,7 +122,7 @@ def smollm2_path() -> Path:
         return target
 
     def build(tmp: Path) -> None:
-        # local import: transformers costs ~1.2 s at start-up (python -X importtime); only model loading needs it
+        # local import: transformers is heavy to import; only model loading needs it
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         gguf = smollm2_gguf()
@@ -212,7 +212,7 @@ def make_tiny_model(directory: str | os.PathLike | None = None, vocab_size: int 
         return target
 
     def build(tmp: Path) -> None:
-        # local import: torch ~5.9 s, transformers ~1.2 s at start-up (python -X importtime); only model building needs them
+        # local import: torch and transformers are heavy; only model building needs them
         import torch
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
         from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
@@ -262,7 +262,7 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
 
 def load_tokenizer(name_or_path: str | os.PathLike):
     """The tokenizer of a model; a template without tool support gets the Qwen2.5 tool template."""
-    # local import: transformers costs ~1.2 s at start-up (python -X importtime)
+    # local import: transformers is heavy to import
     from transformers import AutoTokenizer
 
     path = resolve_model(name_or_path)
@@ -279,7 +279,7 @@ def load_model(name_or_path: str | os.PathLike, *, dtype: Any = None, device: st
     """(model, tokenizer) for a name ``resolve_model`` understands. A directory holding a PEFT
     adapter (``adapter_config.json``) is loaded on its base model and merged. ``dtype`` defaults to
     float32 on CPU and bfloat16 on GPU; ``device`` to cuda when available."""
-    # local import: torch ~5.9 s, transformers ~1.2 s at start-up (python -X importtime)
+    # local import: torch and transformers are heavy
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -292,7 +292,7 @@ def load_model(name_or_path: str | os.PathLike, *, dtype: Any = None, device: st
         dtype = getattr(torch, dtype)
     adapter = Path(path) / "adapter_config.json"
     if adapter.exists():
-        # local import: peft loads torch and transformers (~7 s at start-up); only adapters need it
+        # local import: peft loads torch and transformers (heavy); only adapters need it
         from peft import PeftModel
 
         base = json.loads(adapter.read_text())["base_model_name_or_path"]

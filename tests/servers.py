@@ -62,10 +62,10 @@ def wait_http(url: str, proc: subprocess.Popen, timeout: float, log: Path | None
 
 @contextmanager
 def scripted_server(*args: str):
-    """``fasbench.policies.scripted_server`` in its own process on a free port (``args``: its options, e.g.
+    """``fasbench scripted-server`` in its own process on a free port (``args``: its options, e.g.
     ``--delay-s 0.01 --turns 2``); yields its ``/v1`` base URL once it prints ``ready PORT``, and
     stops it on exit."""
-    proc = subprocess.Popen([sys.executable, "-m", "fasbench.policies.scripted_server", "--port", "0", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "fasbench.cli", "scripted-server", "--port", "0", *args],
                             stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline().split()

@@ -5,9 +5,11 @@
   import (module level and function-local; ``if TYPE_CHECKING:`` blocks excluded), relative imports
   resolved, and ``from pkg import mod`` resolved to the submodule: a cycle hidden by a function-local
   import is still a cycle (fix the layering, see docs/design.md section 2).
-- **Local imports**: an import inside a function carries a ``# local import: <measured reason>``
-  comment (quoting a number, e.g. ``torch costs ~1.5 s at CLI start-up``) on its line or the line
-  before; a contiguous block of imports shares the comment above its first line.
+- **Local imports**: an import inside a function carries a ``# local import: <reason>`` comment
+  (why, in words: ``torch is heavy; only generation needs it``) on its line or the line before; a
+  contiguous block of imports shares the comment above its first line. The comment quotes no number:
+  measured import costs rot in comments and live in ``benchmarks/README.md`` only
+  (``benchmarks/import_costs.py`` measures them).
 - **Tool names**: a string literal equal to the name of a tool of a registered tool set appears only in
   ``fasbench/tools/`` (names read from the tool sets themselves); ``TOOL_NAME_ALLOWED`` lists the
   justified exceptions (foreign trajectory formats that use the same generic word).
@@ -309,10 +311,40 @@ def check_size() -> dict[str, list[str]]:
     return out
 
 
+#: A number in a comment (``~1.2 s``, ``300 ms``, ``6-18``); digits inside a name (``bm25s``) are not one.
+NUMBER = re.compile(r"(?<![\w.\-/])\d")
+
+
 def measured(line: str) -> bool:
-    """A ``# local import:`` comment that quotes a measurement (a number: ``~1.2 s``, ``300 ms``)."""
+    """A ``# local import:`` comment that gives a reason (words after the mark)."""
     _, mark, reason = line.partition(LOCAL_MARK)
-    return bool(mark) and bool(re.search(r"\d", reason))
+    return bool(mark) and bool(re.search(r"[A-Za-z]", reason))
+
+
+def local_import_comments(lines: list[str]) -> list[tuple[int, str]]:
+    """(line number, text) of every ``# local import:`` comment with the comment-only lines that continue it."""
+    out, i = [], 0
+    while i < len(lines):
+        if LOCAL_MARK in lines[i]:
+            j, text = i + 1, [lines[i][lines[i].index(LOCAL_MARK):]]
+            while j < len(lines) and lines[j].lstrip().startswith("#") and LOCAL_MARK not in lines[j]:
+                text.append(lines[j].strip())
+                j += 1
+            out.append((i + 1, " ".join(text)))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def check_local_import_numbers() -> dict[str, list[str]]:
+    """``# local import:`` comments that quote a number (a measured cost: it belongs in benchmarks/README.md)."""
+    out: dict[str, list[str]] = {}
+    for p in source_files().values():
+        for n, text in local_import_comments(parsed(p)[1]):
+            if NUMBER.search(text.partition(LOCAL_MARK)[2]):
+                out.setdefault(rel(p), []).append(f"line {n}: {text}")
+    return out
 
 
 def comment_above(lines: list[str], lineno: int) -> str:
@@ -404,6 +436,7 @@ def check_placement() -> dict[str, list[str]]:
 CHECKS = {
     "size": check_size,
     "local imports": check_local_imports,
+    "local import numbers": check_local_import_numbers,
     "tool names": check_tool_names,
     "cycles": check_cycles,
     "layers": check_layers,
@@ -430,7 +463,20 @@ def test_module_size():
 
 def test_local_imports_give_a_reason():
     expect_clean(check_local_imports(),
-                 f"function-local imports without a '{LOCAL_MARK} <measured cost>' comment (move them to the top)")
+                 f"function-local imports without a '{LOCAL_MARK} <reason>' comment (move them to the top)")
+
+
+def test_local_import_comments_quote_no_number():
+    expect_clean(check_local_import_numbers(),
+                 f"'{LOCAL_MARK}' comments quoting a number (say why in words; measured costs live in "
+                 "benchmarks/README.md, benchmarks/import_costs.py)")
+
+
+def test_local_import_number_rule_can_fail():
+    lines = ["    # local import: torch costs ~5.9 s at start-up", "    # (python -X importtime)", "    import torch",
+             "    import bm25s  # local import: bm25s is heavy; only the bm25 policy needs it"]
+    found = [t for _, t in local_import_comments(lines) if NUMBER.search(t.partition(LOCAL_MARK)[2])]
+    assert found == ["# local import: torch costs ~5.9 s at start-up # (python -X importtime)"]
 
 
 def test_tool_names_only_in_tools():
@@ -532,7 +578,7 @@ def check_reward_name_tests(names: frozenset[str] | None = None) -> dict[str, li
     a reward's name, outside the registry (``fasbench/scoring/reward.py``): a reward's behaviour is chosen by
     its registry entry (``fasbench.scoring.reward.Reward``), never by testing its name."""
     if names is None:
-        from fasbench.scoring.reward import REWARDS  # local import: only this check needs the rewards (~2 s, the tools' jsonschema)
+        from fasbench.scoring.reward import REWARDS  # local import: only this check needs the rewards (heavy: the tools' jsonschema)
 
         names = frozenset(REWARDS)
     out: dict[str, list[str]] = {}

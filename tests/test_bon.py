@@ -203,6 +203,7 @@ def test_evaluate_synthetic_saves_cost():
     assert isinstance(f, Findings) and md.startswith("## What we found: budget-aware best-of-N")
     assert "| cascade: cost saved | " in md and "\n- **cascade**: cost saved" in md
     assert f"{100 * t['cost_saved']:+.1f}%" in md and "up to +44%" in md and "20 test tasks" in md
+    assert f"[{100 * t['cost_saved_lo']:+.1f}%, {100 * t['cost_saved_hi']:+.1f}%]" in md  # findings.ci's layout
     assert ("**reached**" in md) or ("oracle" in md)  # a missed target is explained by the bound
     for fig in (plots.resolve_later_figure(res), plots.bounds_figure(res), plots.latency_spread_figure(pools)):
         assert fig.data

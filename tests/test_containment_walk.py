@@ -61,7 +61,6 @@ ALLOWED = {
     ("fasbench/data/corpus.py", "_direct_download"): "the download's own temporary file",
     ("fasbench/data/corpus.py", "sdist_tree"): "the sdist cache's own info files and archive",
     ("fasbench/data/corpus.py", "git_worktree"): "the clone fasbench made in its cache",
-    ("fasbench/data/importers.py", "_records"): "a task file the user names on the command line",
     ("fasbench/data/stats.py", "agentless_frame"): "package data (agentless classifications)",
     ("fasbench/e2e/runner.py", "prepare_copy"): "the run directory's corpus copy (fasbench makes it)",
     ("fasbench/e2e/runner.py", "done_pairs"): "the run directory's records file",

@@ -65,3 +65,15 @@ def test_request_records_keep_trace_json_backward_compatible():
     rec = {"attempt": 0, "status": 200, "latency_s": 0.25, "prompt_tokens": 10, "completion_tokens": 3}
     new = Trace(task_id="t", policy="p", toolset="relace", turns=[Turn(index=0, requests=[rec])])
     assert Trace.from_dict(new.to_dict()).turns[0].requests == [rec]
+
+
+def test_scripted_server_is_a_fasbench_command_naming_every_tool_format():
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+    from fasbench.policies.scripted_server import TOOL_FORMATS
+
+    r = CliRunner().invoke(app, ["scripted-server", "--help"])
+    assert r.exit_code == 0 and all(f in r.stdout for f in TOOL_FORMATS), r.stdout
+    r = CliRunner().invoke(app, ["scripted-server", "--tool-format", "nope"])
+    assert r.exit_code == 2 and "choose one of structured, hermes_json" in r.stderr

@@ -2,7 +2,7 @@
 
 import math
 
-from fasbench.stats.findings import Findings, ci, num, paired_sentence
+from fasbench.stats.findings import Findings, ci, ci_of, num, paired_sentence
 from fasbench.stats.metrics import paired_test
 
 
@@ -10,7 +10,12 @@ def test_number_formats_and_missing_values():
     assert ci(0.6825, 0.397, 0.877) == "0.68 [0.40, 0.88]"
     assert ci(-0.2, -0.5, 0.1, signed=True) == "-0.20 [-0.50, +0.10]"
     assert num(0.683, pct=True) == "68%" and num(0.683, 3, pct=True) == "68.3%"
-    assert ci(float("nan"), 0, 1) == "–" and ci(0.5, math.nan, math.nan) == "0.50" and ci("1, 0", None, None) == "1, 0"
+    assert ci(float("nan"), 0, 1) == "–" and ci("1, 0", None, None) == "1, 0"
+    # a missing interval is printed one way everywhere (findings, runs, compare, studies): ``[–]``;
+    # no bounds at all (a count, a single value) is the value alone
+    assert ci(0.5, math.nan, math.nan) == ci(0.5, None, 0.7) == "0.50 [–]" and ci(0.5, None, None) == "0.50"
+    assert ci_of({"x": 0.5, "x_lo": math.nan, "x_hi": math.nan}, "x") == "0.50 [–]"
+    assert ci_of({"x": 0.25, "x_lo": 0.1, "x_hi": 0.4}, "x", 3, pct=True) == "25.0% [10.0%, 40.0%]"
 
 
 def test_markdown_has_table_seeds_caveats_and_level():

@@ -245,7 +245,7 @@ def test_no_tool_name_outside_tools():
     assert not bad, "tool names outside fasbench/tools/ (use fasbench.tools.tool_kind / calls_for):\n" + "\n".join(bad)
 
 
-def test_function_local_imports_carry_a_measured_reason():
+def test_function_local_imports_carry_a_reason():
     bad = []
     for f in sorted(PKG.glob("tools/*.py")) + OWNED:
         lines = f.read_text().splitlines()

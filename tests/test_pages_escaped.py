@@ -49,7 +49,7 @@ TASK = Task(id=_hostile("task"), query=_hostile("query"), repo="o/r",
 
 
 def test_static_replay_escapes_every_field():
-    from fasbench.replay.static import replay_html  # local import: plotly and the replay stack, ~2 s
+    from fasbench.replay.static import replay_html  # local import: plotly and the replay stack, heavy
 
     page = str(replay_html(_trace(_hostile("policy"), _hostile("trace")), TASK))
     assert _unescaped(page) == [] and "&lt;script&gt;" in page
@@ -92,7 +92,7 @@ def test_runs_table_escapes_run_names():
 
 
 def test_report_headings_escape_the_notebook_name(tmp_path):
-    from fasbench.mainjob.report import combine  # local import: nbconvert, ~1 s
+    from fasbench.mainjob.report import combine  # local import: nbconvert, heavy
 
     p = tmp_path / f"01_{IMG}x' onerror='y.ipynb"  # a file name holds no '/': no </script>
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("hi")]), p)
@@ -135,7 +135,7 @@ def test_findings_markdown_shown_in_a_notebook_holds_no_raw_html():
 def test_findings_in_the_report_page_open_no_tag_and_no_javascript_link():
     """Through nbconvert itself (which renders Markdown's raw HTML and ``javascript:`` links as they are):
     a findings output whose sentences hold a hostile name gives a page with neither."""
-    from nbconvert import HTMLExporter  # local import: nbconvert, ~1 s, for this test only
+    from nbconvert import HTMLExporter  # local import: nbconvert, heavy, for this test only
 
     from fasbench.stats.findings import Findings
 

@@ -128,3 +128,37 @@ def test_bad_task_and_newer_schema():
         Task.from_dict({"id": "x", "repo": "r", "gold": {"edited": {}}})
     with pytest.raises(RecordError, match="newer"):
         Trace.from_dict({"task_id": "x", "policy": "p", "toolset": "relace", "schema_version": 99})
+
+
+def test_read_records_json_list_jsonl_gzip_and_bounds(tmp_path):
+    """The one JSON-or-JSONL reader of the importers: a list, JSONL (one line too), gzip; a truncated
+    last line skipped with a warning; a FIFO, an oversize file and a non-list refused with the path."""
+    import gzip
+    import os
+    import warnings
+
+    from fasbench.records import RecordError, read_records
+    (tmp_path / "a.json").write_text('[{"a": 1}, {"a": 2}]')
+    (tmp_path / "b.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n{"a": 3')
+    (tmp_path / "c.jsonl").write_text('{"a": 1}\n')
+    (tmp_path / "d.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n{"a": 2}\n'))
+    (tmp_path / "e.json").write_text('"text"')
+    (tmp_path / "f.jsonl").write_text('{"a": 1}\n{"a"\n{"a": 3}\n')
+    assert read_records(tmp_path / "a.json") == [{"a": 1}, {"a": 2}]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert read_records(tmp_path / "b.jsonl") == [{"a": 1}, {"a": 2}]
+    assert any("truncated last line 4" in str(x.message) for x in w)
+    assert read_records(tmp_path / "c.jsonl") == [{"a": 1}]
+    assert read_records(tmp_path / "d.jsonl.gz") == [{"a": 1}, {"a": 2}]
+    for name, why in (("e.json", "expected a JSON list"), ("f.jsonl", "invalid JSONL line 2")):
+        with pytest.raises(RecordError, match=why) as e:
+            read_records(tmp_path / name)
+        assert str(tmp_path / name) in str(e.value)
+    with pytest.raises(RecordError, match="larger than 10 bytes"):
+        read_records(tmp_path / "a.json", max_bytes=10)
+    with pytest.raises(FileNotFoundError):
+        read_records(tmp_path / "missing.jsonl")
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    with pytest.raises(RecordError):
+        read_records(tmp_path / "fifo.jsonl")

@@ -1,6 +1,6 @@
 """docs/scale.md cannot drift from the code: every command of its ``bash`` blocks is parsed by the
-parser of the program it runs (the ``fasbench`` CLI's click tree, ``python -m fasbench.sft.launch``'s
-argparse, ``accelerate launch``'s own parser), every profile, ``--set`` field, config file, make
+parser of the program it runs (the ``fasbench`` CLI's click tree, also as ``-m fasbench.cli`` under
+``accelerate launch``, and accelerate's own parser), every profile, ``--set`` field, config file, make
 target and pip extra it names exists; and the launch's dry run and its missing-data error run for
 real (subprocesses, a real data set on disk)."""
 
@@ -89,22 +89,9 @@ def check_fasbench(args: list[str], where: str):
         _check_sets(path[0], list(ctx.params.get("set_") or []), where)
 
 
-def check_launch(args: list[str], where: str):
-    from fasbench.sft.launch import parser
-
-    try:
-        ns = parser().parse_args(args)
-    except SystemExit:
-        pytest.fail(f"{where}: python -m fasbench.sft.launch {' '.join(args)}: not its command line")
-    _check_profile("sft", ns.profile, where)
-    _check_sets("sft", ns.sets, where)
-
-
 def check_module(module: str, args: list[str], where: str):
     if module == "fasbench.cli":
         check_fasbench(args, where)
-    elif module == "fasbench.sft.launch":
-        check_launch(args, where)
     else:
         pytest.fail(f"{where}: a module the doc test does not know: {module}")
 
@@ -185,8 +172,18 @@ def test_doc_walker_catches_drift():
 def _launch(*args: str, cache: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "FASBENCH_CACHE": str(cache), "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, "-m", "fasbench.sft.launch", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "fasbench.cli", "sft", "launch", *args], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=600)  # a hang guard only
+
+
+def test_the_old_module_form_is_refused_in_one_line(tmp_path):
+    """``python -m fasbench.sft.launch`` was the launch before ``fasbench sft launch``: a stale command line
+    (an accelerate script) is refused with what to run now, never a launch that silently does nothing."""
+    env = {**os.environ, "FASBENCH_CACHE": str(tmp_path), "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    r = subprocess.run([sys.executable, "-m", "fasbench.sft.launch", "gpu"], capture_output=True, text=True, env=env,
+                       cwd=ROOT, timeout=600)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "-m fasbench.cli sft launch PROFILE" in r.stderr
 
 
 def test_launch_without_the_data_says_to_build_it(tmp_path):

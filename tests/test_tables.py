@@ -61,3 +61,18 @@ def test_runs_and_compare_write_latex(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-1500:]
     assert r"\midrule" in (tmp_path / "cmp.tex").read_text()
+
+
+def test_text_table_aligns_and_shows_cells_whole():
+    """The one terminal table (runs, compare, eval's summary, the replay's lines per file): columns two
+    spaces apart, right-aligned where asked, a dash rule under the header, a long cell neither cut
+    nor wrapped, markup-looking text shown as typed, no trailing spaces."""
+    from fasbench.stats.tables import text_table
+
+    long = "x" * 300
+    out = text_table(["name", "n"], [["[bold]a[/bold]", 7], [long, 1234]], right={"n"})
+    lines = out.splitlines()
+    assert lines[0] == "name" + " " * 298 + "   n" and set(lines[1]) == {"-", " "}
+    assert lines[2] == "[bold]a[/bold]" + " " * 286 + "     7" and lines[3] == long + "  1234"
+    assert all(ln == ln.rstrip() for ln in lines)
+    assert text_table(["a", "b"], [["1", "2"]], rule=False) == "a  b\n1  2"

@@ -33,7 +33,7 @@ def _run(*args: str, cache: Path) -> subprocess.CompletedProcess:
 @need_missing
 @pytest.mark.parametrize("cmd", [
     ["-m", "fasbench.cli", "sft", "train", "--config", "tiny"],
-    ["-m", "fasbench.sft.launch", "tiny"],
+    ["-m", "fasbench.cli", "sft", "launch", "tiny"],
     ["-m", "fasbench.cli", "rl", "train", "--config", "tiny"],
 ], ids=["sft-train", "sft-launch", "rl-train"])
 def test_a_missing_tracker_is_one_line_before_anything_loads(cmd, tmp_path):

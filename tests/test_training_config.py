@@ -199,9 +199,8 @@ def test_set_on_both_clis_changes_the_resolved_config():
 
 
 def test_launcher_takes_set_and_fails_in_one_line(capsys):
-    from fasbench.sft.launch import main
+    from fasbench.cli import run_command
 
-    with pytest.raises(SystemExit) as e:
-        main(["tiny", "--set", "max_steps=ten"])
+    code = run_command(["sft", "launch", "tiny", "--set", "max_steps=ten"])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and err == "error: --set max_steps=ten: max_steps expects an integer, got 'ten'\n"
+    assert code == 2 and err == "error: --set max_steps=ten: max_steps expects an integer, got 'ten'\n"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fasbench.trajectories.classify import CATEGORIES, analyze, analyze_call, classify, code_writes, top
+from fasbench.trajectories.classify import CATEGORIES_BY_PRIORITY, CATEGORIES_PLOT_ORDER, analyze, analyze_call, classify, code_writes, top
 
 RUBRIC = [
     # read: displays located files
@@ -191,7 +191,8 @@ def test_top_order():
     assert top(["read", "search"]) == "search"
     assert top(["other", "test", "read"]) == "test"
     assert top([]) == "other"
-    assert CATEGORIES[0] == "edit" and CATEGORIES[-1] == "other"
+    assert CATEGORIES_BY_PRIORITY[0] == "edit" and CATEGORIES_BY_PRIORITY[-1] == "other"
+    assert set(CATEGORIES_PLOT_ORDER) | {"delegate"} == set(CATEGORIES_BY_PRIORITY)  # one set of words, two orders
 
 
 def test_code_writes():

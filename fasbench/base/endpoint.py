@@ -78,13 +78,13 @@ class _Stream:
         self._inner = inner
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        # local import: httpcore comes with httpx (~0.7 s, python -X importtime); only remote calls need it
+        # local import: httpcore comes with httpx (heavy); only remote calls need it
         import httpcore
 
         return self._inner.read(max_bytes, _bound(timeout, httpcore.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        # local import: httpcore comes with httpx (~0.7 s, python -X importtime); only remote calls need it
+        # local import: httpcore comes with httpx (heavy); only remote calls need it
         import httpcore
 
         self._inner.write(buffer, _bound(timeout, httpcore.WriteTimeout))
@@ -93,7 +93,7 @@ class _Stream:
         self._inner.close()
 
     def start_tls(self, ssl_context, server_hostname=None, timeout=None):
-        # local import: httpcore comes with httpx (~0.7 s, python -X importtime); only remote calls need it
+        # local import: httpcore comes with httpx (heavy); only remote calls need it
         import httpcore
 
         return _Stream(self._inner.start_tls(ssl_context, server_hostname, _bound(timeout, httpcore.ConnectTimeout)))
@@ -109,14 +109,14 @@ class _Backend:
         self._inner = inner
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        # local import: httpcore comes with httpx (~0.7 s, python -X importtime); only remote calls need it
+        # local import: httpcore comes with httpx (heavy); only remote calls need it
         import httpcore
 
         return _Stream(self._inner.connect_tcp(host, port, _bound(timeout, httpcore.ConnectTimeout),
                                                local_address=local_address, socket_options=socket_options))
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        # local import: httpcore comes with httpx (~0.7 s, python -X importtime); only remote calls need it
+        # local import: httpcore comes with httpx (heavy); only remote calls need it
         import httpcore
 
         return _Stream(self._inner.connect_unix_socket(path, _bound(timeout, httpcore.ConnectTimeout),
@@ -146,7 +146,7 @@ def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_B
     (:func:`check_chat_reply`, ``gateway_chars`` characters), and every failure comes back as a
     response of its own, ``504`` for the deadline and ``502`` for the rest, whose JSON error message
     is the one named line (``fasbench.base.endpoint: ...``)."""
-    # local import: httpx costs ~0.7 s at start-up (python -X importtime); only remote calls need it
+    # local import: httpx is heavy to import; only remote calls need it
     import httpx
 
     class Body(httpx.SyncByteStream):
@@ -234,7 +234,7 @@ def post_json(client, url: str, body: dict, headers: dict, timeout_s: float) -> 
     """POST ``body`` as JSON; (status, headers, body bytes) within the total deadline ``timeout_s``.
     The body of an error status is read only up to ``ERROR_BODY_BYTES``. Transport failures raise
     httpx's exceptions, their messages naming the deadline or the size cap."""
-    # local import: httpx costs ~0.7 s at start-up (python -X importtime); only remote calls need it
+    # local import: httpx is heavy to import; only remote calls need it
     import httpx
 
     req = client.build_request("POST", url, json=body, headers=headers, timeout=httpx.Timeout(timeout_s))

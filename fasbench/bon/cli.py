@@ -34,28 +34,13 @@ def register(app: typer.Typer) -> None:
                                          help="also append full traces to <cache>/bon/<name>.traces.jsonl"),
     ):
         """Run N rollouts per task and append them to the pool file (resumes)."""
-        # local import: the harness, tools and policies cost ~1.8 s at CLI start-up (python -X importtime)
-        from fasbench.bon.pool import build_pools, pool_path
+        # local import: the harness, tools and policies are heavy to import
+        from fasbench.bon.pool import build_pools, pool_path, seeded_policies
         from fasbench.harness import Limits
-        from fasbench.policies import make_policy
-        from fasbench.scoring.reward import REWARDS
 
-        if n < 1:
-            raise typer.BadParameter("--n must be >= 1")
-        if reward not in REWARDS:
-            raise typer.BadParameter(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
-        if "seed=" in policy:
-            raise typer.BadParameter("--policy must not set seed: rollout k uses seed=k")
+        make = seeded_policies(policy, reward, n)  # the options' checks, before any task loads
         ts = with_corpora(load_task_set(tasks, limit), desc="bon corpora").tasks
-        sep = "," if ":" in policy else ":"
         out = pool_path(name)
-        cache: dict = {}
-
-        def make(k: int):
-            if k not in cache:
-                cache[k] = make_policy(f"{policy}{sep}seed={k}")
-            return cache[k]
-
         traces = out.with_suffix(".traces.jsonl") if keep_traces else None
         build_pools(ts, make, toolset, n, out, Limits(max_turns=max_turns), reward, traces_out=traces)
         typer.echo(str(out))
@@ -69,7 +54,7 @@ def register(app: typer.Typer) -> None:
     ):
         """Run the report verifier on every rollout of a pool (and recompute tool time and token
         split from the kept traces)."""
-        # local import: the pools and tasks modules cost ~1.7 s at CLI start-up (python -X importtime)
+        # local import: the pools and tasks modules are heavy to import
         from fasbench.bon.pool import reverify
 
         tr = traces or pool.with_suffix(".traces.jsonl")
@@ -102,32 +87,14 @@ def register(app: typer.Typer) -> None:
         """Tune ONE pair of stop thresholds on the train split, shared by the cascade and parallel
         early stopping; print one JSON line per strategy with its test-split savings (``*_saved_%``
         > 0 is a saving, < 0 a premium) and quality change in points with 95% intervals."""
-        # local import: the experiment (sklearn) costs ~2 s at CLI start-up (python -X importtime)
-        from fasbench.bon.experiment import BonConfig, evaluate, result_table, to_dict
-        from fasbench.bon.pool import find_pool, read_pools
+        # local import: the experiment (sklearn) is heavy to import
+        from fasbench.bon.experiment import BonConfig, evaluate_pool, parse_schedule, result_table, to_dict
 
-        def fail(msg: str):
-            typer.echo(f"error: {msg}", err=True)
-            raise typer.Exit(2)
-
-        p = pool if pool.exists() else find_pool(str(pool))
-        try:
-            sched = tuple(int(x) for x in schedule.split(","))
-        except ValueError:
-            fail(f"--schedule must be comma-separated integers, got {schedule!r}")
-        cfg = BonConfig(selector=selector if selector != "llm-judge" else "majority", schedule=sched, cost=cost,
-                        success_at=success_at, max_loss=max_loss, train_splits=tuple(train.split(",")), tune=tune,
-                        latency=latency, decode_tps=decode_tps, prefill_tps=prefill_tps,
-                        turn_overhead_s=turn_overhead, n_boot=n_boot)
-        if selector == "llm-judge":
-            # local import: the judge's policies and tasks cost ~1.5 s at CLI start-up (python -X importtime)
-            from fasbench.bon.pool_judge import llm_judge_selector
-
-            if not judge or not judge_tasks:
-                fail("--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)")
-            cfg.selector, _ = llm_judge_selector(judge, load_task_set(judge_tasks))
-        cfg.latency_model()  # validates the speeds
-        res = evaluate(read_pools(p, n=sched[-1]), cfg)
+        cfg = BonConfig(selector=selector, schedule=parse_schedule(schedule), cost=cost, success_at=success_at,
+                        max_loss=max_loss, train_splits=tuple(train.split(",")), tune=tune, latency=latency,
+                        decode_tps=decode_tps, prefill_tps=prefill_tps, turn_overhead_s=turn_overhead, n_boot=n_boot)
+        needs_tasks = selector == "llm-judge" and judge and judge_tasks
+        res = evaluate_pool(pool, cfg, judge, load_task_set(judge_tasks) if needs_tasks else None)
         for row in result_table(res):
             typer.echo(json.dumps(row))
         if out:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from fasbench.bon.features import FEATURES, states
 from fasbench.bon.latency import LatencyModel, with_latency
-from fasbench.bon.pool import Pool
+from fasbench.bon.pool import Pool, find_pool, read_pools
 from fasbench.bon.select import get_selector
 from fasbench.bon.stop import brier, ece, fit_stop, reliability
 from fasbench.bon.strategies import Outcome, always_n, cascade, oracle_rule, parallel, threshold_rule
@@ -269,6 +270,30 @@ def evaluate(pools: Sequence[Pool], cfg: BonConfig | None = None) -> BonResult:
                                                "train": chosen["train"][name]},
                                               test_cmp, per_task, calib, reliability(y_now, c))
     return res
+
+
+def parse_schedule(text: str) -> tuple[int, ...]:
+    """``"1,3,5,10"`` → ``(1, 3, 5, 10)``; a ValueError naming ``--schedule`` otherwise."""
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"--schedule must be comma-separated integers, got {text!r}") from None
+
+
+def evaluate_pool(pool: str | Path, cfg: BonConfig, judge: str = "", judge_tasks: Sequence | None = None) -> BonResult:
+    """``fasbench bon evaluate``: :func:`evaluate` on a pool file (a path, or a name
+    :func:`fasbench.bon.pool.find_pool` knows), its first ``cfg.schedule[-1]`` rollouts a task.
+    ``cfg.selector == "llm-judge"`` asks the ``judge`` endpoint over ``judge_tasks`` (both needed)."""
+    p = Path(pool) if Path(pool).exists() else find_pool(str(pool))
+    if cfg.selector == "llm-judge":
+        # local import: the judge's policies (httpx) are heavy, only for this selector
+        from fasbench.bon.pool_judge import llm_judge_selector
+
+        if not judge or judge_tasks is None:
+            raise ValueError("--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)")
+        cfg.selector, _ = llm_judge_selector(judge, judge_tasks)
+    cfg.latency_model()  # validates the speeds
+    return evaluate(read_pools(p, n=cfg.schedule[-1]), cfg)
 
 
 def result_table(res: BonResult) -> list[dict]:

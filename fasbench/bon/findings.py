@@ -6,15 +6,17 @@ the classifier's reliability and the oracle bound where a target is missed. Sign
 from __future__ import annotations
 
 from fasbench.bon.experiment import GOALS, SEED, BonResult
-from fasbench.stats.findings import Findings
+from fasbench.stats.findings import Findings, ci_of
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:+.1f}%"
 
 
-def _ci(t: dict, k: str, scale: float = 100.0, unit: str = "") -> str:
-    return f"[{scale * t[k + '_lo']:+.1f}, {scale * t[k + '_hi']:+.1f}]{unit}"
+def _est(t: dict, k: str) -> str:
+    """``t[k]`` with its interval (:func:`fasbench.stats.findings.ci_of`): Δquality in signed points, a
+    saving as a signed share."""
+    return ci_of(t, k, 2, signed=True) if k == "dq" else ci_of(t, k, 3, pct=True, signed=True)
 
 
 def latency_spread(pools) -> float | None:
@@ -60,13 +62,13 @@ def findings(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, 
            f"Latency is {lat}. Savings are test-split point estimates with task-bootstrap 95% intervals; "
            "positive = saving.")
     f.table(["", "ours (test)", "seed paper (SWE agents)"], [
-        ["cascade: cost saved", f"{_pct(c['cost_saved'])} {_ci(c, 'cost_saved')}", "up to +44%"],
-        ["cascade: latency saved (its premium)", f"{_pct(c['latency_saved'])} {_ci(c, 'latency_saved')}",
+        ["cascade: cost saved", _est(c, "cost_saved"), "up to +44%"],
+        ["cascade: latency saved (its premium)", _est(c, "latency_saved"),
          f"−{100 * SEED['cascade_latency_increase'][0]:.0f}% to −{100 * SEED['cascade_latency_increase'][1]:.0f}%"],
-        ["cascade: Δquality (points)", f"{c['dq']:+.2f} {_ci(c, 'dq', 1.0)}", "0 (−0.6 with more stages)"],
-        ["parallel: latency saved", f"{_pct(p['latency_saved'])} {_ci(p, 'latency_saved')}", "up to +25%"],
-        ["parallel: cost saved", f"{_pct(p['cost_saved'])} {_ci(p, 'cost_saved')}", "\"more modest\""],
-        ["parallel: Δquality (points)", f"{p['dq']:+.2f} {_ci(p, 'dq', 1.0)}", "about −2 with more stages"]])
+        ["cascade: Δquality (points)", _est(c, "dq"), "0 (−0.6 with more stages)"],
+        ["parallel: latency saved", _est(p, "latency_saved"), "up to +25%"],
+        ["parallel: cost saved", _est(p, "cost_saved"), "\"more modest\""],
+        ["parallel: Δquality (points)", _est(p, "dq"), "about −2 with more stages"]])
     goals = [("cascade", "cost", c["cost_saved"], GOALS["cascade_cost_saving"], c["dq"]),
              ("parallel", "latency", p["latency_saved"], GOALS["parallel_latency_saving"], p["dq"])]
     for name, axis, saved, goal, dq in goals:
@@ -76,7 +78,7 @@ def findings(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, 
         line = (f"**{name}**: {axis} saved {_pct(saved)} at Δquality {dq:+.2f} points — the target "
                 f"(≥ {100 * goal:.0f}% at ≥ −{tol:g} point) is **{'reached' if ok else 'not reached'}** (point estimate).")
         if not ok and saved < goal <= s.test[f"{axis}_saved_hi"]:
-            line += f" Its 95% interval {_ci(s.test, axis + '_saved')} includes the target."
+            line += f" Its 95% interval includes the target: {_est(s.test, axis + '_saved')}."
         if not ok:
             why = []
             if 100 * o[f"{axis}_saved"] < 100 * goal:
@@ -116,10 +118,10 @@ def findings(res: BonResult, pool_desc: str = "", alt: BonResult | None = None, 
         ac, ap = alt.strategies["cascade"], alt.strategies["parallel"]
         f.add(f"**Tuned for {alt.config.tune}** ({'the seed' + chr(39) + 's literal protocol: thresholds chosen for the cascade' + chr(39) + 's cost, parallel reusing them' if alt.config.tune == 'cost' else 'another objective'}; "
               f"p_target = {ac.chosen['p_target']:g}, g = {ac.chosen['g']:g}): cascade cost saved "
-              f"{_pct(ac.test['cost_saved'])} {_ci(ac.test, 'cost_saved')} at Δquality {ac.test['dq']:+.2f} "
-              f"{_ci(ac.test, 'dq', 1.0)}, latency {_pct(ac.test['latency_saved'])}; parallel latency saved "
-              f"{_pct(ap.test['latency_saved'])} {_ci(ap.test, 'latency_saved')} at Δquality {ap.test['dq']:+.2f} "
-              f"{_ci(ap.test, 'dq', 1.0)}. One threshold pair cannot serve both objectives here: what the cascade "
+              f"{_est(ac.test, 'cost_saved')} at Δquality {_est(ac.test, 'dq')}"
+              f", latency {_pct(ac.test['latency_saved'])}; parallel latency saved "
+              f"{_est(ap.test, 'latency_saved')} at Δquality {_est(ap.test, 'dq')}"
+              f". One threshold pair cannot serve both objectives here: what the cascade "
               "can afford, parallel pays for in quality.")
     return f.add(f"**Cascade trades latency for cost**: it is {_pct(-c['latency_saved'])[1:]} "
                  f"{'slower' if c['latency_saved'] < 0 else 'faster'} than launching all N at once "

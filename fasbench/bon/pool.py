@@ -263,6 +263,30 @@ def _line(r: Rollout, task: Task, reward: str) -> dict:
     return {"split": task.split, "reward_name": reward, "gold": task.gold.to_dict(), **r.to_dict()}
 
 
+def seeded_policies(policy: str, reward: str = "relace-f2", n: int = 1) -> Callable[[int], object]:
+    """Rollout ``k``'s policy, ``policy`` with ``seed=k`` (each made once), for :func:`build_pools`: the
+    checks of ``fasbench bon pools`` before any task loads. A spec that sets ``seed`` itself, an unknown
+    reward or ``n < 1`` is a ValueError naming the option."""
+    # local import: the policy registry's makers, only for pools built from a spec
+    from fasbench.policies import make_policy
+    from fasbench.scoring.reward import REWARDS
+
+    if n < 1:
+        raise ValueError("--n must be >= 1")
+    if reward not in REWARDS:
+        raise ValueError(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
+    if "seed=" in policy:
+        raise ValueError("--policy must not set seed: rollout k uses seed=k")
+    sep, cache = ("," if ":" in policy else ":"), {}
+
+    def make(k: int):
+        if k not in cache:
+            cache[k] = make_policy(f"{policy}{sep}seed={k}")
+        return cache[k]
+
+    return make
+
+
 def build_pools(tasks: Iterable[Task], make_policy: Callable[[int], object], toolset: str, n: int,
                 out: str | Path, limits=None, reward: str = "relace-f2", traces_out: str | Path | None = None,
                 progress: bool = True, memo_tools: bool = True,

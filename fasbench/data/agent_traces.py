@@ -83,8 +83,8 @@ def build(runs: tuple[str, ...] = tuple(RUNS), progress: bool = False,
     """Agent-trace tasks of the given runs (only ``instances`` when given) and the dropped ones
     ``[{id, run, reason}]``."""
     idx = _swebench_index()
-    # local import: tqdm.auto costs ~0.06 s of CPU at import (asyncio, importlib.metadata; python -X
-    # importtime), paid by every `fasbench` command through the data CLI's imports
+    # local import: tqdm.auto is heavy to import (asyncio, importlib.metadata), paid by every `fasbench`
+    # command through the data CLI's imports
     from tqdm.auto import tqdm
 
     tasks, dropped = [], []

@@ -10,19 +10,17 @@ from typing import Optional
 
 import typer
 
-from fasbench.base import contain
-from fasbench.data import SOURCES, build_tasks
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import materialize_many, resolve_root
-from fasbench.data.perturb import PerturbError, parse_perturb
-from fasbench.data.perturb_gold import gold_line_mismatches, perturb_task, verify_corpus
+from fasbench.data.perturb import parse_perturb
+from fasbench.data.perturb_gold import perturb_many
 from fasbench.data.gitmine import mine
-from fasbench.data.importers import import_gold, usability
+from fasbench.data.importers import check_usability, import_gold
 from fasbench.data.ship import ship
-from fasbench.data.splits import SPLITS, assign
+from fasbench.data.splits import assign
 from fasbench.base.errors import UserError
 from fasbench.records import write_tasks
-from fasbench.data.tasksets import TaskSetError, load_task_set, parse_task_set
+from fasbench.data.tasksets import load_task_set, task_set_tasks
 
 
 def register(app: typer.Typer) -> None:
@@ -38,16 +36,7 @@ def register(app: typer.Typer) -> None:
         rebuild: bool = typer.Option(False, "--rebuild", help="build a SOURCE from the raw data, not data/tasks/"),
     ):
         """Write the Task records of a task set, one JSON per line."""
-        ts_name = parse_task_set(source)
-        if rebuild:
-            if ts_name.kind != "source":
-                raise TaskSetError(f"--rebuild builds a shipped SOURCE ({', '.join(SOURCES)}), not {source!r}")
-            if split and split not in SPLITS:
-                raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-            want = split or ts_name.split
-            ts = [t for t in build_tasks(ts_name.target) if not want or t.split == want]
-        else:
-            ts = load_task_set(ts_name, split=split)
+        ts = task_set_tasks(source, split, rebuild)
         if out.is_dir():
             raise UserError(f"--out {out} is a folder; give a file name")
         write_tasks(out, ts)
@@ -87,33 +76,15 @@ def register(app: typer.Typer) -> None:
         modules and packages with their imports rewritten (rope), renamed private names, reordered
         functions; gold and task text relocated exactly; the record (seed, mapping) beside the tree."""
         sp = parse_perturb(spec)  # a bad spec, task set or id: a ValueError, one line (exit 2) from the CLI group
-        ts = load_task_set(tasks, ids=ids or None)
-        got = with_corpora(ts, mode, limit=limit or None, progress=False, strict=bool(ids))
+        got = with_corpora(load_task_set(tasks, ids=ids or None), mode, limit=limit or None, progress=False,
+                           strict=bool(ids))
         for r in got.skipped:
-            typer.echo(f"{r['task_id']}	skipped	{r['reason']}: {r['detail'][:120]}", err=True)
+            typer.echo(f"{r['task_id']}\tskipped\t{r['reason']}: {r['detail'][:120]}", err=True)
         done, bad = [], 0
-        for t in got.tasks:
-            try:
-                p = perturb_task(t, sp)
-            except (PerturbError, OSError) as e:
-                typer.echo(f"{t.id}	not perturbed	{e}", err=True)
-                continue
-            m = p.meta["perturb"]
-            line = f"{t.id}	{p.root}	renames {m['renames']}, reordered files {m['reordered_files']}, " \
-                   f"gold files moved {m['gold_files_moved']}/{len(t.gold.edited)}"
-            if check:
-                wrong = gold_line_mismatches(t, p)
-                try:
-                    v = verify_corpus(t.root, p.root, contain.read_json(m["record"], want=dict))
-                except (PerturbError, ValueError) as e:  # the sandbox cannot run this corpus's code, or its record is unreadable: the task fails the check
-                    bad += 1
-                    line += f"; gold lines wrong {len(wrong)}; check failed: {e}"
-                else:
-                    bad += bool(wrong) or not v["ok"]
-                    line += f"; gold lines wrong {len(wrong)}; imports {v['import_perturbed']}/{v['import_original']}" \
-                            f" (of {v['modules']}), tests collected {v['tests_perturbed']}/{v['tests_original']}"
-            typer.echo(line)
-            done.append(p)
+        for line, p, failed in perturb_many(got.tasks, sp, check):
+            typer.echo(line, err=p is None)
+            done += [p] if p is not None else []
+            bad += failed
         typer.echo(f"{len(done)}/{len(got.tasks)} perturbed with {sp.text()}", err=True)
         if out:
             write_tasks(out, done)
@@ -138,12 +109,9 @@ def register(app: typer.Typer) -> None:
         why = dict(collections.Counter(d["reason"] for d in dropped))
         if not ts:
             raise UserError(f"{file}: no record could be imported as a {fmt} task" + (f" (dropped {len(dropped)}: {why})" if dropped else ""))
-        n_off = 0
-        for t in ts if check else []:
-            u = usability(t)
-            t.meta.setdefault("gold_import", {})["usable"] = u
-            n_off += u["offline"].startswith("usable")
-            typer.echo(f"{t.id}\toffline: {u['offline']}\tonline: {u['online']}")
+        for line in check_usability(ts) if check else ():
+            typer.echo(line)
+        n_off = sum(t.meta["gold_import"]["usable"]["offline"].startswith("usable") for t in ts) if check else 0
         write_tasks(out, ts)
         typer.echo(f"{len(ts)} tasks -> {out}" + (f"; usable offline: {n_off}/{len(ts)}" if check else "")
                    + (f"; dropped {len(dropped)}: {why}" if dropped else ""))
@@ -175,7 +143,7 @@ def register(app: typer.Typer) -> None:
         retry_failed: bool = typer.Option(False, "--retry-failed", help="ask again for tasks whose generation failed"),
     ):
         """FastContext's query as released (query_gen.py @5fb8c1d): the prompt of a main agent's subagent call."""
-        # local import: fc_queries loads fasbench.policies (~5 s cumulative, python -X importtime); only this command needs it
+        # local import: fc_queries loads fasbench.policies (heavy); only this command needs it
         from fasbench.data.fc_queries import generate, make_client, with_queries
 
         client = make_client(endpoint)

@@ -46,7 +46,7 @@ from pathlib import Path
 from fasbench.data import swebench_tasks
 from fasbench.data.patches import parse_diff
 from fasbench.data.splits import assign
-from fasbench.records import Gold, Task, fields, iter_jsonl
+from fasbench.records import Gold, RecordError, Task, fields, read_records
 from fasbench.trajectories.agent_paths import ROOT
 
 class ContextBenchError(ValueError):
@@ -74,24 +74,17 @@ def read_rows(path: str | Path) -> list[dict]:
     if not p.is_file():
         raise ContextBenchError(f"{p} does not exist")
     if p.suffix == ".parquet":
-        # local import: polars, ~1 s at CLI start-up (python -X importtime); only a parquet file needs it
+        # local import: polars, heavy; only a parquet file needs it
         import polars as pl
         try:
             return pl.read_parquet(p).to_dicts()
         except Exception as e:  # polars raises its own ComputeError / ArrowError kinds
             raise ContextBenchError(f"{p}: not a readable parquet file ({type(e).__name__}: {e})"[:300]) from e
-    text = p.read_text(encoding="utf-8", errors="replace") if p.suffix != ".gz" else ""
-    if text.lstrip().startswith("["):
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ContextBenchError(f"{p}: not valid JSON ({e})") from e
-        if not isinstance(rows, list):
-            raise ContextBenchError(f"{p}: expected a JSON list or JSONL of objects")
-        return rows
     try:
-        return list(iter_jsonl(p))
-    except ValueError as e:
+        return read_records(p)
+    except FileNotFoundError:
+        raise ContextBenchError(f"{p} does not exist") from None
+    except RecordError as e:
         raise ContextBenchError(str(e)) from e
 
 

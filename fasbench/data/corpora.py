@@ -82,8 +82,8 @@ def with_corpora(tasks: Sequence[Task], mode: str | None = None, limit: int | No
     succeeded: set[str] = set()
     changed: set[str] = set()
     total = min(limit, len(tasks)) if limit is not None else len(tasks)
-    # local import: tqdm.auto costs ~0.06 s of CPU at import (asyncio, importlib.metadata; python -X
-    # importtime), paid by every `fasbench` command through the data CLI's imports
+    # local import: tqdm.auto is heavy to import (asyncio, importlib.metadata), paid by every `fasbench`
+    # command through the data CLI's imports
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, desc=desc, unit="task", disable=not progress or not tasks)

@@ -444,8 +444,8 @@ def materialize_many(tasks: list[Task], mode: str | None = None, method: str = "
     relative to the corpora cache (:func:`portable_root`; :func:`resolve_root` gives the path).
     (``fasbench.data.corpora.with_corpora`` is the helper for runs: it stops at a limit, uses the
     shipped manifest and keeps a resumable file of the skipped tasks.)"""
-    # local import: tqdm.auto costs ~0.06 s of CPU at import (asyncio, importlib.metadata; python -X
-    # importtime), paid by every `fasbench` command through the data CLI's imports
+    # local import: tqdm.auto is heavy to import (asyncio, importlib.metadata), paid by every `fasbench`
+    # command through the data CLI's imports
     from tqdm.auto import tqdm
 
     ok, rows = [], []

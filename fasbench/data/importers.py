@@ -39,9 +39,9 @@ placed on the corpus later, by ``fasbench.data.corpus.materialize`` (data/reloca
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+from typing import Iterator
 
 from fasbench.data import swebench_tasks
 from fasbench.data.corpus import checkout_names, root_dir, try_materialize
@@ -49,31 +49,23 @@ from fasbench.data.contextbench_tasks import import_contextbench
 from fasbench.data.splits import assign
 from fasbench.data.swebench_pro import tasks_from_records
 from fasbench.base.paths import UnsafeName
-from fasbench.records import Gold, RecordError, Task, fields, iter_jsonl
+from fasbench.records import Gold, RecordError, Task, fields, read_records
 
 FORMATS = ("swe-explore", "locbench", "contextbench", "swebench-pro")
 _ID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*)__(?P<name>.+)-(?P<num>\d+)$")
 
 
-class ImportError_(ValueError):
+class InputFileError(ValueError):
     """The input file as a whole cannot be read; the message says why."""
 
 
-def _records(path: str | Path) -> list[dict]:
-    p = Path(path)
-    if not p.is_file():
-        raise ImportError_(f"{p} does not exist")
-    text = p.read_text(encoding="utf-8") if p.suffix != ".gz" else None
-    if text is not None and text.lstrip().startswith("["):
-        data = json.loads(text)
-        if not isinstance(data, list):
-            raise ImportError_(f"{p}: expected a JSON list or JSONL of objects")
-        return data
+def _records(path: str | Path) -> list:
     try:
-        return list(iter_jsonl(p))
-    except ValueError as e:
-        raise ImportError_(str(e)) from e
-
+        return read_records(path)
+    except FileNotFoundError:
+        raise InputFileError(f"{path} does not exist") from None
+    except RecordError as e:
+        raise InputFileError(str(e)) from e
 
 
 def _repo_from_id(iid: str) -> str | None:
@@ -270,6 +262,15 @@ def import_swebench_pro(path: str | Path) -> tuple[list[Task], list[dict]]:
 
 def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:
     if fmt not in FORMATS:
-        raise ImportError_(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise InputFileError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return {"swe-explore": import_swe_explore, "locbench": import_locbench, "contextbench": import_contextbench,
             "swebench-pro": import_swebench_pro}[fmt](path)
+
+
+def check_usability(tasks: list[Task]) -> Iterator[str]:
+    """``fasbench data import``'s check: per task, :func:`usability` recorded in ``meta["gold_import"]["usable"]``
+    and one line ``ID<TAB>offline: …<TAB>online: …``."""
+    for t in tasks:
+        u = usability(t)
+        t.meta.setdefault("gold_import", {})["usable"] = u
+        yield f"{t.id}\toffline: {u['offline']}\tonline: {u['online']}"

@@ -147,14 +147,16 @@ def _lines_match(old: str, new: str, back: list[tuple[str, str]]) -> bool:
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
-        if x != y and _read_back(y, back) != x:
+        if x != y and read_back(y, back) != x:
             return False
     return True
 
 
-def _read_back(line: str, back: list[tuple[str, str]]) -> str:
+def read_back(line: str, back: list[tuple[str, str]]) -> str:
+    """``line`` with each new name of ``back`` (``(new, old)`` pairs, as a whole word) turned back into
+    its old name: a perturbed line read as the original (the perturbation's and the gold's checks)."""
     for new, old in back:
-        line = re.sub(rf"(?<![\w]){re.escape(new)}(?![\w])", old, line)
+        line = re.sub(rf"(?<!\w){re.escape(new)}(?!\w)", old, line)
     return line
 
 
@@ -178,7 +180,7 @@ def _rope_project(root: Path):
     """A rope project on ``root`` with rope's default preferences only: the corpus's ``pyproject.toml``
     (``[tool.rope] source_folders`` outside the corpus, a 6 GiB sparse file) and the user's global
     rope config are never read."""
-    # local import: rope (~0.3 s), as in _rope_changes
+    # local import: rope (heavy), as in _rope_changes
     from rope.base.prefs import Prefs
     from rope.base.project import Project
 
@@ -199,7 +201,7 @@ def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool
                   dotted: str | None = None) -> dict[str, str] | None:
     """{path: new text} of rope's rename of the module/folder ``rel`` (offset None) or of the name at
     ``offset`` in ``rel``; None when rope cannot analyse a file that may refer to it."""
-    # local import: rope (~0.3 s) is needed only when a corpus is perturbed, never on the CLI's start-up path
+    # local import: rope (heavy) is needed only when a corpus is perturbed, never on the CLI's start-up path
     from rope.refactor.rename import Rename
 
     rx = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")

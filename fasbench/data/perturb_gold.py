@@ -21,10 +21,10 @@ import re
 import sys
 from bisect import bisect_right
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from fasbench.base import contain
-from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus
+from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus, read_back
 from fasbench.base.lines import line_set
 from fasbench.records import Gold, Task
 from fasbench.base.untrusted import SandboxError, SandboxLimits, check_sandbox, run_sandboxed, sandbox_env
@@ -194,16 +194,10 @@ def gold_line_mismatches(original: Task, perturbed: Task) -> list[dict]:
             for n in range(max(1, s), min(e, len(old)) + 1):  # a gold start of -10**9 walks nothing
                 m = reloc.line(path, n)
                 got = new[m - 1] if 0 < m <= len(new) else None
-                if got != old[n - 1] and (got is None or _read_back(got, back) != old[n - 1]):
+                if got != old[n - 1] and (got is None or read_back(got, back) != old[n - 1]):
                     out.append({"path": path, "line": n, "new_path": reloc.path(path), "new_line": m,
                                 "original": old[n - 1], "perturbed": got})
     return out
-
-
-def _read_back(line: str, back: list[tuple[str, str]]) -> str:
-    for new, old in back:
-        line = re.sub(rf"(?<!\w){re.escape(new)}(?!\w)", old, line)
-    return line
 
 
 _IMPORTS = """import importlib, json, sys
@@ -285,3 +279,31 @@ def verify_corpus(original_root: str | Path, perturbed_root: str | Path, rec: di
     return {"modules": len(mods), "import_original": len(a), "import_perturbed": len(b & set(new_mods.values())),
             "lost_imports": lost, "test_files": len(tests), "tests_original": ta, "tests_perturbed": tb,
             "ok": not lost and (ta is None or ta == tb)}
+
+
+def perturb_many(tasks: Sequence[Task], spec: PerturbSpec, check: bool = False) -> Iterator[tuple[str, Task | None, bool]]:
+    """``fasbench data perturb``'s batch: per task ``(line, perturbed task or None, failed the check)``. A
+    task that cannot be perturbed gives ``None`` and its reason (the batch goes on); with ``check`` each
+    line also says how many gold lines came back wrong (:func:`gold_line_mismatches`) and whether the
+    touched modules import and their tests collect (:func:`verify_corpus`)."""
+    for t in tasks:
+        try:
+            p = perturb_task(t, spec)
+        except (PerturbError, OSError) as e:
+            yield f"{t.id}\tnot perturbed\t{e}", None, False
+            continue
+        m = p.meta["perturb"]
+        line = (f"{t.id}\t{p.root}\trenames {m['renames']}, reordered files {m['reordered_files']}, "
+                f"gold files moved {m['gold_files_moved']}/{len(t.gold.edited)}")
+        bad = False
+        if check:
+            wrong = gold_line_mismatches(t, p)
+            try:
+                v = verify_corpus(t.root, p.root, contain.read_json(m["record"], want=dict))
+            except (PerturbError, ValueError) as e:  # the sandbox cannot run this corpus's code, or its record is unreadable
+                bad, line = True, line + f"; gold lines wrong {len(wrong)}; check failed: {e}"
+            else:
+                bad = bool(wrong) or not v["ok"]
+                line += (f"; gold lines wrong {len(wrong)}; imports {v['import_perturbed']}/{v['import_original']}"
+                         f" (of {v['modules']}), tests collected {v['tests_perturbed']}/{v['tests_original']}")
+        yield line, p, bad

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from fasbench.data import SOURCES, load_tasks, symbols
+from fasbench.data import SOURCES, build_tasks, load_tasks, symbols
 from fasbench.data.gitmine import GitRepoError, mine
 from fasbench.data.splits import SPLITS, assign
 from fasbench.base.paths import cache_dir, repo_root
@@ -244,3 +244,18 @@ def task_set_label(name: str | None, corpus: str | None = None) -> str:
     if corpus_txt:
         label = f"{label}; {corpus_txt}" if label else corpus_txt
     return f"{base} ({label})" if label else base
+
+
+def task_set_tasks(spec: str, split: str | None = None, rebuild: bool = False) -> list[Task]:
+    """``fasbench data tasks``: the tasks of a task set (:func:`load_task_set`), or with ``rebuild`` a
+    shipped SOURCE built again from the raw data (not ``data/tasks/``), filtered by ``split`` or its
+    ``:SPLIT``. A TaskSetError (one line) for a rebuild of anything else or an unknown split."""
+    name = parse_task_set(spec)
+    if not rebuild:
+        return load_task_set(name, split=split)
+    if name.kind != "source":
+        raise TaskSetError(f"--rebuild builds a shipped SOURCE ({', '.join(SOURCES)}), not {spec!r}")
+    if split and split not in SPLITS:
+        raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    want = split or name.split
+    return [t for t in build_tasks(name.target) if not want or t.split == want]

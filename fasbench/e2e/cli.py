@@ -31,7 +31,7 @@ def register(app) -> None:
     ):
         """Run the main agent on each task with and without the subagent's handoff; record trajectories,
         patches, tokens, turns and wall time; print paired differences (search − none) with 95% CIs."""
-        # local import: the runner loads mini-swe-agent and LiteLLM, 6-18 s at CLI start-up (python -X importtime)
+        # local import: the runner loads mini-swe-agent and LiteLLM, heavy
         from fasbench.e2e.live import MainAgentError
         from fasbench.e2e.runner import compare_arms, load_records, run_e2e
 

@@ -10,15 +10,13 @@ from typing import Mapping, Sequence
 import polars as pl
 
 from fasbench.e2e.counterfactual import SEEDS_E2E
-from fasbench.stats.findings import Findings, ci
+from fasbench.stats.findings import Findings, ci, ci_of
+
+SHARE = {"digits": 3, "pct": True}  # a share with its interval: 68.1% [60.0%, 70.0%]
 
 
 def _pct(x) -> str:
     return f"{100 * x:.1f}%"
-
-
-def _ci(row: Mapping, c: str) -> str:
-    return f"{_pct(row[c])} [{_pct(row[c + '_lo'])}, {_pct(row[c + '_hi'])}]"
 
 
 def findings(datasets: Sequence[str], short: Mapping[str, str], tot: pl.DataFrame, ub: pl.DataFrame,
@@ -34,8 +32,8 @@ def findings(datasets: Sequence[str], short: Mapping[str, str], tot: pl.DataFram
             if u.height:
                 u = u.row(0, named=True)
                 f.add(f"**{short[ds]}**: no search run paired (no cached corpus); upper bound over {u['n']} runs with "
-                      f"a first edit: gross {_ci(u, 'gross_share')}, the pre-edit read/search calls' own tokens "
-                      f"{_ci(u, 'calls_share')}.")
+                      f"a first edit: gross {ci_of(u, 'gross_share', **SHARE)}, the pre-edit read/search calls' own tokens "
+                      f"{ci_of(u, 'calls_share', **SHARE)}.")
             continue
 
         def g(rule: str, fmt: str) -> dict:
@@ -45,15 +43,15 @@ def findings(datasets: Sequence[str], short: Mapping[str, str], tot: pl.DataFram
         u = ub.filter(pl.col("dataset") == ds).row(0, named=True)
         item = (f"**{short[ds]}** (n = {s['n']} trajectories with a first edit and a `{search_used}` search run; "
                 f"{u['n']} with a first edit in all): the report cites {_pct(s['read_file_coverage'])} of the files the "
-                f"agent read before its first edit and {_ci(s, 'line_coverage')} of the lines. Strictly replaced "
+                f"agent read before its first edit and {ci_of(s, 'line_coverage', **SHARE)} of the lines. Strictly replaced "
                 f"exploration (every look cited): {s['replaced_turns']:.1f} turns of {s['explore_turns_before']:.1f} per "
-                f"run; net token saving {_ci(s, 'net_share')} with the `code+search` handoff ({s['handoff_tokens']:.0f} "
-                f"tokens), {_ci(sc, 'net_share')} with `citations`. Upper bound (all pre-edit exploration replaced, "
-                f"`code+search`): {_ci(a, 'net_share')}; gross over all {u['n']} runs {_ci(u, 'gross_share')}, of which "
-                f"the pre-edit read/search calls' own tokens are {_ci(u, 'calls_share')} (Relace's initial-search share: "
+                f"run; net token saving {ci_of(s, 'net_share', **SHARE)} with the `code+search` handoff ({s['handoff_tokens']:.0f} "
+                f"tokens), {ci_of(sc, 'net_share', **SHARE)} with `citations`. Upper bound (all pre-edit exploration replaced, "
+                f"`code+search`): {ci_of(a, 'net_share', **SHARE)}; gross over all {u['n']} runs {ci_of(u, 'gross_share', **SHARE)}, of which "
+                f"the pre-edit read/search calls' own tokens are {ci_of(u, 'calls_share', **SHARE)} (Relace's initial-search share: "
                 "12%) and the rest is their output carried in later prompts.")
         rs = by_res.filter((pl.col("dataset") == ds) & (pl.col("rule") == "strict") & (pl.col("format") == "code+search"))
-        parts = [f"{'resolved' if r['resolved'] else 'unresolved'} {_ci(r, 'net_share')} (n = {r['n']})"
+        parts = [f"{'resolved' if r['resolved'] else 'unresolved'} {ci_of(r, 'net_share', **SHARE)} (n = {r['n']})"
                  for r in rs.iter_rows(named=True) if r["resolved"] is not None]
         if parts:
             item += "\n  - strict, `code+search`, by outcome: " + "; ".join(parts) + "."

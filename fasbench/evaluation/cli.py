@@ -1,6 +1,6 @@
 """`fasbench eval`, `fasbench runs` and `fasbench compare` (a cli plugin; heavy imports stay inside the
-commands: ``fasbench.evaluation.evaluate`` costs ~0.5 s of CPU by ``python -X importtime`` on the shared 2-core
-machine: polars, the policies, the scoring)."""
+commands: ``fasbench.evaluation.evaluate`` loads polars, the policies and the scoring; its measured cost is in
+benchmarks/README.md)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def register(app) -> None:
 
         Only the tasks usable on the chosen corpus kind run; the excluded count and reasons are
         printed (and written to OUT/excluded.jsonl) before the run starts."""
-        # local import: the plan loads the task sets, the corpora and the harness (~0.29 s of CPU measured by
-        # time.process_time on the shared 2-core machine); every other command would pay it at start-up
+        # local import: the plan loads the task sets, the corpora and the harness (heavy, see
+        # benchmarks/README.md); every other command would pay it at start-up
         from fasbench.evaluation.plan import plan_run
         from fasbench.evaluation.rundir import read_run
         from fasbench.harness import Limits
@@ -92,7 +92,7 @@ def register(app) -> None:
         if df.height:
             typer.echo(summary_text(df, out, reward=reward))
             if scoring:
-                # local import: loaded with fasbench.evaluation.evaluate above (~7 s at CLI start-up)
+                # local import: loaded with fasbench.evaluation.evaluate above (heavy)
                 from fasbench.scoring.localization import fastcontext_summary, fastcontext_warning
 
                 typer.echo(f"FastContext run_score.py ({scoring}): " + json.dumps(fastcontext_summary(df)))
@@ -111,8 +111,7 @@ def register(app) -> None:
     def policies_cmd(model_path: str = typer.Option("", "--model-path", help="print the local folder of an hf model "
                                                     "name (smollm2-offline, tiny; converted on first use) and exit")):
         """Every policy family: an example --policy spec and its parameters with defaults."""
-        # local import: fasbench.policies and fasbench.models cost ~0.2 s of CPU at CLI start-up (python -X
-        # importtime)
+        # local import: fasbench.policies and fasbench.models are heavy to import
         from fasbench.models import resolve_model
         from fasbench.policies import describe_policies
 
@@ -135,7 +134,7 @@ def register(app) -> None:
     ):
         """One table of all runs: policy, tool set, task source, n, main metrics with CIs, date, code version;
         then, where one policy was run more than once, its run-to-run noise (pass^k, flip rate)."""
-        from fasbench.evaluation import runs as R  # local import: polars + fasbench.evaluation.evaluate, ~7 s at CLI start-up
+        from fasbench.evaluation import runs as R  # local import: polars + fasbench.evaluation.evaluate, heavy
 
         metrics = _metrics(metric, R.RUN_METRICS)
         _check_level(level)
@@ -154,7 +153,7 @@ def register(app) -> None:
                    "Student t below (column interval), none for one task]")
         typer.echo(R.format_table(R.display_runs(table, metrics)))
         if latex:
-            from fasbench.stats.tables import write_latex  # local import: polars, ~0.28 s of CPU; only --latex needs it
+            from fasbench.stats.tables import write_latex  # local import: polars, heavy; only --latex needs it
 
             typer.echo(f"LaTeX table: {write_latex(R.display_runs(table, metrics), latex, caption=table['interval'][0])}")
         typer.echo(R.noise_text(noise))
@@ -166,7 +165,7 @@ def register(app) -> None:
         shards: list[Path] = typer.Argument(..., help="run directories of shards 0…n-1 (`fasbench eval --shard i/n`)"),
     ):
         """Merge the shards of one run into one run directory (traces, summary sorted by task id)."""
-        # local import: fasbench.evaluation.evaluate costs ~7 s at CLI start-up (module docstring)
+        # local import: fasbench.evaluation.evaluate is heavy to import (module docstring)
         from fasbench.evaluation.evaluate import aggregate
         from fasbench.evaluation.shards import merge_shards
 
@@ -187,7 +186,7 @@ def register(app) -> None:
     ):
         """Paired comparison of each run against the first (run − reference) on their shared tasks: the
         two-sided sign-flip p (exact up to 20 tasks) beside its n, and the interval."""
-        from fasbench.evaluation import runs as R  # local import: polars + fasbench.evaluation.evaluate, ~7 s at CLI start-up
+        from fasbench.evaluation import runs as R  # local import: polars + fasbench.evaluation.evaluate, heavy
 
         metrics = _metrics(metric, ()) or None  # None: the default metrics every run has
         _check_level(level)
@@ -212,7 +211,7 @@ def register(app) -> None:
             typer.echo(R.failed_note(table), err=True)
         typer.echo(R.format_table(R.display_compare(table)))
         if latex:
-            from fasbench.stats.tables import write_latex  # local import: polars, ~0.28 s of CPU; only --latex needs it
+            from fasbench.stats.tables import write_latex  # local import: polars, heavy; only --latex needs it
 
             typer.echo(f"LaTeX table: {write_latex(R.display_compare(table), latex, caption=R.compare_note(table, level))}")
 
@@ -224,7 +223,7 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
     the registry marks ``summary`` not shown yet; then the localization columns defined for some task):
     mean, the interval over tasks (clipped to the column's declared bounds), n (tasks where the metric
     is defined). Writes the localization intervals to OUT/summary_ci.parquet."""
-    # local import: polars + fasbench.evaluation.evaluate/runs/localization, ~7 s at CLI start-up (module docstring)
+    # local import: polars + fasbench.evaluation.evaluate/runs/localization, heavy (module docstring)
     import polars as pl
     from fasbench.evaluation import runs as R
     from fasbench.evaluation.episodes import column_bounds, reward_column
@@ -232,6 +231,7 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
     from fasbench.scoring.localization import localization_columns
     from fasbench.scoring.reward import DEFAULT_REWARD, summary_rewards
     from fasbench.stats.metrics import mean_ci
+    from fasbench.stats.tables import text_table
 
     run = R.runs_table([out], level=level).row(0, named=True)
     df = split_failed(df)[0]  # the means are over the episodes that ran (the header gives the failed count)
@@ -267,13 +267,11 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
         return "n/a" if x is None or x != x else f"{x:.3f}"
 
     cells = [(m, num(v), f"[{num(lo)}, {num(hi)}]", str(k)) for m, v, lo, hi, k in rows]
-    w = [max(len(c[i]) for c in cells + [("metric", "mean", f"{level:.0%} CI", "n")]) for i in range(4)]
-    lines = [head, f"{'metric':<{w[0]}}  {'mean':>{w[1]}}  {f'{level:.0%} CI':<{w[2]}}  {'n':>{w[3]}}"]
-    lines += [f"{m:<{w[0]}}  {v:>{w[1]}}  {c:<{w[2]}}  {k:>{w[3]}}" for m, v, c, k in cells]
+    text = head + "\n" + text_table(["metric", "mean", f"{level:.0%} CI", "n"], cells, right={"mean", "n"}, rule=False)
     if prep is not None and prep.len():
-        lines.append(f"prepare_s: {float(prep.sum()):.1f} s in all building or loading the policy's index before the "
-                     "episodes (the first episode on a corpus pays the build); wall_s is the search alone")
-    return "\n".join(lines)
+        text += (f"\nprepare_s: {float(prep.sum()):.1f} s in all building or loading the policy's index before the "
+                 "episodes (the first episode on a corpus pays the build); wall_s is the search alone")
+    return text
 
 
 def _metrics(given, default) -> list[str]:

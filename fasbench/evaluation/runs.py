@@ -39,6 +39,8 @@ import polars as pl
 from fasbench.evaluation.evaluate import split_failed
 from fasbench.evaluation.episodes import column_bounds, reward_column
 from fasbench.evaluation.rundir import RunMeta, load_summary, read_run
+from fasbench.stats.findings import ci, ci_of
+from fasbench.stats.tables import text_table
 from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, interval_method, mean_ci, p_text, paired_test
 from fasbench.base.paths import repo_root
 from fasbench.data.tasksets import task_set_label
@@ -335,15 +337,6 @@ def _num(v, digits: int = 3) -> str:
     return str(v)
 
 
-def _ci(v, lo, hi, digits: int = 3, signed: bool = False) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    f = f"{{:{'+' if signed else ''}.{digits}f}}"
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return f"{f.format(v)} [–]"
-    return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
-
-
 def _p(p: float) -> str:
     return p_text(p)
 
@@ -372,7 +365,7 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
                          "resumed", "query_source") if k in r}
         for m in metrics:
             if m in r:
-                row[m] = _ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits)
+                row[m] = ci_of(r, m, digits)
         row["created"] = (r["created"] or "–")[:16].replace("T", " ")
         row["code"] = r["code"] or "–"
         rows.append({k: ("–" if v is None else str(v)) for k, v in row.items()})
@@ -380,12 +373,12 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
 
 
 def display_compare(table: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
-    """The comparison as strings: means, ``diff [lo, hi]`` signed (``[–]``: n too small for an interval
+    """The comparison as strings: means, ``diff [lo, hi]`` signed (the diff alone: n too small for an interval
     at this level), then the sign-flip p with its n beside it, the smallest p that n allows, and the
     test (``exact`` or ``MC``, Monte Carlo)."""
     return pl.DataFrame([{"run": r["run"], "vs": r["reference"], "metric": r["metric"],
                           "reference": _num(r["reference_mean"], digits), "run mean": _num(r["run_mean"], digits),
-                          "diff (run − ref)": _ci(r["diff"], r["lo"], r["hi"], digits, signed=True), "p": _p(r["p"]),
+                          "diff (run − ref)": ci(r["diff"], r["lo"], r["hi"], digits, signed=True), "p": _p(r["p"]),
                           "n": str(r["n"]), "min p": _p(r.get("p_min")),
                           "test": "exact" if str(r.get("test", "")).startswith("exact") else "MC",
                           "noise floor": _num(r.get("noise_floor"), digits)}
@@ -422,10 +415,6 @@ def _no_ci_max_n(level: float) -> int:
 
 
 def format_table(df: pl.DataFrame) -> str:
-    """Aligned plain text of a frame of strings (no truncation, for terminals and logs)."""
-    cols = df.columns
-    cells = [[str(c) for c in cols]] + [["n/a" if v is None else str(v) for v in row] for row in df.iter_rows()]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    """Aligned plain text of a frame of strings (no truncation, for terminals and logs):
+    :func:`fasbench.stats.tables.text_table`."""
+    return text_table(df.columns, df.iter_rows())

@@ -15,12 +15,11 @@ one, and the widget state nothing shows any more is left out; stderr that is onl
 bars is dropped (a traceback or any other text is kept, and error outputs always). Every decimal or
 percentage a findings cell quotes should be visible in an output above it: :func:`unshown_numbers`
 lists those that are not, and the report prints them. Usage:
-``python -m fasbench.mainjob.report runs/notebooks --out runs/report``.
+``fasbench report runs/notebooks --out runs/report`` (``python -m fasbench.mainjob.report …`` is its alias).
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import re
@@ -413,17 +412,14 @@ def _unshown_note(paths: list[Path]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fasbench.mainjob.report", description=__doc__.splitlines()[0])
-    ap.add_argument("notebooks", nargs="+", help="a folder of executed NN_*.ipynb, or notebook files")
-    ap.add_argument("--out", default="runs/report", help="output folder (index.html)")
-    ap.add_argument("--js", default=None, help="folder with embed-amd.js (+ fonts) of @jupyter-widgets/html-manager "
-                    "and require.js, copied beside the page so that it renders offline (default: their CDN)")
-    a = ap.parse_args(argv)
-    src = Path(a.notebooks[0]) if len(a.notebooks) == 1 and Path(a.notebooks[0]).is_dir() else [Path(p) for p in a.notebooks]
+def report_command(notebooks: list[str], out: str = "runs/report", js: str | None = None) -> int:
+    """``fasbench report``: write the report of ``notebooks`` (a folder of executed ``NN_*.ipynb``, or
+    notebook files) to ``out``; prints what it skipped and where the page is. Returns the exit status
+    (2: nothing to report, with a one-line error)."""
+    src = Path(notebooks[0]) if len(notebooks) == 1 and Path(notebooks[0]).is_dir() else [Path(p) for p in notebooks]
     skipped: list[str] = []
     try:
-        target = write_report(src, Path(a.out), Path(a.js) if a.js else None, skipped)
+        target = write_report(src, Path(out), Path(js) if js else None, skipped)
     except (FileNotFoundError, NotebookError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -433,6 +429,13 @@ def main(argv: list[str] | None = None) -> int:
     for line in _unshown_note(_paths(src)):
         print(line)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fasbench.mainjob.report ARGS``: an alias of ``fasbench report ARGS``; returns its exit status."""
+    from fasbench.cli import run_command  # local import: the CLI imports this module's command lazily (no cycle at import)
+
+    return run_command(["report", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,8 +16,8 @@ turn), ``bm25:k=5``, ``dense``, ``openai:model=gpt-4o-mini,base_url=…``, ``hf`
 
 The registry names its classes as ``module:Class`` and :func:`policy_class` imports one on first use,
 so that importing this package (``fasbench eval --help`` lists the families at every CLI start) does
-not import the policies (measured ~2.4 s of CPU for ``import fasbench.policies`` when it did, most of
-it the tools' jsonschema; python -X importtime).
+not import the policies (heavy when it did, most of it the tools' jsonschema; benchmarks/README.md
+has the measured import costs).
 """
 
 from __future__ import annotations

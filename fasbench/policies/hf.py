@@ -69,7 +69,7 @@ class HFPolicy(Policy):
         return enc
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
-        # local import: torch costs ~5.9 s at start-up (python -X importtime), needed only when a model runs
+        # local import: torch is heavy to import, needed only when a model runs
         import torch
 
         enc = self._fit(messages, tools)

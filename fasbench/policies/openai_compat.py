@@ -168,7 +168,7 @@ class OpenAIPolicy(Policy):
         """POST the body, retrying what can be retried; returns the reply, checked
         (``endpoint.check_chat_reply``). Each attempt is appended to ``log`` (attempt, status, error,
         latency_s, tokens). Every failure is an ``EndpointError`` of one line."""
-        # local import: httpx costs ~0.7 s at start-up (python -X importtime); only remote policies need it
+        # local import: httpx is heavy to import; only remote policies need it
         import httpx
 
         url = f"{self.base_url}/chat/completions"

@@ -231,7 +231,7 @@ def bm25_index(root: str | Path):
 
 
 def _bm25_index(root, key: str, chunks: list[Chunk]):
-    # local import: bm25s costs ~0.4 s at start-up (python -X importtime); only the bm25 policy needs it
+    # local import: bm25s is heavy to import; only the bm25 policy needs it
     import bm25s
 
     with _LOCK:
@@ -277,7 +277,7 @@ def default_model_path() -> str:
 
 
 def load_encoder(model: str | None = None):
-    # local import: sentence_transformers loads torch (~6 s at start-up, python -X importtime); only `dense` needs it
+    # local import: sentence_transformers loads torch (heavy); only `dense` needs it
     from sentence_transformers import SentenceTransformer
 
     name = model or default_model_path()

@@ -28,13 +28,12 @@ How the calls are written is ``tool_format`` (``--tool-format``, or ``[[server:f
 ``tool_calls``: the calls as ``<tool_call>`` text in the content, as a server without its tool-call
 parser returns them); ``prose`` (text only, never a call: a model that does not call tools).
 ``GET /v1/models`` and ``GET /health`` answer 200. Run it as
-``python -m fasbench.policies.scripted_server --port 8000 [--delay-s 0.25 --max-concurrent 32 --turns 3]``;
-it prints ``ready <port>`` once it listens.
+``fasbench scripted-server --port 8000 [--delay-s 0.25 --max-concurrent 32 --turns 3]`` (``python -m fasbench.cli
+scripted-server`` from a checkout); it prints ``ready <port>`` once it listens.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -208,19 +207,13 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, obj, {"Retry-After": "0"} if status == 503 else None)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8000)
-    ap.add_argument("--delay-s", type=float, default=0.25, help="seconds each answer takes")
-    ap.add_argument("--max-concurrent", type=int, default=32, help="requests served at once; the rest wait")
-    ap.add_argument("--turns", type=int, default=3, help="turns per episode, the last one reports")
-    ap.add_argument("--report-path", default="requests/sessions.py")
-    ap.add_argument("--tool-format", default="structured", choices=TOOL_FORMATS,
-                    help="how the calls are written: tool_calls, <tool_call> text in the content, or no calls")
-    a = ap.parse_args(argv)
-    srv = ScriptedServer((a.host, a.port), a.delay_s, a.max_concurrent, a.turns, report_path=a.report_path,
-                         tool_format=a.tool_format)
+def serve(host: str = "127.0.0.1", port: int = 8000, delay_s: float = 0.25, max_concurrent: int = 32, turns: int = 3,
+          report_path: str = "requests/sessions.py", tool_format: str = "structured") -> None:
+    """``fasbench scripted-server``: listen on ``host:port`` (0: a free port), print ``ready <port>``, serve
+    until interrupted. A ``tool_format`` not in :data:`TOOL_FORMATS` is a ValueError naming them."""
+    if tool_format not in TOOL_FORMATS:
+        raise ValueError(f"--tool-format {tool_format!r}: choose one of {', '.join(TOOL_FORMATS)}")
+    srv = ScriptedServer((host, port), delay_s, max_concurrent, turns, report_path=report_path, tool_format=tool_format)
     print(f"ready {srv.server_address[1]}", flush=True)
     try:
         srv.serve_forever()
@@ -228,5 +221,8 @@ def main(argv: list[str] | None = None) -> None:
         pass
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the module form before `fasbench scripted-server`: one line saying what it is now
+    import sys
+
+    sys.exit("error: `python -m fasbench.policies.scripted_server` is now `fasbench scripted-server` "
+             "(`python -m fasbench.cli scripted-server`)")

@@ -24,7 +24,7 @@ def replay_cmd(
 ):
     """Replay one episode: each turn's text and parallel calls with their arguments and result excerpts,
     the report, the reward and its parts, and the lines viewed / matched / cited / gold per file."""
-    # local import: fasbench.replay loads plotly, ipywidgets and polars, ~7 s at CLI start-up (python -X importtime)
+    # local import: fasbench.replay loads plotly, ipywidgets and polars, heavy
     from fasbench.base.paths import data_dir
     from fasbench.scoring.reward import REWARDS
     from fasbench.replay.run_episodes import EXAMPLE_RUN, load_run_episodes, pick_episode
@@ -49,7 +49,7 @@ def replay_cmd(
 
 def _e2e_tree(run: Path, task: str, html: Optional[Path]) -> None:
     """An e2e run folder: the task's main agent (search arm) with its search episode, as a tree."""
-    # local import: fasbench.replay loads plotly, ipywidgets and polars, ~7 s at CLI start-up (python -X importtime)
+    # local import: fasbench.replay loads plotly, ipywidgets and polars, heavy
     from fasbench.records import iter_jsonl
     from fasbench.replay.static import replay_html
     from fasbench.replay.subagent_tree import e2e_tree, tree_html, tree_text
@@ -62,7 +62,7 @@ def _e2e_tree(run: Path, task: str, html: Optional[Path]) -> None:
         typer.echo(tree_text(node))
         return
     html.parent.mkdir(parents=True, exist_ok=True)
-    from fasbench.base.markup import html as page  # local import: markupsafe, ~0.01 s; only --html needs it
+    from fasbench.base.markup import html as page  # local import: markupsafe; only --html needs it
 
     html.write_text(page("<!doctype html><meta charset='utf-8'><title>fasbench e2e tree</title>{}",
                          tree_html(node, replay_html)), encoding="utf-8")

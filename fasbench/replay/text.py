@@ -19,6 +19,7 @@ from fasbench.scoring.process import PROCESS_COLUMNS
 from fasbench.records import Task, Trace
 from fasbench.replay.overlay import file_overlay, overlay_totals
 from fasbench.replay.timeline import fmt_s, results_by_call, turn_summary
+from fasbench.stats.tables import text_table
 
 EXCERPT_LINES = 8  # lines of each result shown
 ARG_CHARS = 300  # characters of one argument value shown
@@ -161,17 +162,14 @@ def to_text(v: dict, width: int = 100) -> str:
     if v["files"]:
         line()
         line("lines per file (* gold file):")
-        line(f"{'file':<48} {'viewed':>7} {'grep':>5} {'cited':>6} {'unseen':>6} {'gold':>5} {'gold∩viewed':>12} "
-             f"{'gold∩cited':>11}")
-        for f in v["files"][:15]:
-            mark = " *" if f["is_gold"] else ""
-            line(f"{_cut(f['path'] + mark, 48):<48} {f['viewed']:>7} {f['grep']:>5} {f['cited']:>6} "
-                 f"{f['cited_unseen']:>6} {f['gold']:>5} {f['gold_viewed']:>12} {f['gold_cited']:>11}")
+        keys = ("viewed", "grep", "cited", "cited_unseen", "gold", "gold_viewed", "gold_cited")
+        names = ("viewed", "grep", "cited", "unseen", "gold", "gold∩viewed", "gold∩cited")
+        rows = [[_cut(f["path"] + (" *" if f["is_gold"] else ""), 48)] + [f[k] for k in keys] for f in v["files"][:15]]
         if len(v["files"]) > 15:
-            line(f"… {len(v['files']) - 15} more files")
-        tot = v["totals"]
-        line(f"{'total':<48} {tot['viewed']:>7} {tot['grep']:>5} {tot['cited']:>6} {tot['cited_unseen']:>6} "
-             f"{tot['gold']:>5} {tot['gold_viewed']:>12} {tot['gold_cited']:>11}")
+            rows.append([f"… {len(v['files']) - 15} more files"] + [""] * len(keys))
+        rows.append(["total"] + [v["totals"][k] for k in keys])
+        for ln in text_table(("file",) + names, rows, right=set(names), rule=False).splitlines():
+            line(ln)
     return "\n".join(out) + "\n"
 
 

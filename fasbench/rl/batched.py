@@ -116,7 +116,7 @@ class Batcher:
             self.cv.notify_all()
 
     def generate(self, batch: dict[int, list[int]]) -> dict[int, tuple[list[int], bool, list[float]]]:
-        import torch  # local import: torch ~1.9 s at first import, only where a model runs
+        import torch  # local import: torch is heavy, only where a model runs
 
         keys = sorted(batch)
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0

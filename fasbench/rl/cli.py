@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
         output_dir: Optional[str] = typer.Option(None, "--output-dir", help="override output_dir"),
     ):
         """Train with GRPO; resumes from the last checkpoint in the output dir. Prints the summary."""
-        # local import: fasbench.rl.config and .train import the harness and tools (~1.5 s, python -X
-        # importtime), which every other `fasbench` command would pay at start-up
+        # local import: fasbench.rl.config and .train import the harness and tools (heavy),
+        # which every other `fasbench` command would pay at start-up
         from fasbench.rl.config import load_config
         from fasbench.rl.train import train  # local import: as above
 
@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
     ):
         """Print the resolved config (the model it would start from, and the tokens of a first turn
         under its prompt with that model's tokenizer) as JSON."""
-        # local import: fasbench.rl.config imports the harness and tools (~1.5 s at start-up)
+        # local import: fasbench.rl.config imports the harness and tools (heavy)
         from fasbench.rl.config import load_config, resolve_model_spec
         from fasbench.rl.protocol import first_turn_tokens  # local import: as above
         from fasbench.models import load_tokenizer  # local import: as above
@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
     @rl.command("log")
     def log_cmd(run: str = typer.Argument(..., help="output dir of a run")):
         """Print the per-step log of a run: step, loss, reward mean±std, turns, calls per turn."""
-        # local import: fasbench.rl.config imports the harness and tools (~1.5 s at start-up)
+        # local import: fasbench.rl.config imports the harness and tools (heavy)
         from fasbench.rl.config import LOG_FILE
 
         rows = [r for r in read_log(run, LOG_FILE) if r.get("kind") == "step"]

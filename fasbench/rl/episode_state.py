@@ -25,7 +25,7 @@ class EpisodeState:
 
     def __init__(self, task: Task, toolset: str, limits: Limits, tokenizer, label: str, sample: int = 0,
                  seed: int = 0):
-        # local import: torch costs ~5.9 s at start-up (python -X importtime); only generation needs it
+        # local import: torch is heavy to import; only generation needs it
         import torch
 
         if not task.root:

@@ -22,7 +22,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from fasbench.stats.figures import PALETTE
-from fasbench.stats.findings import Findings
+from fasbench.stats.findings import Findings, ci_of
 from fasbench.evaluation.episodes import column_bounds
 from fasbench.stats.metrics import mean_ci
 from fasbench.rl.turn_curves import RELACE_FINDING
@@ -80,20 +80,13 @@ def cost(into: dict, what: str):
                       "load_before": l0, "load_after": os.getloadavg()[0]}
 
 
-def _ci(row: dict, k: str, pct: bool = False) -> str:
-    f = (lambda v: f"{100 * v:.1f}") if pct else (lambda v: f"{v:.2f}")
-    if row[k + "_lo"] != row[k + "_lo"]:  # nan: no interval at n = 1
-        return f"{f(row[k])} [no interval at n = 1]"
-    return f"{f(row[k])} [{f(row[k + '_lo'])}, {f(row[k + '_hi'])}]"
-
-
 def table_block(out: Findings, t: pl.DataFrame, title: str, measures=MEASURES) -> dict:
     """Add a before/after table (:func:`before_after_table`'s rows) to ``out`` under ``title``: each measure's
     before, after and paired difference with intervals and the sign-flip p. Returns the rows by measure."""
     r = {row["measure"]: row for row in t.iter_rows(named=True)}
     out.table(["measure", "before", "after", "after − before", "p"],
-              [[r[m]["label"], _ci(r[m], "before"), _ci(r[m], "after"),
-                f"{r[m]['diff']:+.3f} [{r[m]['diff_lo']:+.3f}, {r[m]['diff_hi']:+.3f}]", f"{r[m]['p']:.3g}"]
+              [[r[m]["label"], ci_of(r[m], "before"), ci_of(r[m], "after"),
+                ci_of(r[m], "diff", 3, signed=True), f"{r[m]['p']:.3g}"]
                for m in measures],
               intro=f"**{title}** (n = {r['turns']['n']} held-out tasks; mean [95% interval]; "
                     "paired after − before [95% interval], sign-flip p):")

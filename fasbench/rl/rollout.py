@@ -111,7 +111,7 @@ class RolloutEngine:
 
     def run(self, tasks: Sequence[Task], k: int = 1) -> list[GroupRollout]:
         """Rollouts of every task, ``k`` samples each, generated as one batch; in task order, then sample."""
-        # local import: torch costs ~5.9 s at start-up (python -X importtime); only generation needs it
+        # local import: torch is heavy to import; only generation needs it
         from fasbench.rl.decode import BatchDecoder
 
         if k < 1:

@@ -47,7 +47,7 @@ def evaluate_sampled(model, tokenizer, tasks: Sequence[Task], *, k: int = 4, tem
     plan = [("sampled", k, temperature)] + ([("greedy", 1, 0.0)] if greedy else [])
     bar = None
     if progress:
-        # local import: tqdm.auto costs ~0.18 s (python -X importtime); only a progress display needs it
+        # local import: tqdm.auto is heavy to import; only a progress display needs it
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(tasks) * sum(n for _, n, _ in plan), desc=f"evaluate {label}")

@@ -38,9 +38,9 @@ from fasbench.tools.fastcontext_query import query_note
 from fasbench.training.profiles import check_report_to, device_args, report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
-# The function-local imports below are the heavy training libraries (python -X importtime on this
-# machine: torch ~1.9 s, transformers ~0.6 s, datasets ~0.9 s, trl ~0.3 s on top of torch), which
-# `fasbench rl config|log` and the notebooks' analysis cells must not pay.
+# The function-local imports below are the heavy training libraries (torch, transformers, datasets,
+# trl; their measured import costs are in benchmarks/README.md), which `fasbench rl config|log` and
+# the notebooks' analysis cells must not pay.
 
 
 def _rollout_of(completions: list[list[dict]] | None, tool_messages: list[dict]) -> int | None:
@@ -56,7 +56,7 @@ def _rollout_of(completions: list[list[dict]] | None, tool_messages: list[dict])
 
 
 def _trainer_class():
-    from trl import GRPOTrainer  # local import: trl + torch ~2 s
+    from trl import GRPOTrainer  # local import: trl and torch are heavy
 
     check_grpo_trainer(GRPOTrainer)  # the private methods overridden below: one supported range (trl_compat)
 
@@ -118,7 +118,7 @@ def _trainer_class():
         def _use_raw_rewards(self, out: dict) -> None:
             """This process's rollouts' rewards (the reward function ran on them, in order) as their
             advantages, in the batch and in TRL's advantage log."""
-            import torch  # local import: loaded with trl above (~1.9 s at first import)
+            import torch  # local import: loaded with trl above (heavy)
 
             adv = out["advantages"]
             raw = torch.tensor([r.reward for r in self._episode_reward.batch], dtype=adv.dtype, device=adv.device)
@@ -139,7 +139,7 @@ def prepare_tokenizer(tok):
     the Qwen2.5/Qwen3 *training* templates (same text plus generation markers) get Qwen's parser."""
     if getattr(tok, "response_template", None) is not None or getattr(tok, "response_schema", None) is not None:
         return tok
-    import trl.chat_template_utils as ctu  # local import: trl + torch ~2 s
+    import trl.chat_template_utils as ctu  # local import: trl and torch are heavy
 
     try:
         return ctu.add_response_schema(tok)
@@ -163,8 +163,8 @@ def tool_rounds(cfg: RLConfig) -> int:
 
 def grpo_args(cfg: RLConfig, use_cpu: bool | None = None):
     """The TRL ``GRPOConfig`` of ``cfg`` (``cfg.grpo`` passes any other field through)."""
-    import torch  # local import: torch ~1.9 s
-    from trl import GRPOConfig  # local import: trl ~0.3 s over torch
+    import torch  # local import: torch is heavy
+    from trl import GRPOConfig  # local import: trl adds to torch
 
     if use_cpu is None:
         use_cpu = not torch.cuda.is_available()
@@ -185,7 +185,7 @@ def grpo_args(cfg: RLConfig, use_cpu: bool | None = None):
 
 def build_dataset(tasks: list[Task], cfg: RLConfig):
     """A ``datasets.Dataset`` with the harness's initial messages as ``prompt`` and the task as JSON."""
-    from datasets import Dataset  # local import: datasets ~0.9 s
+    from datasets import Dataset  # local import: datasets heavy
 
     rows, sources = [], Counter()
     for t in tasks:
@@ -204,14 +204,14 @@ def peft_config(cfg: RLConfig):
     """PEFT's ``LoraConfig`` of ``cfg`` (rank ``lora_r``, scale ``lora_alpha``), or None without LoRA."""
     if not cfg.lora:
         return None
-    from peft import LoraConfig  # local import: peft + torch ~2.7 s
+    from peft import LoraConfig  # local import: peft and torch are heavy
 
     return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
 
 
 def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     """(trainer, tasks) for ``cfg``: the model, tokenizer, dataset, environment and reward wired up."""
-    import torch  # local import: torch ~1.9 s
+    import torch  # local import: torch is heavy
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     check_report_to(cfg.report_to, "rl config")  # a missing tracker: one line, before tasks and model load
@@ -227,7 +227,7 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     if (Path(path) / "adapter_config.json").exists():  # a PEFT adapter (e.g. the SFT output): merge it
         model, tok = load_model(path, dtype=dtype, device="cpu", trainable=True)
     else:
-        from transformers import AutoModelForCausalLM  # local import: transformers ~0.6 s over torch
+        from transformers import AutoModelForCausalLM  # local import: transformers adds to torch
 
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         tok = load_tokenizer(path)
@@ -260,7 +260,7 @@ def train(cfg: RLConfig, tasks: list[Task] | None = None) -> dict:
     ``steps_this_call`` and ``steps_resumed`` (also printed). ``max_steps`` is a total: a run resumed
     at or past it does no step, keeps ``final/`` and returns its earlier summary with
     ``steps_this_call`` 0 (a checkpoint is saved at the last step, so no step is ever trained twice)."""
-    import torch  # local import: torch ~1.9 s
+    import torch  # local import: torch is heavy
 
     out = cfg.out
     start = resolve_model_spec(cfg)

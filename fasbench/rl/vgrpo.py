@@ -101,7 +101,7 @@ def zero_variance(rewards: list[float]) -> bool:
 
 def _gen_copy(model):
     """A bfloat16 copy of ``model`` for generation (prefill ≈ 7× cheaper than fp32 here: RL-ON-CPU.md)."""
-    import torch  # local import: torch ~1.9 s at first import
+    import torch  # local import: torch is heavy
 
     g = copy.deepcopy(model).to(torch.bfloat16)
     g.eval()
@@ -109,7 +109,7 @@ def _gen_copy(model):
 
 
 def _sync(gen, model) -> None:
-    import torch  # local import: torch ~1.9 s at first import
+    import torch  # local import: torch is heavy
 
     with torch.no_grad():
         for pg, p in zip(gen.parameters(), model.parameters()):
@@ -197,9 +197,9 @@ def rollout_reward(prompts, completions, rollout_reward=None, **_) -> list[float
 def make_trainer(cfg: MiniConfig, tasks: list[Task]):
     """TRL ``GRPOTrainer`` over ``tasks`` with :class:`BatchedRollouts` as its generation."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    import torch  # local import: torch ~1.9 s at first import
-    from datasets import Dataset  # local import: datasets ~0.9 s
-    from trl import GRPOConfig, GRPOTrainer  # local import: trl ~0.3 s over torch
+    import torch  # local import: torch is heavy
+    from datasets import Dataset  # local import: datasets heavy
+    from trl import GRPOConfig, GRPOTrainer  # local import: trl adds to torch
 
     torch.set_num_threads(cfg.threads)
     model, tok = load_model(cfg.start, dtype=torch.float32, device="cpu", trainable=True)
@@ -228,7 +228,7 @@ def train(cfg: MiniConfig, tasks: list[Task]) -> dict:
     summary_file = out / "summary.json"
     if final.is_dir() and summary_file.exists() and json.loads(summary_file.read_text()).get("steps") == cfg.steps:
         return json.loads(summary_file.read_text())
-    from transformers.trainer_utils import get_last_checkpoint  # local import: transformers ~0.6 s over torch
+    from transformers.trainer_utils import get_last_checkpoint  # local import: transformers adds to torch
 
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
     trainer = make_trainer(cfg, tasks)
@@ -265,7 +265,7 @@ def evaluate(model_path: str, tasks: list[Task], cfg: MiniConfig, k: int, label:
     path = child(Path(out), "eval-" + str(label), ".jsonl", "evaluation label")
     if path.exists():
         return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    import torch  # local import: torch ~1.9 s at first import
+    import torch  # local import: torch is heavy
 
     torch.set_num_threads(cfg.threads)
     model, tok = load_model(model_path, dtype=torch.bfloat16, device="cpu")

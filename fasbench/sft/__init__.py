@@ -5,5 +5,5 @@ SFTTrainer (``sft.train``), ``evaluate(model, tasks, ...)`` runs a model through
 (``sft.before_after``); ``load_profile(name_or_path)`` reads ``fasbench/configs/sft_<name>.yaml``.
 
 The package imports nothing itself: ``fasbench sft`` commands are registered at CLI start-up and
-these modules load the harness, the policies and tqdm (~0.35 s of CPU), so each is imported where it is used.
+these modules load the harness, the policies and tqdm (benchmarks/README.md: import costs), so each is imported where it is used.
 """

@@ -1,4 +1,4 @@
-"""``fasbench sft build | train | eval | config`` (registered through ``fasbench.cli.PLUGINS``).
+"""``fasbench sft build | train | launch | eval | config`` (registered through ``fasbench.cli.PLUGINS``).
 
 Every command takes a profile (a name or a YAML file) and ``--set key=value`` overrides, read by the
 loader shared with ``fasbench rl`` (fasbench.training.profiles); config errors are one-line errors
@@ -21,8 +21,8 @@ SetOpt = typer.Option(None, "--set", help=SET_HELP)
 
 
 def _profile(config: str, sets: Optional[List[str]], **given):
-    # local import: fasbench.sft.train imports sft.data, the harness, the policies and tqdm: ~0.35 s of CPU
-    # (python -X importtime), which `fasbench --help` and every other command would pay at start-up
+    # local import: fasbench.sft.train imports sft.data, the harness, the policies and tqdm: heavy,
+    # which `fasbench --help` and every other command would pay at start-up
     from fasbench.sft.train import load_profile
 
     return load_profile(config, {k: v for k, v in given.items() if v is not None}, sets or ())
@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
                   out: Optional[str] = typer.Option(None, "--out", help="output folder (build.out; default: the cache)")):
         """Build the SFT data set (episodes → examples → datasets on disk); resumes."""
         p = _profile(config, set_, out=out)
-        from fasbench.sft.data import build  # local import: ~0.35 s (sft.data), as in _profile
+        from fasbench.sft.data import build  # local import: heavy (sft.data), as in _profile
         from fasbench.tools.fastcontext_query import query_note
 
         stats = build(p.build, p.data_dir)
@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
                   max_steps: Optional[int] = typer.Option(None, "--max-steps", help="override train.max_steps"),
                   resume: bool = typer.Option(True, "--resume/--no-resume", help="continue from the last checkpoint")):
         """Train a profile with TRL's SFTTrainer (builds the data first when missing)."""
-        # local import: ~0.35 s (sft.data; torch is loaded by train() itself), as in _profile
+        # local import: heavy (sft.data; torch is loaded by train() itself), as in _profile
         from fasbench.sft.data import build
         from fasbench.sft.train import train
 
@@ -75,10 +75,21 @@ def register(app: typer.Typer) -> None:
                  label: str = typer.Option("model", "--label", help="name of this run in the output"),
                  out: Optional[str] = typer.Option(None, "--out", help="traces JSONL (resumes)")):
         """Run a model through the harness on dev tasks; prints the summary as JSON."""
-        from fasbench.sft.before_after import dev_tasks, evaluate, summary  # local import: ~0.5 s (sft.data, evaluate), as in _profile
+        from fasbench.sft.before_after import dev_tasks, evaluate, summary  # local import: heavy (sft.data, evaluate), as in _profile
 
         p = _profile(config, set_)
         rows = evaluate(model, dev_tasks(p), p, label, out)
         typer.echo(json.dumps(summary(rows), indent=1))
+
+    @sft.command("launch")
+    def launch_cmd(config: str = typer.Argument(..., help=PROFILE_HELP),
+                   set_: Optional[List[str]] = SetOpt,
+                   dry_run: bool = typer.Option(False, "--dry-run", help="check the profile, the data set and the TRL "
+                                                "arguments, print them as JSON, train nothing")):
+        """Train a profile; under `accelerate launch -m fasbench.cli sft launch` one process per GPU (never builds the data)."""
+        # local import: fasbench.sft.launch imports sft.train and sft.data, heavy, as in _profile
+        from fasbench.sft.launch import launch
+
+        launch(config, set_ or (), dry_run)
 
     app.add_typer(sft, name="sft")

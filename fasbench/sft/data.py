@@ -418,7 +418,7 @@ FEATURES_DOC = "messages and tools are List(Json()) so tool-call dicts keep thei
 
 def save_dataset(splits: dict[str, list[dict]], path: str | Path):
     """Save examples as a DatasetDict with ``Json()`` features for messages and tools."""
-    # local import: datasets costs ~1.3 s (python -X importtime), only paid when a data set is saved
+    # local import: datasets is heavy to import, only paid when a data set is saved
     from datasets import Dataset, DatasetDict, Features, Json, List, Value
 
     feats = Features({"messages": List(Json()), "tools": List(Json()), "source": Value("string"),
@@ -433,7 +433,7 @@ def save_dataset(splits: dict[str, list[dict]], path: str | Path):
 
 def load_dataset(path: str | Path):
     """The DatasetDict saved by ``build``."""
-    from datasets import load_from_disk  # local import: datasets costs ~1.3 s, only paid when loading
+    from datasets import load_from_disk  # local import: datasets is heavy to import, only paid when loading
 
     p = Path(path)
     if (p / "dataset").is_dir():

@@ -1,5 +1,5 @@
-"""``python -m fasbench.sft.launch PROFILE [--set key=value ...] [--dry-run]`` (or under ``accelerate
-launch``): train one SFT profile. The same ``fasbench.sft.train.train`` as ``fasbench sft train`` — one
+"""``fasbench sft launch PROFILE [--set key=value ...] [--dry-run]`` (under ``accelerate launch``: ``-m
+fasbench.cli sft launch PROFILE ...``): train one SFT profile. The same ``fasbench.sft.train.train`` as ``fasbench sft train`` — one
 code path for every profile, the same ``--set`` overrides.
 
 Unlike ``fasbench sft train`` it never builds the data set (every process of a launch would build it at
@@ -8,9 +8,9 @@ a missing tracker or a bad field is a one-line error with exit status 2 before a
 ``--dry-run`` goes as far as a machine without GPUs can: the profile, the data set, the TRL
 ``SFTConfig`` (``use_cpu`` where there is no GPU) and the world size, printed as JSON, then stops."""
 
-import argparse
 import json
 import os
+import sys
 
 from fasbench.sft.data import load_dataset
 from fasbench.sft.train import Profile, load_profile, sft_config, train
@@ -27,9 +27,9 @@ def _data(profile: Profile, name: str):
                          f"`fasbench sft build --config {name}` and the same --set overrides (docs/scale.md)") from None
 
 
-def dry_run(profile: Profile, name: str) -> dict:
+def dry_run_info(profile: Profile, name: str) -> dict:
     """What a launch of ``profile`` would train, without loading a model: data, arguments, processes."""
-    import torch  # local import: torch ~1.9 s (python -X importtime), only for --dry-run
+    import torch  # local import: torch is heavy, only for --dry-run
 
     ds = _data(profile, name)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -55,32 +55,20 @@ def dry_run(profile: Profile, name: str) -> dict:
     }
 
 
-def parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m fasbench.sft.launch`` (docs/scale.md's commands are checked against it)."""
-    ap = argparse.ArgumentParser(prog="python -m fasbench.sft.launch", description=__doc__.split("\n\n")[0])
-    ap.add_argument("profile", help="profile name (tiny | cpu | gpu | long_cpu | long_gpu) or a YAML file")
-    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a config field (repeatable), as in `fasbench sft train --set`")
-    ap.add_argument("--dry-run", action="store_true",
-                    help="check the profile, the data set and the TRL arguments, print them as JSON, train nothing")
-    return ap
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = parser()
-    args = ap.parse_args(argv)
-    try:
-        profile = load_profile(args.profile, sets=args.sets)
-        if args.dry_run:  # every process builds the arguments (under a launch they meet in torch.distributed)
-            got = dry_run(profile, args.profile)
-            if os.environ.get("RANK", "0") == "0":
-                print(json.dumps(got, indent=1, default=str))
-            return
-        _data(profile, args.profile)
-    except ValueError as e:  # a config error, a missing data set or tracker: one line, exit status 2
-        ap.exit(2, f"error: {e}\n")
+def launch(config: str, sets=(), dry_run: bool = False) -> None:
+    """``fasbench sft launch``: train profile ``config`` (a name or a YAML file) with ``sets`` overrides, or with
+    ``dry_run`` print what it would train (JSON, rank 0 only) and stop. A config error, a missing data set or
+    tracker is a ValueError (one line, exit status 2 on the command line) before any model loads."""
+    profile = load_profile(config, sets=list(sets))
+    if dry_run:  # every process builds the arguments (under a launch they meet in torch.distributed)
+        got = dry_run_info(profile, config)
+        if os.environ.get("RANK", "0") == "0":
+            print(json.dumps(got, indent=1, default=str))
+        return
+    _data(profile, config)
     print(train(profile))
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the module form before `fasbench sft launch`: refused, never a launch that does nothing
+    sys.exit("error: `python -m fasbench.sft.launch` is now `fasbench sft launch` (under accelerate: "
+             "`accelerate launch ... -m fasbench.cli sft launch PROFILE`, docs/scale.md)")

@@ -113,7 +113,7 @@ def load_profile(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] |
 def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool = False):
     """TRL ``SFTConfig`` of a train block (shared by the trainer and the throughput benchmark).
     ``use_cpu=True`` builds a GPU profile's arguments on a machine without one (its check in tests)."""
-    from trl import SFTConfig  # local import: trl + torch ~2 s (python -X importtime)
+    from trl import SFTConfig  # local import: trl and torch are heavy
 
     kw: dict[str, Any] = dict(
         output_dir=str(output_dir), max_steps=tc.max_steps, num_train_epochs=tc.num_train_epochs,
@@ -137,7 +137,7 @@ def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool 
 def peft_config(tc: TrainConfig):
     if not tc.lora:
         return None
-    from peft import LoraConfig  # local import: peft + torch ~2.7 s (python -X importtime)
+    from peft import LoraConfig  # local import: peft and torch are heavy
 
     return LoraConfig(r=tc.lora_r, lora_alpha=tc.lora_alpha, lora_dropout=tc.lora_dropout,
                       target_modules=tc.lora_target_modules, task_type="CAUSAL_LM")
@@ -161,7 +161,7 @@ def drop_long(dataset, tokenizer, max_length: int):
 def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
     """The TRL SFTTrainer of a profile (model loaded, LoRA applied, data from the profile's
     build folder unless given)."""
-    from trl import SFTTrainer  # local import: trl + torch ~2 s (python -X importtime)
+    from trl import SFTTrainer  # local import: trl and torch are heavy
 
     tc = profile.train
     check_report_to(tc.report_to, f"sft profile {profile.name}: train")  # before the model loads

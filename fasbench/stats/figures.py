@@ -262,7 +262,7 @@ _PDF_PRINT = {"printBackground": True, "preferCSSPageSize": True, "pageRanges": 
 
 def _whole_pdf_pages() -> None:
     """Make kaleido print PDFs without margins (its ``print_pdf``, kaleido 1.x, is replaced once)."""
-    try:  # local import: kaleido costs ~0.15 s at start-up (python -X importtime); only figure export needs it
+    try:  # local import: kaleido is heavy to import; only figure export needs it
         from kaleido._kaleido_tab import _devtools_utils as dt
     except ImportError:
         dt = None
@@ -307,7 +307,7 @@ def _write_images(fig: go.Figure, paths: list[Path], formats, w: int, h: int) ->
 
 
 def _in_kernel() -> bool:
-    try:  # local import: IPython costs ~0.1 s at start-up (python -X importtime) and is there only in notebooks
+    try:  # local import: IPython is heavy to import and is there only in notebooks
         from IPython import get_ipython
     except ImportError:
         return False
@@ -326,7 +326,7 @@ def start_kaleido_server() -> bool:
         # without their reply (papermill then waits forever); there each save starts a browser.
         _SERVER = False
     if _SERVER is None:
-        try:  # local import: kaleido costs ~0.15 s at start-up (python -X importtime); only figure export needs it
+        try:  # local import: kaleido is heavy to import; only figure export needs it
             import kaleido
 
             kaleido.start_sync_server(silence_warnings=True)
@@ -340,7 +340,7 @@ def start_kaleido_server() -> bool:
 def stop_kaleido_server() -> None:
     global _SERVER
     if _SERVER:
-        try:  # local import: kaleido costs ~0.15 s at start-up (python -X importtime); only figure export needs it
+        try:  # local import: kaleido is heavy to import; only figure export needs it
             import kaleido
 
             kaleido.stop_sync_server(silence_warnings=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from fasbench.base.markup import markdown_text
 from fasbench.stats.metrics import SMALL_N, fmt_p, paired_differs, paired_words
@@ -54,23 +54,34 @@ def num(v, digits: int = 2, pct: bool = False, signed: bool = False) -> str:
 
 
 def ci(mean, lo, hi, digits: int = 2, pct: bool = False, signed: bool = False) -> str:
-    """``mean [lo, hi]`` (one format for the three); ``–`` when the mean is missing; a string (several
-    values already formatted) is kept as it is."""
+    """``mean [lo, hi]``, the one way fasbench prints an interval (findings, run tables, comparisons,
+    studies); ``mean [–]`` when an interval was asked for but none exists (a missing or NaN bound: n too
+    small for the level); ``mean`` alone when no interval was given (both bounds ``None``: a count, a
+    single value); ``–`` when the mean is missing; a string (several values already formatted) is kept
+    as it is."""
     if isinstance(mean, str):
         return mean
     if _bad(mean):
         return "–"
-    if _bad(lo) or _bad(hi):
+    if lo is None and hi is None:
         return num(mean, digits, pct, signed)
+    if _bad(lo) or _bad(hi):
+        return f"{num(mean, digits, pct, signed)} [–]"
     return f"{num(mean, digits, pct, signed)} [{num(lo, digits, pct, signed)}, {num(hi, digits, pct, signed)}]"
+
+
+def ci_of(row: Mapping, key: str, digits: int = 2, pct: bool = False, signed: bool = False) -> str:
+    """:func:`ci` of ``row[key]`` with ``row[key_lo]`` and ``row[key_hi]`` (absent bounds: no interval),
+    the layout of every row of intervals (metrics' summaries, before/after tables, study totals)."""
+    return ci(row[key], row.get(f"{key}_lo"), row.get(f"{key}_hi"), digits, pct, signed)
 
 
 def paired_phrase(res: dict, digits: int = 3, alpha: float = 0.05) -> str:
     """``+0.244 [+0.161, +0.286]: differ at p < 0.05 (p = 0.0039, exact sign-flip, n = 9)`` or
     ``+0.244 [no 95% interval at n = 4]: no difference detectable with n = 4 (…)``."""
     d = ci(res.get("diff"), res.get("lo"), res.get("hi"), digits, signed=True)
-    if "[" not in d and not _bad(res.get("diff")):
-        d += f" [no {res.get('level', 0.95):.0%} interval at n = {res.get('n', 0)}]"
+    if not _bad(res.get("diff")) and (_bad(res.get("lo")) or _bad(res.get("hi"))):
+        d = f"{num(res.get('diff'), digits, signed=True)} [no {res.get('level', 0.95):.0%} interval at n = {res.get('n', 0)}]"
     return f"{d}: {paired_words(res, alpha)}"
 
 
@@ -168,7 +179,7 @@ class Findings:
                signed: bool = False, seed=None, seed_source: str = "", seed_note: str = "") -> "Findings":
         """A measured value with its interval and n, and optionally the published (seed) value."""
         ours = ci(mean, lo, hi, digits, pct, signed)
-        self.rows.append({"label": label, "ours": ours, "has_ci": "[" in ours,
+        self.rows.append({"label": label, "ours": ours, "has_ci": not (_bad(mean) or _bad(lo) or _bad(hi)),
                           "n": "–" if n is None else f"{n:,}",
                           "seed": "–" if _bad(seed) else (num(seed, digits, pct, signed) if not isinstance(seed, str)
                                                           else seed),

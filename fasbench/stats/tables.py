@@ -1,5 +1,7 @@
-"""Tables for a paper: a frame of display strings as a booktabs LaTeX ``table`` (``fasbench runs --latex``,
-``fasbench compare --latex``, notebook 09's field table).
+"""Tables: a frame of display strings as a booktabs LaTeX ``table`` for a paper (``fasbench runs --latex``,
+``fasbench compare --latex``, notebook 09's field table), and :func:`text_table`, the one aligned plain-text
+table of the terminal views (``fasbench runs``/``compare``, ``fasbench eval``'s summary, the replay's
+lines per file), rendered by rich with no colour, no markup and nothing cut or wrapped.
 
 Every cell is escaped for LaTeX (``& % $ # _ { } ~ ^ \\`` and the characters fasbench prints that a plain
 LaTeX does not know: ``–`` ``−`` ``…`` ``·`` ``≥`` ``≤`` ``±`` ``×``), so a policy spec, a run name or a task id
@@ -9,17 +11,44 @@ cells all read as numbers or intervals are right-aligned; the rest left-aligned.
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 import polars as pl
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
             "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "−": "$-$",
             "…": r"\ldots{}", "·": r"$\cdot$", "≥": r"$\geq$", "≤": r"$\leq$", "±": r"$\pm$", "×": r"$\times$", "\n": " ", "\r": " "}
 _ESCAPE = re.compile("|".join(re.escape(k) for k in _SPECIAL))
 _NUMERIC = re.compile(r"^[-+−]?(\d[\d,]*(\.\d+)?|\.\d+|n/a|–)(%)?( \[.*\])?$")
+
+
+#: A box of one blank divider (with one space of padding: columns two spaces apart) and a rule of dashes
+#: under the header.
+_RULE = box.Box("    \n    \n -  \n    \n    \n    \n    \n    \n", ascii=True)
+
+
+def text_table(columns: Sequence[str], rows: Iterable[Sequence[object]], right: Collection[str] = (),
+               rule: bool = True) -> str:
+    """Aligned plain text of a table: a header line, a rule of dashes under it (``rule``), one line per
+    row; columns two spaces apart, those named in ``right`` right-aligned, the others left-aligned.
+    Cells are shown as ``str`` of them, whole (no truncation, no wrapping; a line break becomes a space),
+    never read as markup; no line ends in a space."""
+    t = Table(box=_RULE if rule else None, show_edge=False, pad_edge=False, padding=(0, 1 if rule else 2, 0, 0),
+              show_header=True, header_style=None)
+    for c in columns:
+        t.add_column(str(c), justify="right" if c in right else "left", no_wrap=True)
+    for r in rows:
+        t.add_row(*(str(v).replace("\r", " ").replace("\n", " ") for v in r))
+    out = io.StringIO()
+    Console(file=out, width=1 << 20, color_system=None, markup=False, emoji=False, highlight=False,
+            force_terminal=False, legacy_windows=False).print(t)
+    return "\n".join(ln.rstrip() for ln in out.getvalue().splitlines())
 
 
 def latex_escape(text: object) -> str:

@@ -27,7 +27,7 @@ def step_log(path: str | Path):
     """A ``transformers.TrainerCallback`` appending every log record (loss, learning rate, reward
     parts, ...) to the JSONL ``path`` as it is logged, with ``step``, ``time`` and ``kind``
     (``step``, ``eval`` or ``summary``; main process only)."""
-    # local import: transformers (with torch) costs ~2.7-6 s (python -X importtime); this module is
+    # local import: transformers (with torch) is heavy to import; this module is
     # read by the CLIs' `log` commands, which must start fast.
     from transformers import TrainerCallback
 
@@ -62,7 +62,7 @@ def read_log(run_dir: str | Path, name: str = LOG_FILE) -> list[dict]:
 
 def last_checkpoint(run_dir: str | Path) -> str | None:
     """The newest ``checkpoint-N`` folder of ``run_dir`` (TRL/transformers' own rule), or None."""
-    # local import: transformers.trainer_utils imports torch, ~4.6 s measured with python -X importtime
+    # local import: transformers.trainer_utils imports torch, heavy
     from transformers.trainer_utils import get_last_checkpoint
 
     return get_last_checkpoint(str(run_dir)) if Path(run_dir).is_dir() else None
@@ -72,7 +72,7 @@ def save_at_end():
     """A ``transformers.TrainerCallback`` that asks for a checkpoint at the last step (when
     ``save_steps`` does not divide ``max_steps`` the trainer would otherwise end without one, and a
     rerun would resume from the one before and train those steps again)."""
-    # local import: transformers (with torch) costs ~2.7-6 s (python -X importtime), as in step_log
+    # local import: transformers (with torch) is heavy to import, as in step_log
     from transformers import TrainerCallback
 
     class SaveAtEnd(TrainerCallback):

@@ -351,8 +351,8 @@ def device_args(checkpointing: bool, use_cpu: bool) -> dict[str, Any]:
     activation checkpointing under the name the installed transformers reads (``activation_checkpointing``
     since 5.x; ``gradient_checkpointing``, which 5.x warns is deprecated, before), and pinned host memory
     for the data loader only where an accelerator takes the batches (torch warns on every loader else)."""
-    import torch  # local import: torch ~1.9 s (callers have imported it already, through trl)
-    from transformers import TrainingArguments  # local import: transformers ~0.6 s over torch
+    import torch  # local import: torch is heavy (callers have imported it already, through trl)
+    from transformers import TrainingArguments  # local import: transformers adds to torch
 
     names = {f.name for f in fields(TrainingArguments)}
     key = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"

@@ -37,7 +37,7 @@ from typing import Iterable
 import polars as pl
 from tqdm.auto import tqdm
 
-from fasbench.trajectories.classify import SHELL_TOOLS, Action, analyze, analyze_call
+from fasbench.trajectories.classify import CATEGORIES_PLOT_ORDER, SHELL_TOOLS, Action, analyze, analyze_call
 from fasbench.trajectories.trajectory_files import FileReport, discover, load_labels
 from fasbench.trajectories.first_edit import edits_submission, submission_files
 from fasbench.trajectories.guard import check_parsed, unparsable
@@ -45,7 +45,6 @@ from fasbench.trajectories.parsers import Trajectory, TrajectoryError, parse_fil
 from fasbench.trajectories.relace_measures import RELACE_SEEDS, measures as relace_measures, measures_by as relace_measures_by
 from fasbench.trajectories.tokens import TOKENIZER_NAME
 
-CATEGORIES = ("read", "search", "edit", "test", "other")  # plotting order ("delegate" added where present)
 EXPLORE = ("read", "search")
 # the subagent's work counted as search: its rows are kept and the delegation call counts as search
 EXPLORE_WITH_SUBAGENTS = ("read", "search", "delegate")
@@ -286,7 +285,7 @@ def _shares_by(steps, key: str | None, subagents: bool = False) -> dict:
         for measure in ("turn_share", "token_share", "obs_token_share"):
             vals = d.get(measure, {})
             tot = sum(vals.values())
-            cats = list(CATEGORIES) + [c for c in ("delegate", "none") if c in vals and (c != "none" or measure != "turn_share")]
+            cats = list(CATEGORIES_PLOT_ORDER) + [c for c in ("delegate", "none") if c in vals and (c != "none" or measure != "turn_share")]
             res[measure] = {c: _f(vals.get(c, 0.0) / tot) if tot else None for c in cats}
         for name, src in (("read_search_turn_share", "turn_share"), ("read_search_token_share", "token_share"),
                           ("read_search_obs_token_share", "obs_token_share")):

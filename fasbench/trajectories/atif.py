@@ -100,7 +100,7 @@ def check(obj: Any) -> str:
     v = obj.get("schema_version", "ATIF-v1.8")  # harbor's default when absent
     if v not in VERSIONS:
         raise TrajectoryError(f"ATIF: unknown schema_version {v!r}; this fasbench reads {', '.join(VERSIONS)}")
-    # local import: jsonschema costs ~5.5 s at import on this machine (python -X importtime: its
+    # local import: jsonschema is heavy to import (python -X importtime: its
     # rfc3987_syntax), paid only when an ATIF file is read or written, not by every trajectory read
     import jsonschema
 

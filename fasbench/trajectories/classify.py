@@ -34,8 +34,11 @@ from typing import NamedTuple
 from fasbench import shell
 from fasbench.shell import WRITE_OPS, Simple, unwrap
 
-CATEGORIES = ("edit", "test", "search", "read", "delegate", "other")  # highest first
-RANK = {c: len(CATEGORIES) - i for i, c in enumerate(CATEGORIES)}  # edit 6 … other 1
+#: The categories by priority, highest first: a call that does several things counts as the highest.
+CATEGORIES_BY_PRIORITY = ("edit", "test", "search", "read", "delegate", "other")
+#: The same categories in the order the figures and tables show them ("delegate" added where present).
+CATEGORIES_PLOT_ORDER = ("read", "search", "edit", "test", "other")
+RANK = {c: len(CATEGORIES_BY_PRIORITY) - i for i, c in enumerate(CATEGORIES_BY_PRIORITY)}  # edit 6 … other 1
 PARSERS = ("tree-sitter", "lexer", "fallback", "unparsable", "tool", "empty")
 
 
@@ -425,7 +428,7 @@ def analyze_call(name: str, arguments) -> Action:
             targets = tuple(str(args[k]) for k in _PATH_KEYS if k in args) if cat == "edit" else ()
             return Action(cat, "tool", (cat,), targets)
     # Only fasbench's own tool names (and unknown ones) get here, never a shell action.
-    # local import: fasbench.tools costs ~0.06 s of CPU (python -X importtime), which every `fasbench`
+    # local import: fasbench.tools is heavy to import, which every `fasbench`
     # command would pay through trajectories.cli; only fasbench's own tool names get here
     from fasbench.tools import TOOLSETS, tool_kind
 

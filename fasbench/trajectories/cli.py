@@ -58,7 +58,7 @@ def analyze_cmd(
     Files that cannot be read are skipped and listed; when none can, the command fails with the
     reason (what the file holds) and the formats above. An ATIF file of an unknown version or a
     shape the published schema refuses is skipped with that reason."""
-    # local import: the analysis (polars, tokenizers) costs ~0.2-0.4 s at CLI start-up (python -X importtime)
+    # local import: the analysis (polars, tokenizers) is heavy to import
     from fasbench.trajectories.analysis import analyze_paths
 
     for p in paths:
@@ -123,7 +123,7 @@ def export_atif_cmd(
     """Write every fasbench trace of SRC as an ATIF-v1.7 trajectory (Harbor's Agent Trajectory
     Interchange Format), checked against the published schema; `fasbench trajectories analyze`
     reads them back as the same traces."""
-    # local import: the exporter imports fasbench.tools and jsonschema, ~5-7 s at import on this machine
+    # local import: the exporter imports fasbench.tools and jsonschema, heavy
     # (python -X importtime: jsonschema's rfc3987_syntax), paid only by this command
     from fasbench.records import RecordError, read_traces
     from fasbench.trajectories.atif_trace import to_atif
@@ -163,7 +163,7 @@ def export_atif_cmd(
 def _export_e2e(src: Path, out: Path) -> None:
     """An e2e run folder: each main agent of the search arm with its search episode embedded (ATIF v1.7
     ``subagent_trajectories``), one file per task; a task that cannot be read is named and skipped."""
-    # local import: the replay tree imports the trajectory parsers and jsonschema (~5-7 s at import,
+    # local import: the replay tree imports the trajectory parsers and jsonschema (heavy,
     # python -X importtime), paid only by this command
     from fasbench.e2e.runner import task_key
     from fasbench.records import iter_jsonl

@@ -38,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fasbench.records import RecordError, Trace, parse_arguments
+from fasbench.records import RecordError, Trace, parse_arguments, parse_json_or_jsonl
 from fasbench.tools import shell_command
 from fasbench.trajectories import atif, atif_trace, claude_code, openhands
 from fasbench.trajectories.raw import bash_blocks, cap_fields, message_text, read_text
@@ -57,32 +57,14 @@ def load(path: str | Path) -> tuple[Any, str | None]:
 
 
 def load_jsonl(path: str | Path) -> tuple[Any, str | None, bool]:
-    """``load`` and whether the file was JSONL (one object per line)."""
+    """``load`` and whether the file was JSONL (one object per line): the records' one JSON-or-JSONL
+    parser (:func:`fasbench.records.parse_json_or_jsonl`), strings capped (``cap_fields``)."""
     text = read_text(path)
-    if not text.strip():
-        raise TrajectoryError("empty file")
     try:
-        return cap_fields(json.loads(text)), None, False
-    except json.JSONDecodeError as e:
-        if e.msg != "Extra data":
-            if e.msg.startswith("Unterminated string") or e.pos >= len(text.rstrip()) - 1:  # ran into EOF
-                raise TrajectoryError(f"truncated JSON ({e.msg} at char {e.pos} of {len(text)})") from e
-            raise TrajectoryError(f"invalid JSON ({e.msg} at line {e.lineno} col {e.colno})") from e
-    lines = text.split("\n")
-    objs, partial = [], None
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            objs.append(cap_fields(json.loads(line)))
-        except json.JSONDecodeError as e:
-            if i == len(lines) - 1:  # no newline after it: cut off mid-write
-                partial = f"truncated last line {i + 1} ({e.msg})"
-                continue
-            raise TrajectoryError(f"invalid JSONL line {i + 1} ({e.msg})") from e
-    if not objs:
-        raise TrajectoryError(partial or "no JSON objects")
-    return objs, partial, True
+        obj, partial, jsonl = parse_json_or_jsonl(text)
+    except RecordError as e:
+        raise TrajectoryError(str(e)) from e
+    return cap_fields(obj), partial, jsonl
 
 
 def _keys(dicts: list[dict], most: int = 8) -> str:

@@ -9,7 +9,8 @@ from plotly.subplots import make_subplots
 
 from fasbench.stats.figures import KIND_COLORS, OUTCOME_COLORS, PALETTE, SEED_MARKER
 from fasbench.base.markup import html
-from fasbench.trajectories.analysis import CATEGORIES, SEEDS
+from fasbench.trajectories.analysis import SEEDS
+from fasbench.trajectories.classify import CATEGORIES_PLOT_ORDER
 from fasbench.trajectories.relace_measures import POPULATIONS_SHORT
 
 FC = f"FastContext: {SEEDS['fastcontext']['source'].split(', ', 1)[1]}"
@@ -74,7 +75,7 @@ def fig2(summary: dict, trajectories, title: str):
     o = summary["overall"]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
                         subplot_titles=("Share by category", "Exploration before the first edit"))
-    cats = list(CATEGORIES) + (["none"] if o["token_share"].get("none") else [])  # turns without an action
+    cats = list(CATEGORIES_PLOT_ORDER) + (["none"] if o["token_share"].get("none") else [])  # turns without an action
     colors = {**KIND_COLORS, "none": "#CCCCCC"}
     for measure, name, pattern in (("turn_share", "tool-use turns", ""), ("token_share", "tokens", "/")):
         vals = [o[measure].get(c) for c in cats]

@@ -22,54 +22,27 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fasbench.base import contain
-from fasbench.records import parse_arguments
+from fasbench.records import RecordError, parse_arguments
+from fasbench.records.jsonl import read_json_text
 from fasbench.trajectories.trajectory import TrajectoryError
 
 
-MAX_FILE_BYTES = 512 << 20  # a trajectory file, or its gunzipped text, larger than this is refused
+MAX_FILE_BYTES = 512 << 20  # a trajectory file, or its gunzipped text, larger than this is refused (as records.jsonl.MAX_FILE_BYTES)
 MAX_FIELD_CHARS = 1 << 20  # longer strings of a trajectory are cut (cap_fields)
 
 
-def _gunzip(data: bytes) -> bytes:
-    """Every gzip member of ``data``, at most :data:`MAX_FILE_BYTES` of output (a gzip bomb stops there)."""
-    out, rest = [], data
-    while rest:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out.append(d.decompress(rest, MAX_FILE_BYTES + 1 - sum(map(len, out))))
-        except zlib.error as e:
-            raise TrajectoryError(f"corrupt gzip ({e})") from e
-        if sum(map(len, out)) > MAX_FILE_BYTES:
-            raise TrajectoryError(f"larger than {MAX_FILE_BYTES} bytes once gunzipped")
-        if not d.eof:
-            raise TrajectoryError("truncated gzip (Compressed file ended before the end-of-stream marker was reached)")
-        rest = d.unused_data.lstrip(b"\x00")
-    return b"".join(out)
-
-
 def read_text(path: str | Path) -> str:
-    """The file's text, gunzipped when it starts with the gzip magic. Raises TrajectoryError (a FIFO,
-    device or folder; a file or gunzipped text over :data:`MAX_FILE_BYTES`; bad gzip; not UTF-8)."""
+    """The file's text, gunzipped when it starts with the gzip magic (:func:`fasbench.records.jsonl.read_json_text`).
+    Raises TrajectoryError (a FIFO, device or folder; a file or gunzipped text over :data:`MAX_FILE_BYTES`;
+    bad gzip; not UTF-8)."""
     try:
-        data, more = contain.read_regular(path, MAX_FILE_BYTES)
-    except contain.NoSuchFile:
-        raise FileNotFoundError(2, "No such file or directory", str(path)) from None
-    except contain.PathRefused as e:
-        raise TrajectoryError(e.why) from None
-    if more:
-        raise TrajectoryError(f"larger than {MAX_FILE_BYTES} bytes")
-    if data[:2] == b"\x1f\x8b":
-        data = _gunzip(data)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise TrajectoryError(f"not UTF-8 text ({e})") from e
+        return read_json_text(path, MAX_FILE_BYTES)
+    except RecordError as e:
+        raise TrajectoryError(str(e)) from None
 
 
 def cap_fields(obj: Any, max_chars: int = MAX_FIELD_CHARS) -> Any:

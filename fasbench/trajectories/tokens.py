@@ -41,7 +41,7 @@ def _convert(path) -> None:
             with open(ckpt, "rb") as src, open(tmp, "wb") as dst:
                 dst.write(src.read())
         else:
-            # local import: transformers costs ~1 s to import (python -X importtime); only the first, one-off conversion needs it
+            # local import: transformers is heavy to import; only the first, one-off conversion needs it
             from transformers import AutoTokenizer
 
             gguf = smollm2_gguf()

@@ -339,9 +339,9 @@ def parse_command(ws: Workspace, command: str, deadline: float | None = None) ->
     if len(command) > MAX_COMMAND_CHARS:
         _refuse(f"the command is longer than {MAX_COMMAND_CHARS} characters")
     budget = GlobBudget(deadline or time.monotonic() + ws.limits.timeout_s)
-    # bashlex costs ~0.16 s of CPU at import (ply builds its grammar tables; python -X importtime),
-    # which every tool set and every `fasbench tool` call would pay though only bash calls parse
-    import bashlex  # local import: ~0.16 s of CPU at import (see above), needed by bash calls only
+    # bashlex is heavy to import (ply builds its grammar tables; benchmarks/README.md), which every
+    # tool set and every `fasbench tool` call would pay though only bash calls parse
+    import bashlex  # local import: heavy (see above), needed by bash calls only
 
     try:
         trees = bashlex.parse(command)
