@@ -79,14 +79,9 @@ def check_turn(turn, want=WANT):
     assert [r.call_id for r in turn.results] == [c.id for c in turn.calls], "not every call ran, in order"
 
 
-def keep_first(text, tools=None, id_prefix="call", keep_malformed=False):
-    """A broken parser: only the first call survives (as TRL's once did for two Qwen3 calls, trl#4708)."""
-    rest, calls, errors = parse_tool_calls(text, tools, id_prefix, keep_malformed)
-    return rest, calls[:1], errors
-
-
 def break_calls(kind: str, calls: list, merge) -> list:
-    """A turn's parsed calls as a broken parser gives them: ``drops`` keeps the first only, ``merges``
+    """A turn's parsed calls as a broken parser gives them: ``drops`` keeps the first only (as TRL's Qwen3
+    parser once did for two calls, trl#4708), ``merges``
     makes the first two one call (``merge``: the first's name, both argument sets), ``reorders`` swaps them."""
     if kind == "drops" or len(calls) < 2:
         return calls[:1] if kind == "drops" else calls
