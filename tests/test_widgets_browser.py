@@ -179,7 +179,7 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
             expect(tree.locator(".fasbench-static-tree")).to_contain_text("turn 3, call 1: subagent: find echo")
             expect(page.locator(".jp-OutputArea-output", has_text="same tree = True")).to_have_count(1)
             expect(tree.locator(".fasbench-turn-header")).to_contain_text("Search for BadParameter")
-            tree.locator("select").select_option(index=2)  # (pick …), the first episode, the second
+            tree.get_by_label("episode", exact=True).select_option(index=2)  # (pick …), the first episode, the second
             expect(tree.locator(".fasbench-turn-header")).to_contain_text("Search for echo", timeout=30_000)
             tree.scroll_into_view_if_needed()
             tree.screenshot(path=str(artifacts / "07_subagent_tree.png"))
