@@ -45,7 +45,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from fasbench.tools import calls_for
+from fasbench.tools import MAIN_AGENT_SHELL, calls_for
 from fasbench.tools.contract import contract_of, shown_ids
 from fasbench.tools.fastcontext_query import offers_subagent, subagent_call
 
@@ -155,10 +155,10 @@ class ScriptedServer(ThreadingHTTPServer):
                     self.in_flight -= 1
                     self.served += 1
         names = {(t.get("function") or {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-        if names == {"bash"}:  # a main agent's request (mini-swe-agent offers one bash tool)
+        if names == {MAIN_AGENT_SHELL}:  # a main agent's request (mini-swe-agent offers one bash tool)
             cmd = main_agent_command(user, msgs, k)
             calls = [{"id": f"call_{k}_0", "type": "function",
-                      "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]
+                      "function": {"name": MAIN_AGENT_SHELL, "arguments": json.dumps({"command": cmd})}}]
             return self._reply(body, key, n_bytes, f"THOUGHT: step {k + 1}.", calls, "tool_calls")
         if offers_subagent(body.get("tools")):
             first = next((ln.strip() for ln in user.split("</problem_statement>")[0]

@@ -36,6 +36,7 @@ from fasbench.tools.observed import Seen
 
 TOOLSETS = ("relace", "fastcontext", "fastcontext-fork")
 KINDS = ("read", "search", "list", "report")
+MAIN_AGENT_SHELL = "bash"  # the one tool of the live main agent, mini-swe-agent (fasbench e2e): not a search tool set's
 _CLASSES: dict[str, type[Toolset]] = {"relace": relace.RelaceToolset, "fastcontext": fastcontext.FastContextToolset,
                                       "fastcontext-fork": fastcontext_fork.FastContextForkToolset}
 _PARSERS = {"relace": relace.observe, "fastcontext": fastcontext.observe, "fastcontext-fork": fastcontext_fork.observe}
@@ -157,5 +158,5 @@ def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
     return seen(toolset, call, result).shown
 
 
-__all__ = ["KINDS", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
+__all__ = ["KINDS", "MAIN_AGENT_SHELL", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
            "make_toolset", "observation", "seen", "shell_command", "shown", "tool_kind", "tool_names", "toolset_of"]
