@@ -24,10 +24,11 @@ def _ci(row: Mapping, c: str) -> str:
 def findings(datasets: Sequence[str], short: Mapping[str, str], tot: pl.DataFrame, ub: pl.DataFrame,
              by_res: pl.DataFrame, search_used: str, live: Sequence[dict] | None = None,
              arms: pl.DataFrame | None = None, live_arms: pl.DataFrame | None = None,
-             live_main: str = "") -> Findings:
+             live_main: str = "", live_arm: str = "search") -> Findings:
     """``tot``/``by_res``: ``study.totals`` by data set (and outcome), ``ub``: ``study.upper_bound`` by
     data set, ``live``: ``runner.compare_arms`` rows or None, ``arms``: ``pays.arms_table`` by data set,
-    ``live_arms``: ``pays.live_arms_table`` of the live records (``live_main``: who the main model was)."""
+    ``live_arms``: ``pays.live_arms_table`` of the live records (``live_main``: who the main model was;
+    ``live_arm``: the arm ``live`` compares with none)."""
     f = Findings("does search help the main agent?")
     for ds in datasets:
         t = tot.filter(pl.col("dataset") == ds) if tot.height else tot
@@ -69,7 +70,7 @@ def findings(datasets: Sequence[str], short: Mapping[str, str], tot: pl.DataFram
     if live:
         lr = {x["metric"]: x for x in live}
         f.text("Live (" + ", ".join(f"{m}: {x['diff']:+.3g} [{x['lo']:+.3g}, {x['hi']:+.3g}]" for m, x in lr.items())
-               + f"; search − none over {live[0]['n']} paired tasks; wall time includes the subagent's; gold "
+               + f"; {live_arm} − none over {live[0]['n']} paired tasks; wall time includes the subagent's; gold "
                "files/functions are a localisation proxy, not a resolve rate: resolving needs the tasks' tests).")
     if live_arms is not None and live_arms.height:
         f.add(live_sentence(live_arms, live_main))
@@ -139,6 +140,8 @@ def live_sentence(a: pl.DataFrame, main: str = "") -> str:
     own = (f"; alone it read {ci(rr0['mean'], rr0['lo'], rr0['hi'], 3, pct=True)} of the first hand-off's lines itself"
            if rr0 and rr0["n"] else "")
     who = f" against {main}" if main else ""
+    if "scripted" in main:
+        who += " (its main agent is a script: these numbers check the measurement, not a model)"
     return (f"**live**{who}, does delegating pay (n = {base['n']} tasks; no subagent: "
             f"{ci(base['mean'], base['lo'], base['hi'], 0)} main-model input tokens per task{own}): "
             + ("; ".join(parts) or "no hand-off arm paired") + ".")
