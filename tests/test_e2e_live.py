@@ -415,3 +415,47 @@ def test_e2e_task_ids_stay_inside_their_arm_folder(tmp_path):
         assert "/" not in k and k.strip(".") and len(k) <= 100, k
         assert (arm / k).resolve().parent == arm.resolve(), k
     assert task_key("demo__attack-1") == "demo__attack-1" and task_key("django__django-11099") == "django__django-11099"
+
+
+# ---- does delegating pay? (issue 39 item 2): the four arms live against fasbench's scripted server
+
+ADDER = ("def add_numbers(a, b):\n    return a - b\n\n\n" + "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n"
+                                                                   for i in range(12)))
+
+
+def test_live_arms_against_the_scripted_server(tmp_path):
+    """fasbench's scripted server as the main model (its mini-swe-agent script: explore alone, re-read the
+    first cited range of a citations hand-off, trust a hand-off with code): the main agent alone, with the
+    free-form, the ID-grounded and the code hand-off on the same tasks; the re-read share of the handed-off
+    lines and the main model's input tokens per arm, with intervals, arm − none paired."""
+    from fasbench.e2e.pays import live_arms_table
+    from fasbench.e2e.runner import run_live_arms
+    from servers import scripted_server
+
+    corpus = tmp_path / "corpus"
+    (corpus / "src").mkdir(parents=True)
+    (corpus / "src" / "adder.py").write_text(ADDER)
+    tasks = [Task(id=f"demo__adder-{i}", query=f"add_numbers subtracts instead of adding ({i}).", repo="demo/adder",
+                  gold=Gold(edited={"src/adder.py": [[1, 2]]}), root=str(corpus)) for i in range(2)]
+    with scripted_server("--delay-s", "0") as url:
+        recs = run_live_arms(tasks, f"openai:model=scripted,base_url={url},step_limit=8", "heuristic:turns=2",
+                             tmp_path / "live", progress=False)
+    why = json.dumps([{k: r.get(k) for k in ("task_id", "arm", "exit_status", "turns", "reread_share",
+                                               "report_ranges", "error")} for r in recs.iter_rows(named=True)])
+    assert sorted(recs["arm"].to_list()) == sorted(["none", "citations", "ids", "code"] * 2), why
+    by = {(r["task_id"], r["arm"]): r for r in recs.iter_rows(named=True)}
+    for t in tasks:
+        none, cit, ids, code = (by[(t.id, a)] for a in ("none", "citations", "ids", "code"))
+        assert all(x["exit_status"] == "Submitted" for x in (none, cit, ids, code)), why
+        assert (none["turns"], cit["turns"], ids["turns"], code["turns"]) == (3, 2, 2, 1), why
+        assert cit["reread_share"] > 0 and ids["reread_share"] > 0 and code["reread_share"] == 0, why
+        assert none["reread_share"] is not None, why  # the report's lines the agent read on its own
+        assert ids["report_contract"] == "ids" and ids["cited_ids_dropped"] == 0 and cit["report_contract"] == "free"
+        assert code["handoff_tokens"] > cit["handoff_tokens"] > 0 and code["input_tokens"] > 0
+    table = live_arms_table(recs, n_boot=200)
+    got = {(r["arm"], r["measure"]): r for r in table.iter_rows(named=True)}
+    for arm in ("citations", "ids", "code"):
+        for m in ("reread_share", "input_tokens", "cache_share"):
+            r = got[(arm, m)]
+            assert r["n"] == 2 and r["lo"] <= r["mean"] <= r["hi"] and r["diff"] is not None, (arm, m, r)
+    assert got[("code", "turns")]["diff"] == -2

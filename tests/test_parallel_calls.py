@@ -1,7 +1,9 @@
 """Parallel calls survive every path (issue 39 item 5): per chat-template family and per path (the
 in-process HF policy, an OpenAI-compatible server, TRL's tool loop in GRPO, SFT rendering), a turn of
 N parallel calls emitted is N parsed and N executed, in order; a path that cannot keep them refuses
-with one line naming the family. Each check is shown to catch a parser that keeps only the first call."""
+with one line naming the family. Each check is shown to catch a parser that drops, merges or reorders
+the calls of a turn (`BROKEN`), on the HF policy per family, the OpenAI-compatible path per text format,
+SFT rendering and GRPO's TRL parser."""
 
 import copy
 import json
@@ -16,7 +18,7 @@ from fasbench.harness import Limits, run_episode
 from fasbench.models import TINY, load_model, parse_tool_calls, tool_chat_template
 from fasbench.policies.hf import HFPolicy
 from fasbench.policies.openai_compat import OpenAIPolicy
-from fasbench.records import Gold, Task
+from fasbench.records import Gold, Task, ToolCall
 from fasbench.tools import make_toolset
 from servers import scripted_server
 from tools_fixture import make_repo
@@ -77,10 +79,33 @@ def check_turn(turn, want=WANT):
     assert [r.call_id for r in turn.results] == [c.id for c in turn.calls], "not every call ran, in order"
 
 
-def keep_first(text, tools=None, id_prefix="call", keep_malformed=False):
-    """A broken parser: only the first call survives (as TRL's once did for two Qwen3 calls, trl#4708)."""
-    rest, calls, errors = parse_tool_calls(text, tools, id_prefix, keep_malformed)
-    return rest, calls[:1], errors
+def break_calls(kind: str, calls: list, merge) -> list:
+    """A turn's parsed calls as a broken parser gives them: ``drops`` keeps the first only (as TRL's Qwen3
+    parser once did for two calls, trl#4708), ``merges``
+    makes the first two one call (``merge``: the first's name, both argument sets), ``reorders`` swaps them."""
+    if kind == "drops" or len(calls) < 2:
+        return calls[:1] if kind == "drops" else calls
+    if kind == "merges":
+        return [merge(calls[0], calls[1]), *calls[2:]]
+    return [calls[1], calls[0], *calls[2:]]
+
+
+def _merge_tool_calls(a: ToolCall, b: ToolCall) -> ToolCall:
+    both = {**a.arguments, **b.arguments} if isinstance(a.arguments, dict) and isinstance(b.arguments, dict) \
+        else f"{a.arguments}{b.arguments}"
+    return ToolCall(a.id, a.name, both)
+
+
+def broken_parser(kind: str):
+    """``models.parse_tool_calls`` broken the ``kind`` way (see :func:`break_calls`)."""
+    def parse(text, tools=None, id_prefix="call", keep_malformed=False):
+        rest, calls, errors = parse_tool_calls(text, tools, id_prefix, keep_malformed)
+        return rest, break_calls(kind, calls, _merge_tool_calls), errors
+    return parse
+
+
+#: the ways a parser loses parallel calls that every check must catch
+BROKEN = {k: broken_parser(k) for k in ("drops", "merges", "reorders")}
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +144,12 @@ def test_hf_policy_parses_and_runs_every_parallel_call(task, family):
     check_turn(_hf_episode(task, EMITTED[family]()).turns[0])
 
 
-def test_hf_check_catches_a_parser_that_drops_calls(task, monkeypatch):
-    monkeypatch.setattr(hf_module, "parse_tool_calls", keep_first)
+@pytest.mark.parametrize("broken", list(BROKEN))
+@pytest.mark.parametrize("family", list(EMITTED))
+def test_hf_check_catches_a_parser_that_drops_merges_or_reorders_calls(task, family, broken, monkeypatch):
+    monkeypatch.setattr(hf_module, "parse_tool_calls", BROKEN[broken])
     with pytest.raises(AssertionError, match="not the emitted ones"):
-        check_turn(_hf_episode(task, EMITTED["qwen3"]()).turns[0])
+        check_turn(_hf_episode(task, EMITTED[family]()).turns[0])
 
 
 @pytest.mark.parametrize("fmt", ["structured", "hermes_json", "qwen3_coder_xml"])
@@ -137,11 +164,12 @@ def test_openai_compatible_server_calls_all_run_in_order(task, fmt, monkeypatch,
         return
     import fasbench.policies.openai_compat as oc
 
-    monkeypatch.setattr(oc, "parse_tool_calls", keep_first)  # the content's calls through a broken parser
-    with scripted_server("--delay-s", "0", "--turns", "2", "--tool-format", fmt) as url:
-        tr = run_episode(task, OpenAIPolicy(model="scripted", base_url=url, retries=0), "relace", Limits(max_turns=2))
-    with pytest.raises(AssertionError, match="not the emitted ones"):
-        check_turn(tr.turns[0], want)
+    for bad in BROKEN.values():  # the content's calls through a broken parser: dropped, merged, reordered
+        monkeypatch.setattr(oc, "parse_tool_calls", bad)
+        with scripted_server("--delay-s", "0", "--turns", "2", "--tool-format", fmt) as url:
+            tr = run_episode(task, OpenAIPolicy(model="scripted", base_url=url, retries=0), "relace", Limits(max_turns=2))
+        with pytest.raises(AssertionError, match="not the emitted ones"):
+            check_turn(tr.turns[0], want)
 
 
 @pytest.mark.parametrize("template,family", [("qwen2_5_training", "hermes_json"), ("qwen3_training", "hermes_json"),
@@ -209,13 +237,36 @@ def test_smollm2_own_template_is_swapped_and_an_unknown_one_refuses_grpo_in_one_
         "grpo: TRL's tool loop has no tool-call parser for the chatml_no_tools chat template")
 
 
-def test_check_parallel_catches_a_parser_that_drops_calls(monkeypatch):
+@pytest.mark.parametrize("path", ["sft", "grpo"])
+@pytest.mark.parametrize("broken,got", [("drops", "1 read back \\(view_file\\)"),
+                                        ("merges", "2 read back \\(view_file, view_directory\\)"),
+                                        ("reorders", "3 read back \\(grep_search, view_file, view_directory\\)")])
+def test_check_parallel_catches_a_parser_that_drops_merges_or_reorders_calls(monkeypatch, path, broken, got):
+    """SFT: the rendered turn read back by a broken ``parse_tool_calls``; GRPO: by TRL's ``parse_response``
+    broken the same way (its calls are dicts ``{"type", "function": {"name", "arguments"}}``)."""
+    from fasbench.rl.train import prepare_tokenizer
+
     tok = copy.deepcopy(_tiny()[1])
-    tok.chat_template = tool_chat_template()
-    assert check_parallel(tok, "sft") == "hermes_json"
-    monkeypatch.setattr(families, "parse_tool_calls", keep_first)
-    with pytest.raises(ValueError, match="1 read back \\(view_file\\), 3 written"):
-        check_parallel(tok, "sft")
+    tok.chat_template = _trl_template("qwen3_training") if path == "grpo" else tool_chat_template()
+    if path == "grpo":
+        prepare_tokenizer(tok)
+    assert check_parallel(tok, path) == "hermes_json"
+    if path == "sft":
+        monkeypatch.setattr(families, "parse_tool_calls", BROKEN[broken])
+    else:
+        real = tok.parse_response
+
+        def merge(a, b):
+            fa, fb = a.get("function") or a, b.get("function") or b
+            return {**a, "function": {"name": fa["name"], "arguments": {**fa["arguments"], **fb["arguments"]}}}
+
+        def parse_response(ids, prefix=None):
+            msg = dict(real(ids, prefix=prefix))
+            msg["tool_calls"] = break_calls(broken, list(msg.get("tool_calls") or []), merge)
+            return msg
+        tok.parse_response = parse_response
+    with pytest.raises(ValueError, match=f"^{path}: .*{got}, 3 written"):
+        check_parallel(tok, path)
 
 
 def test_sft_rendering_of_a_parallel_turn_reads_back_in_order():

@@ -159,9 +159,9 @@ def test_notebook_07s_scripted_main_agent_delegates_each_search(episodes):
         demo_main([task], [par, seq])
 
 
-def test_the_static_report_shows_the_tree(tmp_path):
-    """The tree in an executed notebook → fasbench.mainjob.report's page: the static tree (escaped) with each
-    episode's static replay, no widget view."""
+def tree_report(tmp_path):
+    """A main agent delegating two searches (two Task calls, two episodes) in an executed notebook →
+    fasbench.mainjob.report's page (returned): the static tree with each episode's static replay."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -172,21 +172,35 @@ def test_the_static_report_shows_the_tree(tmp_path):
            "from fasbench.trajectories.trajectory import AgentTurn, Call, Trajectory\n"
            "from fasbench.trajectories.parsers import trace_trajectory\n"
            "from fasbench.replay.subagent_tree import agent_tree\nfrom fasbench.replay.tree_widget import SubagentTree\n"
-           "tr = hand_trace()\n"
-           "task = Call('Task', '{}', {'subagent_type': 'Explore <b>x</b>'}, trace_trajectory(tr))\n"
-           "main = Trajectory('m', 'i', 'main-agent', 'gpt', 'x', [AgentTurn(1, [task], 100, 10), AgentTurn(2, [], 200, 5)])\n"
-           "SubagentTree(agent_tree(main, {tr.trace_id: tr}))")
+           "a, b = hand_trace(), hand_trace('q', 'task2')\n"
+           "one = Call('Task', '{}', {'subagent_type': 'Explore <b>x</b>'}, trace_trajectory(a))\n"
+           "two = Call('Task', '{}', {'subagent_type': 'Explore callers'}, trace_trajectory(b))\n"
+           "main = Trajectory('m', 'i', 'main-agent', 'gpt', 'x', [AgentTurn(1, [one], 100, 10), AgentTurn(2, [two], 200, 5)])\n"
+           "SubagentTree(agent_tree(main, {a.trace_id: a, b.trace_id: b}))")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, timeout=180, kernel_name="python3", store_widget_state=True).execute()
     out = nb.cells[0].outputs[-1]["data"]
     assert "application/vnd.jupyter.widget-view+json" in out and "fasbench-static-tree" in out["text/html"]
-    nbformat.write(nb, tmp_path / "01_tree.ipynb")
-    page = write_report(tmp_path, tmp_path / "report").read_text()
-    assert "fasbench-static-tree" in page and "main-agent" in page and "2 turns · 1 calls · 315 tokens" in page
-    assert "Task: Explore &lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
-    assert "Turn 1 / 3" in page  # the episode's static replay under its node
+    (tmp_path / "nb").mkdir()
+    nbformat.write(nb, tmp_path / "nb" / "01_tree.ipynb")
+    return write_report(tmp_path / "nb", tmp_path / "report")
+
+
+def test_the_static_report_shows_the_tree(tmp_path):
+    """The tree of a main agent with two search episodes in the static report: both nested under the main
+    agent (escaped), each with its static replay, no widget view."""
+    page = tree_report(tmp_path).read_text()
+    assert "fasbench-static-tree" in page and "main-agent" in page and "2 turns · 2 calls · 315 tokens" in page
+    assert "Task: Explore &lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page and "Task: Explore callers" in page
+    tree = page[page.index("fasbench-static-tree"):]
+    main_li = tree.index("main-agent")
+    nested = [tree.index(f"replay of episode {t}") for t in ("trace-p-task1", "trace-q-task2")]
+    assert main_li < nested[0] < nested[1]  # both under the main agent's node, in the order delegated
+    assert tree[main_li:nested[0]].count("<ul>") == 1  # one level down
+    assert page.count("fasbench-static-replay") >= 2
+    assert page.count("Turn 1 / 3") >= 2  # each episode's static replay under its node
 
 
 def test_fasbench_replay_of_an_e2e_run_prints_the_tree(episodes, tmp_path):

@@ -169,3 +169,31 @@ def test_runs_of_the_two_contracts_are_not_repeats_of_one_policy():
     free, old, ids = (RunMeta.from_dict(migrate(d)) for d in (free, old, {**free, "report_contract": "ids"}))
     assert policy_key(free) == policy_key(old) != policy_key(ids)
     assert ids.limits_label() == "6 turns × 12 calls, cites by ID" and old.limits_label() == "6 turns × 12 calls"
+
+
+@pytest.mark.parametrize("toolset", ["relace", "fastcontext"])
+def test_the_benchmark_pairs_ids_beside_free_on_the_same_tasks(repo, toolset, tmp_path):
+    """benchmarks/report_contract.py's pairing on two real eval runs of the heuristic (free and ids, all
+    else equal) on the same tasks: the ids run's unseen cited share is 0, the file-level score of each is
+    reported with the paired difference and its interval."""
+    import importlib.util
+
+    from fasbench.base.paths import repo_root
+    from fasbench.evaluation.evaluate import run_eval
+
+    spec = importlib.util.spec_from_file_location("report_contract_bench", repo_root() / "benchmarks" / "report_contract.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    queries = ["Login fails: check() in auth returns False", "where is Login defined?", "the session token is wrong"]
+    tasks = [Task(id=f"t{i}", query=q, repo="local", root=str(repo), gold=Gold(edited={"src/pkg/auth.py": [[4, 10]]}))
+             for i, q in enumerate(queries)]
+    for c in ("free", "ids"):
+        run_eval(tasks, "heuristic", toolset, tmp_path / c, limits=Limits(max_turns=4, report_contract=c), progress=False,
+                 warn=False)
+    row, free_tokens, ids_tokens = bench.pair(toolset, str(tmp_path / "free"), str(tmp_path / "ids"))
+    assert row["n"] == 3 and row["unseen_ids"] == 0 and row["dropped_ids"] == 0
+    assert 0 <= row["unseen_free"] <= 1 and 0 <= row["file_f2_ids"] <= 1 and 0 <= row["file_f2_free"] <= 1
+    assert row["diff"] == pytest.approx(row["file_f2_ids"] - row["file_f2_free"])
+    assert "lo" in row and "hi" in row  # the paired interval (sign-flip: none exists below 6 differing tasks)
+    assert row["lo"] != row["lo"] or row["lo"] <= row["diff"] <= row["hi"]
+    assert ids_tokens > 0 and free_tokens > 0

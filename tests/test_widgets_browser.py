@@ -42,11 +42,12 @@ def _settings(d: Path) -> None:
 
 
 def _smoke_copy(dst: Path) -> None:
-    """The notebook with its smallest parameters: one scripted task; the replay shows the shipped
+    """The notebook with its smallest parameters: two scripted tasks (the subagent tree delegates one
+    search each); the replay shows the shipped
     example run (a heuristic eval run with its tasks and gold), whatever else is on disk."""
     nb = nbformat.read(repo_root() / "notebooks" / NOTEBOOK, as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    src = re.sub(r"(?m)^symbols = .*$", 'symbols = ["BadParameter"]', cell.source)
+    src = re.sub(r"(?m)^symbols = .*$", 'symbols = ["BadParameter", "echo"]', cell.source)  # two: the tree's two episodes
     cell.source = re.sub(r"(?m)^run = .*$", 'run = ""', src)
     nbformat.write(nb, dst)
 
@@ -167,6 +168,21 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
             replay.scroll_into_view_if_needed()
             page.screenshot(path=str(artifacts / "07_trace_replay.png"))
             replay.screenshot(path=str(artifacts / "07_trace_replay_widget.png"))
+
+            # The subagent tree (issue 39): the main agent with its two search episodes nested under the calls
+            # that delegated them; the ATIF round trip gave the same tree; picking the second episode replays it.
+            tree = page.locator(".fasbench-subagent-tree")
+            expect(tree).to_have_count(1)
+            expect(tree.locator(".fasbench-tree-node")).to_have_count(3)
+            expect(tree.locator(".fasbench-static-tree li li")).to_have_count(2)  # both one level under the main agent
+            expect(tree.locator(".fasbench-static-tree")).to_contain_text("turn 1, call 1: subagent: find BadParameter")
+            expect(tree.locator(".fasbench-static-tree")).to_contain_text("turn 3, call 1: subagent: find echo")
+            expect(page.locator(".jp-OutputArea-output", has_text="same tree = True")).to_have_count(1)
+            expect(tree.locator(".fasbench-turn-header")).to_contain_text("Search for BadParameter")
+            tree.get_by_label("episode", exact=True).select_option(index=2)  # (pick …), the first episode, the second
+            expect(tree.locator(".fasbench-turn-header")).to_contain_text("Search for echo", timeout=30_000)
+            tree.scroll_into_view_if_needed()
+            tree.screenshot(path=str(artifacts / "07_subagent_tree.png"))
         except Exception:
             page.screenshot(path=str(artifacts / "07_trace_replay_failure.png"), full_page=True)
             raise
@@ -221,5 +237,41 @@ def test_static_report_steps_through_turns_without_a_kernel(tmp_path):
                 expect(page.locator(".widget-play i.fa-play")).to_be_visible(timeout=60_000)
                 page.wait_for_function("() => [...document.fonts].some(f => /Font Awesome/.test(f.family)"
                                        " && f.status === 'loaded')", timeout=30_000)
+        finally:
+            browser.close()
+
+
+def test_static_report_shows_the_subagent_tree_and_opens_each_replay(tmp_path):
+    """The static report of a main agent with two search episodes (test_replay_tree.tree_report), in
+    Chromium with no kernel: both episodes nested under the main agent, each one's replay opens under its
+    node and steps through its turns (CSS only)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from test_replay_tree import tree_report
+
+    page_path = tree_report(tmp_path)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(page_path.as_uri())
+            tree = page.locator(".fasbench-static-tree")
+            expect(tree).to_have_count(1)
+            expect(tree.locator(".fasbench-tree-node")).to_have_count(3)
+            kids = tree.locator("li li")
+            expect(kids).to_have_count(2)
+            expect(kids.nth(0)).to_contain_text("Task: Explore <b>x</b>")  # escaped: shown as text
+            expect(kids.nth(1)).to_contain_text("Task: Explore callers")
+            second = kids.nth(1).locator("details")
+            expect(second.locator(".fasbench-static-replay")).to_be_hidden()
+            second.locator("summary").click()
+            r = second.locator(".fasbench-static-replay")
+            expect(r).to_be_visible()
+            expect(kids.nth(0).locator(".fasbench-static-replay")).to_be_hidden()  # the first stays closed
+            headers = r.locator(".fasbench-turn-header")
+            expect(headers.nth(0)).to_contain_text("Turn 1 / 3")
+            r.locator(".fbs-tlabel", has_text="T3").click()
+            expect(headers.nth(2)).to_be_visible()
+            expect(headers.nth(0)).to_be_hidden()
         finally:
             browser.close()

@@ -21,9 +21,12 @@ def _pct(x) -> str:
 
 def findings(datasets: Sequence[str], short: Mapping[str, str], tot: pl.DataFrame, ub: pl.DataFrame,
              by_res: pl.DataFrame, search_used: str, live: Sequence[dict] | None = None,
-             arms: pl.DataFrame | None = None) -> Findings:
+             arms: pl.DataFrame | None = None, live_arms: pl.DataFrame | None = None,
+             live_main: str = "", live_arm: str = "search") -> Findings:
     """``tot``/``by_res``: ``study.totals`` by data set (and outcome), ``ub``: ``study.upper_bound`` by
-    data set, ``live``: ``runner.compare_arms`` rows or None, ``arms``: ``pays.arms_table`` by data set."""
+    data set, ``live``: ``runner.compare_arms`` rows or None, ``arms``: ``pays.arms_table`` by data set,
+    ``live_arms``: ``pays.live_arms_table`` of the live records (``live_main``: who the main model was;
+    ``live_arm``: the arm ``live`` compares with none)."""
     f = Findings("does search help the main agent?")
     for ds in datasets:
         t = tot.filter(pl.col("dataset") == ds) if tot.height else tot
@@ -65,8 +68,10 @@ def findings(datasets: Sequence[str], short: Mapping[str, str], tot: pl.DataFram
     if live:
         lr = {x["metric"]: x for x in live}
         f.text("Live (" + ", ".join(f"{m}: {x['diff']:+.3g} [{x['lo']:+.3g}, {x['hi']:+.3g}]" for m, x in lr.items())
-               + f"; search − none over {live[0]['n']} paired tasks; wall time includes the subagent's; gold "
+               + f"; {live_arm} − none over {live[0]['n']} paired tasks; wall time includes the subagent's; gold "
                "files/functions are a localisation proxy, not a resolve rate: resolving needs the tasks' tests).")
+    if live_arms is not None and live_arms.height:
+        f.add(live_sentence(live_arms, live_main))
     return f.caveat("An estimate, not a rerun: a main agent given the report may still re-read files, or explore "
                     "differently; no resolve rate is measured. Replacement needs the report to cite what the agent "
                     "looked at, so a weak searcher (the default is the CPU heuristic) gives a low strict saving while "
@@ -108,3 +113,34 @@ def pays_sentence(a: pl.DataFrame, name: str) -> str:
     return (f"**{name}**, does delegating pay (counterfactual, n = {base['n']}; no subagent: "
             f"{ci(base['mean'], base['lo'], base['hi'], 0)} main-model input tokens per run, "
             f"{ci(base_c['mean'], base_c['lo'], base_c['hi'], 3, pct=True)} prefix-cacheable): " + "; ".join(parts) + ".")
+
+
+def live_sentence(a: pl.DataFrame, main: str = "") -> str:
+    """Does delegating pay on the live path: per hand-off arm (``pays.live_arms_table`` rows), the main
+    model's input tokens against no subagent (paired, with the verdict), the re-read share of the handed-off
+    lines, the prefix-cache share and the turns against none."""
+    def get(arm: str, m: str) -> dict | None:
+        r = a.filter((pl.col("arm") == arm) & (pl.col("measure") == m))
+        return r.row(0, named=True) if r.height else None
+
+    base, rr0 = get("none", "input_tokens"), get("none", "reread_share")
+    if base is None or not base["n"]:
+        return "**live**, delegation: no arm measured."
+    parts = []
+    for arm in [x for x in dict.fromkeys(a["arm"].to_list()) if x != "none"]:
+        i, rr, c, t = get(arm, "input_tokens"), get(arm, "reread_share"), get(arm, "cache_share"), get(arm, "turns")
+        if i is None or not i["n"] or i["diff"] is None:
+            continue
+        parts.append(f"`{arm}`: input {ci(i['diff'], i['diff_lo'], i['diff_hi'], 0, signed=True)} tokens per task vs "
+                     f"none ({_verdict(i)}); re-reads {ci(rr['mean'], rr['lo'], rr['hi'], 3, pct=True)} of the "
+                     f"handed-off lines; prefix-cacheable {ci(c['mean'], c['lo'], c['hi'], 3, pct=True)}; turns "
+                     f"{ci(t['diff'], t['diff_lo'], t['diff_hi'], 2, signed=True)}")
+    own = (f"; alone it read {ci(rr0['mean'], rr0['lo'], rr0['hi'], 3, pct=True)} of the first hand-off's lines itself"
+           if rr0 and rr0["n"] else "")
+    who = f" against {main}" if main else ""
+    if "scripted" in main:
+        who += " (its main agent is a script: these numbers check the measurement, not a model)"
+    return (f"**live**{who}, does delegating pay (n = {base['n']} tasks; no subagent: "
+            f"{ci(base['mean'], base['lo'], base['hi'], 0)} main-model input tokens per task{own}): "
+            + ("; ".join(parts) or "no hand-off arm paired") + ".")
+

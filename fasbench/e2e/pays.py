@@ -124,16 +124,17 @@ def arm_columns(turns: Sequence[TurnTokens], turn_ids: Sequence[int], first_edit
     return row
 
 
-def arms_table(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int = 2000) -> pl.DataFrame:
+def arms_table(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int = 2000,
+               arms: Sequence[str] = ARMS, measures: Sequence[str] = MEASURES) -> pl.DataFrame:
     """Per group, arm and measure: the mean over trajectories with a report and its 95% interval
     (``metrics.mean_ci``), and the paired difference arm − none (``runs.paired_diff``)."""
     d = df.filter(pl.col("has_search")) if "has_search" in df.columns else df
     rows = []
-    if d.height == 0 or "none_input" not in d.columns:
+    if d.height == 0 or f"none_{measures[0]}" not in d.columns and "none_input" not in d.columns:
         return pl.DataFrame()
     for key, g in d.group_by(list(by), maintain_order=True):
-        for arm in ARMS:
-            for m in MEASURES:
+        for arm in arms:
+            for m in measures:
                 c = f"{arm}_{m}"
                 if c not in g.columns:
                     continue
@@ -168,3 +169,25 @@ def live_measures(raw: dict, report: Mapping[str, Sequence[Sequence[int]]] | Non
     looks = [lk for c in shell_calls(raw) for lk in call_looks(fix(c.command), fix(c.output))] if report else []
     return {"input_tokens": inp, "cache_share": cached / inp if inp else None,
             "reread_share": reread_share(looks, report) if report else None}
+
+
+#: the live records' measures compared per arm (``runner.run_live_arms``)
+LIVE_MEASURES = ("reread_share", "input_tokens", "cache_share", "turns", "tokens", "handoff_tokens")
+
+
+def live_arms_table(records: pl.DataFrame, n_boot: int = 2000, measures: Sequence[str] = LIVE_MEASURES) -> pl.DataFrame:
+    """:func:`arms_table` of the live path: the records of ``runner.run_live_arms`` (one per task and arm)
+    made one row per task with ``<arm>_<measure>`` columns; means with intervals per arm, arm − none paired
+    over the tasks both finished."""
+    if records.height == 0 or "arm" not in records.columns:
+        return pl.DataFrame()
+    arms = ["none", *[a for a in dict.fromkeys(records["arm"].to_list()) if a != "none"]]
+    have = [m for m in measures if m in records.columns]
+    wide = None
+    for arm in arms:
+        part = records.filter(pl.col("arm") == arm).select(
+            "task_id", *[pl.col(m).cast(pl.Float64).alias(f"{arm}_{m}") for m in have])
+        wide = part if wide is None else wide.join(part, on="task_id", how="full", coalesce=True)
+    wide = wide.with_columns(pl.lit("live").alias("path"))
+    return arms_table(wide, ("path",), n_boot, arms, have)
+

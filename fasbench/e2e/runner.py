@@ -44,6 +44,7 @@ from fasbench.e2e.pays import live_measures
 from fasbench.trajectories.parsers import TrajectoryError, load
 from fasbench.e2e.workcopy import SandboxGitError, base_repository, bounded_diff
 from fasbench.evaluation.rundir import check_config
+from fasbench.scoring.process import ids_dropped
 from fasbench.studies.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
 from fasbench.stats.metrics import normalize_files, paired_bootstrap
@@ -67,6 +68,7 @@ class E2EConfig:
     toolset: str = "relace"  # the subagent's tool set
     handoff: str = "code+search"  # handoff rendering (fasbench.studies.handoff.FORMATS)
     search_turns: int = 6  # the subagent's turn limit
+    report_contract: str = "free"  # how the subagent cites (fasbench.tools.contract): free | ids (ID-grounded)
 
 
 def task_key(task_id: str) -> str:
@@ -131,17 +133,21 @@ def _measures(traj: Path, report: dict | None, work: Path) -> dict:
 
 def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, toolset: str = "relace",
             handoff: str = "code+search", search_turns: int = 6, keep_work: bool = False,
-            progress: bool = True, tokenizer=None) -> list[dict]:
-    """Run every (task, arm) not yet in ``out/records.jsonl``; return all records."""
+            progress: bool = True, tokenizer=None, report_contract: str = "free", with_none: bool = True) -> list[dict]:
+    """Run every (task, arm) not yet in ``out/records.jsonl``; return all records. ``report_contract``:
+    the subagent's (``ids``: its report names IDs of what it was shown, fasbench renders the paths and
+    ranges); ``with_none=False`` runs the search arm only (another run holds the main agent alone)."""
     cfg: MainConfig = parse_main(main)
     if handoff not in FORMATS:
         raise ValueError(f"unknown handoff rendering {handoff!r}; choose one of {', '.join(FORMATS)}")
     policy = None if search == "none" else make_policy(search)  # fails early on a bad spec
     check_main_sandbox()  # no episode without the sandbox: one line naming what to install
     out = Path(out)
-    check_config(out, E2EConfig(main, search, toolset, handoff, search_turns))
+    limits = Limits(max_turns=search_turns, report_contract=report_contract)  # checks the contract's name
+    check_config(out, E2EConfig(main, search, toolset, handoff, search_turns, report_contract))
     records, traces_f = out / "records.jsonl", out / "search_traces.jsonl"
     arms = ARMS if policy is not None else ("none",)
+    arms = arms if with_none else tuple(a for a in arms if a != "none")
     done = done_pairs(records)
     if not keep_work:  # copies left by a run killed between an episode's record and its clean-up
         for tid, arm in done:
@@ -169,13 +175,14 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
             tr = known.get(t.id)
             if tr is None:
                 local = Task.from_dict({**t.to_dict(), "root": str(work)})
-                tr = run_episode(local, policy.bind(local), toolset, Limits(max_turns=search_turns))
+                tr = run_episode(local, policy.bind(local), toolset, limits)
                 append_jsonl(traces_f, [tr])
             hand = render(tr, work, handoff)
             search_info = {"search_trace_id": tr.trace_id, "search_turns": tr.n_turns, "search_calls": tr.n_calls,
                            "search_wall_s": tr.wall_time, "search_stop": tr.stop_reason,
                            "search_tokens": sum((x.prompt_tokens or 0) + (x.completion_tokens or 0) for x in tr.turns),
-                           "handoff_format": handoff, "handoff_tokens": count(hand),
+                           "handoff_format": handoff, "handoff_tokens": count(hand), "report_contract": report_contract,
+                           "cited_ids_dropped": ids_dropped(tr),
                            "report_files": sorted(tr.report.files) if tr.report else [],
                            "report_ranges": normalize_files(tr.report.files, str(work)) if tr.report else {}}
         traj = child(out / "trajs" / arm, key, ".traj.json")
@@ -221,4 +228,46 @@ def compare_arms(df, metrics: Sequence[str] = COMPARE, n_boot: int = 2000) -> li
         rows.append({"metric": m, "search": float(j["a"].mean()) if j.height else None,
                      "none": float(j["b"].mean()) if j.height else None, **r})
     return rows
+
+
+#: the live hand-off arms beside ``none``: arm -> (hand-off rendering, the subagent's report contract)
+LIVE_ARMS = {"citations": ("citations", "free"), "ids": ("citations", "ids"), "code": ("code", "free")}
+
+
+def run_live_arms(tasks: Sequence[Task], main: str, search: str, out: str | Path, toolset: str = "relace",
+                  arms: dict = LIVE_ARMS, search_turns: int = 6, progress: bool = True, tokenizer=None) -> pl.DataFrame:
+    """The main agent alone and with each hand-off arm (``LIVE_ARMS``: free-form citations, ID-grounded
+    citations, citations with code) on the same tasks: one resumable :func:`run_e2e` folder per arm
+    (``out/<arm>``; the first also runs ``none``). Returns the records, ``arm`` = ``none`` or the hand-off
+    arm. A ``none`` record's ``reread_share`` is the share of the first arm's report that the agent read
+    on its own (``pays.live_measures`` of its trajectory against that report)."""
+    frames, first = [], None
+    for i, (arm, (fmt, contract)) in enumerate(arms.items()):
+        d = child(Path(out), arm)
+        run_e2e(tasks, main, search, d, toolset, fmt, search_turns, progress=progress, tokenizer=tokenizer,
+                report_contract=contract, with_none=i == 0)
+        df = load_records(d)
+        if not df.height:
+            continue
+        first = first or d
+        frames.append(df.with_columns(pl.when(pl.col("arm") == "search").then(pl.lit(arm))
+                                      .otherwise(pl.col("arm")).alias("arm")))
+    if not frames:
+        return pl.DataFrame()
+    df = pl.concat(frames, how="diagonal_relaxed")
+    return _none_reread(df, first, next(iter(arms)))
+
+
+def _none_reread(df: pl.DataFrame, run: Path, arm: str) -> pl.DataFrame:
+    reports = {r["task_id"]: r.get("report_ranges") for r in df.filter(pl.col("arm") == arm).iter_rows(named=True)}
+    share = []
+    for r in df.iter_rows(named=True):
+        rep = reports.get(r["task_id"]) if r["arm"] == "none" else None
+        if not rep:
+            share.append(r.get("reread_share"))
+            continue
+        key = task_key(r["task_id"])  # where run_e2e wrote the episode (not a path read from the record)
+        work = (run / "work" / "none" / key / "repo").resolve()
+        share.append(_measures(child(run / "trajs" / "none", key, ".traj.json"), rep, work)["reread_share"])
+    return df.with_columns(pl.Series("reread_share", share, dtype=pl.Float64))
 

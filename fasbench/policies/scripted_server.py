@@ -11,7 +11,10 @@ past that wait for a slot, as requests wait for a place in a server's batch), an
 - turn ``k = turns - 1``: the Relace answer call naming ``report_path`` (under the ids report contract,
   ``fasbench.tools.contract``, the first ID the tool results showed, whole).
 
-Two other scripts, chosen by the tools a request offers: a request offering FastContext's
+Three other scripts, chosen by the tools a request offers: a request offering one ``bash`` tool and
+nothing else (mini-swe-agent, the live main agent of ``fasbench e2e``) gets ``main_agent_command``'s
+commands (explore, or re-read the hand-off's first cited range, or trust a hand-off with code; then
+submit); a request offering FastContext's
 query-generation tools (``subagent``, :mod:`fasbench.tools.fastcontext_query`) gets one ``subagent``
 call whose ``prompt`` is ``Find the code involved in: `` + the problem statement's first line (at
 most 200 characters); a request offering FastContext's explorer tools gets, before the last turn, a
@@ -41,7 +44,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from fasbench.tools import calls_for
+from fasbench.tools import MAIN_AGENT_SHELL, calls_for
 from fasbench.tools.contract import contract_of, shown_ids
 from fasbench.tools.fastcontext_query import offers_subagent, subagent_call
 
@@ -69,6 +72,41 @@ def as_text(text: str, calls: list[dict], fmt: str) -> str:
                          for k, v in json.loads(c["function"]["arguments"]).items())
         funcs.append(f"<function={c['function']['name']}>\n{params}</function>\n")
     return f"{text}\n<tool_call>\n{''.join(funcs)}</tool_call>"
+
+
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's end of an episode
+_REPORT = re.compile(r"<search_report>\n(.*?)\n</search_report>", re.S)
+_CITED = re.compile(r"(?m)^- (\S+?): (\d+)-(\d+)")
+_HIT = re.compile(r"(?m)^(?:\./)?([\w./-]+\.\w+):(\d+):")
+
+
+def _identifier(text: str) -> str:
+    """The word of ``text`` most like a code identifier: one with ``_`` or an inner capital first, then
+    the longest."""
+    words = sorted(set(_WORD.findall(text)), key=lambda w: (not ("_" in w or any(c.isupper() for c in w[1:])),
+                                                             -len(w), w))
+    return words[0] if words else "def"
+
+
+def main_agent_command(user: str, msgs: list, k: int) -> str:
+    """The main agent's script (mini-swe-agent's ``bash`` tool), turn ``k``. Without a hand-off in the task
+    (``<search_report>``): grep for the task's identifier, read 40 lines around the first hit, submit.
+    With a hand-off of citations only: read the first cited range again (``sed -n``: the agent checks the
+    code it was pointed to), submit. With a hand-off that carries the code (``## path`` sections): submit."""
+    m = _REPORT.search(user)
+    if m is None:
+        issue = user.split("<pr_description>")[-1].split("</pr_description>")[0]  # mini-swe-agent's task block
+        issue = issue.replace("Consider the following PR description:", "")
+        steps = [f"grep -rn {_identifier(issue)} . | head -20", "read-hit"]
+    else:
+        cited = _CITED.findall(m.group(1))
+        steps = [] if "\n## " in m.group(1) or not cited else [f"sed -n {cited[0][1]},{cited[0][2]}p {cited[0][0]}"]
+    step = steps[k] if k < len(steps) else SUBMIT
+    if step == "read-hit":
+        last = next((str(x.get("content") or "") for x in reversed(msgs) if x.get("role") == "tool"), "")
+        hit = _HIT.search(last)
+        step = f"sed -n {max(1, int(hit.group(2)) - 10)},{int(hit.group(2)) + 30}p {hit.group(1)}" if hit else SUBMIT
+    return step
 
 
 class ScriptedServer(ThreadingHTTPServer):
@@ -116,6 +154,11 @@ class ScriptedServer(ThreadingHTTPServer):
                     self.in_flight -= 1
                     self.served += 1
         names = {(t.get("function") or {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+        if names == {MAIN_AGENT_SHELL}:  # a main agent's request (mini-swe-agent offers one bash tool)
+            cmd = main_agent_command(user, msgs, k)
+            calls = [{"id": f"call_{k}_0", "type": "function",
+                      "function": {"name": MAIN_AGENT_SHELL, "arguments": json.dumps({"command": cmd})}}]
+            return self._reply(body, key, n_bytes, f"THOUGHT: step {k + 1}.", calls, "tool_calls")
         if offers_subagent(body.get("tools")):
             first = next((ln.strip() for ln in user.split("</problem_statement>")[0]
                           .replace("<problem_statement>", "").splitlines() if ln.strip()), "the problem")

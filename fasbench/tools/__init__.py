@@ -50,6 +50,8 @@ TOOLSETS: dict[str, str] = {
 }
 KINDS = ("read", "search", "list", "report")
 
+MAIN_AGENT_SHELL = "bash"  # the one tool of the live main agent, mini-swe-agent (fasbench e2e): not a search tool set's
+
 
 @functools.cache
 def _load(ref: str) -> type[Toolset]:
@@ -190,6 +192,6 @@ def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
     return seen(toolset, call, result).shown
 
 
-__all__ = ["KINDS", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
+__all__ = ["KINDS", "MAIN_AGENT_SHELL", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
            "make_toolset", "observation", "seen", "shell_command", "shown", "tool_kind", "tool_names", "toolset_class",
            "toolset_of"]
