@@ -42,3 +42,58 @@ def test_a_repeated_record_id_is_a_skip_not_the_end_of_the_import(tmp_path):
     tasks, dropped = import_gold("contextbench", _jsonl(tmp_path / "in.jsonl", recs))
     assert [t.id for t in tasks] == ["octo__good-7", "octo__other-2"]
     assert [(d["id"], d["reason"]) for d in dropped] == [("octo__good-7", "duplicate-id")]
+
+
+# --- hostile traces: a field of the wrong type is a skip of that trace where it enters -------------
+
+from fasbench.records import Trace, RecordError, iter_traces  # noqa: E402
+
+GOOD_TRACE = {"task_id": "t1", "policy": "p", "toolset": "relace", "trace_id": "a1", "started_at": 1.0, "ended_at": 2.0,
+              "turns": [{"index": 0, "text": "look", "prompt_tokens": 10, "model_started_at": 1.0, "model_ended_at": 1.5,
+                         "calls": [{"id": "c0", "name": "view_file", "arguments": {"path": "a.py"}}],
+                         "results": [{"call_id": "c0", "output": "x", "is_error": False}]}],
+              "report": {"files": {"a.py": [[1, 2]]}, "explanation": ""}}
+
+
+def _mutated(path, value):
+    d = json.loads(json.dumps(GOOD_TRACE))
+    *head, last = path
+    o = d
+    for k in head:
+        o = o[k]
+    o[last] = value
+    return d
+
+
+# each was an internal error (AttributeError/TypeError) of `fasbench replay` on the old code, or made
+# the whole run unreadable (task_id a list or null: the run's episodes sorted/grouped by it)
+WRONG_TYPES = [
+    (("policy",), ["a"]), (("task_id",), None), (("task_id",), ["x"]), (("started_at",), "yesterday"),
+    (("ended_at",), float("nan")), (("stop_reason",), 5), (("meta",), "str"), (("tail_notes",), "x"),
+    (("prompt",), [1, "x"]), (("trace_id",), {"a": 1}),
+    (("turns", 0, "prompt_tokens"), "many"), (("turns", 0, "text"), {"a": 1}), (("turns", 0, "index"), "zero"),
+    (("turns", 0, "model_started_at"), "a"), (("turns", 0, "requests"), "r"), (("turns", 0, "notes"), [1]),
+    (("turns", 0, "results", 0, "output"), 5), (("turns", 0, "results", 0, "call_id"), [1]),
+    (("turns", 0, "results", 0, "is_error"), "no"), (("turns", 0, "results", 0), "result"), (("turns", 0), 7),
+]
+
+
+@pytest.mark.parametrize("path,value", WRONG_TYPES, ids=["/".join(map(str, p)) + f"={v!r}"[:20] for p, v in WRONG_TYPES])
+def test_a_trace_field_of_the_wrong_type_is_refused_where_the_trace_enters(path, value):
+    Trace.from_dict(GOOD_TRACE)  # the unmutated trace is fine
+    with pytest.raises(RecordError) as e:
+        Trace.from_dict(_mutated(path, value))
+    assert "\n" not in str(e.value)
+
+
+def test_a_run_of_hostile_traces_reads_its_one_good_trace(tmp_path):
+    """Every wrong-typed trace of one file is skipped with a one-line warning; the good one is read."""
+    run = tmp_path / "evil"
+    run.mkdir()
+    good = dict(json.loads(json.dumps(GOOD_TRACE)), task_id="good")
+    lines = [json.dumps(_mutated(p, v), allow_nan=True) for p, v in WRONG_TYPES] + [json.dumps(good)]
+    (run / "traces.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning) as w:
+        got = list(iter_traces(run / "traces.jsonl"))
+    assert [t.task_id for t in got] == ["good"]
+    assert len(w) == len(WRONG_TYPES) and all("skipped" in str(x.message) for x in w)
