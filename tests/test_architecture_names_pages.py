@@ -15,6 +15,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from test_architecture import REPO, expect_clean, parsed, rel, source_files
 
 SAFE_CALLS = frozenset({"safe_name", "name_key", "child", "claim"})
@@ -34,6 +36,11 @@ PATH_JOIN_ALLOWED = {
     ("fasbench/policies/rag.py", "f'{f.stem}.tmp{os.getpid()}.npy'"): "fasbench's own file name and the process id",
     ("fasbench/data/perturb.py", "f'{key}.json'"): "corpus_key: a SHA-256 hex digest of the corpus and spec",
     ("fasbench/data/symbols.py", "f'symbols-k{k}.jsonl'"): "an integer",
+    ("fasbench/base/untrusted.py", "f'/proc/{pid}/status'"): "a process id (an integer)",
+    ("fasbench/evaluation/episode_pool.py", "f'/proc/{pid}/stat'"): "a process id (an integer)",
+    ("fasbench/data/importers.py", "checkout"): "checkout_names(task)[1]: the name safe_name made (corpus_cache.py)",
+    ("fasbench/data/perturb.py", "cand"): "name_<word>: a Python identifier of the corpus and a word of WORDS",
+    ("fasbench/policies/rag.py", "f"): "a file name os.walk found in the corpus folder (a real entry, not from data)",
     ("fasbench/training/profiles.py", "f'{kind.prefix}_{name_or_path}.yaml'"):
         "the user's own command-line argument, which may be any path (read as one just above)",
 }
@@ -68,12 +75,48 @@ def _data_in(node: ast.AST) -> str | None:
     return None
 
 
+PATH_CTORS = frozenset({"Path", "PurePath", "PurePosixPath", "PosixPath"})
+
+
 def _joined_parts(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
         return [node.right]
     if isinstance(node, ast.Call) and _fname(node) in JOIN_CALLS:
         return list(node.args)
+    if isinstance(node, ast.Call) and (_fname(node) in PATH_CTORS or _fname(node) == "join" and isinstance(
+            node.func, ast.Attribute) and ast.unparse(node.func.value) in ("os.path", "path", "posixpath")):
+        return list(node.args[1:])  # Path(out, name), os.path.join(out, name): the parts after the first
+    if isinstance(node, ast.Call) and _fname(node) == "open" and node.args and isinstance(node.args[0], ast.JoinedStr) \
+            and any(isinstance(v, ast.Constant) and "/" in str(v.value) for v in node.args[0].values):
+        return [node.args[0]]  # open(f"{out}/{name}.json"): a join spelt as an f-string
     return []
+
+
+def _assigned(tree: ast.AST) -> dict[str, list[ast.AST]]:
+    """name -> the expressions assigned to it in the module (``name = tr.trace_id`` then ``out / name``)."""
+    out: dict[str, list[ast.AST]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, []).append(n.value)
+    return out
+
+
+def _data_in_part(part: ast.AST, assigned: dict[str, list[ast.AST]]) -> str | None:
+    """:func:`_data_in`, also through a ``str.format`` of a constant and one assignment of a bare name."""
+    why = _data_in(part)
+    if why:
+        return why
+    if isinstance(part, ast.Call) and _fname(part) == "format" and isinstance(part.func, ast.Attribute) \
+            and isinstance(part.func.value, ast.Constant) and any(_data_in(a) or isinstance(a, ast.Name) for a in part.args):
+        return "a str.format"
+    if isinstance(part, ast.Name):
+        for v in assigned.get(part.id, []):
+            why = _data_in(v)
+            if why:
+                return f"{why} (through {part.id} = ...)"
+    return None
 
 
 def check_data_paths(files: list[Path] | None = None) -> dict[str, list[str]]:
@@ -82,9 +125,11 @@ def check_data_paths(files: list[Path] | None = None) -> dict[str, list[str]]:
         r = rel(p) if files is None else p.name
         if r == PATHS_MODULE:
             continue
-        for node in ast.walk(parsed(p)[0]):
+        tree = parsed(p)[0]
+        assigned = _assigned(tree)
+        for node in ast.walk(tree):
             for part in _joined_parts(node):
-                why = _data_in(part)
+                why = _data_in_part(part, assigned)
                 if why and (r, ast.unparse(part)) not in PATH_JOIN_ALLOWED:
                     out.setdefault(r, []).append(f"line {node.lineno}: {ast.unparse(node)[:90]} joins {why} "
                                                  "(name it through fasbench.base.paths.safe_name/child/name_key/Names)")
@@ -113,6 +158,23 @@ def test_the_rule_catches_the_joins_issue_36_found(tmp_path):
                  "    return child(out, tr.trace_id, '.json'), out / 'work' / name_key(tr.task_id)\n")
     found = check_data_paths([f])
     assert sorted(x.split(":")[0] for x in found["old.py"]) == ["line 2", "line 3", "line 3"], found
+
+
+NAME_EVASIONS = {  # ways around the first version of the rule (issue 36's red team): each must be caught
+    "os.path.join": "import os\ndef a(out, tr):\n    open(os.path.join(out, tr.trace_id + '.json'), 'w')\n",
+    "Path(out, name)": "from pathlib import Path\ndef a(out, tr):\n    Path(out, tr.trace_id).write_text('')\n",
+    "open of an f-string": "def a(out, tr):\n    open(f'{out}/{tr.trace_id}.json', 'w')\n",
+    "a local variable": "def a(out, tr):\n    name = tr.trace_id\n    return out / name\n",
+    "str.format": "def a(out, tr):\n    return out / '{}.json'.format(tr.trace_id)\n",
+    "os.makedirs": "import os\ndef a(out, t):\n    os.makedirs(os.path.join(out, t.id))\n",
+}
+
+
+@pytest.mark.parametrize("src", NAME_EVASIONS.values(), ids=NAME_EVASIONS.keys())
+def test_the_names_rule_catches_the_evasions(tmp_path, src):
+    f = tmp_path / "m.py"
+    f.write_text(src, encoding="utf-8")
+    assert check_data_paths([f]).get("m.py"), src
 
 
 # ---------------------------------------------------------------------------------------------
