@@ -188,7 +188,11 @@ HTML_ALLOWED = {
 }
 HTML_TAGS = ("a", "b", "i", "br", "div", "span", "td", "th", "tr", "table", "pre", "code", "p", "h1", "h2", "h3",
              "h4", "ul", "li", "details", "summary", "style", "script", "label", "input", "small", "html", "head",
-             "body", "title", "meta", "img", "sub", "sup", "iframe", "svg")
+             "body", "title", "meta", "img", "sub", "sup", "iframe", "svg", "em", "strong", "u", "s", "hr", "ol", "dl",
+             "dt", "dd", "thead", "tbody", "tfoot", "caption", "col", "colgroup", "form", "button", "textarea",
+             "select", "option", "object", "embed", "link", "base", "frame", "frameset", "marquee", "math", "noscript",
+             "template", "font", "center", "section", "article", "header", "footer", "nav", "main", "figure",
+             "figcaption", "canvas", "video", "audio", "source", "blockquote", "q", "abbr", "kbd", "mark", "dialog")
 TAG = re.compile(r"<(?:/|!doctype\b)?(?:" + "|".join(HTML_TAGS) + r")(?=[\s>/])", re.IGNORECASE)
 
 
@@ -199,6 +203,12 @@ def _tagged(node: ast.AST) -> bool:
 def _module_constants(tree: ast.Module) -> set[str]:
     return {t.id for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
             and isinstance(n.value.value, str) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def _tagged_constants(tree: ast.Module) -> set[str]:
+    """Module constants whose string holds an HTML tag (``T = '<td>{}</td>'`` then ``T.format(x)``)."""
+    return {t.id for n in tree.body if isinstance(n, ast.Assign) and _tagged(n.value)
+            for t in n.targets if isinstance(t, ast.Name)}
 
 
 def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]:
@@ -213,6 +223,10 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
             continue
         tree = parsed(p)[0]
         consts = _module_constants(tree)
+        tagged_names = _tagged_constants(tree)
+
+        def tagged(n: ast.AST) -> bool:
+            return _tagged(n) or isinstance(n, ast.Name) and n.id in tagged_names
 
         def bad(n: ast.AST, why: str) -> None:
             if (r, ast.unparse(n)) in HTML_ALLOWED:
@@ -224,16 +238,25 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
             if isinstance(n, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in n.values) \
                     and any(_tagged(v) for v in n.values):
                 bad(n, "an f-string with an HTML tag")
-            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and _tagged(n.left):
+            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and tagged(n.left):
                 bad(n, "% formatting of HTML")
-            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and (_tagged(n.left) or _tagged(n.right)):
-                other = n.right if _tagged(n.left) else n.left
+            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and (tagged(n.left) or tagged(n.right)):
+                other = n.right if tagged(n.left) else n.left
                 if not (isinstance(other, ast.Constant) or isinstance(other, ast.Call) and _fname(other) in ("html", "join")
                         or isinstance(other, ast.BinOp) and isinstance(other.op, ast.Add)):
                     bad(n, "HTML joined with + to a value")
             elif isinstance(n, ast.Call) and _fname(n) == "format" and isinstance(n.func, ast.Attribute) \
-                    and _tagged(n.func.value):
+                    and tagged(n.func.value):
                 bad(n, "str.format of HTML")
+            elif isinstance(n, (ast.List, ast.Tuple)) and any(tagged(e) for e in n.elts) and not all(
+                    isinstance(e, ast.Constant) or isinstance(e, ast.Call) and _fname(e) in ("html", "join")
+                    for e in n.elts):
+                bad(n, "HTML pieces listed with a value (joined after)")
+            elif isinstance(n, ast.Call) and _fname(n) in ("Template", "Environment") and any(
+                    tagged(a) for a in [*n.args, *(k.value for k in n.keywords)]) and not any(
+                    k.arg == "autoescape" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                    for k in n.keywords):
+                bad(n, "a jinja2 HTML template without autoescape")
             elif isinstance(n, ast.Call) and _fname(n) == "html" and isinstance(n.func, ast.Name):
                 t = n.args[0] if n.args else None
                 if not (isinstance(t, ast.Constant) and isinstance(t.value, str)
@@ -260,3 +283,19 @@ def test_the_html_rule_catches_the_compare_table_of_issue_36(tmp_path):
                  "    return a, b, c, d, e, f'<final_answer>{name}</final_answer>'\n")
     found = check_html_building([f])
     assert sorted(x.split(":")[0] for x in found["old.py"]) == ["line 2", "line 3", "line 4", "line 5"], found
+
+
+HTML_EVASIONS = {  # ways around the first version of the rule (issue 36's red team): each must be caught
+    "a list joined": "def a(name):\n    return ''.join(['<td>', name, '</td>'])\n",
+    "a template constant": "T = '<td>{}</td>'\ndef a(name):\n    return T.format(name)\n",
+    "a tag constant +": "OPEN = '<b>'\ndef a(name):\n    return OPEN + name\n",
+    "a tag the list lacked": "def a(name):\n    return f'<marquee>{name}</marquee>'\n",
+    "jinja2 without autoescape": "import jinja2\ndef a(name):\n    return jinja2.Template('<b>{{ n }}</b>').render(n=name)\n",
+}
+
+
+@pytest.mark.parametrize("src", HTML_EVASIONS.values(), ids=HTML_EVASIONS.keys())
+def test_the_html_rule_catches_the_evasions(tmp_path, src):
+    f = tmp_path / "m.py"
+    f.write_text(src, encoding="utf-8")
+    assert check_html_building([f]).get("m.py"), src
