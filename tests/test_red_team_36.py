@@ -97,3 +97,28 @@ def test_a_run_of_hostile_traces_reads_its_one_good_trace(tmp_path):
         got = list(iter_traces(run / "traces.jsonl"))
     assert [t.task_id for t in got] == ["good"]
     assert len(w) == len(WRONG_TYPES) and all("skipped" in str(x.message) for x in w)
+
+
+# --- hostile trajectory files: the skip listing stays one printable, bounded line per file ---------
+
+def test_a_hostile_file_name_or_value_cannot_forge_or_flood_the_skip_listing(tmp_path):
+    """Old code: a file named with a newline and a terminal escape printed them raw (a forged
+    'skipped' line, a cleared screen), and an ATIF timestamp of 5,000 digits was printed whole."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    src = tmp_path / "in"
+    src.mkdir()
+    atif = json.loads((Path(__file__).parent / "data" / "atif" / "multiagent_v1_7.json").read_text())
+    (src / "good.json").write_text(json.dumps(atif))
+    atif["steps"][0]["timestamp"] = "9" * 5000
+    (src / "long.json").write_text(json.dumps(atif))
+    (src / "evil\nskipped other.json: fine \x1b[2J.json").write_text('{"x": 1}')
+    r = CliRunner().invoke(app, ["trajectories", "analyze", str(src), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    lines = [x for x in r.output.splitlines() if x.startswith("  skipped ")]
+    assert len(lines) == 2 and all(len(x) < 600 for x in lines), lines
+    assert "\x1b" not in r.output and "\\x1b" in r.output
