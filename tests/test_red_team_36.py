@@ -122,3 +122,30 @@ def test_a_hostile_file_name_or_value_cannot_forge_or_flood_the_skip_listing(tmp
     lines = [x for x in r.output.splitlines() if x.startswith("  skipped ")]
     assert len(lines) == 2 and all(len(x) < 600 for x in lines), lines
     assert "\x1b" not in r.output and "\\x1b" in r.output
+
+
+def test_replay_text_prints_no_terminal_escape_of_a_trace(tmp_path):
+    """Old code: a model's text and a tool's output holding OSC sequences (set the terminal's title, make
+    a hyperlink) and CSI sequences (clear the screen) reached the terminal of whoever replayed the run."""
+    import gzip
+    import shutil
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    src = Path(__file__).parents[1] / "data" / "examples" / "heuristic-swebench-lite"
+    run = tmp_path / "esc"
+    shutil.copytree(src, run)
+    with gzip.open(run / "traces.jsonl.gz", "rt", encoding="utf-8") as f:
+        traces = [json.loads(x) for x in f]
+    t = traces[0]
+    t["turns"][0]["text"] = "hello \x1b]0;pwned\x07\x1b[2J\u202eevil"
+    t["turns"][0]["results"][0]["output"] = "out \x1b[31mred\x1b[0m \x1b]8;;http://evil\x07link\x1b]8;;\x07"
+    with gzip.open(run / "traces.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(x) + "\n" for x in traces)
+    r = CliRunner().invoke(app, ["replay", str(run), t["task_id"], "--width", "200"])
+    assert r.exit_code == 0, r.output
+    assert "pwned" in r.output and "\x1b" not in r.output and "\x07" not in r.output and "\u202e" not in r.output
+    assert "\\x1b]0;pwned" in r.output

@@ -10,6 +10,7 @@ from typing import List, Optional
 
 import typer
 
+from fasbench.base.errors import printable
 from fasbench.base.paths import Names, UnsafeName, child
 from fasbench.trajectories.classify import analyze
 from fasbench.trajectories.trajectory import FORMAT_NAMES, SUPPORTED
@@ -197,16 +198,9 @@ def _write_skipped(out: Path, skipped: list[tuple[str, str]]) -> Path:
     return p
 
 
-def _one_line(s: str, n: int) -> str:
-    """``s`` as one printable line of at most ``n`` characters (a file name or a reason holding a
-    newline or a terminal escape cannot forge or hide lines of the listing)."""
-    s = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(s))
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
 def _show_skipped(skipped: list[tuple[str, str]], listed: Path, formats: bool = True) -> None:
     for f, r in skipped[:SHOW_SKIPPED]:
-        typer.echo(f"  skipped {_one_line(f, 200)}: {_one_line(r, 300)}")
+        typer.echo(f"  skipped {printable(f, 200)}: {printable(r, 300)}")
     if len(skipped) > SHOW_SKIPPED:
         typer.echo(f"  ... and {len(skipped) - SHOW_SKIPPED} more skipped files (all listed in {listed})")
     if formats and any(r.startswith("unknown trajectory layout") for _, r in skipped):
