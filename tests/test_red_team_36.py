@@ -149,3 +149,15 @@ def test_replay_text_prints_no_terminal_escape_of_a_trace(tmp_path):
     assert r.exit_code == 0, r.output
     assert "pwned" in r.output and "\x1b" not in r.output and "\x07" not in r.output and "\u202e" not in r.output
     assert "\\x1b]0;pwned" in r.output
+
+
+def test_runs_and_compare_tables_print_no_terminal_escape_of_a_run_file(tmp_path):
+    """Old code: a run.json whose policy held an OSC title sequence and a newline printed them raw in
+    `fasbench runs` (a forged table row, the terminal's title set)."""
+    import polars as pl
+
+    from fasbench.evaluation.runs import format_table
+
+    out = format_table(pl.DataFrame({"run": ["a"], "policy": ["\x1b]0;pwned\x07evil\nfake row"]}))
+    assert "\x1b" not in out and "\x07" not in out and len(out.splitlines()) == 3, out
+    assert "\\x1b]0;pwned\\x07evil\\nfake row" in out

@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
+from fasbench.base.errors import printable
 from fasbench.evaluation.evaluate import load_summary, query_source_label, read_run_meta, resume_note, split_failed
 from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, column_bounds, interval_method, mean_ci, p_text, paired_test
 from fasbench.base.paths import repo_root
@@ -436,9 +437,10 @@ def _no_ci_max_n(level: float) -> int:
 
 
 def format_table(df: pl.DataFrame) -> str:
-    """Aligned plain text of a frame of strings (no truncation, for terminals and logs)."""
+    """Aligned plain text of a frame of strings (no truncation, for terminals and logs); each cell
+    :func:`fasbench.base.errors.printable` (a run's policy or name from run.json never reaches the terminal raw)."""
     cols = df.columns
-    cells = [[str(c) for c in cols]] + [[str(v) for v in row] for row in df.iter_rows()]
+    cells = [[printable(c) for c in cols]] + [[printable(v) for v in row] for row in df.iter_rows()]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
