@@ -161,3 +161,53 @@ def test_runs_and_compare_tables_print_no_terminal_escape_of_a_run_file(tmp_path
     out = format_table(pl.DataFrame({"run": ["a"], "policy": ["\x1b]0;pwned\x07evil\nfake row"]}))
     assert "\x1b" not in out and "\x07" not in out and len(out.splitlines()) == 3, out
     assert "\\x1b]0;pwned\\x07evil\\nfake row" in out
+
+
+# --- property test: hostile values at every field of a trace (issue 36 item 9, traces) -------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats()
+                     | st.text(max_size=12) | st.sampled_from(["../../x", "\x1b[2J", "<script>", "-x", "x" * 3000]),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+                     max_leaves=8)
+_PATHS = [(k,) for k in GOOD_TRACE if k != "turns"] + [("report", "files"), ("report", "confidence"),
+          ("report", "explanation"), ("turns",), ("turns", 0)] \
+    + [("turns", 0, k) for k in GOOD_TRACE["turns"][0]] + [("turns", 0, "calls", 0), ("turns", 0, "results", 0)] \
+    + [("turns", 0, "calls", 0, k) for k in ("id", "name", "arguments")] \
+    + [("turns", 0, "results", 0, k) for k in ("call_id", "output", "is_error", "started_at", "shown")] \
+    + [("turns", 0, "results", 0, "shown", k) for k in ("paths", "ranges", "hits")] \
+    + [(k,) for k in ("schema_version", "prompt", "tail_notes", "meta", "error", "stop_reason")]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(where=st.sampled_from(_PATHS), value=_JSON)
+def test_any_value_at_any_trace_field_is_a_trace_or_one_record_error(where, value):
+    """Whatever a field holds, Trace.from_dict gives a trace or a RecordError (one line); never another
+    exception, which a reader downstream would meet as an internal error."""
+    d = json.loads(json.dumps(GOOD_TRACE))
+    d["turns"][0]["results"][0]["shown"] = {"paths": ["a.py"], "ranges": {"a.py": [[1, 2]]}, "hits": [["a.py", 1]]}
+    try:
+        d = _mutated(where, value) if where[-1] != "shown" and "shown" not in where else _set(d, where, value)
+    except (KeyError, IndexError, TypeError):
+        return
+    try:
+        tr = Trace.from_dict(d)
+    except RecordError as e:
+        assert "\n" not in str(e)
+        return
+    for t in tr.turns:  # what came through is what readers expect
+        assert isinstance(t.index, int) and all(isinstance(r.output, str) for r in t.results)
+        for r in t.results:
+            if r.shown is not None:
+                assert all(isinstance(p, str) and isinstance(n, int) for p, n in r.shown.hits)
+    assert all(isinstance(x, str) for x in (tr.task_id, tr.policy, tr.toolset, tr.trace_id, tr.stop_reason))
+
+
+def _set(d, path, value):
+    o = d
+    for k in path[:-1]:
+        o = o[k]
+    o[path[-1]] = value
+    return d

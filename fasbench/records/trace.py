@@ -67,6 +67,8 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ToolCall":
+        if not isinstance(d, dict):
+            raise RecordError(f"call: expected an object, got {type(d).__name__}")
         return cls(id=str(d.get("id", "")), name=str(d.get("name", "")), arguments=d.get("arguments", {}))
 
     def arguments_json(self) -> str:
@@ -102,9 +104,13 @@ class Shown:
     def from_dict(cls, d: dict) -> "Shown":
         if not isinstance(d, dict):
             raise RecordError(f"shown: expected an object, got {type(d).__name__}")
-        return cls(paths=[str(p) for p in d.get("paths") or []],
-                   ranges=file_ranges(d.get("ranges"), "shown.ranges"),
-                   hits=[[str(h[0]), int(h[1])] for h in d.get("hits") or []])
+        paths, hits = d.get("paths") or [], d.get("hits") or []
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise RecordError("shown.paths: expected a list of strings")
+        if not isinstance(hits, list) or not all(isinstance(h, list) and len(h) == 2 and isinstance(h[0], str)
+                                                 and isinstance(h[1], int) and not isinstance(h[1], bool) for h in hits):
+            raise RecordError("shown.hits: expected a list of [path, line] pairs")
+        return cls(paths=list(paths), ranges=file_ranges(d.get("ranges"), "shown.ranges"), hits=[list(h) for h in hits])
 
 
 @dataclass
@@ -133,6 +139,8 @@ class ToolResult:
     def from_dict(cls, d: dict) -> "ToolResult":
         if not isinstance(d, dict):
             raise RecordError(f"result: expected an object, got {type(d).__name__}")
+        if "call_id" not in d or "output" not in d:
+            raise RecordError("result: call_id and output are required")
         kw = check_types({k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d},
                          {"call_id": "str", "output": "str", "is_error": "bool", "started_at": "num?",
                           "ended_at": "num?"}, "result")
@@ -194,6 +202,8 @@ class Turn:
     def from_dict(cls, d: dict) -> "Turn":
         if not isinstance(d, dict):
             raise RecordError(f"turn: expected an object, got {type(d).__name__}")
+        if "index" not in d:
+            raise RecordError("turn: index is required")
         known = {f.name for f in fields(cls)}
         kw = check_types({k: v for k, v in d.items() if k in known}, TURN_TYPES, "turn")
         kw["calls"] = [ToolCall.from_dict(c) for c in d.get("calls", [])]
