@@ -211,3 +211,24 @@ def _set(d, path, value):
         o = o[k]
     o[path[-1]] = value
     return d
+
+
+def test_bon_reverify_skips_a_broken_kept_trace_and_verifies_the_rest(tmp_path):
+    """Old code: one kept trace whose turns were a string (an AttributeError in Trace.from_dict) stopped
+    `fasbench bon reverify` for the whole pool; now that trace is skipped with a warning and its pool
+    line verified without it, as a missing trace is."""
+    from fasbench.bon.pool import reverify
+    from fasbench.policies.toy import make_corpus, toy_tasks
+    from fasbench.records import iter_jsonl
+
+    task = toy_tasks(make_corpus(tmp_path / "corpus"))[0]
+    pool = _jsonl(tmp_path / "pool.jsonl", [{"task_id": task.id, "trace_id": "bad", "files": {}},
+                                            {"task_id": task.id, "trace_id": "good", "files": {}}])
+    good = dict(json.loads(json.dumps(GOOD_TRACE)), task_id=task.id, trace_id="good")
+    bad = dict(good, trace_id="bad", turns="not turns")
+    traces = _jsonl(tmp_path / "traces.jsonl", [bad, good])
+    with pytest.warns(UserWarning, match="skipped"):
+        out = reverify(pool, [task], traces, tmp_path / "out.jsonl", progress=False)
+    rows = list(iter_jsonl(out))
+    assert [r["trace_id"] for r in rows] == ["bad", "good"] and all("verify" in r for r in rows)
+    assert "tool_time" in rows[1] and "tool_time" not in rows[0]
