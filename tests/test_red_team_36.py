@@ -232,3 +232,59 @@ def test_bon_reverify_skips_a_broken_kept_trace_and_verifies_the_rest(tmp_path):
     rows = list(iter_jsonl(out))
     assert [r["trace_id"] for r in rows] == ["bad", "good"] and all("verify" in r for r in rows)
     assert "tool_time" in rows[1] and "tool_time" not in rows[0]
+
+
+# --- hostile run folders: a FIFO or junk summary is refused and the table goes on -------------------
+
+@pytest.fixture(scope="module")
+def a_run(tmp_path_factory):
+    from fasbench.evaluation.evaluate import run_eval
+    from fasbench.policies.toy import make_corpus, toy_tasks
+
+    base = tmp_path_factory.mktemp("runs")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FASBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+    run_eval(toy_tasks(make_corpus(base / "corpus"))[:2], "heuristic:turns=2", "relace", base / "good", workers=1,
+             progress=False)
+    mp.undo()
+    return base / "good"
+
+
+def _unblock_later(fifo, after=5.0):
+    """Open ``fifo`` for writing after ``after`` s (so that a reader blocked on it returns: the old code)."""
+    import os
+    import threading
+    import time
+
+    def go():
+        time.sleep(after)
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    threading.Thread(target=go, daemon=True).start()
+
+
+def test_runs_table_skips_a_run_with_a_fifo_or_junk_summary(a_run, tmp_path):
+    """Old code: `fasbench runs` blocked on a summary.parquet that is a FIFO (read by polars), and a
+    summary that is not parquet stopped the table of every run; now each is one warning line."""
+    import os
+    import shutil
+    import time
+
+    from fasbench.evaluation.runs import runs_table
+
+    fifo, junk = tmp_path / "fifo", tmp_path / "junk"
+    for d in (fifo, junk):
+        shutil.copytree(a_run, d)
+        (d / "summary.parquet").unlink()
+    os.mkfifo(fifo / "summary.parquet")
+    (junk / "summary.parquet").write_text("junk")
+    _unblock_later(fifo / "summary.parquet")
+    t0 = time.monotonic()
+    with pytest.warns(UserWarning) as w:
+        t = runs_table([a_run, fifo, junk])
+    assert time.monotonic() - t0 < 4
+    assert t["run"].to_list() == ["good"]
+    assert sorted(str(x.message).split(":")[0] for x in w if "skipped" in str(x.message)) == \
+        ["run fifo skipped", "run junk skipped"]

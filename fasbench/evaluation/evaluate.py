@@ -40,6 +40,7 @@ from typing import Iterable, Mapping, Sequence
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.base import contain
 from fasbench.base.contain import read_json
 from fasbench.data.corpora import with_corpora
 from fasbench.evaluation.episode_pool import guard_worker, run_pool
@@ -489,7 +490,10 @@ def load_summary(out: str | Path):
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
     try:
-        df = pl.read_parquet(p)
+        with contain.open_regular(p) as f:  # a FIFO or a special file is refused, never waited on
+            df = pl.read_parquet(f)
+    except contain.PathRefused as e:
+        raise ValueError(f"{p}: {e.why}") from None
     except Exception as e:  # polars raises its own error types for a truncated or foreign file
         raise ValueError(f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
                          f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options") from None

@@ -30,6 +30,7 @@ import itertools
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -120,7 +121,11 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
     dirs = find_runs(paths)
     rows = []
     for name, d in zip(run_names(dirs), dirs):
-        meta, (df, failed) = read_run_meta(d), split_failed(load_summary(d))
+        try:
+            meta, (df, failed) = read_run_meta(d), split_failed(load_summary(d))
+        except (ValueError, OSError) as e:  # one unreadable run is one warning line; the table goes on
+            warnings.warn(f"run {printable(name, 80)} skipped: {printable(str(e), 300)}", stacklevel=2)
+            continue
         r = {"run": name, "policy": meta.get("policy") or _first(df, "policy"),
              "toolset": meta.get("toolset") or _first(df, "toolset"),
              "task_source": task_set_label(meta.get("task_source") or ("tasks.jsonl" if (d / "tasks.jsonl").exists()

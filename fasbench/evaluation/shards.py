@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Sequence, TypeVar
 
+from fasbench.base.contain import PathRefused, open_regular
 from fasbench.records import append_jsonl, iter_jsonl, repair_jsonl
 
 T = TypeVar("T")
@@ -121,7 +122,13 @@ def merge_shards(dirs: Sequence[str | Path], out: str | Path):
     # `fasbench` command through eval_cli; only a merge reads parquet
     import polars as pl
 
-    frames = [pl.read_parquet(d / "summary.parquet") for d in order]
+    frames = []
+    for d in order:  # each shard's summary a regular file (a FIFO is refused, never waited on)
+        try:
+            with open_regular(d / "summary.parquet") as f:
+                frames.append(pl.read_parquet(f))
+        except PathRefused as e:
+            raise ValueError(f"{d / 'summary.parquet'}: {e.why}") from None
     df = pl.concat([f for f in frames if f.height], how="diagonal_relaxed") if any(f.height for f in frames) else frames[0]
     if df.height:
         dup = df["task_id"].is_duplicated().sum()
