@@ -288,3 +288,26 @@ def test_runs_table_skips_a_run_with_a_fifo_or_junk_summary(a_run, tmp_path):
     assert t["run"].to_list() == ["good"]
     assert sorted(str(x.message).split(":")[0] for x in w if "skipped" in str(x.message)) == \
         ["run fifo skipped", "run junk skipped"]
+
+
+def test_a_gzip_bomb_of_labels_beside_trajectories_stops_at_the_cap(tmp_path, monkeypatch):
+    """Old code: resolved.json.gz beside the trajectories (and --labels) was gunzipped whole
+    (gzip.decompress): a bomb of a few MB became gigabytes of memory. Now it stops at the trajectory
+    files' cap and the trajectories are analysed without labels, saying why."""
+    import gzip
+    import zlib
+    from pathlib import Path
+
+    import fasbench.trajectories.raw as raw
+    from fasbench.trajectories.analysis import analyze_paths
+
+    monkeypatch.setattr(raw, "MAX_FILE_BYTES", 1 << 20)  # the cap, small here: a 64 MiB bomb is over it
+    src = tmp_path / "set"
+    src.mkdir()
+    (src / "t.json").write_text((Path(__file__).parent / "data" / "atif" / "multiagent_v1_7.json").read_text())
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    body = b'{"x": "' + b"a" * (64 << 20) + b'"}'
+    (src / "resolved.json.gz").write_bytes(z.compress(body) + z.flush())
+    assert len(gzip.decompress((src / "resolved.json.gz").read_bytes())) > 64 << 20  # a real bomb
+    a = analyze_paths([src], progress=False)
+    assert a.files.parsed and any("labels unreadable" in r and "gunzipped" in r for _, r in a.files.skipped)

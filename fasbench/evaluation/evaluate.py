@@ -40,8 +40,7 @@ from typing import Iterable, Mapping, Sequence
 import polars as pl
 from tqdm.auto import tqdm
 
-from fasbench.base import contain
-from fasbench.base.contain import read_json
+from fasbench.base.contain import read_json, read_regular
 from fasbench.data.corpora import with_corpora
 from fasbench.evaluation.episode_pool import guard_worker, run_pool
 from fasbench.evaluation.episodes import check_scoring, episode_table
@@ -489,11 +488,8 @@ def load_summary(out: str | Path):
     p = Path(out) / "summary.parquet"
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
-    try:
-        with contain.open_regular(p) as f:  # a FIFO or a special file is refused, never waited on
-            df = pl.read_parquet(f)
-    except contain.PathRefused as e:
-        raise ValueError(f"{p}: {e.why}") from None
+    try:  # read through contain: a FIFO or a special file is refused, never waited on
+        df = pl.read_parquet(read_regular(p, 1 << 30)[0])
     except Exception as e:  # polars raises its own error types for a truncated or foreign file
         raise ValueError(f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
                          f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options") from None

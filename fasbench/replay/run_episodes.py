@@ -13,10 +13,12 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import polars as pl
 
 from fasbench.data.corpus import resolve_root
 from fasbench.evaluation.episodes import reward_column
-from fasbench.evaluation.evaluate import load_summary, read_run_meta
+from fasbench.evaluation.evaluate import read_run_meta
+from fasbench.base import contain
 from fasbench.base.paths import data_dir
 from fasbench.records import Task, Trace, read_tasks, read_traces
 from fasbench.replay.widgets import TraceReplay
@@ -53,9 +55,9 @@ def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
     col = reward_column(reward)
     if not summary.exists():
         return
-    try:
-        df = load_summary(path)
-    except (ValueError, OSError):  # unreadable (a FIFO, not parquet): the browser shows no rewards from it
+    try:  # through contain (a FIFO is refused, never waited on); unreadable: the browser shows no rewards from it
+        df = pl.read_parquet(contain.read_regular(summary, 1 << 30)[0])
+    except Exception:  # polars raises its own error types for a foreign file
         return
     if col in df.columns and "trace_id" in df.columns:
         by_id = dict(zip(df["trace_id"].to_list(), df[col].to_list()))
