@@ -224,6 +224,7 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
         tree = parsed(p)[0]
         consts = _module_constants(tree)
         tagged_names = _tagged_constants(tree)
+        specs = {id(v.format_spec) for v in ast.walk(tree) if isinstance(v, ast.FormattedValue) and v.format_spec}
 
         def tagged(n: ast.AST) -> bool:
             return _tagged(n) or isinstance(n, ast.Name) and n.id in tagged_names
@@ -238,6 +239,10 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
             if isinstance(n, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in n.values) \
                     and any(_tagged(v) for v in n.values):
                 bad(n, "an f-string with an HTML tag")
+            elif isinstance(n, ast.JoinedStr) and id(n) not in specs and any(
+                    isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.endswith(("<", "</"))
+                    and isinstance(b, ast.FormattedValue) for a, b in zip(n.values, n.values[1:])):
+                bad(n, "an f-string whose tag name is a value")
             elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and tagged(n.left):
                 bad(n, "% formatting of HTML")
             elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and (tagged(n.left) or tagged(n.right)):
@@ -290,6 +295,7 @@ HTML_EVASIONS = {  # ways around the first version of the rule (issue 36's red t
     "a template constant": "T = '<td>{}</td>'\ndef a(name):\n    return T.format(name)\n",
     "a tag constant +": "OPEN = '<b>'\ndef a(name):\n    return OPEN + name\n",
     "a tag the list lacked": "def a(name):\n    return f'<marquee>{name}</marquee>'\n",
+    "a tag name from a value": "def a(tag, name):\n    return f'<{tag}>{name}</{tag}>'\n",
     "jinja2 without autoescape": "import jinja2\ndef a(name):\n    return jinja2.Template('<b>{{ n }}</b>').render(n=name)\n",
 }
 
