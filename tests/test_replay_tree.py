@@ -212,3 +212,17 @@ def test_fasbench_replay_of_an_e2e_run_prints_the_tree(episodes, tmp_path):
     assert "before turn 1: hand-off in the task text" in r.output
     r = CliRunner().invoke(app, ["replay", str(out), task.id, "--html", str(tmp_path / "t.html")])
     assert r.exit_code == 0 and "fasbench-static-tree" in (tmp_path / "t.html").read_text()
+
+
+def test_an_e2e_run_with_a_broken_line_still_shows_its_tree(episodes, tmp_path):
+    """Red team of issue 36: a records.jsonl line that is no object and a search_traces.jsonl line that
+    is no trace (turns a string) stopped the tree of every task (AttributeError); now they are passed
+    over (the broken trace with a warning) and the task's tree is shown."""
+    task, par, _ = episodes
+    out = _e2e_folder(tmp_path, task, par)
+    bad = dict(par.to_dict(), turns="not turns")
+    (out / "records.jsonl").write_text("[1, 2]\n" + (out / "records.jsonl").read_text())
+    (out / "search_traces.jsonl").write_text(json.dumps(bad) + "\n" + (out / "search_traces.jsonl").read_text())
+    with pytest.warns(UserWarning, match="skipped"):
+        rows = tree_rows(e2e_tree(out, task.id))
+    assert [(r["depth"], r["episode"]) for r in rows] == [(0, None), (1, par.trace_id)]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import unicodedata
 from typing import Any
 
 import yaml
@@ -44,6 +45,15 @@ def describe(e: BaseException) -> str:
         msg = str(e) or type(e).__name__
     msg = " ".join(msg.split())
     return msg if len(msg) <= MAX_LEN else msg[: MAX_LEN - 3] + "..."
+
+
+def printable(text: object, n: int | None = None) -> str:
+    """``text`` safe for a terminal: each control or format character (``\\n``, ESC of a CSI or OSC
+    sequence, BEL, a bidi override) written as its Python escape, cut to ``n`` characters; a string
+    from data (a trace, a file name, a model's reply) printed through it can neither move the cursor,
+    set the title, make a link nor forge a line."""
+    s = "".join(c if unicodedata.category(c) not in ("Cc", "Cf") else repr(c)[1:-1] for c in str(text))
+    return s if n is None or len(s) <= n else s[: n - 1] + "…"
 
 
 # bad input, whichever layer noticed it (yaml: a config file that is not YAML)

@@ -23,7 +23,7 @@ from fasbench.harness import Limits, run_episode
 from fasbench.stats.metrics import normalize_files, normalize_path
 from fasbench.base.paths import cache_dir, child, data_dir
 from fasbench.records import (Gold, RecordError, Report, Task, ToolCall, ToolResult, Trace, append_jsonl, iter_jsonl,
-                              repair_jsonl)
+                              repair_jsonl, iter_traces)
 from fasbench.scoring.reward import score_report
 from fasbench.tools import make_toolset
 
@@ -373,9 +373,9 @@ def reverify(pool_in: str | Path, tasks: Sequence[Task], traces: str | Path, out
     lines = list(iter_jsonl(pool_in))
     want = {d.get("trace_id") for d in lines}
     trs = {}
-    for d in iter_jsonl(traces):
-        if d.get("trace_id") in want:
-            trs[d["trace_id"]] = Trace.from_dict(d)
+    for tr in iter_traces(traces):  # a line that is no trace: skipped with its reason (verified without it)
+        if tr.trace_id in want:
+            trs[tr.trace_id] = tr
     out = Path(out)
     tmp = out.with_name(out.name + ".tmp")
     probes: dict[str, object] = {}

@@ -180,11 +180,6 @@ def import_contextbench(path: str | Path) -> tuple[list[Task], list[dict]]:
 
     rows = read_rows(path)
     tasks, dropped = fields.each_record(rows, one, key=("original_inst_id", "instance_id"))
-    seen: set[str] = set()
-    for t in tasks:
-        if t.id in seen:
-            raise ContextBenchError(f"{path}: task {t.id} appears twice")
-        seen.add(t.id)
     fresh = assign([t for t in tasks if t.split is None])
     by_id = {t.id: t for t in fresh}
     return [by_id.get(t.id, t) for t in tasks], dropped

@@ -34,7 +34,7 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import polars as pl
 
-from fasbench.base.contain import read_json
+from fasbench.base.contain import read_json, read_regular
 from fasbench.base.provenance import code_version, timestamp
 
 LAYOUT = 2
@@ -303,8 +303,8 @@ def load_summary(out: str | Path):
     p = Path(out) / "summary.parquet"
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
-    try:
-        df = pl.read_parquet(p)
+    try:  # read through contain: a FIFO or a special file is refused, never waited on
+        df = pl.read_parquet(read_regular(p, 1 << 30)[0])
     except Exception as e:  # polars raises its own error types for a truncated or foreign file
         raise ValueError(f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
                          f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options") from None

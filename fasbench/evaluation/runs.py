@@ -30,12 +30,14 @@ import itertools
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import polars as pl
 
+from fasbench.base.errors import printable
 from fasbench.evaluation.evaluate import split_failed
 from fasbench.evaluation.episodes import column_bounds, reward_column
 from fasbench.evaluation.rundir import RunMeta, load_summary, read_run
@@ -126,7 +128,11 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
     dirs = find_runs(paths)
     rows = []
     for name, d in zip(run_names(dirs), dirs):
-        meta, (df, failed) = read_run(d), split_failed(load_summary(d))
+        try:
+            meta, (df, failed) = read_run(d), split_failed(load_summary(d))
+        except (ValueError, OSError) as e:  # one unreadable run is one warning line; the table goes on
+            warnings.warn(f"run {printable(name, 80)} skipped: {printable(str(e), 300)}", stacklevel=2)
+            continue
         r = {"run": name, "policy": meta.policy or _first(df, "policy"),
              "toolset": meta.toolset or _first(df, "toolset"),
              "task_source": task_set_label(meta.task_source or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
@@ -416,5 +422,6 @@ def _no_ci_max_n(level: float) -> int:
 
 def format_table(df: pl.DataFrame) -> str:
     """Aligned plain text of a frame of strings (no truncation, for terminals and logs):
-    :func:`fasbench.stats.tables.text_table`."""
+    :func:`fasbench.stats.tables.text_table` (each cell :func:`fasbench.base.errors.printable`: a run's policy or
+    name from run.json never reaches the terminal raw)."""
     return text_table(df.columns, df.iter_rows())

@@ -17,6 +17,8 @@ Ranges = list[list[int]]  # [[start, end], ...], 1-based inclusive
 
 def check_version(d: dict, kind: str, current: int = SCHEMA_VERSION) -> None:
     v = d.get("schema_version", current)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise RecordError(f"{kind}: schema_version must be an integer, got {type(v).__name__}")
     if v > current:
         raise RecordError(f"{kind}: schema_version {v} is newer than this fasbench ({current})")
 

@@ -194,9 +194,10 @@ def skip_name(rec: Any, i: int, key: tuple[str, ...] = ("instance_id",)) -> str:
 def each_record(recs: list, one, key: tuple[str, ...] = ("instance_id",)) -> tuple[list, list[dict]]:
     """``one(rec, rid) -> (task, None) | (None, {"reason", "detail"?})`` for every record, each task
     checked at the boundary (:func:`check_task`); a record that is not an
-    object, a field of the wrong type or value (``bad-field``) or any other shape the importer
-    cannot read (``bad-record``) is one line in the skip list, and the batch goes on."""
-    tasks, dropped = [], []
+    object, a field of the wrong type or value (``bad-field``), any other shape the importer
+    cannot read (``bad-record``, JSON nested past the recursion limit included) or a second task with
+    an id already imported (``duplicate-id``) is one line in the skip list, and the batch goes on."""
+    tasks, dropped, seen = [], [], set()
     for i, rec in enumerate(recs):
         rid = skip_name(rec, i, key)
         if not isinstance(rec, dict):
@@ -208,10 +209,15 @@ def each_record(recs: list, one, key: tuple[str, ...] = ("instance_id",)) -> tup
                 check_task(t)
         except RecordError as e:
             t, why = None, {"reason": "bad-field", "detail": str(e).replace("\n", " ")[:300]}
+        except RecursionError:
+            t, why = None, {"reason": "bad-record", "detail": "a field is nested too deeply"}
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
             t, why = None, {"reason": "bad-record", "detail": f"{type(e).__name__}: {e}".replace("\n", " ")[:300]}
+        if t is not None and t.id in seen:
+            t, why = None, {"reason": "duplicate-id", "detail": f"task {t.id} appears twice; the first is kept"}
         if t is None:
             dropped.append({"id": rid, **why})
         else:
+            seen.add(t.id)
             tasks.append(t)
     return tasks, dropped

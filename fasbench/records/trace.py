@@ -26,6 +26,32 @@ def parse_arguments(args):
     return args
 
 
+# The types of a trace's scalar fields, checked where a trace enters (Trace/Turn/ToolResult.from_dict):
+# a field of another type (a ``policy`` list, a ``started_at`` string, an ``output`` number) is a
+# RecordError naming it, so that no reader downstream meets it (iter_traces skips that trace).
+_KINDS = {
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "str?": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "int?": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "an integer or null"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "num?": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+                                    and abs(v) != float("inf")), "a finite number or null"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "dict": (lambda v: isinstance(v, dict), "an object"),
+    "dicts": (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of objects"),
+}
+
+
+def check_types(kw: dict, spec: dict[str, str], where: str) -> dict:
+    """``kw`` when each of its fields named in ``spec`` is of its kind (:data:`_KINDS`), else RecordError."""
+    for k, kind in spec.items():
+        if k in kw:
+            ok, what = _KINDS[kind]
+            if not ok(kw[k]):
+                raise RecordError(f"{where}: {k} must be {what}, got {type(kw[k]).__name__}")
+    return kw
+
+
 @dataclass
 class ToolCall:
     """A tool call as the model emitted it. ``arguments`` is a dict, or the raw string when it
@@ -41,6 +67,8 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ToolCall":
+        if not isinstance(d, dict):
+            raise RecordError(f"call: expected an object, got {type(d).__name__}")
         return cls(id=str(d.get("id", "")), name=str(d.get("name", "")), arguments=d.get("arguments", {}))
 
     def arguments_json(self) -> str:
@@ -76,9 +104,13 @@ class Shown:
     def from_dict(cls, d: dict) -> "Shown":
         if not isinstance(d, dict):
             raise RecordError(f"shown: expected an object, got {type(d).__name__}")
-        return cls(paths=[str(p) for p in d.get("paths") or []],
-                   ranges=file_ranges(d.get("ranges"), "shown.ranges"),
-                   hits=[[str(h[0]), int(h[1])] for h in d.get("hits") or []])
+        paths, hits = d.get("paths") or [], d.get("hits") or []
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise RecordError("shown.paths: expected a list of strings")
+        if not isinstance(hits, list) or not all(isinstance(h, list) and len(h) == 2 and isinstance(h[0], str)
+                                                 and isinstance(h[1], int) and not isinstance(h[1], bool) for h in hits):
+            raise RecordError("shown.hits: expected a list of [path, line] pairs")
+        return cls(paths=list(paths), ranges=file_ranges(d.get("ranges"), "shown.ranges"), hits=[list(h) for h in hits])
 
 
 @dataclass
@@ -105,7 +137,13 @@ class ToolResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ToolResult":
-        kw = {k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d}
+        if not isinstance(d, dict):
+            raise RecordError(f"result: expected an object, got {type(d).__name__}")
+        if "call_id" not in d or "output" not in d:
+            raise RecordError("result: call_id and output are required")
+        kw = check_types({k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d},
+                         {"call_id": "str", "output": "str", "is_error": "bool", "started_at": "num?",
+                          "ended_at": "num?"}, "result")
         if d.get("shown") is not None:
             kw["shown"] = Shown.from_dict(d["shown"])
         return cls(**kw)
@@ -120,6 +158,11 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     requests: list[dict] = field(default_factory=list)  # one record per HTTP attempt (remote policies)
+
+
+TURN_TYPES = {"index": "int", "text": "str?", "calls": "dicts", "results": "dicts", "prompt_tokens": "int?",
+              "completion_tokens": "int?", "model_started_at": "num?", "model_ended_at": "num?",
+              "tools_started_at": "num?", "tools_ended_at": "num?", "requests": "dicts", "notes": "dicts"}
 
 
 @dataclass
@@ -157,8 +200,12 @@ class Turn:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Turn":
+        if not isinstance(d, dict):
+            raise RecordError(f"turn: expected an object, got {type(d).__name__}")
+        if "index" not in d:
+            raise RecordError("turn: index is required")
         known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
+        kw = check_types({k: v for k, v in d.items() if k in known}, TURN_TYPES, "turn")
         kw["calls"] = [ToolCall.from_dict(c) for c in d.get("calls", [])]
         kw["results"] = [ToolResult.from_dict(r) for r in d.get("results", [])]
         return cls(**kw)
@@ -208,6 +255,9 @@ def parse_confidence(v) -> float | None:
     return x if x <= 1 else None
 
 
+TRACE_TYPES = {"task_id": "str", "policy": "str", "toolset": "str", "turns": "dicts", "stop_reason": "str",
+               "started_at": "num?", "ended_at": "num?", "prompt": "dicts", "error": "str?", "trace_id": "str",
+               "meta": "dict", "tail_notes": "dicts"}
 STOP_REASONS = ("reported", "max_turns", "policy_error", "no_answer")  # no_answer: FastContext's loop (harness)
 
 
@@ -268,7 +318,7 @@ class Trace:
             if k not in d:
                 raise RecordError(f"trace: missing field {k!r}")
         known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
+        kw = check_types({k: v for k, v in d.items() if k in known}, TRACE_TYPES, "trace")
         kw["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
         kw["report"] = Report.from_dict(d["report"]) if d.get("report") is not None else None
         kw["schema_version"] = int(d.get("schema_version", 1))  # as written: 1 = notes not recorded

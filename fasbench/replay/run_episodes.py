@@ -51,7 +51,10 @@ def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
     col = reward_column(reward)
     if not (path / "summary.parquet").exists():
         return
-    df = load_summary(path)
+    try:  # the one contained reader (a FIFO is refused, never waited on); unreadable: the browser shows no rewards from it
+        df = load_summary(path)
+    except (ValueError, OSError):
+        return
     if col in df.columns and "trace_id" in df.columns:
         by_id = dict(zip(df["trace_id"].to_list(), df[col].to_list()))
         for tr in traces:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fasbench.base import contain
 from fasbench.base.markup import Markup, html, join
-from fasbench.records import Trace, iter_jsonl
+from fasbench.records import Trace, iter_jsonl, iter_traces
 from fasbench.replay.timeline import fmt_s
 from fasbench.trajectories.parsers import parse_file, trace_trajectory
 from fasbench.trajectories.trajectory import Trajectory
@@ -112,7 +112,8 @@ def e2e_tree(out: str | Path, task_id: str) -> AgentNode:
 def e2e_main(out: str | Path, task_id: str) -> tuple[Trajectory, dict[str, Trace]]:
     """:func:`e2e_tree`'s main agent with its hand-off nested, and the episodes by trajectory id."""
     out = Path(out)
-    rec = next((r for r in iter_jsonl(out / "records.jsonl") if r.get("task_id") == task_id and r.get("arm") == "search"),
+    rec = next((r for r in iter_jsonl(out / "records.jsonl")  # a line that is no object names no task
+                if isinstance(r, dict) and r.get("task_id") == task_id and r.get("arm") == "search"),
                None) if (out / "records.jsonl").is_file() else None
     if rec is None:
         raise ValueError(f"{out}: no record of task {task_id!r} in the search arm (records.jsonl)")
@@ -125,8 +126,8 @@ def e2e_main(out: str | Path, task_id: str) -> tuple[Trajectory, dict[str, Trace
         raise ValueError(f"{out}: the record of {task_id!r} names a trajectory fasbench does not read: {e}") from e
     main = parse_file(path).trajectories[0]
     sid = rec.get("search_trace_id")
-    traces = [Trace.from_dict(d) for d in iter_jsonl(out / "search_traces.jsonl")
-              if d.get("trace_id") == sid] if (out / "search_traces.jsonl").is_file() else []
+    traces = [tr for tr in iter_traces(out / "search_traces.jsonl")  # a line that is no trace: skipped, said
+              if tr.trace_id == sid] if (out / "search_traces.jsonl").is_file() else []
     return with_episodes(main, traces[:1])
 
 

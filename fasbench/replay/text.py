@@ -14,6 +14,7 @@ import math
 import textwrap
 
 from fasbench.evaluation.episodes import episode_row, part_columns, reward_column
+from fasbench.base.errors import printable
 from fasbench.base.markup import html, join
 from fasbench.scoring.process import PROCESS_COLUMNS
 from fasbench.records import Task, Trace
@@ -111,8 +112,8 @@ def to_text(v: dict, width: int = 100) -> str:
     """The episode for the terminal (lines cut at ``width``)."""
     out: list[str] = []
 
-    def line(s: str = "", indent: int = 0) -> None:
-        out.append(_cut(" " * indent + s, width))
+    def line(s: str = "", indent: int = 0) -> None:  # printable: a trace's text never reaches the terminal raw
+        out.append(_cut(" " * indent + printable(s), width))
 
     def wrapped(s: str, indent: int, most: int) -> None:
         ls = textwrap.wrap(" ".join(s.split()), width - indent)

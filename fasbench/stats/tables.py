@@ -21,6 +21,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from fasbench.base.errors import printable
+
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
             "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "−": "$-$",
             "…": r"\ldots{}", "·": r"$\cdot$", "≥": r"$\geq$", "≤": r"$\leq$", "±": r"$\pm$", "×": r"$\times$", "\n": " ", "\r": " "}
@@ -37,14 +39,15 @@ def text_table(columns: Sequence[str], rows: Iterable[Sequence[object]], right: 
                rule: bool = True) -> str:
     """Aligned plain text of a table: a header line, a rule of dashes under it (``rule``), one line per
     row; columns two spaces apart, those named in ``right`` right-aligned, the others left-aligned.
-    Cells are shown as ``str`` of them, whole (no truncation, no wrapping; a line break becomes a space),
+    Cells are shown as ``str`` of them, whole (no truncation, no wrapping), through
+    :func:`fasbench.base.errors.printable` (a control character, a line break included, as its escape),
     never read as markup; no line ends in a space."""
     t = Table(box=_RULE if rule else None, show_edge=False, pad_edge=False, padding=(0, 1 if rule else 2, 0, 0),
               show_header=True, header_style=None)
     for c in columns:
         t.add_column(str(c), justify="right" if c in right else "left", no_wrap=True)
     for r in rows:
-        t.add_row(*(str(v).replace("\r", " ").replace("\n", " ") for v in r))
+        t.add_row(*(printable(v) for v in r))
     out = io.StringIO()
     Console(file=out, width=1 << 20, color_system=None, markup=False, emoji=False, highlight=False,
             force_terminal=False, legacy_windows=False).print(t)

@@ -64,7 +64,7 @@ def _rules(d: dict, where: str = "") -> str | None:
             try:
                 datetime.fromisoformat(s["timestamp"].replace("Z", "+00:00"))
             except ValueError:
-                return f"{at}.timestamp: not ISO 8601: {s['timestamp']!r}"
+                return f"{at}.timestamp: not ISO 8601: {s['timestamp'][:60]!r}"
         if s["source"] != "agent":
             bad = [k for k in _AGENT_ONLY if s.get(k) is not None]
             if bad:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -10,9 +9,11 @@ from typing import List, Optional
 
 import typer
 
+from fasbench.base.errors import printable
 from fasbench.base.paths import Names, UnsafeName, child
 from fasbench.trajectories.classify import analyze
-from fasbench.trajectories.trajectory import FORMAT_NAMES, SUPPORTED
+from fasbench.trajectories.raw import read_text
+from fasbench.trajectories.trajectory import FORMAT_NAMES, SUPPORTED, TrajectoryError
 
 SHOW_SKIPPED = 20  # skipped files named on the terminal; summary.json lists them all
 
@@ -70,10 +71,9 @@ def analyze_cmd(
     if labels is not None:
         if not labels.is_file():
             _fail(f"--labels {labels} is not a file")
-        raw = labels.read_bytes()
         try:
-            lab = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-        except (json.JSONDecodeError, OSError) as e:
+            lab = json.loads(read_text(labels))  # bounded (a gzip bomb stops at the cap), a FIFO refused
+        except (json.JSONDecodeError, OSError, TrajectoryError) as e:
             _fail(f"--labels {labels}: not JSON ({e})")
         if not isinstance(lab, dict):
             _fail(f"--labels {labels}: expected an object {{instance_id: true|false}}")
@@ -127,7 +127,6 @@ def export_atif_cmd(
     # (python -X importtime: jsonschema's rfc3987_syntax), paid only by this command
     from fasbench.records import RecordError, read_traces
     from fasbench.trajectories.atif_trace import to_atif
-    from fasbench.trajectories.trajectory import TrajectoryError
 
     if src.is_dir() and (src / "records.jsonl").is_file() and (src / "search_traces.jsonl").is_file():
         return _export_e2e(src, out)
@@ -199,7 +198,7 @@ def _write_skipped(out: Path, skipped: list[tuple[str, str]]) -> Path:
 
 def _show_skipped(skipped: list[tuple[str, str]], listed: Path, formats: bool = True) -> None:
     for f, r in skipped[:SHOW_SKIPPED]:
-        typer.echo(f"  skipped {f}: {r}")
+        typer.echo(f"  skipped {printable(f, 200)}: {printable(r, 300)}")
     if len(skipped) > SHOW_SKIPPED:
         typer.echo(f"  ... and {len(skipped) - SHOW_SKIPPED} more skipped files (all listed in {listed})")
     if formats and any(r.startswith("unknown trajectory layout") for _, r in skipped):

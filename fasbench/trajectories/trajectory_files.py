@@ -3,7 +3,6 @@ happened to each (parsed, skipped with a reason, ignored), and the labels stored
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fasbench.trajectories.guard import label_file, not_regular
+from fasbench.trajectories.raw import read_text
 
 TRAJ_SUFFIXES = (".traj", ".json", ".jsonl")
 LABEL_NAMES = ("resolved.json", "resolved.json.gz")
@@ -101,7 +101,7 @@ def load_labels(path: str | Path) -> dict[str, bool]:
         for name in LABEL_NAMES:
             f = d / name
             if label_file(f):
-                data = json.loads(gzip.decompress(f.read_bytes()) if name.endswith(".gz") else f.read_bytes())
+                data = json.loads(read_text(f))  # bounded, gunzipped when gzip (a gzip bomb stops at the cap)
                 if not isinstance(data, dict):
                     raise ValueError(f"{f}: expected {{instance_id: bool}}")
                 return {str(k): bool(v) for k, v in data.items()}
@@ -111,14 +111,13 @@ def load_labels(path: str | Path) -> dict[str, bool]:
             for f in sorted(reports.glob("*.report.json*")):
                 label_file(f)
                 iid = f.name.split(".report.json")[0]
-                raw = f.read_bytes()
-                rep = json.loads(gzip.decompress(raw) if f.name.endswith(".gz") else raw)
+                rep = json.loads(read_text(f))
                 rep = rep.get(iid, rep)
                 labels[iid] = bool(rep.get("resolved"))
             if labels:
                 return labels
         sb = d / "sb-cli-report.json"
         if label_file(sb):
-            s = json.loads(sb.read_text(encoding="utf-8"))
+            s = json.loads(read_text(sb))
             return {**{i: False for i in s.get("unresolved_ids", [])}, **{i: True for i in s.get("resolved_ids", [])}}
     return {}
