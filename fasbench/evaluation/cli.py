@@ -5,6 +5,7 @@ benchmarks/README.md)."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -138,9 +139,13 @@ def register(app) -> None:
 
         metrics = _metrics(metric, R.RUN_METRICS)
         _check_level(level)
-        table = R.runs_table(dirs or None, metrics, level=level)
+        with warnings.catch_warnings(record=True) as skipped:  # an unreadable run: one line, the table goes on
+            warnings.simplefilter("always")
+            table = R.runs_table(dirs or None, metrics, level=level)
+        for w in skipped:
+            typer.echo(f"warning: {w.message}", err=True)
         if not table.height:
-            raise R.RunError(f"no runs found under {', '.join(map(str, dirs or R.run_roots())) or 'runs/'}")
+            raise R.RunError(f"no {'readable ' if skipped else ''}runs found under {', '.join(map(str, dirs or R.run_roots())) or 'runs/'}")
         for m in metrics if metric else ():  # a default metric older runs lack is shown as –
             if table[m].is_null().all():
                 R.check_metrics(R.load_summary(table["path"][0]), [m], table["run"][0])
