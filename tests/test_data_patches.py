@@ -127,3 +127,28 @@ def test_relocation_fuzz_missing_and_applied(tmp_path, by_id):
     # unrelated content: the hunk cannot be found
     p.write_text("nothing\nto see\n")
     assert relocate(files, root).status == "hunk-not-found"
+
+
+def test_git_quoted_file_names_are_unquoted(tmp_path):
+    """git writes a name with a control character, a quote or a non-ASCII byte in double quotes with C
+    escapes; the gold names the file itself (red team of issue 36: the quoted form named a missing file)."""
+    names = ["a\nnew.py", 'q"uote.py', "café.py", "back\\slash.py", "plain.py"]
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+
+    def git(*a):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=tmp_path / "r",
+                              env=env, check=True, capture_output=True).stdout.decode()
+
+    (tmp_path / "r").mkdir()
+    git("init", "-q")
+    for n in names:
+        (tmp_path / "r" / n).write_text("one\ntwo\n")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    for n in names:
+        (tmp_path / "r" / n).write_text("one\nTWO\n")
+    diff = git("diff")
+    assert '"a/a\\nnew.py"' in diff  # git quotes it
+    files = parse_diff(diff)
+    assert sorted(f.path for f in files) == sorted(names)
+    assert all(f.hunks for f in files)

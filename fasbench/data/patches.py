@@ -61,7 +61,35 @@ def _merge(ranges: Ranges) -> Ranges:
     return out
 
 
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquote(path: str) -> str:
+    """A path as git writes it, unquoted: git puts a name with a control character, a quote, a backslash
+    or (core.quotePath) a non-ASCII byte in double quotes with C escapes (``\\n``, ``\\"``, octal
+    ``\\303\\251``); any other path is returned as it is."""
+    if len(path) < 2 or not (path.startswith('"') and path.endswith('"')):
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\" or i + 1 == len(body):
+            out += c.encode("utf-8", "surrogateescape")
+            i += 1
+        elif body[i + 1] in _C_ESCAPES:
+            out.append(_C_ESCAPES[body[i + 1]])
+            i += 2
+        elif len(oct3 := body[i + 1 : i + 4]) == 3 and all(d in "01234567" for d in oct3):
+            out.append(int(oct3, 8) & 0xFF)
+            i += 4
+        else:  # not an escape git writes: kept as written
+            out += c.encode()
+            i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
 def _strip(path: str) -> str:
+    path = _unquote(path)
     for p in ("a/", "b/"):
         if path.startswith(p):
             return path[len(p):]
