@@ -31,11 +31,15 @@ not computed in this one) and :meth:`Findings.caveat`; ``tests/test_report.py`` 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from fasbench.base.markup import markdown_text
 from fasbench.stats.metrics import SMALL_N, fmt_p, paired_differs, paired_words
+
+
+SMOKE_MARK = "Smoke settings"  # the words the report looks for in a findings output (its banner)
 
 
 def _bad(v) -> bool:
@@ -135,6 +139,25 @@ class Findings:
     caveats: list[str] = field(default_factory=list)
     paired_tests: bool = False  # a sentence reports a paired test (the head then names the method)
     blocks: list[tuple[str, str]] = field(default_factory=list)  # ("item" | "text", Markdown), in order
+    study_n: int | None = None  # the study's size: n below it is a smoke run (see :attr:`smoke`)
+    smoke: bool | None = None  # None: set from FASBENCH_SHORT=1 or n < study_n (see __post_init__)
+
+    def __post_init__(self) -> None:
+        if self.smoke is None:
+            self.smoke = bool(os.environ.get("FASBENCH_SHORT") == "1" or (
+                self.study_n is not None and self.n is not None and self.n < self.study_n))
+
+    def smoke_line(self) -> str:
+        """The line every findings under smoke settings shows (empty otherwise): why, and what it means."""
+        if not self.smoke:
+            return ""
+        why = []
+        if os.environ.get("FASBENCH_SHORT") == "1":
+            why.append("FASBENCH_SHORT=1 (the shortened parameter set)")
+        if self.study_n is not None and self.n is not None and self.n < self.study_n:
+            why.append(f"n = {self.n:,} {self.unit}, below the study size of {self.study_n:,}")
+        return (f"**{SMOKE_MARK}**: {'; '.join(why) or 'set by the notebook'}. This run checks that the pipeline works; "
+                "its intervals are too wide to support a claim.")
 
     def add(self, sentence: str) -> "Findings":
         """A finding in words (built with f-strings from computed values): one bullet."""
@@ -208,7 +231,7 @@ class Findings:
                 head += ("; paired differences: two-sided sign-flip test (exact up to 20 differing tasks) and its "
                          "exact interval (percentile bootstrap above 20 tasks)")
             head += ".*"
-        parts = [head]
+        parts = [head] + ([self.smoke_line()] if self.smoke else [])
         last = None
         for kind, md in self.blocks:  # consecutive bullets make one list
             if kind == "item" and last == "item":
