@@ -20,9 +20,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import nbformat
+import psutil
+
 from fasbench.base.contain import PathRefused, read_regular
 from fasbench.base.markup import html, join
 from fasbench.base.paths import scrub_paths
+from fasbench.base.provenance import code_version
 from fasbench.stats.findings import SMOKE_MARK
 
 RUN_FILE = "run.json"
@@ -104,15 +108,11 @@ def _machine(m) -> str:
 
 def this_machine() -> dict:
     """The machine building the page (when no run.json names the run's)."""
-    import psutil
-
     return {"cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1)}
 
 
 def header_markdown(sections: list[Section], record: dict | None, built: str | None = None) -> str:
     """The first cell of the report (see the module's docstring); raw HTML built from escaped holes."""
-    from fasbench.base.provenance import code_version
-
     built = built or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = []
     if record:
@@ -175,8 +175,6 @@ def scrub_value(v, extra: tuple[tuple[str, str], ...] = ()):
 
 def scrub_notebook(nb, extra: tuple[tuple[str, str], ...] = ()) -> None:
     """Every output of ``nb`` without this machine's (and ``extra``'s) absolute folders."""
-    import nbformat
-
     for c in nb.cells:
         if c.get("outputs"):
             c["outputs"] = [nbformat.from_dict(scrub_value(dict(o), extra)) for o in c["outputs"]]
