@@ -111,3 +111,21 @@ def test_scrub_paths_and_shown_path(monkeypatch):
     monkeypatch.setenv("FASBENCH_CACHE", "/srv/cache")
     assert scrub_paths("/srv/cache/runs/1") == "$FASBENCH_CACHE/runs/1"
     assert scrub_paths("/old/ck/runs/a", extra=(("/old/ck", "."),)) == "runs/a"
+
+
+def test_notebook_tables_shows_frames_as_html_tables():
+    """A notebook that calls notebook_tables() shows a polars frame as frame_html: every row, no dtype row,
+    no quotes, no shape line; cells escaped."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import polars as pl\nfrom fasbench.stats.tables import notebook_tables\nnotebook_tables()\n"
+        "pl.DataFrame({'policy': ['<i>x</i>'] * 30, 'f2': [0.5 + i / 1000 for i in range(30)]})"))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    shown = nb.cells[0].outputs[0]["data"]["text/html"]
+    assert "class='fasbench-table'" in shown and shown.count("<tr>") == 31  # the header and all 30 rows
+    assert "&lt;i&gt;x&lt;/i&gt;" in shown and "0.529" in shown
+    assert "shape:" not in shown and "str" not in shown and "f64" not in shown and "&quot;" not in shown
+    assert frame_html(pl.DataFrame({"a": range(5)}), max_rows=2).count("3 more rows not shown") == 1
