@@ -10,7 +10,7 @@ import ipywidgets as W
 import polars as pl
 
 from fasbench.evaluation import runs as R
-from fasbench.base.markup import Markup, html, join
+from fasbench.base.markup import Markup, html
 from fasbench.replay.run_episodes import RunEpisodes, load_run_episodes
 from fasbench.replay.static import display_bundle, runs_html
 from fasbench.replay.widgets import TraceBrowser
