@@ -160,3 +160,27 @@ def test_a_subtitle_under_the_title_is_wrapped_at_its_own_size():
     assert head == "File-level F2 vs turns" and len(subs) >= 2
     assert all(s.startswith("<sup>") and s.endswith("</sup>") and len(s) - 11 <= 600 / (0.6 * 16 * 0.7) for s in subs)
     assert " ".join(s[5:-6] for s in subs) == label
+
+
+def test_column_presets_and_titles_dropped(tmp_path, monkeypatch):
+    """Issue 38 item 3: single- and double-column presets (3.3 in, 6.9 in) and an option to drop titles."""
+    from fasbench.stats.figures import PRESETS, paper_layout, save
+
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
+    fig.update_layout(title="A baked-in title")
+    one, w, h = paper_layout(fig, "single", title=False)
+    assert (w, h) == (round(3.3 * 96), round(2.4 * 96)) and one.layout.title.text is None
+    assert one.layout.font.size == round(PRESETS["single"]["font_pt"] * 96 / 72, 1)
+    two, w2, _ = paper_layout(fig, "double")
+    assert w2 == round(6.9 * 96) and two.layout.title.text == "A baked-in title"
+    assert fig.layout.title.text == "A baked-in title"  # the caller's figure is left as it was
+    with pytest.raises(ValueError, match="not one of single, double"):
+        paper_layout(fig, "triple")
+    monkeypatch.setenv("FASBENCH_FIGURE_PRESET", "single")
+    monkeypatch.setenv("FASBENCH_FIGURE_TITLES", "0")
+    (svg,) = save(fig, "preset_demo", formats=("svg",), directory=tmp_path)
+    text = svg.read_text()
+    assert 'width="317"' in text and "A baked-in title" not in text
+    side = json.loads((tmp_path / "preset_demo.json").read_text())
+    assert side["layout"]["title"]["text"] == "A baked-in title"  # the data keeps it
+    assert side["fasbench_provenance"]["export"] == {"preset": "single", "title": False, "width_px": 317, "height_px": 230}

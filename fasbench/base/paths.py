@@ -39,6 +39,34 @@ def figures_dir() -> Path:
     return p
 
 
+def _roots(extra: tuple[tuple[str, str], ...] = ()) -> list[tuple[str, str]]:
+    """(absolute folder, what to show instead) of this machine, longest first: the cache when set outside
+    the checkout (``$FASBENCH_CACHE``), the checkout (relative: ``.``), the home folder (``~``)."""
+    roots = list(extra)
+    cache = os.environ.get("FASBENCH_CACHE")
+    if cache and os.path.isabs(cache):
+        roots.append((str(Path(cache)), "$FASBENCH_CACHE"))
+    roots += [(str(repo_root()), "."), (str(Path.home()), "~")]
+    roots = [(r.rstrip("/"), to) for r, to in roots if len(r.rstrip("/")) > 1]  # never "/" itself
+    return sorted(dict(roots).items(), key=lambda rt: -len(rt[0]))
+
+
+def scrub_paths(text: str, extra: tuple[tuple[str, str], ...] = ()) -> str:
+    """``text`` with this machine's absolute folders (:func:`_roots`, and ``extra`` pairs such as the
+    checkout a run was made in) written portably: ``/home/u/fasbench/runs/x`` as ``runs/x``,
+    ``/home/u/data`` as ``~/data``. A longer folder that only starts with the same letters is left alone."""
+    for root, to in _roots(extra):
+        esc = re.escape(root)
+        text = re.sub(esc + r"/(?=[^/])", "" if to == "." else to.replace("\\", "\\\\") + "/", text)
+        text = re.sub(esc + r"(?![\w.-])", to, text)
+    return text
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as a notebook or log prints it: no folder of this machine in it (:func:`scrub_paths`)."""
+    return scrub_paths(str(path))
+
+
 @contextmanager
 def building(target: Path) -> Iterator[Path]:
     """A scratch folder next to ``target`` to build it in, removed on exit whatever happens; move

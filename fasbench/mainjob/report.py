@@ -36,6 +36,8 @@ from traitlets.config import Config
 from fasbench.base.contain import PathRefused, read_regular
 from fasbench.stats.figures import find_browser, start_kaleido_server, stop_kaleido_server
 from fasbench.base.markup import html
+from fasbench.mainjob.header import (findings_anchor, header_markdown, read_run_record, scrub_notebook, scrub_value,
+                                     section_of)
 from fasbench.replay.static import STATIC_CLASS
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -300,13 +302,17 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
     return n
 
 
-def combine(paths: list[Path], skipped: list[str] | None = None) -> nbformat.NotebookNode:
+def combine(paths: list[Path], skipped: list[str] | None = None, record: dict | None = None) -> nbformat.NotebookNode:
     """One notebook holding the cells of every notebook (with a heading each) and the union of their
-    saved widget states. A file that is no notebook is skipped with its one-line reason appended to
-    ``skipped`` (raised when ``skipped`` is None, or when no notebook is left)."""
+    saved widget states, under a header (:func:`fasbench.mainjob.header.header_markdown`: the run of
+    ``record``, a smoke banner, the findings-vs-outputs note, a section index). A file that is no notebook
+    is skipped with its one-line reason appended to ``skipped`` (raised when ``skipped`` is None, or when
+    no notebook is left). Outputs name no absolute folder of this machine or of the run's checkout."""
     out = nbformat.v4.new_notebook()
     states: dict = {}
-    contents = ["# fasbench report", "", "Executed notebooks, in order:"]
+    sections = []
+    extra = ((record["checkout"], "."),) if record and isinstance(record.get("checkout"), str) and \
+        record["checkout"].startswith("/") else ()
     for p in paths:
         try:
             nb = read_notebook(p)
@@ -316,19 +322,24 @@ def combine(paths: list[Path], skipped: list[str] | None = None) -> nbformat.Not
             skipped.append(str(e))
             continue
         anchor = p.stem
-        contents.append(str(html("- <a href='#{}'>{}</a>", anchor, p.stem)))  # a file name is data: escaped
+        scrub_notebook(nb, extra)
+        sec = section_of(nb, anchor, p.name)
+        sec.unshown = unshown_numbers(nb)
+        sections.append(sec)
         head = nbformat.v4.new_markdown_cell(str(html("<a id='{}'></a>\n\n---\n\n*Notebook <code>{}</code>*", anchor,
                                                       p.name)))
         out.cells.append(head)
         for i, c in enumerate(nb.cells):  # cell ids must stay unique in the joined notebook
+            if "findings" in c.get("metadata", {}).get("tags", []):
+                out.cells.append(nbformat.v4.new_markdown_cell(findings_anchor(anchor)))
             c["id"] = f"{re.sub(r'[^A-Za-z0-9_-]', '-', anchor)[:40]}-{i}"
             out.cells.append(c)
         w = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {})
-        states.update(w.get("state", {}))
+        states.update(scrub_value(w.get("state", {}), extra))
         if not out.metadata.get("kernelspec") and nb.metadata.get("kernelspec"):
             out.metadata["kernelspec"] = nb.metadata["kernelspec"]
             out.metadata["language_info"] = nb.metadata.get("language_info", {})
-    out.cells.insert(0, nbformat.v4.new_markdown_cell("\n".join(contents)))
+    out.cells.insert(0, nbformat.v4.new_markdown_cell(header_markdown(sections, record)))
     _static_views(out)
     _quiet_stderr(out)
     states = _shown_states(out, states)
@@ -374,8 +385,8 @@ def _paths(notebooks: Path | list[Path]) -> list[Path]:
 
 def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | None = None,
                  skipped: list[str] | None = None) -> Path:
-    """Export the executed notebooks (a folder of ``NN_*.ipynb`` or a list) to ``out_dir/index.html``;
-    ``js_dir`` (see :func:`vendor_js`) makes the page independent of the network; files that are no
+    """Export the executed notebooks (a folder of ``NN_*.ipynb`` or a list) to ``out_dir/index.html``, with
+    the run record ``run.json`` of their folder in its header (:mod:`fasbench.mainjob.header`); ``js_dir`` (see :func:`vendor_js`) makes the page independent of the network; files that are no
     notebook are skipped into ``skipped`` (see :func:`combine`)."""
     paths = _paths(notebooks)
     if not paths:
@@ -393,7 +404,8 @@ def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | Non
         c.HTMLExporter.require_js_url = "js/require.js"
     exporter = HTMLExporter(config=c, template_name="lab")
     exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
-    body, _ = exporter.from_notebook_node(combine(paths, skipped))
+    folder = Path(notebooks) if isinstance(notebooks, (str, Path)) else paths[0].parent
+    body, _ = exporter.from_notebook_node(combine(paths, skipped, read_run_record(folder)))
     target = out_dir / "index.html"
     target.write_text(body, encoding="utf-8")
     return target

@@ -12,6 +12,10 @@ down but still gives it CPU time, so the guard does not fire on load; an idle ke
 
 The log of each attempt goes to ``OUT/<notebook>.log``; on a failure one line says what failed (the
 notebook's error name and message, or the hang) and where the log is, not a whole traceback.
+``OUT/run.json`` (:data:`RUN_FILE`, rewritten after each notebook) records the run for the report's header:
+start and end (UTC), total seconds, the code version, the machine (cores, memory, load at start), the
+checkout's folder (so the report can leave it out of its text), ``FASBENCH_SHORT``, and each notebook's
+seconds, tries and outcome.
 Usage: ``python -m fasbench.mainjob.run OUT NOTEBOOK [NOTEBOOK ...]``.
 """
 
@@ -23,11 +27,16 @@ import os
 import signal
 import subprocess
 import sys
+import platform
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil  # installed with ipykernel, which executes the notebooks
-from fasbench.base.paths import child
+from fasbench.base.paths import child, repo_root
+from fasbench.base.provenance import code_version
+
+RUN_FILE = "run.json"
 
 #: Seconds without progress (CPU time of the process tree, saved output) after which a notebook is hung.
 IDLE_S = 600.0
@@ -101,25 +110,58 @@ def run_once(notebook: Path, output: Path, log: Path, *, idle_s: float = IDLE_S,
     return False, error_line(output) or f"papermill exited {proc.returncode}"
 
 
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def machine() -> dict:
+    """This machine as the report's header names it: cores, memory, load, system."""
+    try:
+        load = round(os.getloadavg()[0], 1)
+    except OSError:  # pragma: no cover - no load average on this system
+        load = None
+    return {"cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1), "load_1min": load,
+            "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version()}
+
+
+def write_run_record(out_dir: Path, record: dict) -> Path:
+    """``out_dir/run.json`` (:data:`RUN_FILE`): the run so far."""
+    p = out_dir / RUN_FILE
+    p.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return p
+
+
 def run_all(out_dir: Path, notebooks: list[Path], *, idle_s: float = IDLE_S, tries: int = 2) -> int:
     """Run each notebook in order (each up to ``tries`` times); 0 when all passed, else 1 at the first
-    notebook that failed every try."""
+    notebook that failed every try. ``out_dir/run.json`` records the run (see the module's docstring)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    record = {"started": _now(), "finished": None, "total_s": None, "code": code_version(), "machine": machine(),
+              "checkout": str(repo_root()), "short": os.environ.get("FASBENCH_SHORT") == "1", "notebooks": []}
+    write_run_record(out_dir, record)
+    status = 0
     for nb in notebooks:
         output, log = out_dir / nb.name, child(out_dir, nb.stem, ".log", "notebook log")
         log.write_text("", encoding="utf-8")
         print(f"== {nb}", flush=True)
         t0 = time.monotonic()
+        entry = {"notebook": nb.name, "seconds": None, "tries": 0, "ok": False}
+        record["notebooks"].append(entry)
         for attempt in range(1, tries + 1):
             ok, reason = run_once(nb, output, log, idle_s=idle_s)
+            entry.update(tries=attempt, seconds=round(time.monotonic() - t0, 1), ok=ok)
             if ok:
                 print(f"   done in {time.monotonic() - t0:.0f} s", flush=True)
                 break
             more = "; running it once more" if attempt < tries else ""
             print(f"== {nb.name} failed (try {attempt}): {reason} — log: {log}{more}", file=sys.stderr, flush=True)
         else:
-            return 1
-    return 0
+            status = 1
+        record.update(finished=_now(), total_s=round(time.monotonic() - start, 1))
+        write_run_record(out_dir, record)
+        if status:
+            break
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,19 +10,11 @@ import ipywidgets as W
 import polars as pl
 
 from fasbench.evaluation import runs as R
-from fasbench.base.markup import Markup, html, join
+from fasbench.base.markup import Markup, html
 from fasbench.replay.run_episodes import RunEpisodes, load_run_episodes
 from fasbench.replay.static import display_bundle, runs_html
 from fasbench.replay.widgets import TraceBrowser
-
-
-def frame_html(df: pl.DataFrame, cls: str) -> Markup:
-    """A frame of strings as a compact HTML table that scrolls sideways instead of being cut."""
-    th = join(html("<th style='padding:2px 8px;text-align:left'>{}</th>", c) for c in df.columns)
-    trs = join(html("<tr>{}</tr>", join(html("<td style='padding:2px 8px;white-space:nowrap'>{}</td>", v) for v in row))
-               for row in df.iter_rows())
-    return html("<div style='overflow-x:auto;max-width:100%'><table class='{}' style='font-size:12px;"
-                "border-collapse:collapse'><tr>{}</tr>{}</table></div>", cls, th, trs)
+from fasbench.stats.tables import frame_html  # noqa: F401  (re-exported: the one HTML table of a frame)
 
 
 class RunsBrowser:

@@ -59,6 +59,34 @@ def kind_color(kind: str | None, fallback: str = "#999999") -> str:
 
 WIDTH, HEIGHT = 700, 420  # pixels at scale 1 (≈ a single-column figure at 3x)
 
+# Column-width presets for a paper (``save(..., preset=)`` or ``FASBENCH_FIGURE_PRESET``): the page size in
+# inches (the PDF is printed at 96 px per inch, so these are the printed sizes) and the font in points.
+PRESETS = {"single": {"width_in": 3.3, "height_in": 2.4, "font_pt": 8.0},
+           "double": {"width_in": 6.9, "height_in": 3.2, "font_pt": 9.0}}
+PX_PER_IN = 96
+
+
+def paper_layout(fig: go.Figure, preset: str | None = None, title: bool = True, width: int | None = None,
+                 height: int | None = None) -> tuple[go.Figure, int, int]:
+    """A copy of ``fig`` laid out for export and its width and height in pixels: at a column-width
+    :data:`PRESETS` entry (its size, a font in points, tighter margins) when ``preset`` names one, and
+    without its baked-in title (the caption says it in a paper) when ``title`` is False."""
+    out = go.Figure(fig)
+    if preset:
+        if preset not in PRESETS:
+            raise ValueError(f"figure preset {preset!r}: not one of {', '.join(PRESETS)}")
+        p = PRESETS[preset]
+        px = round(p["font_pt"] * PX_PER_IN / 72, 1)
+        width, height = width or round(p["width_in"] * PX_PER_IN), height or round(p["height_in"] * PX_PER_IN)
+        out.update_layout(font_size=px, title_font_size=round(px * 1.1, 1), legend_font_size=px,
+                          margin=dict(l=round(px * 4), r=round(px), t=round(px * (4 if title and out.layout.title.text else 1.5)),
+                                      b=round(px * 3.5)))
+        out.update_annotations(font_size=px)
+    if not title:
+        out.layout.title.text = None
+        out.update_layout(margin_t=round((out.layout.font.size or 13) * 1.5))
+    return out, width or fig.layout.width or WIDTH, height or fig.layout.height or HEIGHT
+
 pio.templates["paper"] = go.layout.Template(
     layout=dict(
         font=dict(family="DejaVu Sans, Arial, sans-serif", size=13, color="#222"),
@@ -168,23 +196,30 @@ def find_browser() -> None:
 
 
 def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, height: int | None = None,
-         directory: str | Path | None = None, inputs=None, provenance: dict | None = None) -> list[Path]:
+         directory: str | Path | None = None, inputs=None, provenance: dict | None = None,
+         preset: str | None = None, title: bool | None = None) -> list[Path]:
     """Write ``figures/<name>.{pdf,svg,png}`` (and the plotly JSON beside them, with the provenance)
     and return the image paths. ``name`` is a file stem; ``inputs`` the runs or files it was made from;
-    ``provenance`` a record to keep instead of a new one (re-export)."""
+    ``provenance`` a record to keep instead of a new one (re-export). ``preset``: ``"single"`` (3.3 in)
+    or ``"double"`` (6.9 in) column width (:data:`PRESETS`; default ``FASBENCH_FIGURE_PRESET``, else the
+    screen size); ``title=False`` (default: ``FASBENCH_FIGURE_TITLES=0``) drops the baked-in title from
+    the images (the JSON keeps the whole figure)."""
     if isinstance(name, str) and name.startswith("."):
         raise UnsafeName(f"figure name {name!r} starts with a dot: it would be a hidden file")
     name = safe_name(name, "figure name")
     find_browser()
     out_dir = Path(directory) if directory else figures_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
-    w = width or fig.layout.width or WIDTH
-    h = height or fig.layout.height or HEIGHT
+    preset = preset or os.environ.get("FASBENCH_FIGURE_PRESET") or None
+    title = os.environ.get("FASBENCH_FIGURE_TITLES", "1") != "0" if title is None else title
+    shown, w, h = paper_layout(fig, preset, title, width, height)
     prov = provenance or figure_provenance(name, inputs)
+    if preset or not title:
+        prov = {**prov, "export": {"preset": preset, "title": title, "width_px": w, "height_px": h}}
     spec = child(out_dir, name, ".json")  # kept so that `make figures` can re-export without re-running
     spec.write_text(json.dumps({**json.loads(pio.to_json(fig)), PROVENANCE_KEY: prov}), encoding="utf-8")
     paths = [child(out_dir, name, f".{safe_name(fmt, 'figure format')}") for fmt in formats]
-    _write_images(_wrap_titles(fig, w, h), paths, formats, w, h)
+    _write_images(_wrap_titles(shown, w, h), paths, formats, w, h)
     for p in paths:
         if p.suffix == ".pdf":
             _stamp_pdf(p, prov)

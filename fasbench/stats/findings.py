@@ -26,16 +26,24 @@ bare name ``f`` of a :class:`Findings` it built there or got from a study's ``fi
 :meth:`Findings.table` (a table of its own columns), :meth:`Findings.text` (a paragraph or a
 sub-heading), :meth:`Findings.resumed` (a line when a result was read from an earlier call of its run,
 not computed in this one) and :meth:`Findings.caveat`; ``tests/test_report.py`` checks every notebook's last cell.
+
+Smoke settings: a run below its study's size (``Findings(..., study_n=40)`` or :meth:`Findings.study_size`) or
+under ``FASBENCH_SHORT=1`` records ``smoke`` and its findings open with a **Smoke settings** line, which the
+report's header gathers into a banner (:mod:`fasbench.mainjob.header`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from fasbench.base.markup import markdown_text
 from fasbench.stats.metrics import SMALL_N, fmt_p, paired_differs, paired_words
+
+
+SMOKE_MARK = "Smoke settings"  # the words the report looks for in a findings output (its banner)
 
 
 def _bad(v) -> bool:
@@ -146,6 +154,32 @@ class Findings:
     caveats: list[str] = field(default_factory=list)
     paired_tests: bool = False  # a sentence reports a paired test (the head then names the method)
     blocks: list[tuple[str, str]] = field(default_factory=list)  # ("item" | "text", Markdown), in order
+    study_n: int | None = None  # the study's size: n below it is a smoke run (see :attr:`smoke`)
+    smoke: bool | None = None  # None: FASBENCH_SHORT=1 or n < study_n (or :meth:`study_size`); shown in markdown()
+
+    def __post_init__(self) -> None:
+        self._small: list[str] = []  # why the run is below its study's size
+        if self.study_n is not None and self.n is not None:
+            self.study_size(self.n, self.study_n, self.unit)
+        if self.smoke is None:
+            self.smoke = os.environ.get("FASBENCH_SHORT") == "1"
+
+    def study_size(self, n: int, study_n: int, unit: str = "tasks") -> "Findings":
+        """Mark the run as smoke-sized when ``n`` (e.g. the tasks drawn) is below ``study_n``, the study's
+        size (for a notebook whose ``n`` counts something else, e.g. episodes)."""
+        if n < study_n:
+            self.smoke = True
+            self._small.append(f"n = {n:,} {unit}, below the study size of {study_n:,}")
+        return self
+
+    def smoke_line(self) -> str:
+        """The line every findings under smoke settings shows (empty otherwise): why, and what it means."""
+        if not self.smoke:
+            return ""
+        why = (["FASBENCH_SHORT=1 (the shortened parameter set)"] if os.environ.get("FASBENCH_SHORT") == "1" else []) \
+            + self._small
+        return (f"**{SMOKE_MARK}**: {'; '.join(why) or 'set by the notebook'}. This run checks that the pipeline works; "
+                "its intervals are too wide to support a claim.")
 
     def add(self, sentence: str) -> "Findings":
         """A finding in words (built with f-strings from computed values): one bullet."""
@@ -219,7 +253,7 @@ class Findings:
                 head += ("; paired differences: two-sided sign-flip test (exact up to 20 differing tasks) and its "
                          "exact interval (percentile bootstrap above 20 tasks)")
             head += ".*"
-        parts = [head]
+        parts = [head] + ([self.smoke_line()] if self.smoke else [])
         last = None
         for kind, md in self.blocks:  # consecutive bullets make one list
             if kind == "item" and last == "item":

@@ -1,7 +1,9 @@
-"""Tables: a frame of display strings as a booktabs LaTeX ``table`` for a paper (``fasbench runs --latex``,
-``fasbench compare --latex``, notebook 09's field table), and :func:`text_table`, the one aligned plain-text
-table of the terminal views (``fasbench runs``/``compare``, ``fasbench eval``'s summary, the replay's
-lines per file), rendered by rich with no colour, no markup and nothing cut or wrapped.
+"""Tables for a paper, the terminal and the report: a frame of display strings as a booktabs LaTeX ``table``
+(``fasbench runs --latex``, ``fasbench compare --latex``, notebook 09's field table); :func:`text_table`, the one
+aligned plain-text table of the terminal views (``fasbench runs``/``compare``, ``fasbench eval``'s summary, the
+replay's lines per file), rendered by rich with no colour, no markup and nothing cut or wrapped; and any frame as a
+plain HTML table in a notebook (:func:`frame_html`; :func:`notebook_tables` makes it how a notebook shows every
+polars frame: no quoted strings, dtype row, ``shape:`` line or ``…`` rows hiding data).
 
 Every cell is escaped for LaTeX (``& % $ # _ { } ~ ^ \\`` and the characters fasbench prints that a plain
 LaTeX does not know: ``–`` ``−`` ``…`` ``·`` ``≥`` ``≤`` ``±`` ``×``), so a policy spec, a run name or a task id
@@ -22,6 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from fasbench.base.errors import printable
+
+from fasbench.base.markup import Markup, html, join
 
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
             "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "−": "$-$",
@@ -91,3 +95,58 @@ def write_latex(df: pl.DataFrame, path: str | Path, caption: str = "", label: st
     p = Path(path)
     p.write_text(to_latex(df, caption, label), encoding="utf-8")
     return p
+
+
+# ---------------------------------------------------------------- HTML tables in notebooks and the report
+
+MAX_HTML_ROWS = 500  # rows past this are left out with a line saying how many (never silently)
+
+
+def cell_text(v: object) -> str:
+    """One cell as a reader wants it: ``–`` for a missing value, a float to 6 significant digits (as
+    polars prints it, so a number a findings cell quotes is still visible), lists joined by ``, ``."""
+    if v is None or (isinstance(v, float) and v != v):
+        return "–"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        return format(v, ".6g")
+    if isinstance(v, (list, tuple)):
+        return ", ".join(cell_text(x) for x in v)
+    return str(v)
+
+
+def frame_html(df: pl.DataFrame | pl.Series, cls: str = "fasbench-table", max_rows: int = MAX_HTML_ROWS) -> Markup:
+    """``df`` as a compact HTML table that scrolls sideways instead of being cut: its column names, every
+    row up to ``max_rows`` (then one line saying how many more), numbers right-aligned, every cell escaped
+    (:mod:`fasbench.base.markup`), with no dtype row and no quotes around strings."""
+    if isinstance(df, pl.Series):
+        df = df.to_frame()
+    cells = [[cell_text(v) for v in row] for row in df.head(max_rows).iter_rows()]
+    right = [_numeric([r[i] for r in cells]) for i in range(df.width)]
+    th = join(html("<th style='padding:2px 8px;text-align:{}'>{}</th>", "right" if r else "left", c)
+              for c, r in zip(df.columns, right))
+    trs = join(html("<tr>{}</tr>", join(html("<td style='padding:2px 8px;white-space:nowrap;text-align:{}'>{}</td>",
+                                             "right" if r else "left", v) for v, r in zip(row, right)))
+               for row in cells)
+    more = (html("<div style='font-size:11px;color:#666'>{:,} more rows not shown (first {:,} of {:,})</div>",
+                 df.height - max_rows, max_rows, df.height) if df.height > max_rows else html(""))
+    return html("<div style='overflow-x:auto;max-width:100%'><table class='{}' style='font-size:12px;"
+                "border-collapse:collapse'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}</div>",
+                cls, th, trs, more)
+
+
+def notebook_tables() -> bool:
+    """Have this IPython kernel show every polars DataFrame and Series as :func:`frame_html` (called by
+    each notebook's setup cell); False outside IPython."""
+    try:  # local import: IPython costs ~0.1 s at start-up (python -X importtime) and is there only in notebooks
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the notebook extras
+        return False
+    ip = get_ipython()
+    if ip is None:
+        return False
+    fmt = ip.display_formatter.formatters["text/html"]
+    for kind in (pl.DataFrame, pl.Series):
+        fmt.for_type(kind, lambda df: str(frame_html(df)))
+    return True
