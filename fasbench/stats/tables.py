@@ -139,7 +139,7 @@ def frame_html(df: pl.DataFrame | pl.Series, cls: str = "fasbench-table", max_ro
 def notebook_tables() -> bool:
     """Have this IPython kernel show every polars DataFrame and Series as :func:`frame_html` (called by
     each notebook's setup cell); False outside IPython."""
-    try:  # local import: IPython costs ~0.1 s at start-up (python -X importtime) and is there only in notebooks
+    try:  # local import: IPython is there only in notebooks (and costs start-up time elsewhere)
         from IPython import get_ipython
     except ImportError:  # pragma: no cover - IPython comes with the notebook extras
         return False
