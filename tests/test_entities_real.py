@@ -2,7 +2,7 @@
 PyPI sdist corpora (downloaded once into the cache; needs PyPI): a method edit, a class-level edit,
 a module-level edit, and a patch adding a new function and a new method."""
 
-from pypi_fixture import by_id, requires_pypi  # noqa: F401 (by_id is a fixture)
+from pypi_fixture import requires_pypi
 
 from fasbench.data.corpus import materialize
 

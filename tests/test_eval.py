@@ -13,11 +13,14 @@ from dataclasses import replace
 
 import polars as pl
 import pytest
-from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
+from eval_fixtures import toy_copies
 
 from fasbench.evaluation.evaluate import aggregate, compare, run_eval, summarize
 from fasbench.harness import Limits
 from fasbench.records import iter_jsonl, write_tasks
+
+# Every test gets a FASBENCH_CACHE of its own (conftest.py): no run is resumed from another test's.
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 @pytest.fixture(scope="module")

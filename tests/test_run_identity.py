@@ -10,11 +10,14 @@ import sys
 
 import polars as pl
 import pytest
-from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
+from eval_fixtures import toy_copies
 
 from fasbench.evaluation.evaluate import last_call, read_run_meta, resume_note, run_eval, run_name
 from fasbench.records import Gold, Task, write_tasks
 from fasbench.data.tasksets import task_set_label
+
+# Every test gets a FASBENCH_CACHE of its own (conftest.py): no run is resumed from another test's.
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 @pytest.fixture(scope="module")
