@@ -152,7 +152,7 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
         tree = parsed(p)[0]
         consts = _module_constants(tree)
 
-        def bad(n: ast.AST, why: str) -> None:
+        def bad(n: ast.AST, why: str, r: str = r) -> None:
             if (r, ast.unparse(n)) in HTML_ALLOWED:
                 return
             out.setdefault(r, []).append(f"line {n.lineno}: {why}: {ast.unparse(n)[:80]} (build it with "

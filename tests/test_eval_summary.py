@@ -47,7 +47,7 @@ def test_eval_prints_one_compact_summary_table(tmp_path, monkeypatch):
     df = pl.read_parquet(out / "summary.parquet")
     by = {g[0]: g for g in rows}
     assert float(by["turns"][1]) == round(df["turns"].mean(), 3) and by["turns"][4] == str(len(tasks))
-    for name, mean, lo, hi, n in rows:
+    for name, mean, lo, hi, _n in rows:
         if mean != "n/a":
             assert float(lo) <= float(mean) <= float(hi), name
     assert lines[i + 2 + len(rows)].startswith(f"{len(tasks)} episodes summarised in")

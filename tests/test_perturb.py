@@ -57,7 +57,7 @@ def test_perturb_command_relocates_gold_exactly_and_keeps_imports(toy):
         assert {"module", "private"} <= kinds, rec["renames"]  # the toy's requests has no subpackage
         assert rec["reorders"], "no function was reordered"
         assert gold_line_mismatches(t, p) == []
-        for path, ranges in t.gold.edited.items():  # the gold function's def line is still its def line
+        for path in t.gold.edited:  # the gold function's def line is still its def line
             new_path = rec["moves"].get(path, path)
             assert new_path in p.gold.edited and (Path(p.root) / new_path).is_file()
             moved += new_path != path

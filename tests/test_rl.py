@@ -291,7 +291,7 @@ def test_final_turn_note_only_before_the_last_turn(tasks):
     env = environment_class("relace", lim)()
     env.reset(task=json.dumps(tasks[0].to_dict()))
     notes = []
-    for turn in range(3):
+    for _ in range(3):
         env._begin_turn()
         env.grep_search(query="def add")
         notes.append(env._final_note())
