@@ -92,10 +92,11 @@ test: install
 	FASBENCH_SHORT=1 FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q --nbmake --nbmake-timeout=$(NB_CELL_TIMEOUT) tests $(NOTEBOOKS)
 
 # The inner loop: every test but the `slow` ones (over ~5 s, and the notebooks: pyproject's markers,
-# tests/conftest.py) on two workers (pytest-xdist). `make test` stays the whole suite.
+# tests/conftest.py) on two workers (pytest-xdist; a test file stays on one worker, so its module fixtures
+# are built once). `make test` stays the whole suite.
 XDIST ?= 2
 test-fast: install
-	FASBENCH_SHORT=1 FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q -m "not slow" -n $(XDIST) tests
+	FASBENCH_SHORT=1 FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q -m "not slow" -n $(XDIST) --dist loadfile tests
 
 # Lint and format (pyproject's [tool.ruff]; nothing is rewritten: `ruff check --fix .` and `ruff format .` do
 # that), and the architecture test (layers, cycles, module size).

@@ -55,6 +55,7 @@ def test_config_mismatch_is_refused(tasks, tmp_path):
         run_eval(tasks[:1], "heuristic", "nope", tmp_path / "x", workers=1, progress=False)
 
 
+@pytest.mark.slow
 def test_resume_after_kill(tasks, tmp_path):
     many = [replace(tasks[i % len(tasks)], id=f"k-{i}") for i in range(24)]
     tf = tmp_path / "tasks.jsonl"

@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
@@ -16,6 +17,7 @@ from fasbench.records import write_tasks
 from fasbench.evaluation.runs import RUN_METRICS
 
 
+@pytest.mark.slow
 def test_eval_prints_one_compact_summary_table(tmp_path, monkeypatch):
     monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
     base = toy_tasks(make_corpus(tmp_path / "toy"))

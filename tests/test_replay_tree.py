@@ -159,6 +159,7 @@ def test_notebook_07s_scripted_main_agent_delegates_each_search(episodes):
         demo_main([task], [par, seq])
 
 
+@pytest.mark.slow
 def test_the_static_report_shows_the_tree(tmp_path):
     """The tree in an executed notebook → fasbench.mainjob.report's page: the static tree (escaped) with each
     episode's static replay, no widget view."""

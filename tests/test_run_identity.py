@@ -58,6 +58,7 @@ def test_a_run_directory_refuses_other_tasks_and_counts_what_it_resumed(tasks, t
         run_eval(tasks[:2], "heuristic:turns=2", "relace", out, workers=1, progress=False, corpus="online")
 
 
+@pytest.mark.slow
 def test_a_run_json_from_before_the_tasks_key_is_checked_against_its_traces(tasks, tmp_path):
     out = tmp_path / "old"
     run_eval(tasks[:3], "heuristic:turns=2", "relace", out, workers=1, progress=False)
@@ -70,6 +71,7 @@ def test_a_run_json_from_before_the_tasks_key_is_checked_against_its_traces(task
     assert (last_call(out)["ran"], last_call(out)["resumed"]) == (1, 3)
 
 
+@pytest.mark.slow
 def test_limit_says_how_many_ran_and_why_fewer(tasks, tmp_path):
     bad = [Task(id=f"nopick-{i}", query="q", repo="nobody/nothing", gold=Gold(edited={}), version="1.0") for i in range(4)]
     tf = tmp_path / "tasks.jsonl"

@@ -199,6 +199,7 @@ def test_launch_without_the_data_says_to_build_it(tmp_path):
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # nothing loaded, nothing written
 
 
+@pytest.mark.slow
 def test_dry_run_builds_the_trainer_arguments_of_the_gpu_profile(tmp_path):
     from test_sft import _tiny_dataset
 
