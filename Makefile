@@ -1,5 +1,6 @@
 # fasbench: the two commands are `make run` (every notebook, CPU defaults, figures/) and `make test`.
 # Both create .venv and install everything on a fresh machine. GPU nodes: docs/scale.md (torch stays 2.13.0, pinned by the gpu extra's vLLM).
+# For the inner loop: `make test-fast` (no slow test, two workers) and `make check` (ruff, the architecture test).
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -21,7 +22,7 @@ REPORT_JS := $(VENV)/report-js
 HTML_MANAGER := @jupyter-widgets/html-manager@1.0.15
 REQUIREJS := requirejs@2.3.7
 
-.PHONY: install venv-install nbstripout run report test figures chromium bubblewrap clean
+.PHONY: install venv-install nbstripout run report test test-fast check figures chromium bubblewrap clean
 
 install: $(STAMP) chromium bubblewrap nbstripout
 
@@ -89,6 +90,20 @@ NB_CELL_TIMEOUT ?= 1800
 
 test: install
 	FASBENCH_SHORT=1 FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q --nbmake --nbmake-timeout=$(NB_CELL_TIMEOUT) tests $(NOTEBOOKS)
+
+# The inner loop: every test but the `slow` ones (over ~5 s, and the notebooks: pyproject's markers,
+# tests/conftest.py) on two workers (pytest-xdist; a test file stays on one worker, so its module fixtures
+# are built once). `make test` stays the whole suite.
+XDIST ?= 2
+test-fast: install
+	FASBENCH_SHORT=1 FASBENCH_CACHE=$(TEST_CACHE) FASBENCH_FIGURES=$(TEST_CACHE)/figures $(PY) -m pytest -q -m "not slow" -n $(XDIST) --dist loadfile tests
+
+# Lint and format (pyproject's [tool.ruff]; nothing is rewritten: `ruff check --fix .` and `ruff format .` do
+# that), and the architecture test (layers, cycles, module size).
+check: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest -q tests/test_architecture.py
 
 figures: install
 	$(PY) -c "from fasbench.stats.figures import export_all; print(*export_all(), sep='\n')"

@@ -27,6 +27,8 @@ import resource
 import time
 
 import fasbench  # noqa: F401  (sets OMP_WAIT_POLICY before torch loads)
+
+# isort: split
 import torch
 
 from fasbench.data.symbols import load_tasks
@@ -122,7 +124,7 @@ def main() -> None:
             return
     res = {}
     for b in ((a.k,) if a.skip_batch1 else (1, a.k)):
-        rs, c, w = measure(lambda: rollout_group(m16, tok, [task], k=b, limits=cfg.limits, reward=cfg.reward,
+        rs, c, w = measure(lambda b=b: rollout_group(m16, tok, [task], k=b, limits=cfg.limits, reward=cfg.reward,
                                                  max_new_tokens=a.max_new_tokens, temperature=cfg.temperature,
                                                  seed=cfg.seed))
         new = sum(r.new_tokens for r in rs)

@@ -78,7 +78,7 @@ def main() -> None:
         task = Task(id="t", query="q", repo="r", root=str(root), gold=gold)
         rep = Report(files={"a.py": [[1, HUGE]], "missing.py": [[1, HUGE]]})
         for label, r in (("no root", None), ("with root", str(root))):
-            cpu, mem = measure(lambda: score_report("line-f1", gold, rep, root=r))
+            cpu, mem = measure(lambda r=r: score_report("line-f1", gold, rep, root=r))
             print(f"line-f1 of [1, {HUGE}] ({label}): {cpu * 1e3:.2f} ms CPU, peak {mem:.2f} MiB")
         cpu, mem = measure(lambda: row_for(task, rep.files))
         print(f"eval summary row of the same report: {cpu * 1e3:.1f} ms CPU, peak {mem:.2f} MiB")
@@ -96,7 +96,7 @@ def main() -> None:
         prev = None
         for n in (10_000, 40_000, 100_000):
             files = {f"pkg/m{i}.py": [[1, 5]] for i in range(n)}
-            cpu, mem = measure(lambda: row_for(task, files))
+            cpu, mem = measure(lambda files=files: row_for(task, files))
             grow = f" (x{cpu / prev[1]:.1f} for x{n / prev[0]:.0f} files)" if prev else ""
             print(f"eval summary row citing {n:,} files: {cpu:.2f} s CPU, peak {mem:.0f} MiB{grow}")
             prev = (n, cpu)

@@ -41,7 +41,7 @@ def child_cpu_s() -> float:
 def one_start(argv: list[str], env: dict) -> tuple[float, float]:
     """(CPU s, wall s) of one run of ``argv`` to its end; fails loudly if it fails."""
     c0, t0 = child_cpu_s(), time.perf_counter()
-    p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(argv, env=env, capture_output=True, text=True)
     wall, cpu = time.perf_counter() - t0, child_cpu_s() - c0
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()[-500:]}")

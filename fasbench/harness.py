@@ -148,7 +148,7 @@ def tool_pool_size() -> int:
     if env:
         if env.isdigit() and int(env) >= 1:
             return int(env)
-        warnings.warn(f"FASBENCH_TOOL_WORKERS={env!r} is not a positive integer; using {default} tool threads")
+        warnings.warn(f"FASBENCH_TOOL_WORKERS={env!r} is not a positive integer; using {default} tool threads", stacklevel=2)
     return default
 
 

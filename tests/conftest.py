@@ -1,11 +1,59 @@
-"""Shared test setup: the unit tests do not see ``FASBENCH_SHORT``.
+"""What the tests share: fixtures used by several modules, and the ``slow`` marker on the notebooks.
 
-``make test`` sets ``FASBENCH_SHORT=1`` for the notebooks it executes (their shortened parameter sets) in the
-same pytest process as these tests; a :class:`fasbench.stats.findings.Findings` built under it opens with a
-"Smoke settings" line, which would change the Markdown the tests here compare. A test that wants it sets it.
-"""
+``make test`` runs everything; ``make test-fast`` deselects ``slow`` (each test over ~5 s, and every
+notebook) and runs on two workers (pytest-xdist). A test module's own fixture of the same name wins over
+these.
 
+The unit tests do not see ``FASBENCH_SHORT``: ``make test`` sets it for the notebooks it executes (their
+shortened parameter sets) in the same pytest process; a :class:`fasbench.stats.findings.Findings` built under it
+opens with a "Smoke settings" line, which would change the Markdown the tests compare. A test that wants it sets
+it."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import fasbench  # noqa: F401  (imported first: sets OMP_WAIT_POLICY=PASSIVE before any test module loads torch)
+
+# isort: split
 import pytest
+from procs_fixture import procs_with
+
+
+def pytest_collection_modifyitems(config, items):
+    """The notebooks (nbmake's items) run for minutes each: ``slow``, so that ``-m "not slow"`` skips them."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture()
+def own_cache(tmp_path, monkeypatch):
+    """A FASBENCH_CACHE of the test's own, so that no run is resumed from another test's
+    (a module opts in: ``pytestmark = pytest.mark.usefixtures("own_cache")``)."""
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture()
+def reap():
+    """Markers of processes a tool call may leave behind; whatever a failing test left is killed after it."""
+    markers: list[str] = []
+    yield markers
+    for m in markers:
+        for pid in procs_with(m):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture(scope="module")
+def by_id():
+    """The SWE-bench tasks by id, Lite and Verified."""
+    from fasbench.data import swebench
+
+    return {t.id: t for t in swebench.tasks("swebench-verified") + swebench.tasks("swebench-lite")}
 
 
 @pytest.fixture(autouse=True)

@@ -1,12 +1,9 @@
-"""Processes a tool call may leave behind: find them by a marker in their command line, and kill
-what a failing test left (the ``reap`` fixture), for the wall and confinement tests."""
+"""Processes a tool call may leave behind: find them by a marker in their command line (the ``reap``
+fixture in conftest.py kills what a failing test left), for the wall and confinement tests."""
 
 from __future__ import annotations
 
 import os
-import signal
-
-import pytest
 
 
 def procs_with(marker: str) -> list[int]:
@@ -21,14 +18,3 @@ def procs_with(marker: str) -> list[int]:
                 pass
     return found
 
-
-@pytest.fixture()
-def reap():
-    markers: list[str] = []
-    yield markers
-    for m in markers:  # whatever a failing run left behind
-        for pid in procs_with(m):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

@@ -1,11 +1,11 @@
-"""Shared by the tests that download real PyPI sdists: skip them where PyPI cannot be reached, and the
-SWE-bench tasks by id (Lite and Verified)."""
+"""Shared by the tests that download real PyPI sdists: skip them where PyPI cannot be reached (the
+SWE-bench tasks by id, ``by_id``, are a fixture of conftest.py)."""
 
 import urllib.request
 
 import pytest
 
-from fasbench.data import corpus, swebench
+from fasbench.data import corpus
 
 
 def _pypi_reachable() -> bool:
@@ -18,7 +18,3 @@ def _pypi_reachable() -> bool:
 
 requires_pypi = pytest.mark.skipif(not _pypi_reachable(), reason="PyPI is not reachable from this machine")
 
-
-@pytest.fixture(scope="module")
-def by_id():
-    return {t.id: t for t in swebench.tasks("swebench-verified") + swebench.tasks("swebench-lite")}

@@ -363,9 +363,12 @@ def check_local_imports() -> dict[str, list[str]]:
         local = sorted((n for n, in_function in imports(p) if in_function), key=lambda n: n.lineno)
         justified_end = -1  # last line of the previous justified import, for blocks under one comment
         for n in local:
-            here, before = lines[n.lineno - 1], lines[n.lineno - 2] if n.lineno > 1 else ""
-            if (measured(here) or measured(before) or measured(comment_above(lines, n.lineno))
-                    or justified_end == n.lineno - 1):
+            # the import's own lines: a formatter wraps a long one, its comment inside the parentheses
+            here = " ".join(lines[n.lineno - 1:n.end_lineno or n.lineno])
+            before = lines[n.lineno - 2] if n.lineno > 1 else ""
+            # a block under one comment goes on across blank lines (isort puts one between its sections)
+            in_block = justified_end > 0 and not any(x.strip() for x in lines[justified_end:n.lineno - 1])
+            if measured(here) or measured(before) or measured(comment_above(lines, n.lineno)) or in_block:
                 justified_end = n.end_lineno or n.lineno
             else:
                 out.setdefault(rel(p), []).append(f"line {n.lineno}: {ast.unparse(n)}")

@@ -229,7 +229,7 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
         def tagged(n: ast.AST) -> bool:
             return _tagged(n) or isinstance(n, ast.Name) and n.id in tagged_names
 
-        def bad(n: ast.AST, why: str) -> None:
+        def bad(n: ast.AST, why: str, r: str = r) -> None:
             if (r, ast.unparse(n)) in HTML_ALLOWED:
                 return
             out.setdefault(r, []).append(f"line {n.lineno}: {why}: {ast.unparse(n)[:80]} (build it with "

@@ -158,6 +158,7 @@ def _fuzz(base, examples: int, seconds: float, at_least: int):
     return seen
 
 
+@pytest.mark.slow
 def test_fuzz_first_wall_alone(base, monkeypatch):
     monkeypatch.setattr(sandbox, "confine_parts", lambda: {"landlock": False, "seccomp": False})
     seen = _fuzz(base, EXAMPLES, SECONDS * 0.7, min(50, EXAMPLES))

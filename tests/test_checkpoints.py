@@ -20,6 +20,7 @@ def _cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "ckpt-cache"))
 
 
+@pytest.mark.slow
 def test_checkpoint_run_is_an_eval_run_and_resumes(tmp_path):
     tasks = toy_tasks(make_corpus(tmp_path / "toy"))[:2]
     out = tmp_path / "before"

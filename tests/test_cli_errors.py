@@ -119,6 +119,7 @@ def test_every_command_has_bad_input_cases(bad):
     assert not missing, f"add bad-input cases for {sorted(missing)}"
 
 
+@pytest.mark.slow
 def test_bad_input_gives_one_line_error_and_nonzero_exit(bad, monkeypatch):
     monkeypatch.delenv("FASBENCH_DEBUG", raising=False)
     runner = CliRunner()

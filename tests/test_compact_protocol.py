@@ -56,6 +56,7 @@ def test_run_episode_under_compact(tmp_path):
     assert "prompt" not in run_episode(task, ScriptedPolicy(turns), "relace", Limits(max_turns=3)).meta
 
 
+@pytest.mark.slow
 def test_first_turn_tokens_bound():
     tok = load_tokenizer("smollm2-offline")
     n_compact = first_turn_tokens(tok, "relace", COMPACT)

@@ -254,6 +254,7 @@ def test_swe_explore_range_of_30_million_lines(hostile):
     assert r["out"]["explore_line_precision"] == 1.0 and r["out"]["explore_line_recall"] == 1.0
 
 
+@pytest.mark.slow
 def test_episode_row_of_200k_citations(tmp_path):
     """100k ranges of one file and 100k more files: over 600 s before (quadratic rank building, an
     entity scan per region, a thrashed path cache); the guard here is only against a hang."""

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from pypi_fixture import by_id, requires_pypi  # noqa: F401 (by_id is a fixture)
+from pypi_fixture import requires_pypi
 
 from fasbench.data import corpus
 from fasbench.data.corpus import CorpusError, materialize

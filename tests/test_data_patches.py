@@ -18,7 +18,7 @@ def test_counts_and_edited_files_equal_patch_files(by_id):
     lite, ver = swebench.tasks("swebench-lite"), swebench.tasks("swebench-verified")
     assert len(lite) == 300 and len(ver) == 500
     for t in lite + ver:
-        files = {l[len("diff --git a/"):].split(" b/")[0] for l in t.meta["patch"].splitlines() if l.startswith("diff --git")}
+        files = {ln[len("diff --git a/"):].split(" b/")[0] for ln in t.meta["patch"].splitlines() if ln.startswith("diff --git")}
         assert set(t.gold.edited) == files, t.id
         assert set(t.gold.variants) == {"hunk", "changed"}
         assert t.gold.edited == t.gold.variants["hunk"]

@@ -70,6 +70,7 @@ def _cmd(tmp, main, out):
             "--search", "heuristic:turns=2", "--out", str(out), "--handoff", "citations"]
 
 
+@pytest.mark.slow
 def test_e2e_both_arms_interrupted_and_resumed(setup):
     tmp, main = setup
     out = tmp / "run"
@@ -253,6 +254,7 @@ def _files_under(d: Path) -> list[Path]:
     return [p for p in paths if p.is_file() and not p.is_symlink()]
 
 
+@pytest.mark.slow
 def test_sandbox_honest_path(attacked):
     """The agent edits a file of its copy and runs python on it; the patch is fasbench's diff, as text
     although the corpus's .gitattributes marks the file binary."""
@@ -266,6 +268,7 @@ def test_sandbox_honest_path(attacked):
     assert "SLEPT-4" not in a.traj and "timed out after 3 seconds" in a.traj, a.why  # the time limit kept
 
 
+@pytest.mark.slow
 def test_sandbox_writes_nothing_outside_the_copy(attacked):
     """Absolute paths, ../, a symlink the agent made, HOME, the cache, the run directory, fasbench's
     git dir, /usr, and a background process outliving its command."""
@@ -278,6 +281,7 @@ def test_sandbox_writes_nothing_outside_the_copy(attacked):
     assert "PWNED" not in "".join(a.records) and len(a.records) == 1
 
 
+@pytest.mark.slow
 def test_sandbox_sees_no_secret(attacked):
     """A secret file outside the copy, the cache's, HOME's, the API key and a variable of fasbench's
     environment: in no file fasbench wrote, nor its output; the commands' environment is the sandbox's."""
@@ -291,12 +295,14 @@ def test_sandbox_sees_no_secret(attacked):
     assert "PATH" in names and names <= ALLOWED_ENV, names - ALLOWED_ENV
 
 
+@pytest.mark.slow
 def test_sandbox_bounds_a_command_s_output(attacked):
     a = attacked
     assert "passed 2000000 bytes; it was stopped" in a.traj and "DONE-6" not in a.traj, a.why[-1500:]
     assert len(a.traj) < 10_000_000
 
 
+@pytest.mark.slow
 def test_sandbox_leaves_no_set_uid_file_on_the_host(attacked):
     """The agent's set-uid copies of bash and id: no euid 0 inside; on the host, no set-uid or set-gid bit
     on any file of the copy and, when fasbench runs as root, none of them is root's."""
@@ -309,10 +315,12 @@ def test_sandbox_leaves_no_set_uid_file_on_the_host(attacked):
         assert os.geteuid() != 0 or st.st_uid != 0, p
 
 
+@pytest.mark.slow
 def test_sandbox_has_no_network(attacked):
     assert "NET-OK" not in attacked.traj and "TCP-2-OPEN" not in attacked.traj, attacked.why
 
 
+@pytest.mark.slow
 def test_sandbox_fasbench_git_runs_nothing_of_the_agent(attacked):
     """fsmonitor, hooks, an include, filters, textconv, diff drivers and a pager the agent configured in
     its .git, with the corpus's .gitattributes naming them: fasbench's diff ran none of them."""

@@ -70,6 +70,7 @@ def test_a_reply_of_the_wrong_shape_ends_the_episode_with_a_named_error(toy, srv
     assert tr.meta["failed_requests"][0]["status"] in (200, None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["drip", "drip-headers"])
 def test_a_dripping_server_is_cut_at_the_total_deadline(toy, srv, mode):
     url, _ = srv
@@ -155,6 +156,7 @@ MAIN = [("drip", "fasbench.base.endpoint: no complete reply within the total dea
         ("deep", "fasbench.base.endpoint: reply: JSON nested too deeply")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,want", MAIN, ids=[m for m, _ in MAIN])
 def test_the_e2e_main_agent_model_calls_are_bounded_too(srv, tmp_path, mode, want):
     pytest.importorskip("minisweagent", reason="the live main agent needs mini-swe-agent")

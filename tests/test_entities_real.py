@@ -2,7 +2,8 @@
 PyPI sdist corpora (downloaded once into the cache; needs PyPI): a method edit, a class-level edit,
 a module-level edit, and a patch adding a new function and a new method."""
 
-from pypi_fixture import by_id, requires_pypi  # noqa: F401 (by_id is a fixture)
+import pytest
+from pypi_fixture import requires_pypi
 
 from fasbench.data.corpus import materialize
 
@@ -15,6 +16,7 @@ def _gold(by_id, iid):
     return t, (e["function"], e["class"], e["module"], e["added"])
 
 
+@pytest.mark.slow
 def test_method_edit(by_id):
     # django-15368: bulk_update's isinstance(attr, Expression) check (hunk placed with fuzz on Django 4.0)
     t, g = _gold(by_id, "django__django-15368")

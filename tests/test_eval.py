@@ -13,11 +13,14 @@ from dataclasses import replace
 
 import polars as pl
 import pytest
-from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
+from eval_fixtures import toy_copies
 
 from fasbench.evaluation.evaluate import aggregate, compare, run_eval, summarize
 from fasbench.harness import Limits
 from fasbench.records import iter_jsonl, write_tasks
+
+# Every test gets a FASBENCH_CACHE of its own (conftest.py): no run is resumed from another test's.
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +55,7 @@ def test_config_mismatch_is_refused(tasks, tmp_path):
         run_eval(tasks[:1], "heuristic", "nope", tmp_path / "x", workers=1, progress=False)
 
 
+@pytest.mark.slow
 def test_resume_after_kill(tasks, tmp_path):
     many = [replace(tasks[i % len(tasks)], id=f"k-{i}") for i in range(24)]
     tf = tmp_path / "tasks.jsonl"

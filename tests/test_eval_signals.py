@@ -66,6 +66,7 @@ def wait_lines(path, n, p, timeout=300):
     raise AssertionError("no traces appeared")
 
 
+@pytest.mark.slow
 def test_sigint_stops_promptly_and_resumes(task_file, tmp_path):
     out = tmp_path / "run"
     cmd, env, p = start(task_file, out, tmp_path)
@@ -91,6 +92,7 @@ def test_sigint_stops_promptly_and_resumes(task_file, tmp_path):
     assert sorted(ids) == sorted(f"s-{i}" for i in range(N_TASKS))  # resumed: none lost, none twice
 
 
+@pytest.mark.slow
 def test_sigkill_leaves_no_worker_behind(task_file, tmp_path):
     out = tmp_path / "run"
     _, _, p = start(task_file, out, tmp_path)

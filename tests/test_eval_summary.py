@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
@@ -16,6 +17,7 @@ from fasbench.records import write_tasks
 from fasbench.evaluation.runs import RUN_METRICS
 
 
+@pytest.mark.slow
 def test_eval_prints_one_compact_summary_table(tmp_path, monkeypatch):
     monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
     base = toy_tasks(make_corpus(tmp_path / "toy"))
@@ -47,7 +49,7 @@ def test_eval_prints_one_compact_summary_table(tmp_path, monkeypatch):
     df = pl.read_parquet(out / "summary.parquet")
     by = {g[0]: g for g in rows}
     assert float(by["turns"][1]) == round(df["turns"].mean(), 3) and by["turns"][4] == str(len(tasks))
-    for name, mean, lo, hi, n in rows:
+    for name, mean, lo, hi, _n in rows:
         if mean != "n/a":
             assert float(lo) <= float(mean) <= float(hi), name
     assert lines[i + 2 + len(rows)].startswith(f"{len(tasks)} episodes summarised in")

@@ -81,6 +81,7 @@ def test_row_columns_and_summary(tmp_path):
         episode_row(_trace(None), _task(tmp_path), localization=False, scoring=["fast"])
 
 
+@pytest.mark.slow
 def test_eval_cli_scoring_fastcontext(tmp_path):
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)

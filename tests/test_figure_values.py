@@ -100,6 +100,7 @@ def test_grouped_bars_are_drawn_at_their_height():
     assert close(got, want, 0.005), f"drawn {sorted(got)} vs data {sorted(want)}"
 
 
+@pytest.mark.slow
 def test_pareto_points_are_drawn_at_their_accuracy():
     t = pl.DataFrame({"policy": ["heuristic:turns=2", "heuristic:turns=4", "bm25"], "turns": [2.0, 4.0, 1.0],
                       "file_f2": [0.4, 0.55, 0.3], "file_f2_lo": [0.3, 0.45, 0.2], "file_f2_hi": [0.5, 0.65, 0.4]})

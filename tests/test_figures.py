@@ -22,6 +22,7 @@ from fasbench.studies.reward_plots import audit_heatmap, reward_views_figure
 N_TASKS = 7  # a stand-in for a notebook parameter (read from the caller's globals by set_context)
 
 
+@pytest.mark.slow
 def test_save_records_provenance_in_sidecar_and_pdf(tmp_path):
     figures.set_context("03_search_baselines")  # its parameters cell assigns N_TASKS, among others
     fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
@@ -118,6 +119,7 @@ def _bbox(mask) -> tuple[int, int, int, int]:
     return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOK_FIGURES)
 def test_pdf_is_whole_and_the_pngs_picture(exported, name, tmp_path):
     exported, sizes = exported

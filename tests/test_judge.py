@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from fasbench.cli import app
 from fasbench.scoring.judge import (JUDGE_PROMPT, citation_contents, judge_messages, make_judge,
                             parse_judge_result, query_message)
-from fasbench.records import Gold, Report, Trace
+from fasbench.records import Gold, Report, Task, Trace
 from fasbench.scoring.reward import episode_finish_reason, score_report
 from servers import free_port, server, wait_http
 
@@ -261,9 +261,7 @@ def test_cli_entry_point_with_a_real_judge(judge_url, ws, tmp_path):
     assert json.loads(p.stdout)["score"] == pytest.approx(3.8)
 
 
-def _task(ws) -> "Task":
-    from fasbench.records import Task
-
+def _task(ws) -> Task:
     return Task(id="t1", query=QUERY, repo="demo", gold=GOLD, root=str(ws))
 
 

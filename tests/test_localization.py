@@ -233,6 +233,7 @@ def _cli(*args, env_cache):
     return subprocess.run([sys.executable, "-m", "fasbench.cli", *args], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_import_swe_explore_then_eval_ids(explore_file, tmp_path):
     f, (s, e) = explore_file
     tasks = tmp_path / "tasks.jsonl"
@@ -274,6 +275,7 @@ def test_import_swe_explore_then_eval_ids(explore_file, tmp_path):
                                "function_f1", "function_acc_at_5", "file_f1")})
 
 
+@pytest.mark.slow
 def test_eval_ids_errors(explore_file, tmp_path):
     f, _ = explore_file
     tasks = tmp_path / "tasks.jsonl"

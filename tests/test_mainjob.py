@@ -20,6 +20,7 @@ def _notebook(path, *sources):
     return path
 
 
+@pytest.mark.slow
 def test_idle_kernel_is_stopped_and_retried_with_one_line(tmp_path, capsys):
     nb = _notebook(tmp_path / "hang.ipynb", "import time\ntime.sleep(3600)")
     rc = mainjob.run_all(tmp_path / "out", [nb], idle_s=20)
@@ -30,6 +31,7 @@ def test_idle_kernel_is_stopped_and_retried_with_one_line(tmp_path, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_busy_cell_longer_than_the_idle_limit_is_not_stopped(tmp_path, capsys):
     # 45 s of CPU in one cell against a 20 s idle limit: progress is CPU time, so it runs to the end (the
     # guard needs 2 CPU-s in 20 s, a tenth of a core: a machine at load 10 on 2 cores still gives that).
@@ -39,6 +41,7 @@ def test_busy_cell_longer_than_the_idle_limit_is_not_stopped(tmp_path, capsys):
     assert "failed" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_failing_notebook_reports_its_error_in_one_line(tmp_path, capsys):
     nb = _notebook(tmp_path / "bad.ipynb", "raise ValueError('the parameter N_TASKS must be positive')")
     assert mainjob.run_all(tmp_path / "out", [nb], idle_s=60) == 1

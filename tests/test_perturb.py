@@ -38,6 +38,7 @@ def _perturb(tasks_file: Path, out: Path, spec: str = SPEC, check: bool = True):
     return CliRunner().invoke(app, args)
 
 
+@pytest.mark.slow
 def test_perturb_command_relocates_gold_exactly_and_keeps_imports(toy):
     tmp, _, tasks = toy
     tasks = tasks[:3]
@@ -57,7 +58,7 @@ def test_perturb_command_relocates_gold_exactly_and_keeps_imports(toy):
         assert {"module", "private"} <= kinds, rec["renames"]  # the toy's requests has no subpackage
         assert rec["reorders"], "no function was reordered"
         assert gold_line_mismatches(t, p) == []
-        for path, ranges in t.gold.edited.items():  # the gold function's def line is still its def line
+        for path in t.gold.edited:  # the gold function's def line is still its def line
             new_path = rec["moves"].get(path, path)
             assert new_path in p.gold.edited and (Path(p.root) / new_path).is_file()
             moved += new_path != path
@@ -74,6 +75,7 @@ def test_perturb_command_relocates_gold_exactly_and_keeps_imports(toy):
     assert moved >= 1  # a gold file moved (gold modules are renamed first)
 
 
+@pytest.mark.slow
 def test_task_text_follows_a_renamed_gold_path(toy):
     tmp, tasks_file, tasks = toy
     t = tasks[2]  # the redirect loop: its traceback names requests/sessions.py
@@ -97,6 +99,7 @@ def test_task_text_follows_a_renamed_gold_path(toy):
     assert v["import_original"] == v["import_perturbed"] > 0, v
 
 
+@pytest.mark.slow
 def test_same_spec_rebuilds_the_same_tree_and_source_is_untouched(toy, tmp_path, monkeypatch):
     tmp, _, tasks = toy
     tasks = tasks[:1]
@@ -133,6 +136,7 @@ def test_bad_spec_is_one_line(toy, spec, needle):
     assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
 
 
+@pytest.mark.slow
 def test_eval_perturb_runs_on_the_perturbed_corpus(toy):
     tmp, tasks_file, tasks = toy
     r = CliRunner().invoke(app, ["eval", "--tasks", str(tasks_file), "--policy", "bm25", "--perturb", SPEC,
@@ -153,6 +157,7 @@ def test_eval_perturb_runs_on_the_perturbed_corpus(toy):
     assert not seen, f"the episodes saw original paths {seen}"
 
 
+@pytest.mark.slow
 def test_package_rename_rewrites_imports_and_tests_still_collect(tmp_path, monkeypatch):
     monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
     root = tmp_path / "corpus"

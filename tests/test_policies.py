@@ -46,6 +46,7 @@ def test_heuristic_reports_on_final_turn(toy):
     assert tr.stop_reason == "reported" and tr.n_turns == 2
 
 
+@pytest.mark.slow
 def test_heuristic_is_stochastic_with_temperature(toy):
     def calls(pol, task):
         tr = run_episode(task, pol, "relace")
@@ -95,6 +96,7 @@ def test_chunks_follow_functions_and_are_cached(toy, tmp_path):
     assert k1 == k2 and c1 == c2 and len(c1) > 100
 
 
+@pytest.mark.slow
 def test_dense_on_a_small_corpus(tmp_path):
     # a few real files keep the embedding step short on CPU
     src = package_source()

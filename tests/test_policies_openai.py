@@ -26,6 +26,7 @@ def toy(tmp_path_factory):
 
 
 # slow-ish: starts `transformers serve` (~30-100 s on a loaded CPU)
+@pytest.mark.slow
 def test_transformers_serve_round_trip(toy, tmp_path):
     pytest.importorskip("fastapi", reason="transformers serve needs the [serving] extra (dev dependency)")
     pytest.importorskip("uvicorn")

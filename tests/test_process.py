@@ -111,6 +111,7 @@ def repeated(tmp_path_factory):
     mp.undo()
 
 
+@pytest.mark.slow
 def test_pass_hat_k_and_flip_rate_of_repeated_runs(repeated):
     metric, thr = "calls_nothing_new_share", 0.2
     vals = [R.load_summary(repeated / f"h{s}").select("task_id", metric) for s in (1, 2, 3)]
@@ -128,6 +129,7 @@ def test_pass_hat_k_and_flip_rate_of_repeated_runs(repeated):
     assert "no policy was run more than once" in R.noise_text(R.noise_table([repeated / "other"]))
 
 
+@pytest.mark.slow
 def test_compare_prints_a_noise_floor_from_repeated_runs(repeated):
     m = "calls_nothing_new_share"
     means = [float(R.load_summary(repeated / f"h{s}")[m].mean()) for s in (1, 2, 3)]

@@ -188,6 +188,7 @@ def tree_report(tmp_path):
     return write_report(tmp_path / "nb", tmp_path / "report")
 
 
+@pytest.mark.slow
 def test_the_static_report_shows_the_tree(tmp_path):
     """The tree of a main agent with two search episodes in the static report: both nested under the main
     agent (escaped), each with its static replay, no widget view."""

@@ -37,6 +37,7 @@ def executed(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_report_joins_notebooks_with_outputs_findings_and_widget_state(executed, tmp_path):
     js = tmp_path / "js"
     js.mkdir()
@@ -141,6 +142,7 @@ def test_unshown_numbers_skips_levels_versions_and_parameters_but_not_results():
     assert unshown_numbers(_nb(("t", [_stream("9.315 0.75 91%\n", "stdout")], None), ("f", [f2], ["findings"]))) == ["90.7%"]
 
 
+@pytest.mark.slow
 def test_replay_in_the_report_is_static_and_its_widget_state_is_left_out(tmp_path):
     src = ("import sys; sys.path.insert(0, %r)\n" % str(Path(__file__).parent) +
            "from test_widgets import hand_trace, hand_task\nfrom fasbench.replay import TraceReplay\n"

@@ -129,6 +129,7 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "fasbench.cli", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_cli_score():
     gold = json.dumps({"edited": {"a.py": [[1, 5]], "b.py": [[3, 4]]}, "viewed": None})
     report = json.dumps({"files": {"a.py": [[1, 5]], "c.py": [[1, 1]]}, "explanation": "x"})

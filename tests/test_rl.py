@@ -244,6 +244,7 @@ def test_rl_judge_is_asked_about_the_rollouts_own_query(tasks):
     assert "Where are numbers formatted for display?" in message and task.query not in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reward,parts", [("relace", {"accuracy", "turn_penalty"}),
                                            ("fastcontext", {"cited", "score_file", "f0_5", "over_penalty"})])
 def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
@@ -293,7 +294,7 @@ def test_final_turn_note_only_before_the_last_turn(tasks):
     env = environment_class("relace", lim)()
     env.reset(task=json.dumps(tasks[0].to_dict()))
     notes = []
-    for turn in range(3):
+    for _ in range(3):
         env._begin_turn()
         env.grep_search(query="def add")
         notes.append(env._final_note())
@@ -431,6 +432,7 @@ def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
     return model_dir
 
 
+@pytest.mark.slow
 def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypatch):
     import torch
 
@@ -500,6 +502,7 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypat
     assert list(fig.data[0].y) == pytest.approx(ba.group_by("policy", maintain_order=True).agg(pl.col("reward").mean())["reward"].to_list())
 
 
+@pytest.mark.slow
 def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tasks, tmp_path, capsys):
     import hashlib
 
@@ -522,6 +525,7 @@ def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tasks, tmp_pa
     assert "resumed at step 2 of max_steps=2" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_raw_advantages_are_the_rewards(tasks, tmp_path, monkeypatch):
     """advantage: raw (FastContext's slime run, --disable-rewards-normalization): the advantage of
     each rollout is its reward, not reward - group mean (TRL's, which sums to 0 within a group).

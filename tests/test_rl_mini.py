@@ -23,6 +23,7 @@ def family():
     return load_task_set("symbols")
 
 
+@pytest.mark.slow
 def test_gold_is_the_ast_definition_and_splits_are_disjoint(family):
     by = {s: [t for t in family if t.split == s] for s in ("train", "dev", "test")}
     assert len(by["train"]) >= 100 and len(by["test"]) >= 20
@@ -41,6 +42,7 @@ def test_gold_is_the_ast_definition_and_splits_are_disjoint(family):
             assert (node.lineno, node.end_lineno) == (a, b)
 
 
+@pytest.mark.slow
 def test_task_set_name_and_query(family):
     assert parse_task_set("symbols:test").kind == "symbols"
     t = family[0]
@@ -48,6 +50,7 @@ def test_task_set_name_and_query(family):
     assert t.query.rstrip(".").split(": ", 1)[1].split(", ") == t.meta["symbols"]
 
 
+@pytest.mark.slow
 def test_sequential_start_takes_k_plus_one_turns_parallel_two(family):
     lim = Limits(max_turns=8, max_calls_per_turn=8, tool=ToolLimits(max_output_chars=400, max_calls_per_turn=8))
     t = next(t for t in family if t.split == "test")

@@ -22,6 +22,7 @@ def _limits(turns=5):
     return Limits(max_turns=turns, max_calls_per_turn=8, tool=ToolLimits(max_output_chars=300, prompt="compact"))
 
 
+@pytest.mark.slow
 def test_scripted_tokens_are_the_rendered_chat_with_replies_masked(tasks):
     from fasbench.models import load_tokenizer
 
@@ -40,6 +41,7 @@ def test_scripted_tokens_are_the_rendered_chat_with_replies_masked(tasks):
     assert "report_back" in replies[-1] and c.mask[0] == 0
 
 
+@pytest.mark.slow
 def test_batched_greedy_rollouts_equal_one_at_a_time(tasks):
     import torch
 

@@ -10,12 +10,15 @@ import sys
 
 import polars as pl
 import pytest
-from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
+from eval_fixtures import toy_copies
 
 from fasbench.evaluation.evaluate import run_eval
 from fasbench.evaluation.rundir import read_run, resume_note, run_name
 from fasbench.records import Gold, Task, write_tasks
 from fasbench.data.tasksets import task_set_label
+
+# Every test gets a FASBENCH_CACHE of its own (conftest.py): no run is resumed from another test's.
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +59,7 @@ def test_a_run_directory_refuses_other_tasks_and_counts_what_it_resumed(tasks, t
         run_eval(tasks[:2], "heuristic:turns=2", "relace", out, workers=1, progress=False, corpus="online")
 
 
+@pytest.mark.slow
 def test_a_run_json_from_before_the_tasks_key_is_checked_against_its_traces(tasks, tmp_path):
     out = tmp_path / "old"
     run_eval(tasks[:3], "heuristic:turns=2", "relace", out, workers=1, progress=False)
@@ -68,6 +72,7 @@ def test_a_run_json_from_before_the_tasks_key_is_checked_against_its_traces(task
     assert (read_run(out).last_call()["ran"], read_run(out).last_call()["resumed"]) == (1, 3)
 
 
+@pytest.mark.slow
 def test_limit_says_how_many_ran_and_why_fewer(tasks, tmp_path):
     bad = [Task(id=f"nopick-{i}", query="q", repo="nobody/nothing", gold=Gold(edited={}), version="1.0") for i in range(4)]
     tf = tmp_path / "tasks.jsonl"

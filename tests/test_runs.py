@@ -95,6 +95,7 @@ def test_compare_runs_paired_several_metrics(runs):
         R.compare_runs([d / "bm25", d / "missing"])
 
 
+@pytest.mark.slow
 def test_cli_runs_and_compare_tables_and_one_line_errors(runs):
     from typer.testing import CliRunner
 

@@ -85,6 +85,7 @@ def test_line_prf_resolves_end_of_file_against_the_workspace(ws):
     assert capped_ranges({"pkg/a.py": [[11, -1]]}, str(ws)) == 0
 
 
+@pytest.mark.slow
 def test_score_cli_with_root_scores_end_of_file(ws):
     gold = json.dumps({"edited": {"pkg/a.py": [[15, 20]]}})
     report = json.dumps({"files": {"pkg/a.py": [[11, -1]]}, "explanation": ""})
@@ -103,6 +104,7 @@ def test_score_cli_with_root_scores_end_of_file(ws):
 
 # ---------------------------------------------------------------- huge ranges, many citations
 
+@pytest.mark.slow
 def test_score_cli_huge_range_is_bounded(ws):
     gold = json.dumps({"edited": {"pkg/a.py": [[1, 2]]}})
     report = json.dumps({"files": {"pkg/a.py": [[1, HUGE]], "gone.py": [[1, HUGE]]}})
@@ -130,6 +132,7 @@ def test_eval_summary_huge_range_is_bounded(ws):
     assert rec == 1.0 and prec == pytest.approx(2 / (20 + 2 + LINE_CAP))
 
 
+@pytest.mark.slow
 def test_many_citations_are_linear():
     """200k ranges in one FastContext answer and 200k cited files in one summary: a membership test
     per item made these quadratic (hours); linear code finishes in seconds."""

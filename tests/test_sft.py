@@ -86,6 +86,7 @@ def test_build_from_real_trajectory_reexecuted(real_data):
     assert par["messages"][-1]["role"] == "assistant" and 1 <= par["n_calls"] <= 6
 
 
+@pytest.mark.slow
 def test_tiny_training_loss_falls_and_resumes(real_data, tmp_path):
     _, out, _ = real_data
     run = tmp_path / "run"
@@ -109,6 +110,7 @@ def test_tiny_training_loss_falls_and_resumes(real_data, tmp_path):
     assert tok.chat_template and model.config.vocab_size == len(tok)
 
 
+@pytest.mark.slow
 def test_gpu_profile_loads_and_first_step_runs_on_cpu_code_path(real_data, tmp_path):
     gpu = load_profile("gpu")
     t = gpu.train
@@ -228,6 +230,7 @@ def _tree_digest(d: Path) -> dict:
     return {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest()) for p in sorted(d.iterdir())}
 
 
+@pytest.mark.slow
 def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tmp_path, capsys):
     from fasbench.sft.train import read_state
 

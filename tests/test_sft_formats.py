@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from fasbench.records import Gold, Reply, Task, ToolCall, write_tasks
 from fasbench.sft import release_formats as rf
 from fasbench.sft.data import BuildConfig, build, linerange_example, load_dataset, synthesized_example, teacher_trace
@@ -114,6 +116,7 @@ def test_build_writes_the_release_linerange_for_fastcontext(tmp_path):
     assert ex["tools"] and ex["n_calls"] >= 2
 
 
+@pytest.mark.slow
 def test_build_with_a_teacher_over_http(tmp_path):
     """parallel_teacher: a real OpenAI-compatible server on 127.0.0.1 gets the synthesis prompt; its
     calls become the parallel_toolcalls example (the first turns of episodes are then not used)."""

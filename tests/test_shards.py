@@ -37,6 +37,7 @@ def _frame(df: pl.DataFrame) -> pl.DataFrame:
     return df.drop([c for c in TIMING if c in df.columns]).sort("task_id")
 
 
+@pytest.mark.slow
 def test_shards_merge_into_the_unsharded_summary(task_file, tmp_path):
     _eval(task_file, tmp_path / "all")
     for i in range(3):

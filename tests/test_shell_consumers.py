@@ -25,6 +25,14 @@ def test_a_heredoc_body_is_not_run_when_written():
     assert call_looks("cat <<'EOF' > notes/a.py\nprint(1)\nEOF", "") == []  # writing is not displaying
 
 
+def test_a_written_file_is_resolved_where_it_was_written():
+    """A redirect target is resolved in its own command's directory, not in the last command's (was: the
+    last ``cd``'s, so a write to ./a.py hid a display of sub/a.py)."""
+    assert call_looks("echo hi > a.py; cd sub && cat a.py", "") == [Look("sub/a.py", None, "display")]
+    assert call_looks("cat a.py; cd sub && echo hi > a.py", "") == [Look("a.py", None, "display")]
+    assert call_looks("cd sub && echo hi > a.py; cat a.py", "") == []  # cd carries over to the later command
+
+
 def test_unterminated_heredoc_swallows_the_rest():
     cmd = "cat > f.py.fix << 'EOF'\n# look\nsed -n '760,780p' /testbed/f.py"
     assert call_looks(cmd, "") == []  # bash reads the sed line as heredoc text

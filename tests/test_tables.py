@@ -45,6 +45,7 @@ def test_unknown_column_is_one_line():
         to_latex(pl.DataFrame({"a": ["1"]}), columns=["nope"])
 
 
+@pytest.mark.slow
 def test_runs_and_compare_write_latex(tmp_path):
     import subprocess
     import sys

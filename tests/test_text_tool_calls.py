@@ -119,6 +119,7 @@ def _cli(*args, **kw):
                           timeout=600, **kw)
 
 
+@pytest.mark.slow
 def test_cli_eval_ends_with_the_warning(toy, server_url, tmp_path):
     write_tasks(tmp_path / "tasks.jsonl", [steered(toy[0], "prose")])
     r = _cli("eval", "--tasks", str(tmp_path / "tasks.jsonl"), "--max-turns", "2", "--out", str(tmp_path / "run"),
@@ -129,6 +130,7 @@ def test_cli_eval_ends_with_the_warning(toy, server_url, tmp_path):
     assert "no parsable tool call" not in r.stdout  # once, at the end
 
 
+@pytest.mark.slow
 def test_eval_help_lists_every_policy_family():
     r = _cli("eval", "--help")
     text = " ".join(r.stdout.split())

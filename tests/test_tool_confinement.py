@@ -9,7 +9,7 @@ import signal
 import time
 
 import pytest
-from procs_fixture import procs_with, reap  # noqa: F401 (reap is a fixture)
+from procs_fixture import procs_with
 
 from fasbench.tools import ToolLimits
 from fasbench.tools.bash import pipeline as sandbox

@@ -76,6 +76,7 @@ def _events(run: Path) -> list[Path]:
     return sorted(run.glob("runs/*/events.out.tfevents.*"))
 
 
+@pytest.mark.slow
 def test_sft_default_writes_tensorboard_events_and_the_step_log(tmp_path):
     from test_sft import _tiny_dataset
 
@@ -92,6 +93,7 @@ def test_sft_default_writes_tensorboard_events_and_the_step_log(tmp_path):
     assert ev and ev[0].stat().st_size > 0, sorted(run.rglob("*"))
 
 
+@pytest.mark.slow
 def test_rl_default_writes_tensorboard_events_and_the_step_log(tmp_path):
     import torch
     from test_rl import make_repo

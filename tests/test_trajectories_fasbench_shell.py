@@ -4,9 +4,10 @@ classified by its command, as an agent's shell action and ``fasbench classify`` 
 command). The other kinds keep their categories: view_file read, grep_search and view_directory search,
 report_back other. On a real heuristic eval run (toy corpus) and on the same traces exported as ATIF."""
 
+import pytest
 from typer.testing import CliRunner
 
-from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
+from eval_fixtures import toy_copies
 from fasbench.cli import app
 from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits
@@ -14,6 +15,9 @@ from fasbench.records import read_traces
 from fasbench.tools import tool_kind
 from fasbench.trajectories.analysis import analyze_paths
 from fasbench.trajectories.classify import classify
+
+# Every test gets a FASBENCH_CACHE of its own (conftest.py): no run is resumed from another test's.
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 EXPECTED = {"read": "read", "search": "search", "list": "search", "report": "other"}
 

@@ -29,6 +29,7 @@ def _calls(tr):
     return [(c.name, json.dumps(c.arguments, sort_keys=True)) for t in tr.turns for c in t.calls]
 
 
+@pytest.mark.slow
 def test_sequential_policy_makes_the_same_calls_and_answer_in_more_turns(toy):
     """Relace's starting point with a known answer: same search, same report, one call a turn."""
     lim = Limits(max_turns=24)
@@ -59,6 +60,7 @@ def test_sequential_policy_answers_when_the_limit_comes(toy):
     assert tr.n_turns == 5 and tr.stop_reason == "reported" and tr.meta["final_note_turn"] == 4
 
 
+@pytest.mark.slow
 def test_harness_runs_24_turns_and_checks_its_limits(toy):
     grep = {"calls": [{"name": "grep_search", "arguments": {"query": "def "}}]}
     tr = run_episode(toy[0], ScriptedPolicy([grep] * 30), "relace", Limits(max_turns=24))
@@ -68,6 +70,7 @@ def test_harness_runs_24_turns_and_checks_its_limits(toy):
             Limits(max_turns=bad)
 
 
+@pytest.mark.slow
 def test_eval_cli_runs_a_24_turn_limit(toy, tmp_path):
     tasks = tmp_path / "toy.jsonl"
     append_jsonl(tasks, toy[:2])
@@ -185,6 +188,7 @@ def test_turns_accuracy_figure_from_the_step_log():
                                                                           "reward_parts/turn_penalty/std")).data]
 
 
+@pytest.mark.slow
 def test_start_vs_target_shows_the_gap_the_turn_penalty_opens(toy):
     from fasbench.rl.config import RLConfig
     from fasbench.rl.turn_curves import findings, rollout_frame, start_vs_target, turn_trend

@@ -90,6 +90,7 @@ def test_a_set_uid_file_made_inside_is_not_set_uid_on_the_host(bwrap):
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_fork_bomb_ends_at_its_process_limit(bwrap, copy):
     """24 processes at most: the limit is read back first; the bomb then ends at the command's time
     limit, within seconds, while the host answers."""
@@ -170,6 +171,7 @@ def test_a_read_only_root_and_extra_read_only_paths(bwrap, tmp_path):
     assert not (corpus / "w").exists()
 
 
+@pytest.mark.slow
 def test_perturb_check_runs_the_corpus_in_the_sandbox(tmp_path, monkeypatch):
     """A hostile corpus whose module, on import and at test collection, writes out the API key, writes a
     file outside the corpus and opens a socket to this host: none of it succeeds; the check still runs."""

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from procs_fixture import procs_with, reap  # noqa: F401 (reap is a fixture)
+from procs_fixture import procs_with
 
 from fasbench.tools import ToolLimits, make_toolset
 from fasbench.tools.bash import pipeline as sandbox

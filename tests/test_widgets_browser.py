@@ -93,6 +93,7 @@ def _header(replay) -> str:
     return replay.locator(".fasbench-turn-header").inner_text()
 
 
+@pytest.mark.slow
 def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
@@ -193,6 +194,7 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
         "07_parallel_vs_sequential.png", "07_trace_files.png", "07_trace_timeline.png"]
 
 
+@pytest.mark.slow
 def test_static_report_steps_through_turns_without_a_kernel(tmp_path):
     """The report of an executed notebook with a replay, in Chromium with no kernel: the replay is the
     static one, its turn labels and bars switch the turn and the call shown (CSS only), and the icons of

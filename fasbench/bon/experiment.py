@@ -107,7 +107,7 @@ def _trim(pools: Sequence[Pool], n: int) -> list[Pool]:
             continue
         out.append(p if p.n == n else Pool(p.task_id, p.gold, p.rollouts[:n], p.split, p.reward))
     if short:
-        warnings.warn(f"{short} task(s) have fewer than {n} rollouts and are left out")
+        warnings.warn(f"{short} task(s) have fewer than {n} rollouts and are left out", stacklevel=2)
     return out
 
 

@@ -68,7 +68,7 @@ def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = Non
         if not parents:
             skipped.append({"sha": sha, "reason": "root-commit"})
             continue
-        numstat = [l.split("\t") for l in _git(repo, gd, "diff", "--numstat", "--no-renames", revs=(parents[0], sha)).splitlines()]
+        numstat = [ln.split("\t") for ln in _git(repo, gd, "diff", "--numstat", "--no-renames", revs=(parents[0], sha)).splitlines()]
         paths = [n[2] for n in numstat if len(n) == 3]
         if not paths:
             skipped.append({"sha": sha, "reason": "empty"})

@@ -101,17 +101,17 @@ def _text(line: unidiff.patch.Line) -> str:
 
 
 def _hunk(h: unidiff.Hunk) -> Hunk:
-    kinds = [("-" if l.is_removed else "+" if l.is_added else " ") for l in h]
+    kinds = [("-" if ln.is_removed else "+" if ln.is_added else " ") for ln in h]
     old, new, changed = [], [], []
     last_old = h.source_start - 1 if h.source_length else h.source_start
     i = 0
     lines = list(h)
     while i < len(lines):
-        l = lines[i]
-        if l.is_context:
-            old.append(_text(l))
-            new.append(_text(l))
-            last_old = l.source_line_no
+        ln = lines[i]
+        if ln.is_context:
+            old.append(_text(ln))
+            new.append(_text(ln))
+            last_old = ln.source_line_no
             i += 1
             continue
         # a block of removed and/or added lines
@@ -138,7 +138,7 @@ def _hunk(h: unidiff.Hunk) -> Hunk:
     while trail < len(kinds) - lead and kinds[len(kinds) - 1 - trail] == " ":
         trail += 1
     return Hunk(h.source_start, h.source_length, old, new, lead, trail, _merge(changed),
-                [(k, _text(l)) for k, l in zip(kinds, lines)])
+                [(k, _text(ln)) for k, ln in zip(kinds, lines)])
 
 
 def parse_diff(diff: str) -> list[FileDiff]:
@@ -209,7 +209,7 @@ class HunkPlace:
 def _read_lines(root: Path, rel: str) -> list[str]:
     """A gold patch's file on the corpus, through :mod:`fasbench.base.contain` (inside the root, bounded)."""
     text = contain.read_bytes(root, rel)[0].decode("utf-8", errors="surrogateescape")
-    return [l.rstrip("\r\n") for l in text.splitlines(keepends=True)]
+    return [ln.rstrip("\r\n") for ln in text.splitlines(keepends=True)]
 
 
 def locate_file(f: FileDiff, lines: list[str]) -> list[HunkPlace]:

@@ -111,12 +111,12 @@ def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bo
     for r in regions:
         path, s, e = str(r[0]), int(r[1]), int(r[2])
 
-        def keep(ns: int, ne: int, how: str) -> None:
+        def keep(ns: int, ne: int, how: str, path: str = path) -> None:
             res.regions.append([path, ns, ne])
             res.how[how] = res.how.get(how, 0) + 1
 
-        def drop(reason: str, detail: str = "") -> None:
-            res.dropped.append({"region": [path, s, e], "reason": reason, "detail": detail})
+        def drop(reason: str, detail: str = "", region: tuple = (path, s, e)) -> None:
+            res.dropped.append({"region": list(region), "reason": reason, "detail": detail})
 
         if contain.file_key(root, path) is None:  # missing, outside the corpus or not a regular file
             drop("file-missing", path)

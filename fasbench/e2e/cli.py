@@ -51,7 +51,7 @@ def register(app) -> None:
             run_e2e(ts, main, search, out, toolset, handoff, search_turns, keep_work)
         except (ValueError, FileNotFoundError, MainAgentError) as e:
             typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         df = load_records(out)
         typer.echo(f"{df.height} episodes in {out / 'records.jsonl'}; trajectories under {out / 'trajs'}")
         for row in compare_arms(df):

@@ -39,7 +39,7 @@ def findings(datasets: Sequence[str], short: Mapping[str, str], tot: pl.DataFram
                       f"{ci_of(u, 'calls_share', **SHARE)}.")
             continue
 
-        def g(rule: str, fmt: str) -> dict:
+        def g(rule: str, fmt: str, t=t) -> dict:
             return t.filter((pl.col("rule") == rule) & (pl.col("format") == fmt)).row(0, named=True)
 
         s, a, sc = g("strict", "code+search"), g("all", "code+search"), g("strict", "citations")

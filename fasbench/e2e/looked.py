@@ -121,9 +121,9 @@ def call_looks(command: str, output: str, cwd: str = ROOT) -> list[Look]:
     """The files (and lines) one shell call showed the agent (see the module doc)."""
     looks: list[Look] = []
     prev_files: list[str] = []  # files of the previous display in a pipe, for a later line filter
-    for s, cwd in shell.walk(command, cwd):
+    for s, here in shell.walk(command, cwd):  # here: the working directory after any cd
         name = s.name
-        files = [p for p in (agent_path(o, cwd) for o in operands(s.words)) if p] if name in DISPLAY else []
+        files = [p for p in (agent_path(o, here) for o in operands(s.words)) if p] if name in DISPLAY else []
         rng = _range_of(s) if name in DISPLAY else False
         if files and name not in ("grep", "egrep", "rg", "wc"):
             for p in files:
@@ -141,17 +141,21 @@ def call_looks(command: str, output: str, cwd: str = ROOT) -> list[Look]:
                 looks = [lk for lk in looks if not (lk.path == p and lk.lines is None and lk.how == "display")]
                 looks.append(Look(p, _ranges(shown), "search-hit"))
                 prev_files = []
-        hits = _shell_grep_lines(s, output, cwd)
+        hits = _shell_grep_lines(s, output, here)
         for p, ls in hits.items():
             looks.append(Look(p, _ranges(ls), "search-hit"))
         if files and name in ("grep", "egrep", "rg") and not hits and output_text(output).strip():
             looks.extend(Look(p, None, "search-file") for p in files)  # matches without line numbers
         if is_search(s):
-            found = search_paths(s, output, cwd)
+            found = search_paths(s, output, here)
             if len(found) <= MAX_SEARCH_PATHS:
                 looks.extend(Look(p, None, "search-file") for p in sorted(found) if p not in hits)
-    written = {t for s in shell.simple_commands(command) for op, t in s.redirects if op in (">", ">>")}
-    written = {agent_path(t, cwd) for t in written}
+    # each redirect target in its own command's working directory (not the last command's)
+    written, here = set(), cwd
+    for s in shell.simple_commands(command):
+        written |= {agent_path(t, here) for op, t in s.redirects if op in (">", ">>")}
+        if s.name == "cd" and len(s.words) > 1:
+            here = posixpath.normpath(posixpath.join(here, s.words[1]))
     seen, out = set(), []
     for lk in looks:
         if lk.path in written or lk in seen:

@@ -84,7 +84,7 @@ def register(app) -> None:
         except KeyboardInterrupt:  # bad input (ValueError, OSError) is the CLI group's one-line error
             where = f"in {plan.out / 'traces.jsonl'}" if plan else "(none ran yet)"
             typer.echo(f"interrupted: finished episodes are kept {where}; the same command resumes", err=True)
-            raise typer.Exit(130)
+            raise typer.Exit(130) from None
         failed = int(df["failed"].sum()) if "failed" in df.columns else 0
         if failed:  # before the table: e.g. a model server that still failed after the last retry
             typer.echo(f"{failed} of {df.height} episodes FAILED (model server or policy error; summary column "

@@ -353,7 +353,7 @@ def episode_rows(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, T
             seen.add(tr.task_id)
         kept.append(tr)
     if dup:
-        warnings.warn(f"{dup} duplicate traces ignored (first one per task kept)")
+        warnings.warn(f"{dup} duplicate traces ignored (first one per task kept)", stacklevel=2)
     if judge is not None:  # every judge question at once, concurrently, before the rows
         judge.score_many(judge_requests((tr, by_id[tr.task_id]) for tr in kept if tr.task_id in by_id))
     return [episode_row(tr, by_id.get(tr.task_id), reward, rewards, judge, localization, scoring) for tr in kept]

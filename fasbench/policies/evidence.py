@@ -155,7 +155,7 @@ class Evidence:
                 if any(term in t for term in present):
                     self.lines[path][ln] = max(self.lines[path].get(ln, 0.0), 0.2)
         seen = set()
-        for ln, t in lines:
+        for _, t in lines:
             for w in re.findall(r"\b([A-Za-z_]\w{4,})\s*\(", t):
                 if w not in seen and w not in self.weight and w.lower() not in STOP and not w.startswith("_"):
                     seen.add(w)

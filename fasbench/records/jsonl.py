@@ -75,7 +75,7 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
                 raise RecordError(f"{path}: line {i} is JSON nested too deeply") from None
             except json.JSONDecodeError as e:
                 if not text.endswith("\n"):  # only the last line can lack its newline
-                    warnings.warn(f"{path}: skipping truncated last line {i} ({e})")
+                    warnings.warn(f"{path}: skipping truncated last line {i} ({e})", stacklevel=2)
                     continue
                 raise RecordError(f"{path}: line {i} is not valid JSON: {e}") from e
 

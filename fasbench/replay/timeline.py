@@ -180,7 +180,7 @@ def turn_columns(trace: Trace, min_width: float = 0.04) -> tuple[list[list[Place
         end = max([t.model_end, t.tools_end] + [s.end for s in ss])
         dur = (end - start) or 1.0
 
-        def place(a: float, b: float) -> tuple[float, float]:
+        def place(a: float, b: float, start: float = start, dur: float = dur) -> tuple[float, float]:
             w = min(1.0, max((b - a) / dur, min_width))
             return min(max(0.0, (a - start) / dur), 1.0 - w), w
 

@@ -218,9 +218,9 @@ class BatchDecoder:
         for step in range(max_new_tokens):
             where = {r: i for i, r in enumerate(rows)}
             got, lp = cur._sample([where[r] for r in active])
-            for r, t, l in zip(active, got, lp):
+            for r, t, logp in zip(active, got, lp):
                 toks[r].append(t)
-                lps[r].append(l)
+                lps[r].append(logp)
             fed = dict(zip(active, got))
             active = [r for r in active if fed[r] not in self.stops]
             if not active or step == max_new_tokens - 1:

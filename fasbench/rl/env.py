@@ -41,7 +41,7 @@ def _hint(schema: dict) -> Any:
         h = hints[0]
         for x in hints[1:]:
             h = h | x
-        return Optional[h] if "null" in typ else h
+        return Optional[h] if "null" in typ else h  # noqa: UP045 (a runtime hint: typing.Optional, as written before)
     if typ == "array" and isinstance(schema.get("prefixItems"), list):  # a fixed-length tuple
         return tuple[tuple(_hint(x) for x in schema["prefixItems"])]
     if typ == "array":

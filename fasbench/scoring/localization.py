@@ -191,7 +191,6 @@ def explore_metrics(preds: Sequence[Region], explore: Mapping, n_lines: Mapping[
     """SWE-Explore's per-instance metrics of the top ``top_k`` regions (all when None)."""
     preds = list(preds)[:top_k] if top_k else list(preds)
     core_r = [tuple(r) for r in explore.get("core_regions") or []]
-    opt_r = [tuple(r) for r in explore.get("optional_regions") or []]
     pl, cl = _lines(preds, n_lines), _lines(core_r, n_lines)
     n_pl, n_cl, hit = _count(pl), _count(cl), _shared(pl, cl)
     p = hit / n_pl if n_pl else 0.0

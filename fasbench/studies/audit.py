@@ -197,9 +197,9 @@ def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence
         reports.update({c: (cheat_report(c, tr.report, tr, task.root, task),
                             1 if c in ("zero-calls", "invented-no-calls") else tr.n_turns,
                             {} if c in UNSHOWN else seen) for c in cheats})
-        for who, (rep, turns, shown) in reports.items():
+        for who, (rep, turns, lines_shown) in reports.items():
             for rw in rewards:
-                s = score_report(rw, task.gold, rep, turns, root=task.root, shown=shown)  # grounded ones read shown
+                s = score_report(rw, task.gold, rep, turns, root=task.root, shown=lines_shown)  # grounded ones read shown
                 hit = bool(file_prf(normalize_files(rep.files, task.root) if rep else {}, task.gold.edited,
                                     task.root).n_hit)
                 rows.append({"task_id": tr.task_id, "policy": who, "reward": rw, "score": float(s.value), "hit": hit})

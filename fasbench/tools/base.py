@@ -200,7 +200,7 @@ class Toolset:
             try:
                 args = json.loads(args) if args.strip() else {}
             except json.JSONDecodeError as e:
-                raise ToolError(f"arguments of {call.name} are not valid JSON ({e.msg} at position {e.pos})")
+                raise ToolError(f"arguments of {call.name} are not valid JSON ({e.msg} at position {e.pos})") from e
             except RecursionError:
                 raise ToolError(f"arguments of {call.name} are nested too deeply to be read") from None
         if not isinstance(args, dict):
@@ -219,7 +219,7 @@ class Toolset:
             validate(args, tool.parameters)
         except SchemaError as e:
             where = "/".join(map(str, e.path))
-            raise ToolError(f"invalid arguments for {call.name}{' at ' + where if where else ''}: {e.message}")
+            raise ToolError(f"invalid arguments for {call.name}{' at ' + where if where else ''}: {e.message}") from e
         except RecursionError:
             raise ToolError(f"arguments of {call.name} are nested too deeply to be checked") from None
         return tool.fn(self.ws, **args)

@@ -56,6 +56,7 @@ import re
 from pathlib import Path
 
 from fasbench.base import contain
+from fasbench.base.contain import is_inside
 from fasbench.records import Report, Shown, ToolCall
 from fasbench.records.fastcontext_answer import parse_final_answer
 from fasbench.tools.base import Tool, ToolError, ToolLimits, Toolset, ToolText, Workspace
@@ -68,7 +69,7 @@ from fasbench.tools.fastcontext_published import (
 from fasbench.tools.fastcontext_query import FC_QUERY, FC_QUERY_SOURCE, PROBLEM_STATEMENT
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rg import ignore_flags, rg_binary
-from fasbench.tools.bash.pipeline import Stage, is_inside, run_pipeline
+from fasbench.tools.bash.pipeline import Stage, run_pipeline
 
 #: Characters one observation may reach (a memory bound, not the release's: its tools print at most
 #: 2000 lines of at most 2000 characters from Read, 100 lines or ``head_limit`` from Grep, 100 paths
@@ -128,7 +129,7 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
     try:
         real, _, _ = _place(ws, file_path)
     except ToolText:  # fasbench: the release read any path; here the Grep/Glob refusal (README)
-        raise ToolText(f"Permission error: `{file_path}` is not within the working directory `{WORK_DIR}`.")
+        raise ToolText(f"Permission error: `{file_path}` is not within the working directory `{WORK_DIR}`.") from None
     if not os.path.exists(real):
         raise ToolText(f"Read Tool: file {file_path} does not exist.")  # the release's text, marked an error
     if not os.path.isdir(real) and not os.path.isfile(real):  # fasbench: a FIFO or device would block
@@ -154,9 +155,9 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
             with io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8") as f:
                 raw_lines = f.readlines()
     except OSError as e:
-        raise ToolText(f"[Errno {e.errno}] {e.strerror}: {file_path!r}")
+        raise ToolText(f"[Errno {e.errno}] {e.strerror}: {file_path!r}") from e
     except UnicodeDecodeError as e:
-        raise ToolText(str(e))
+        raise ToolText(str(e)) from e
     if len(raw_lines) == 0:
         return "File is empty."
     try:
@@ -180,7 +181,7 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
         if total_read_lines > READ_MAX_LINES:
             lines.append("...")
     except Exception as e:  # noqa: BLE001 — tool.py @5fb8c1d shows any exception as str(e)
-        raise ToolText(str(e))
+        raise ToolText(str(e)) from e
     content = "".join(lines)
     return f"```{file_path}:{offset}-{end_line}\n{content}\n```"
 
@@ -197,7 +198,7 @@ def _run(ws: Workspace, tool: str, args: list[str]) -> tuple[str, bool]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ToolText(str(e))
+        raise ToolText(str(e)) from e
     return text.replace("\r\n", "\n").replace("\r", "\n"), err
 
 
@@ -292,7 +293,7 @@ def _limited(output: str, head_limit, err: bool) -> str:
         try:
             output = "\n".join(lines[:limit])  # a float head_limit (5.0) fails here, as released
         except TypeError as e:
-            raise ToolText(str(e))
+            raise ToolText(str(e)) from e
         output += f"\nResults truncated to first {limit} lines"
     if err:
         raise ToolText(output)

@@ -100,27 +100,26 @@ def viewing(actions: list[ShellCall], edited: set[str]) -> Viewing:
     v = Viewing(n_actions=len(actions))
     scripts: dict[str, str] = {}
     for i, a in enumerate(actions):
-        cwd = ROOT
-        if edits_files(a, edited, scripts, cwd):
+        if edits_files(a, edited, scripts, ROOT):
             v.first_edit = i
             break
-        for s, cwd in shell.walk(a.command, cwd):
+        for s, here in shell.walk(a.command, ROOT):  # here: the working directory after any cd
             name = s.name
             for op, target in s.redirects:
                 if op in (">", ">>"):
-                    p = agent_path(target, cwd)
+                    p = agent_path(target, here)
                     if p:
                         v.written.add(p)
                     scripts[target] = s.heredoc or a.command
                     if s.heredoc and _is_shell_script(target, s.heredoc):
-                        v.written |= _script_writes(s.heredoc, cwd)
+                        v.written |= _script_writes(s.heredoc, here)
             if name in DISPLAY:
                 for o in operands(s.words):
-                    p = agent_path(o, cwd)
+                    p = agent_path(o, here)
                     if p:
                         v.displayed.add(p)
             if is_search(s):
-                found = search_paths(s, a.output, cwd)
+                found = search_paths(s, a.output, here)
                 if len(found) > MAX_SEARCH_PATHS:
                     v.dumps_skipped += 1
                 else:

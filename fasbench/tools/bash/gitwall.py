@@ -32,9 +32,10 @@ import shutil
 import stat
 from pathlib import Path
 
+from fasbench.base.contain import is_inside
 from fasbench.tools.base import Workspace
 from fasbench.tools.bash.confine import git_dir
-from fasbench.tools.bash.pipeline import Stage, is_inside, run_pipeline
+from fasbench.tools.bash.pipeline import Stage, run_pipeline
 
 #: Repository config keys that name no program and no file (section.key, or section.*.key for
 #: keys under a subsection), as ``git config --list`` spells them (section and key lowercased).

@@ -20,9 +20,9 @@ import stat
 import time
 from contextlib import contextmanager
 
-from fasbench.base.contain import root_path
+from fasbench.base.contain import is_inside, root_path
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.bash.pipeline import relative_spelling, is_inside
+from fasbench.tools.bash.pipeline import relative_spelling
 
 GLOB_MAX_MATCHES = 4096  # paths one glob may expand to
 GLOB_MAX_SCANNED = 200_000  # directory entries one command line's globs may look at

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fasbench.base import gitsafe
-from fasbench.base.contain import PathRefused, is_inside, open_file, real_path, relative
+from fasbench.base.contain import PathRefused, open_file, real_path, relative
 from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.bash.confine import ChildLimits, Confinement, confine_parts, git_dir
 from fasbench.tools.rg import rg_binary
@@ -321,7 +321,7 @@ def run_pipeline(
                     )
                     p.reaper = conf.reaper
                 except (OSError, subprocess.SubprocessError) as e:
-                    raise ToolError(f"could not start {os.path.basename(st.argv[0])}: {getattr(e, 'strerror', None) or e}")
+                    raise ToolError(f"could not start {os.path.basename(st.argv[0])}: {getattr(e, 'strerror', None) or e}") from e
                 finally:
                     if opened is not None:
                         opened.close()

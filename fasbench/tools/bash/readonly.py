@@ -347,7 +347,7 @@ def parse_command(ws: Workspace, command: str, deadline: float | None = None) ->
         trees = bashlex.parse(command)
     except Exception as e:  # bashlex raises ParsingError and NotImplementedError
         msg = str(e) or type(e).__name__
-        raise ToolError(f"command refused: could not parse it ({msg}); use simple read-only commands and pipes")
+        raise ToolError(f"command refused: could not parse it ({msg}); use simple read-only commands and pipes") from e
     plan: list[tuple[str | None, list[_Cmd]]] = []
     for tree in trees:
         if tree.kind == "list":
