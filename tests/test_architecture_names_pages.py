@@ -226,7 +226,7 @@ def check_html_building(files: list[Path] | None = None) -> dict[str, list[str]]
         tagged_names = _tagged_constants(tree)
         specs = {id(v.format_spec) for v in ast.walk(tree) if isinstance(v, ast.FormattedValue) and v.format_spec}
 
-        def tagged(n: ast.AST) -> bool:
+        def tagged(n: ast.AST, tagged_names=tagged_names) -> bool:
             return _tagged(n) or isinstance(n, ast.Name) and n.id in tagged_names
 
         def bad(n: ast.AST, why: str, r: str = r) -> None:

@@ -177,7 +177,7 @@ def read_records(path: str | os.PathLike, max_bytes: int = MAX_FILE_BYTES) -> li
     except RecordError as e:
         raise RecordError(f"{os.fspath(path)}: {e}") from None
     if partial:
-        warnings.warn(f"{os.fspath(path)}: skipping {partial}")
+        warnings.warn(f"{os.fspath(path)}: skipping {partial}", stacklevel=2)
     if isinstance(obj, dict) and not jsonl:  # a JSONL file of one line
         return [obj]
     if not isinstance(obj, list):
