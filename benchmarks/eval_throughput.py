@@ -26,7 +26,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cpu import cores as n_cores, cpu_s, machine_cpu_s  # benchmarks/cpu.py
+from cpu import cores as n_cores  # benchmarks/cpu.py
+from cpu import cpu_s, machine_cpu_s
+
 from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits
 from fasbench.records import read_tasks
@@ -53,7 +55,6 @@ def cached_swebench_tasks(n: int) -> list:
     return out
 
 
-
 def toy(n: int, tmp: Path) -> list:
     from fasbench.policies.toy import make_corpus, toy_tasks
 
@@ -69,8 +70,12 @@ def warm(tasks) -> None:
     from fasbench.tools.rg import rg_argv
 
     for root in sorted({t.root for t in tasks}):
-        subprocess.run(rg_argv("-uuu", "--count", "--fixed-strings", "--regexp", "\x01warm\x01", root),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            rg_argv("-uuu", "--count", "--fixed-strings", "--regexp", "\x01warm\x01", root),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
 
 
 def main() -> None:
@@ -100,33 +105,47 @@ def main() -> None:
         times: dict[str, list[float]] = {b: [] for b in backends}
         cpu: dict[str, list[float]] = {b: [] for b in backends}
         for r in range(a.rounds):
-            order = backends[r % 3:] + backends[: r % 3]  # each backend takes its turn going first
+            order = backends[r % 3 :] + backends[: r % 3]  # each backend takes its turn going first
             for backend in order:
                 t0, c0, s0 = time.perf_counter(), machine_cpu_s(), cpu_s()
-                run_eval(tasks, a.policy, "relace", tmp / f"{backend}{r}", limits,
-                         workers=1 if backend == "serial" else a.workers, backend=backend, progress=False)
+                run_eval(
+                    tasks,
+                    a.policy,
+                    "relace",
+                    tmp / f"{backend}{r}",
+                    limits,
+                    workers=1 if backend == "serial" else a.workers,
+                    backend=backend,
+                    progress=False,
+                )
                 times[backend].append(time.perf_counter() - t0)
                 # serial and thread runs: this process's threads and its rg children, exact on a shared
                 # machine; a process pool's workers are the forkserver's children, so /proc/stat (the
                 # whole machine: exact only when nothing else runs)
                 cpu[backend].append(machine_cpu_s() - c0 if backend == "process" else cpu_s() - s0)
-                print(f"round {r + 1} {backend:8s} {times[backend][-1]:7.2f} s  "
-                      f"{len(tasks) / times[backend][-1]:6.2f} episodes/s  {cpu[backend][-1]:6.1f} CPU s "
-                      f"({cpu[backend][-1] / times[backend][-1]:.2f} cores busy)")
+                print(
+                    f"round {r + 1} {backend:8s} {times[backend][-1]:7.2f} s  "
+                    f"{len(tasks) / times[backend][-1]:6.2f} episodes/s  {cpu[backend][-1]:6.1f} CPU s "
+                    f"({cpu[backend][-1] / times[backend][-1]:.2f} cores busy)"
+                )
         med = {b: statistics.median(times[b]) for b in backends}
         mcpu = {b: statistics.median(cpu[b]) for b in backends}
         best = min(("process", "thread"), key=lambda b: med[b])
         cores = n_cores()
-        print(f"median: " + ", ".join(f"{b} {med[b]:.2f} s / {mcpu[b]:.1f} CPU s" for b in backends))
-        print(f"serial keeps {mcpu['serial'] / med['serial']:.2f} of {cores} cores busy; the {best} run needs "
-              f"{mcpu[best]:.1f} CPU s, which {cores} cores cannot do in under {mcpu[best] / cores:.2f} s: "
-              f"parallel/serial <= {med['serial'] * cores / mcpu[best]:.2f} at that CPU time")
+        print("median: " + ", ".join(f"{b} {med[b]:.2f} s / {mcpu[b]:.1f} CPU s" for b in backends))
+        print(
+            f"serial keeps {mcpu['serial'] / med['serial']:.2f} of {cores} cores busy; the {best} run needs "
+            f"{mcpu[best]:.1f} CPU s, which {cores} cores cannot do in under {mcpu[best] / cores:.2f} s: "
+            f"parallel/serial <= {med['serial'] * cores / mcpu[best]:.2f} at that CPU time"
+        )
         # the ceiling: the speed-up this machine allows at the parallel run's CPU time, and no more
         # than one episode per worker
         ceiling = min(a.workers, med["serial"] * cores / mcpu[best])
         print(f"best parallel backend: {best}; speed-up ceiling on {cores} cores {ceiling:.2f}")
-        print(f"episodes_per_s_parallel/serial={med['serial'] / med[best]:.2f} "
-              f"parallel/ceiling={(med['serial'] / med[best]) / ceiling:.2f}")
+        print(
+            f"episodes_per_s_parallel/serial={med['serial'] / med[best]:.2f} "
+            f"parallel/ceiling={(med['serial'] / med[best]) / ceiling:.2f}"
+        )
 
 
 if __name__ == "__main__":

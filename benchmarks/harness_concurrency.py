@@ -27,19 +27,24 @@ import sysconfig
 import time
 from pathlib import Path
 
-from cpu import cores as n_cores, cpu_s  # benchmarks/cpu.py
+from cpu import cores as n_cores  # benchmarks/cpu.py
+from cpu import cpu_s
+
 from fasbench.harness import execute_calls
 from fasbench.records import ToolCall
 from fasbench.tools import ToolLimits, make_toolset
-from fasbench.tools.rg import ignore_flags, rg_argv
 from fasbench.tools.bash.pipeline import tool_env
+from fasbench.tools.rg import ignore_flags, rg_argv
 
 
 def turn_calls(root: Path) -> list[ToolCall]:
     """8 mixed calls a search policy might make in one turn; each names paths that exist."""
     calls = [
         ("Grep", {"pattern": r"def forward\(", "path": "torch/nn/modules", "output_mode": "content", "head_limit": 50}),
-        ("Grep", {"pattern": r"class \w+Config\(", "path": "transformers/models/bert", "output_mode": "files_with_matches"}),
+        (
+            "Grep",
+            {"pattern": r"class \w+Config\(", "path": "transformers/models/bert", "output_mode": "files_with_matches"},
+        ),
         ("Grep", {"pattern": "import numpy", "glob": "*.py", "output_mode": "files_with_matches", "head_limit": 100}),
         ("Glob", {"pattern": "**/modeling_llama.py"}),
         ("Glob", {"pattern": "*.pyi", "directory": "torch"}),
@@ -50,9 +55,10 @@ def turn_calls(root: Path) -> list[ToolCall]:
     for _, a in calls:
         p = a.get("path") or a.get("directory")
         if p and not (root / p).exists():
-            raise SystemExit(f"{root / p} does not exist: this benchmark expects torch, transformers and typer installed")
+            raise SystemExit(
+                f"{root / p} does not exist: this benchmark expects torch, transformers and typer installed"
+            )
     return [ToolCall(f"c{i}", n, a) for i, (n, a) in enumerate(calls)]
-
 
 
 def timed(fn) -> float:
@@ -81,8 +87,18 @@ def main() -> None:
 
     grep_call = ToolCall("g", "grep_search", {"query": args.query, "include_pattern": "*.py"})
     # the same search as grep_search runs, straight from the command line (rg's default parallel walk)
-    raw = rg_argv(*ignore_flags(root), "--line-number", "--with-filename", "--no-heading", "--case-sensitive",
-                  "--glob", "*.py", "--regexp", args.query, "./")
+    raw = rg_argv(
+        *ignore_flags(root),
+        "--line-number",
+        "--with-filename",
+        "--no-heading",
+        "--case-sensitive",
+        "--glob",
+        "*.py",
+        "--regexp",
+        args.query,
+        "./",
+    )
     env = tool_env(rel.ws)
     out = rel.execute(grep_call)
     if out.is_error:
@@ -117,26 +133,36 @@ def main() -> None:
             g.reverse()
         for name, fn in g:
             (t_h if name == "h" else t_raw).append(timed(fn))
-        print(f"rep {i + 1}: sequential {t_seq[-1]:.3f}s concurrent {t_con[-1]:.3f}s | "
-              f"grep_search {t_h[-1]:.3f}s raw rg {t_raw[-1]:.3f}s")
+        print(
+            f"rep {i + 1}: sequential {t_seq[-1]:.3f}s concurrent {t_con[-1]:.3f}s | "
+            f"grep_search {t_h[-1]:.3f}s raw rg {t_raw[-1]:.3f}s"
+        )
 
     med = statistics.median
     x = med(t_con) / med(t_seq)
     y = med(t_h) / med(t_raw)
-    print(f"median: sequential {med(t_seq):.3f}s concurrent {med(t_con):.3f}s grep_search {med(t_h):.3f}s "
-          f"raw rg {med(t_raw):.3f}s")
+    print(
+        f"median: sequential {med(t_seq):.3f}s concurrent {med(t_con):.3f}s grep_search {med(t_h):.3f}s "
+        f"raw rg {med(t_raw):.3f}s"
+    )
     cores = n_cores()
-    print(f"CPU time (this process's threads and its rg children), median: sequential turn {med(c_seq):.3f} s "
-          f"({med(c_seq) / med(t_seq):.2f} of {cores} cores busy), concurrent turn {med(c_con):.3f} s "
-          f"({med(c_con) / med(t_con):.2f} cores busy)")
-    print(f"at the concurrent turn's CPU time, {cores} cores need >= {med(c_con) / cores:.3f} s: "
-          f"concurrent/sequential >= {med(c_con) / (cores * med(t_seq)):.3f} on this machine")
+    print(
+        f"CPU time (this process's threads and its rg children), median: sequential turn {med(c_seq):.3f} s "
+        f"({med(c_seq) / med(t_seq):.2f} of {cores} cores busy), concurrent turn {med(c_con):.3f} s "
+        f"({med(c_con) / med(t_con):.2f} cores busy)"
+    )
+    print(
+        f"at the concurrent turn's CPU time, {cores} cores need >= {med(c_con) / cores:.3f} s: "
+        f"concurrent/sequential >= {med(c_con) / (cores * med(t_seq)):.3f} on this machine"
+    )
     # the ceiling: the speed-up this machine allows the concurrent turn at the CPU time it needs
     # (C cores cannot do c_con CPU seconds in under c_con / C), and no more than one call per thread
     ceiling = min(len(calls), cores * med(t_seq) / med(c_con))
     print(f"speed-up {med(t_seq) / med(t_con):.3f}, ceiling on {cores} cores {ceiling:.3f}")
-    print(f"concurrent/sequential={x:.3f} harness_grep/raw_rg={y:.3f} "
-          f"concurrent/ceiling={(med(t_seq) / med(t_con)) / ceiling:.3f}")
+    print(
+        f"concurrent/sequential={x:.3f} harness_grep/raw_rg={y:.3f} "
+        f"concurrent/ceiling={(med(t_seq) / med(t_con)) / ceiling:.3f}"
+    )
 
 
 if __name__ == "__main__":

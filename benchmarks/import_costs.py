@@ -28,11 +28,32 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: The libraries and fasbench modules kept out of start-up paths by function-local imports.
 MODULES = (
-    "fasbench.cli", "fasbench.harness", "fasbench.tools", "fasbench.policies", "fasbench.scoring.reward",
-    "fasbench.evaluation.evaluate", "fasbench.evaluation.runs", "fasbench.replay",
-    "polars", "httpx", "tqdm.auto", "bashlex", "bm25s", "rope.base.project", "jsonschema", "plotly.graph_objects",
-    "ipywidgets", "kaleido", "sklearn.linear_model", "markupsafe",
-    "torch", "transformers", "datasets", "peft", "trl", "sentence_transformers",
+    "fasbench.cli",
+    "fasbench.harness",
+    "fasbench.tools",
+    "fasbench.policies",
+    "fasbench.scoring.reward",
+    "fasbench.evaluation.evaluate",
+    "fasbench.evaluation.runs",
+    "fasbench.replay",
+    "polars",
+    "httpx",
+    "tqdm.auto",
+    "bashlex",
+    "bm25s",
+    "rope.base.project",
+    "jsonschema",
+    "plotly.graph_objects",
+    "ipywidgets",
+    "kaleido",
+    "sklearn.linear_model",
+    "markupsafe",
+    "torch",
+    "transformers",
+    "datasets",
+    "peft",
+    "trl",
+    "sentence_transformers",
 )
 
 CHILD = r"""
@@ -56,8 +77,9 @@ def measure(module: str, repeat: int) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))}
     cpus, walls = [], []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", CHILD, module], capture_output=True, text=True, env=env,
-                             cwd=REPO, timeout=600)
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, module], capture_output=True, text=True, env=env, cwd=REPO, timeout=600
+        )
         if out.returncode:
             return {"missing": (out.stderr.strip().splitlines() or ["failed"])[-1][:200]}
         r = json.loads(out.stdout.strip().splitlines()[-1])

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from fasbench.records import read_traces
 from fasbench.evaluation.runs import paired_diff
+from fasbench.records import read_traces
 from fasbench.trajectories.tokens import count_tokens_batch
 
 
@@ -53,13 +53,24 @@ def pair(label: str, free_dir: str, ids_dir: str) -> tuple[dict, float, float]:
         cited = j[f"cited_lines{sfx}"].sum()
         return j[f"cited_lines_unseen{sfx}"].sum() / cited if cited else float("nan")
 
-    row = {"policy": label, "n": j.height,
-           "unseen_free": share(""), "unseen_ids": share("_ids"), "dropped_ids": int(j["cited_ids_dropped_ids"].fill_null(0).sum()),
-           "file_f2_free": j["file_f2"].mean(), "file_f2_ids": j["file_f2_ids"].mean(),
-           "diff": d["diff"], "lo": d["lo"], "hi": d["hi"],
-           "line_f1_free": j["line_f1"].mean(), "line_f1_ids": j["line_f1_ids"].mean(),
-           "turns_free": j["turns"].mean(), "turns_ids": j["turns_ids"].mean(),
-           "tokens_free": j["chat_tokens"].mean(), "tokens_ids": j["chat_tokens_ids"].mean()}
+    row = {
+        "policy": label,
+        "n": j.height,
+        "unseen_free": share(""),
+        "unseen_ids": share("_ids"),
+        "dropped_ids": int(j["cited_ids_dropped_ids"].fill_null(0).sum()),
+        "file_f2_free": j["file_f2"].mean(),
+        "file_f2_ids": j["file_f2_ids"].mean(),
+        "diff": d["diff"],
+        "lo": d["lo"],
+        "hi": d["hi"],
+        "line_f1_free": j["line_f1"].mean(),
+        "line_f1_ids": j["line_f1_ids"].mean(),
+        "turns_free": j["turns"].mean(),
+        "turns_ids": j["turns_ids"].mean(),
+        "tokens_free": j["chat_tokens"].mean(),
+        "tokens_ids": j["chat_tokens_ids"].mean(),
+    }
     return row, float(j["chat_tokens"].sum()), float(j["chat_tokens_ids"].sum())
 
 
@@ -68,17 +79,21 @@ def main(argv: list[str]) -> None:
         raise SystemExit(__doc__.split("\n\n")[1].strip())
     rows, free_t, ids_t = [], 0.0, 0.0
     for i in range(0, len(argv), 3):
-        r, f, t = pair(*argv[i:i + 3])
+        r, f, t = pair(*argv[i : i + 3])
         rows.append(r)
         free_t, ids_t = free_t + f, ids_t + t
-    print("| policy | n | unseen cited share free → ids | dropped (ids) | file_f2 free → ids | ids − free [95% CI] "
-          "| line_f1 free → ids | turns free → ids | chat tokens free → ids |")
+    print(
+        "| policy | n | unseen cited share free → ids | dropped (ids) | file_f2 free → ids | ids − free [95% CI] "
+        "| line_f1 free → ids | turns free → ids | chat tokens free → ids |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['policy']} | {r['n']} | {r['unseen_free']:.3f} → {r['unseen_ids']:.3f} | {r['dropped_ids']} "
-              f"| {r['file_f2_free']:.3f} → {r['file_f2_ids']:.3f} | {r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}] "
-              f"| {r['line_f1_free']:.3f} → {r['line_f1_ids']:.3f} | {r['turns_free']:.2f} → {r['turns_ids']:.2f} "
-              f"| {r['tokens_free']:.0f} → {r['tokens_ids']:.0f} |")
+        print(
+            f"| {r['policy']} | {r['n']} | {r['unseen_free']:.3f} → {r['unseen_ids']:.3f} | {r['dropped_ids']} "
+            f"| {r['file_f2_free']:.3f} → {r['file_f2_ids']:.3f} | {r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}] "
+            f"| {r['line_f1_free']:.3f} → {r['line_f1_ids']:.3f} | {r['turns_free']:.2f} → {r['turns_ids']:.2f} "
+            f"| {r['tokens_free']:.0f} → {r['tokens_ids']:.0f} |"
+        )
     print(f"chat tokens ids / free: {ids_t / free_t:.3f}x")
 
 

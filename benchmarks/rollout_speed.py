@@ -40,8 +40,10 @@ from fasbench.rl.rollout import rollout_group
 
 
 def cpu_s() -> float:
-    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
-                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return sum(
+        r.ru_utime + r.ru_stime
+        for r in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
 
 
 def measure(fn):
@@ -52,10 +54,12 @@ def measure(fn):
 
 def bf16_check(m32, m16, tok, tasks, cfg, max_new: int) -> dict:
     """Teacher-force fp32 greedy conversations through both models; and greedy episodes in both."""
-    g32 = rollout_group(m32, tok, tasks, k=1, limits=cfg.limits, reward=cfg.reward, max_new_tokens=max_new,
-                        temperature=0.0)
-    g16 = rollout_group(m16, tok, tasks, k=1, limits=cfg.limits, reward=cfg.reward, max_new_tokens=max_new,
-                        temperature=0.0)
+    g32 = rollout_group(
+        m32, tok, tasks, k=1, limits=cfg.limits, reward=cfg.reward, max_new_tokens=max_new, temperature=0.0
+    )
+    g16 = rollout_group(
+        m16, tok, tasks, k=1, limits=cfg.limits, reward=cfg.reward, max_new_tokens=max_new, temperature=0.0
+    )
     diffs, agree, n = [], 0, 0
     with torch.no_grad():
         for r in g32:
@@ -68,12 +72,20 @@ def bf16_check(m32, m16, tok, tasks, cfg, max_new: int) -> dict:
             diffs += (l32[p, tgt] - l16[p, tgt]).abs().tolist()
             agree += int((l32[p].argmax(-1) == l16[p].argmax(-1)).sum())
             n += len(pos)
-    first = sum(a.trace.turns[0].completion_tokens == b.trace.turns[0].completion_tokens
-                and a.ids[:a.prompt_len + a.trace.turns[0].completion_tokens]
-                == b.ids[:b.prompt_len + b.trace.turns[0].completion_tokens] for a, b in zip(g32, g16))
-    return {"positions": n, "max_abs_logprob_diff": max(diffs), "mean_abs_logprob_diff": sum(diffs) / len(diffs),
-            "top1_agree": agree / n, "greedy_first_reply_same": f"{first}/{len(tasks)}",
-            "greedy_episode_same": f"{sum(a.ids == b.ids for a, b in zip(g32, g16))}/{len(tasks)}"}
+    first = sum(
+        a.trace.turns[0].completion_tokens == b.trace.turns[0].completion_tokens
+        and a.ids[: a.prompt_len + a.trace.turns[0].completion_tokens]
+        == b.ids[: b.prompt_len + b.trace.turns[0].completion_tokens]
+        for a, b in zip(g32, g16)
+    )
+    return {
+        "positions": n,
+        "max_abs_logprob_diff": max(diffs),
+        "mean_abs_logprob_diff": sum(diffs) / len(diffs),
+        "top1_agree": agree / n,
+        "greedy_first_reply_same": f"{first}/{len(tasks)}",
+        "greedy_episode_same": f"{sum(a.ids == b.ids for a, b in zip(g32, g16))}/{len(tasks)}",
+    }
 
 
 def today(model_name: str, task, cfg, k: int, max_new: int):
@@ -98,9 +110,13 @@ def main() -> None:
     ap.add_argument("--max-turns", type=int, default=None, help="override the profile's max_turns")
     ap.add_argument("--skip-today", action="store_true")
     ap.add_argument("--skip-batch1", action="store_true")
-    ap.add_argument("--today-n", type=int, default=None,
-                    help="run only this many of the k episodes through today's path and scale its CPU seconds by k/n "
-                         "(an estimate, printed as one)")
+    ap.add_argument(
+        "--today-n",
+        type=int,
+        default=None,
+        help="run only this many of the k episodes through today's path and scale its CPU seconds by k/n "
+        "(an estimate, printed as one)",
+    )
     ap.add_argument("--skip-bf16-check", action="store_true")
     ap.add_argument("--only-bf16-check", action="store_true")
     ap.add_argument("--check-tasks", type=int, default=4, help="held-out tasks of the bf16 check")
@@ -110,45 +126,65 @@ def main() -> None:
     cfg = load_config(a.profile, {"max_turns": a.max_turns} if a.max_turns else None)
     tasks = load_tasks("test", k=a.symbols_k)
     task = tasks[a.task]
-    print(f"model {a.model}, profile {a.profile} (prompt {cfg.prompt}, {cfg.max_turns} turns), task {task.id}, "
-          f"k {a.k}, cap {a.max_new_tokens} tokens a turn, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, "
-          f"load {os.getloadavg()[0]:.1f}")
+    print(
+        f"model {a.model}, profile {a.profile} (prompt {cfg.prompt}, {cfg.max_turns} turns), task {task.id}, "
+        f"k {a.k}, cap {a.max_new_tokens} tokens a turn, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     m16, tok = load_model(a.model, dtype="bfloat16")
     m16.eval()
     if not a.skip_bf16_check:
         m32, _ = load_model(a.model)
         m32.eval()
-        print("bf16 vs fp32:", json.dumps(bf16_check(m32, m16, tok, tasks[:a.check_tasks], cfg, a.max_new_tokens)))
+        print("bf16 vs fp32:", json.dumps(bf16_check(m32, m16, tok, tasks[: a.check_tasks], cfg, a.max_new_tokens)))
         del m32
         if a.only_bf16_check:
             return
     res = {}
-    for b in ((a.k,) if a.skip_batch1 else (1, a.k)):
-        rs, c, w = measure(lambda b=b: rollout_group(m16, tok, [task], k=b, limits=cfg.limits, reward=cfg.reward,
-                                                 max_new_tokens=a.max_new_tokens, temperature=cfg.temperature,
-                                                 seed=cfg.seed))
+    for b in (a.k,) if a.skip_batch1 else (1, a.k):
+        rs, c, w = measure(
+            lambda b=b: rollout_group(
+                m16,
+                tok,
+                [task],
+                k=b,
+                limits=cfg.limits,
+                reward=cfg.reward,
+                max_new_tokens=a.max_new_tokens,
+                temperature=cfg.temperature,
+                seed=cfg.seed,
+            )
+        )
         new = sum(r.new_tokens for r in rs)
         res[b] = (rs, c, w)
-        print(f"engine batch {b}: {new} new tokens, {w:.1f} s wall, {c:.1f} CPU-s; per rollout "
-              f"{new / b / w:.2f} tokens/s; {1000 * c / new:.0f} CPU-ms a token; turns "
-              f"{[r.turns for r in rs]}, calls/turn {[round(sum(r.calls_per_turn) / max(r.turns, 1), 2) for r in rs]}, "
-              f"rewards {[round(r.reward, 2) for r in rs]}, capped {sum(r.capped for r in rs)}")
+        print(
+            f"engine batch {b}: {new} new tokens, {w:.1f} s wall, {c:.1f} CPU-s; per rollout "
+            f"{new / b / w:.2f} tokens/s; {1000 * c / new:.0f} CPU-ms a token; turns "
+            f"{[r.turns for r in rs]}, calls/turn {[round(sum(r.calls_per_turn) / max(r.turns, 1), 2) for r in rs]}, "
+            f"rewards {[round(r.reward, 2) for r in rs]}, capped {sum(r.capped for r in rs)}"
+        )
     rsk, ck, wk = res[a.k]
     if 1 in res:
         rs1, c1, w1 = res[1]
-        print(f"tokens/s per rollout: batch 1 {sum(r.new_tokens for r in rs1) / w1:.2f} | batch {a.k} "
-              f"{sum(r.new_tokens for r in rsk) / a.k / wk:.2f} (group throughput {sum(r.new_tokens for r in rsk) / wk:.2f})")
+        print(
+            f"tokens/s per rollout: batch 1 {sum(r.new_tokens for r in rs1) / w1:.2f} | batch {a.k} "
+            f"{sum(r.new_tokens for r in rsk) / a.k / wk:.2f} (group throughput {sum(r.new_tokens for r in rsk) / wk:.2f})"
+        )
     if a.skip_today:
         print(f"one group of {a.k}: engine {ck:.1f} CPU-s (today's path skipped)")
         return
     n = min(a.today_n or a.k, a.k)
     traces, ct, wt = measure(lambda: today(a.model, task, cfg, n, a.max_new_tokens))
     new_t = sum(t.completion_tokens or 0 for tr in traces for t in tr.turns)
-    print(f"today (hf: policy, fp32, one at a time, re-encoded each turn), {n} of {a.k} episodes: {new_t} new tokens, "
-          f"{wt:.1f} s wall, {ct:.1f} CPU-s; turns {[tr.n_turns for tr in traces]}")
+    print(
+        f"today (hf: policy, fp32, one at a time, re-encoded each turn), {n} of {a.k} episodes: {new_t} new tokens, "
+        f"{wt:.1f} s wall, {ct:.1f} CPU-s; turns {[tr.n_turns for tr in traces]}"
+    )
     est = "" if n == a.k else f" (estimated: {n} episodes × {a.k}/{n})"
     ct *= a.k / n
-    print(f"one group of {a.k} compact rollouts: today {ct:.1f} CPU-s{est} | engine {ck:.1f} CPU-s | ratio {ct / ck:.2f}x")
+    print(
+        f"one group of {a.k} compact rollouts: today {ct:.1f} CPU-s{est} | engine {ck:.1f} CPU-s | ratio {ct / ck:.2f}x"
+    )
 
 
 if __name__ == "__main__":

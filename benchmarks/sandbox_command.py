@@ -19,8 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from fasbench.base.untrusted import (_tasks_of, check_sandbox, execute_sandboxed, give_to_sandbox, sandbox_env, sandbox_ids,
-                                strip_setid)
+from fasbench.base.untrusted import (
+    _tasks_of,
+    check_sandbox,
+    execute_sandboxed,
+    give_to_sandbox,
+    sandbox_env,
+    sandbox_ids,
+    strip_setid,
+)
 
 
 def _tree(root: Path, n: int) -> None:
@@ -60,10 +67,14 @@ def main() -> None:
             _tasks_of(uid)
             res["tasks"].append(time.perf_counter() - t)
     med = {k: statistics.median(v) * 1000 for k, v in res.items()}
-    print(f"median ms over {args.repeat} x 2 commands (load {os.getloadavg()[0]:.1f}): plain {med['plain']:.1f}, "
-          f"sandboxed {med['sandboxed']:.1f} (of which set-id strip {med['strip']:.1f}, task count {med['tasks']:.1f})")
-    print(f"sandboxed/plain={med['sandboxed'] / med['plain']:.2f} strip_ms={med['strip']:.1f} "
-          f"tasks_ms={med['tasks']:.1f} files={args.files}")
+    print(
+        f"median ms over {args.repeat} x 2 commands (load {os.getloadavg()[0]:.1f}): plain {med['plain']:.1f}, "
+        f"sandboxed {med['sandboxed']:.1f} (of which set-id strip {med['strip']:.1f}, task count {med['tasks']:.1f})"
+    )
+    print(
+        f"sandboxed/plain={med['sandboxed'] / med['plain']:.2f} strip_ms={med['strip']:.1f} "
+        f"tasks_ms={med['tasks']:.1f} files={args.files}"
+    )
 
 
 if __name__ == "__main__":

@@ -28,12 +28,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from fasbench.evaluation.episodes import episode_row
 from fasbench.base.lines import file_lines
-from fasbench.scoring.localization import explore_metrics
-from fasbench.stats.metrics import line_prf, normalize_files
+from fasbench.evaluation.episodes import episode_row
 from fasbench.records import Gold, Report, Task, Trace
+from fasbench.scoring.localization import explore_metrics
 from fasbench.scoring.reward import score_report
+from fasbench.stats.metrics import line_prf, normalize_files
 from fasbench.tools.fastcontext import parse_final_answer
 
 HUGE = 2147483647
@@ -53,6 +53,7 @@ def measure(fn):
 
 def line_prf_sets(pred, gold, root):
     """The old way: one (path, line) entry per cited line."""
+
     def lines(files):
         return {(p, i) for p, rs in normalize_files(files, root).items() for a, b in rs for i in range(a, b + 1)}
 
@@ -90,8 +91,10 @@ def main() -> None:
         assert line_prf_sets(pred, gl, r) == (lambda p: (p.precision, p.recall))(line_prf(pred, gl, r))
         cpu_sets, mem_sets = measure(lambda: line_prf_sets(pred, gl, r))
         cpu_int, mem_int = measure(lambda: line_prf(pred, gl, r))
-        print(f"line P/R of a {a.lines:,}-line range: per-line sets {cpu_sets:.3f} s CPU, peak {mem_sets:.0f} MiB; "
-              f"intervals {cpu_int * 1e6:.0f} us CPU, peak {mem_int * 1024:.1f} KiB")
+        print(
+            f"line P/R of a {a.lines:,}-line range: per-line sets {cpu_sets:.3f} s CPU, peak {mem_sets:.0f} MiB; "
+            f"intervals {cpu_int * 1e6:.0f} us CPU, peak {mem_int * 1024:.1f} KiB"
+        )
 
         prev = None
         for n in (10_000, 40_000, 100_000):

@@ -35,7 +35,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
-from cpu import cores as n_cores, cpu_s  # benchmarks/cpu.py
+from cpu import cores as n_cores  # benchmarks/cpu.py
+from cpu import cpu_s
 
 from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import _POOL, Limits, execute_calls, initial_messages
@@ -46,9 +47,24 @@ from fasbench.tools import make_toolset
 
 
 def start_server(args) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "fasbench.cli", "scripted-server", "--port", "0",
-                             "--delay-s", str(args.delay_s), "--max-concurrent", str(args.max_concurrent),
-                             "--turns", str(args.turns)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fasbench.cli",
+            "scripted-server",
+            "--port",
+            "0",
+            "--delay-s",
+            str(args.delay_s),
+            "--max-concurrent",
+            str(args.max_concurrent),
+            "--turns",
+            str(args.turns),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline().split()
     if not line or line[0] != "ready":
         raise RuntimeError("the scripted server did not start")
@@ -88,9 +104,11 @@ async def _async_run(tasks, url: str, workers: int, limits: Limits) -> int:
     sem = asyncio.Semaphore(workers)
     lim = httpx.Limits(max_connections=workers, max_keepalive_connections=workers)
     async with httpx.AsyncClient(timeout=60, limits=lim) as client:
+
         async def one(t):
             async with sem:
                 return await _async_episode(client, pol, t, limits)
+
         done = await asyncio.gather(*(one(t) for t in tasks))
     return sum(done)
 
@@ -132,16 +150,24 @@ def main() -> None:
                 ideal = min(w, args.max_concurrent) / (args.turns * args.delay_s)
                 res[w] = (k / wall) / ideal
                 ceiling = min(1.0, cores / ((harness + server) * ideal)) if harness + server > 0 else 1.0
-                print(f"workers={w} mode={args.mode if w > 1 else 'thread'} episodes={k} reported={ok} wall_s={wall:.2f} "
-                      f"episodes_per_s={k / wall:.2f} ideal={ideal:.2f} ratio={res[w]:.3f}", flush=True)
-                print(f"  cpu per episode {1000 * (harness + server):.1f} ms (harness {1000 * harness:.1f}, server "
-                      f"{1000 * server:.1f}): {cores} cores allow {cores / (harness + server):.1f} episodes/s, "
-                      f"ratio ceiling {ceiling:.3f}", flush=True)
+                print(
+                    f"workers={w} mode={args.mode if w > 1 else 'thread'} episodes={k} reported={ok} wall_s={wall:.2f} "
+                    f"episodes_per_s={k / wall:.2f} ideal={ideal:.2f} ratio={res[w]:.3f}",
+                    flush=True,
+                )
+                print(
+                    f"  cpu per episode {1000 * (harness + server):.1f} ms (harness {1000 * harness:.1f}, server "
+                    f"{1000 * server:.1f}): {cores} cores allow {cores / (harness + server):.1f} episodes/s, "
+                    f"ratio ceiling {ceiling:.3f}",
+                    flush=True,
+                )
         finally:
             proc.terminate()
             proc.wait(10)
-    print(f"cores={n_cores()} load={' '.join(f'{x:.1f}' for x in os.getloadavg())} delay_s={args.delay_s} "
-          f"max_concurrent={args.max_concurrent} turns={args.turns}; 1 worker: episodes_per_s/ideal={res[1]:.3f}")
+    print(
+        f"cores={n_cores()} load={' '.join(f'{x:.1f}' for x in os.getloadavg())} delay_s={args.delay_s} "
+        f"max_concurrent={args.max_concurrent} turns={args.turns}; 1 worker: episodes_per_s/ideal={res[1]:.3f}"
+    )
     print(f"episodes_per_s/ideal={res[args.workers]:.3f}")
 
 

@@ -22,8 +22,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3, help="measured steps on each side")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured steps first on each side")
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--max-length", type=int, default=2560,
-                    help="tokens per example; the cpu data set's prompts alone are ~2k tokens")
+    ap.add_argument(
+        "--max-length",
+        type=int,
+        default=2560,
+        help="tokens per example; the cpu data set's prompts alone are ~2k tokens",
+    )
     args = ap.parse_args()
 
     import torch
@@ -35,11 +39,23 @@ def main() -> None:
 
     n = args.steps + args.warmup
     tmp = tempfile.mkdtemp(prefix="sft-bench-")
-    prof = load_profile(args.profile, {
-        "model": args.model, "lora": False, "max_steps": n, "per_device_train_batch_size": args.batch,
-        "gradient_accumulation_steps": 1, "max_length": args.max_length, "over_length": "truncate",
-        "save_steps": 10**6,
-        "logging_steps": 10**6, "output_dir": tmp, "lr_scheduler_type": "constant", "warmup_ratio": 0.0})
+    prof = load_profile(
+        args.profile,
+        {
+            "model": args.model,
+            "lora": False,
+            "max_steps": n,
+            "per_device_train_batch_size": args.batch,
+            "gradient_accumulation_steps": 1,
+            "max_length": args.max_length,
+            "over_length": "truncate",
+            "save_steps": 10**6,
+            "logging_steps": 10**6,
+            "output_dir": tmp,
+            "lr_scheduler_type": "constant",
+            "warmup_ratio": 0.0,
+        },
+    )
     if not (prof.data_dir / "dataset").exists():
         build(prof.build, prof.data_dir)
     ds = load_dataset(prof.data_dir)

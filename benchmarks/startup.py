@@ -74,17 +74,23 @@ def main() -> None:
                 res[name][0].append(cpu)
                 res[name][1].append(wall)
     base = statistics.median(res["python -c pass"][0])
-    print(f"CPU s per start over {args.repeat} starts (cores={len(os.sched_getaffinity(0))}, "
-          f"load={os.getloadavg()[0]:.1f}):")
+    print(
+        f"CPU s per start over {args.repeat} starts (cores={len(os.sched_getaffinity(0))}, "
+        f"load={os.getloadavg()[0]:.1f}):"
+    )
     for name, (cpu, wall) in res.items():
         med = statistics.median(cpu)
         extra = "" if name == "python -c pass" else f"  (+{med - base:.3f} over python -c pass)"
-        print(f"  {name:26s} cpu median {med:.3f} s  min {min(cpu):.3f}  max {max(cpu):.3f}  "
-              f"wall median {statistics.median(wall):.3f} s{extra}")
+        print(
+            f"  {name:26s} cpu median {med:.3f} s  min {min(cpu):.3f}  max {max(cpu):.3f}  "
+            f"wall median {statistics.median(wall):.3f} s{extra}"
+        )
     tool = statistics.median(res["fasbench tool (one call)"][0])
     harness = statistics.median(res["import fasbench.harness"][0])
-    print(f"tool_cpu_s={tool:.3f} harness_import_cpu_s={harness:.3f} python_pass_cpu_s={base:.3f} "
-          f"(targets: tool <= 0.5, harness import <= 0.3)")
+    print(
+        f"tool_cpu_s={tool:.3f} harness_import_cpu_s={harness:.3f} python_pass_cpu_s={base:.3f} "
+        f"(targets: tool <= 0.5, harness import <= 0.3)"
+    )
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 from fasbench.base.paths import data_dir  # noqa: E402
 from fasbench.trajectories.analysis import analyze_paths  # noqa: E402
-from fasbench.trajectories.trajectory_files import FileReport, discover  # noqa: E402
 from fasbench.trajectories.classify import analyze  # noqa: E402
 from fasbench.trajectories.parsers import read_text  # noqa: E402
+from fasbench.trajectories.trajectory_files import FileReport, discover  # noqa: E402
 
 DEFAULT = data_dir() / "trajectories" / "mini-swe-agent_gemini-3-pro_swebench-verified"
 
@@ -74,7 +74,9 @@ def main() -> None:
     fw, fc = min(x[0] for x in floors), min(x[1] for x in floors)
     aw, ac = min(x[0] for x in runs), min(x[1] for x in runs)
     print(f"files={len(files)} trajectories={s['trajectories']} actions={s['actions']} skipped={s['files']['skipped']}")
-    print(f"read_search_turn_share={o['read_search_turn_share']:.3f} first_edit_turn_mean={o['first_edit_turn_mean']:.2f}")
+    print(
+        f"read_search_turn_share={o['read_search_turn_share']:.3f} first_edit_turn_mean={o['first_edit_turn_mean']:.2f}"
+    )
     print(f"io_floor wall_s={fw:.3f} cpu_s={fc:.3f}; analysis wall_s={aw:.3f} cpu_s={ac:.3f}")
     fn = min(x[1] for x in floors_nogc)
     print(f"io_floor with the garbage collector off: cpu_s={fn:.3f}; analysis/that={ac / fn:.2f}")

@@ -72,8 +72,12 @@ def replicate(files: list[Path], dest: Path, copies: int, labels: dict) -> None:
 
 def run_child(warm: Path, path: Path) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    r = subprocess.run([sys.executable, "-c", CHILD, str(warm), str(path)], capture_output=True, text=True,
-                       env={**os.environ, "POLARS_MAX_THREADS": "1"})
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(warm), str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "POLARS_MAX_THREADS": "1"},
+    )
     if r.returncode:
         raise RuntimeError(f"analysis child failed:\n{r.stderr[-3000:]}")
     res = json.loads(r.stdout.strip().splitlines()[-1])
@@ -99,17 +103,21 @@ def main() -> None:
         t = time.perf_counter()
         replicate(base, small, 1, labels)
         replicate(base, big, copies, labels)
-        print(f"replicated {len(base)} files x {copies} = {len(base) * copies} in {time.perf_counter() - t:.1f} s",
-              flush=True)
+        print(
+            f"replicated {len(base)} files x {copies} = {len(base) * copies} in {time.perf_counter() - t:.1f} s",
+            flush=True,
+        )
         r500 = run_child(small, small)  # the smaller run first: the children's peak RSS only grows
         print(f"500: {r500}", flush=True)
         r50k = run_child(small, big)
         print(f"50k: {r50k}", flush=True)
     p500 = r500["cpu_s"] / r500["trajectories"]
     p50k = r50k["cpu_s"] / r50k["trajectories"]
-    print(f"per trajectory cpu_ms: 500={1e3 * p500:.2f} 50k={1e3 * p50k:.2f}; wall_ms: "
-          f"500={1e3 * r500['wall_s'] / r500['trajectories']:.2f} 50k={1e3 * r50k['wall_s'] / r50k['trajectories']:.2f}; "
-          f"peak_rss_gb 500={r500['peak_rss_gb']:.2f}")
+    print(
+        f"per trajectory cpu_ms: 500={1e3 * p500:.2f} 50k={1e3 * p50k:.2f}; wall_ms: "
+        f"500={1e3 * r500['wall_s'] / r500['trajectories']:.2f} 50k={1e3 * r50k['wall_s'] / r50k['trajectories']:.2f}; "
+        f"peak_rss_gb 500={r500['peak_rss_gb']:.2f}"
+    )
     print(f"per_traj_50k/per_traj_500={p50k / p500:.3f} peak_rss_gb={r50k['peak_rss_gb']:.2f}")
 
 

@@ -29,8 +29,11 @@ from fasbench.models import parse_tool_calls
 from fasbench.tools import calls_for, tool_names
 
 #: three parallel calls of three tools of the Relace tool set, in this order (the probe of :func:`check_parallel`)
-PROBE = [calls_for("relace").read("p0", "src/a.py", 1, 9), calls_for("relace").search("p1", "def main"),
-         calls_for("relace").list_dir("p2", "src")]
+PROBE = [
+    calls_for("relace").read("p0", "src/a.py", 1, 9),
+    calls_for("relace").search("p1", "def main"),
+    calls_for("relace").list_dir("p2", "src"),
+]
 
 
 def template_family(template: str | None) -> str:
@@ -49,15 +52,24 @@ def template_family(template: str | None) -> str:
 
 def probe_messages(calls=PROBE) -> list[dict]:
     """A user message and one assistant turn holding ``calls`` (OpenAI format)."""
-    return [{"role": "user", "content": "Find the entry point."},
-            {"role": "assistant", "content": "", "tool_calls": [
+    return [
+        {"role": "user", "content": "Find the entry point."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
-                for c in calls]}]
+                for c in calls
+            ],
+        },
+    ]
 
 
 def _fail(path: str, family: str, why: str) -> ValueError:
-    return ValueError(f"{path}: the {family} chat template cannot keep {len(PROBE)} parallel tool calls ({why}); "
-                      "use a Qwen2.5/Qwen3 tool template (fasbench.models.tool_chat_template())")
+    return ValueError(
+        f"{path}: the {family} chat template cannot keep {len(PROBE)} parallel tool calls ({why}); "
+        "use a Qwen2.5/Qwen3 tool template (fasbench.models.tool_chat_template())"
+    )
 
 
 def check_parallel(tok: Any, path: str, tools: list[dict] | None = None) -> str:
@@ -74,24 +86,32 @@ def check_parallel(tok: Any, path: str, tools: list[dict] | None = None) -> str:
         full = tok.apply_chat_template(msgs, tools=tools, tokenize=False)
     except Exception as e:  # noqa: BLE001 — a template's own refusal (jinja raise_exception) is the answer
         raise _fail(path, family, f"rendering failed: {str(e).splitlines()[0][:120]}") from None
-    completion = full[len(prompt):] if full.startswith(prompt) else full
+    completion = full[len(prompt) :] if full.startswith(prompt) else full
     want = [(c.name, dict(c.arguments)) for c in PROBE]
     if path == "grpo":
         try:
-            msg = tok.parse_response(tok(completion, add_special_tokens=False)["input_ids"],
-                                     prefix=tok(prompt, add_special_tokens=False)["input_ids"])
+            msg = tok.parse_response(
+                tok(completion, add_special_tokens=False)["input_ids"],
+                prefix=tok(prompt, add_special_tokens=False)["input_ids"],
+            )
         except Exception as e:  # noqa: BLE001 — TRL's parser failing on the turn is the answer
             raise _fail(path, family, f"TRL's parser failed: {str(e).splitlines()[0][:120]}") from None
-        got = [((c.get("function") or c).get("name"), (c.get("function") or c).get("arguments"))
-               for c in msg.get("tool_calls") or []]
+        got = [
+            ((c.get("function") or c).get("name"), (c.get("function") or c).get("arguments"))
+            for c in msg.get("tool_calls") or []
+        ]
     elif path == "sft":
         got = [(c.name, c.arguments) for c in parse_tool_calls(completion, tools)[1]]
     else:
         raise ValueError(f"check_parallel: unknown path {path!r}; choose sft or grpo")
     if got != want:
         names = [n for n, _ in got]
-        raise _fail(path, family, f"{len(got)} read back ({', '.join(map(str, names)) or 'none'}), "
-                                  f"{len(want)} written ({', '.join(n for n, _ in want)})")
+        raise _fail(
+            path,
+            family,
+            f"{len(got)} read back ({', '.join(map(str, names)) or 'none'}), "
+            f"{len(want)} written ({', '.join(n for n, _ in want)})",
+        )
     return family
 
 

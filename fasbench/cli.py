@@ -10,7 +10,6 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 import typer.main
@@ -65,8 +64,13 @@ class RootGroup(CliGroup):
 # RootGroup (a CliGroup) turns what escapes a command into a one-line error and a non-zero exit
 # (fasbench/base/errors.py). rich_markup_mode=None (for every subcommand: typer passes it down): help texts
 # are printed as written; rich markup would take `[s, -1]` or `[[s, e], ...]` for tags and drop them.
-app = typer.Typer(cls=RootGroup, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="fasbench: fast agentic code search workbench")
+app = typer.Typer(
+    cls=RootGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="fasbench: fast agentic code search workbench",
+)
 
 
 def _fail(msg: str) -> None:
@@ -97,10 +101,11 @@ def _load_json_arg(value: str, what: str):
 
 @app.command()
 def tool(
-    call_json: Optional[str] = typer.Argument(None, help='{"name": ..., "arguments": {...}}'),
-    root: Optional[Path] = typer.Option(None, "--root", help="workspace root the tool is sandboxed to"),
-    toolset: str = typer.Option("relace", "--toolset", help="a registered tool set (fasbench.tools.TOOLSETS; "
-                                "`fasbench eval --help` lists them)"),
+    call_json: str | None = typer.Argument(None, help='{"name": ..., "arguments": {...}}'),
+    root: Path | None = typer.Option(None, "--root", help="workspace root the tool is sandboxed to"),
+    toolset: str = typer.Option(
+        "relace", "--toolset", help="a registered tool set (fasbench.tools.TOOLSETS; `fasbench eval --help` lists them)"
+    ),
     schemas: bool = typer.Option(False, "--schemas", help="print the tool schemas the model sees (JSON) and exit"),
 ):
     """Run one tool call in a workspace and print {"output", "is_error"} as JSON; or, with
@@ -131,14 +136,24 @@ def tool(
 def score(
     gold: str = typer.Option(..., "--gold", help='{"edited": {path: [[s, e], ...]}, "viewed": [...] | null} or a file'),
     report: str = typer.Option(..., "--report", help='{"files": {path: [[s, e], ...]}, "explanation": str} or a file'),
-    turns: Optional[int] = typer.Option(None, "--turns", help="turns used (for the turn penalty)"),
-    reward: str = typer.Option("relace-f2", "--reward", help="a name of fasbench.scoring.reward.REWARDS: relace-f2 | relace-hybrid | fastcontext | …"),
-    judge: Optional[str] = typer.Option(None, "--judge", help="fastcontext: LLM judge, openai:model=NAME,base_url=URL"),
-    query: Optional[str] = typer.Option(None, "--query", help="fastcontext: the task's query (the judge reads it)"),
-    finish: str = typer.Option("stop", "--finish", help="fastcontext: how the episode ended: stop | length | abort | error"),
-    root: Optional[Path] = typer.Option(None, "--root", help="workspace the report cites: paths are resolved in it, "
-                                        "[s, -1] ends at the file's last line, ranges are clipped to file lengths "
-                                        "(without it, to lines.LINE_CAP)"),
+    turns: int | None = typer.Option(None, "--turns", help="turns used (for the turn penalty)"),
+    reward: str = typer.Option(
+        "relace-f2",
+        "--reward",
+        help="a name of fasbench.scoring.reward.REWARDS: relace-f2 | relace-hybrid | fastcontext | …",
+    ),
+    judge: str | None = typer.Option(None, "--judge", help="fastcontext: LLM judge, openai:model=NAME,base_url=URL"),
+    query: str | None = typer.Option(None, "--query", help="fastcontext: the task's query (the judge reads it)"),
+    finish: str = typer.Option(
+        "stop", "--finish", help="fastcontext: how the episode ended: stop | length | abort | error"
+    ),
+    root: Path | None = typer.Option(
+        None,
+        "--root",
+        help="workspace the report cites: paths are resolved in it, "
+        "[s, -1] ends at the file's last line, ranges are clipped to file lengths "
+        "(without it, to lines.LINE_CAP)",
+    ),
 ):
     """Score a report against gold; prints the score and its parts as JSON."""
     # local import: fasbench.scoring.reward is heavy to import, a large share of `fasbench --help`
@@ -173,9 +188,12 @@ def scripted_server(
     max_concurrent: int = typer.Option(32, "--max-concurrent", help="requests served at once; the rest wait"),
     turns: int = typer.Option(3, "--turns", help="turns per episode, the last one reports"),
     report_path: str = typer.Option("requests/sessions.py", "--report-path", help="the path the last turn reports"),
-    tool_format: str = typer.Option("structured", "--tool-format",
-                                    help="how the calls are written: structured (tool_calls), hermes_json or "
-                                         "qwen3_coder_xml (<tool_call> text in the content), prose (no calls)"),
+    tool_format: str = typer.Option(
+        "structured",
+        "--tool-format",
+        help="how the calls are written: structured (tool_calls), hermes_json or "
+        "qwen3_coder_xml (<tool_call> text in the content), prose (no calls)",
+    ),
 ):
     """A local OpenAI-compatible server answering scripted tool calls after a fixed delay (benchmarks,
     failure tests); prints `ready PORT` once it listens, serves until interrupted."""

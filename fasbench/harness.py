@@ -32,12 +32,12 @@ import numbers
 import os
 import time
 import warnings
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable
 
-from fasbench.records import SCHEMA_VERSION, Reply, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.base.specs import build, spec_fields
+from fasbench.records import SCHEMA_VERSION, Reply, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.tools import ToolLimits, Toolset, make_toolset
 from fasbench.tools.base import too_many_calls
 from fasbench.tools.contract import IdLedger, answer_cites, check_contract, final_note_addendum, prompt_addendum
@@ -71,7 +71,7 @@ class Policy:
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         raise NotImplementedError(f"{type(self).__name__} does not define act(messages, tools, *, final)")
 
-    def bind(self, task: Task) -> "Policy":
+    def bind(self, task: Task) -> Policy:
         return self
 
     def prepare(self, tasks: Iterable[Task]) -> None:
@@ -81,7 +81,7 @@ class Policy:
         return None
 
     @classmethod
-    def from_spec(cls, family: str, params: dict[str, str], **fixed) -> "Policy":
+    def from_spec(cls, family: str, params: dict[str, str], **fixed) -> Policy:
         """The policy of the spec ``family:key=value,...`` (``fasbench.policies.make_policy``; ``params``
         as parsed, ``fixed`` set by the caller): ``cls(**fixed, **params)``, each value converted to its
         dataclass field's declared type."""
@@ -148,7 +148,9 @@ def tool_pool_size() -> int:
     if env:
         if env.isdigit() and int(env) >= 1:
             return int(env)
-        warnings.warn(f"FASBENCH_TOOL_WORKERS={env!r} is not a positive integer; using {default} tool threads", stacklevel=2)
+        warnings.warn(
+            f"FASBENCH_TOOL_WORKERS={env!r} is not a positive integer; using {default} tool threads", stacklevel=2
+        )
     return default
 
 
@@ -168,8 +170,11 @@ def execute_calls(toolset: Toolset, calls: list[ToolCall], max_calls: int | None
 def initial_messages(toolset: Toolset, query: str, limits: Limits) -> list[dict]:
     ids = limits.report_contract == "ids"
     return [
-        {"role": "system", "content": toolset.system_prompt(limits.max_turns, limits.max_calls_per_turn)
-         + (prompt_addendum(toolset.answer_tool) if ids else "")},
+        {
+            "role": "system",
+            "content": toolset.system_prompt(limits.max_turns, limits.max_calls_per_turn)
+            + (prompt_addendum(toolset.answer_tool) if ids else ""),
+        },
         {"role": "user", "content": toolset.user_prompt(query)},
     ]
 
@@ -188,16 +193,23 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
     one, bound to ``task.root``."""
     limits = limits or Limits()
     if not isinstance(policy, Policy):
-        raise TypeError(f"{type(policy).__name__} is not a fasbench.harness.Policy: subclass it "
-                        "(docs/design.md section 3, A policy)")
+        raise TypeError(
+            f"{type(policy).__name__} is not a fasbench.harness.Policy: subclass it "
+            "(docs/design.md section 3, A policy)"
+        )
     if isinstance(toolset, str):
         if not task.root:
             raise ValueError(f"task {task.id} has no corpus root; materialise it first")
         toolset = make_toolset(toolset, task.root, limits.tool)
     query, source = toolset.episode_query(task)
-    trace = Trace(task_id=task.id, policy=policy.name, toolset=toolset.name,
-                  prompt=initial_messages(toolset, query, limits), started_at=time.time(),
-                  stop_reason="max_turns")
+    trace = Trace(
+        task_id=task.id,
+        policy=policy.name,
+        toolset=toolset.name,
+        prompt=initial_messages(toolset, query, limits),
+        started_at=time.time(),
+        stop_reason="max_turns",
+    )
     trace.meta["query_source"] = source
     if toolset.limits.prompt != "published":  # the compact protocol (fasbench.tools.compact): say so
         trace.meta["prompt"] = toolset.limits.prompt
@@ -211,8 +223,12 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
     for i in range(budget):
         final = i == budget - 1
         if final:
-            notes.append({"role": "user", "content": toolset.final_turn_note()
-                          + (final_note_addendum() if ledger is not None else "")})
+            notes.append(
+                {
+                    "role": "user",
+                    "content": toolset.final_turn_note() + (final_note_addendum() if ledger is not None else ""),
+                }
+            )
             trace.meta["final_note_turn"] = i
         # the chat is read back from the trace: what the policy sees is what the trace records
         messages = trace.to_messages(last_results=True) + [dict(m) for m in notes]
@@ -227,9 +243,17 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
             if getattr(e, "requests", None):  # the attempts of a remote policy (openai_compat.EndpointError)
                 trace.meta["failed_requests"] = list(e.requests)
             break
-        turn = Turn(index=i, text=reply.text, calls=list(reply.calls), notes=notes, prompt_tokens=reply.prompt_tokens,
-                    completion_tokens=reply.completion_tokens, model_started_at=t0, model_ended_at=time.time(),
-                    requests=list(getattr(reply, "requests", None) or []))
+        turn = Turn(
+            index=i,
+            text=reply.text,
+            calls=list(reply.calls),
+            notes=notes,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            model_started_at=t0,
+            model_ended_at=time.time(),
+            requests=list(getattr(reply, "requests", None) or []),
+        )
         notes = []
         turn.tools_started_at = time.time()
         turn.results = execute_calls(toolset, turn.calls, limits.max_calls_per_turn)
@@ -238,10 +262,11 @@ def run_episode(task: Task, policy: Policy, toolset: Toolset | str, limits: Limi
             ledger.annotate(i, turn.results)
         trace.turns.append(turn)
         # only calls that ran can answer: a report_back refused as over the per-turn limit is no report
-        report = toolset.parse_report(turn.text, turn.calls[:limits.max_calls_per_turn])
+        report = toolset.parse_report(turn.text, turn.calls[: limits.max_calls_per_turn])
         if report is not None and ledger is not None:  # fasbench renders the paths from the IDs
-            report, trace.meta["citation"] = ledger.render(answer_cites(report, turn.text, toolset.answer_tool),
-                                                           i, report)
+            report, trace.meta["citation"] = ledger.render(
+                answer_cites(report, turn.text, toolset.answer_tool), i, report
+            )
         if report is not None:
             trace.report, trace.stop_reason = report, "reported"
             break

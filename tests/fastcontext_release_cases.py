@@ -32,6 +32,7 @@ class Auth:
 def build(root: Path) -> Path:
     """Write the repository under ``root`` (a few files: long lines, many matches, nested
     directories, a binary file, odd line ends) and return it."""
+
     def w(rel: str, data: str | bytes) -> None:
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -41,9 +42,10 @@ def build(root: Path) -> Path:
     w("src/pkg/__init__.py", "")
     w("src/pkg/auth.py", AUTH)
     w("src/pkg/util.py", "def helper():\n    return 'login'\n")
-    w("src/long_lines.py",
-      "short = 1\n" + "a" * 600 + "\n" + "b" * 1999 + "\n" + "c" * 2000 + "\n" + "d" * 2500 + " login\n"
-      + "e" * 2100)  # no final newline
+    w(
+        "src/long_lines.py",
+        "short = 1\n" + "a" * 600 + "\n" + "b" * 1999 + "\n" + "c" * 2000 + "\n" + "d" * 2500 + " login\n" + "e" * 2100,
+    )  # no final newline
     w("big.txt", "".join(f"line {i} login\n" for i in range(1, 2301)))
     w("nested/a/b/c/deep.py", "DEEP = 'login'\n")
     w("nested/a/b/other.txt", "nothing here\n")
@@ -106,15 +108,32 @@ CASES = [
     # Grep
     ("grep_no_mode_dir", "Grep", {"pattern": "login", "path": f"{R}/src"}),
     ("grep_no_mode_file", "Grep", {"pattern": "login", "path": f"{R}/src/pkg/auth.py"}),
-    ("grep_content_forced_context", "Grep", {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content"}),
+    (
+        "grep_content_forced_context",
+        "Grep",
+        {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content"},
+    ),
     ("grep_content_dir", "Grep", {"pattern": "TOKEN_TTL|helper", "path": f"{R}/src", "output_mode": "content"}),
-    ("grep_content_C0", "Grep", {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content", "-C": 0}),
-    ("grep_content_A1_overridden", "Grep", {"pattern": "class Auth", "path": f"{R}/src/pkg/auth.py",
-                                            "output_mode": "content", "-A": 1}),
-    ("grep_content_B1_C0", "Grep", {"pattern": "class Auth", "path": f"{R}/src/pkg/auth.py", "output_mode": "content",
-                                    "-B": 1, "-C": 0}),
-    ("grep_content_no_numbers", "Grep", {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content",
-                                         "-n": False, "-C": 0}),
+    (
+        "grep_content_C0",
+        "Grep",
+        {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content", "-C": 0},
+    ),
+    (
+        "grep_content_A1_overridden",
+        "Grep",
+        {"pattern": "class Auth", "path": f"{R}/src/pkg/auth.py", "output_mode": "content", "-A": 1},
+    ),
+    (
+        "grep_content_B1_C0",
+        "Grep",
+        {"pattern": "class Auth", "path": f"{R}/src/pkg/auth.py", "output_mode": "content", "-B": 1, "-C": 0},
+    ),
+    (
+        "grep_content_no_numbers",
+        "Grep",
+        {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content", "-n": False, "-C": 0},
+    ),
     ("grep_files_with_matches", "Grep", {"pattern": "login", "path": f"{R}/src", "output_mode": "files_with_matches"}),
     ("grep_count", "Grep", {"pattern": "login", "path": f"{R}/src/pkg", "output_mode": "count"}),
     ("grep_count_file", "Grep", {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "count"}),
@@ -125,18 +144,33 @@ CASES = [
     ("grep_head_limit_0", "Grep", {"pattern": "login", "path": f"{R}/big.txt", "head_limit": 0}),
     ("grep_head_limit_float", "Grep", {"pattern": "login", "path": f"{R}/big.txt", "head_limit": 5.0}),
     ("grep_head_limit_float_no_cut", "Grep", {"pattern": "TOKEN", "path": f"{R}/src/pkg/auth.py", "head_limit": 5.0}),
-    ("grep_head_limit_content", "Grep", {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content",
-                                         "head_limit": 4}),
+    (
+        "grep_head_limit_content",
+        "Grep",
+        {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content", "head_limit": 4},
+    ),
     ("grep_ignore_case", "Grep", {"pattern": "LOGIN FAILED", "path": f"{R}/src", "-i": True}),
     ("grep_type", "Grep", {"pattern": "login", "path": f"{R}/nested", "type": "py"}),
     ("grep_glob", "Grep", {"pattern": "login", "path": f"{R}/nested", "glob": "*.txt"}),
-    ("grep_multiline", "Grep", {"pattern": r"class Auth:\s+TOKEN", "path": f"{R}/src/pkg/auth.py",
-                                "multiline": True, "output_mode": "content", "-C": 0}),
+    (
+        "grep_multiline",
+        "Grep",
+        {
+            "pattern": r"class Auth:\s+TOKEN",
+            "path": f"{R}/src/pkg/auth.py",
+            "multiline": True,
+            "output_mode": "content",
+            "-C": 0,
+        },
+    ),
     ("grep_no_match", "Grep", {"pattern": "zzz_none", "path": f"{R}/src"}),
     ("grep_bad_regex", "Grep", {"pattern": "(", "path": f"{R}/src"}),
     ("grep_bad_type", "Grep", {"pattern": "x", "path": f"{R}/src", "type": "nosuchtype"}),
-    ("grep_float_context", "Grep", {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content",
-                                    "-C": 2.0}),
+    (
+        "grep_float_context",
+        "Grep",
+        {"pattern": "login", "path": f"{R}/src/pkg/auth.py", "output_mode": "content", "-C": 2.0},
+    ),
     ("grep_missing_path", "Grep", {"pattern": "x", "path": f"{R}/nope"}),
     ("grep_outside", "Grep", {"pattern": "x", "path": "/etc"}),
     ("grep_relative_path", "Grep", {"pattern": "helper", "path": "src/pkg"}),
@@ -145,11 +179,26 @@ CASES = [
     ("grep_latin1", "Grep", {"pattern": "login", "path": f"{R}/latin1.txt"}),
     ("grep_binary_file", "Grep", {"pattern": "login", "path": f"{R}/bin/image.png"}),
     ("grep_binary_in_dir", "Grep", {"pattern": "login", "path": f"{R}/bin", "output_mode": "files_with_matches"}),
-    ("grep_long_line", "Grep", {"pattern": "login", "path": f"{R}/src/long_lines.py", "output_mode": "content",
-                                "-C": 0}),
+    (
+        "grep_long_line",
+        "Grep",
+        {"pattern": "login", "path": f"{R}/src/long_lines.py", "output_mode": "content", "-C": 0},
+    ),
 ]
 
 #: Cases whose release output lists several files in ripgrep's parallel (unsorted) order.
-UNORDERED = {"glob_default_dir", "glob_dir", "glob_dir_trailing_slash", "glob_relative_dir", "glob_path_pattern",
-             "grep_no_mode_dir", "grep_content_dir", "grep_files_with_matches", "grep_count", "grep_ignore_case",
-             "grep_relative_path", "grep_binary_in_dir", "glob_truncated"}
+UNORDERED = {
+    "glob_default_dir",
+    "glob_dir",
+    "glob_dir_trailing_slash",
+    "glob_relative_dir",
+    "glob_path_pattern",
+    "grep_no_mode_dir",
+    "grep_content_dir",
+    "grep_files_with_matches",
+    "grep_count",
+    "grep_ignore_case",
+    "grep_relative_path",
+    "grep_binary_in_dir",
+    "glob_truncated",
+}

@@ -25,14 +25,41 @@ SHAPES = {  # model name -> the 200 reply's JSON text
     "choices-dict": json.dumps({"choices": {"0": {"message": {"content": "hi"}}}}),
     "message-str": json.dumps({"choices": [{"message": "hello"}]}),
     "tool-calls-dict": json.dumps({"choices": [{"message": {"content": None, "tool_calls": {"id": "a"}}}]}),
-    "arguments-dict": json.dumps({"choices": [{"message": {"content": None, "tool_calls": [
-        _ok_call(0), {"id": "c1", "type": "function", "function": {"name": "grep_search", "arguments": {"q": 1}}}]}}]}),
+    "arguments-dict": json.dumps(
+        {
+            "choices": [
+                {
+                    "message": {
+                        "content": None,
+                        "tool_calls": [
+                            _ok_call(0),
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "grep_search", "arguments": {"q": 1}},
+                            },
+                        ],
+                    }
+                }
+            ]
+        }
+    ),
     "usage-str": json.dumps({"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": "many"}}),
     "deep": "[" * 100_000 + "]" * 100_000,
     "deep-ok-parse": json.dumps({"choices": [{"message": {"content": "hi"}}], "x": json.loads("[" * 500 + "]" * 500)}),
     "long-answer": json.dumps({"choices": [{"message": {"content": "a" * 1_000_000}}]}),
-    "deep-args": json.dumps({"choices": [{"message": {"content": None, "tool_calls": [
-        _ok_call(0, '{"query": ' + "[" * 100_000 + "]" * 100_000 + "}")]}}]}),
+    "deep-args": json.dumps(
+        {
+            "choices": [
+                {
+                    "message": {
+                        "content": None,
+                        "tool_calls": [_ok_call(0, '{"query": ' + "[" * 100_000 + "]" * 100_000 + "}")],
+                    }
+                }
+            ]
+        }
+    ),
 }
 HTML = b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><h1>Bad Gateway</h1></body></html>\n"
 
@@ -88,10 +115,14 @@ def answer(mode: str, w, stop: threading.Event, hits: dict) -> None:
         _stream(w, stop, b"internal error: ")
     elif mode == "gzip":  # 50 MB of zeros, gzip-encoded (~50 KB on the wire)
         data = gzip.compress(b"0" * (50 * 2**20), 9)
-        _head(w, "200 OK", {"Content-Type": "application/json", "Content-Encoding": "gzip", "Content-Length": len(data)})
+        _head(
+            w, "200 OK", {"Content-Type": "application/json", "Content-Encoding": "gzip", "Content-Length": len(data)}
+        )
         w.write(data)
     elif mode == "judge-ok":
-        _json(w, json.dumps({"choices": [{"message": {"content": '```json\n{"score": 7, "justification": "ok"}\n```'}}]}))
+        _json(
+            w, json.dumps({"choices": [{"message": {"content": '```json\n{"score": 7, "justification": "ok"}\n```'}}]})
+        )
     else:
         _json(w, json.dumps({"error": f"unknown mode {mode}"}), status="400 Bad Request")
 

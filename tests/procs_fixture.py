@@ -17,4 +17,3 @@ def procs_with(marker: str) -> list[int]:
             except OSError:
                 pass
     return found
-

@@ -17,4 +17,3 @@ def _pypi_reachable() -> bool:
 
 
 requires_pypi = pytest.mark.skipif(not _pypi_reachable(), reason="PyPI is not reachable from this machine")
-

@@ -27,14 +27,32 @@ def reply(body: dict, script: dict) -> dict:
     cmd = steps[k]["command"] if k < len(steps) else "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
     prompt = sum(len(json.dumps(m)) for m in msgs) // 4
     return {
-        "id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{time.time_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": body.get("model", "scripted"),
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": f"THOUGHT: step {k + 1}.",
-            "tool_calls": [{"id": f"call_{k}", "type": "function",
-                            "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]}}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": len(cmd) // 4 + 5,
-                  "total_tokens": prompt + len(cmd) // 4 + 5},
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": f"THOUGHT: step {k + 1}.",
+                    "tool_calls": [
+                        {
+                            "id": f"call_{k}",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": json.dumps({"command": cmd})},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": len(cmd) // 4 + 5,
+            "total_tokens": prompt + len(cmd) // 4 + 5,
+        },
     }
 
 

@@ -65,8 +65,11 @@ def scripted_server(*args: str):
     """``fasbench scripted-server`` in its own process on a free port (``args``: its options, e.g.
     ``--delay-s 0.01 --turns 2``); yields its ``/v1`` base URL once it prints ``ready PORT``, and
     stops it on exit."""
-    proc = subprocess.Popen([sys.executable, "-m", "fasbench.cli", "scripted-server", "--port", "0", *args],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fasbench.cli", "scripted-server", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline().split()
         assert line and line[0] == "ready", f"scripted server did not start: {line}"
@@ -87,10 +90,18 @@ def recording_chat_server(message: dict, finish_reason: str = "stop"):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             bodies.append(body)
-            out = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-                              "choices": [{"index": 0, "finish_reason": finish_reason,
-                                           "message": {"role": "assistant", **message}}],
-                              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+            out = json.dumps(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", ""),
+                    "choices": [
+                        {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", **message}}
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(out)))

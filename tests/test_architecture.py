@@ -1,6 +1,7 @@
 """Static architecture rules of the ``fasbench`` package (issue #16), checked with ``ast``.
 
-- **Size**: no module over ``MAX_LINES`` lines (split along concepts).
+- **Size**: no module over ``MAX_STATEMENTS`` statements (logical lines: ``tokenize``'s NEWLINE tokens, which
+  ``ruff format`` does not change; split along concepts).
 - **Cycles**: the import graph of ``fasbench.*`` modules has no cycle. The graph holds every runtime
   import (module level and function-local; ``if TYPE_CHECKING:`` blocks excluded), relative imports
   resolved, and ``from pkg import mod`` resolved to the submodule: a cycle hidden by a function-local
@@ -30,6 +31,7 @@ import ast
 import functools
 import re
 import tempfile
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -39,13 +41,15 @@ from fasbench.tools import TOOLSETS, make_toolset
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "fasbench"
 DESIGN = REPO / "docs" / "design.md"
-MAX_LINES = 500
+#: The size cap, in statements rather than physical lines: the formatter (ruff format, issue 37 item 7) spreads a
+#: call over as many lines as it likes, so a line count would move with the layout and not with the code. The
+#: 500-line cap of the denser hand layout held about 340 statements at most (models.py); 350 keeps its meaning.
+MAX_STATEMENTS = 350
 LOCAL_MARK = "# local import:"
 
 # Files (repository-relative) other helpers of issue #16 are still changing: violations in these make
 # a check xfail instead of fail. The lead empties this after merging their branches.
-PENDING: dict[str, str] = {
-}
+PENDING: dict[str, str] = {}
 
 # (module path, literal): a string equal to one of our tool names outside fasbench/tools/ that is not
 # our tool: each with the reason.
@@ -87,7 +91,8 @@ def parsed(path: Path) -> tuple[ast.Module, list[str]]:
 def _is_type_checking(node: ast.If) -> bool:
     t = node.test
     return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
 
 
 def imports(path: Path) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
@@ -246,8 +251,16 @@ def layer_table() -> list[dict]:
         exceptions = []
         for m in re.finditer(r"`([\w./]+)` (?:uses|on) `([\w./]+)`(?:'s)?(?: and `([\w./]+)`)?", may):
             exceptions += [(m.group(1), t) for t in m.groups()[1:] if t]
-        rows.append({"layer": layer, "name": cells[0], "groups": groups, "allowed": allowed,
-                     "cross_group": "builds on another only" not in may, "exceptions": exceptions})
+        rows.append(
+            {
+                "layer": layer,
+                "name": cells[0],
+                "groups": groups,
+                "allowed": allowed,
+                "cross_group": "builds on another only" not in may,
+                "exceptions": exceptions,
+            }
+        )
     assert rows, "docs/design.md: no Layers table found in section 2"
     return rows
 
@@ -302,12 +315,18 @@ def layer_violation(src: str, dst: str) -> str | None:
 # checks: each returns {file: [violation, ...]}
 
 
+def statements(path: Path) -> int:
+    """Logical lines of a module: ``tokenize``'s NEWLINE tokens (a statement however many lines it spans)."""
+    with tokenize.open(path) as f:
+        return sum(1 for t in tokenize.generate_tokens(f.readline) if t.type == tokenize.NEWLINE)
+
+
 def check_size() -> dict[str, list[str]]:
     out = {}
     for p in source_files().values():
-        n = len(parsed(p)[1])
-        if n > MAX_LINES:
-            out[rel(p)] = [f"{n} lines > {MAX_LINES}"]
+        n = statements(p)
+        if n > MAX_STATEMENTS:
+            out[rel(p)] = [f"{n} statements > {MAX_STATEMENTS}"]
     return out
 
 
@@ -326,7 +345,7 @@ def local_import_comments(lines: list[str]) -> list[tuple[int, str]]:
     out, i = [], 0
     while i < len(lines):
         if LOCAL_MARK in lines[i]:
-            j, text = i + 1, [lines[i][lines[i].index(LOCAL_MARK):]]
+            j, text = i + 1, [lines[i][lines[i].index(LOCAL_MARK) :]]
             while j < len(lines) and lines[j].lstrip().startswith("#") and LOCAL_MARK not in lines[j]:
                 text.append(lines[j].strip())
                 j += 1
@@ -364,10 +383,10 @@ def check_local_imports() -> dict[str, list[str]]:
         justified_end = -1  # last line of the previous justified import, for blocks under one comment
         for n in local:
             # the import's own lines: a formatter wraps a long one, its comment inside the parentheses
-            here = " ".join(lines[n.lineno - 1:n.end_lineno or n.lineno])
+            here = " ".join(lines[n.lineno - 1 : n.end_lineno or n.lineno])
             before = lines[n.lineno - 2] if n.lineno > 1 else ""
             # a block under one comment goes on across blank lines (isort puts one between its sections)
-            in_block = justified_end > 0 and not any(x.strip() for x in lines[justified_end:n.lineno - 1])
+            in_block = justified_end > 0 and not any(x.strip() for x in lines[justified_end : n.lineno - 1])
             if measured(here) or measured(before) or measured(comment_above(lines, n.lineno)) or in_block:
                 justified_end = n.end_lineno or n.lineno
             else:
@@ -391,8 +410,12 @@ def check_tool_names(names: frozenset[str] | None = None) -> dict[str, list[str]
             continue
         tree, _ = parsed(p)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
-                    and (r, node.value) not in TOOL_NAME_ALLOWED):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in names
+                and (r, node.value) not in TOOL_NAME_ALLOWED
+            ):
                 out.setdefault(r, []).append(f"line {node.lineno}: {node.value!r}")
     return out
 
@@ -461,23 +484,31 @@ def expect_clean(found: dict[str, list[str]], what: str) -> None:
 
 
 def test_module_size():
-    expect_clean(check_size(), f"modules over {MAX_LINES} lines (split them along concepts)")
+    expect_clean(check_size(), f"modules over {MAX_STATEMENTS} statements (split them along concepts)")
 
 
 def test_local_imports_give_a_reason():
-    expect_clean(check_local_imports(),
-                 f"function-local imports without a '{LOCAL_MARK} <reason>' comment (move them to the top)")
+    expect_clean(
+        check_local_imports(),
+        f"function-local imports without a '{LOCAL_MARK} <reason>' comment (move them to the top)",
+    )
 
 
 def test_local_import_comments_quote_no_number():
-    expect_clean(check_local_import_numbers(),
-                 f"'{LOCAL_MARK}' comments quoting a number (say why in words; measured costs live in "
-                 "benchmarks/README.md, benchmarks/import_costs.py)")
+    expect_clean(
+        check_local_import_numbers(),
+        f"'{LOCAL_MARK}' comments quoting a number (say why in words; measured costs live in "
+        "benchmarks/README.md, benchmarks/import_costs.py)",
+    )
 
 
 def test_local_import_number_rule_can_fail():
-    lines = ["    # local import: torch costs ~5.9 s at start-up", "    # (python -X importtime)", "    import torch",
-             "    import bm25s  # local import: bm25s is heavy; only the bm25 policy needs it"]
+    lines = [
+        "    # local import: torch costs ~5.9 s at start-up",
+        "    # (python -X importtime)",
+        "    import torch",
+        "    import bm25s  # local import: bm25s is heavy; only the bm25 policy needs it",
+    ]
     found = [t for _, t in local_import_comments(lines) if NUMBER.search(t.partition(LOCAL_MARK)[2])]
     assert found == ["# local import: torch costs ~5.9 s at start-up # (python -X importtime)"]
 
@@ -495,16 +526,20 @@ def test_imports_follow_the_layers():
 
 
 def test_scoring_imports_no_tool_set():
-    expect_clean(check_scoring_tool_sets(), "scoring importing a module of fasbench/tools/ (only the package's "
-                 "observation/tool_kind; shared code goes below both, e.g. fasbench.records.fastcontext_answer)")
+    expect_clean(
+        check_scoring_tool_sets(),
+        "scoring importing a module of fasbench/tools/ (only the package's "
+        "observation/tool_kind; shared code goes below both, e.g. fasbench.records.fastcontext_answer)",
+    )
 
 
 def test_scoring_rule_catches_a_tool_set_import():
     """The rule fails on the import the scoring had before (reward -> tools.fastcontext) and lets the
     package's public names through."""
     g = {"fasbench.scoring.reward": {"fasbench.tools.fastcontext", "fasbench.tools", "fasbench.records"}}
-    assert check_scoring_tool_sets(g) == {"fasbench/scoring/reward.py": [
-        "fasbench.scoring.reward -> fasbench.tools.fastcontext"]}
+    assert check_scoring_tool_sets(g) == {
+        "fasbench/scoring/reward.py": ["fasbench.scoring.reward -> fasbench.tools.fastcontext"]
+    }
     assert check_scoring_tool_sets({"fasbench.scoring.process": {"fasbench.tools"}}) == {}
 
 
@@ -527,8 +562,9 @@ def test_allowlist_still_needed():
         assert reason.strip(), f"TOOL_NAME_ALLOWED[{path!r}, {literal!r}] needs a reason"
         assert literal in names, f"TOOL_NAME_ALLOWED: {literal!r} is no longer a tool name"
         tree, _ = parsed(REPO / path)
-        assert any(isinstance(n, ast.Constant) and n.value == literal for n in ast.walk(tree)), \
+        assert any(isinstance(n, ast.Constant) and n.value == literal for n in ast.walk(tree)), (
             f"TOOL_NAME_ALLOWED: {path} no longer holds {literal!r}; remove the entry"
+        )
 
 
 def test_layer_table_reads_the_design():
@@ -558,9 +594,14 @@ def check_policy_getattr() -> dict[str, list[str]]:
     for p in source_files().values():
         tree, _ = parsed(p)
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
-                    and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
                 continue
             member, obj = node.args[1].value, ast.unparse(node.args[0]).lower()
             if member in POLICY_MEMBERS or (member in ("name", "act") and "polic" in obj):
@@ -581,7 +622,9 @@ def check_reward_name_tests(names: frozenset[str] | None = None) -> dict[str, li
     a reward's name, outside the registry (``fasbench/scoring/reward.py``): a reward's behaviour is chosen by
     its registry entry (``fasbench.scoring.reward.Reward``), never by testing its name."""
     if names is None:
-        from fasbench.scoring.reward import REWARDS  # local import: only this check needs the rewards (heavy: the tools' jsonschema)
+        from fasbench.scoring.reward import (
+            REWARDS,  # local import: only this check needs the rewards (heavy: the tools' jsonschema)
+        )
 
         names = frozenset(REWARDS)
     out: dict[str, list[str]] = {}
@@ -605,13 +648,18 @@ CHECKS.update({"policy getattr": check_policy_getattr, "reward name tests": chec
 
 
 def test_no_getattr_on_policies():
-    expect_clean(check_policy_getattr(), "getattr/hasattr for a member of fasbench.harness.Policy (subclass Policy "
-                 "and call the member)")
+    expect_clean(
+        check_policy_getattr(),
+        "getattr/hasattr for a member of fasbench.harness.Policy (subclass Policy and call the member)",
+    )
 
 
 def test_no_reward_chosen_by_its_name():
-    expect_clean(check_reward_name_tests(), "a reward chosen by a string test of its name (give its registry entry "
-                 "in fasbench.scoring.reward.REWARDS the property instead)")
+    expect_clean(
+        check_reward_name_tests(),
+        "a reward chosen by a string test of its name (give its registry entry "
+        "in fasbench.scoring.reward.REWARDS the property instead)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,12 +668,29 @@ def test_no_reward_chosen_by_its_name():
 READER = "fasbench/trajectories/"
 #: What the one trajectory reader defines: a module elsewhere that defines one of these names is a
 #: second reader (trajectory formats, shell calls with outputs, files seen, first edit, agent paths).
-READER_NAMES = frozenset({
-    "load_json", "message_text", "bash_blocks", "ShellCall", "shell_calls", "read_actions",
-    "output_text", "parse_file", "detect", "count_tokens", "count_tokens_batch", "analyze_call",
-    "submission_files", "edits_submission", "edits_files", "viewing", "Viewing", "search_paths",
-    "agent_path",
-})
+READER_NAMES = frozenset(
+    {
+        "load_json",
+        "message_text",
+        "bash_blocks",
+        "ShellCall",
+        "shell_calls",
+        "read_actions",
+        "output_text",
+        "parse_file",
+        "detect",
+        "count_tokens",
+        "count_tokens_batch",
+        "analyze_call",
+        "submission_files",
+        "edits_submission",
+        "edits_files",
+        "viewing",
+        "Viewing",
+        "search_paths",
+        "agent_path",
+    }
+)
 #: The agent's repository root is spelled only in trajectories/agent_paths.py (``ROOT``); elsewhere only:
 ROOT_SPELLING_ALLOWED: dict[str, str] = {
     "fasbench/stats/metrics.py": "normalize_path strips the prefixes a *searcher's* answer may use (/repo/, /testbed/, "
@@ -651,8 +716,9 @@ def check_one_reader(files=None) -> dict[str, list[str]]:
             continue
         for name, line in _top_level_names(parsed(p)[0]).items():
             if name in READER_NAMES:
-                out.setdefault(r, []).append(f"line {line}: defines {name} (the trajectory reader's; import it "
-                                             f"from fasbench.trajectories)")
+                out.setdefault(r, []).append(
+                    f"line {line}: defines {name} (the trajectory reader's; import it from fasbench.trajectories)"
+                )
     return out
 
 
@@ -662,10 +728,14 @@ def check_root_spelling(files=None) -> dict[str, list[str]]:
         if r == READER + "agent_paths.py" or r in ROOT_SPELLING_ALLOWED:
             continue
         for node in ast.walk(parsed(p)[0]):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                    node.value.rstrip("/") == "/testbed" or node.value.startswith("/testbed/")):
-                out.setdefault(r, []).append(f"line {node.lineno}: {node.value!r} (use trajectories.agent_paths.ROOT / "
-                                             "agent_path)")
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and (node.value.rstrip("/") == "/testbed" or node.value.startswith("/testbed/"))
+            ):
+                out.setdefault(r, []).append(
+                    f"line {node.lineno}: {node.value!r} (use trajectories.agent_paths.ROOT / agent_path)"
+                )
     return out
 
 
@@ -689,7 +759,9 @@ def check_private_imports(files=None) -> dict[str, list[str]]:
     return out
 
 
-CHECKS.update({"one reader": check_one_reader, "agent root": check_root_spelling, "private imports": check_private_imports})
+CHECKS.update(
+    {"one reader": check_one_reader, "agent root": check_root_spelling, "private imports": check_private_imports}
+)
 
 
 def test_one_trajectory_reader():
@@ -698,22 +770,33 @@ def test_one_trajectory_reader():
 
 def test_reader_names_are_the_readers():
     """Every READER_NAMES entry is defined at the top of a fasbench/trajectories/ module (no stale entry)."""
-    defined = {n for m, p in source_files().items() if rel(p).startswith(READER) for n in _top_level_names(parsed(p)[0])}
+    defined = {
+        n for m, p in source_files().items() if rel(p).startswith(READER) for n in _top_level_names(parsed(p)[0])
+    }
     assert not READER_NAMES - defined, f"READER_NAMES not defined in {READER}: {sorted(READER_NAMES - defined)}"
 
 
 def test_agent_root_spelled_once():
-    expect_clean(check_root_spelling(), "the agent's repository root spelled outside fasbench/trajectories/agent_paths.py")
+    expect_clean(
+        check_root_spelling(), "the agent's repository root spelled outside fasbench/trajectories/agent_paths.py"
+    )
 
 
 def test_root_allowlist_still_needed():
     found = set()
     for r in ROOT_SPELLING_ALLOWED:
         tree, _ = parsed(REPO / r)
-        if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and "/testbed" in n.value
-               and not n.value.startswith(" ") for n in ast.walk(tree)):
+        if any(
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and "/testbed" in n.value
+            and not n.value.startswith(" ")
+            for n in ast.walk(tree)
+        ):
             found.add(r)
-    assert found == set(ROOT_SPELLING_ALLOWED), f"remove from ROOT_SPELLING_ALLOWED: {set(ROOT_SPELLING_ALLOWED) - found}"
+    assert found == set(ROOT_SPELLING_ALLOWED), (
+        f"remove from ROOT_SPELLING_ALLOWED: {set(ROOT_SPELLING_ALLOWED) - found}"
+    )
 
 
 def test_no_private_name_imported_across_modules():
@@ -724,8 +807,10 @@ def test_reader_rules_catch_a_second_reader(tmp_path):
     """The three checks read real source: a caller that defines its own ``viewing``, spells /testbed and
     imports a private helper fails each of them; the same code in the reader's package passes the first."""
     src = tmp_path / "second.py"
-    src.write_text("from fasbench.trajectories.viewed import _script_writes\n\n"
-                   "def viewing(a):\n    return '/testbed/' + a\n", encoding="utf-8")
+    src.write_text(
+        "from fasbench.trajectories.viewed import _script_writes\n\ndef viewing(a):\n    return '/testbed/' + a\n",
+        encoding="utf-8",
+    )
     caller = [("fasbench/data/agent_traces.py", src)]
     assert "defines viewing" in check_one_reader(caller)["fasbench/data/agent_traces.py"][0]
     assert "'/testbed/'" in check_root_spelling(caller)["fasbench/data/agent_traces.py"][0]
@@ -749,14 +834,22 @@ def check_rg_sandboxed(files=None) -> dict[str, list[str]]:
             continue
         tree = parsed(p)[0]
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-            n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+            n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+        }
         if not names & {"rg_argv", "rg_binary"}:
             continue
         for n in ast.walk(tree):
-            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in RUNNERS
-                    and isinstance(n.func.value, ast.Name) and n.func.value.id in ("subprocess", "os")):
-                out.setdefault(r, []).append(f"line {n.lineno}: {n.func.value.id}.{n.func.attr} runs rg outside "
-                                             "the sandbox (use fasbench.tools.bash.pipeline.run_pipeline)")
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in RUNNERS
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id in ("subprocess", "os")
+            ):
+                out.setdefault(r, []).append(
+                    f"line {n.lineno}: {n.func.value.id}.{n.func.attr} runs rg outside "
+                    "the sandbox (use fasbench.tools.bash.pipeline.run_pipeline)"
+                )
     return out
 
 
@@ -766,8 +859,11 @@ def test_rg_runs_in_the_sandbox():
 
 def test_rg_rule_catches_a_bare_subprocess(tmp_path):
     src = tmp_path / "m.py"
-    src.write_text("import subprocess\nfrom fasbench.tools.rg import rg_argv\n\n"
-                   "def f(root):\n    return subprocess.run(rg_argv('x'), cwd=root)\n", encoding="utf-8")
+    src.write_text(
+        "import subprocess\nfrom fasbench.tools.rg import rg_argv\n\n"
+        "def f(root):\n    return subprocess.run(rg_argv('x'), cwd=root)\n",
+        encoding="utf-8",
+    )
     assert "subprocess.run" in check_rg_sandboxed([("fasbench/bon/m.py", src)])["fasbench/bon/m.py"][0]
 
 
@@ -810,8 +906,7 @@ def check_class_names(files=None) -> dict[str, list[str]]:
 
 
 def _holds_shown(node: ast.ClassDef) -> bool:
-    return any(isinstance(s, ast.AnnAssign) and re.search(r"\bShown\b", ast.unparse(s.annotation))
-               for s in node.body)
+    return any(isinstance(s, ast.AnnAssign) and re.search(r"\bShown\b", ast.unparse(s.annotation)) for s in node.body)
 
 
 def check_one_observation(files=None) -> dict[str, list[str]]:
@@ -823,8 +918,10 @@ def check_one_observation(files=None) -> dict[str, list[str]]:
         tree = parsed(p)[0]
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and r not in SHOWN_HOLDERS and _holds_shown(node):
-                out.setdefault(r, []).append(f"line {node.lineno}: class {node.name} holds a Shown (use "
-                                             "fasbench.tools.observed.Seen, the one observation type)")
+                out.setdefault(r, []).append(
+                    f"line {node.lineno}: class {node.name} holds a Shown (use "
+                    "fasbench.tools.observed.Seen, the one observation type)"
+                )
         for name, line in _top_level_names(tree).items():
             if name in OBSERVATION_FUNCTIONS:
                 defs.setdefault(name, []).append((r, line))
@@ -847,8 +944,9 @@ def test_class_name_allowlist_still_needed():
     defs = _class_defs()
     for name, (where, reason) in CLASS_NAME_ALLOWED.items():
         assert reason.strip(), f"CLASS_NAME_ALLOWED[{name!r}] needs a reason"
-        assert set(defs.get(name, {})) == where, \
+        assert set(defs.get(name, {})) == where, (
             f"CLASS_NAME_ALLOWED[{name!r}]: defined in {sorted(defs.get(name, {}))}, not {sorted(where)}; update or remove it"
+        )
 
 
 def test_one_observation_type():
@@ -859,21 +957,33 @@ def test_observation_rules_catch_a_second_type(tmp_path):
     """The rules read real source: a module with its own ``Seen``, an ``Observation`` holding a Shown and
     a second ``grep_hits`` fails them; the allowlist does not excuse a third module."""
     src = tmp_path / "second.py"
-    src.write_text("from dataclasses import dataclass\nfrom fasbench.records import Shown\n\n"
-                   "@dataclass\nclass Seen:\n    kind: str\n\n"
-                   "@dataclass\nclass Observation:\n    shown: Shown | None = None\n\n"
-                   "def grep_hits(trace):\n    return {}\n", encoding="utf-8")
+    src.write_text(
+        "from dataclasses import dataclass\nfrom fasbench.records import Shown\n\n"
+        "@dataclass\nclass Seen:\n    kind: str\n\n"
+        "@dataclass\nclass Observation:\n    shown: Shown | None = None\n\n"
+        "def grep_hits(trace):\n    return {}\n",
+        encoding="utf-8",
+    )
     other = REPO / "fasbench" / "tools" / "observed.py"
     replay = REPO / "fasbench" / "replay" / "seen.py"
-    files = [("fasbench/policies/second.py", src), ("fasbench/tools/observed.py", other),
-             ("fasbench/replay/seen.py", replay)]
-    assert "class Seen is also defined in fasbench/tools/observed.py" in check_class_names(files)["fasbench/policies/second.py"][0]
+    files = [
+        ("fasbench/policies/second.py", src),
+        ("fasbench/tools/observed.py", other),
+        ("fasbench/replay/seen.py", replay),
+    ]
+    assert (
+        "class Seen is also defined in fasbench/tools/observed.py"
+        in check_class_names(files)["fasbench/policies/second.py"][0]
+    )
     found = check_one_observation(files)
     assert any("class Observation holds a Shown" in x for x in found["fasbench/policies/second.py"])
     assert any("grep_hits is defined 2 times" in x for x in found["fasbench/replay/seen.py"])
     turn = REPO / "fasbench" / "records" / "trace.py"
-    third = [("fasbench/records/trace.py", turn), ("fasbench/trajectories/trajectory.py", REPO / "fasbench/trajectories/trajectory.py"),
-             ("fasbench/policies/second.py", turn)]
+    third = [
+        ("fasbench/records/trace.py", turn),
+        ("fasbench/trajectories/trajectory.py", REPO / "fasbench/trajectories/trajectory.py"),
+        ("fasbench/policies/second.py", turn),
+    ]
     assert "fasbench/policies/second.py" in check_class_names(third)
 
 
@@ -881,12 +991,35 @@ def test_observation_rules_catch_a_second_type(tmp_path):
 # one git wall (issue 36 item 2): no module but fasbench/base/gitsafe.py starts git through subprocess
 
 GIT_WALL = "fasbench/base/gitsafe.py"
-_SPAWNERS = ({("subprocess", n) for n in ("run", "Popen", "call", "check_call", "check_output", "getoutput",
-                                          "getstatusoutput")}
-             | {("os", n) for n in ("system", "popen", "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp",
-                                    "execvpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "spawnl", "spawnle", "spawnlp",
-                                    "spawnlpe", "posix_spawn", "posix_spawnp")}
-             | {("asyncio", "create_subprocess_exec"), ("asyncio", "create_subprocess_shell"), ("pty", "spawn")})
+_SPAWNERS = (
+    {("subprocess", n) for n in ("run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput")}
+    | {
+        ("os", n)
+        for n in (
+            "system",
+            "popen",
+            "execv",
+            "execve",
+            "execl",
+            "execle",
+            "execlp",
+            "execlpe",
+            "execvp",
+            "execvpe",
+            "spawnv",
+            "spawnve",
+            "spawnvp",
+            "spawnvpe",
+            "spawnl",
+            "spawnle",
+            "spawnlp",
+            "spawnlpe",
+            "posix_spawn",
+            "posix_spawnp",
+        )
+    }
+    | {("asyncio", "create_subprocess_exec"), ("asyncio", "create_subprocess_shell"), ("pty", "spawn")}
+)
 # the modules that may start a process at all, and what they start; any other module that starts one
 # is a violation (so a new module cannot start git, or anything, without being named here)
 SPAWN_ALLOWED = {
@@ -935,16 +1068,28 @@ def check_git_wall(files=None) -> dict[str, list[str]]:
         if r == GIT_WALL:
             continue
         tree = parsed(p)[0]
-        modules = {a.asname or a.name: a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-                   for a in node.names}
-        direct = {a.asname or a.name: (node.module, a.name) for node in ast.walk(tree)
-                  if isinstance(node, ast.ImportFrom) and node.module in spawn_mods for a in node.names}
+        modules = {
+            a.asname or a.name: a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names
+        }
+        direct = {
+            a.asname or a.name: (node.module, a.name)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module in spawn_mods
+            for a in node.names
+        }
         for node in ast.walk(tree):
-            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                    else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            mods = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(m.split(".")[0] in GIT_LIBRARIES for m in mods):
-                out.setdefault(r, []).append(f"line {node.lineno}: imports a git library ({', '.join(mods)}): "
-                                             "git only through fasbench.base.gitsafe")
+                out.setdefault(r, []).append(
+                    f"line {node.lineno}: imports a git library ({', '.join(mods)}): "
+                    "git only through fasbench.base.gitsafe"
+                )
         assigned: dict[str, list[ast.AST]] = {}  # a command built first (cmd = ["git", ...]) and run after
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
@@ -952,8 +1097,9 @@ def check_git_wall(files=None) -> dict[str, list[str]]:
                     if isinstance(tgt, ast.Name):
                         assigned.setdefault(tgt.id, []).append(node.value)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # a helper that builds the command
-                assigned.setdefault(node.name, []).extend(n.value for n in ast.walk(node)
-                                                          if isinstance(n, ast.Return) and n.value is not None)
+                assigned.setdefault(node.name, []).extend(
+                    n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None
+                )
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
@@ -961,9 +1107,11 @@ def check_git_wall(files=None) -> dict[str, list[str]]:
             if target not in _SPAWNERS:
                 continue
             if r not in SPAWN_ALLOWED:
-                out.setdefault(r, []).append(f"line {node.lineno}: {target[0]}.{target[1]} starts a process in a module "
-                                             "not allowed to (tests/test_architecture.py SPAWN_ALLOWED; git only "
-                                             "through fasbench.base.gitsafe.run)")
+                out.setdefault(r, []).append(
+                    f"line {node.lineno}: {target[0]}.{target[1]} starts a process in a module "
+                    "not allowed to (tests/test_architecture.py SPAWN_ALLOWED; git only "
+                    "through fasbench.base.gitsafe.run)"
+                )
                 continue
             todo = list(node.args) + [k.value for k in node.keywords if k.arg in ("args", "cmd", "file", "path")]
             seen: set[str] = set()
@@ -972,14 +1120,21 @@ def check_git_wall(files=None) -> dict[str, list[str]]:
                 a = todo.pop()
                 args.append(a)
                 for n in ast.walk(a):
-                    name = n.id if isinstance(n, ast.Name) else n.func.id if (
-                        isinstance(n, ast.Call) and isinstance(n.func, ast.Name)) else None
+                    name = (
+                        n.id
+                        if isinstance(n, ast.Name)
+                        else n.func.id
+                        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name))
+                        else None
+                    )
                     if name and name not in seen:
                         seen.add(name)
                         todo += assigned.get(name, [])
             if any(_names_git(a) for a in args):
-                out.setdefault(r, []).append(f"line {node.lineno}: {target[0]}.{target[1]} runs git outside "
-                                             f"the wall (use fasbench.base.gitsafe.run)")
+                out.setdefault(r, []).append(
+                    f"line {node.lineno}: {target[0]}.{target[1]} runs git outside "
+                    f"the wall (use fasbench.base.gitsafe.run)"
+                )
     return out
 
 
@@ -995,14 +1150,17 @@ def test_git_wall_rule_catches_direct_git(tmp_path):
     ...])``, ``-C``, a ``git`` variable, ``from subprocess import run``, ``os.system("git ...")``) are
     each caught; a subprocess without git and the wall itself are not."""
     src = tmp_path / "m.py"
-    src.write_text("import os, shutil, subprocess\nfrom subprocess import run as go\n"
-                   "def a(args):\n    return subprocess.run(['git', *args], capture_output=True)\n"
-                   "def b(repo):\n    return subprocess.check_output(['git', '-C', str(repo), 'log'])\n"
-                   "def c():\n    git = shutil.which('git')\n    return subprocess.Popen([git, 'status'])\n"
-                   "def d():\n    return go(args=['git', 'fetch'])\n"
-                   "def e():\n    os.system('git clone x')\n"
-                   "def f():\n    return subprocess.run(['pip', 'download', 'gitpython'])\n"
-                   "def g(a):\n    cmd = ['git', *a]\n    return subprocess.run(cmd)\n", encoding="utf-8")
+    src.write_text(
+        "import os, shutil, subprocess\nfrom subprocess import run as go\n"
+        "def a(args):\n    return subprocess.run(['git', *args], capture_output=True)\n"
+        "def b(repo):\n    return subprocess.check_output(['git', '-C', str(repo), 'log'])\n"
+        "def c():\n    git = shutil.which('git')\n    return subprocess.Popen([git, 'status'])\n"
+        "def d():\n    return go(args=['git', 'fetch'])\n"
+        "def e():\n    os.system('git clone x')\n"
+        "def f():\n    return subprocess.run(['pip', 'download', 'gitpython'])\n"
+        "def g(a):\n    cmd = ['git', *a]\n    return subprocess.run(cmd)\n",
+        encoding="utf-8",
+    )
     allowed = "fasbench/data/corpus.py"  # a module that may start processes (pip), so only git is flagged
     found = check_git_wall([(allowed, src), (GIT_WALL, REPO / GIT_WALL)])
     assert [x.split(":")[0] for x in found[allowed]] == ["line 4", "line 6", "line 9", "line 11", "line 13", "line 18"]
@@ -1015,13 +1173,13 @@ GIT_EVASIONS = {  # ways around the first version of the rule (issue 36's red te
     "an alias of subprocess": "import subprocess as sp\ndef a():\n    return sp.run(['git', 'log'])\n",
     "a shell line": "import subprocess\ndef a():\n    return subprocess.run(['sh', '-c', 'cd x && git log'])\n",
     "which() into a variable": "import shutil, subprocess\ndef a():\n    exe = shutil.which('git')\n"
-                               "    return subprocess.run([exe, 'log'])\n",
+    "    return subprocess.run([exe, 'log'])\n",
     "asyncio": "import asyncio\nasync def a():\n    return await asyncio.create_subprocess_exec('git', 'log')\n",
     "os.execlp": "import os\ndef a():\n    os.execlp('git', 'git', 'log')\n",
     "os.posix_spawnp": "import os\ndef a():\n    os.posix_spawnp('git', ['git', 'log'], {})\n",
     "GitPython": "import git\ndef a(p):\n    return git.Repo(p).git.log()\n",
     "a helper builds the command": "import subprocess\ndef _cmd(*a):\n    return ['git', *a]\ndef a():\n"
-                                   "    return subprocess.run(_cmd('log'))\n",
+    "    return subprocess.run(_cmd('log'))\n",
     "shell=True": "import subprocess\ndef a():\n    return subprocess.run('cd /x; git log', shell=True)\n",
 }
 

@@ -21,8 +21,10 @@ from fasbench.data.corpora import with_corpora
 from fasbench.records import Gold, Task, iter_jsonl
 
 MOD = "def f():\n    return 1\n# end\n"
-PATCH = ("diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
-         "@@ -1,3 +1,3 @@\n def f():\n-    return 1\n+    return 2\n # end\n")
+PATCH = (
+    "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+    "@@ -1,3 +1,3 @@\n def f():\n-    return 1\n+    return 2\n # end\n"
+)
 
 
 class Zeros(io.RawIOBase):
@@ -69,39 +71,76 @@ def _zlink(name: str) -> zipfile.ZipInfo:
 
 
 BAD = {  # case -> (archive suffix, builder(path, top), the reason's words)
-    "slip": (".tar.gz", lambda p, top: _tar(p, top, [(_info(f"{top}/../../evil.py", size=1), io.BytesIO(b"x"))]),
-             "escapes the tree (..)"),
-    "absolute": (".tar.gz", lambda p, top: _tar(p, top, [(_info("/tmp/fasbench-abs-evil", size=1), io.BytesIO(b"x"))]),
-                 "has an absolute path"),
-    "symlink-out": (".tar.gz", lambda p, top: _tar(p, top, [(_info(f"{top}/out", type=tarfile.SYMTYPE,
-                                                                   linkname="../../../../etc/passwd"), None)]),
-                    "links outside the tree"),
-    "symlink-abs": (".tar.gz", lambda p, top: _tar(p, top, [(_info(f"{top}/out", type=tarfile.SYMTYPE,
-                                                                   linkname="/etc/passwd"), None)]),
-                    "is a link to an absolute path"),
-    "hardlink-out": (".tar.gz", lambda p, top: _tar(p, top, [(_info(f"{top}/hl", type=tarfile.LNKTYPE,
-                                                                    linkname="/etc/passwd"), None)]),
-                     "is a link to an absolute path"),
-    "device": (".tar.gz", lambda p, top: _tar(p, top, [(_info(f"{top}/dev", type=tarfile.CHRTYPE, devmajor=1,
-                                                              devminor=3), None)]),
-               "is a device or FIFO"),
-    "fifo": (".tar.gz", lambda p, top: _tar(p, top, [(_info(f"{top}/fifo", type=tarfile.FIFOTYPE), None)]),
-             "is a device or FIFO"),
-    "tar-bomb": (".tar.gz", lambda p, top: _tar(p, top, [(_info(f"{top}/zeros", size=200 << 20), Zeros(200 << 20))]),
-                 "is 209715200 bytes, over the limit of 10485760"),
-    "not-an-archive": (".tar.gz", lambda p, top: p.write_text("<!DOCTYPE html><html>404 Not Found</html>\n"),
-                       "not a readable tar archive"),
+    "slip": (
+        ".tar.gz",
+        lambda p, top: _tar(p, top, [(_info(f"{top}/../../evil.py", size=1), io.BytesIO(b"x"))]),
+        "escapes the tree (..)",
+    ),
+    "absolute": (
+        ".tar.gz",
+        lambda p, top: _tar(p, top, [(_info("/tmp/fasbench-abs-evil", size=1), io.BytesIO(b"x"))]),
+        "has an absolute path",
+    ),
+    "symlink-out": (
+        ".tar.gz",
+        lambda p, top: _tar(
+            p, top, [(_info(f"{top}/out", type=tarfile.SYMTYPE, linkname="../../../../etc/passwd"), None)]
+        ),
+        "links outside the tree",
+    ),
+    "symlink-abs": (
+        ".tar.gz",
+        lambda p, top: _tar(p, top, [(_info(f"{top}/out", type=tarfile.SYMTYPE, linkname="/etc/passwd"), None)]),
+        "is a link to an absolute path",
+    ),
+    "hardlink-out": (
+        ".tar.gz",
+        lambda p, top: _tar(p, top, [(_info(f"{top}/hl", type=tarfile.LNKTYPE, linkname="/etc/passwd"), None)]),
+        "is a link to an absolute path",
+    ),
+    "device": (
+        ".tar.gz",
+        lambda p, top: _tar(p, top, [(_info(f"{top}/dev", type=tarfile.CHRTYPE, devmajor=1, devminor=3), None)]),
+        "is a device or FIFO",
+    ),
+    "fifo": (
+        ".tar.gz",
+        lambda p, top: _tar(p, top, [(_info(f"{top}/fifo", type=tarfile.FIFOTYPE), None)]),
+        "is a device or FIFO",
+    ),
+    "tar-bomb": (
+        ".tar.gz",
+        lambda p, top: _tar(p, top, [(_info(f"{top}/zeros", size=200 << 20), Zeros(200 << 20))]),
+        "is 209715200 bytes, over the limit of 10485760",
+    ),
+    "not-an-archive": (
+        ".tar.gz",
+        lambda p, top: p.write_text("<!DOCTYPE html><html>404 Not Found</html>\n"),
+        "not a readable tar archive",
+    ),
     "zip-slip": (".zip", lambda p, top: _zip(p, top, {"../../evil.py": "x"}), "escapes the tree (..)"),
-    "zip-symlink": (".zip", lambda p, top: _zip(p, top, {_zlink(f"{top}/out"): "/etc/passwd"}),
-                    "is a link or a special file"),
-    "zip-bomb": (".zip", lambda p, top: _zip(p, top, {f"{top}/zeros": bytes(200 << 20)}),
-                 "is 209715200 bytes, over the limit of 10485760"),
+    "zip-symlink": (
+        ".zip",
+        lambda p, top: _zip(p, top, {_zlink(f"{top}/out"): "/etc/passwd"}),
+        "is a link or a special file",
+    ),
+    "zip-bomb": (
+        ".zip",
+        lambda p, top: _zip(p, top, {f"{top}/zeros": bytes(200 << 20)}),
+        "is 209715200 bytes, over the limit of 10485760",
+    ),
 }
 
 
 def _task(i: int, repo_short: str, version: str) -> Task:
-    return Task(id=f"t{i}", query="q", repo=f"o/{repo_short}", version=version, gold=Gold(edited={"pkg/mod.py": [[1, 3]]}),
-                meta={"patch": PATCH})
+    return Task(
+        id=f"t{i}",
+        query="q",
+        repo=f"o/{repo_short}",
+        version=version,
+        gold=Gold(edited={"pkg/mod.py": [[1, 3]]}),
+        meta={"patch": PATCH},
+    )
 
 
 def test_hostile_sdists_are_skipped_with_a_reason_and_the_build_goes_on(tmp_path, monkeypatch):
@@ -111,7 +150,8 @@ def test_hostile_sdists_are_skipped_with_a_reason_and_the_build_goes_on(tmp_path
     picks = sorted(corpus.picks().items())[: len(BAD) + 1]
     tasks, wants = [], {}
     for i, ((case, (ext, build, want)), ((repo_short, version), (name, release))) in enumerate(
-            zip([*BAD.items(), ("good", (".tar.gz", lambda p, top: _tar(p, top, []), None))], picks)):
+        zip([*BAD.items(), ("good", (".tar.gz", lambda p, top: _tar(p, top, []), None))], picks)
+    ):
         dl = cache / "corpora" / "downloads" / f"{name.lower()}-{release}"
         dl.mkdir(parents=True)
         build(dl / f"{name}-{release}{ext}", f"{name}-{release}")
@@ -130,7 +170,10 @@ def test_hostile_sdists_are_skipped_with_a_reason_and_the_build_goes_on(tmp_path
             continue
         r = rows[tid]
         assert r["reason"] == "bad-archive" and want in r["detail"], (case, r)
-        assert "\n" not in r["detail"] and "Traceback" not in r["detail"] and str(tmp_path) not in r["detail"], (case, r)
+        assert "\n" not in r["detail"] and "Traceback" not in r["detail"] and str(tmp_path) not in r["detail"], (
+            case,
+            r,
+        )
         sdist = cache / "corpora" / "sdist"
         assert not (sdist / key).exists(), case  # nothing half-built
         assert not list(sdist.glob(f"{key}.tmp*")), case
@@ -142,8 +185,9 @@ def test_hostile_sdists_are_skipped_with_a_reason_and_the_build_goes_on(tmp_path
     assert [r["detail"] for r in again.skipped] == [r["detail"] for r in got.skipped]
 
 
-@pytest.mark.parametrize("limit,want", [("MAX_UNPACKED_BYTES", "unpacks to more than 1000 bytes"),
-                                        ("MAX_MEMBERS", "more than 1000 members")])
+@pytest.mark.parametrize(
+    "limit,want", [("MAX_UNPACKED_BYTES", "unpacks to more than 1000 bytes"), ("MAX_MEMBERS", "more than 1000 members")]
+)
 def test_total_size_and_member_count_are_bounded(tmp_path, monkeypatch, limit, want):
     from fasbench.data.archive import ArchiveError, unpack
 

@@ -42,34 +42,67 @@ def _same(a: dict, b: dict) -> bool:
     """Rows equal, NaN equal to NaN."""
     return a.keys() == b.keys() and all(
         x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
-        for x, y in ((a[k], b[k]) for k in a))
+        for x, y in ((a[k], b[k]) for k in a)
+    )
 
 
 def _corner_trace() -> Trace:
     t0 = 1767225600.123456
     turns = [
-        Turn(index=0, text="looking", calls=[ToolCall("c0", "grep_search", {"query": "def f"}),
-                                             ToolCall("c1", "view_file", '{"path": "a.py", ')],  # malformed JSON
-             results=[ToolResult("c0", "a.py:3:def f():", False, t0 + 0.5, t0 + 0.75,
-                                 Shown(paths=[], ranges={}, hits=[["a.py", 3]])),
-                      ToolResult("c1", "error: arguments are not valid JSON", True, t0 + 0.5, t0 + 0.5),
-                      ToolResult("zz", "a result of no call", False, None, None)],
-             prompt_tokens=900, completion_tokens=31, model_started_at=t0, model_ended_at=t0 + 0.4,
-             tools_started_at=t0 + 0.5, tools_ended_at=t0 + 0.75,
-             requests=[{"attempt": 1, "status": 200, "latency_s": 0.4}]),
-        Turn(index=1, text="", calls=[], results=[], notes=[{"role": "user", "content": "Call a tool or report."}],
-             model_started_at=t0 + 1, model_ended_at=t0 + 1.2),
-        Turn(index=2, text="done", calls=[ToolCall("c2", "report_back", {"files": {"a.py": [[3, 5]]},
-                                                                          "explanation": "f is defined here"})],
-             results=[ToolResult("c2", "ok", False, t0 + 2, t0 + 2.01)],
-             notes=[{"role": "user", "content": [{"type": "text", "text": "Last turn."}]}]),
+        Turn(
+            index=0,
+            text="looking",
+            calls=[
+                ToolCall("c0", "grep_search", {"query": "def f"}),
+                ToolCall("c1", "view_file", '{"path": "a.py", '),
+            ],  # malformed JSON
+            results=[
+                ToolResult(
+                    "c0", "a.py:3:def f():", False, t0 + 0.5, t0 + 0.75, Shown(paths=[], ranges={}, hits=[["a.py", 3]])
+                ),
+                ToolResult("c1", "error: arguments are not valid JSON", True, t0 + 0.5, t0 + 0.5),
+                ToolResult("zz", "a result of no call", False, None, None),
+            ],
+            prompt_tokens=900,
+            completion_tokens=31,
+            model_started_at=t0,
+            model_ended_at=t0 + 0.4,
+            tools_started_at=t0 + 0.5,
+            tools_ended_at=t0 + 0.75,
+            requests=[{"attempt": 1, "status": 200, "latency_s": 0.4}],
+        ),
+        Turn(
+            index=1,
+            text="",
+            calls=[],
+            results=[],
+            notes=[{"role": "user", "content": "Call a tool or report."}],
+            model_started_at=t0 + 1,
+            model_ended_at=t0 + 1.2,
+        ),
+        Turn(
+            index=2,
+            text="done",
+            calls=[ToolCall("c2", "report_back", {"files": {"a.py": [[3, 5]]}, "explanation": "f is defined here"})],
+            results=[ToolResult("c2", "ok", False, t0 + 2, t0 + 2.01)],
+            notes=[{"role": "user", "content": [{"type": "text", "text": "Last turn."}]}],
+        ),
     ]
-    return Trace(task_id="django__django-11099", policy="scripted", toolset="relace", turns=turns,
-                 report=Report(files={"a.py": [[3, 5]]}, explanation="f is defined here", confidence=0.8),
-                 stop_reason="policy_error", started_at=t0 - 0.1, ended_at=t0 + 3,
-                 prompt=[{"role": "system", "content": "You search code."}, {"role": "user", "content": "Find f."}],
-                 error="server 500 after the last turn", trace_id="corner0001", meta={"model": "m-1", "seed": 3},
-                 tail_notes=[{"role": "user", "content": "(after the last turn)"}])
+    return Trace(
+        task_id="django__django-11099",
+        policy="scripted",
+        toolset="relace",
+        turns=turns,
+        report=Report(files={"a.py": [[3, 5]]}, explanation="f is defined here", confidence=0.8),
+        stop_reason="policy_error",
+        started_at=t0 - 0.1,
+        ended_at=t0 + 3,
+        prompt=[{"role": "system", "content": "You search code."}, {"role": "user", "content": "Find f."}],
+        error="server 500 after the last turn",
+        trace_id="corner0001",
+        meta={"model": "m-1", "seed": 3},
+        tail_notes=[{"role": "user", "content": "(after the last turn)"}],
+    )
 
 
 def _traces() -> list[Trace]:
@@ -109,8 +142,11 @@ def test_the_atif_file_carries_the_trace_in_standard_fields():
     assert s0["metrics"] == {"prompt_tokens": 900, "completion_tokens": 31}
     assert s0["timestamp"].startswith("2026-01-01T00:00:00.123456")
     assert [s["source"] for s in doc["steps"][:2]] == ["system", "user"]
-    assert doc["final_metrics"] == {"total_steps": len(doc["steps"]), "total_prompt_tokens": 900,
-                                    "total_completion_tokens": 31}
+    assert doc["final_metrics"] == {
+        "total_steps": len(doc["steps"]),
+        "total_prompt_tokens": 900,
+        "total_completion_tokens": 31,
+    }
     assert doc["agent"]["tool_definitions"] and doc["agent"]["model_name"] == "m-1"
 
 
@@ -135,8 +171,8 @@ def test_exported_files_satisfy_the_published_schema_and_a_broken_one_does_not()
 def test_a_multiagent_file_in_the_published_schema_is_read():
     pf = parse_file(FIXTURE)
     assert pf.format == "atif"
-    main, = pf.trajectories  # the subagent nested under the Task call that its result refers to
-    (depth, turn, call, task, sub), = subagents(main)
+    (main,) = pf.trajectories  # the subagent nested under the Task call that its result refers to
+    ((depth, turn, call, task, sub),) = subagents(main)
     assert (depth, turn, call, task.tool) == (1, 1, 0, "Task")
     assert (main.meta["role"], sub.meta["role"], sub.meta["parent"]) == ("main", "subagent", "main-7f3c2a10")
     assert (main.agent, main.model, sub.model) == ("claude-code 2.0.31", "claude-sonnet-4-5", "claude-haiku-4-5")
@@ -188,11 +224,17 @@ def test_cli_reads_the_multiagent_file(tmp_path):
     assert "parsed 1 files (1 trajectories, 6 actions)" in r.output  # the subagent nested in its main agent
 
 
-@pytest.mark.parametrize("change,named", [
-    (lambda d: d.update(schema_version="ATIF-v9.1"), "unknown schema_version 'ATIF-v9.1'"),
-    (lambda d: d["steps"][1].pop("source"), "broken shape at steps[1]: 'source' is a required property"),
-    (lambda d: d["subagent_trajectories"][0].pop("trajectory_id"), "trajectory_id: required for an embedded subagent"),
-])
+@pytest.mark.parametrize(
+    "change,named",
+    [
+        (lambda d: d.update(schema_version="ATIF-v9.1"), "unknown schema_version 'ATIF-v9.1'"),
+        (lambda d: d["steps"][1].pop("source"), "broken shape at steps[1]: 'source' is a required property"),
+        (
+            lambda d: d["subagent_trajectories"][0].pop("trajectory_id"),
+            "trajectory_id: required for an embedded subagent",
+        ),
+    ],
+)
 def test_cli_a_broken_or_unknown_atif_file_fails_with_one_named_line(tmp_path, change, named):
     d = json.loads(FIXTURE.read_text())
     change(d)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from fasbench.scoring.reward import audit_rewards
-from fasbench.studies.audit import CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
 from fasbench.harness import run_episode
-from fasbench.stats.metrics import normalize_path
 from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.scoring.process import process_row
+from fasbench.scoring.reward import audit_rewards
+from fasbench.stats.metrics import normalize_path
+from fasbench.studies.audit import CHEATS, CheatPolicy, audit_frame, audit_table, cheat_report
 from fasbench.tools import TOOLSETS, tool_kind
 
 
@@ -55,7 +55,10 @@ def test_audit_table_verdicts(run):
     # corpus): the file rewards penalise them; FastContext's still pays them (its citation term pays a wrong
     # answer), its grounded variant does not (nothing was shown)
     for rw in ("relace-f2", "relace-hybrid", "f0.5", "grounded-relace-f2", "grounded-fastcontext"):
-        assert row("invented-no-calls", rw)["verdict"] == "penalised" and row("invented-no-calls", rw)["cheat_score"] == 0.0
+        assert (
+            row("invented-no-calls", rw)["verdict"] == "penalised"
+            and row("invented-no-calls", rw)["cheat_score"] == 0.0
+        )
     assert row("invented-no-calls", "fastcontext")["paid_when_wrong"] > 0.5
 
 
@@ -94,7 +97,9 @@ def test_cheat_policy_through_the_harness(run, toolset):
     assert not process_row(honest, t)["reported_without_calls"]
     invented = run_episode(t, CheatPolicy(make_policy("heuristic"), "invented-no-calls").bind(t), toolset)
     p = process_row(invented, t)
-    assert invented.n_turns == 1 and p["reported_without_calls"] and "requests/encode_params.py" in invented.report.files
+    assert (
+        invented.n_turns == 1 and p["reported_without_calls"] and "requests/encode_params.py" in invented.report.files
+    )
     text = run_episode(t, CheatPolicy(make_policy("heuristic"), "text-tool-calls").bind(t), toolset)
     p = process_row(text, t)
     assert text.n_turns == 1 and p["search_calls"] == 0 and p["reported_without_calls"]

@@ -11,9 +11,9 @@ import subprocess
 import time
 
 import pytest
+from tools_fixture import SECRET, make_repo, snapshot
 
 from fasbench.tools import make_toolset
-from tools_fixture import SECRET, make_repo, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def attacks(base) -> list[str]:
         f"git grep -nO 'touch {pw}' Login",
         f"git grep --op='touch {pw}' Login",
         f"git grep --no-index -iO'touch {pw}' word",
-        f"git grep -iO'setsid sleep 913' Login",
+        "git grep -iO'setsid sleep 913' Login",
         "sort -S 64K --compress-prog=sh cmds.txt",
         "sort -S 64K --compress-program=sh cmds.txt",
         "sort -S64K --compress-p sh cmds.txt",
@@ -153,9 +153,13 @@ def test_every_attack_is_refused_and_harmless(base, relace):
     assert "sleep 913" not in ps
 
 
-@pytest.mark.parametrize("command", [
-    "git grep -iO'touch {pw}' word", "git grep --no-index --open-files-in-pag='touch {pw}' word",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git grep -iO'touch {pw}' word",
+        "git grep --no-index --open-files-in-pag='touch {pw}' word",
+    ],
+)
 def test_git_grep_pager_outside_a_repository(base, command):
     ts = make_toolset("relace", base / "plain")
     before = snapshot(base)
@@ -164,22 +168,25 @@ def test_git_grep_pager_outside_a_repository(base, command):
     assert snapshot(base) == before
 
 
-@pytest.mark.parametrize("command, reason", [
-    ("sort --outp=x README.md", "sort --output is not allowed (it writes files)"),
-    ("sort --o=/tmp/x README.md", "sort --output is not allowed (it writes files)"),
-    ("git grep --open-files-in-pag=x y", "git grep --open-files-in-pager is not allowed (it runs another program)"),
-    ("git grep -iO'x' y", "git grep -O is not allowed (it runs another program)"),
-    ("file -zm/x README.md", "file -z is not allowed (it runs another program)"),
-    ("grep --der -n x .", "grep --dereference-recursive is not allowed (it follows symlinks"),
-    ("sort --files0-from=- ", "sort --files0-from is not allowed (it reads file names"),
-    ("find -files0-from -", "find -files0-from is not allowed (it reads file names"),
-    ("grep -cif/etc/passwd README.md", "outside the workspace"),
-    ("uniq -- README.md -OUT", "OUTPUT file operand is not allowed"),
-    ("grep --co x README.md", "grep --co is ambiguous (--color, --colour, --context, --count)"),
-    ("sort -S 64K --compress-prog=sh x", "sort --compress-program is not allowed (it runs another program)"),
-    ("grep -f - README.md", "may not read standard input"),
-    ("cat /nonexistent/abs", "outside the workspace"),
-])
+@pytest.mark.parametrize(
+    "command, reason",
+    [
+        ("sort --outp=x README.md", "sort --output is not allowed (it writes files)"),
+        ("sort --o=/tmp/x README.md", "sort --output is not allowed (it writes files)"),
+        ("git grep --open-files-in-pag=x y", "git grep --open-files-in-pager is not allowed (it runs another program)"),
+        ("git grep -iO'x' y", "git grep -O is not allowed (it runs another program)"),
+        ("file -zm/x README.md", "file -z is not allowed (it runs another program)"),
+        ("grep --der -n x .", "grep --dereference-recursive is not allowed (it follows symlinks"),
+        ("sort --files0-from=- ", "sort --files0-from is not allowed (it reads file names"),
+        ("find -files0-from -", "find -files0-from is not allowed (it reads file names"),
+        ("grep -cif/etc/passwd README.md", "outside the workspace"),
+        ("uniq -- README.md -OUT", "OUTPUT file operand is not allowed"),
+        ("grep --co x README.md", "grep --co is ambiguous (--color, --colour, --context, --count)"),
+        ("sort -S 64K --compress-prog=sh x", "sort --compress-program is not allowed (it runs another program)"),
+        ("grep -f - README.md", "may not read standard input"),
+        ("cat /nonexistent/abs", "outside the workspace"),
+    ],
+)
 def test_refusals_name_the_option_as_the_program_reads_it(relace, command, reason):
     out, err = relace.call("bash", {"command": command})
     assert err and reason in out, out
@@ -207,7 +214,13 @@ def test_abbreviations_and_clusters_still_work_for_allowed_options(relace):
 
 
 def test_options_of_a_cluster_after_the_first_letter_are_checked(relace):
-    for command in ["ls -aL link_out_dir", "du -aL .", "grep -nR TOPSECRET .", "rg -nL TOPSECRET", "sort -ruo x README.md"]:
+    for command in [
+        "ls -aL link_out_dir",
+        "du -aL .",
+        "grep -nR TOPSECRET .",
+        "rg -nL TOPSECRET",
+        "sort -ruo x README.md",
+    ]:
         out, err = relace.call("bash", {"command": command})
         assert err and "not allowed" in out and SECRET not in out, (command, out)
 

@@ -16,12 +16,12 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tools_fixture import SECRET, make_repo, snapshot
 
 from fasbench.tools import ToolLimits, make_toolset
 from fasbench.tools.bash import pipeline as sandbox
-from fasbench.tools.bash.readonly import ALLOWED
 from fasbench.tools.bash.commands import GIT_SPECS, SPECS
-from tools_fixture import SECRET, make_repo, snapshot
+from fasbench.tools.bash.readonly import ALLOWED
 
 EXAMPLES = int(os.environ.get("FASBENCH_FUZZ_EXAMPLES", "300"))
 SECONDS = float(os.environ.get("FASBENCH_FUZZ_SECONDS", "20"))
@@ -75,7 +75,11 @@ def well_formed_option(draw, sp, values):
     """One allowed option of ``sp`` in a random spelling, with a value when it takes one."""
     o = draw(st.sampled_from(sp.opts))
     name = draw(st.sampled_from(o.names))
-    v = draw(st.sampled_from(values)) if o.kind in ("value", "path") or (o.kind == "optional" and draw(st.booleans())) else None
+    v = (
+        draw(st.sampled_from(values))
+        if o.kind in ("value", "path") or (o.kind == "optional" and draw(st.booleans()))
+        else None
+    )
     if len(name) > 1:
         if sp.abbrev and draw(st.booleans()):
             name = name[: draw(st.integers(min(3, len(name)), len(name)))]

@@ -13,14 +13,14 @@ from __future__ import annotations
 import os
 
 import pytest
+from tools_fixture import SECRET, make_repo, snapshot
 
 from fasbench.tools import ToolLimits, make_toolset
-from fasbench.tools.bash import pipeline as sandbox
-from fasbench.tools.bash.readonly import parse_command
-from fasbench.tools.bash.commands import FIND_PRIMARIES, GIT_SPECS, OPERANDS, SPECS
 from fasbench.tools.base import ToolError
+from fasbench.tools.bash import pipeline as sandbox
+from fasbench.tools.bash.commands import FIND_PRIMARIES, GIT_SPECS, OPERANDS, SPECS
 from fasbench.tools.bash.options import FLAG, OPTIONAL, PATH, Spec, _long, parse
-from tools_fixture import SECRET, make_repo, snapshot
+from fasbench.tools.bash.readonly import parse_command
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,11 @@ def test_file_valued_options_accept_files_inside(base):
                     "grep -cfREADME.md README.md"]:  # fmt: skip
         out, err = ts.call("bash", {"command": command})
         assert not err, (command, out)
-    for command in ["grep -f link_out_file README.md", "grep -f ../outside/secret.txt README.md", "grep -f - README.md"]:
+    for command in [
+        "grep -f link_out_file README.md",
+        "grep -f ../outside/secret.txt README.md",
+        "grep -f - README.md",
+    ]:
         out, err = ts.call("bash", {"command": command})
         assert err and SECRET not in out
 
@@ -169,8 +173,8 @@ def test_find_primaries_with_outside_values(base, first_wall_only):
 def test_checked_argv_is_canonical(base):
     """What runs is what was checked: full names, values attached, -- before the operands."""
     ws = make_toolset("relace", base / "repo").ws
-    (_, [cmd]), = parse_command(ws, "grep -inm1 --col=never -e x -- -y README.md")
+    ((_, [cmd]),) = parse_command(ws, "grep -inm1 --col=never -e x -- -y README.md")
     assert cmd.argv[1:] == ["--ignore-case", "--line-number", "--max-count=1", "--color=never", "--regexp=x",
                             "--", "-y", "README.md"]  # fmt: skip
-    (_, [cmd]), = parse_command(ws, "sort -rk2,2 -t: README.md")
+    ((_, [cmd]),) = parse_command(ws, "sort -rk2,2 -t: README.md")
     assert cmd.argv[1:] == ["--reverse", "--key=2,2", "--field-separator=:", "--", "README.md"]

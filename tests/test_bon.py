@@ -8,24 +8,58 @@ import math
 import numpy as np
 import pytest
 
-from fasbench.bon import (BonConfig, Pool, Rollout, always_n, cascade, compare, evaluate, majority, parallel,
-                          read_pools, result_table, states, threshold_rule, tolerance_table, union_topk, write_pools)
+from fasbench.bon import (
+    BonConfig,
+    Pool,
+    Rollout,
+    always_n,
+    cascade,
+    compare,
+    evaluate,
+    majority,
+    parallel,
+    read_pools,
+    result_table,
+    states,
+    threshold_rule,
+    tolerance_table,
+    union_topk,
+    write_pools,
+)
 from fasbench.bon.features import mean_pairwise_jaccard, pool_features
 from fasbench.bon.select import get_selector, highest_confidence, judge_selector, medoid_judge, votes
 from fasbench.records import Gold
 
 
 def R(i, files, latency, cost, conf=None, searched=(), turns=3, calls=6, errors=0) -> Rollout:
-    return Rollout(task_id="t1", index=i, seed=i, files=None if files is None else {f: [[1, 5]] for f in files},
-                   quality=0.0, reward=0.0, latency=latency, turns=turns, n_calls=calls, tool_errors=errors,
-                   tool_time=latency / 2, est_tokens=cost, searched=list(searched), confidence=conf)
+    return Rollout(
+        task_id="t1",
+        index=i,
+        seed=i,
+        files=None if files is None else {f: [[1, 5]] for f in files},
+        quality=0.0,
+        reward=0.0,
+        latency=latency,
+        turns=turns,
+        n_calls=calls,
+        tool_errors=errors,
+        tool_time=latency / 2,
+        est_tokens=cost,
+        searched=list(searched),
+        confidence=conf,
+    )
 
 
 @pytest.fixture
 def pool() -> Pool:
     # launch order 0..4; finish order 2 (t=1), 0 (2), 3 (3), 1 (4), 4 (5)
-    rs = [R(0, ["a.py"], 2.0, 100), R(1, ["a.py"], 4.0, 200), R(2, ["b.py"], 1.0, 50),
-          R(3, ["a.py"], 3.0, 150), R(4, ["c.py"], 5.0, 300)]
+    rs = [
+        R(0, ["a.py"], 2.0, 100),
+        R(1, ["a.py"], 4.0, 200),
+        R(2, ["b.py"], 1.0, 50),
+        R(3, ["a.py"], 3.0, 150),
+        R(4, ["c.py"], 5.0, 300),
+    ]
     return Pool("t1", Gold(edited={"a.py": []}), rs, split="test", reward="relace-f2")
 
 
@@ -34,6 +68,7 @@ def stop_at(stage):
 
 
 # ---------------------------------------------------------------- accounting
+
 
 def test_always_max_n(pool):
     o = always_n(pool, majority, cost="est_tokens")
@@ -81,6 +116,7 @@ def test_threshold_rule(pool):
 
 # ---------------------------------------------------------------- selectors and features
 
+
 def test_selectors(pool):
     v = votes(pool.rollouts)
     assert list(v) == ["a.py", "b.py", "c.py"] and v["a.py"] == pytest.approx(0.6)
@@ -94,7 +130,8 @@ def test_selectors(pool):
     c = highest_confidence(rs)
     assert c.chosen == 1 and list(c.files) == ["y.py"] and c.margin == pytest.approx(0.3)
     j = judge_selector(lambda rollouts: [len(r.files) for r in rollouts])(
-        [R(0, ["x.py"], 1, 1), R(1, ["x.py", "y.py"], 1, 1)])
+        [R(0, ["x.py"], 1, 1), R(1, ["x.py", "y.py"], 1, 1)]
+    )
     assert j.chosen == 1
     assert medoid_judge(pool.rollouts)[0] == pytest.approx(2 / 4)  # r0 agrees with r1, r3 of 4 others
     assert get_selector("medoid")(pool.rollouts).chosen == 0
@@ -124,9 +161,11 @@ def test_signal_features(pool):
     rs = pool.rollouts[:3]  # a.py, a.py, b.py; majority selects a.py
     f = pool_features(rs, majority(rs))
     assert all(math.isnan(f[k]) for k in ("verify_mean", "verify_pass", "verify_sel", "indep_sel"))
-    ver = [{"files": {"a.py": [1, 1, 1, None, 1]}, "score": 1.0, "pass": 1, "indep_recall": 0.5},
-           {"files": {"a.py": [1, 1, 0, None, 1]}, "score": 0.75, "pass": 1, "indep_recall": 0.5},
-           {"files": {"b.py": [1, 0, 0, None, 0]}, "score": 0.25, "pass": 0, "indep_recall": 0.0}]
+    ver = [
+        {"files": {"a.py": [1, 1, 1, None, 1]}, "score": 1.0, "pass": 1, "indep_recall": 0.5},
+        {"files": {"a.py": [1, 1, 0, None, 1]}, "score": 0.75, "pass": 1, "indep_recall": 0.5},
+        {"files": {"b.py": [1, 0, 0, None, 0]}, "score": 0.25, "pass": 0, "indep_recall": 0.0},
+    ]
     rs = [dataclasses.replace(r, verify=v, confidence=c) for r, v, c in zip(rs, ver, (0.9, 0.7, 0.1))]
     f = pool_features(rs, majority(rs))
     assert f["verify_mean"] == pytest.approx(2 / 3) and f["verify_pass"] == pytest.approx(2 / 3)
@@ -147,6 +186,7 @@ def test_pool_io_roundtrip(tmp_path, pool):
 
 # ---------------------------------------------------------------- end to end on synthetic pools
 
+
 def synthetic_pools(n_tasks=60, n=10, seed=0) -> list[Pool]:
     """Tasks of heavy-tailed difficulty: rollout k finds the gold file with the task's rate p
     (easy tasks p≈0.95, hard ones p≈0.2), else cites a random decoy; hard tasks run longer."""
@@ -159,17 +199,35 @@ def synthetic_pools(n_tasks=60, n=10, seed=0) -> list[Pool]:
             hit = rng.random() < p
             files = ["gold.py"] if hit else [f"decoy{rng.integers(0, 4)}.py"]
             lat = float(rng.lognormal(0.0 if p > 0.9 else 0.5, 0.4))
-            rs.append(Rollout(f"t{t}", k, k, {f: [[1, 9]] for f in files}, float(hit), float(hit), lat,
-                              turns=int(rng.integers(2, 6)), n_calls=8, tool_errors=int(rng.integers(0, 2)),
-                              tool_time=lat / 2, est_tokens=1000 * lat, searched=files))
+            rs.append(
+                Rollout(
+                    f"t{t}",
+                    k,
+                    k,
+                    {f: [[1, 9]] for f in files},
+                    float(hit),
+                    float(hit),
+                    lat,
+                    turns=int(rng.integers(2, 6)),
+                    n_calls=8,
+                    tool_errors=int(rng.integers(0, 2)),
+                    tool_time=lat / 2,
+                    est_tokens=1000 * lat,
+                    searched=files,
+                )
+            )
         pools.append(Pool(f"t{t}", Gold(edited={"gold.py": []}), rs, split="train" if t < 40 else "test"))
     return pools
 
 
 def test_evaluate_synthetic_saves_cost():
     pools = synthetic_pools()
-    res = evaluate(pools, BonConfig(schedule=(1, 3, 5, 10), n_boot=300, p_grid=(0.5, 0.8, 0.9, 1.01),
-                                    g_grid=(-1.0, 0.0), folds=3, tune="cost"))
+    res = evaluate(
+        pools,
+        BonConfig(
+            schedule=(1, 3, 5, 10), n_boot=300, p_grid=(0.5, 0.8, 0.9, 1.01), g_grid=(-1.0, 0.0), folds=3, tune="cost"
+        ),
+    )
     assert res.n_train == 40 and res.n_test == 20
     cas, par = res.strategies["cascade"], res.strategies["parallel"]
     # the seed's protocol: one pair of thresholds, shared by both strategies
@@ -217,6 +275,7 @@ def test_compare_identical_is_zero(pool):
 
 # ---------------------------------------------------------------- real rollouts
 
+
 def test_build_pools_real_heuristic_resumes(tmp_path):
     from fasbench.bon import build_pools
     from fasbench.policies import make_policy
@@ -224,12 +283,19 @@ def test_build_pools_real_heuristic_resumes(tmp_path):
 
     root = tmp_path / "repo"
     (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "parser.py").write_text("def parse_header(line):\n    key, value = line.split(':')\n"
-                                            "    return key.strip(), value\n")
+    (root / "pkg" / "parser.py").write_text(
+        "def parse_header(line):\n    key, value = line.split(':')\n    return key.strip(), value\n"
+    )
     (root / "pkg" / "util.py").write_text("def helper():\n    return 1\n")
     (root / "README.md").write_text("A tiny package.\n")
-    task = Task(id="tiny-1", query="parse_header crashes with ValueError when the value contains ':'",
-                repo="tiny/tiny", gold=Gold(edited={"pkg/parser.py": [[1, 3]]}), root=str(root), split="train")
+    task = Task(
+        id="tiny-1",
+        query="parse_header crashes with ValueError when the value contains ':'",
+        repo="tiny/tiny",
+        gold=Gold(edited={"pkg/parser.py": [[1, 3]]}),
+        root=str(root),
+        split="train",
+    )
     out = tmp_path / "pool.jsonl"
     make = lambda k: make_policy(f"heuristic:temperature=1.0,seed={k}")  # noqa: E731
     build_pools([task], make, "relace", 2, out, progress=False)
@@ -273,8 +339,11 @@ def test_cli_evaluate_prints_one_json_line_per_strategy(tmp_path):
         assert {"strategy", "cost_saved_%", "latency_saved_%", "dq_points", "dq_ci", "n_test_tasks"} <= set(x)
         assert x["n_test_tasks"] == 20 and x["p_target"] == rows[0]["p_target"]  # one shared threshold pair
     assert json.loads((tmp_path / "res.json").read_text())["latency_source"] == "wall"  # no token split here
-    for bad, what in ((["--tune", "speed"], "tune"), (["--latency", "model"], "token split"),
-                      (["--decode-tps", "0"], "speeds")):
+    for bad, what in (
+        (["--tune", "speed"], "tune"),
+        (["--latency", "model"], "token split"),
+        (["--decode-tps", "0"], "speeds"),
+    ):
         r = CliRunner().invoke(app, ["bon", "evaluate", str(p), "--n-boot", "10", *bad])
         assert r.exit_code == 2 and what in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(app, ["bon", "evaluate", "no-such-pool"])
@@ -295,11 +364,33 @@ def test_cli_pools_takes_a_task_set_name(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     root.mkdir()
     (root / "mod.py").write_text("def parse(x):\n    return x.split(':')\n")
-    tasks = [Task(id=f"t{i}", query="parse splits on every ':'", repo="tiny/tiny", gold=Gold(edited={"mod.py": [[1, 2]]}),
-                  root=str(root), split=s) for i, s in enumerate(["dev", "train", "test", "train"])]
+    tasks = [
+        Task(
+            id=f"t{i}",
+            query="parse splits on every ':'",
+            repo="tiny/tiny",
+            gold=Gold(edited={"mod.py": [[1, 2]]}),
+            root=str(root),
+            split=s,
+        )
+        for i, s in enumerate(["dev", "train", "test", "train"])
+    ]
     write_tasks(tmp_path / "tasks.jsonl", tasks)
-    r = CliRunner().invoke(app, ["bon", "pools", "--tasks", f"{tmp_path / 'tasks.jsonl'}:train", "--n", "1",
-                                 "--name", "ts", "--max-turns", "1"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "bon",
+            "pools",
+            "--tasks",
+            f"{tmp_path / 'tasks.jsonl'}:train",
+            "--n",
+            "1",
+            "--name",
+            "ts",
+            "--max-turns",
+            "1",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert [p.task_id for p in read_pools(tmp_path / "cache" / "bon" / "ts.jsonl")] == ["t1", "t3"]
     r = CliRunner().invoke(app, ["bon", "pools", "--tasks", "swebench-lite:val", "--name", "ts"])

@@ -9,10 +9,11 @@ import sys
 import textwrap
 
 import pytest
+from servers import free_port, server, wait_http
 
-from fasbench.bon.pool_judge import LLMJudge, llm_judge_selector
 from fasbench.bon.latency import LatencyModel, with_latency
 from fasbench.bon.pool import MemoToolset, Pool, Rollout, build_pools, read_pools, token_split
+from fasbench.bon.pool_judge import LLMJudge, llm_judge_selector
 from fasbench.bon.verify import independent_search, probe, verify_report
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
@@ -20,19 +21,25 @@ from fasbench.policies.dialect import final_answer_text
 from fasbench.records import Gold, Report, Task, ToolCall, parse_confidence
 from fasbench.tools import make_toolset
 from fasbench.tools.fastcontext import parse_final_answer
-from servers import free_port, server, wait_http
 
 
 @pytest.fixture
 def task(tmp_path) -> Task:
     root = tmp_path / "repo"
     (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "parser.py").write_text("import re\n\n\ndef parse_header(line):\n    key, value = line.split(':')\n"
-                                            "    return key.strip(), value\n")
+    (root / "pkg" / "parser.py").write_text(
+        "import re\n\n\ndef parse_header(line):\n    key, value = line.split(':')\n    return key.strip(), value\n"
+    )
     (root / "pkg" / "util.py").write_text("def helper():\n    return parse_header('a:b')\n")
     (root / "README.md").write_text("A tiny package.\n")
-    return Task(id="tiny-1", query="parse_header crashes with ValueError when the value contains ':'",
-                repo="tiny/tiny", gold=Gold(edited={"pkg/parser.py": [[4, 6]]}), root=str(root), split="test")
+    return Task(
+        id="tiny-1",
+        query="parse_header crashes with ValueError when the value contains ':'",
+        repo="tiny/tiny",
+        gold=Gold(edited={"pkg/parser.py": [[4, 6]]}),
+        root=str(root),
+        split="test",
+    )
 
 
 def test_parse_confidence():
@@ -124,8 +131,22 @@ def test_token_split_and_latency_model(task):
     inp, pre, dec = token_split(tr)
     n = len(tr.turns)
     assert inp == 100 * n and dec == 10 * n and pre == 100  # each later prompt only adds what is new (none here)
-    r = Rollout("t", 0, 0, {}, 0.0, 0.0, 9.0, turns=2, n_calls=1, tool_errors=0, tool_time=0.5, est_tokens=1.0,
-                prefill_tokens=1000.0, decode_tokens=50.0)
+    r = Rollout(
+        "t",
+        0,
+        0,
+        {},
+        0.0,
+        0.0,
+        9.0,
+        turns=2,
+        n_calls=1,
+        tool_errors=0,
+        tool_time=0.5,
+        est_tokens=1.0,
+        prefill_tokens=1000.0,
+        decode_tokens=50.0,
+    )
     m = LatencyModel(decode_tps=100, prefill_tps=1000, turn_overhead_s=0.1)
     assert m.latency(r) == pytest.approx(1.0 + 0.5 + 0.2 + 0.5)
     [p] = with_latency([Pool("t", Gold(edited={}), [r])], m)
@@ -136,7 +157,7 @@ def test_token_split_and_latency_model(task):
         LatencyModel(decode_tps=0)
 
 
-JUDGE_SERVER = textwrap.dedent('''
+JUDGE_SERVER = textwrap.dedent("""
     import json, sys
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     class H(BaseHTTPRequestHandler):
@@ -157,16 +178,18 @@ JUDGE_SERVER = textwrap.dedent('''
             self.send_response(200); self.send_header("Content-Type", "application/json"); self.end_headers()
             self.wfile.write(out.encode())
     ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-''')
+""")
 
 
 def test_llm_judge_selector_through_a_real_http_server(task, tmp_path):
     port = free_port()
     script = tmp_path / "judge_server.py"
     script.write_text(JUDGE_SERVER)
-    rs = [Rollout(task.id, 0, 0, {"pkg/util.py": [[1, 2]]}, 0.0, 0.0, 1.0, 1, 1, 0, 0.1, 1.0),
-          Rollout(task.id, 1, 1, {"pkg/parser.py": [[4, 6]]}, 1.0, 1.0, 1.0, 1, 1, 0, 0.1, 1.0),
-          Rollout(task.id, 2, 2, {"pkg/util.py": [[1, 2]]}, 0.0, 0.0, 1.0, 1, 1, 0, 0.1, 1.0)]
+    rs = [
+        Rollout(task.id, 0, 0, {"pkg/util.py": [[1, 2]]}, 0.0, 0.0, 1.0, 1, 1, 0, 0.1, 1.0),
+        Rollout(task.id, 1, 1, {"pkg/parser.py": [[4, 6]]}, 1.0, 1.0, 1.0, 1, 1, 0, 0.1, 1.0),
+        Rollout(task.id, 2, 2, {"pkg/util.py": [[1, 2]]}, 0.0, 0.0, 1.0, 1, 1, 0, 0.1, 1.0),
+    ]
     with server([sys.executable, str(script), str(port)], tmp_path / "judge.log") as proc:
         wait_http(f"http://127.0.0.1:{port}/", proc, 30)
         sel, judge = llm_judge_selector(f"model=judge,base_url=http://127.0.0.1:{port}/v1,retries=0", [task])

@@ -48,8 +48,13 @@ def child(code: str, timeout: float = 240, mem: int = 1 << 30, env: dict | None 
     pre = f"import json, resource\nresource.setrlimit(resource.RLIMIT_AS, ({mem}, {mem}))\n"
     post = "\nprint(json.dumps({'out': OUT}))\n"
     try:
-        r = subprocess.run([sys.executable, "-c", pre + textwrap.dedent(code) + post], capture_output=True,
-                           text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": PKG_ROOT, **(env or {})})
+        r = subprocess.run(
+            [sys.executable, "-c", pre + textwrap.dedent(code) + post],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYTHONPATH": PKG_ROOT, **(env or {})},
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"still running after {timeout} s (a hang)")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -82,12 +87,12 @@ def test_parse_python_refuses_what_would_overflow():
 def test_every_parser_of_corpus_text_goes_on_past_a_file_that_overflows_ast(corpus):
     import random
 
-    from fasbench.scoring.contextbench import definitions
+    from fasbench.base.entities import parse_entities
     from fasbench.data.perturb import _imports, _private_defs
     from fasbench.data.pyedit import reorder_text
     from fasbench.e2e.localize import functions_at
-    from fasbench.base.entities import parse_entities
     from fasbench.policies.rag import build_chunks, chunk_python
+    from fasbench.scoring.contextbench import definitions
 
     for text in (DEEP, DEEPISH):
         assert parse_entities(text) == []
@@ -117,7 +122,8 @@ def test_symbol_definitions_skip_a_fifo_and_a_deep_file(corpus):
 
 def test_huge_ranges_from_records_and_traces_are_clipped_before_they_become_line_sets(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\ny = 2\n")
-    out = child(f"""
+    out = child(
+        f"""
         from fasbench.base.lines import LINE_CAP
         from fasbench.scoring.contextbench import _as_lines
         from fasbench.data.perturb_gold import PerturbMap
@@ -143,7 +149,10 @@ def test_huge_ranges_from_records_and_traces_are_clipped_before_they_become_line
         OUT = {{"shown": len(shown["a.py"]), "grep": len(grep), "cb": len(cb["a.py"]), "pm": sum(b - a + 1 for a, b in pm),
                "looked": looked, "changed": len(changed), "kept": len(rel.regions) + len(rel.dropped),
                "cap": LINE_CAP}}
-    """, timeout=240, mem=1 << 30)
+    """,
+        timeout=240,
+        mem=1 << 30,
+    )
     cap = out["cap"]
     assert out["shown"] == out["cb"] == out["changed"] == cap
     assert out["pm"] == cap - 2  # lines 1-2 moved onto 5-6, which the range holds already
@@ -154,8 +163,8 @@ def test_line_set_keeps_what_range_walks_kept():
     from fasbench.base.lines import LINE_CAP, clamp, line_set
 
     assert line_set([[5, 3], [7, -1], [0, 2], [4, 4]]) == {1, 2, 4}  # reversed and [s, -1] empty, as range() was
-    assert line_set([[1, 10 ** 10]] * 1000) == set(range(1, LINE_CAP + 1))
-    assert line_set([[3, 10 ** 9]], n_lines=5) == {3, 4, 5} and clamp(2, 2 ** 31 - 1, 10) == (2, 10)
+    assert line_set([[1, 10**10]] * 1000) == set(range(1, LINE_CAP + 1))
+    assert line_set([[3, 10**9]], n_lines=5) == {3, 4, 5} and clamp(2, 2**31 - 1, 10) == (2, 10)
 
 
 # ---------------------------------------------------------------- item 7: the best-of-N judge
@@ -175,7 +184,8 @@ def judged(tmp_path) -> Path:
 
 
 def test_the_best_of_n_judge_reads_cited_files_through_contain(judged):
-    out = child(f"""
+    out = child(
+        f"""
         from fasbench.bon.pool_judge import LLMJudge
         from fasbench.records import Gold, Task
         task = Task(id="t", repo="o/r", query="q", root=r"{judged}", gold=Gold(edited={{}}))
@@ -183,7 +193,10 @@ def test_the_best_of_n_judge_reads_cited_files_through_contain(judged):
         OUT = [j._snippet(task, p, a, b) for p, a, b in
                [("pipe.py", 1, 5), ("big.py", 1, 2), ("link.py", 1, 1), ("../secret.txt", 1, 1),
                 ("a.py", 10 ** 9, 10 ** 9 + 3), ("a.py", 3, 4)]]
-    """, timeout=120, mem=1 << 30)
+    """,
+        timeout=120,
+        mem=1 << 30,
+    )
     pipe, big, link, outside, far, near = out
     assert pipe == ["(file not found)"]  # refused, never waited on
     assert len(big) == 1 and len(big[0]) <= 4096  # one line cap of NULs, not 2 GB read whole
@@ -223,8 +236,19 @@ def test_report_stderr_filter_and_number_scan_finish_on_hostile_lines():
     from fasbench.mainjob import report
 
     nasty = "1%|" * 1500 + "[]" * 1500 + "x"  # 7.5 KB: the old progress regex backtracks ~n^4 (hours)
-    text = "\n".join([nasty, " 42%|████      | 42/100 [00:01<00:02, 30.1it/s]",
-                      "/x/y.py:12: DeprecationWarning: old", "  import thing", "a:1: " * 4000, "kept line"]) + "\n"
+    text = (
+        "\n".join(
+            [
+                nasty,
+                " 42%|████      | 42/100 [00:01<00:02, 30.1it/s]",
+                "/x/y.py:12: DeprecationWarning: old",
+                "  import thing",
+                "a:1: " * 4000,
+                "kept line",
+            ]
+        )
+        + "\n"
+    )
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("x")
     cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=text)]
@@ -234,7 +258,10 @@ def test_report_stderr_filter_and_number_scan_finish_on_hostile_lines():
     got = report._numbers("1" * 200_000 + "x1 " + ",111" * 30_000 + " " + "1" * 100_000 + "% CI 0.5")
     assert [w for w, *_ in got] == ["0.5"]
     assert report._numbers("95% CI 0.45 and 1,234.5 of 1.15.0 and 12%") == [
-        ("0.45", 0.45, 2, False), ("1,234.5", 1234.5, 1, False), ("12%", 12.0, 0, True)]
+        ("0.45", 0.45, 2, False),
+        ("1,234.5", 1234.5, 1, False),
+        ("12%", 12.0, 0, True),
+    ]
 
 
 # ---------------------------------------------------------------- item 7: FIFOs and sizes of files named by data
@@ -256,8 +283,7 @@ def test_replay_refuses_a_fifo_traces_jsonl_and_run_json(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_jsonl_lines_are_capped_and_streamed(tmp_path, monkeypatch):
-    from fasbench.records import jsonl
-    from fasbench.records import RecordError, iter_jsonl
+    from fasbench.records import RecordError, iter_jsonl, jsonl
 
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 1000)
     p = tmp_path / "t.jsonl"
@@ -312,11 +338,16 @@ def _perturb_corpus(tmp_path: Path, hostile_files: bool = False) -> Path:
 
 
 def _perturb(tmp_path: Path, root: Path) -> dict:
-    return child(f"""
+    return child(
+        f"""
         from fasbench.data.perturb import perturb_corpus
         tree, rec = perturb_corpus(r"{root}", "perturb:seed=1,private=2")
         OUT = {{"renames": [r["old"] for r in rec["renames"]], "tree": str(tree)}}
-    """, timeout=300, mem=2 << 30, env={"FASBENCH_CACHE": str(tmp_path / "cache")})
+    """,
+        timeout=300,
+        mem=2 << 30,
+        env={"FASBENCH_CACHE": str(tmp_path / "cache")},
+    )
 
 
 def test_perturb_ignores_the_corpus_rope_config(tmp_path):
@@ -393,8 +424,9 @@ def test_analyze_an_atif_file_without_tool_calls(tmp_path):
 
     strip(d)
     (tmp_path / "nocalls.json").write_text(json.dumps(d))
-    r = CliRunner().invoke(app, ["trajectories", "analyze", str(tmp_path / "nocalls.json"), "--out",
-                                 str(tmp_path / "o"), "--quiet"])
+    r = CliRunner().invoke(
+        app, ["trajectories", "analyze", str(tmp_path / "nocalls.json"), "--out", str(tmp_path / "o"), "--quiet"]
+    )
     assert r.exit_code == 0, r.output
     assert "no tool calls" in r.output and "internal error" not in r.output
 

@@ -24,15 +24,17 @@ def _cache(tmp_path_factory, monkeypatch):
 def test_checkpoint_run_is_an_eval_run_and_resumes(tmp_path):
     tasks = toy_tasks(make_corpus(tmp_path / "toy"))[:2]
     out = tmp_path / "before"
-    df = evaluate_checkpoint("tiny", tasks, out, limits=Limits(max_turns=1), label="before", max_new_tokens=8,
-                             progress=False)
+    df = evaluate_checkpoint(
+        "tiny", tasks, out, limits=Limits(max_turns=1), label="before", max_new_tokens=8, progress=False
+    )
     assert df.height == 2 and set(COLUMNS) <= set(df.columns)
     assert df["policy"].to_list() == ["before", "before"]
     assert (df["reward"] == df["reward_relace"]).all()
     lines = (out / "traces.jsonl").read_text().splitlines()
     assert len(lines) == 2
-    again = evaluate_checkpoint("tiny", tasks, out, limits=Limits(max_turns=1), label="before", max_new_tokens=8,
-                                progress=False)
+    again = evaluate_checkpoint(
+        "tiny", tasks, out, limits=Limits(max_turns=1), label="before", max_new_tokens=8, progress=False
+    )
     assert (out / "traces.jsonl").read_text().splitlines() == lines  # nothing rerun
     assert again["trace_id"].to_list() == df["trace_id"].to_list()
     table = R.runs_table([out])
@@ -41,7 +43,9 @@ def test_checkpoint_run_is_an_eval_run_and_resumes(tmp_path):
 
 
 def test_checkpoint_spec():
-    assert checkpoint_policy("/ckpt/final", "after", 64) == \
-        "hf:model=/ckpt/final,max_new_tokens=64,temperature=0.0,seed=0,name=after"
+    assert (
+        checkpoint_policy("/ckpt/final", "after", 64)
+        == "hf:model=/ckpt/final,max_new_tokens=64,temperature=0.0,seed=0,name=after"
+    )
     with pytest.raises(ValueError, match="cannot hold"):
         checkpoint_policy("/a,b")

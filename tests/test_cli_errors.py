@@ -63,54 +63,103 @@ def cases(b):
     SET_RL = [["--set", "max_steps"], ["--set", "learning_rat=1"], ["--set", "max_steps=ten"], ["--set", "lora=maybe"]]
     SET_SFT = [["--set", "=3"], ["--set", "train.nope=1"], ["--set", "max_steps=ten"], ["--set", "max_turns=3"]]
     return {
-        "tool": [[D, "--root", WS], [B, "--root", WS], [H, "--root", WS], [DEEP, "--root", WS],
-                 ['{"name": "view_file", "arguments": {}}', "--root", F]],
-        "score": [["--gold", D, "--report", "{}"], ["--gold", B, "--report", "{}"], ["--gold", H, "--report", "{}"],
-                  ["--gold", '{"edited": {}}', "--report", B], ["--gold", DEEP, "--report", "{}"],
-                  ["--gold", '{"edited": {}}', "--report", '{"files": {}}', "--root", F]],
-        "eval": [["--tasks", D, "--policy", "heuristic", "--out", out], ["--tasks", B, "--policy", "heuristic", "--out", out],
-                 ["--tasks", HL, "--policy", "heuristic", "--out", out],
-                 ["--tasks", T, "--policy", "heuristic", "--out", F]],
+        "tool": [
+            [D, "--root", WS],
+            [B, "--root", WS],
+            [H, "--root", WS],
+            [DEEP, "--root", WS],
+            ['{"name": "view_file", "arguments": {}}', "--root", F],
+        ],
+        "score": [
+            ["--gold", D, "--report", "{}"],
+            ["--gold", B, "--report", "{}"],
+            ["--gold", H, "--report", "{}"],
+            ["--gold", '{"edited": {}}', "--report", B],
+            ["--gold", DEEP, "--report", "{}"],
+            ["--gold", '{"edited": {}}', "--report", '{"files": {}}', "--root", F],
+        ],
+        "eval": [
+            ["--tasks", D, "--policy", "heuristic", "--out", out],
+            ["--tasks", B, "--policy", "heuristic", "--out", out],
+            ["--tasks", HL, "--policy", "heuristic", "--out", out],
+            ["--tasks", T, "--policy", "heuristic", "--out", F],
+        ],
         "compare": [[D, D], [F, F], [str(b / "run_half"), str(b / "run_half")]],
         "runs": [[D], [F], [str(b / "run_half")], [D, "--level", "2"]],
         "eval-merge": [[out, D], [out, F], [out, str(b / "run_half")], [F, D]],
-        "bon reverify": [[D, "--tasks", T, "--out", out], [B, "--tasks", T, "--out", out],
-                         [HL, "--tasks", D, "--out", out]],
+        "bon reverify": [
+            [D, "--tasks", T, "--out", out],
+            [B, "--tasks", T, "--out", out],
+            [HL, "--tasks", D, "--out", out],
+        ],
         "classify": [["<stdin", b"\xff\xfe\x00\n"], ["<stdin", b"not json\n"]],
         "data tasks": [["--source", D, "--out", out], ["--source", "swebench-lite", "--out", D]],
         "data corpus": [["--tasks", D], ["--tasks", B], ["--tasks", HL]],
-        "data fc-queries": [["--tasks", D, "--endpoint", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", out],
-                            ["--tasks", HL, "--endpoint", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", out],
-                            ["--tasks", T, "--endpoint", "nope:x=1", "--out", out],
-                            ["--tasks", T, "--endpoint", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", D]],
+        "data fc-queries": [
+            ["--tasks", D, "--endpoint", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", out],
+            ["--tasks", HL, "--endpoint", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", out],
+            ["--tasks", T, "--endpoint", "nope:x=1", "--out", out],
+            ["--tasks", T, "--endpoint", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", D],
+        ],
         "data mine-git": [[F, "--out", out], [D, "--out", out], [WS, "--out", D]],
-        "data perturb": [["--tasks", D, "--spec", "perturb:seed=0"], ["--tasks", HL, "--spec", "perturb:seed=0"],
-                         ["--tasks", T, "--spec", "perturb:nope=1"], ["--tasks", T, "--spec", "perturb:seed=x"],
-                         ["--tasks", T, "--spec", "perturb:seed=0", "--out", D]],
+        "data perturb": [
+            ["--tasks", D, "--spec", "perturb:seed=0"],
+            ["--tasks", HL, "--spec", "perturb:seed=0"],
+            ["--tasks", T, "--spec", "perturb:nope=1"],
+            ["--tasks", T, "--spec", "perturb:seed=x"],
+            ["--tasks", T, "--spec", "perturb:seed=0", "--out", D],
+        ],
         "bon pools": [["--tasks", D], ["--tasks", B]],
         "bon evaluate": [[D], [B], [HL]],
-        "rl train": [["--config", D], ["--config", B], ["--config", H], ["--config", BK],
-                     *[["--config", "tiny", *s] for s in SET_RL]],
+        "rl train": [
+            ["--config", D],
+            ["--config", B],
+            ["--config", H],
+            ["--config", BK],
+            *[["--config", "tiny", *s] for s in SET_RL],
+        ],
         "rl config": [[D], [B], [H], [BK], ["no-such-profile"], *[["tiny", *s] for s in SET_RL]],
         "rl log": [[F], [D], [B]],
-        "trajectories analyze": [[B, "--out", F], [D, "--labels", D, "--out", out], [D, "--labels", B, "--out", out],
-                                 [D, "--out", out], [F, "--out", out], [H, "--out", out]],  # nothing parses: exit 2
+        "trajectories analyze": [
+            [B, "--out", F],
+            [D, "--labels", D, "--out", out],
+            [D, "--labels", B, "--out", out],
+            [D, "--out", out],
+            [F, "--out", out],
+            [H, "--out", out],
+        ],  # nothing parses: exit 2
         "trajectories export-atif": [[D, "--out", out], [B, "--out", out], [F, "--out", out], [HL, "--out", F]],
         "policies": [["--model-path", "nope"], ["--model-path", "/nonexistent/model"]],
-        "replay": [[D], [F], [B], [str(b / "run_half")], ["example", "no__such-1"], ["example", "--html", D],
-                   ["example", "--reward", "nope"]],
+        "replay": [
+            [D],
+            [F],
+            [B],
+            [str(b / "run_half")],
+            ["example", "no__such-1"],
+            ["example", "--html", D],
+            ["example", "--reward", "nope"],
+        ],
         "sft config": [[D], [B], [H], [BV], ["no-such-profile"], *[["tiny", *s] for s in SET_SFT]],
         "sft build": [["--config", D], ["--config", B], ["--config", BV], *[["--config", "tiny", *s] for s in SET_SFT]],
         "sft train": [["--config", D], ["--config", B], *[["--config", "tiny", *s] for s in SET_SFT]],
-        "sft eval": [["--config", B, "--model", D], ["--config", D, "--model", D],
-                     ["--config", "tiny", "--set", "eval.n_tasks=many", "--model", D]],
-        "data import": [["swe-explore", D, "--out", out], ["swe-explore", B, "--out", out],
-                        ["locbench", HL, "--out", out], ["nonexistent-format", F, "--out", out],
-                        ["swe-explore", F, "--out", D]],
-        "e2e": [["--tasks", D, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", out],
-                ["--tasks", B, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", out],
-                ["--tasks", T, "--main", "not-a-spec", "--search", "none", "--out", out],
-                ["--tasks", T, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", F]],
+        "sft eval": [
+            ["--config", B, "--model", D],
+            ["--config", D, "--model", D],
+            ["--config", "tiny", "--set", "eval.n_tasks=many", "--model", D],
+        ],
+        "data import": [
+            ["swe-explore", D, "--out", out],
+            ["swe-explore", B, "--out", out],
+            ["locbench", HL, "--out", out],
+            ["nonexistent-format", F, "--out", out],
+            ["swe-explore", F, "--out", D],
+        ],
+        "e2e": [
+            ["--tasks", D, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", out],
+            ["--tasks", B, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", out],
+            ["--tasks", T, "--main", "not-a-spec", "--search", "none", "--out", out],
+            ["--tasks", T, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", F],
+        ],
     }
 
 
@@ -150,8 +199,12 @@ def test_bad_input_gives_one_line_error_and_nonzero_exit(bad, monkeypatch):
 
 def test_real_process_prints_one_line_without_traceback(bad):
     """The installed entry point, in a real process: a binary file where JSON is expected."""
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "score", "--gold", str(bad / "binary.bin"),
-                        "--report", "{}"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "fasbench.cli", "score", "--gold", str(bad / "binary.bin"), "--report", "{}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: --gold:") and "not UTF-8" in r.stderr
 

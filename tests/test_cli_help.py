@@ -30,7 +30,7 @@ def _bracketed(text: str) -> list[str]:
         elif ch == "]" and depth:
             depth -= 1
             if depth == 0:
-                out.append(text[start:i + 1])
+                out.append(text[start : i + 1])
     return out
 
 
@@ -66,8 +66,14 @@ def test_cli_start_up_loads_no_heavy_module():
     import subprocess
     import sys
 
-    heavy = ["plotly", "ipywidgets", "fasbench.replay", "fasbench.models", "fasbench.trajectories.parsers",
-             "jsonschema"]
+    heavy = [
+        "plotly",
+        "ipywidgets",
+        "fasbench.replay",
+        "fasbench.models",
+        "fasbench.trajectories.parsers",
+        "jsonschema",
+    ]
     code = "import sys, fasbench.cli; print(' '.join(m for m in %r if m in sys.modules))" % heavy
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -89,6 +95,6 @@ def test_profile_help_lists_every_shipped_profile():
     from fasbench.training.profiles import CONFIGS_DIR
 
     for prefix in ("sft", "rl"):
-        names = {p.stem[len(prefix) + 1:] for p in CONFIGS_DIR.glob(f"{prefix}_*.yaml")}
+        names = {p.stem[len(prefix) + 1 :] for p in CONFIGS_DIR.glob(f"{prefix}_*.yaml")}
         listed = set(profile_help(prefix).split("(", 1)[1].split(")", 1)[0].split(" | "))
         assert names and listed == names

@@ -12,9 +12,9 @@ from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, ToolCall
 from fasbench.rl.config import load_config
 from fasbench.rl.protocol import first_turn, first_turn_tokens
-from fasbench.sft.data import BuildConfig, limits as build_limits
-from fasbench.tools import ToolLimits, make_toolset
-from fasbench.tools import compact
+from fasbench.sft.data import BuildConfig
+from fasbench.sft.data import limits as build_limits
+from fasbench.tools import ToolLimits, compact, make_toolset
 from fasbench.tools.relace_published import SCHEMAS, SYSTEM_PROMPT
 
 COMPACT = Limits(max_turns=3, tool=ToolLimits(prompt="compact"))
@@ -35,9 +35,11 @@ def test_compact_shows_short_text_for_the_same_tools(tmp_path):
         for p, spec in s["function"]["parameters"]["properties"].items():
             assert published[s["function"]["name"]][p]["type"] in (spec["type"], [spec["type"], "null"])
     # same implementation and validation: a call's result is the published tool set's, errors too
-    for call in (ToolCall("a", "grep_search", {"query": "def Login"}),
-                 ToolCall("b", "view_file", {"path": "/repo/src/pkg/auth.py", "view_range": [1, 4]}),
-                 ToolCall("c", "grep_search", {"query": "x", "case_sensitive": "no"})):
+    for call in (
+        ToolCall("a", "grep_search", {"query": "def Login"}),
+        ToolCall("b", "view_file", {"path": "/repo/src/pkg/auth.py", "view_range": [1, 4]}),
+        ToolCall("c", "grep_search", {"query": "x", "case_sensitive": "no"}),
+    ):
         assert com.execute(call).output == pub.execute(call).output
 
 
@@ -45,11 +47,15 @@ def test_run_episode_under_compact(tmp_path):
     from fasbench.records import Gold, Task
 
     root = make_repo(tmp_path)
-    task = Task(id="t", query="where is Login", repo="demo", gold=Gold(edited={"src/pkg/auth.py": [[4, 6]]}),
-                root=str(root))
-    turns = [Reply(text="", calls=[ToolCall("a", "grep_search", {"query": "def Login"})]),
-             Reply(text="", calls=[ToolCall("r", "report_back", {"explanation": "x",
-                                                                 "files": {"src/pkg/auth.py": [[4, 6]]}})])]
+    task = Task(
+        id="t", query="where is Login", repo="demo", gold=Gold(edited={"src/pkg/auth.py": [[4, 6]]}), root=str(root)
+    )
+    turns = [
+        Reply(text="", calls=[ToolCall("a", "grep_search", {"query": "def Login"})]),
+        Reply(
+            text="", calls=[ToolCall("r", "report_back", {"explanation": "x", "files": {"src/pkg/auth.py": [[4, 6]]}})]
+        ),
+    ]
     tr = run_episode(task, ScriptedPolicy(turns), "relace", COMPACT)
     assert tr.stop_reason == "reported" and tr.meta["prompt"] == "compact"
     assert tr.prompt[0]["content"] == compact.SYSTEM_PROMPT and "where is Login" in tr.prompt[1]["content"]
@@ -66,11 +72,14 @@ def test_first_turn_tokens_bound():
     assert msgs[1]["content"].endswith("find x") and len(tools) == 5
 
 
-@pytest.mark.parametrize("make", [
-    lambda: ToolLimits(prompt="short"),
-    lambda: load_config("mini", sets=["prompt=short"]),
-    lambda: BuildConfig(prompt="short"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ToolLimits(prompt="short"),
+        lambda: load_config("mini", sets=["prompt=short"]),
+        lambda: BuildConfig(prompt="short"),
+    ],
+)
 def test_bad_prompt_value_is_one_line_error(make):
     with pytest.raises(ValueError, match=r"prompt 'short' unknown; choose one of published, compact") as e:
         make()
@@ -100,8 +109,13 @@ def test_scripted_policies_run_under_compact(tmp_path):
 
     root = make_repo(tmp_path)
     assert toolset_of(make_toolset("relace", root, COMPACT.tool).schemas) == "relace"
-    task = Task(id="t", query="Find the files that define these 1 symbols: Login.", repo="demo",
-                gold=Gold(edited={"src/pkg/auth.py": [[4, 6]]}), root=str(root))
+    task = Task(
+        id="t",
+        query="Find the files that define these 1 symbols: Login.",
+        repo="demo",
+        gold=Gold(edited={"src/pkg/auth.py": [[4, 6]]}),
+        root=str(root),
+    )
     for spec in ("heuristic", "sequential:inner=definitions,per_turn=1"):
         tr = run_episode(task, make_policy(spec).bind(task), "relace", COMPACT)
         assert tr.stop_reason == "reported" and tr.error is None, (spec, tr.error)

@@ -34,8 +34,14 @@ def test_spellings_map_as_the_tools_do(root):
 def test_named_refusals(root, tmp_path):
     with pytest.raises(contain.NoSuchFile):  # an absolute path names a path under the root, as in the tools
         contain.open_file(root, str(tmp_path / "secret.txt"))
-    for p in ("../secret.txt", "/repo/../secret.txt", "out_link", "../ws/../secret.txt",
-              "../../../../etc/passwd", "../nonexistent/anything"):
+    for p in (
+        "../secret.txt",
+        "/repo/../secret.txt",
+        "out_link",
+        "../ws/../secret.txt",
+        "../../../../etc/passwd",
+        "../nonexistent/anything",
+    ):
         with pytest.raises(contain.OutsideRoot):
             contain.open_file(root, p)
         with pytest.raises(ToolError, match="outside the workspace"):  # the tools keep their message

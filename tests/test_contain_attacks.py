@@ -19,14 +19,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from servers import free_port, server, wait_http
 from typer.testing import CliRunner
 
 import fasbench
 from fasbench.cli import app
-from fasbench.studies.handoff import FORMATS, render
+from fasbench.records import Gold, Report, Trace
 from fasbench.scoring.judge import citation_contents
-from fasbench.records import Gold, Report, Task, Trace
-from servers import free_port, server, wait_http
+from fasbench.studies.handoff import FORMATS, render
 
 SECRET = "TOPSECRET-5f0c"
 SPARSE = 2 << 30
@@ -53,9 +53,19 @@ def hostile(tmp_path_factory) -> Path:
 
 def outside_paths(root: Path) -> list[str]:
     base = root.parent
-    return ["../secret.txt", "/repo/../secret.txt", str(base / "secret.txt"), "../../../../etc/passwd",
-            "link_file.py", "link_dir/secret2.txt", f"{root}/../secret.txt", "../../../../dev/zero",
-            "/repo/link_file.py", "/repo/link_dir/secret2.txt", "/repo/../../../../etc/passwd"]
+    return [
+        "../secret.txt",
+        "/repo/../secret.txt",
+        str(base / "secret.txt"),
+        "../../../../etc/passwd",
+        "link_file.py",
+        "link_dir/secret2.txt",
+        f"{root}/../secret.txt",
+        "../../../../dev/zero",
+        "/repo/link_file.py",
+        "/repo/link_dir/secret2.txt",
+        "/repo/../../../../etc/passwd",
+    ]
 
 
 def child(code: str, timeout: float = 240, mem: int = 2 << 30) -> dict:
@@ -74,8 +84,13 @@ def child(code: str, timeout: float = 240, mem: int = 2 << 30) -> dict:
     """)
     env = {**os.environ, "PYTHONPATH": PKG_ROOT}
     try:
-        r = subprocess.run([sys.executable, "-c", pre + textwrap.dedent(code) + post], capture_output=True,
-                           text=True, timeout=timeout, env=env)
+        r = subprocess.run(
+            [sys.executable, "-c", pre + textwrap.dedent(code) + post],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"still running after {timeout} s (a hang)")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -109,7 +124,7 @@ def test_judge_contents_fifo_device_and_sparse_file_are_bounded(hostile):
     assert r["rss_mib"] < 1024
 
 
-JUDGE_LOGGING_SERVER = textwrap.dedent('''
+JUDGE_LOGGING_SERVER = textwrap.dedent("""
     import json, sys
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     log = sys.argv[2]
@@ -128,7 +143,7 @@ JUDGE_LOGGING_SERVER = textwrap.dedent('''
             text = "```json\\n" + json.dumps({"justification": "x", "score": 5}) + "\\n```"
             self._send({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
     ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-''')
+""")
 
 
 def test_cli_score_with_a_judge_sends_no_outside_file(hostile, tmp_path):
@@ -141,8 +156,24 @@ def test_cli_score_with_a_judge_sends_no_outside_file(hostile, tmp_path):
         for p in outside_paths(hostile):
             # the released judge opens only /repo/… paths (a relative one reads as missing: judge._released_rel)
             rep = json.dumps({"files": {p: [[1, 5]], "/repo/pkg/a.py": [[1, 2]]}})
-            r = CliRunner().invoke(app, ["score", "--reward", "fastcontext", "--judge", spec, "--query", "find target",
-                                         "--root", str(hostile), "--gold", gold, "--report", rep])
+            r = CliRunner().invoke(
+                app,
+                [
+                    "score",
+                    "--reward",
+                    "fastcontext",
+                    "--judge",
+                    spec,
+                    "--query",
+                    "find target",
+                    "--root",
+                    str(hostile),
+                    "--gold",
+                    gold,
+                    "--report",
+                    rep,
+                ],
+            )
             assert r.exit_code == 0, r.output
     bodies = log.read_text()
     assert bodies.count("\n") == len(outside_paths(hostile))  # every request reached the server
@@ -201,7 +232,8 @@ def test_score_with_root_reads_a_bounded_part_of_a_sparse_file(hostile):
 
 
 def test_replay_overlay_does_not_count_outside_files_or_hang(hostile):
-    r = child(f"""
+    r = child(
+        f"""
         from fasbench.replay.overlay import file_overlay
         from fasbench.records import Report, Trace, Turn
         tr = Trace(task_id="t", policy="p", toolset="fastcontext")
@@ -209,7 +241,9 @@ def test_replay_overlay_does_not_count_outside_files_or_hang(hostile):
         tr.report = Report(files={{"../secret.txt": [[1, -1]], "link_file.py": [[1, -1]], "pipe.py": [[1, -1]],
                                    "../../../../dev/zero": [[1, -1]]}})
         OUT = {{f.path: f.cited for f in file_overlay(tr, root={str(hostile)!r})}}
-    """, timeout=120)
+    """,
+        timeout=120,
+    )
     # the secret's 7 lines are not counted: an end of -1 on an unreadable file keeps the first line only
     assert all(rs == [[1, 1]] for rs in r["out"].values()), r["out"]
 
@@ -228,29 +262,38 @@ def test_bon_verifier_reads_inside_the_root_only_and_bounded(hostile):
 def test_e2e_gold_functions_stay_inside_the_copy(hostile):
     from fasbench.e2e.localize import localization
 
-    diff = ("--- a/../secret_mod.py\n+++ b/../secret_mod.py\n@@ -1,2 +1,2 @@\n def leaked():\n"
-            f"-    return '{SECRET}'\n+    return 'x'\n")
-    out = localization(diff, Gold(edited={"../secret_mod.py": [[2, 2]], "link_dir/../../secret_mod.py": [[2, 2]]}),
-                       hostile)
+    diff = (
+        "--- a/../secret_mod.py\n+++ b/../secret_mod.py\n@@ -1,2 +1,2 @@\n def leaked():\n"
+        f"-    return '{SECRET}'\n+    return 'x'\n"
+    )
+    out = localization(
+        diff, Gold(edited={"../secret_mod.py": [[2, 2]], "link_dir/../../secret_mod.py": [[2, 2]]}), hostile
+    )
     assert out["gold_functions"] == 0  # the file outside the copy was not parsed
 
 
 def test_e2e_looked_lines_of_a_huge_range(hostile):
-    r = child("""
+    r = child(
+        """
         from fasbench.e2e.counterfactual import coverage
         from fasbench.e2e.looked import Look
         looks = [Look("a.py", ((1, 30_000_000),), "display"), Look("b.py", ((5, 9),), "display")]
         OUT = coverage(looks, {"a.py": [[1, 10]]})
-    """, timeout=180)
+    """,
+        timeout=180,
+    )
     assert r["out"]["looked_lines"] == 30_000_005 and r["out"]["line_coverage"] == pytest.approx(10 / 30_000_005)
 
 
 def test_swe_explore_range_of_30_million_lines(hostile):
-    r = child("""
+    r = child(
+        """
         from fasbench.scoring.localization import explore_metrics
         ex = {"core_regions": [["pkg/a.py", 1, 30_000_000]], "core_files": ["pkg/a.py"]}
         OUT = explore_metrics([("pkg/a.py", 1, 30_000_000), ("pkg/a.py", 10, 20)], ex, {"pkg/a.py": 2})
-    """, timeout=180)
+    """,
+        timeout=180,
+    )
     assert r["out"]["explore_line_precision"] == 1.0 and r["out"]["explore_line_recall"] == 1.0
 
 
@@ -261,7 +304,8 @@ def test_episode_row_of_200k_citations(tmp_path):
     root = tmp_path / "ws"
     (root / "src").mkdir(parents=True)
     (root / "src" / "a.py").write_text("".join(f"def f{i}():\n    return {i}\n" for i in range(500)))
-    r = child(f"""
+    r = child(
+        f"""
         from fasbench.evaluation.episodes import episode_row
         from fasbench.records import Gold, Task, Trace
         from fasbench.tools.fastcontext import parse_final_answer
@@ -272,6 +316,9 @@ def test_episode_row_of_200k_citations(tmp_path):
         tr.report = parse_final_answer(text)
         row = episode_row(tr, task)
         OUT = [row["n_regions_reported"], row["n_files_reported"]]
-    """, timeout=300, mem=4 << 30)
+    """,
+        timeout=300,
+        mem=4 << 30,
+    )
     print(f"episode_row of 200k citations: {r['s']:.1f} s, peak RSS {r['rss_mib']:.0f} MiB")
     assert r["out"] == [200_000, 100_001]

@@ -17,40 +17,79 @@ PKG = REPO / "fasbench"
 
 #: Modules that read paths a report, a gold, a trace or a task names (the issue's list).
 SCORING_SIDE = {
-    "fasbench/scoring/judge.py", "fasbench/studies/handoff.py", "fasbench/base/lines.py", "fasbench/stats/metrics.py",
-    "fasbench/scoring/localization.py", "fasbench/base/entities.py", "fasbench/evaluation/episodes.py", "fasbench/scoring/reward.py",
-    "fasbench/replay/linerefs.py", "fasbench/studies/audit.py", "fasbench/replay/overlay.py", "fasbench/replay/seen.py",
-    "fasbench/bon/verify.py", "fasbench/e2e/looked.py", "fasbench/e2e/counterfactual.py",
-    "fasbench/e2e/localize.py", "fasbench/policies/rag.py", "fasbench/policies/evidence.py",
-    "fasbench/data/relocate.py", "fasbench/data/patches.py",
+    "fasbench/scoring/judge.py",
+    "fasbench/studies/handoff.py",
+    "fasbench/base/lines.py",
+    "fasbench/stats/metrics.py",
+    "fasbench/scoring/localization.py",
+    "fasbench/base/entities.py",
+    "fasbench/evaluation/episodes.py",
+    "fasbench/scoring/reward.py",
+    "fasbench/replay/linerefs.py",
+    "fasbench/studies/audit.py",
+    "fasbench/replay/overlay.py",
+    "fasbench/replay/seen.py",
+    "fasbench/bon/verify.py",
+    "fasbench/e2e/looked.py",
+    "fasbench/e2e/counterfactual.py",
+    "fasbench/e2e/localize.py",
+    "fasbench/policies/rag.py",
+    "fasbench/policies/evidence.py",
+    "fasbench/data/relocate.py",
+    "fasbench/data/patches.py",
 }
 #: Source text that marks a module as handling model- or task-named paths.
 MARKERS = ("report.files", "gold.edited", "gold.explore", "normalize_files(", "ranked_regions(", "file_entities(")
 
-READ_FUNCS = {"open", "os.open", "io.open", "gzip.open", "os.stat", "os.lstat", "os.walk", "os.scandir",
-              "os.listdir", "os.path.exists", "os.path.isfile", "os.path.getsize", "os.path.lexists"}
+READ_FUNCS = {
+    "open",
+    "os.open",
+    "io.open",
+    "gzip.open",
+    "os.stat",
+    "os.lstat",
+    "os.walk",
+    "os.scandir",
+    "os.listdir",
+    "os.path.exists",
+    "os.path.isfile",
+    "os.path.getsize",
+    "os.path.lexists",
+}
 READ_METHODS = {"read_text", "read_bytes", "open", "stat", "lstat", "is_file", "exists", "iterdir", "rglob", "glob"}
 
 #: (module, enclosing function) -> why its reads are not on a model's or task's behalf.
 ALLOWED = {
-    ("fasbench/studies/contamination.py", "load_pairs"): "the study's own run folders (a summary.parquet fasbench wrote)",
+    (
+        "fasbench/studies/contamination.py",
+        "load_pairs",
+    ): "the study's own run folders (a summary.parquet fasbench wrote)",
     ("fasbench/data/contextbench_tasks.py", "read_rows"): "the benchmark file the user names on the command line",
-    ("fasbench/sft/data.py", "workspace_ls"): "the names in the task's corpus root (the workspace fasbench built, as the release's get_workspace_ls.py records them); no path a model or report names",
+    (
+        "fasbench/sft/data.py",
+        "workspace_ls",
+    ): "the names in the task's corpus root (the workspace fasbench built, as the release's get_workspace_ls.py records them); no path a model or report names",
     ("fasbench/scoring/judge.py", "Judge._cached"): "the judge's own on-disk cache (fasbench's cache dir)",
-    ("fasbench/base/lines.py", "file_lines"):
-        "an os.stat of the joined path only to answer None fast for a missing file; nothing is opened and "
-        "its answer is used only when contain.file_key then accepts the path",
+    (
+        "fasbench/base/lines.py",
+        "file_lines",
+    ): "an os.stat of the joined path only to answer None fast for a missing file; nothing is opened and "
+    "its answer is used only when contain.file_key then accepts the path",
     ("fasbench/base/entities.py", "file_entities"): "as lines.file_lines: a fast 'missing' before contain.file_key",
-    ("fasbench/policies/rag.py", "corpus_files"):
-        "lists the corpus (os.walk follows no symlinked folder) with size and mtime for the index key; "
-        "each file's text is read by rag.read_text through contain",
+    (
+        "fasbench/policies/rag.py",
+        "corpus_files",
+    ): "lists the corpus (os.walk follows no symlinked folder) with size and mtime for the index key; "
+    "each file's text is read by rag.read_text through contain",
     ("fasbench/policies/rag.py", "load_chunks"): "rag's own chunk cache (cache_dir)",
     ("fasbench/policies/rag.py", "_bm25_index"): "rag's own index cache (cache_dir)",
     ("fasbench/policies/rag.py", "_dense_index"): "rag's own index cache (cache_dir)",
     ("fasbench/policies/rag.py", "default_model_path"): "the embedding model's folder (configuration)",
     ("fasbench/policies/rag.py", "RagPolicy.index_cached"): "rag's own index cache (cache_dir)",
-    ("fasbench/studies/audit.py", "_corpus_files"):
-        "lists the corpus for the top50 cheat (os.walk follows no symlinked folder); line counts go through contain",
+    (
+        "fasbench/studies/audit.py",
+        "_corpus_files",
+    ): "lists the corpus for the top50 cheat (os.walk follows no symlinked folder); line counts go through contain",
     ("fasbench/bon/pool.py", "find_pool"): "best-of-N pool files (cache dir and shipped package data)",
     ("fasbench/bon/pool.py", "build_pools"): "the pool file being written (a run directory)",
     ("fasbench/bon/pool.py", "read_pools"): "a pool file the user names (a run directory)",
@@ -110,8 +149,11 @@ def reads(path: Path) -> list[tuple[str, str, int]]:
                 attr = child.func.attr if isinstance(child.func, ast.Attribute) else None
                 if head in ok or name.startswith("contain."):
                     pass
-                elif name in READ_FUNCS or (attr in READ_METHODS and name not in ("re.compile",)
-                                            and not name.startswith(("tempfile.", "self.f."))):
+                elif name in READ_FUNCS or (
+                    attr in READ_METHODS
+                    and name not in ("re.compile",)
+                    and not name.startswith(("tempfile.", "self.f."))
+                ):
                     out.append((w, name, child.lineno))
             visit(child, w)
 
@@ -136,9 +178,11 @@ def test_every_read_of_a_named_path_goes_through_contain():
         for where, name, line in reads(p):
             if (rel(p), where) not in ALLOWED:
                 bad.append(f"{rel(p)}:{line} {where}: {name}(...)")
-    assert not bad, ("file reads outside fasbench.base.contain in modules that read report/gold/trace paths "
-                     "(read through contain, or add to ALLOWED with the reason it is not on a model's or "
-                     "task's behalf):\n  " + "\n  ".join(bad))
+    assert not bad, (
+        "file reads outside fasbench.base.contain in modules that read report/gold/trace paths "
+        "(read through contain, or add to ALLOWED with the reason it is not on a model's or "
+        "task's behalf):\n  " + "\n  ".join(bad)
+    )
 
 
 def test_allowlist_is_still_needed():
@@ -150,8 +194,10 @@ def test_allowlist_is_still_needed():
 
 def test_the_walker_sees_reads():
     """Guards the walker: it finds the reads of a module written the old way."""
-    src = ("from pathlib import Path\nimport os\n"
-           "def f(root, p):\n    return (Path(root) / p).read_text(), open(p).read(), os.stat(p)\n")
+    src = (
+        "from pathlib import Path\nimport os\n"
+        "def f(root, p):\n    return (Path(root) / p).read_text(), open(p).read(), os.stat(p)\n"
+    )
     t = Path(__file__).parent / "_walk_probe.py"
     try:
         t.write_text(src)

@@ -22,15 +22,15 @@ import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.scoring.contextbench import CONTEXTBENCH_COLUMNS, contextbench_row
 from fasbench.data import corpus
 from fasbench.data.contextbench_tasks import import_contextbench
 from fasbench.data.corpus import CorpusError, materialize
 from fasbench.evaluation.episodes import episode_row
 from fasbench.harness import Limits, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
-from fasbench.scoring.process import process_row
 from fasbench.records import Reply, Trace, iter_jsonl, read_tasks
+from fasbench.scoring.contextbench import CONTEXTBENCH_COLUMNS, contextbench_row
+from fasbench.scoring.process import process_row
 from fasbench.tools import calls_for, tool_kind
 
 SW = "astropy/wcs/wcsapi/wrappers/sliced_wcs.py"
@@ -55,31 +55,65 @@ def cache(tmp_path, tree, monkeypatch):
 
 
 def _text(tree: Path, path: str, s: int, e: int) -> str:
-    return "\n".join((tree / path).read_text().splitlines()[s - 1:e])
+    return "\n".join((tree / path).read_text().splitlines()[s - 1 : e])
 
 
 def _rows(tree: Path) -> list[dict]:
     return [
-        {"instance_id": "SWE-Bench-Verified__python__maintenance__bugfix__71f348da",
-         "original_inst_id": "astropy__astropy-13579", "repo": "astropy/astropy", "repo_url": "",
-         "base_commit": "0df94ff7097961e92fd7812036a24b145bc13ca8", "source": "Verified", "language": "python",
-         "gold_context": json.dumps([
-             {"file": "/testbed/" + SW, "start_line": 212, "end_line": 227, "content": _text(tree, SW, 212, 227)},
-             {"file": SW, "start_line": 245, "end_line": 269, "content": _text(tree, SW, 245, 269)},
-             # base.py is in no patch: placed by its content alone (sdist lines 71-76)
-             {"file": BASE, "start_line": 74, "end_line": 79, "content": _text(tree, BASE, 71, 76)}])},
-        {"instance_id": "SWE-Bench-Verified__python__maintenance__bugfix__deb49033",
-         "original_inst_id": "astropy__astropy-13398", "repo": "astropy/astropy",
-         "base_commit": "6500928dc0e57be8f06d1162eacc3ba5e2eff692", "source": "Verified", "language": "python",
-         "gold_context": json.dumps([
-             {"file": IRT, "start_line": 146, "end_line": 154, "content": ""},  # no content: by the hunk's offset
-             {"file": IRT, "start_line": 60, "end_line": 82, "content": _text(tree, IRT, 60, 82)}])},
+        {
+            "instance_id": "SWE-Bench-Verified__python__maintenance__bugfix__71f348da",
+            "original_inst_id": "astropy__astropy-13579",
+            "repo": "astropy/astropy",
+            "repo_url": "",
+            "base_commit": "0df94ff7097961e92fd7812036a24b145bc13ca8",
+            "source": "Verified",
+            "language": "python",
+            "gold_context": json.dumps(
+                [
+                    {
+                        "file": "/testbed/" + SW,
+                        "start_line": 212,
+                        "end_line": 227,
+                        "content": _text(tree, SW, 212, 227),
+                    },
+                    {"file": SW, "start_line": 245, "end_line": 269, "content": _text(tree, SW, 245, 269)},
+                    # base.py is in no patch: placed by its content alone (sdist lines 71-76)
+                    {"file": BASE, "start_line": 74, "end_line": 79, "content": _text(tree, BASE, 71, 76)},
+                ]
+            ),
+        },
+        {
+            "instance_id": "SWE-Bench-Verified__python__maintenance__bugfix__deb49033",
+            "original_inst_id": "astropy__astropy-13398",
+            "repo": "astropy/astropy",
+            "base_commit": "6500928dc0e57be8f06d1162eacc3ba5e2eff692",
+            "source": "Verified",
+            "language": "python",
+            "gold_context": json.dumps(
+                [
+                    {
+                        "file": IRT,
+                        "start_line": 146,
+                        "end_line": 154,
+                        "content": "",
+                    },  # no content: by the hunk's offset
+                    {"file": IRT, "start_line": 60, "end_line": 82, "content": _text(tree, IRT, 60, 82)},
+                ]
+            ),
+        },
         # a SWE-bench Pro row (not a shipped task) without a problem statement: not a task
-        {"instance_id": "SWE-Bench-Pro__python__maintenance__bugfix__512d556b", "original_inst_id": PRO,
-         "repo": "ansible/ansible", "base_commit": "662d34b9a7a1b3ab1d4847eeaef201a005826aef",
-         "gold_context": json.dumps([{"file": "lib/ansible/x.py", "start_line": 1, "end_line": 2}])},
-        {"instance_id": "bad", "original_inst_id": "astropy__astropy-12907",
-         "gold_context": json.dumps([{"file": SW, "start_line": 9, "end_line": 3}])},
+        {
+            "instance_id": "SWE-Bench-Pro__python__maintenance__bugfix__512d556b",
+            "original_inst_id": PRO,
+            "repo": "ansible/ansible",
+            "base_commit": "662d34b9a7a1b3ab1d4847eeaef201a005826aef",
+            "gold_context": json.dumps([{"file": "lib/ansible/x.py", "start_line": 1, "end_line": 2}]),
+        },
+        {
+            "instance_id": "bad",
+            "original_inst_id": "astropy__astropy-12907",
+            "gold_context": json.dumps([{"file": SW, "start_line": 9, "end_line": 3}]),
+        },
     ]
 
 
@@ -96,7 +130,10 @@ def test_import_reads_contextbench_rows(tmp_path, tree):
     for kind in ("parquet", "jsonl"):
         tasks, dropped = import_contextbench(_write(tmp_path, _rows(tree), kind))
         assert [t.id for t in tasks] == ["astropy__astropy-13579", "astropy__astropy-13398"]
-        assert {d["id"]: d["reason"] for d in dropped} == {PRO: "no-query", "astropy__astropy-12907": "bad-gold-context"}
+        assert {d["id"]: d["reason"] for d in dropped} == {
+            PRO: "no-query",
+            "astropy__astropy-12907": "bad-gold-context",
+        }
         t = tasks[0]
         # the shipped Verified task: its query, repository, version, patch and split; the gold as annotated
         assert t.repo == "astropy/astropy" and t.version == "5.0" and t.split == "test" and t.meta["patch"]
@@ -106,8 +143,9 @@ def test_import_reads_contextbench_rows(tmp_path, tree):
         assert cb["content"][2] == _text(tree, BASE, 71, 76) and tasks[1].meta["contextbench"]["content"][0] is None
     # the task record carries the gold through JSONL
     out = tmp_path / "tasks.jsonl"
-    r = CliRunner().invoke(app, ["data", "import", "contextbench", str(_write(tmp_path, _rows(tree))), "--out", str(out),
-                                 "--no-check"])
+    r = CliRunner().invoke(
+        app, ["data", "import", "contextbench", str(_write(tmp_path, _rows(tree))), "--out", str(out), "--no-check"]
+    )
     assert r.exit_code == 0, r.output
     assert read_tasks(out)[0].gold.context == tasks[0].gold.context
 
@@ -130,7 +168,9 @@ def test_gold_lands_on_the_offline_sdist_by_content(tmp_path, cache, tree):
     (bad,), _ = import_contextbench(_write(tmp_path, rows))
     with pytest.raises(CorpusError) as e:
         materialize(bad, mode="offline")
-    assert e.value.reason == "region-not-relocated" and "1/3 gold-context regions: region-not-anchored" in e.value.detail
+    assert (
+        e.value.reason == "region-not-relocated" and "1/3 gold-context regions: region-not-anchored" in e.value.detail
+    )
 
 
 def test_import_says_per_task_whether_it_is_usable_offline_and_online(tmp_path, cache, tree):
@@ -142,8 +182,9 @@ def test_import_says_per_task_whether_it_is_usable_offline_and_online(tmp_path, 
     lines = {ln.split("\t")[0]: ln.split("\t")[1:] for ln in r.stdout.splitlines() if "\t" in ln}
     assert lines["astropy__astropy-13579"][0] == "offline: usable (regions placed: difflib 3)"
     assert lines["astropy__astropy-13579"][1].startswith("online: usable at the exact commit 0df94ff70979")
-    assert lines["astropy__astropy-13398"][0].startswith("offline: region-not-relocated: 1/1 gold-context regions: "
-                                                         "file-missing")
+    assert lines["astropy__astropy-13398"][0].startswith(
+        "offline: region-not-relocated: 1/1 gold-context regions: file-missing"
+    )
     assert "usable offline: 1/2" in r.stdout
     assert read_tasks(out)[0].meta["gold_import"]["usable"]["offline"].startswith("usable")
 
@@ -174,13 +215,18 @@ def test_metrics_of_a_hand_computed_episode(tmp_path, cache, tree):
     assert set(row) == set(CONTEXTBENCH_COLUMNS)
     exp = {
         # final context: files {sliced_wcs.py}: recall 1/2, precision 1/1
-        "cb_file_recall": 1 / 2, "cb_file_precision": 1.0, "cb_file_f1": 2 * 0.5 / 1.5,
+        "cb_file_recall": 1 / 2,
+        "cb_file_precision": 1.0,
+        "cb_file_f1": 2 * 0.5 / 1.5,
         # lines 16 + 20 + 21 = 57, of them gold 16 + 20 = 36
-        "cb_line_recall": 36 / 47, "cb_line_precision": 36 / 57,
+        "cb_line_recall": 36 / 47,
+        "cb_line_precision": 36 / 57,
         "cb_line_f1": 2 * (36 / 47) * (36 / 57) / (36 / 47 + 36 / 57),
         # blocks of the final spans: SlicedLowLevelWCS, _pixel_to_world_values_all, world_to_pixel_values,
         # pixel_bounds 291-304 and axis_correlation_matrix 307-308 (300-320 clipped to 308): 5, 3 gold
-        "cb_block_recall": 3 / 6, "cb_block_precision": 3 / 5, "cb_block_f1": 2 * 0.5 * 0.6 / 1.1,
+        "cb_block_recall": 3 / 6,
+        "cb_block_precision": 3 / 5,
+        "cb_block_f1": 2 * 0.5 * 0.6 / 1.1,
         # 4 steps; line coverage of the union after each: 16, 16, 32, 32 of 47
         "cb_efficiency_line": (16 + 16 + 32 + 32) / 47 / 4,
         # file coverage: 1/2, 1, 1, 1
@@ -188,7 +234,9 @@ def test_metrics_of_a_hand_computed_episode(tmp_path, cache, tree):
         # block coverage: {Sliced, _p2wva} 2, + BaseWCSWrapper 3, + world_to_pixel_values 4, 4 (of 6)
         "cb_efficiency_block": (2 + 3 + 4 + 4) / 6 / 4,
         # seen gold: 212-227 and 245-260 = 32 lines; kept in the final context 16 + 11 (250-260) = 27
-        "cb_gold_lines": 47, "cb_gold_seen_lines": 32, "cb_evidence_drop": 1 - 27 / 32,
+        "cb_gold_lines": 47,
+        "cb_gold_seen_lines": 32,
+        "cb_evidence_drop": 1 - 27 / 32,
         # the last turn's steps (240-260 and 200-230) saw 245-260 and 212-227: 32, kept 27
         "cb_evidence_drop_last": 1 - 27 / 32,
     }
@@ -217,30 +265,58 @@ def _independent(task, trace: Trace) -> dict:
                 continue
             r = res.get(call.id)
             sh = r.shown if r is not None and not r.is_error else None
-            got = set() if sh is None else ({(p, n) for p, rs in sh.ranges.items() for a, b in rs for n in range(a, b + 1)}
-                                            | {(p, int(n)) for p, n in sh.hits})
+            got = (
+                set()
+                if sh is None
+                else (
+                    {(p, n) for p, rs in sh.ranges.items() for a, b in rs for n in range(a, b + 1)}
+                    | {(p, int(n)) for p, n in sh.hits}
+                )
+            )
             if got:  # a call that showed no line is no step
                 steps.append(got)
     n_lines = {p: len((Path(task.root) / p).read_text().splitlines()) for p in trace.report.files}
-    fin = {(p, n) for p, rs in trace.report.files.items() for a, b in (rs or [[1, n_lines[p]]]) for n in range(a, b + 1)}
+    fin = {
+        (p, n) for p, rs in trace.report.files.items() for a, b in (rs or [[1, n_lines[p]]]) for n in range(a, b + 1)
+    }
     union, auc = set(), 0.0
     for s in steps:
         union |= s
         auc += len(union & gold) / len(gold)
     seen = union & gold
-    return {"cb_line_recall": len(fin & gold) / len(gold), "cb_line_precision": len(fin & gold) / len(fin) if fin else 1.0,
-            "cb_file_recall": len(set(trace.report.files) & gold_files) / len(gold_files),
-            "cb_efficiency_line": auc / len(steps), "cb_gold_seen_lines": len(seen),
-            "cb_evidence_drop": 1 - len(fin & seen) / len(seen) if seen else 1.0}
+    return {
+        "cb_line_recall": len(fin & gold) / len(gold),
+        "cb_line_precision": len(fin & gold) / len(fin) if fin else 1.0,
+        "cb_file_recall": len(set(trace.report.files) & gold_files) / len(gold_files),
+        "cb_efficiency_line": auc / len(steps),
+        "cb_gold_seen_lines": len(seen),
+        "cb_evidence_drop": 1 - len(fin & seen) / len(seen) if seen else 1.0,
+    }
 
 
 def test_end_to_end_import_eval_heuristic_offline(tmp_path, cache, tree):
     tf = tmp_path / "tasks.jsonl"
-    r = CliRunner().invoke(app, ["data", "import", "contextbench", str(_write(tmp_path, _rows(tree))), "--out", str(tf)])
+    r = CliRunner().invoke(
+        app, ["data", "import", "contextbench", str(_write(tmp_path, _rows(tree))), "--out", str(tf)]
+    )
     assert r.exit_code == 0 and "usable offline: 2/2" in r.stdout, r.output
     out = tmp_path / "run"
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(tf), "--policy", "heuristic", "--out", str(out),
-                                 "--workers", "1", "--backend", "serial"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(tf),
+            "--policy",
+            "heuristic",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--backend",
+            "serial",
+        ],
+    )
     assert r.exit_code == 0, r.output
     df = pl.read_parquet(out / "summary.parquet")
     assert df.height == 2 and set(CONTEXTBENCH_COLUMNS) <= set(df.columns)
@@ -265,8 +341,11 @@ def test_bad_files_give_one_line_errors(tmp_path):
     bad.write_text("not parquet")
     empty = tmp_path / "none.jsonl"
     empty.write_text(json.dumps({"instance_id": "x", "gold_context": "[]"}) + "\n")
-    for f, want in ((bad, "not a readable parquet file"), (tmp_path / "missing.jsonl", "does not exist"),
-                    (empty, "no record could be imported as a contextbench task (dropped 1: {'empty-gold-context': 1})")):
+    for f, want in (
+        (bad, "not a readable parquet file"),
+        (tmp_path / "missing.jsonl", "does not exist"),
+        (empty, "no record could be imported as a contextbench task (dropped 1: {'empty-gold-context': 1})"),
+    ):
         r = CliRunner().invoke(app, ["data", "import", "contextbench", str(f), "--out", str(tmp_path / "o.jsonl")])
         assert r.exit_code == 2 and "Traceback" not in r.output, r.output
         (line,) = [ln for ln in r.output.splitlines() if ln.strip()]
@@ -283,10 +362,15 @@ def test_block_edges_as_tree_sitter(tmp_path):
     (tmp_path / "m.py").write_text(
         "class A:\n    def m(self):\n        pass\n        # m's\n    # A's\n\n# col 0\nx = 1\n"
         "def f():\n    y = 2\n\n    # f's, after a blank line\n  # shallower: not f's\nz = 3\n"
-        "def g(): pass\n    # one-line def: not g's\n")
+        "def g(): pass\n    # one-line def: not g's\n"
+    )
     got = sorted((d[1], d[2], d[4]) for d in definitions(str(tmp_path), "m.py"))
-    assert got == [("class_definition", 1, 5), ("function_definition", 2, 4), ("function_definition", 9, 12),
-                   ("function_definition", 15, 15)]
+    assert got == [
+        ("class_definition", 1, 5),
+        ("function_definition", 2, 4),
+        ("function_definition", 9, 12),
+        ("function_definition", 15, 15),
+    ]
     assert {(d[2], d[4]) for d in blocks(str(tmp_path), {"m.py": [(12, 12)]})} == {(9, 12)}
     assert blocks(str(tmp_path), {"m.py": [(16, 16)]}) == set()
     (tmp_path / "bad.py").write_text("def f():\n    return 1\n\ndef g(:\n")

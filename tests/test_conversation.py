@@ -5,26 +5,28 @@ messages, and render to the same text under the chat template, for every registe
 import json
 
 import pytest
-
 from chat_view import plain
 
 from fasbench.harness import Limits, initial_messages, run_episode
 from fasbench.models import load_tokenizer
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
-from fasbench.records import Reply, ToolCall
+from fasbench.records import Reply
 from fasbench.rl.env import environment_class
 from fasbench.sft.data import trace_example
 from fasbench.tools import TOOLSETS, calls_for, make_toolset, toolset_class
+
 
 # three turns: the last-turn note comes before the third reply, which answers (max_turns=3 where the note
 # comes on the last turn, as Relace's; 2 for FastContext, whose released loop adds the note on the extra
 # turn max_turns + 1); each tool set's own call shapes (fasbench.tools.calls_for)
 def replies(toolset: str) -> list[Reply]:
     c = calls_for(toolset)
-    return [Reply("Looking.", [c.search("a", "def resolve_redirects", None), c.list_dir("b", "requests")]),
-            Reply("Reading.", [c.read("c", "requests/sessions.py", 1, 30)]),
-            c.report("d", {"requests/sessions.py": [[1, 30]]}, "redirects")]
+    return [
+        Reply("Looking.", [c.search("a", "def resolve_redirects", None), c.list_dir("b", "requests")]),
+        Reply("Reading.", [c.read("c", "requests/sessions.py", 1, 30)]),
+        c.report("d", {"requests/sessions.py": [[1, 30]]}, "redirects"),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +64,9 @@ def test_harness_sft_and_rl_see_the_same_chat(task, toolset):
         env._begin_turn()
         msg = {"role": "assistant", "content": r.text}
         if r.calls:
-            msg["tool_calls"] = [{"type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                                 for c in r.calls]
+            msg["tool_calls"] = [
+                {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in r.calls
+            ]
         completion.append(msg)
         for c in r.calls:
             completion.append({"role": "tool", "name": c.name, "content": getattr(env, c.name)(**c.arguments)})
@@ -78,8 +81,8 @@ def test_harness_sft_and_rl_see_the_same_chat(task, toolset):
 
     want = plain(harness_chat)
     assert plain(sft) == want
-    assert plain(rl_chat[:last + 1]) == want
+    assert plain(rl_chat[: last + 1]) == want
     assert plain(rollout.to_messages()) == want
     tok = load_tokenizer("tiny")
     render = lambda m: tok.apply_chat_template(m, tools=ts.schemas, tokenize=False)  # noqa: E731
-    assert render(plain(sft)) == render(plain(rl_chat[:last + 1])) == render(want)
+    assert render(plain(sft)) == render(plain(rl_chat[: last + 1])) == render(want)

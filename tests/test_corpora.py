@@ -67,8 +67,11 @@ def test_limit_and_strict(tasks):
 def test_shipped_manifest_skips_known_failures_without_download(tmp_path, monkeypatch):
     monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
     man = offline_manifest()
-    bad = [t for t in load_tasks("swebench-lite") if not man.get(t.id, {"located": True})["located"]
-           and pick_for(t) is not None][:3]
+    bad = [
+        t
+        for t in load_tasks("swebench-lite")
+        if not man.get(t.id, {"located": True})["located"] and pick_for(t) is not None
+    ][:3]
     assert bad, "the shipped manifest lists tasks that cannot be located offline"
     got = with_corpora(bad, progress=False)
     assert not got.tasks and [r["reason"] for r in got.skipped] == [man[t.id]["reason"] for t in bad]

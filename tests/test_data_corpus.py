@@ -18,20 +18,26 @@ def test_flask_offline_relocated(by_id):
     from fasbench.data.patches import parse_diff
 
     hunk = parse_diff(t.meta["patch"])[0].hunks[0]
-    (s, e), = t.gold.edited["src/flask/blueprints.py"]
+    ((s, e),) = t.gold.edited["src/flask/blueprints.py"]
     lines = open(f"{t.root}/src/flask/blueprints.py").read().splitlines()
-    assert lines[s - 1:e] == hunk.old_lines
+    assert lines[s - 1 : e] == hunk.old_lines
     assert t.gold.edited == t.gold.variants["hunk"]
     off = t.meta["corpus"]["offsets"]["src/flask/blueprints.py"][0]
     base = by_id["pallets__flask-5014"].gold
     assert t.gold.variants["changed"]["src/flask/blueprints.py"] == [
-        [a + off, b + off] for a, b in base.variants["changed"]["src/flask/blueprints.py"]]
+        [a + off, b + off] for a, b in base.variants["changed"]["src/flask/blueprints.py"]
+    ]
 
 
 def test_missing_gold_file_is_dropped_with_reason(by_id):
     # seaborn v0.12 is served by 0.11.2, which has no seaborn/_core/ yet
-    task = next(t for t in by_id.values() if t.repo == "mwaskom/seaborn" and t.version == "0.12"
-                and any(p.startswith("seaborn/_core/") for p in t.gold.edited))
+    task = next(
+        t
+        for t in by_id.values()
+        if t.repo == "mwaskom/seaborn"
+        and t.version == "0.12"
+        and any(p.startswith("seaborn/_core/") for p in t.gold.edited)
+    )
     with pytest.raises(CorpusError) as e:
         materialize(task, mode="offline")
     assert e.value.reason == "file-missing" and "seaborn/_core/" in e.value.detail

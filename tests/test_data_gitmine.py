@@ -1,6 +1,5 @@
 """mine-git on a real repository made in the test, and the online corpus path (clone + worktree)."""
 
-import json
 import subprocess
 from pathlib import Path
 

@@ -18,7 +18,11 @@ def test_counts_and_edited_files_equal_patch_files(by_id):
     lite, ver = swebench.tasks("swebench-lite"), swebench.tasks("swebench-verified")
     assert len(lite) == 300 and len(ver) == 500
     for t in lite + ver:
-        files = {ln[len("diff --git a/"):].split(" b/")[0] for ln in t.meta["patch"].splitlines() if ln.startswith("diff --git")}
+        files = {
+            ln[len("diff --git a/") :].split(" b/")[0]
+            for ln in t.meta["patch"].splitlines()
+            if ln.startswith("diff --git")
+        }
         assert set(t.gold.edited) == files, t.id
         assert set(t.gold.variants) == {"hunk", "changed"}
         assert t.gold.edited == t.gold.variants["hunk"]
@@ -65,7 +69,7 @@ def _old_tree(tmp_path: Path, task) -> Path:
         n = max(h.source_start + h.source_length for h in f.hunks) + 5
         lines = [f"filler line {i}" for i in range(1, n + 1)]
         for h in f.hunks:
-            lines[h.source_start - 1:h.source_start - 1 + len(h.old_lines)] = h.old_lines
+            lines[h.source_start - 1 : h.source_start - 1 + len(h.old_lines)] = h.old_lines
         p = root / f.path
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("\n".join(lines) + "\n")
@@ -88,7 +92,7 @@ def test_relocation_exact_then_shifted(tmp_path, by_id):
     lines = p.read_text().splitlines()
     files = parse_diff(t.meta["patch"])
     for h, (s, e) in zip(files[0].hunks, rel.variants["hunk"]["django/core/validators.py"]):
-        assert lines[s - 1:e] == h.old_lines
+        assert lines[s - 1 : e] == h.old_lines
 
 
 def test_relocation_agrees_with_gnu_patch(tmp_path, by_id):
@@ -100,8 +104,9 @@ def test_relocation_agrees_with_gnu_patch(tmp_path, by_id):
     p.write_text("# top\n" * 3 + "".join(text))
     rel = relocate(parse_diff(t.meta["patch"]), root)
     assert rel.offsets["django/core/validators.py"] == [3, 4, 4]
-    out = subprocess.run(["patch", "-p1", "--dry-run", "-f"], input=t.meta["patch"], cwd=root, text=True,
-                         capture_output=True).stdout
+    out = subprocess.run(
+        ["patch", "-p1", "--dry-run", "-f"], input=t.meta["patch"], cwd=root, text=True, capture_output=True
+    ).stdout
     assert "offset 3 lines" in out and "offset 4 lines" in out
 
 
@@ -136,8 +141,13 @@ def test_git_quoted_file_names_are_unquoted(tmp_path):
     env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
 
     def git(*a):
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=tmp_path / "r",
-                              env=env, check=True, capture_output=True).stdout.decode()
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *a],
+            cwd=tmp_path / "r",
+            env=env,
+            check=True,
+            capture_output=True,
+        ).stdout.decode()
 
     (tmp_path / "r").mkdir()
     git("init", "-q")

@@ -9,9 +9,14 @@ from fasbench.trajectories.viewed import viewing
 
 def test_viewing_parser_displayed_searched_and_first_edit():
     acts = [
-        ShellCall("find . -name validators.py | grep auth", "<returncode>0</returncode>\n<output>\n"
-               "./django/contrib/auth/validators.py\n./django/core/validators.py\n</output>"),
-        ShellCall("grep -rn 'class Foo' django/db", "<output>\n/testbed/django/db/models/base.py:12:class Foo:\n</output>"),
+        ShellCall(
+            "find . -name validators.py | grep auth",
+            "<returncode>0</returncode>\n<output>\n"
+            "./django/contrib/auth/validators.py\n./django/core/validators.py\n</output>",
+        ),
+        ShellCall(
+            "grep -rn 'class Foo' django/db", "<output>\n/testbed/django/db/models/base.py:12:class Foo:\n</output>"
+        ),
         ShellCall("cd django/utils && nl -ba text.py | sed -n '1,20p'", "<output>\n     1\timport re\n</output>"),
         ShellCall("sed -n '10,30p' /testbed/django/forms/fields.py && head -n 5 setup.py", "<output></output>"),
         ShellCall("cat <<'EOF' > django/contrib/auth/reproduce.py\nimport django\nEOF", "<output></output>"),
@@ -22,13 +27,21 @@ def test_viewing_parser_displayed_searched_and_first_edit():
     v = viewing(acts, {"django/contrib/auth/validators.py"})
     assert v.first_edit == 6
     assert v.displayed == {"django/utils/text.py", "django/forms/fields.py", "setup.py"}
-    assert v.searched == {"django/contrib/auth/validators.py", "django/core/validators.py",
-                          "django/db/models/base.py", "django/contrib/auth/__init__.py"}
+    assert v.searched == {
+        "django/contrib/auth/validators.py",
+        "django/core/validators.py",
+        "django/db/models/base.py",
+        "django/contrib/auth/__init__.py",
+    }
     assert "django/contrib/auth/reproduce.py" in v.written and "django/after/edit.py" not in v.displayed
 
 
 def test_redirect_into_an_edited_file_is_the_first_edit():
-    acts = [ShellCall("cat a/b.py", ""), ShellCall("cat <<'EOF' >> a/b.py\nx = 1\nEOF", ""), ShellCall("cat c/d.py", "")]
+    acts = [
+        ShellCall("cat a/b.py", ""),
+        ShellCall("cat <<'EOF' >> a/b.py\nx = 1\nEOF", ""),
+        ShellCall("cat c/d.py", ""),
+    ]
     v = viewing(acts, {"a/b.py"})
     assert v.first_edit == 1 and v.displayed == {"a/b.py"}
 
@@ -39,7 +52,9 @@ def test_real_trajectories():
     t = by["django__django-11099@gemini-3-pro"]
     assert set(t.gold.edited) == {"django/contrib/auth/validators.py"}
     assert t.gold.source == "agent-trace" and set(t.gold.variants) == {"hunk", "changed"}
-    assert "django/contrib/auth/validators.py" in t.meta["viewed_displayed"]  # `cat ./django/contrib/auth/validators.py`
+    assert (
+        "django/contrib/auth/validators.py" in t.meta["viewed_displayed"]
+    )  # `cat ./django/contrib/auth/validators.py`
     assert "reproduce_issue.py" not in t.gold.viewed
     assert t.repo == "django/django" and t.base_commit and t.query
     ds = by["astropy__astropy-12907@deepseek-chat"]  # v2 tool-call format
@@ -83,4 +98,6 @@ def test_cli_tasks(tmp_path):
     ts = read_tasks(out)
     assert ts and all(t.split == "test" and t.gold.variants["hunk"] == t.gold.edited for t in ts)
     res = CliRunner().invoke(app, ["data", "tasks", "--source", "bogus", "--out", str(out)])
-    assert res.exit_code == 2 and "task set 'bogus' is neither" in res.output and len(res.output.strip().splitlines()) == 1
+    assert (
+        res.exit_code == 2 and "task set 'bogus' is neither" in res.output and len(res.output.strip().splitlines()) == 1
+    )

@@ -6,17 +6,24 @@ import polars as pl
 import pytest
 
 from fasbench.e2e.counterfactual import (
-    Handoff, TurnTokens, counterfactual_frame, covered, make_handoff, savings,
+    Handoff,
+    TurnTokens,
+    counterfactual_frame,
+    covered,
+    make_handoff,
+    savings,
 )
 from fasbench.e2e.looked import Look, call_looks
-from fasbench.trajectories.raw import shell_calls
 from fasbench.e2e.study import ratio_ci, totals
-from fasbench.studies.handoff import FORMATS
 from fasbench.records import Gold, Report, Task, Trace
+from fasbench.studies.handoff import FORMATS
 from fasbench.trajectories.analysis import parse_paths, steps_frame
+from fasbench.trajectories.raw import shell_calls
 
-DIFF = ("diff --git a/src/calc.py b/src/calc.py\nindex 1..2 100644\n--- a/src/calc.py\n+++ b/src/calc.py\n"
-        "@@ -10,2 +10,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n")
+DIFF = (
+    "diff --git a/src/calc.py b/src/calc.py\nindex 1..2 100644\n--- a/src/calc.py\n+++ b/src/calc.py\n"
+    "@@ -10,2 +10,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+)
 
 
 def _obs(text):
@@ -24,45 +31,76 @@ def _obs(text):
 
 
 def _v1(cmd, prompt, completion=10):
-    return {"role": "assistant", "content": f"THOUGHT: next.\n\n```bash\n{cmd}\n```",
-            "extra": {"response": {"usage": {"prompt_tokens": prompt, "completion_tokens": completion}}}}
+    return {
+        "role": "assistant",
+        "content": f"THOUGHT: next.\n\n```bash\n{cmd}\n```",
+        "extra": {"response": {"usage": {"prompt_tokens": prompt, "completion_tokens": completion}}},
+    }
 
 
 def v1_trajectory(iid="demo__calc-1"):
     """Six turns (prompt tokens 100, 150, 200, 260, 300, 320; 10 completion tokens each):
     1 grep hit calc.py:10, 2 sed -n 1,40p calc.py, 3 cat README.md, 4 sed -i (first edit), 5 test, 6 submit."""
-    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-            _v1("grep -rn 'def add' src/", 100), _obs("src/calc.py:10:def add(a, b):"),
-            _v1("sed -n '1,40p' src/calc.py", 150), _obs("x = 1"),
-            _v1("cat README.md", 200), _obs("# calc"),
-            _v1("sed -i 's/a - b/a + b/' src/calc.py", 260), _obs(""),
-            _v1("python -m pytest tests", 300), _obs("1 passed"),
-            _v1("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff", 320), _obs(DIFF)]
-    return {"instance_id": iid, "trajectory_format": "mini-swe-agent-1",
-            "info": {"exit_status": "Submitted", "submission": DIFF}, "messages": msgs}
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        _v1("grep -rn 'def add' src/", 100),
+        _obs("src/calc.py:10:def add(a, b):"),
+        _v1("sed -n '1,40p' src/calc.py", 150),
+        _obs("x = 1"),
+        _v1("cat README.md", 200),
+        _obs("# calc"),
+        _v1("sed -i 's/a - b/a + b/' src/calc.py", 260),
+        _obs(""),
+        _v1("python -m pytest tests", 300),
+        _obs("1 passed"),
+        _v1("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff", 320),
+        _obs(DIFF),
+    ]
+    return {
+        "instance_id": iid,
+        "trajectory_format": "mini-swe-agent-1",
+        "info": {"exit_status": "Submitted", "submission": DIFF},
+        "messages": msgs,
+    }
 
 
 def _tool_turn(cmds, prompt, completion=10):
-    return {"role": "assistant", "content": "",
-            "tool_calls": [{"id": f"t{prompt}_{i}", "type": "function",
-                            "function": {"name": "bash", "arguments": json.dumps({"command": c})}}
-                           for i, c in enumerate(cmds)],
-            "extra": {"response": {"usage": {"prompt_tokens": prompt, "completion_tokens": completion}}}}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": f"t{prompt}_{i}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": c})},
+            }
+            for i, c in enumerate(cmds)
+        ],
+        "extra": {"response": {"usage": {"prompt_tokens": prompt, "completion_tokens": completion}}},
+    }
 
 
 def tool_trajectory(iid="demo__calc-2"):
     """Turn 1 holds two calls: a grep hit on calc.py:10 and `ls` listing README.md and setup.py;
     turn 2 edits calc.py (first edit); turn 3 submits."""
-    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-            _tool_turn(["grep -rn 'def add' src/", "ls"], 100),
-            {"role": "tool", "tool_call_id": "t100_0", "content": "<output>\nsrc/calc.py:10:def add(a, b):\n</output>"},
-            {"role": "tool", "tool_call_id": "t100_1", "content": "<output>\nREADME.md\nsetup.py\nsrc\n</output>"},
-            _tool_turn(["sed -i 's/a - b/a + b/' src/calc.py"], 200),
-            {"role": "tool", "tool_call_id": "t200_0", "content": "<output>\n</output>"},
-            _tool_turn(["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"], 260),
-            {"role": "tool", "tool_call_id": "t260_0", "content": DIFF}]
-    return {"instance_id": iid, "trajectory_format": "mini-swe-agent-1.1",
-            "info": {"exit_status": "Submitted", "submission": DIFF}, "messages": msgs}
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        _tool_turn(["grep -rn 'def add' src/", "ls"], 100),
+        {"role": "tool", "tool_call_id": "t100_0", "content": "<output>\nsrc/calc.py:10:def add(a, b):\n</output>"},
+        {"role": "tool", "tool_call_id": "t100_1", "content": "<output>\nREADME.md\nsetup.py\nsrc\n</output>"},
+        _tool_turn(["sed -i 's/a - b/a + b/' src/calc.py"], 200),
+        {"role": "tool", "tool_call_id": "t200_0", "content": "<output>\n</output>"},
+        _tool_turn(["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"], 260),
+        {"role": "tool", "tool_call_id": "t260_0", "content": DIFF},
+    ]
+    return {
+        "instance_id": iid,
+        "trajectory_format": "mini-swe-agent-1.1",
+        "info": {"exit_status": "Submitted", "submission": DIFF},
+        "messages": msgs,
+    }
 
 
 @pytest.fixture
@@ -80,28 +118,47 @@ HAND = Handoff(files={"src/calc.py": [[1, 30]]}, tokens={"citations": 20, "code"
 
 def _frame(d, hand=HAND):
     trajs, _ = parse_paths([d], progress=False)
-    return counterfactual_frame(trajs, steps_frame(trajs), {("toyset", "demo__calc-1"): hand,
-                                                           ("*", "demo__calc-2"): hand}, progress=False)
+    return counterfactual_frame(
+        trajs, steps_frame(trajs), {("toyset", "demo__calc-1"): hand, ("*", "demo__calc-2"): hand}, progress=False
+    )
 
 
 # ---------------------------------------------------------------- looks
 
-@pytest.mark.parametrize("cmd,out,want", [
-    ("sed -n '5,12p' a/b.py", "", [Look("a/b.py", ((5, 12),), "display")]),
-    ("nl -ba a/b.py | sed -n '5,12p'", "", [Look("a/b.py", ((5, 12),), "display")]),
-    ("head -n 30 a/b.py", "", [Look("a/b.py", ((1, 30),), "display")]),
-    ("cat a/b.py", "", [Look("a/b.py", None, "display")]),
-    ("cd /testbed/a && cat b.py", "", [Look("a/b.py", None, "display")]),
-    ("awk 'NR>=3 && NR<=9' a/b.py", "", [Look("a/b.py", ((3, 9),), "display")]),
-    ("grep -n foo a/b.py", "<output>\n4:foo\n5:foo()\n9:foo\n</output>", [Look("a/b.py", ((4, 5), (9, 9)), "search-hit")]),
-    ("cat a/b.py | grep -n foo -A 1", "<output>\n4:foo\n5-bar\n</output>", [Look("a/b.py", ((4, 5),), "search-hit")]),
-    ("grep -rn foo .", "<output>\n./a/b.py:7:foo\nc.py:2:foo\n</output>",
-     [Look("a/b.py", ((7, 7),), "search-hit"), Look("c.py", ((2, 2),), "search-hit")]),
-    ("find . -name '*.py'", "<output>\n./a/b.py\n./c.py\n</output>",
-     [Look("a/b.py", None, "search-file"), Look("c.py", None, "search-file")]),
-    ("python -c 'print(1)'", "1", []),
-    ("cat > t.py <<'EOF'\nx\nEOF", "", []),
-])
+
+@pytest.mark.parametrize(
+    "cmd,out,want",
+    [
+        ("sed -n '5,12p' a/b.py", "", [Look("a/b.py", ((5, 12),), "display")]),
+        ("nl -ba a/b.py | sed -n '5,12p'", "", [Look("a/b.py", ((5, 12),), "display")]),
+        ("head -n 30 a/b.py", "", [Look("a/b.py", ((1, 30),), "display")]),
+        ("cat a/b.py", "", [Look("a/b.py", None, "display")]),
+        ("cd /testbed/a && cat b.py", "", [Look("a/b.py", None, "display")]),
+        ("awk 'NR>=3 && NR<=9' a/b.py", "", [Look("a/b.py", ((3, 9),), "display")]),
+        (
+            "grep -n foo a/b.py",
+            "<output>\n4:foo\n5:foo()\n9:foo\n</output>",
+            [Look("a/b.py", ((4, 5), (9, 9)), "search-hit")],
+        ),
+        (
+            "cat a/b.py | grep -n foo -A 1",
+            "<output>\n4:foo\n5-bar\n</output>",
+            [Look("a/b.py", ((4, 5),), "search-hit")],
+        ),
+        (
+            "grep -rn foo .",
+            "<output>\n./a/b.py:7:foo\nc.py:2:foo\n</output>",
+            [Look("a/b.py", ((7, 7),), "search-hit"), Look("c.py", ((2, 2),), "search-hit")],
+        ),
+        (
+            "find . -name '*.py'",
+            "<output>\n./a/b.py\n./c.py\n</output>",
+            [Look("a/b.py", None, "search-file"), Look("c.py", None, "search-file")],
+        ),
+        ("python -c 'print(1)'", "1", []),
+        ("cat > t.py <<'EOF'\nx\nEOF", "", []),
+    ],
+)
 def test_call_looks(cmd, out, want):
     assert call_looks(cmd, out) == want
 
@@ -126,12 +183,19 @@ def test_covered_needs_the_file_and_half_the_lines():
 
 # ---------------------------------------------------------------- the token model
 
+
 def test_savings_by_hand():
     toks = [TurnTokens(100, 10, 0, 40), TurnTokens(150, 10, 0, 40), TurnTokens(200, 10, 0, 50)]
     s = savings(toks, [1.0, 0.0, 0.0], handoff=20)
     # own call 110; its 50 fed-back tokens leave the 2 later prompts: 100; handoff in 2 prompts: 40
-    assert s == {"total_tokens": 480.0, "saved_calls": 110.0, "saved_context": 100.0, "handoff_cost": 40.0,
-                 "net": 170.0, "replaced_turns": 1.0}
+    assert s == {
+        "total_tokens": 480.0,
+        "saved_calls": 110.0,
+        "saved_context": 100.0,
+        "handoff_cost": 40.0,
+        "net": 170.0,
+        "replaced_turns": 1.0,
+    }
     half = savings(toks, [0.5, 0.0, 0.0], handoff=0)
     assert half["saved_calls"] == 55 and half["saved_context"] == 50 and half["replaced_turns"] == 0.5
 
@@ -170,10 +234,20 @@ def test_make_handoff_moves_lines_by_the_gold_offset(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "calc.py").write_text("\n".join(f"line {i}" for i in range(1, 60)))
     (tmp_path / "other.py").write_text("x\n")
-    task = Task(id="demo__calc-1@run", query="q", repo="demo/calc", gold=Gold(edited={"src/calc.py": [[15, 16]]}), root=str(tmp_path),
-                meta={"corpus": {"mode": "offline", "offsets": {"src/calc.py": [5, 5, None]}}})
-    tr = Trace(task_id=task.id, policy="p", toolset="relace",
-               report=Report(files={"src/calc.py": [[6, 35]], "other.py": [[1, 1]]}, explanation="here"))
+    task = Task(
+        id="demo__calc-1@run",
+        query="q",
+        repo="demo/calc",
+        gold=Gold(edited={"src/calc.py": [[15, 16]]}),
+        root=str(tmp_path),
+        meta={"corpus": {"mode": "offline", "offsets": {"src/calc.py": [5, 5, None]}}},
+    )
+    tr = Trace(
+        task_id=task.id,
+        policy="p",
+        toolset="relace",
+        report=Report(files={"src/calc.py": [[6, 35]], "other.py": [[1, 1]]}, explanation="here"),
+    )
     h = make_handoff(tr, task, lambda text: len(text.split()))
     assert h.files == {"src/calc.py": [[1, 30]], "other.py": [[1, 1]]}
     assert h.line_map == {"src/calc.py": "gold-offset", "other.py": "unshifted"}
@@ -199,12 +273,14 @@ def test_upper_bound_splits_own_calls_from_carried_context(toyset):
 
 def test_shipped_handoffs_load_and_round_trip(tmp_path):
     """Notebook 10 pairs every trajectory on a fresh machine from the shipped handoffs (no corpus)."""
-    from fasbench.e2e import study
     from fasbench.base.paths import data_dir
+    from fasbench.e2e import study
 
     hand = study.load_handoffs(data_dir() / "e2e" / "handoffs_heuristic-turns-3_relace_t6.jsonl.gz")
     assert len(hand) >= 400 and {k[0] for k in hand} == {
-        "mini-swe-agent_gemini-3-pro_swebench-verified", "mini-swe-agent-v2_deepseek-chat_swebench-lite-first100"}
+        "mini-swe-agent_gemini-3-pro_swebench-verified",
+        "mini-swe-agent-v2_deepseek-chat_swebench-lite-first100",
+    }
     h = next(iter(hand.values()))
     assert set(h.tokens) == {"citations", "code", "code+search"} and h.tokens["citations"] < h.tokens["code"]
     again = study.load_handoffs(study.save_handoffs(hand, tmp_path / "h.jsonl.gz"))

@@ -14,14 +14,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from servers import free_port, server, wait_http
 from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.e2e.localize import functions_at, localization
 from fasbench.records import Gold, Task, write_tasks
 from fasbench.trajectories.analysis import analyze_paths
-from servers import free_port, server, wait_http
-
 
 CALC = "def add(a, b):\n    return a - b\n\n\nclass Calc:\n    def sub(self, a, b):\n        return a + b\n"
 SCRIPT = {
@@ -48,26 +47,56 @@ def setup(tmp_path):
     (corpus / "src" / "calc.py").write_text(CALC)
     (corpus / "README.md").write_text("calc\n")
     tasks = [
-        Task(id="demo__calc-1", query="TASK-ADD: add() subtracts instead of adding.", repo="demo/calc",
-             gold=Gold(edited={"src/calc.py": [[1, 2]]}, variants={"changed": {"src/calc.py": [[2, 2]]}}),
-             root=str(corpus)),
-        Task(id="demo__calc-2", query="TASK-SUB: Calc.sub adds instead of subtracting.", repo="demo/calc",
-             gold=Gold(edited={"src/calc.py": [[6, 7]]}, variants={"changed": {"src/calc.py": [[7, 7]]}}),
-             root=str(corpus)),
+        Task(
+            id="demo__calc-1",
+            query="TASK-ADD: add() subtracts instead of adding.",
+            repo="demo/calc",
+            gold=Gold(edited={"src/calc.py": [[1, 2]]}, variants={"changed": {"src/calc.py": [[2, 2]]}}),
+            root=str(corpus),
+        ),
+        Task(
+            id="demo__calc-2",
+            query="TASK-SUB: Calc.sub adds instead of subtracting.",
+            repo="demo/calc",
+            gold=Gold(edited={"src/calc.py": [[6, 7]]}, variants={"changed": {"src/calc.py": [[7, 7]]}}),
+            root=str(corpus),
+        ),
     ]
     write_tasks(tmp_path / "tasks.jsonl", tasks)
     (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
     port = free_port()
     log = tmp_path / "server.log"
-    with server([sys.executable, str(Path(__file__).parent / "scripted_openai_server.py"), str(port),
-                 str(tmp_path / "script.json"), "0.4"], log) as proc:
+    with server(
+        [
+            sys.executable,
+            str(Path(__file__).parent / "scripted_openai_server.py"),
+            str(port),
+            str(tmp_path / "script.json"),
+            "0.4",
+        ],
+        log,
+    ) as proc:
         wait_http(f"http://127.0.0.1:{port}/v1/models", proc, 30, log)
         yield tmp_path, f"openai:model=scripted,base_url=http://127.0.0.1:{port}/v1,step_limit=10"
 
 
 def _cmd(tmp, main, out):
-    return [sys.executable, "-m", "fasbench.cli", "e2e", "--tasks", str(tmp / "tasks.jsonl"), "--main", main,
-            "--search", "heuristic:turns=2", "--out", str(out), "--handoff", "citations"]
+    return [
+        sys.executable,
+        "-m",
+        "fasbench.cli",
+        "e2e",
+        "--tasks",
+        str(tmp / "tasks.jsonl"),
+        "--main",
+        main,
+        "--search",
+        "heuristic:turns=2",
+        "--out",
+        str(out),
+        "--handoff",
+        "citations",
+    ]
 
 
 @pytest.mark.slow
@@ -75,8 +104,9 @@ def test_e2e_both_arms_interrupted_and_resumed(setup):
     tmp, main = setup
     out = tmp / "run"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    proc = subprocess.Popen(_cmd(tmp, main, out), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        _cmd(tmp, main, out), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     records = out / "records.jsonl"
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
@@ -93,10 +123,15 @@ def test_e2e_both_arms_interrupted_and_resumed(setup):
     lines = records.read_text().splitlines()
     assert lines[0] == first[0]  # nothing lost or rewritten
     recs = [json.loads(x) for x in lines]
-    why = r.stdout[-2000:] + json.dumps([{k: x.get(k) for k in ("task_id", "arm", "exit_status", "error", "turns")}
-                                         for x in recs])
+    why = r.stdout[-2000:] + json.dumps(
+        [{k: x.get(k) for k in ("task_id", "arm", "exit_status", "error", "turns")} for x in recs]
+    )
     assert sorted((x["task_id"], x["arm"]) for x in recs) == [
-        ("demo__calc-1", "none"), ("demo__calc-1", "search"), ("demo__calc-2", "none"), ("demo__calc-2", "search")], why
+        ("demo__calc-1", "none"),
+        ("demo__calc-1", "search"),
+        ("demo__calc-2", "none"),
+        ("demo__calc-2", "search"),
+    ], why
     traces = (out / "search_traces.jsonl").read_text().splitlines()
     assert sorted(json.loads(t)["task_id"] for t in traces) == ["demo__calc-1", "demo__calc-2"]  # one each
     by = {(x["task_id"], x["arm"]): x for x in recs}
@@ -121,14 +156,50 @@ def test_e2e_both_arms_interrupted_and_resumed(setup):
 
 def test_e2e_cli_errors(tmp_path):
     runner = CliRunner()
-    r = runner.invoke(app, ["e2e", "--tasks", "swebench-lite:test", "--main", "heuristic", "--search", "none",
-                            "--out", str(tmp_path / "o")])
+    r = runner.invoke(
+        app,
+        [
+            "e2e",
+            "--tasks",
+            "swebench-lite:test",
+            "--main",
+            "heuristic",
+            "--search",
+            "none",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert r.exit_code == 2 and "OpenAI-compatible endpoint" in r.output
-    r = runner.invoke(app, ["e2e", "--tasks", str(tmp_path / "nope.jsonl"), "--main", "openai:model=m,base_url=u",
-                            "--search", "none", "--out", str(tmp_path / "o")])
+    r = runner.invoke(
+        app,
+        [
+            "e2e",
+            "--tasks",
+            str(tmp_path / "nope.jsonl"),
+            "--main",
+            "openai:model=m,base_url=u",
+            "--search",
+            "none",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert r.exit_code == 2 and "nope.jsonl" in r.output and "does not exist" in r.output  # fasbench.data.tasksets
-    r = runner.invoke(app, ["e2e", "--tasks", "swebench-lite:val", "--main", "openai:model=m,base_url=u",
-                            "--search", "none", "--out", str(tmp_path / "o")])
+    r = runner.invoke(
+        app,
+        [
+            "e2e",
+            "--tasks",
+            "swebench-lite:val",
+            "--main",
+            "openai:model=m,base_url=u",
+            "--search",
+            "none",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert r.exit_code == 2 and "unknown split 'val'" in r.output
 
 
@@ -138,8 +209,10 @@ def test_localization_functions(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "calc.py").write_text(CALC)
     gold = Gold(edited={"src/calc.py": [[6, 7]]}, variants={"changed": {"src/calc.py": [[7, 7]]}})
-    wrong = ("diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n"
-             "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n")
+    wrong = (
+        "diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n"
+        "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+    )
     m = localization(wrong, gold, tmp_path)
     assert m["edits_gold_file"] is True and m["gold_function_recall"] == 0.0 and m["edits_gold_function"] is False
     assert localization("", gold, tmp_path)["edits_gold_file"] is False
@@ -153,55 +226,73 @@ W = "$(printf 'PW%s' NED)"
 USR_PROBE = Path(f"/usr/.fasbench-sandbox-probe-{os.getpid()}")  # removed by the test where it was written
 # the rest of the agent's git helper: a failing fsmonitor (git then scans), a filter that passes the text
 # through, a textconv that marks its output (so that a run on unsandboxed code completes and shows each leak)
-EVIL_TAIL = ('case $1 in fsmonitor|included) exit 1;; clean|smudge) cat;; textconv) cat \\"$2\\"; echo TEXTCONV-RAN;; '
-             '*) cat > /dev/null;; esac\\n')
-ALLOWED_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "PAGER", "MANPAGER", "LESS", "PIP_PROGRESS_BAR", "TQDM_DISABLE",
-               "PWD", "SHLVL", "OLDPWD", "_"}
+EVIL_TAIL = (
+    'case $1 in fsmonitor|included) exit 1;; clean|smudge) cat;; textconv) cat \\"$2\\"; echo TEXTCONV-RAN;; '
+    "*) cat > /dev/null;; esac\\n"
+)
+ALLOWED_ENV = {
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "PAGER",
+    "MANPAGER",
+    "LESS",
+    "PIP_PROGRESS_BAR",
+    "TQDM_DISABLE",
+    "PWD",
+    "SHLVL",
+    "OLDPWD",
+    "_",
+}
 
 
 def _attack_script(tmp: Path, out: Path, port: int) -> list[dict]:
     episode = out / "work" / "none" / "demo__attack-1"
-    return [{"command": c} for c in [
-        # the honest path: edit a file of the copy, run python on it
-        "sed -i 's/return a - b/return a + b/' src/calc.py && echo more >> notes.txt && "
-        "python3 -c 'import sys; sys.path.insert(0, \"src\"); import calc; print(\"HONEST\", calc.add(2, 3))'",
-        # (a) write outside the copy: absolute, ../, a symlink it makes, HOME, the cache, the run directory
-        f"echo {W} > {tmp}/out_abs.txt; echo {W} > ../../../../out_rel.txt; echo {W} > ../out_parent.txt; "
-        f"ln -s {tmp} link_out; echo {W} > link_out/out_link.txt; echo {W} > $HOME/out_home.txt; "
-        f"echo {W} > {tmp}/home/out_home2.txt; echo {W} > {tmp}/cache/out_cache.txt; "
-        f"echo {W} >> {out}/records.jsonl; echo {W} > {episode}/base.git/config; echo {W} > {USR_PROBE}; "
-        f"(sleep 1; echo {W} > late.txt) > /dev/null 2>&1 & "
-        "python3 -c \"import os; print('PROCSYS-' + str(os.access('/proc/sys/kernel/core_pattern', os.W_OK)))\"",
-        # (b) read a secret outside the copy: a temp dir, through the symlink, the cache, $HOME
-        f"cat {tmp}/secret.txt ../../../../secret.txt link_out/secret.txt {tmp}/cache/secret.txt "
-        f"{tmp}/home/.netrc $HOME/.netrc; ls / /root {tmp}",
-        # (c) the environment: the key, env, pid 1's and the parent's environment
-        "echo KEY=$OPENAI_API_KEY; env | sed 's/^/ENV:/'; tr '\\0' '\\n' < /proc/1/environ; "
-        "tr '\\0' '\\n' < /proc/$PPID/environ; cat /proc/*/environ | tr '\\0' '\\n' | sort -u",
-        # (d) the network: the scripted server itself
-        f"python3 -c \"import urllib.request as u; print('NET-' + 'OK', u.urlopen('http://127.0.0.1:{port}/v1/models',"
-        f" timeout=5).status)\"; (exec 3<>/dev/tcp/127.0.0.1/{port} && echo TCP-$((1+1))-OPEN)",
-        # (e) fasbench's own git diff: fsmonitor, hooks, an include, filters, textconv and diff drivers,
-        # attributes (the corpus ships .gitattributes naming 'evil'; info/attributes too), a pager
-        "E=$PWD/.git/evil.sh; H=$PWD/.git/myhooks; "
-        f"printf '#!/bin/sh\\ntouch {tmp}/PWN_$1_$$\\n{EVIL_TAIL}' > $E; chmod +x $E; "
-        "git config core.fsmonitor \"$E fsmonitor\"; git config filter.evil.clean \"$E clean\"; "
-        "git config filter.evil.smudge \"$E smudge\"; "
-        "git config diff.evil.textconv \"$E textconv\"; git config diff.evil.command \"$E diffcmd\"; "
-        "git config diff.external \"$E external\"; git config core.pager \"$E pager\"; "
-        "git config include.path $PWD/.git/extra.cfg; "
-        "printf '[core]\\n\\tfsmonitor = %s included\\n' $E > .git/extra.cfg; mkdir -p $H .git/hooks; "
-        "for h in post-index-change pre-commit post-commit post-checkout reference-transaction; "
-        f"do printf '#!/bin/sh\\ntouch {tmp}/PWN_hook_'$h'\\n' > $H/$h; chmod +x $H/$h; done; "
-        "git config core.hooksPath $H; cp $H/* .git/hooks/; "
-        "printf '* diff=evil filter=evil\\n' > .git/info/attributes; echo configured",
-        # (f) a set-uid-root shell left in the copy (issue 36): nothing inside, not set-uid nor root's on the host
-        "cp /bin/bash ./rootsh && cp /usr/bin/id ./id && chmod 6755 ./rootsh ./id && ./id -u | sed 's/^/EUID-/'",
-        "sleep 2; echo slept",  # the background writer of step 2 would have written late.txt by now
-        "sleep 60; echo SLEPT-$((2+2))",  # the time limit kills it (command_timeout_s=3)
-        "yes | head -c 60000000; echo DONE-$((3+3))",  # 60 MB of output: stopped at the output bound
-        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",  # no submission: the patch is fasbench's own diff
-    ]]
+    return [
+        {"command": c}
+        for c in [
+            # the honest path: edit a file of the copy, run python on it
+            "sed -i 's/return a - b/return a + b/' src/calc.py && echo more >> notes.txt && "
+            'python3 -c \'import sys; sys.path.insert(0, "src"); import calc; print("HONEST", calc.add(2, 3))\'',
+            # (a) write outside the copy: absolute, ../, a symlink it makes, HOME, the cache, the run directory
+            f"echo {W} > {tmp}/out_abs.txt; echo {W} > ../../../../out_rel.txt; echo {W} > ../out_parent.txt; "
+            f"ln -s {tmp} link_out; echo {W} > link_out/out_link.txt; echo {W} > $HOME/out_home.txt; "
+            f"echo {W} > {tmp}/home/out_home2.txt; echo {W} > {tmp}/cache/out_cache.txt; "
+            f"echo {W} >> {out}/records.jsonl; echo {W} > {episode}/base.git/config; echo {W} > {USR_PROBE}; "
+            f"(sleep 1; echo {W} > late.txt) > /dev/null 2>&1 & "
+            "python3 -c \"import os; print('PROCSYS-' + str(os.access('/proc/sys/kernel/core_pattern', os.W_OK)))\"",
+            # (b) read a secret outside the copy: a temp dir, through the symlink, the cache, $HOME
+            f"cat {tmp}/secret.txt ../../../../secret.txt link_out/secret.txt {tmp}/cache/secret.txt "
+            f"{tmp}/home/.netrc $HOME/.netrc; ls / /root {tmp}",
+            # (c) the environment: the key, env, pid 1's and the parent's environment
+            "echo KEY=$OPENAI_API_KEY; env | sed 's/^/ENV:/'; tr '\\0' '\\n' < /proc/1/environ; "
+            "tr '\\0' '\\n' < /proc/$PPID/environ; cat /proc/*/environ | tr '\\0' '\\n' | sort -u",
+            # (d) the network: the scripted server itself
+            f"python3 -c \"import urllib.request as u; print('NET-' + 'OK', u.urlopen('http://127.0.0.1:{port}/v1/models',"
+            f' timeout=5).status)"; (exec 3<>/dev/tcp/127.0.0.1/{port} && echo TCP-$((1+1))-OPEN)',
+            # (e) fasbench's own git diff: fsmonitor, hooks, an include, filters, textconv and diff drivers,
+            # attributes (the corpus ships .gitattributes naming 'evil'; info/attributes too), a pager
+            "E=$PWD/.git/evil.sh; H=$PWD/.git/myhooks; "
+            f"printf '#!/bin/sh\\ntouch {tmp}/PWN_$1_$$\\n{EVIL_TAIL}' > $E; chmod +x $E; "
+            'git config core.fsmonitor "$E fsmonitor"; git config filter.evil.clean "$E clean"; '
+            'git config filter.evil.smudge "$E smudge"; '
+            'git config diff.evil.textconv "$E textconv"; git config diff.evil.command "$E diffcmd"; '
+            'git config diff.external "$E external"; git config core.pager "$E pager"; '
+            "git config include.path $PWD/.git/extra.cfg; "
+            "printf '[core]\\n\\tfsmonitor = %s included\\n' $E > .git/extra.cfg; mkdir -p $H .git/hooks; "
+            "for h in post-index-change pre-commit post-commit post-checkout reference-transaction; "
+            f"do printf '#!/bin/sh\\ntouch {tmp}/PWN_hook_'$h'\\n' > $H/$h; chmod +x $H/$h; done; "
+            "git config core.hooksPath $H; cp $H/* .git/hooks/; "
+            "printf '* diff=evil filter=evil\\n' > .git/info/attributes; echo configured",
+            # (f) a set-uid-root shell left in the copy (issue 36): nothing inside, not set-uid nor root's on the host
+            "cp /bin/bash ./rootsh && cp /usr/bin/id ./id && chmod 6755 ./rootsh ./id && ./id -u | sed 's/^/EUID-/'",
+            "sleep 2; echo slept",  # the background writer of step 2 would have written late.txt by now
+            "sleep 60; echo SLEPT-$((2+2))",  # the time limit kills it (command_timeout_s=3)
+            "yes | head -c 60000000; echo DONE-$((3+3))",  # 60 MB of output: stopped at the output bound
+            "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",  # no submission: the patch is fasbench's own diff
+        ]
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -213,29 +304,64 @@ def attacked(tmp_path_factory):
     (corpus / "src" / "calc.py").write_text(CALC_ATTACK)
     (corpus / "notes.txt").write_text("notes\n")
     (corpus / ".gitattributes").write_text("*.py diff=evil filter=evil\nnotes.txt -diff\n")  # a malicious repository
-    secrets = {"file": "SECRET-FILE-7f3a9", "cache": "SECRET-CACHE-51c2e", "home": "SECRET-HOME-c8d01",
-               "key": "sk-SECRET-KEY-e94b7", "var": "SECRET-VAR-0a6d3"}
+    secrets = {
+        "file": "SECRET-FILE-7f3a9",
+        "cache": "SECRET-CACHE-51c2e",
+        "home": "SECRET-HOME-c8d01",
+        "key": "sk-SECRET-KEY-e94b7",
+        "var": "SECRET-VAR-0a6d3",
+    }
     (tmp / "secret.txt").write_text(secrets["file"] + "\n")
     for d, k, name in (("cache", "cache", "secret.txt"), ("home", "home", ".netrc")):
         (tmp / d).mkdir()
         (tmp / d / name).write_text(secrets[k] + "\n")
-    task = Task(id="demo__attack-1", query="TASK-ATTACK: add() subtracts.", repo="demo/calc",
-                gold=Gold(edited={"src/calc.py": [[1, 2]]}, variants={"changed": {"src/calc.py": [[2, 2]]}}),
-                root=str(corpus))
+    task = Task(
+        id="demo__attack-1",
+        query="TASK-ATTACK: add() subtracts.",
+        repo="demo/calc",
+        gold=Gold(edited={"src/calc.py": [[1, 2]]}, variants={"changed": {"src/calc.py": [[2, 2]]}}),
+        root=str(corpus),
+    )
     write_tasks(tmp / "tasks.jsonl", [task])
     port, out = free_port(), tmp / "run"
     (tmp / "script.json").write_text(json.dumps({"TASK-ATTACK": _attack_script(tmp, out, port)}))
     log = tmp / "server.log"
     main = f"openai:model=scripted,base_url=http://127.0.0.1:{port}/v1,step_limit=20,command_timeout_s=3"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "OPENAI_API_KEY": secrets["key"],
-           "FASBENCH_CACHE": str(tmp / "cache"), "HOME": str(tmp / "home"), "FASBENCH_TEST_SECRET": secrets["var"]}
-    with server([sys.executable, str(Path(__file__).parent / "scripted_openai_server.py"), str(port),
-                 str(tmp / "script.json")], log) as proc:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parents[1]),
+        "OPENAI_API_KEY": secrets["key"],
+        "FASBENCH_CACHE": str(tmp / "cache"),
+        "HOME": str(tmp / "home"),
+        "FASBENCH_TEST_SECRET": secrets["var"],
+    }
+    with server(
+        [sys.executable, str(Path(__file__).parent / "scripted_openai_server.py"), str(port), str(tmp / "script.json")],
+        log,
+    ) as proc:
         wait_http(f"http://127.0.0.1:{port}/v1/models", proc, 30, log)
         try:
-            r = subprocess.run([sys.executable, "-m", "fasbench.cli", "e2e", "--tasks", str(tmp / "tasks.jsonl"),
-                                "--main", main, "--search", "none", "--out", str(out), "--keep-work"],
-                               env=env, capture_output=True, text=True, timeout=400)
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "fasbench.cli",
+                    "e2e",
+                    "--tasks",
+                    str(tmp / "tasks.jsonl"),
+                    "--main",
+                    main,
+                    "--search",
+                    "none",
+                    "--out",
+                    str(out),
+                    "--keep-work",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=400,
+            )
         finally:
             usr_written = USR_PROBE.exists()
             USR_PROBE.unlink(missing_ok=True)
@@ -243,9 +369,17 @@ def attacked(tmp_path_factory):
     traj = traj_f.read_text() if traj_f.exists() else "{}"
     observations = [m.get("content") for m in json.loads(traj).get("messages", []) if m.get("role") in ("tool", "user")]
     records = (out / "records.jsonl").read_text().splitlines() if (out / "records.jsonl").exists() else []
-    return SimpleNamespace(tmp=tmp, out=out, secrets=secrets, proc=r, traj=traj, records=records,
-                           why=r.stderr[-1500:] + json.dumps(observations)[-6000:],
-                           repo=out / "work" / "none" / "demo__attack-1" / "repo", usr_written=usr_written)
+    return SimpleNamespace(
+        tmp=tmp,
+        out=out,
+        secrets=secrets,
+        proc=r,
+        traj=traj,
+        records=records,
+        why=r.stderr[-1500:] + json.dumps(observations)[-6000:],
+        repo=out / "work" / "none" / "demo__attack-1" / "repo",
+        usr_written=usr_written,
+    )
 
 
 def _files_under(d: Path) -> list[Path]:
@@ -286,8 +420,12 @@ def test_sandbox_sees_no_secret(attacked):
     """A secret file outside the copy, the cache's, HOME's, the API key and a variable of fasbench's
     environment: in no file fasbench wrote, nor its output; the commands' environment is the sandbox's."""
     a = attacked
-    leaks = [(name, str(p)) for p in _files_under(a.out) for name, s in a.secrets.items()
-             if s in p.read_bytes().decode("utf-8", "replace")]
+    leaks = [
+        (name, str(p))
+        for p in _files_under(a.out)
+        for name, s in a.secrets.items()
+        if s in p.read_bytes().decode("utf-8", "replace")
+    ]
     leaks += [(name, "stdout/stderr") for name, s in a.secrets.items() if s in a.proc.stdout + a.proc.stderr]
     assert leaks == [], leaks
     assert "KEY=\\n" in a.traj, a.why
@@ -333,13 +471,26 @@ def test_e2e_without_bubblewrap_stops_before_any_episode(tmp_path, monkeypatch):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "a.py").write_text("x = 1\n")
-    write_tasks(tmp_path / "tasks.jsonl", [Task(id="t-1", query="q", repo="r", gold=Gold(edited={"a.py": [[1, 1]]}),
-                                                root=str(corpus))])
+    write_tasks(
+        tmp_path / "tasks.jsonl",
+        [Task(id="t-1", query="q", repo="r", gold=Gold(edited={"a.py": [[1, 1]]}), root=str(corpus))],
+    )
     runner = CliRunner()
-    args = ["e2e", "--tasks", str(tmp_path / "tasks.jsonl"), "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1",
-            "--search", "none", "--out", str(tmp_path / "o")]
-    for exe, words in (("fasbench-no-such-bwrap", "'bwrap' is not installed"),
-                       ("/bin/false", "cannot create its sandbox")):
+    args = [
+        "e2e",
+        "--tasks",
+        str(tmp_path / "tasks.jsonl"),
+        "--main",
+        "openai:model=m,base_url=http://127.0.0.1:9/v1",
+        "--search",
+        "none",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    for exe, words in (
+        ("fasbench-no-such-bwrap", "'bwrap' is not installed"),
+        ("/bin/false", "cannot create its sandbox"),
+    ):
         monkeypatch.setenv("MSWEA_BUBBLEWRAP_EXECUTABLE", exe)
         r = runner.invoke(app, args)
         lines = [x for x in r.output.splitlines() if x.strip()]
@@ -353,7 +504,6 @@ def test_fasbench_git_on_an_attacked_copy(tmp_path):
     a tracked file turned into a FIFO is a named SandboxGitError at once (never a hang), not a traceback."""
     # imported here, so that the other tests of this file run against code without these names
     from fasbench.e2e.runner import prepare_copy, worktree_diff
-    from fasbench.e2e.workcopy import SandboxGitError
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -368,9 +518,11 @@ def test_fasbench_git_on_an_attacked_copy(tmp_path):
     evil.write_text(f"#!/bin/sh\necho $1 >> {mark}\ncat\n")
     evil.chmod(0o755)
     with open(repo / ".git" / "config", "a") as f:
-        f.write(f'[core]\n\tfsmonitor = "{evil} fsmonitor"\n\thooksPath = {repo}/.git/hooks\n'
-                f'[filter "evil"]\n\tclean = "{evil} clean"\n[diff "evil"]\n\ttextconv = "{evil} textconv"\n'
-                f'\tcommand = "{evil} command"\n[diff]\n\texternal = "{evil} external"\n')
+        f.write(
+            f'[core]\n\tfsmonitor = "{evil} fsmonitor"\n\thooksPath = {repo}/.git/hooks\n'
+            f'[filter "evil"]\n\tclean = "{evil} clean"\n[diff "evil"]\n\ttextconv = "{evil} textconv"\n'
+            f'\tcommand = "{evil} command"\n[diff]\n\texternal = "{evil} external"\n'
+        )
     (repo / "a.py").write_text("x = 2\n")
     (repo / "b.txt").write_text("c\n")
     d, refused = worktree_diff(episode)
@@ -427,8 +579,9 @@ def test_e2e_task_ids_stay_inside_their_arm_folder(tmp_path):
 
 # ---- does delegating pay? (issue 39 item 2): the four arms live against fasbench's scripted server
 
-ADDER = ("def add_numbers(a, b):\n    return a - b\n\n\n" + "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n"
-                                                                   for i in range(12)))
+ADDER = "def add_numbers(a, b):\n    return a - b\n\n\n" + "".join(
+    f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(12)
+)
 
 
 def test_live_arms_against_the_scripted_server(tmp_path):
@@ -436,20 +589,38 @@ def test_live_arms_against_the_scripted_server(tmp_path):
     first cited range of a citations hand-off, trust a hand-off with code): the main agent alone, with the
     free-form, the ID-grounded and the code hand-off on the same tasks; the re-read share of the handed-off
     lines and the main model's input tokens per arm, with intervals, arm − none paired."""
+    from servers import scripted_server
+
     from fasbench.e2e.pays import live_arms_table
     from fasbench.e2e.runner import run_live_arms
-    from servers import scripted_server
 
     corpus = tmp_path / "corpus"
     (corpus / "src").mkdir(parents=True)
     (corpus / "src" / "adder.py").write_text(ADDER)
-    tasks = [Task(id=f"demo__adder-{i}", query=f"add_numbers subtracts instead of adding ({i}).", repo="demo/adder",
-                  gold=Gold(edited={"src/adder.py": [[1, 2]]}), root=str(corpus)) for i in range(2)]
+    tasks = [
+        Task(
+            id=f"demo__adder-{i}",
+            query=f"add_numbers subtracts instead of adding ({i}).",
+            repo="demo/adder",
+            gold=Gold(edited={"src/adder.py": [[1, 2]]}),
+            root=str(corpus),
+        )
+        for i in range(2)
+    ]
     with scripted_server("--delay-s", "0") as url:
-        recs = run_live_arms(tasks, f"openai:model=scripted,base_url={url},step_limit=8", "heuristic:turns=2",
-                             tmp_path / "live", progress=False)
-    why = json.dumps([{k: r.get(k) for k in ("task_id", "arm", "exit_status", "turns", "reread_share",
-                                               "report_ranges", "error")} for r in recs.iter_rows(named=True)])
+        recs = run_live_arms(
+            tasks,
+            f"openai:model=scripted,base_url={url},step_limit=8",
+            "heuristic:turns=2",
+            tmp_path / "live",
+            progress=False,
+        )
+    why = json.dumps(
+        [
+            {k: r.get(k) for k in ("task_id", "arm", "exit_status", "turns", "reread_share", "report_ranges", "error")}
+            for r in recs.iter_rows(named=True)
+        ]
+    )
     assert sorted(recs["arm"].to_list()) == sorted(["none", "citations", "ids", "code"] * 2), why
     by = {(r["task_id"], r["arm"]): r for r in recs.iter_rows(named=True)}
     for t in tasks:

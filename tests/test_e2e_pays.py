@@ -43,8 +43,9 @@ def test_arm_columns_on_a_real_trajectory(tmp_path):
     d.mkdir(parents=True)
     (d / "demo__calc-1.traj.json").write_text(json.dumps(v1_trajectory()))
     trajs, _ = parse_paths([tmp_path / "toyset"], progress=False)
-    df = counterfactual_frame(trajs, steps_frame(trajs), {("*", "demo__calc-1"): HAND}, progress=False,
-                              extra=arm_columns)
+    df = counterfactual_frame(
+        trajs, steps_frame(trajs), {("*", "demo__calc-1"): HAND}, progress=False, extra=arm_columns
+    )
     r = df.row(0, named=True)
     # turns 1 grep hit calc.py:10 (covered search), 2 sed 1,40p calc.py (covered display), 3 cat README; edit at 4
     assert r["none_turns_to_edit"] == 3 and r["citations_turns_to_edit"] == 2 and r["code_turns_to_edit"] == 1
@@ -55,8 +56,15 @@ def test_arm_columns_on_a_real_trajectory(tmp_path):
 
 
 def test_arms_table_pairs_each_arm_with_none():
-    df = pl.DataFrame({"dataset": ["d"] * 3, "has_search": [True] * 3, "none_input": [100.0, 200.0, 300.0],
-                       "code_input": [90.0, 150.0, 280.0], "code_reread_share": [0.0, 0.5, 1.0]})
+    df = pl.DataFrame(
+        {
+            "dataset": ["d"] * 3,
+            "has_search": [True] * 3,
+            "none_input": [100.0, 200.0, 300.0],
+            "code_input": [90.0, 150.0, 280.0],
+            "code_reread_share": [0.0, 0.5, 1.0],
+        }
+    )
     t = arms_table(df, n_boot=200)
     code = t.filter((pl.col("arm") == "code") & (pl.col("measure") == "input")).row(0, named=True)
     assert code["mean"] == pytest.approx(520 / 3) and code["diff"] == pytest.approx(-80 / 3)
@@ -66,13 +74,25 @@ def test_arms_table_pairs_each_arm_with_none():
 
 def test_pays_sentence_says_when_it_pays():
     from fasbench.e2e.findings import pays_sentence
+
     base = [100.0 * k for k in range(1, 9)]  # 8 runs: mean 450; code 10% fewer (-45), citations 10% more (+45)
-    df = pl.DataFrame({"dataset": ["d"] * 8, "has_search": [True] * 8, "none_input": base, "none_cache_share": [0.5] * 8,
-                       "none_turns_to_edit": [2.0] * 8,
-                       "code_input": [0.9 * x for x in base], "code_cache_share": [0.4] * 8,
-                       "code_reread_share": [0.0] * 4 + [0.5] * 4, "code_turns_to_edit": [1.0] * 8,
-                       "citations_input": [1.1 * x for x in base], "citations_cache_share": [0.5] * 8,
-                       "citations_reread_share": [1.0] * 8, "citations_turns_to_edit": [2.0] * 8})
+    df = pl.DataFrame(
+        {
+            "dataset": ["d"] * 8,
+            "has_search": [True] * 8,
+            "none_input": base,
+            "none_cache_share": [0.5] * 8,
+            "none_turns_to_edit": [2.0] * 8,
+            "code_input": [0.9 * x for x in base],
+            "code_cache_share": [0.4] * 8,
+            "code_reread_share": [0.0] * 4 + [0.5] * 4,
+            "code_turns_to_edit": [1.0] * 8,
+            "citations_input": [1.1 * x for x in base],
+            "citations_cache_share": [0.5] * 8,
+            "citations_reread_share": [1.0] * 8,
+            "citations_turns_to_edit": [2.0] * 8,
+        }
+    )
     s = pays_sentence(arms_table(df, n_boot=200), "toy")
     assert "n = 8" in s and "450 [" in s  # none's mean input
     code, cit = s.split("`code` hand-off")[1], s.split("`citations` hand-off")[1].split("`code`")[0]
@@ -85,11 +105,20 @@ def test_pays_sentence_says_when_it_pays():
 def test_live_measures_by_hand():
     from fasbench.e2e.pays import live_measures
     from tests.test_e2e_counterfactual import _obs, _v1
+
     w = "/tmp/run/work/search/t1/repo"
-    raw = {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-                        _v1(f"sed -n '11,30p' {w}/src/calc.py", 100), _obs("x"),
-                        _v1(f"cd {w} && cat README.md", 150), _obs("# calc"),
-                        _v1("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", 170), _obs("")]}
+    raw = {
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "task"},
+            _v1(f"sed -n '11,30p' {w}/src/calc.py", 100),
+            _obs("x"),
+            _v1(f"cd {w} && cat README.md", 150),
+            _obs("# calc"),
+            _v1("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", 170),
+            _obs(""),
+        ]
+    }
     got = live_measures(raw, {"src/calc.py": [[1, 40]]}, w)
     # 40 handed-off lines, 20 of them read again; 420 input tokens, 100 + 150 of them the previous prompt
     assert got == {"input_tokens": 420, "cache_share": pytest.approx(250 / 420), "reread_share": 0.5}

@@ -56,7 +56,10 @@ SHAPES = [
     ("deep-ok-parse", "reply: JSON nested too deeply"),
     ("not-json", "reply: not JSON (text/plain): 'hello, this is not json'"),
     ("html", "reply: not JSON (text/html): '<!DOCTYPE html> <html><head><title>502 Bad Gateway"),
-    ("long-answer", "reply: the answer is 1000000 characters (content and tool calls), over the limit of 65536; refused"),
+    (
+        "long-answer",
+        "reply: the answer is 1000000 characters (content and tool calls), over the limit of 65536; refused",
+    ),
     ("gzip", "reply is gzip-encoded; only identity (uncompressed) is accepted"),
 ]
 
@@ -78,7 +81,9 @@ def test_a_dripping_server_is_cut_at_the_total_deadline(toy, srv, mode):
     assert_named(tr, "no complete reply within the total deadline (timeout_s=2.0)")
     assert secs < 2 + 20, secs  # deadline + generous slack for a busy machine
     tr, secs = episode(toy[0], url, mode, retries=1, backoff_s=0.01)  # each attempt has its own deadline
-    assert_named(tr, "giving up after 2 attempts; last error: no complete reply within the total deadline (timeout_s=2.0)")
+    assert_named(
+        tr, "giving up after 2 attempts; last error: no complete reply within the total deadline (timeout_s=2.0)"
+    )
     assert secs < 4 + 20, secs
 
 
@@ -116,16 +121,36 @@ def _score(url, mode, tmp_path, ws):
     (ws / "a.py").write_text("def f():\n    return 1\n")
     spec = f"openai:model={mode},base_url={url},retries=0,timeout_s=2,cache={tmp_path / 'judge-cache'}"
     gold, rep = json.dumps({"edited": {"a.py": [[1, 2]]}}), json.dumps({"files": {"a.py": [[1, 2]]}})
-    return wait_s(lambda: CliRunner().invoke(app, ["score", "--reward", "fastcontext", "--judge", spec, "--query",
-                                                   "where is f", "--root", str(ws), "--gold", gold, "--report", rep]),
-                  GUARD_S)
+    return wait_s(
+        lambda: CliRunner().invoke(
+            app,
+            [
+                "score",
+                "--reward",
+                "fastcontext",
+                "--judge",
+                spec,
+                "--query",
+                "where is f",
+                "--root",
+                str(ws),
+                "--gold",
+                gold,
+                "--report",
+                rep,
+            ],
+        ),
+        GUARD_S,
+    )
 
 
-JUDGE = [("drip", "no complete reply within the total deadline (timeout_s=2.0)"),
-         ("message-str", "reply: choices[0].message is a string, expected a dict"),
-         ("deep", "reply: JSON nested too deeply"),
-         ("html", "reply: not JSON (text/html)"),
-         ("big", f"reply body over the limit of {MAX_REPLY_BYTES} bytes")]
+JUDGE = [
+    ("drip", "no complete reply within the total deadline (timeout_s=2.0)"),
+    ("message-str", "reply: choices[0].message is a string, expected a dict"),
+    ("deep", "reply: JSON nested too deeply"),
+    ("html", "reply: not JSON (text/html)"),
+    ("big", f"reply body over the limit of {MAX_REPLY_BYTES} bytes"),
+]
 
 
 @pytest.mark.parametrize("mode,want", JUDGE, ids=[m for m, _ in JUDGE])
@@ -150,10 +175,12 @@ def test_score_with_a_good_judge_still_scores(srv, tmp_path):
     assert json.loads(r.output)["parts"]["quality"] == pytest.approx(0.7)
 
 
-MAIN = [("drip", "fasbench.base.endpoint: no complete reply within the total deadline (timeout_s=2.0)"),
-        ("big", f"fasbench.base.endpoint: reply body over the limit of {MAX_REPLY_BYTES} bytes"),
-        ("message-str", "fasbench.base.endpoint: reply: choices[0].message is a string, expected a dict"),
-        ("deep", "fasbench.base.endpoint: reply: JSON nested too deeply")]
+MAIN = [
+    ("drip", "fasbench.base.endpoint: no complete reply within the total deadline (timeout_s=2.0)"),
+    ("big", f"fasbench.base.endpoint: reply body over the limit of {MAX_REPLY_BYTES} bytes"),
+    ("message-str", "fasbench.base.endpoint: reply: choices[0].message is a string, expected a dict"),
+    ("deep", "fasbench.base.endpoint: reply: JSON nested too deeply"),
+]
 
 
 @pytest.mark.slow

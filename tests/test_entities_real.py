@@ -42,5 +42,9 @@ def test_new_function_and_new_method(by_id):
     # django-15127: adds a top-level update_level_tags (the file only) and MessagesConfig.ready (its class)
     _, g = _gold(by_id, "django__django-15127")
     f = "django/contrib/messages/apps.py"
-    assert g == ([], [f"{f}:MessagesConfig"], [f"{f}:MessagesConfig"],
-                 [f"{f}:update_level_tags", f"{f}:MessagesConfig.ready"])
+    assert g == (
+        [],
+        [f"{f}:MessagesConfig"],
+        [f"{f}:MessagesConfig"],
+        [f"{f}:update_level_tags", f"{f}:MessagesConfig.ready"],
+    )

@@ -9,15 +9,22 @@ import math
 import polars as pl
 import pytest
 
-from fasbench.evaluation.episodes import (COLUMNS, EMPTY_SCHEMA, episode_row, episode_table, part_columns, reward_column,
-                               tool_schemas)
+from fasbench.evaluation.episodes import (
+    COLUMNS,
+    EMPTY_SCHEMA,
+    episode_row,
+    episode_table,
+    part_columns,
+    reward_column,
+    tool_schemas,
+)
 from fasbench.evaluation.evaluate import run_eval, safe_episode
 from fasbench.harness import Limits, Policy, run_episode
-from fasbench.scoring.localization import localization_columns
 from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import Trace
+from fasbench.scoring.localization import localization_columns
 from fasbench.scoring.reward import REWARDS
 
 
@@ -106,8 +113,16 @@ def test_table_mixes_rows_and_empty_table_has_the_columns(tasks):
 
 
 def test_eval_summary_is_the_episode_table(tasks, tmp_path):
-    df = run_eval(tasks[:2], "heuristic:turns=2", "relace", tmp_path / "run", Limits(max_turns=3), workers=1,
-                  progress=False, reward="relace-f2")
+    df = run_eval(
+        tasks[:2],
+        "heuristic:turns=2",
+        "relace",
+        tmp_path / "run",
+        Limits(max_turns=3),
+        workers=1,
+        progress=False,
+        reward="relace-f2",
+    )
     assert set(COLUMNS) <= set(df.columns)
     assert (df["reward"] == df["reward_relace_f2"]).all()
     stored = pl.read_parquet(tmp_path / "run" / "summary.parquet")
@@ -136,8 +151,13 @@ def test_columns_are_declared_once_and_the_row_shares_the_rewards_file_scores(ta
     assert TEXT_COLUMNS == ("task_id", "trace_id", "policy", "toolset", "repo", "split", "stop_reason", "error")
     t = tasks[0]
     gold = next(iter(t.gold.edited))
-    tr = Trace(task_id=t.id, policy="p", toolset="relace", stop_reason="reported",
-               report=Report(files={f"/repo/repo/{gold}": [[1, 3]], "nowhere.py": [[1, 2]]}))
+    tr = Trace(
+        task_id=t.id,
+        policy="p",
+        toolset="relace",
+        stop_reason="reported",
+        report=Report(files={f"/repo/repo/{gold}": [[1, 3]], "nowhere.py": [[1, 2]]}),
+    )
     row = episode_row(tr, t, localization=False)
     prf = report_files_prf(t.gold, tr.report, t.root)
     assert (row["file_precision"], row["file_recall"]) == (prf.precision, prf.recall)

@@ -29,15 +29,44 @@ def tasks(tmp_path_factory):
 
 
 def test_run_eval_summary_and_intervals(tasks, tmp_path):
-    df = run_eval(tasks, "heuristic:turns=3", "relace", tmp_path / "h", Limits(max_turns=6), workers=2,
-                  backend="process", progress=False)
+    df = run_eval(
+        tasks,
+        "heuristic:turns=3",
+        "relace",
+        tmp_path / "h",
+        Limits(max_turns=6),
+        workers=2,
+        backend="process",
+        progress=False,
+    )
     assert df.height == len(tasks) and sorted(df["task_id"]) == sorted(t.id for t in tasks)
-    for col in ("reward_relace_f2", "reward_relace_f2__turn_penalty", "reward_relace_hybrid", "reward_fastcontext",
-                "reward_f0_5", "file_precision", "file_recall", "file_f1", "file_f2", "line_precision", "line_recall",
-                "line_f1", "line_f2", "all_gold_at_1", "all_gold_at_5", "recall_at_5", "turns", "calls_per_turn", "wall_s",
-                "model_s", "tool_s", "prompt_tokens", "completion_tokens"):
+    for col in (
+        "reward_relace_f2",
+        "reward_relace_f2__turn_penalty",
+        "reward_relace_hybrid",
+        "reward_fastcontext",
+        "reward_f0_5",
+        "file_precision",
+        "file_recall",
+        "file_f1",
+        "file_f2",
+        "line_precision",
+        "line_recall",
+        "line_f1",
+        "line_f2",
+        "all_gold_at_1",
+        "all_gold_at_5",
+        "recall_at_5",
+        "turns",
+        "calls_per_turn",
+        "wall_s",
+        "model_s",
+        "tool_s",
+        "prompt_tokens",
+        "completion_tokens",
+    ):
         assert col in df.columns, col
-    assert (pl.read_parquet(tmp_path / "h" / "summary.parquet").height == len(tasks))
+    assert pl.read_parquet(tmp_path / "h" / "summary.parquet").height == len(tasks)
     assert df["file_f2"].mean() > 0.7 and (df["tool_s"] > 0).all()
     agg = aggregate(df, ["file_f2", "turns"])
     r = agg.row(0, named=True)
@@ -61,8 +90,22 @@ def test_resume_after_kill(tasks, tmp_path):
     tf = tmp_path / "tasks.jsonl"
     write_tasks(tf, many)
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "fasbench.cli", "eval", "--tasks", str(tf), "--policy", "heuristic:turns=3",
-           "--out", str(out), "--workers", "1", "--backend", "serial"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fasbench.cli",
+        "eval",
+        "--tasks",
+        str(tf),
+        "--policy",
+        "heuristic:turns=3",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--backend",
+        "serial",
+    ]
     env = {**os.environ, "FASBENCH_CACHE": str(tmp_path / "cache")}
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     traces = out / "traces.jsonl"
@@ -85,8 +128,22 @@ def test_resume_after_kill(tasks, tmp_path):
 
 
 def test_cli_errors(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "eval", "--tasks", "nope.jsonl", "--policy", "heuristic",
-                        "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fasbench.cli",
+            "eval",
+            "--tasks",
+            "nope.jsonl",
+            "--policy",
+            "heuristic",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "file nope.jsonl does not exist" in r.stderr and len(r.stderr.splitlines()) == 1
 
 

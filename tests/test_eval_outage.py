@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.evaluation.evaluate import run_eval
+from fasbench.evaluation.runs import compare_runs, failed_note
 from fasbench.harness import Limits
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import write_tasks
-from fasbench.evaluation.runs import compare_runs, failed_note
 
 
 def _spec(port: int) -> str:
@@ -32,13 +32,13 @@ def _lines(f):
 def test_failed_episodes_are_retried_on_resume_and_kept_once(tmp_path):
     tasks = toy_tasks(make_corpus(tmp_path / "corpus"))[:3]
     port, out = free_port(), tmp_path / "run"
-    df = run_eval(tasks, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial",
-                  progress=False)
+    df = run_eval(tasks, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial", progress=False)
     assert df.height == 3 and df["stop_reason"].to_list() == ["policy_error"] * 3
     assert {d["stop_reason"] for d in _lines(out / "traces.jsonl")} == {"policy_error"}
     with scripted_server("--turns", "2", "--port", str(port)):
-        df = run_eval(tasks, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial",
-                      progress=False)
+        df = run_eval(
+            tasks, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial", progress=False
+        )
     calls = json.loads((out / "run.json").read_text())["calls"]
     assert calls[-1]["ran"] == 3 and calls[-1]["resumed"] == 0 and calls[-1]["failed"] == 0, calls[-1]
     rows = _lines(out / "traces.jsonl")
@@ -46,8 +46,7 @@ def test_failed_episodes_are_retried_on_resume_and_kept_once(tmp_path):
     assert all(d["stop_reason"] == "reported" for d in rows), [d["stop_reason"] for d in rows]
     assert df["turns"].min() >= 1 and not any(df["failed"].to_list())
     # a third call: everything done, nothing rerun, still one trace per task
-    df = run_eval(tasks, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial",
-                  progress=False)
+    df = run_eval(tasks, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial", progress=False)
     assert json.loads((out / "run.json").read_text())["calls"][-1]["resumed"] == 3
     assert len(_lines(out / "traces.jsonl")) == 3
 
@@ -56,18 +55,28 @@ def test_only_the_failed_tasks_are_retried(tmp_path):
     base = toy_tasks(make_corpus(tmp_path / "corpus"))[:3]
     port, out = free_port(), tmp_path / "run"
     with scripted_server("--turns", "2", "--port", str(port)):
-        run_eval(base[:1], _spec(port), "relace", tmp_path / "warm", Limits(max_turns=2), workers=1,
-                 backend="serial", progress=False)  # the server answers
+        run_eval(
+            base[:1],
+            _spec(port),
+            "relace",
+            tmp_path / "warm",
+            Limits(max_turns=2),
+            workers=1,
+            backend="serial",
+            progress=False,
+        )  # the server answers
     down = [replace(t, query=t.query + "\n[[server:500]]") if i else t for i, t in enumerate(base)]
     with scripted_server("--turns", "2", "--port", str(port)):  # task 0 works, 1 and 2 get HTTP 500
-        df = run_eval(down, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial",
-                      progress=False)
+        df = run_eval(
+            down, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial", progress=False
+        )
     assert df["stop_reason"].to_list() == ["reported", "policy_error", "policy_error"]
     shutil.copytree(out, tmp_path / "before")
     first = {d["task_id"]: d for d in _lines(out / "traces.jsonl")}
     with scripted_server("--turns", "2", "--port", str(port)):
-        df = run_eval(base, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial",
-                      progress=False)
+        df = run_eval(
+            base, _spec(port), "relace", out, Limits(max_turns=2), workers=1, backend="serial", progress=False
+        )
     call = json.loads((out / "run.json").read_text())["calls"][-1]
     assert (call["ran"], call["resumed"], call["failed"]) == (2, 1, 0), call
     rows = {d["task_id"]: d for d in _lines(out / "traces.jsonl")}
@@ -85,16 +94,48 @@ def test_cli_says_failed_before_the_table_exits_3_and_runs_shows_it(tmp_path, mo
     write_tasks(tf, tasks)
     port = free_port()
     cli = CliRunner()
-    r = cli.invoke(app, ["eval", "--tasks", str(tf), "--policy", _spec(port), "--max-turns", "2", "--out", str(out),
-                         "--workers", "1", "--backend", "serial"])
+    r = cli.invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(tf),
+            "--policy",
+            _spec(port),
+            "--max-turns",
+            "2",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--backend",
+            "serial",
+        ],
+    )
     assert r.exit_code == 3, r.output
     lines = r.output.splitlines()
     warn = next(i for i, ln in enumerate(lines) if "3 of 3 episodes FAILED" in ln)
     table = next(i for i, ln in enumerate(lines) if ln.startswith("file_f2 "))
     assert warn < table and "leave them out" in lines[warn]
     assert lines[table].split()[1] == "n/a", lines[table]  # no mean of 0.000 over episodes that never ran
-    r = cli.invoke(app, ["eval", "--tasks", str(tf), "--policy", "heuristic:turns=2", "--max-turns", "2",
-                         "--out", str(ok), "--workers", "1", "--backend", "serial"])
+    r = cli.invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(tf),
+            "--policy",
+            "heuristic:turns=2",
+            "--max-turns",
+            "2",
+            "--out",
+            str(ok),
+            "--workers",
+            "1",
+            "--backend",
+            "serial",
+        ],
+    )
     assert r.exit_code == 0, r.output
     r = cli.invoke(app, ["runs", str(tmp_path / "runs"), "--json"])
     assert r.exit_code == 0, r.output
@@ -105,8 +146,24 @@ def test_cli_says_failed_before_the_table_exits_3_and_runs_shows_it(tmp_path, mo
     r = cli.invoke(app, ["compare", str(ok), str(out), "--metric", "turns"])  # no task left to compare
     assert r.exit_code == 2 and "failed episodes, left out: down 3" in r.output, r.output
     with scripted_server("--turns", "2", "--port", str(port)):
-        r = cli.invoke(app, ["eval", "--tasks", str(tf), "--policy", _spec(port), "--max-turns", "2",
-                             "--out", str(out), "--workers", "1", "--backend", "serial"])
+        r = cli.invoke(
+            app,
+            [
+                "eval",
+                "--tasks",
+                str(tf),
+                "--policy",
+                _spec(port),
+                "--max-turns",
+                "2",
+                "--out",
+                str(out),
+                "--workers",
+                "1",
+                "--backend",
+                "serial",
+            ],
+        )
     assert r.exit_code == 0 and "3 episodes run in this call, 0 of 3 resumed" in r.output, r.output
     r = cli.invoke(app, ["compare", str(ok), str(out), "--metric", "file_f2"])
     assert r.exit_code == 0 and "failed episodes" not in r.output, r.output

@@ -47,11 +47,26 @@ def session_pids(sid: int) -> set[int]:
 
 
 def start(task_file, out, env_dir):
-    cmd = [sys.executable, "-m", "fasbench.cli", "eval", "--tasks", str(task_file), "--policy", "heuristic:turns=3",
-           "--out", str(out), "--workers", "2", "--backend", "process"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fasbench.cli",
+        "eval",
+        "--tasks",
+        str(task_file),
+        "--policy",
+        "heuristic:turns=3",
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--backend",
+        "process",
+    ]
     env = {**os.environ, "FASBENCH_CACHE": str(env_dir / "cache")}
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     return cmd, env, p
 
 

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
+from fasbench.evaluation.runs import RUN_METRICS
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import write_tasks
-from fasbench.evaluation.runs import RUN_METRICS
 
 
 @pytest.mark.slow
@@ -26,20 +26,22 @@ def test_eval_prints_one_compact_summary_table(tmp_path, monkeypatch):
     write_tasks(tf, tasks)
     out = tmp_path / "run"
     policy = "heuristic:turns=3"
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(tf), "--policy", policy, "--out", str(out),
-                                 "--workers", "1", "--backend", "serial"])
+    r = CliRunner().invoke(
+        app,
+        ["eval", "--tasks", str(tf), "--policy", policy, "--out", str(out), "--workers", "1", "--backend", "serial"],
+    )
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     head = next(ln for ln in lines if ln.startswith("run ") and f"policy {policy}" in ln)
     # the spec once, in the header (before it: run_eval's own line on what this call ran)
-    assert sum(policy in ln for ln in lines[lines.index(head):]) == 1, r.stdout
+    assert sum(policy in ln for ln in lines[lines.index(head) :]) == 1, r.stdout
     assert "tool set relace" in head and str(tf) in head and f"{len(tasks)} episodes" in head
     i = lines.index(head) + 1  # the line under it names the interval method and the limits
     assert lines[i].startswith("intervals over tasks: Student t (n = ") and "limits 6 turns × 12 calls" in lines[i]
     assert re.fullmatch(r"metric +mean +95% CI +n", lines[i + 1])
     row = re.compile(r"(\S+) +(-?\d+\.\d{3}|n/a) +\[(-?\d+\.\d{3}|n/a), (-?\d+\.\d{3}|n/a)\] +(\d+)")
     rows = []
-    for ln in lines[i + 2:]:
+    for ln in lines[i + 2 :]:
         m = row.fullmatch(ln)
         if not m:
             break

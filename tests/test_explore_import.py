@@ -18,14 +18,18 @@ from pypi_fixture import requires_pypi
 
 from fasbench.data import corpus
 from fasbench.data.corpus import CorpusError, materialize
-from fasbench.data.locations import find_data
 from fasbench.data.importers import import_swe_explore
+from fasbench.data.locations import find_data
 from fasbench.data.patches import parse_diff
 from fasbench.scoring.localization import explore_line_counts, explore_metrics
 
 pytestmark = requires_pypi
 
-SEP, TSEP, CORE = "astropy/modeling/separable.py", "astropy/modeling/tests/test_separable.py", "astropy/modeling/core.py"
+SEP, TSEP, CORE = (
+    "astropy/modeling/separable.py",
+    "astropy/modeling/tests/test_separable.py",
+    "astropy/modeling/core.py",
+)
 # separable.py has 317 lines at astropy-12907's base commit d16bfe0 (SWE-Explore's record of this
 # instance reads it as 1..317); the offline corpus, astropy 5.0.1's sdist, has 315.
 SEP_BASE_LINES = 317
@@ -37,17 +41,32 @@ def _lite(iid):
 
 def _rec(iid, core, optional=(), steps=None, **extra):
     reg = lambda rs: [{"path": p, "start": s, "end": e} for p, s, e in rs]  # noqa: E731
-    return {"instance_id": iid, "repo_path": "/testbed", "repo_dir": f"repos/{iid}",
-            "ground_truth": {"read_core_files": sorted({r[0] for r in core}), "read_core_regions": reg(core),
-                             "read_optional_files_map": {"glm-4.6": sorted({r[0] for r in optional})},
-                             "read_optional_regions_map": {"glm-4.6": reg(optional)},
-                             "modified_core_files": [], "main_files": []},
-            "read_step_info": steps or {}, "meta": {"num_trajectories": 3}, "dataset": "verified", **extra}
+    return {
+        "instance_id": iid,
+        "repo_path": "/testbed",
+        "repo_dir": f"repos/{iid}",
+        "ground_truth": {
+            "read_core_files": sorted({r[0] for r in core}),
+            "read_core_regions": reg(core),
+            "read_optional_files_map": {"glm-4.6": sorted({r[0] for r in optional})},
+            "read_optional_regions_map": {"glm-4.6": reg(optional)},
+            "modified_core_files": [],
+            "main_files": [],
+        },
+        "read_step_info": steps or {},
+        "meta": {"num_trajectories": 3},
+        "dataset": "verified",
+        **extra,
+    }
 
 
 def _read(path, step, start=1, end=-1):
-    return {"traj_path": f"unify_trajs/swebench-verified/claude-4-5/{path.replace('/', '_')}__0.json",
-            "step_idx": step, "start": start, "end": end}
+    return {
+        "traj_path": f"unify_trajs/swebench-verified/claude-4-5/{path.replace('/', '_')}__0.json",
+        "step_idx": step,
+        "start": start,
+        "end": end,
+    }
 
 
 def _write(tmp_path, recs):
@@ -60,6 +79,7 @@ def _eval_py(preds, gt, n_lines):
     """eval.py's line precision and recall: regions expanded to (path, line) sets, end -1 / start < 0
     resolved on the line counts of the record's core and optional region paths (eval_runner's
     ``_build_file_line_counts``), unresolvable regions skipped."""
+
     def lines(regions):
         out = set()
         for p, s, e in regions:
@@ -74,6 +94,7 @@ def _eval_py(preds, gt, n_lines):
                 continue
             out |= {(p, i) for i in range(max(1, s), e + 1)}
         return out
+
     pl, cl = lines(preds), lines(gt)
     return (len(pl & cl) / len(pl) if pl else 0.0), (len(pl & cl) / len(cl) if cl else 0.0)
 
@@ -100,12 +121,15 @@ def test_whole_file_reads_and_test_patch_regions_land_offline(tmp_path, astropy_
     assert placed[0] == [SEP, 1, -1]  # the whole file of this (older) version: 315 lines, not 317
     # the test file's region is placed by the test patch's hunk (its old side is base-commit text)
     hunk = parse_diff(lite["test_patch"])[0].hunks[0]
-    (_, s, e), = [r for r in placed if r[0] == TSEP]
-    assert (astropy_tree / TSEP).read_text().splitlines()[s - 1:e] == hunk.old_lines[:6]
+    ((_, s, e),) = [r for r in placed if r[0] == TSEP]
+    assert (astropy_tree / TSEP).read_text().splitlines()[s - 1 : e] == hunk.old_lines[:6]
     # core.py is in neither patch and no checkout of the base commit is cached: dropped, with a reason
     rel = t.meta["explore_relocation"]
     assert [d["region"] for d in rel["core_dropped"]] == [[CORE, 2894, 2898]]
-    assert rel["core_dropped"][0]["reason"] == "region-not-anchored" and "no base-commit text" in rel["core_dropped"][0]["detail"]
+    assert (
+        rel["core_dropped"][0]["reason"] == "region-not-anchored"
+        and "no base-commit text" in rel["core_dropped"][0]["detail"]
+    )
     assert rel["core_lines_placed"] == pytest.approx(1 - 5 / (SEP_BASE_LINES + 6 + 5), abs=1e-4)
     # scored as eval.py scores it on this corpus
     n = explore_line_counts(t.gold.explore, t.root)
@@ -132,7 +156,9 @@ def test_region_outside_the_patches_placed_by_the_cached_checkout(tmp_path, astr
     subprocess.run(git + ["init", "-q"], cwd=clone, check=True)
     subprocess.run(git + ["add", "-A"], cwd=clone, check=True)
     subprocess.run(git + ["commit", "-qm", "base"], cwd=clone, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True
+    ).stdout.strip()
     monkeypatch.setenv("FASBENCH_CACHE", str(cache))
     core = [(SEP, 1, SEP_BASE_LINES), (CORE, 2914, 2918)]
     f = _write(tmp_path, [_rec("astropy__astropy-12907", core, steps={SEP: [_read(SEP, 4)]})])
@@ -169,17 +195,45 @@ def test_mostly_unplaceable_core_drops_the_task(tmp_path, astropy_tree):
 
 def test_import_says_per_task_whether_usable_offline_and_online(tmp_path, astropy_tree):
     lite = _lite("astropy__astropy-12907")
-    recs = [_rec("astropy__astropy-12907", [(SEP, 1, SEP_BASE_LINES), (CORE, 2894, 2898)],
-                 steps={SEP: [_read(SEP, 4)]}, test_patch=lite["test_patch"]),
-            _rec("astropy__astropy-13033", [("astropy/timeseries/sampled.py", 10, 200)]),
-            _rec("psf__requests-1766", [("requests/auth.py", 1, 195)], steps={"requests/auth.py": [_read("requests/auth.py", 3)]})]
+    recs = [
+        _rec(
+            "astropy__astropy-12907",
+            [(SEP, 1, SEP_BASE_LINES), (CORE, 2894, 2898)],
+            steps={SEP: [_read(SEP, 4)]},
+            test_patch=lite["test_patch"],
+        ),
+        _rec("astropy__astropy-13033", [("astropy/timeseries/sampled.py", 10, 200)]),
+        _rec(
+            "psf__requests-1766",
+            [("requests/auth.py", 1, 195)],
+            steps={"requests/auth.py": [_read("requests/auth.py", 3)]},
+        ),
+    ]
     out = tmp_path / "tasks.jsonl"
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "data", "import", "swe-explore", str(_write(tmp_path, recs)),
-                        "--out", str(out)], capture_output=True, text=True, env=dict(os.environ), timeout=900)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fasbench.cli",
+            "data",
+            "import",
+            "swe-explore",
+            str(_write(tmp_path, recs)),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr
     lines = {ln.split("\t")[0]: ln for ln in r.stdout.splitlines() if "\toffline: " in ln}
     assert set(lines) == {"astropy__astropy-12907", "astropy__astropy-13033", "psf__requests-1766"}
-    assert "offline: usable (1 core regions dropped, 98.4% of the core lines placed: region-not-anchored)" in lines["astropy__astropy-12907"]
+    assert (
+        "offline: usable (1 core regions dropped, 98.4% of the core lines placed: region-not-anchored)"
+        in lines["astropy__astropy-12907"]
+    )
     assert "offline: region-not-relocated: " in lines["astropy__astropy-13033"]
     assert "offline: hunk-not-found: " in lines["psf__requests-1766"]  # the gold patch itself does not land on 2.0.1
     assert all("\tonline: usable at the exact commit " in ln for ln in lines.values())

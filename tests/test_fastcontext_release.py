@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from fasbench.tools import ToolLimits, make_toolset, seen, toolset_of
 from fasbench.records import ToolCall
+from fasbench.tools import ToolLimits, make_toolset, seen, toolset_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fastcontext_release_cases import UNORDERED, build  # noqa: E402
@@ -52,8 +52,16 @@ def test_output_as_released(fc, case):
 def test_every_behaviour_is_recorded():
     """The behaviours the issue lists each have a recorded case."""
     names = {c["name"] for c in RELEASE["cases"]}
-    for n in ("grep_no_mode_dir", "grep_content_forced_context", "grep_count", "grep_head_limit_150",
-              "read_long_lines", "read_offset_negative", "glob_truncated", "grep_head_limit_float"):
+    for n in (
+        "grep_no_mode_dir",
+        "grep_content_forced_context",
+        "grep_count",
+        "grep_head_limit_150",
+        "read_long_lines",
+        "read_offset_negative",
+        "glob_truncated",
+        "grep_head_limit_float",
+    ):
         assert n in names
     out = {c["name"]: c["output"] for c in RELEASE["cases"]}
     assert out["grep_no_mode_file"].startswith("def login(user):\n")  # no line numbers
@@ -61,7 +69,9 @@ def test_every_behaviour_is_recorded():
     assert "Results truncated to first 100 lines" in out["grep_head_limit_150"]
     assert "\n1|import os\n" in out["read_offset_negative"]
     later = {c["name"]: c["output"] for c in LATER["cases"]}
-    assert later["read_offset_negative"] == "<system-reminder>Error: offset must be a positive integer</system-reminder>"
+    assert (
+        later["read_offset_negative"] == "<system-reminder>Error: offset must be a positive integer</system-reminder>"
+    )
 
 
 def test_schemas_as_released(fc):
@@ -75,8 +85,14 @@ def test_schemas_as_released(fc):
 def test_cli_prints_released_schemas(tmp_path):
     exe = Path(sys.executable).parent / "fasbench"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fasbench.cli"]
-    p = subprocess.run([*cmd, "tool", "--toolset", "fastcontext", "--schemas"], capture_output=True, text=True,
-                       timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    p = subprocess.run(
+        [*cmd, "tool", "--toolset", "fastcontext", "--schemas"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == RELEASE["schemas"]
 
@@ -84,6 +100,7 @@ def test_cli_prints_released_schemas(tmp_path):
 def test_shown_of_released_formats(fc):
     """The replay parser reads the release's formats: unnumbered groups list their files, numbered
     content lines are hits and context, a single-file search has no path line."""
+
     def shown(name, args):
         call = ToolCall("c", name, args)
         r = fc.execute(call)
@@ -104,19 +121,58 @@ def test_shown_of_released_formats(fc):
 
 # The fork's recorded calls (058b710.json) where fasbench's fastcontext-fork tool set differs, as
 # fasbench/tools/README.md states them: in the listed respects only, or also in others (named there).
-FORK_LISTED_ONLY = {"read_offset_zero", "read_limit_zero", "read_limit_minus_one", "read_limit_negative",
-                    "read_missing", "read_empty_path", "read_directory", "glob_missing_dir", "glob_file_as_dir",
-                    "glob_bad_pattern", "grep_missing_path",  # error texts
-                    "read_offset_beyond_end", "read_offset_beyond_end_limit", "read_binary_png", "read_nul_bytes",
-                    "read_long_lines"}  # refusals, the cut note
-FORK_FINAL_NEWLINE_ONLY = {"grep_no_mode_file", "grep_content_forced_context", "grep_content_C0",
-                           "grep_content_A1_overridden", "grep_content_B1_C0", "grep_content_no_numbers",
-                           "grep_count_file", "grep_head_limit_float_no_cut", "grep_ignore_case", "grep_type",
-                           "grep_multiline", "grep_relative_path", "grep_latin1"}
-FORK_OTHER = {"grep_content_dir", "grep_files_with_matches", "grep_count", "grep_bad_regex", "grep_bad_type",
-              "grep_long_line", "grep_no_mode_dir", "glob_outside", "grep_outside", "grep_crlf", "grep_formfeed_cut",
-              "grep_binary_file", "grep_float_context", "grep_head_limit_float", "read_relative",
-              "read_no_final_newline", "read_latin1"}
+FORK_LISTED_ONLY = {
+    "read_offset_zero",
+    "read_limit_zero",
+    "read_limit_minus_one",
+    "read_limit_negative",
+    "read_missing",
+    "read_empty_path",
+    "read_directory",
+    "glob_missing_dir",
+    "glob_file_as_dir",
+    "glob_bad_pattern",
+    "grep_missing_path",  # error texts
+    "read_offset_beyond_end",
+    "read_offset_beyond_end_limit",
+    "read_binary_png",
+    "read_nul_bytes",
+    "read_long_lines",
+}  # refusals, the cut note
+FORK_FINAL_NEWLINE_ONLY = {
+    "grep_no_mode_file",
+    "grep_content_forced_context",
+    "grep_content_C0",
+    "grep_content_A1_overridden",
+    "grep_content_B1_C0",
+    "grep_content_no_numbers",
+    "grep_count_file",
+    "grep_head_limit_float_no_cut",
+    "grep_ignore_case",
+    "grep_type",
+    "grep_multiline",
+    "grep_relative_path",
+    "grep_latin1",
+}
+FORK_OTHER = {
+    "grep_content_dir",
+    "grep_files_with_matches",
+    "grep_count",
+    "grep_bad_regex",
+    "grep_bad_type",
+    "grep_long_line",
+    "grep_no_mode_dir",
+    "glob_outside",
+    "grep_outside",
+    "grep_crlf",
+    "grep_formfeed_cut",
+    "grep_binary_file",
+    "grep_float_context",
+    "grep_head_limit_float",
+    "read_relative",
+    "read_no_final_newline",
+    "read_latin1",
+}
 
 
 def test_fork_differences_are_the_stated_ones(fc):

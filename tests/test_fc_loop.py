@@ -25,9 +25,14 @@ def glob_call(i):
 
 
 def test_a_reply_with_neither_calls_nor_answer_ends_the_episode_with_score_0(task):
-    tr = run_episode(task, ScriptedPolicy([Reply("Let me think about it."), Reply("<final_answer>\nrequests/api.py:1-5\n"
-                                                                                   "</final_answer>")]), "fastcontext",
-                     Limits(max_turns=4))
+    tr = run_episode(
+        task,
+        ScriptedPolicy(
+            [Reply("Let me think about it."), Reply("<final_answer>\nrequests/api.py:1-5\n</final_answer>")]
+        ),
+        "fastcontext",
+        Limits(max_turns=4),
+    )
     assert tr.stop_reason == "no_answer" and tr.n_turns == 1 and tr.report is None
     assert not any(NO_CALL_NOTE == n["content"] for t in tr.turns for n in t.notes)
     s = score_episode("fastcontext", tr, task)
@@ -68,10 +73,18 @@ def test_no_observation_cap_for_fastcontext(task, tmp_path):
     (__import__("pathlib").Path(task.root) / "requests" / "big_module.py").write_text(big)
     lim = Limits(max_turns=2, tool=ToolLimits(max_output_chars=4000))  # a CPU profile's cap
     read = Reply("", [ToolCall("r", "Read", {"path": "/repo/requests/big_module.py"})])
-    fc = run_episode(task, ScriptedPolicy([read, Reply("<final_answer>\nrequests/big_module.py:1-2\n</final_answer>")]),
-                     "fastcontext", lim)
+    fc = run_episode(
+        task,
+        ScriptedPolicy([read, Reply("<final_answer>\nrequests/big_module.py:1-2\n</final_answer>")]),
+        "fastcontext",
+        lim,
+    )
     out = fc.turns[0].results[0].output
     assert len(out) > 140_000 and "output truncated" not in out and "1500|x_1499" in out
-    rel = run_episode(task, ScriptedPolicy([Reply("", [ToolCall("v", "view_file", {"path": "/repo/requests/big_module.py"})])]),
-                      "relace", lim)
+    rel = run_episode(
+        task,
+        ScriptedPolicy([Reply("", [ToolCall("v", "view_file", {"path": "/repo/requests/big_module.py"})])]),
+        "relace",
+        lim,
+    )
     assert "output limit reached" in rel.turns[0].results[0].output  # Relace keeps fasbench's cap

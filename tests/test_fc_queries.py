@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.evaluation.evaluate import run_eval
+from fasbench.evaluation.runs import display_runs, runs_table
 from fasbench.harness import Limits
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import read_tasks, read_traces, write_tasks
-from fasbench.evaluation.runs import display_runs, runs_table
 from fasbench.tools.fastcontext_query import TASK_PROMPT, TOOLS, messages, query_of
 
 
@@ -34,7 +34,10 @@ def test_released_prompt_and_tools():
     m = messages("  Fix the bug.\n")
     assert m[1]["content"] == f"<problem_statement>\nFix the bug.\n</problem_statement>\n{TASK_PROMPT}"
     call = lambda n, a: {"function": {"name": n, "arguments": json.dumps(a)}}  # noqa: E731
-    assert query_of({"tool_calls": [call("bash", {"command": "ls"}), call("subagent", {"prompt": "find X"})]}) == ("find X", "")
+    assert query_of({"tool_calls": [call("bash", {"command": "ls"}), call("subagent", {"prompt": "find X"})]}) == (
+        "find X",
+        "",
+    )
     assert query_of({"tool_calls": [call("subagent", {"prompt": "abc"})]})[0] is None  # release: len(prompt) > 3
     assert query_of({"content": "no calls"})[0] is None
 
@@ -43,8 +46,20 @@ def test_generate_queries_then_eval_records_the_query_source(tmp_path, server_ur
     base = toy_tasks(make_corpus(tmp_path / "corpus"))
     write_tasks(tmp_path / "tasks.jsonl", base)
     spec = f"openai:model=scripted,base_url={server_url},api_key_env="
-    args = ["data", "fc-queries", "--tasks", str(tmp_path / "tasks.jsonl"), "--endpoint", spec, "--n", "3",
-            "--out", str(tmp_path / "q.jsonl"), "--tasks-out", str(tmp_path / "fc_tasks.jsonl")]
+    args = [
+        "data",
+        "fc-queries",
+        "--tasks",
+        str(tmp_path / "tasks.jsonl"),
+        "--endpoint",
+        spec,
+        "--n",
+        "3",
+        "--out",
+        str(tmp_path / "q.jsonl"),
+        "--tasks-out",
+        str(tmp_path / "fc_tasks.jsonl"),
+    ]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     assert "3/3 queries" in r.output
@@ -62,8 +77,16 @@ def test_generate_queries_then_eval_records_the_query_source(tmp_path, server_ur
     fc = read_tasks(tmp_path / "fc_tasks.jsonl")
     assert all(t.meta["fc_query"] for t in fc)
     tasks = fc + base[3:]  # two tasks without a generated query
-    df = run_eval(tasks, spec, "fastcontext", tmp_path / "run", Limits(max_turns=2), workers=2, progress=False,
-                  reward="fastcontext")
+    df = run_eval(
+        tasks,
+        spec,
+        "fastcontext",
+        tmp_path / "run",
+        Limits(max_turns=2),
+        workers=2,
+        progress=False,
+        reward="fastcontext",
+    )
     rows = {r["task_id"]: r for r in df.iter_rows(named=True)}
     traces = {t.task_id: t for t in read_traces(tmp_path / "run" / "traces.jsonl")}
     for t in fc:
@@ -81,12 +104,36 @@ def test_generate_queries_then_eval_records_the_query_source(tmp_path, server_ur
 
 
 def test_bad_input_is_one_line(tmp_path):
-    r = CliRunner().invoke(app, ["data", "fc-queries", "--tasks", "swebench-lite:test", "--endpoint", "openai:base_url=x",
-                                 "--out", str(tmp_path / "q.jsonl")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "data",
+            "fc-queries",
+            "--tasks",
+            "swebench-lite:test",
+            "--endpoint",
+            "openai:base_url=x",
+            "--out",
+            str(tmp_path / "q.jsonl"),
+        ],
+    )
     assert r.exit_code == 2 and "needs model=NAME" in r.output
     (tmp_path / "bad.jsonl").write_text('["not a record"]\n')
-    r = CliRunner().invoke(app, ["data", "fc-queries", "--tasks", "swebench-lite:test", "--n", "1", "--endpoint",
-                                 "openai:model=m,base_url=http://127.0.0.1:9/v1", "--out", str(tmp_path / "bad.jsonl")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "data",
+            "fc-queries",
+            "--tasks",
+            "swebench-lite:test",
+            "--n",
+            "1",
+            "--endpoint",
+            "openai:model=m,base_url=http://127.0.0.1:9/v1",
+            "--out",
+            str(tmp_path / "bad.jsonl"),
+        ],
+    )
     assert r.exit_code == 2 and "not a query record" in r.output, r.output
 
 
@@ -98,8 +145,10 @@ def test_query_requests_send_max_tokens_only_when_asked(tmp_path):
     task = toy_tasks(make_corpus(tmp_path / "corpus"))[0]
     sent = []
     reply = {"choices": [{"finish_reason": "stop", "message": {"content": "no call"}}]}
-    for spec, want in (("openai:model=m,base_url=http://127.0.0.1:9/v1", None),
-                       ("openai:model=m,base_url=http://127.0.0.1:9/v1,max_tokens=64", 64)):
+    for spec, want in (
+        ("openai:model=m,base_url=http://127.0.0.1:9/v1", None),
+        ("openai:model=m,base_url=http://127.0.0.1:9/v1,max_tokens=64", 64),
+    ):
         client = make_client(spec)
         client.complete = lambda body: sent.append(body) or reply  # the request body as it would be sent
         generate_one(task, client)

@@ -15,11 +15,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from fasbench.evaluation.episodes import episode_row
-from fasbench.scoring.localization import (FC_FILE_TYPES, fastcontext_row, fastcontext_summary, fastcontext_warning,
-                                   fc_parse_patch, fc_scores)
-from fasbench.records import Gold, Report, Task, Trace, write_tasks
 from fasbench.data.tasksets import LOCAGENT_FILTERED, TaskSetError, load_task_set, parse_task_set, task_set_label
+from fasbench.evaluation.episodes import episode_row
+from fasbench.records import Gold, Report, Task, Trace, write_tasks
+from fasbench.scoring.localization import (
+    FC_FILE_TYPES,
+    fastcontext_row,
+    fastcontext_summary,
+    fastcontext_warning,
+    fc_parse_patch,
+    fc_scores,
+)
 
 PATCH = (Path(__file__).parent / "data" / "fc_score" / "patch.diff").read_text()
 CITES = [("src/a.go", 12, 20), ("tool.py", 1, 2)]
@@ -51,18 +57,34 @@ def test_scores_hand_computed():
 
 
 def _task(root, patch=PATCH):
-    return Task(id="t1", query="q", repo="x/y", gold=Gold(edited={"src/a.go": [[13, 13]], "src/new.go": []}),
-                root=str(root), meta={"patch": patch} if patch else {})
+    return Task(
+        id="t1",
+        query="q",
+        repo="x/y",
+        gold=Gold(edited={"src/a.go": [[13, 13]], "src/new.go": []}),
+        root=str(root),
+        meta={"patch": patch} if patch else {},
+    )
 
 
 def _trace(files):
-    return Trace(task_id="t1", policy="p", toolset="fastcontext", prompt=[],
-                 report=Report(files=files) if files is not None else None)
+    return Trace(
+        task_id="t1",
+        policy="p",
+        toolset="fastcontext",
+        prompt=[],
+        report=Report(files=files) if files is not None else None,
+    )
 
 
 def test_row_columns_and_summary(tmp_path):
-    row = episode_row(_trace({"/repo/src/a.go": [[12, 20]], "tool.py": [[1, 2]], "doc.md": []}), _task(tmp_path),
-                      reward="file-f1", localization=False, scoring=["fastcontext"])
+    row = episode_row(
+        _trace({"/repo/src/a.go": [[12, 20]], "tool.py": [[1, 2]], "doc.md": []}),
+        _task(tmp_path),
+        reward="file-f1",
+        localization=False,
+        scoring=["fastcontext"],
+    )
     # /repo/ is dropped from the cited path; a file cited without a range is no citation
     assert row["fc_file_precision"] == 0.5 and row["fc_line_f1"] == pytest.approx(5 / 9)
     assert (row["fc_gold"], row["fc_filter"], row["fc_no_citation"]) == ("patch", "release", False)
@@ -87,12 +109,44 @@ def test_eval_cli_scoring_fastcontext(tmp_path):
     (root / "src").mkdir(parents=True)
     (root / "src" / "a.go").write_text("".join(f"line {i}\n" for i in range(1, 30)))
     tasks = tmp_path / "tasks.jsonl"
-    write_tasks(tasks, [Task(id="t1", query="where is line 13", repo="x/y", root=str(root),
-                             gold=Gold(edited={"src/a.go": [[13, 13]]}), meta={"patch": PATCH}, split="test")])
+    write_tasks(
+        tasks,
+        [
+            Task(
+                id="t1",
+                query="where is line 13",
+                repo="x/y",
+                root=str(root),
+                gold=Gold(edited={"src/a.go": [[13, 13]]}),
+                meta={"patch": PATCH},
+                split="test",
+            )
+        ],
+    )
     out = tmp_path / "run"
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "eval", "--tasks", str(tasks), "--policy", "heuristic",
-                        "--toolset", "fastcontext", "--out", str(out), "--scoring", "fastcontext", "--workers", "1"],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fasbench.cli",
+            "eval",
+            "--tasks",
+            str(tasks),
+            "--policy",
+            "heuristic",
+            "--toolset",
+            "fastcontext",
+            "--out",
+            str(out),
+            "--scoring",
+            "fastcontext",
+            "--workers",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     line = next(x for x in r.stdout.splitlines() if x.startswith("FastContext run_score.py (fastcontext): "))
     printed = json.loads(line.split(": ", 1)[1])
@@ -100,8 +154,25 @@ def test_eval_cli_scoring_fastcontext(tmp_path):
     assert {"fc_file_f1", "fc_line_recall", "fc_no_citation", "fc_gold"} <= set(df.columns)
     assert printed == fastcontext_summary(df) and df["fc_n_patch_lines"][0] == 7
     assert "FILE_TYPES" not in r.stderr  # a .go gold file passes the release's filter: no warning
-    bad = subprocess.run([sys.executable, "-m", "fasbench.cli", "eval", "--tasks", str(tasks), "--policy", "heuristic",
-                          "--out", str(tmp_path / "run2"), "--scoring", "nope"], capture_output=True, text=True, timeout=600)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fasbench.cli",
+            "eval",
+            "--tasks",
+            str(tasks),
+            "--policy",
+            "heuristic",
+            "--out",
+            str(tmp_path / "run2"),
+            "--scoring",
+            "nope",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert bad.returncode == 2 and "unknown scoring 'nope'" in bad.stderr and "Traceback" not in bad.stderr
 
 

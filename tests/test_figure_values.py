@@ -14,8 +14,8 @@ import plotly.io as pio
 import polars as pl
 import pytest
 
-from fasbench.studies.contamination import paired_figure, scores_figure
 from fasbench.stats.figures import stop_kaleido_server
+from fasbench.studies.contamination import paired_figure, scores_figure
 from fasbench.studies.search_study import pareto_figure
 
 pytestmark = pytest.mark.timeout(600)
@@ -27,6 +27,7 @@ def _own_browser():
     (a ReferenceError from it once broke this module's renders and the next module's saves)."""
     stop_kaleido_server()
     yield
+
 
 _POINT = re.compile(r'class="point" transform="translate\(([-\d.e]+),([-\d.e]+)\)')
 _BAR = re.compile(r'<g class="point"><path d="M([-\d.e]+),([-\d.e]+)V([-\d.e]+)H([-\d.e]+)V')
@@ -45,8 +46,11 @@ def _render(fig):
     left, top = (float(v) for v in _PLOT.search(svg).groups())
     axes = {}
     for a, k in (("x", 0), ("y", 1)):
-        ticks = [(float((x, y)[k]), float(t.replace("\u2212", "-"))) for x, y, t in re.findall(_TICK.format(a=a), svg)
-                 if re.fullmatch(r"[-\u2212]?[\d.]+", t)]
+        ticks = [
+            (float((x, y)[k]), float(t.replace("\u2212", "-")))
+            for x, y, t in re.findall(_TICK.format(a=a), svg)
+            if re.fullmatch(r"[-\u2212]?[\d.]+", t)
+        ]
         if len(ticks) >= 2:
             (p0, v0), (p1, v1) = ticks[0], ticks[-1]
             b = (v1 - v0) / (p1 - p0)
@@ -78,12 +82,17 @@ def close(a, b, tol):
 
 
 def _contamination_table():
-    return pl.DataFrame({
-        "policy": ["bm25", "bm25", "bm25", "heuristic", "heuristic", "heuristic"],
-        "metric": ["file_f2", "line_f1", "all_gold_at_5"] * 2,
-        "diff": [0.0, 0.0, 0.0, 0.1, -0.2, 0.3], "lo": [-0.1, float("nan"), 0.0, 0.0, -0.3, 0.1],
-        "hi": [0.1, float("nan"), 0.0, 0.2, -0.1, 0.5],
-        "original": [0.5, 0.4, 0.6, 0.7, 0.3, 0.2], "perturbed": [0.5, 0.4, 0.6, 0.8, 0.1, 0.5]})
+    return pl.DataFrame(
+        {
+            "policy": ["bm25", "bm25", "bm25", "heuristic", "heuristic", "heuristic"],
+            "metric": ["file_f2", "line_f1", "all_gold_at_5"] * 2,
+            "diff": [0.0, 0.0, 0.0, 0.1, -0.2, 0.3],
+            "lo": [-0.1, float("nan"), 0.0, 0.0, -0.3, 0.1],
+            "hi": [0.1, float("nan"), 0.0, 0.2, -0.1, 0.5],
+            "original": [0.5, 0.4, 0.6, 0.7, 0.3, 0.2],
+            "perturbed": [0.5, 0.4, 0.6, 0.8, 0.1, 0.5],
+        }
+    )
 
 
 def test_paired_figure_draws_each_difference_at_its_value():
@@ -102,8 +111,15 @@ def test_grouped_bars_are_drawn_at_their_height():
 
 @pytest.mark.slow
 def test_pareto_points_are_drawn_at_their_accuracy():
-    t = pl.DataFrame({"policy": ["heuristic:turns=2", "heuristic:turns=4", "bm25"], "turns": [2.0, 4.0, 1.0],
-                      "file_f2": [0.4, 0.55, 0.3], "file_f2_lo": [0.3, 0.45, 0.2], "file_f2_hi": [0.5, 0.65, 0.4]})
+    t = pl.DataFrame(
+        {
+            "policy": ["heuristic:turns=2", "heuristic:turns=4", "bm25"],
+            "turns": [2.0, 4.0, 1.0],
+            "file_f2": [0.4, 0.55, 0.3],
+            "file_f2_lo": [0.3, 0.45, 0.2],
+            "file_f2_hi": [0.5, 0.65, 0.4],
+        }
+    )
     fig = pareto_figure(t, "turns")
     assert close(drawn_markers(fig, "y"), data_values(fig, "y"), 0.005)
     assert close(drawn_markers(fig, "x"), data_values(fig, "x"), 0.02)

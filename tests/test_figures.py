@@ -15,8 +15,8 @@ from PIL import Image
 from plotly.subplots import make_subplots
 from pypdf import PdfReader
 
-from fasbench.stats import figures
 from fasbench.base.provenance import code_version
+from fasbench.stats import figures
 from fasbench.studies.reward_plots import audit_heatmap, reward_views_figure
 
 N_TASKS = 7  # a stand-in for a notebook parameter (read from the caller's globals by set_context)
@@ -57,12 +57,15 @@ def _notebook_figures() -> dict[str, go.Figure]:
     rng = np.random.default_rng(0)
     figs = {}
     fig = go.Figure([go.Scatter(x=list(range(10)), y=rng.random(10), name=f"policy {i}") for i in range(5)])
-    figs["legend_under"] = fig.update_layout(title="Legend under the plot", xaxis_title="step",
-                                             legend=dict(orientation="h", y=-0.2))
+    figs["legend_under"] = fig.update_layout(
+        title="Legend under the plot", xaxis_title="step", legend=dict(orientation="h", y=-0.2)
+    )
     fig = go.Figure(go.Bar(x=[f"pytest-dev/pytest {i}" for i in range(8)], y=rng.random(8)))
     figs["long_xtitle"] = fig.update_layout(
-        title="A long x-axis title", xaxis_tickangle=-45,
-        xaxis_title="a long x-axis title that names the unit, the task set and its size (swebench-lite:test, n=98)")
+        title="A long x-axis title",
+        xaxis_tickangle=-45,
+        xaxis_title="a long x-axis title that names the unit, the task set and its size (swebench-lite:test, n=98)",
+    )
     fig = make_subplots(rows=3, cols=2, subplot_titles=[f"panel {i}" for i in range(6)])
     for r in range(1, 4):
         for c in range(1, 3):
@@ -71,13 +74,34 @@ def _notebook_figures() -> dict[str, go.Figure]:
             fig.update_yaxes(title_text="F2", row=r, col=c)
     figs["multirow"] = fig.update_layout(title="Multi-row subplots", height=700)
     cheats, rewards = ["all-seen", "all-files", "top-grep", "empty"], ["relace", "fastcontext", "cognition"]
-    figs["audit"] = audit_heatmap(pl.DataFrame([
-        {"cheat": c, "reward": r, "diff": float(rng.normal()) * (10 if r == "fastcontext" else 0.3),
-         "verdict": ("gamed", "blind", "penalised")[i % 3]} for i, (c, r) in enumerate((c, r) for c in cheats for r in rewards)]))
-    figs["reward_views"] = reward_views_figure(pl.DataFrame([
-        {"policy": p, "task_id": f"t{i}", "F2 (Relace A2)": round(float(rng.random()), 1),
-         "hybrid F1 (Relace A1)": round(float(rng.random()), 1), "F0.5 (Cognition)": round(float(rng.random()), 1)}
-        for p in ("honest", "bm25") for i in range(6)]))
+    figs["audit"] = audit_heatmap(
+        pl.DataFrame(
+            [
+                {
+                    "cheat": c,
+                    "reward": r,
+                    "diff": float(rng.normal()) * (10 if r == "fastcontext" else 0.3),
+                    "verdict": ("gamed", "blind", "penalised")[i % 3],
+                }
+                for i, (c, r) in enumerate((c, r) for c in cheats for r in rewards)
+            ]
+        )
+    )
+    figs["reward_views"] = reward_views_figure(
+        pl.DataFrame(
+            [
+                {
+                    "policy": p,
+                    "task_id": f"t{i}",
+                    "F2 (Relace A2)": round(float(rng.random()), 1),
+                    "hybrid F1 (Relace A1)": round(float(rng.random()), 1),
+                    "F0.5 (Cognition)": round(float(rng.random()), 1),
+                }
+                for p in ("honest", "bm25")
+                for i in range(6)
+            ]
+        )
+    )
     return figs
 
 
@@ -109,8 +133,26 @@ def _render_pdf(pdf: Path, width: int, height: int, out: Path):
     exe = shutil.which("pdftoppm")
     if exe is None:
         pytest.fail("pdftoppm not found: install Debian's poppler-utils (`make chromium` does)")
-    subprocess.run([exe, "-png", "-singlefile", "-f", "1", "-l", "1", "-scale-to-x", str(width), "-scale-to-y",
-                    str(height), str(pdf), str(out)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            exe,
+            "-png",
+            "-singlefile",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            "-scale-to-x",
+            str(width),
+            "-scale-to-y",
+            str(height),
+            str(pdf),
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return Image.open(f"{out}.png")
 
 
@@ -135,19 +177,30 @@ def test_pdf_is_whole_and_the_pngs_picture(exported, name, tmp_path):
     assert len(reader.pages) == 1, f"{name}.pdf has {len(reader.pages)} pages"
     box = reader.pages[0].mediabox
     page_w, page_h = float(box.width) / 0.75, float(box.height) / 0.75  # points -> CSS px
-    assert abs(page_w - w) <= 1 and abs(page_h - h) <= 1, f"{name}.pdf page is {page_w:.1f}x{page_h:.1f} px, not {w}x{h}"
+    assert abs(page_w - w) <= 1 and abs(page_h - h) <= 1, (
+        f"{name}.pdf page is {page_w:.1f}x{page_h:.1f} px, not {w}x{h}"
+    )
 
     pdf_ink = _ink(_render_pdf(exported / f"{name}.pdf", png.width, png.height, tmp_path / name))
     png_ink = _ink(png)
     band = round(EDGE * scale)
     for label, ink in (("PDF", pdf_ink), ("PNG", png_ink)):
-        edges = [e for e, strip in (("top", ink[:band]), ("bottom", ink[-band:]), ("left", ink[:, :band]),
-                                    ("right", ink[:, -band:])) if strip.any()]
+        edges = [
+            e
+            for e, strip in (
+                ("top", ink[:band]),
+                ("bottom", ink[-band:]),
+                ("left", ink[:, :band]),
+                ("right", ink[:, -band:]),
+            )
+            if strip.any()
+        ]
         assert not edges, f"{name} {label}: ink within {EDGE} px of the {', '.join(edges)} edge (cut off)"
     off = [round((a - b) / scale, 1) for a, b in zip(_bbox(pdf_ink), _bbox(png_ink))]
     assert max(map(abs, off)) <= TOL, (
         f"{name}.pdf: its ink (left, top, right, bottom) lies {off} CSS px off the PNG's: the PDF is shrunk, "
-        "shifted or clipped")
+        "shifted or clipped"
+    )
 
 
 def test_a_subtitle_under_the_title_is_wrapped_at_its_own_size():
@@ -155,8 +208,10 @@ def test_a_subtitle_under_the_title_is_wrapped_at_its_own_size():
     into several <sup> lines (it ran past the right edge of notebook 03's figures)."""
     from fasbench.stats.figures import _wrap
 
-    label = "swebench-lite+swebench-verified:test (fasbench test split, 98 of Lite's 300 test tasks, " \
-            "145 of Verified's 500 test tasks, 7 drawn; offline sdist corpora)"
+    label = (
+        "swebench-lite+swebench-verified:test (fasbench test split, 98 of Lite's 300 test tasks, "
+        "145 of Verified's 500 test tasks, 7 drawn; offline sdist corpora)"
+    )
     out = _wrap(f"File-level F2 vs turns<br><sup>{label}</sup>", 16, 600)
     head, *subs = out.split("<br>")
     assert head == "File-level F2 vs turns" and len(subs) >= 2
@@ -185,4 +240,9 @@ def test_column_presets_and_titles_dropped(tmp_path, monkeypatch):
     assert 'width="317"' in text and "A baked-in title" not in text
     side = json.loads((tmp_path / "preset_demo.json").read_text())
     assert side["layout"]["title"]["text"] == "A baked-in title"  # the data keeps it
-    assert side["fasbench_provenance"]["export"] == {"preset": "single", "title": False, "width_px": 317, "height_px": 230}
+    assert side["fasbench_provenance"]["export"] == {
+        "preset": "single",
+        "title": False,
+        "width_px": 317,
+        "height_px": 230,
+    }

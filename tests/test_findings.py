@@ -26,7 +26,10 @@ def test_markdown_has_table_seeds_caveats_and_level():
     f.caveat("CPU defaults.")
     md = f._repr_markdown_()
     assert md.startswith("## What we found: baselines")
-    assert "n = 12 tasks; intervals [lo, hi] are 95% intervals over tasks (percentile bootstrap; Student t below 10 tasks" in md
+    assert (
+        "n = 12 tasks; intervals [lo, hi] are 95% intervals over tasks (percentile bootstrap; Student t below 10 tasks"
+        in md
+    )
     assert "| file F2 | 0.50 [0.40, 0.60] | 12 | 0.70 | Relace |" in md
     assert "| read+search share | 46.1% | 500 | 56.2% | FastContext |" in md
     assert "- Heuristic beats BM25." in md and "**Caveats**" in md and "- CPU defaults." in md
@@ -34,9 +37,11 @@ def test_markdown_has_table_seeds_caveats_and_level():
 
 def test_paired_findings_claim_a_difference_only_when_the_test_supports_it():
     """The old notebook 03 wrote "differ at p < 0.05" for a policy run on one task (bootstrap p = 0)."""
-    rows = [{"run": "heur", **paired_test([1.0] * 8 + [0.0], [0.0] * 8 + [1.0])},  # p = 20/512, interval > 0
-            {"run": "hf", **paired_test([0.9], [0.1])},  # n = 1: p = 1
-            {"run": "dense", **paired_test([1.0] * 4, [0.5] * 4)}]  # n = 4, all up: p = 0.125
+    rows = [
+        {"run": "heur", **paired_test([1.0] * 8 + [0.0], [0.0] * 8 + [1.0])},  # p = 20/512, interval > 0
+        {"run": "hf", **paired_test([0.9], [0.1])},  # n = 1: p = 1
+        {"run": "dense", **paired_test([1.0] * 4, [0.5] * 4)},
+    ]  # n = 4, all up: p = 0.125
     text = paired_sentence("Against BM25 on file-level F2, policies", rows)
     assert text.startswith("Against BM25 on file-level F2, policies: 1 of 3 differ at p < 0.05 with a 95% interval")
     assert "heur +0.778 [+0.333, +1.000] (p = 0.0391, n = 9)" in text
@@ -64,15 +69,22 @@ def test_every_studys_findings_builder_returns_a_findings():
                 ret = ast.unparse(node.returns) if node.returns else None
                 (builders if node.name == "findings" and ret == "Findings" else stale).append((rel, node.name, ret))
     assert not stale, f"findings builders that do not return a Findings: {stale}"
-    assert {b[0] for b in builders} >= {"fasbench/trajectories/findings.py", "fasbench/rl/turn_curves.py",
-                                        "fasbench/bon/findings.py", "fasbench/studies/field.py", "fasbench/e2e/findings.py"}
+    assert {b[0] for b in builders} >= {
+        "fasbench/trajectories/findings.py",
+        "fasbench/rl/turn_curves.py",
+        "fasbench/bon/findings.py",
+        "fasbench/studies/field.py",
+        "fasbench/e2e/findings.py",
+    }
 
 
 def test_blocks_keep_their_order_and_bullets_join_into_one_list():
     f = Findings()
     f.text("Data:").add("a").add("b").table(["x", "y|z"], [[1, "2\n3"]], intro="Table:").add("c")
     md = f.caveat("small").markdown()
-    assert md.startswith("## What we found\n\nData:\n\n- a\n- b\n\nTable:\n\n| x | y\\|z |\n|---|---|\n| 1 | 2 3 |\n\n- c")
+    assert md.startswith(
+        "## What we found\n\nData:\n\n- a\n- b\n\nTable:\n\n| x | y\\|z |\n|---|---|\n| 1 | 2 3 |\n\n- c"
+    )
     assert md.endswith("**Caveats**\n\n- small\n")
 
 
@@ -80,7 +92,10 @@ def test_resumed_results_say_so_and_fresh_ones_say_nothing():
     f = Findings("x", n=3)
     f.resumed("the episodes", {"bm25": 0, "heuristic:turns=3": 4})
     f.resumed("the SFT model", {"global_step": 10, "max_steps": 10, "steps_this_call": 0, "steps_resumed": 10})
-    f.resumed("the dev evaluation", {"before": None, "after": "resumed: 2 of 2 episodes from an earlier run (2026-01-02 10:00)"})
+    f.resumed(
+        "the dev evaluation",
+        {"before": None, "after": "resumed: 2 of 2 episodes from an earlier run (2026-01-02 10:00)"},
+    )
     f.resumed("the RL run", {"steps_this_call": 2, "steps_resumed": 0})  # trained from scratch: nothing to say
     f.resumed("a fresh run", None)
     md = f.markdown()

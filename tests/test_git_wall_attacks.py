@@ -21,8 +21,8 @@ from fasbench.cli import app
 from fasbench.data.corpus import try_materialize
 from fasbench.data.gitmine import mine
 from fasbench.data.importers import import_gold
-from fasbench.records import Gold, Task, read_tasks
 from fasbench.data.tasksets import load_task_set
+from fasbench.records import Gold, Task, read_tasks
 
 
 def git(repo, *args) -> str:
@@ -44,8 +44,14 @@ def write_jsonl(path: Path, rows: list) -> Path:
     return path
 
 
-HOSTILE_URLS = ("--upload-pack=touch {m};", "-u touch {m};", "ext::sh -c touch% {m}", "evil.example:{m}",
-                "file:///../../{m}", "https://github.com/o/r\n--upload-pack=touch {m}")
+HOSTILE_URLS = (
+    "--upload-pack=touch {m};",
+    "-u touch {m};",
+    "ext::sh -c touch% {m}",
+    "evil.example:{m}",
+    "file:///../../{m}",
+    "https://github.com/o/r\n--upload-pack=touch {m}",
+)
 
 
 @pytest.mark.parametrize("url", HOSTILE_URLS)
@@ -61,10 +67,13 @@ def test_hostile_clone_url_through_import_runs_nothing(repo, tmp_path, monkeypat
     ssh.write_text(f"#!/bin/sh\ntouch {marker}\n")
     ssh.chmod(0o755)
     monkeypatch.setenv("GIT_SSH_COMMAND", str(ssh))
-    f = write_jsonl(tmp_path / "pro.jsonl", [
-        pro_record("instance_o__r-bad", "o/r:x", base, patch, clone_url=url.format(m=marker)),
-        pro_record("instance_o__r-good", "o/r", base, patch, clone_url=f"file://{r}"),
-    ])
+    f = write_jsonl(
+        tmp_path / "pro.jsonl",
+        [
+            pro_record("instance_o__r-bad", "o/r:x", base, patch, clone_url=url.format(m=marker)),
+            pro_record("instance_o__r-good", "o/r", base, patch, clone_url=f"file://{r}"),
+        ],
+    )
     tasks, dropped = import_gold("swebench-pro", f)
     for t in tasks:
         for _ in range(2):
@@ -87,8 +96,24 @@ def test_hostile_clone_url_through_eval_runs_nothing(repo, tmp_path, monkeypatch
     bad = Task("evil", "where is line 10", "o/r:x", gold, base, meta={"clone_url": f"--upload-pack=touch {marker};"})
     good = Task("good", "where is line 10", "o/r", gold, base, meta={"clone_url": f"file://{r}"})
     f = write_jsonl(tmp_path / "tasks.jsonl", [bad.to_dict(), good.to_dict()])
-    res = CliRunner().invoke(app, ["eval", "--tasks", str(f), "--policy", "heuristic:turns=1", "--corpus", "online",
-                                   "--out", str(tmp_path / "run"), "--workers", "1", "--backend", "serial"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(f),
+            "--policy",
+            "heuristic:turns=1",
+            "--corpus",
+            "online",
+            "--out",
+            str(tmp_path / "run"),
+            "--workers",
+            "1",
+            "--backend",
+            "serial",
+        ],
+    )
     assert not marker.exists(), "clone_url ran a command through fasbench eval"
     assert "record 1 skipped" in res.output and "Traceback" not in res.output, res.output
     traces = (tmp_path / "run" / "traces.jsonl").read_text().splitlines()
@@ -120,16 +145,22 @@ def _hostile_repository(tmp_path: Path, marker: Path) -> Path:
     for every .py file, an fsmonitor hook, a pager."""
     r = three_fixes(tmp_path / "hostile")
     script = tmp_path / "evil.sh"
-    script.write_text(f"#!/bin/sh\ntouch {marker}\ncat \"$1\" 2>/dev/null\n")
+    script.write_text(f'#!/bin/sh\ntouch {marker}\ncat "$1" 2>/dev/null\n')
     script.chmod(0o755)
     (r / ".gitattributes").write_text("*.py diff=evil filter=evil\n")
     git(r, "add", ".gitattributes")
     git(r, "commit", "-qm", "attributes")
     (r / "mod.py").write_text((r / "mod.py").read_text().replace("line 5\n", "line #5\n"))
     git(r, "commit", "-qam", "Fix line 5")
-    for k, v in (("diff.evil.textconv", str(script)), ("diff.evil.command", str(script)), ("diff.external", str(script)),
-                 ("filter.evil.clean", str(script)), ("filter.evil.smudge", str(script)),
-                 ("core.fsmonitor", str(script)), ("core.pager", str(script))):
+    for k, v in (
+        ("diff.evil.textconv", str(script)),
+        ("diff.evil.command", str(script)),
+        ("diff.external", str(script)),
+        ("filter.evil.clean", str(script)),
+        ("filter.evil.smudge", str(script)),
+        ("core.fsmonitor", str(script)),
+        ("core.pager", str(script)),
+    ):
         git(r, "config", k, v)
     return r
 
@@ -174,10 +205,20 @@ def test_wrongly_typed_fields_are_one_line_skips(tmp_path, repo):
     gt = {"read_core_regions": [region], "modified_core_files": ["mod.py"]}
     explore = [
         {"instance_id": "o__r-1", "problem_statement": "q", "repo": "o/r", "base_commit": 1234567, "ground_truth": gt},
-        {"instance_id": "o__r-2", "problem_statement": "q", "repo": "o/r", "base_commit": base,
-         "ground_truth": {**gt, "read_optional_regions_map": [region]}},
-        {"instance_id": "o__r-3", "problem_statement": "q", "repo": "o/r", "base_commit": base,
-         "ground_truth": {**gt, "read_core_regions": [{"path": "mod.py", "start": "1", "end": 10 ** 10}]}},
+        {
+            "instance_id": "o__r-2",
+            "problem_statement": "q",
+            "repo": "o/r",
+            "base_commit": base,
+            "ground_truth": {**gt, "read_optional_regions_map": [region]},
+        },
+        {
+            "instance_id": "o__r-3",
+            "problem_statement": "q",
+            "repo": "o/r",
+            "base_commit": base,
+            "ground_truth": {**gt, "read_core_regions": [{"path": "mod.py", "start": "1", "end": 10**10}]},
+        },
         {"instance_id": "o__r-4", "problem_statement": "q", "repo": "o/r", "base_commit": base, "ground_truth": gt},
         ["not", "an", "object"],
     ]
@@ -185,19 +226,50 @@ def test_wrongly_typed_fields_are_one_line_skips(tmp_path, repo):
     assert [t.id for t in tasks] == ["o__r-4"]
     assert {d["id"] for d in dropped} == {"o__r-1", "o__r-2", "o__r-3", "record 5"}
     assert all("\n" not in json.dumps(d) for d in dropped)
-    loc = [{"instance_id": "o__r-5", "problem_statement": "q", "repo": "o/r", "base_commit": base, "edit_functions": [7]},
-           {"instance_id": "o__r-6", "problem_statement": "q", "repo": "o/r", "base_commit": base,
-            "edit_functions": ["mod.py:f"], "file_changes": "mod.py"},
-           {"instance_id": "o__r-7", "problem_statement": "q", "repo": "o/r", "base_commit": base,
-            "edit_functions": ["mod.py:f"]}]
+    loc = [
+        {"instance_id": "o__r-5", "problem_statement": "q", "repo": "o/r", "base_commit": base, "edit_functions": [7]},
+        {
+            "instance_id": "o__r-6",
+            "problem_statement": "q",
+            "repo": "o/r",
+            "base_commit": base,
+            "edit_functions": ["mod.py:f"],
+            "file_changes": "mod.py",
+        },
+        {
+            "instance_id": "o__r-7",
+            "problem_statement": "q",
+            "repo": "o/r",
+            "base_commit": base,
+            "edit_functions": ["mod.py:f"],
+        },
+    ]
     tasks, dropped = import_gold("locbench", write_jsonl(tmp_path / "l.jsonl", loc))
     assert [t.id for t in tasks] == ["o__r-7"] and {d["id"] for d in dropped} == {"o__r-5", "o__r-6"}
-    cb = [{"original_inst_id": "o__r-8", "problem_statement": "q", "repo": "o/r", "base_commit": 12345678,
-           "gold_context": [{"file": "mod.py", "start_line": 1, "end_line": 2}]},
-          {"original_inst_id": "o__r-9", "problem_statement": "q", "repo": "o/r", "base_commit": base,
-           "repo_url": "-u touch x", "gold_context": [{"file": "mod.py", "start_line": 1, "end_line": 2}]},
-          {"original_inst_id": "o__r-10", "problem_statement": "q", "repo": "o/r", "base_commit": base,
-           "gold_context": [{"file": "mod.py", "start_line": 1, "end_line": 2}]}]
+    cb = [
+        {
+            "original_inst_id": "o__r-8",
+            "problem_statement": "q",
+            "repo": "o/r",
+            "base_commit": 12345678,
+            "gold_context": [{"file": "mod.py", "start_line": 1, "end_line": 2}],
+        },
+        {
+            "original_inst_id": "o__r-9",
+            "problem_statement": "q",
+            "repo": "o/r",
+            "base_commit": base,
+            "repo_url": "-u touch x",
+            "gold_context": [{"file": "mod.py", "start_line": 1, "end_line": 2}],
+        },
+        {
+            "original_inst_id": "o__r-10",
+            "problem_statement": "q",
+            "repo": "o/r",
+            "base_commit": base,
+            "gold_context": [{"file": "mod.py", "start_line": 1, "end_line": 2}],
+        },
+    ]
     tasks, dropped = import_gold("contextbench", write_jsonl(tmp_path / "c.jsonl", cb))
     assert [t.id for t in tasks] == ["o__r-10"] and {d["id"] for d in dropped} == {"o__r-8", "o__r-9"}
 
@@ -206,8 +278,13 @@ def test_tasks_file_bad_record_is_skipped_not_fatal(tmp_path, capsys):
     """A Task JSONL with an integer base_commit, a ``../`` id and a list-typed gold beside a good task:
     the good task loads, each bad record is one line on standard error."""
     good = Task("ok", "q", "o/r", Gold({"a.py": [[1, 2]]}), "a" * 40).to_dict()
-    rows = [{**good, "id": "b1", "base_commit": 1234567}, {**good, "id": "../../etc"},
-            {**good, "id": "b3", "gold": {"edited": {}, "variants": ["x"]}}, {**good, "id": "b4", "repo": "-o/r"}, good]
+    rows = [
+        {**good, "id": "b1", "base_commit": 1234567},
+        {**good, "id": "../../etc"},
+        {**good, "id": "b3", "gold": {"edited": {}, "variants": ["x"]}},
+        {**good, "id": "b4", "repo": "-o/r"},
+        good,
+    ]
     f = write_jsonl(tmp_path / "t.jsonl", rows)
     assert [t.id for t in load_task_set(str(f))] == ["ok"]
     err = capsys.readouterr().err.strip().splitlines()
@@ -224,7 +301,9 @@ def test_online_checkout_fetches_a_commit_newer_than_the_clone(repo, tmp_path, m
     assert try_materialize(first, mode="online")[1] is None
     (r / "mod.py").write_text((r / "mod.py").read_text().replace("line 1\n", "line #1\n"))
     git(r, "commit", "-qam", "later")
-    later = Task("t2", "q", "o/r", Gold({"mod.py": [[1, 2]]}), git(r, "rev-parse", "HEAD"), meta={"clone_url": f"file://{r}"})
+    later = Task(
+        "t2", "q", "o/r", Gold({"mod.py": [[1, 2]]}), git(r, "rev-parse", "HEAD"), meta={"clone_url": f"file://{r}"}
+    )
     got, why = try_materialize(later, mode="online")
     assert why is None and (Path(got.root) / "mod.py").read_text().startswith("line #1")
 
@@ -245,6 +324,7 @@ def test_the_wall_refuses_options_as_operands_and_ignores_the_callers_git_enviro
     tasks, _ = mine(r)
     assert {t.query for t in tasks} == {"Fix line 3", "Fix line 10", "Fix line 17"}
     from fasbench.base import gitsafe  # (after the attack: the module is new)
+
     env = gitsafe.environ(r / ".git", r)
     assert "s3cret" not in json.dumps(env) and env["GIT_DIR"] == str(r / ".git")
     for bad in ("--output=/tmp/x", "-p", ""):
@@ -261,6 +341,7 @@ def test_a_borrowing_repository_lends_nothing_to_the_corpus(tmp_path, monkeypatc
     refuses a borrowing ``.git``) runs in the corpus."""
     from fasbench.tools.base import Workspace
     from fasbench.tools.bash.gitwall import refusal
+
     a = three_fixes(tmp_path / "a")
     subprocess.run(["git", "clone", "-q", "--shared", str(a), str(tmp_path / "b")], check=True, capture_output=True)
     b = tmp_path / "b"

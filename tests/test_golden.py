@@ -21,8 +21,9 @@ import pytest
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import ScriptedPolicy
 
-_spec = importlib.util.spec_from_file_location("golden_regenerate",
-                                               Path(__file__).parent / "data" / "golden" / "regenerate.py")
+_spec = importlib.util.spec_from_file_location(
+    "golden_regenerate", Path(__file__).parent / "data" / "golden" / "regenerate.py"
+)
 golden = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(golden)
 
@@ -46,7 +47,9 @@ def assert_episode(got: dict, want: dict, keys) -> None:
             for i, (g, w) in enumerate(zip(got["turns"], want["turns"])):
                 assert g["calls"] == w["calls"], f"{where}, turn {i}: tool calls differ; {REGEN}"
                 for j, (gr, wr) in enumerate(zip(g["results"], w["results"])):
-                    assert gr == wr, f"{where}, turn {i}, call {j} ({w['calls'][j]['name']}): observation differs; {REGEN}"
+                    assert gr == wr, (
+                        f"{where}, turn {i}, call {j} ({w['calls'][j]['name']}): observation differs; {REGEN}"
+                    )
                 assert g == w, f"{where}, turn {i} differs; {REGEN}"
         elif k == "rewards":
             assert set(got["rewards"]) == set(want["rewards"])
@@ -66,18 +69,41 @@ def check_recorded(root, toolset: str, episodes: list[dict]) -> None:
     for want in episodes:
         task = tasks[want["task_id"]]
         script = [{"text": t["text"], "calls": t["calls"]} for t in want["turns"]]
-        trace = run_episode(task, ScriptedPolicy(script, name=want["policy"]), toolset,
-                            Limits(max_turns=want["max_turns"], **golden.LIMITS))
+        trace = run_episode(
+            task,
+            ScriptedPolicy(script, name=want["policy"]),
+            toolset,
+            Limits(max_turns=want["max_turns"], **golden.LIMITS),
+        )
         trace.meta["max_turns"] = want["max_turns"]
-        assert_episode(golden.episode_record(task, trace), want,
-                       ("prompt", "turns", "report", "stop_reason", "error", "final_note_turn", "rewards"))
+        assert_episode(
+            golden.episode_record(task, trace),
+            want,
+            ("prompt", "turns", "report", "stop_reason", "error", "final_note_turn", "rewards"),
+        )
 
 
 def check_heuristic(root, toolset: str, episodes: list[dict]) -> None:
     """The heuristic, run again, makes the recorded calls and reaches the recorded report."""
     for got, want in zip(golden.record(root, toolset), episodes, strict=True):
-        assert_episode(got, want, ("task_id", "max_turns", "query", "gold", "policy", "prompt", "turns", "report",
-                                   "stop_reason", "error", "final_note_turn", "rewards"))
+        assert_episode(
+            got,
+            want,
+            (
+                "task_id",
+                "max_turns",
+                "query",
+                "gold",
+                "policy",
+                "prompt",
+                "turns",
+                "report",
+                "stop_reason",
+                "error",
+                "final_note_turn",
+                "rewards",
+            ),
+        )
 
 
 def check_coverage(toolset: str, eps: list[dict]) -> None:
@@ -89,8 +115,9 @@ def check_coverage(toolset: str, eps: list[dict]) -> None:
 
 def test_golden_files_cover_every_tool_set():
     files = {p.stem for p in golden.HERE.glob("*.json")}
-    assert files == set(golden.TOOLSETS), f"golden files {sorted(files)} for the registered tool sets " \
-                                          f"{sorted(golden.TOOLSETS)}: {REGEN} NAME"
+    assert files == set(golden.TOOLSETS), (
+        f"golden files {sorted(files)} for the registered tool sets {sorted(golden.TOOLSETS)}: {REGEN} NAME"
+    )
     for ts in golden.TOOLSETS:
         check_coverage(ts, load(ts))
 

@@ -38,8 +38,12 @@ def test_rl_gpu_profile_trainer_arguments(name, tmp_path):
     cfg = load_config(name, {"output_dir": str(tmp_path)})
     args = grpo_args(cfg, use_cpu=True)
     assert args.num_generations == cfg.num_generations and args.max_tool_calling_iterations == tool_rounds(cfg)
-    assert (args.epsilon, args.epsilon_high, args.beta, args.learning_rate) == \
-        (cfg.epsilon, cfg.epsilon_high, cfg.beta, cfg.learning_rate)
+    assert (args.epsilon, args.epsilon_high, args.beta, args.learning_rate) == (
+        cfg.epsilon,
+        cfg.epsilon_high,
+        cfg.beta,
+        cfg.learning_rate,
+    )
 
 
 @pytest.mark.parametrize("path", ACCELERATE, ids=lambda p: p.stem)

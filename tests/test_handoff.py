@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fasbench.studies.handoff import FORMATS, handoff_tokens, render
 from fasbench.harness import run_episode
 from fasbench.policies import make_policy
 from fasbench.policies.toy import make_corpus, toy_tasks
+from fasbench.studies.handoff import FORMATS, handoff_tokens, render
 
 
 def test_three_renderings_grow_and_are_counted(tmp_path):
@@ -29,18 +29,22 @@ def test_three_renderings_grow_and_are_counted(tmp_path):
 
 def test_code_search_keeps_the_searchers_reasoning_with_token_counts(tmp_path):
     """Relace hands the main agent a compressed trace that keeps the searcher's reasoning steps."""
-    from fasbench.studies.handoff import handoff_tokens, reasoning
     from fasbench.policies.scripted import ScriptedPolicy
+    from fasbench.studies.handoff import handoff_tokens, reasoning
 
     task = toy_tasks(make_corpus(tmp_path))[0]
     path = next(iter(task.gold.edited))
     why1 = "<think>The issue names _encode_params, so grep for its definition first.</think>"
     why2 = "The definition is in models.py; RequestEncodingMixin is what the issue calls."
     why3 = "Enough evidence: report the encoder."
-    script = [{"text": why1, "calls": [{"name": "grep_search", "arguments": {"query": "def _encode_params"}}]},
-              {"text": why2, "calls": [{"name": "view_file", "arguments": {"path": path, "view_range": [1, 40]}}]},
-              {"text": why3, "calls": [{"name": "report_back", "arguments": {
-                  "explanation": "the encoder", "files": {path: [[1, 40]]}}}]}]
+    script = [
+        {"text": why1, "calls": [{"name": "grep_search", "arguments": {"query": "def _encode_params"}}]},
+        {"text": why2, "calls": [{"name": "view_file", "arguments": {"path": path, "view_range": [1, 40]}}]},
+        {
+            "text": why3,
+            "calls": [{"name": "report_back", "arguments": {"explanation": "the encoder", "files": {path: [[1, 40]]}}}],
+        },
+    ]
     tr = run_episode(task, ScriptedPolicy(script), "relace")
     assert tr.report is not None
     full, code = render(tr, task.root, "code+search"), render(tr, task.root, "code")
@@ -75,8 +79,10 @@ def test_relace_documented_handoff_is_the_integration_template(tmp_path):
     tr = run_episode(task, make_policy("heuristic"), "relace")
     out = render(tr, task.root, "relace-docs", query="How is X computed?")
     code = render(tr, task.root, "code")
-    assert out == ("\n  User Query: How is X computed?\n\n  [System Note: Automated Search Results]\n"
-                   "  Fast Agentic Search found the following relevant code:\n  " + code + "\n")
+    assert out == (
+        "\n  User Query: How is X computed?\n\n  [System Note: Automated Search Results]\n"
+        "  Fast Agentic Search found the following relevant code:\n  " + code + "\n"
+    )
     assert "relace-docs" not in FORMATS
     with pytest.raises(ValueError, match="pass query="):
         render(tr, task.root, "relace-docs")

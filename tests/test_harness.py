@@ -26,8 +26,10 @@ class SleepToolset(Toolset):
             time.sleep(seconds)
             return f"slept {seconds}"
 
-        return [Tool("nap", "sleep", obj({"seconds": {"type": "number"}}, ["seconds"]), nap),
-                Tool("done", "answer", obj({"files": {"type": "object"}}, ["files"]), lambda ws, files: "ok")]
+        return [
+            Tool("nap", "sleep", obj({"seconds": {"type": "number"}}, ["seconds"]), nap),
+            Tool("done", "answer", obj({"files": {"type": "object"}}, ["files"]), lambda ws, files: "ok"),
+        ]
 
     def system_prompt(self, max_turns, max_calls):
         return f"up to {max_turns} turns, {max_calls} calls each"
@@ -61,13 +63,20 @@ def test_calls_of_a_turn_run_concurrently_in_call_order(tmp_path):
 
 
 def test_episode_reports_and_records_timings(tmp_path):
-    pol = ScriptedPolicy([
-        {"text": "look", "calls": [{"name": "nap", "arguments": {"seconds": 0.01}},
-                                   {"name": "nap", "arguments": {"seconds": -1}},
-                                   {"name": "nope", "arguments": {}},
-                                   {"name": "nap", "arguments": '{"seconds": '}]},
-        {"text": "answer", "calls": [{"name": "done", "arguments": {"files": {"a.py": [[1, 2]]}}}]},
-    ])
+    pol = ScriptedPolicy(
+        [
+            {
+                "text": "look",
+                "calls": [
+                    {"name": "nap", "arguments": {"seconds": 0.01}},
+                    {"name": "nap", "arguments": {"seconds": -1}},
+                    {"name": "nope", "arguments": {}},
+                    {"name": "nap", "arguments": '{"seconds": '},
+                ],
+            },
+            {"text": "answer", "calls": [{"name": "done", "arguments": {"files": {"a.py": [[1, 2]]}}}]},
+        ]
+    )
     tr = run_episode(task(tmp_path), pol, SleepToolset(tmp_path), Limits(max_turns=5))
     assert tr.stop_reason == "reported" and tr.n_turns == 2 and tr.report.files == {"a.py": [[1, 2]]}
     r = tr.turns[0].results
@@ -120,13 +129,21 @@ def test_real_toolsets_episode_on_a_git_repo(tmp_path, toolset):
     (repo / "pkg" / "util.py").write_text("def helper():\n    return answer()\n")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=n", "add", "."], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "x"],
-                   check=True)
-    t = Task(id="t", query="where is answer defined", repo="local", root=str(repo),
-             gold=Gold(edited={"pkg/core.py": [[4, 5]]}))
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "x"], check=True
+    )
+    t = Task(
+        id="t",
+        query="where is answer defined",
+        repo="local",
+        root=str(repo),
+        gold=Gold(edited={"pkg/core.py": [[4, 5]]}),
+    )
     c = calls_for(toolset)  # the tool set's own call shapes
-    turns = [Reply(calls=[c.search("a", "def answer"), c.list_dir("b", ".")]),
-             c.report("r", {"pkg/core.py": [[4, 5]]}, "definition")]
+    turns = [
+        Reply(calls=[c.search("a", "def answer"), c.list_dir("b", ".")]),
+        c.report("r", {"pkg/core.py": [[4, 5]]}, "definition"),
+    ]
     tr = run_episode(t, ScriptedPolicy(turns), toolset, Limits(max_turns=4))
     assert tr.stop_reason == "reported", tr.to_json()
     assert "pkg/core.py" in tr.turns[0].results[0].output and not tr.turns[0].results[0].is_error

@@ -13,16 +13,22 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from servers import free_port, server, wait_http
 from typer.testing import CliRunner
 
 from fasbench.cli import app
-from fasbench.scoring.judge import (JUDGE_PROMPT, citation_contents, judge_messages, make_judge,
-                            parse_judge_result, query_message)
 from fasbench.records import Gold, Report, Task, Trace
+from fasbench.scoring.judge import (
+    JUDGE_PROMPT,
+    citation_contents,
+    judge_messages,
+    make_judge,
+    parse_judge_result,
+    query_message,
+)
 from fasbench.scoring.reward import episode_finish_reason, score_report
-from servers import free_port, server, wait_http
 
-JUDGE_SERVER = textwrap.dedent('''
+JUDGE_SERVER = textwrap.dedent("""
     import json, sys, threading, time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     state = {"n": 0, "inflight": 0, "max_inflight": 0, "last": None}
@@ -65,7 +71,7 @@ JUDGE_SERVER = textwrap.dedent('''
                     state["inflight"] -= 1
     srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
     srv.serve_forever()
-''')
+""")
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +114,9 @@ def test_exact_answer_judged_9_of_10_scores_3_8(judge_url, ws, tmp_path):
     assert s.value == pytest.approx(3.8)  # 1 + (F0.5 1 − 0) + 2 × 0.9
     assert s.parts["quality"] == pytest.approx(0.9) and s.parts["judged"] == 1.0 and "judge 9/10" in s.reason
     sent = stats(judge_url)["last"]
-    assert sent["messages"] == judge_messages(query_message(QUERY), "```/repo/pkg/a.py:1-2\ndef target():\n    return 1\n```\n")
+    assert sent["messages"] == judge_messages(
+        query_message(QUERY), "```/repo/pkg/a.py:1-2\ndef target():\n    return 1\n```\n"
+    )
     assert sent["messages"][0]["content"] == JUDGE_PROMPT and sent["max_completion_tokens"] == 1024
 
 
@@ -167,7 +175,6 @@ def test_parse_and_contents_as_released(ws):
     assert blocks[2] == "```pkg/nope.py:1\nError: the file does not exist.\n"
 
 
-
 def test_the_judge_reads_citations_in_answer_order_as_written(judge_url, ws, tmp_path):
     """read_citations_content @5fb8c1d walks parse_final_answer's list: answer order, each range as the
     model wrote it (``4-4``). Before, the judge got them grouped by path and respelt (``4``)."""
@@ -175,23 +182,41 @@ def test_the_judge_reads_citations_in_answer_order_as_written(judge_url, ws, tmp
     from fasbench.scoring.reward import judge_requests
     from fasbench.tools.fastcontext import parse_final_answer
 
-    answer = ("<final_answer>\n/repo/pkg/a.py:4-5 (other)\n/repo/pkg/b.py:1-1 (x)\n"
-              "/repo/pkg/a.py:1-2 (target)\n</final_answer>")
-    tr = Trace(task_id="t", policy="p", toolset="fastcontext", stop_reason="reported",
-               turns=[Turn(index=0, text=answer)], report=parse_final_answer(answer))
+    answer = (
+        "<final_answer>\n/repo/pkg/a.py:4-5 (other)\n/repo/pkg/b.py:1-1 (x)\n"
+        "/repo/pkg/a.py:1-2 (target)\n</final_answer>"
+    )
+    tr = Trace(
+        task_id="t",
+        policy="p",
+        toolset="fastcontext",
+        stop_reason="reported",
+        turns=[Turn(index=0, text=answer)],
+        report=parse_final_answer(answer),
+    )
     task = Task(id="t", query=QUERY, repo="r", gold=GOLD, root=str(ws))
-    want = ("```/repo/pkg/a.py:4-5\n\ndef other():\n```\n```/repo/pkg/b.py:1-1\nx = 1\n```\n"
-            "```/repo/pkg/a.py:1-2\ndef target():\n    return 1\n```\n")
+    want = (
+        "```/repo/pkg/a.py:4-5\n\ndef other():\n```\n```/repo/pkg/b.py:1-1\nx = 1\n```\n"
+        "```/repo/pkg/a.py:1-2\ndef target():\n    return 1\n```\n"
+    )
     assert judge_requests([(tr, task)]) == [(query_message(QUERY), want)]
     score_report("fastcontext", GOLD, tr.report, root=str(ws), judge=judge(judge_url, tmp_path), query=QUERY, trace=tr)
     assert stats(judge_url)["last"]["messages"] == judge_messages(query_message(QUERY), want)
     # a report without its answer text (or edited away from it) is read path by path, as before
-    edited = Trace(task_id="t", policy="p", toolset="fastcontext", stop_reason="reported",
-                   turns=[Turn(index=0, text=answer)], report=Report(files={"/repo/pkg/a.py": [[1, 2]]}))
+    edited = Trace(
+        task_id="t",
+        policy="p",
+        toolset="fastcontext",
+        stop_reason="reported",
+        turns=[Turn(index=0, text=answer)],
+        report=Report(files={"/repo/pkg/a.py": [[1, 2]]}),
+    )
     assert judge_requests([(edited, task)])[0][1] == "```/repo/pkg/a.py:1-2\ndef target():\n    return 1\n```\n"
 
-@pytest.mark.parametrize("score, quality, value", [(10 ** 6, 1.0, 4.0), (-50, 0.0, 2.0), (11, 1.0, 4.0),
-                                                   (10, 1.0, 4.0), (0, 0.0, 2.0)])
+
+@pytest.mark.parametrize(
+    "score, quality, value", [(10**6, 1.0, 4.0), (-50, 0.0, 2.0), (11, 1.0, 4.0), (10, 1.0, 4.0), (0, 0.0, 2.0)]
+)
 def test_a_hostile_judge_score_is_clamped_to_the_published_0_10(judge_url, ws, tmp_path, score, quality, value):
     """agent_judge.md @0dc077f: "Scoring Criteria (0-10)"; before the clamp 10^6 gave a reward of
     200,002 and -50 one of -8 (1 + 1 + 2 × score × 0.1)."""
@@ -215,8 +240,12 @@ def test_the_episode_gives_the_finish_reason():
 
 
 def test_bad_judge_specs():
-    for spec, msg in (("anthropic:model=x", "only 'openai"), ("openai:base_url=http://x", "model=NAME"),
-                      ("openai:model=x,workers=many", "not an integer"), ("openai:model=x,colour=red", "no parameter")):
+    for spec, msg in (
+        ("anthropic:model=x", "only 'openai"),
+        ("openai:base_url=http://x", "model=NAME"),
+        ("openai:model=x,workers=many", "not an integer"),
+        ("openai:model=x,colour=red", "no parameter"),
+    ):
         with pytest.raises(ValueError, match=msg):
             make_judge(spec)
     from fasbench.rl.config import RLConfig
@@ -233,19 +262,67 @@ def test_cli_score_with_a_real_judge(judge_url, ws, tmp_path):
     gold, rep = json.dumps({"edited": {"pkg/a.py": [[1, 2]]}}), json.dumps({"files": {"/repo/pkg/a.py": [[1, 2]]}})
     spec = f"openai:model=judge9,base_url={judge_url},cache={tmp_path / 'cli-cache'}"
     runner = CliRunner()
-    r = runner.invoke(app, ["score", "--reward", "fastcontext", "--judge", spec, "--query", QUERY,
-                            "--root", str(ws), "--gold", gold, "--report", rep])
+    r = runner.invoke(
+        app,
+        [
+            "score",
+            "--reward",
+            "fastcontext",
+            "--judge",
+            spec,
+            "--query",
+            QUERY,
+            "--root",
+            str(ws),
+            "--gold",
+            gold,
+            "--report",
+            rep,
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["score"] == pytest.approx(3.8) and out["parts"]["quality"] == pytest.approx(0.9)
-    r = runner.invoke(app, ["score", "--reward", "fastcontext", "--finish", "length", "--judge", spec,
-                            "--query", QUERY, "--root", str(ws), "--gold", gold, "--report", rep])
+    r = runner.invoke(
+        app,
+        [
+            "score",
+            "--reward",
+            "fastcontext",
+            "--finish",
+            "length",
+            "--judge",
+            spec,
+            "--query",
+            QUERY,
+            "--root",
+            str(ws),
+            "--gold",
+            gold,
+            "--report",
+            rep,
+        ],
+    )
     assert json.loads(r.output)["score"] == pytest.approx(2.8)
     r = runner.invoke(app, ["score", "--reward", "fastcontext", "--gold", gold, "--report", rep])
     assert json.loads(r.output)["score"] == pytest.approx(2.0) and "no judge given" in json.loads(r.output)["reason"]
-    for args, msg in ((["--judge", spec], "needs --query"), (["--judge", "nope:x=1", "--query", "q"], "only 'openai"),
-                      (["--reward", "f0.5", "--judge", spec], "only applies")):
-        r = runner.invoke(app, ["score", "--gold", gold, "--report", rep, *(["--reward", "fastcontext"] if "--reward" not in args else []), *args])
+    for args, msg in (
+        (["--judge", spec], "needs --query"),
+        (["--judge", "nope:x=1", "--query", "q"], "only 'openai"),
+        (["--reward", "f0.5", "--judge", spec], "only applies"),
+    ):
+        r = runner.invoke(
+            app,
+            [
+                "score",
+                "--gold",
+                gold,
+                "--report",
+                rep,
+                *(["--reward", "fastcontext"] if "--reward" not in args else []),
+                *args,
+            ],
+        )
         assert r.exit_code == 2 and msg in r.output, r.output
 
 
@@ -254,9 +331,27 @@ def test_cli_entry_point_with_a_real_judge(judge_url, ws, tmp_path):
     if not exe.exists():
         pytest.skip("the fasbench console script is not installed in this environment")
     spec = f"openai:model=judge9,base_url={judge_url},cache={tmp_path / 'sub-cache'}"
-    p = subprocess.run([str(exe), "score", "--reward", "fastcontext", "--judge", spec, "--query", QUERY,
-                        "--root", str(ws), "--gold", '{"edited": {"pkg/a.py": [[1, 2]]}}',
-                        "--report", '{"files": {"/repo/pkg/a.py": [[1, 2]]}}'], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            str(exe),
+            "score",
+            "--reward",
+            "fastcontext",
+            "--judge",
+            spec,
+            "--query",
+            QUERY,
+            "--root",
+            str(ws),
+            "--gold",
+            '{"edited": {"pkg/a.py": [[1, 2]]}}',
+            "--report",
+            '{"files": {"/repo/pkg/a.py": [[1, 2]]}}',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["score"] == pytest.approx(3.8)
 

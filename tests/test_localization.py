@@ -11,20 +11,25 @@ import math
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import polars as pl
 import pytest
 
+from fasbench.base.entities import entities_at, entity_gold, parse_entities
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, relocate_regions
-from fasbench.base.entities import entities_at, entity_gold, parse_entities
-from fasbench.scoring.localization import (explore_metrics, locagent_acc_at_k, ranked_items, ranked_regions, set_prf,
-                                   top1)
 from fasbench.policies.toy import def_range, make_corpus
 from fasbench.records import Gold, Task
+from fasbench.scoring.localization import (
+    explore_metrics,
+    locagent_acc_at_k,
+    ranked_items,
+    ranked_regions,
+    set_prf,
+    top1,
+)
 
-SRC = textwrap.dedent('''\
+SRC = textwrap.dedent("""\
     import os
 
     LIMIT = 3
@@ -45,7 +50,7 @@ SRC = textwrap.dedent('''\
 
     def helper(x):
         return x + LIMIT
-''')
+""")
 
 
 # ---------------------------------------------------------------- metrics, by hand
@@ -68,8 +73,12 @@ def test_locagent_acc_at_k_truncates_gold_at_k():
 
 
 def test_explore_metrics_match_eval_py_by_hand():
-    gold = {"core_files": ["a.py", "b.py"], "core_regions": [["a.py", 1, 10], ["b.py", 5, 6]],
-            "optional_files": ["c.py"], "optional_regions": [["c.py", 1, 4]]}
+    gold = {
+        "core_files": ["a.py", "b.py"],
+        "core_regions": [["a.py", 1, 10], ["b.py", 5, 6]],
+        "optional_files": ["c.py"],
+        "optional_regions": [["c.py", 1, 4]],
+    }
     n_lines = {"a.py": 20, "b.py": 8, "c.py": 4}
     preds = [("a.py", 6, 15), ("d.py", 1, 10), ("b.py", 1, -1)]
     m = explore_metrics(preds, gold, n_lines, top_k=5)
@@ -88,8 +97,12 @@ def test_explore_metrics_match_eval_py_by_hand():
     m2 = explore_metrics([("d.py", 1, -1), ("a.py", 1, 10)], gold, n_lines)
     assert m2["explore_line_precision"] == 1.0 and m2["explore_hit_file_rate"] == 0.5
     # start < 0 counts from the end: -3 on a 20-line file is lines 18..20
-    assert explore_metrics([("a.py", -3, -1)], {"core_files": ["a.py"], "core_regions": [["a.py", 18, 20]]},
-                           n_lines)["explore_line_f1"] == 1.0
+    assert (
+        explore_metrics([("a.py", -3, -1)], {"core_files": ["a.py"], "core_regions": [["a.py", 18, 20]]}, n_lines)[
+            "explore_line_f1"
+        ]
+        == 1.0
+    )
     assert explore_metrics([], gold, n_lines)["explore_line_precision"] == 0.0
 
 
@@ -120,28 +133,51 @@ def _gold_of(tmp_path, new_src: str) -> dict:
     (tmp_path / "b").mkdir(exist_ok=True)
     (tmp_path / "a" / "m.py").write_text(SRC)
     (tmp_path / "b" / "m.py").write_text(new_src)
-    diff = subprocess.run(["git", "diff", "--no-index", "a/m.py", "b/m.py"], cwd=tmp_path, capture_output=True,
-                          text=True).stdout.replace("a/a/m.py", "a/m.py").replace("b/b/m.py", "b/m.py")
+    diff = (
+        subprocess.run(["git", "diff", "--no-index", "a/m.py", "b/m.py"], cwd=tmp_path, capture_output=True, text=True)
+        .stdout.replace("a/a/m.py", "a/m.py")
+        .replace("b/b/m.py", "b/m.py")
+    )
     files = parse_diff(diff)
     rel = relocate(files, tmp_path / "a")
     return entity_gold(tmp_path / "a", files, rel.offsets)
 
 
-@pytest.mark.parametrize("edit, function, klass, module, added", [
-    (("return self.size * 2", "return self.size * 3"), ["m.py:Box.area"], ["m.py:Box"], ["m.py:Box"], []),
-    (("    size = 1", "    size = 2"), [], ["m.py:Box"], ["m.py:Box"], []),  # class-level edit
-    (("LIMIT = 3", "LIMIT = 4"), [], [], [], []),  # module-level edit: the file only
-    (("def helper(x):\n    return x + LIMIT\n", "def helper(x):\n    return x + LIMIT\n\n\ndef twice(x):\n"
-      "    return 2 * x\n"), [], [], [], ["m.py:twice"]),  # a new function
-    (("        def inner():", "        def inner():\n            n += 0"), ["m.py:Box.grow"], ["m.py:Box"],
-     ["m.py:Box"], []),  # an insertion inside a method edits the method
-    (("    def grow(self, n):", "    def shrink(self):\n        return 0\n\n    def grow(self, n):"), [], ["m.py:Box"],
-     ["m.py:Box"], ["m.py:Box.shrink"]),  # a new method edits its class
-])
+@pytest.mark.parametrize(
+    "edit, function, klass, module, added",
+    [
+        (("return self.size * 2", "return self.size * 3"), ["m.py:Box.area"], ["m.py:Box"], ["m.py:Box"], []),
+        (("    size = 1", "    size = 2"), [], ["m.py:Box"], ["m.py:Box"], []),  # class-level edit
+        (("LIMIT = 3", "LIMIT = 4"), [], [], [], []),  # module-level edit: the file only
+        (
+            (
+                "def helper(x):\n    return x + LIMIT\n",
+                "def helper(x):\n    return x + LIMIT\n\n\ndef twice(x):\n    return 2 * x\n",
+            ),
+            [],
+            [],
+            [],
+            ["m.py:twice"],
+        ),  # a new function
+        (
+            ("        def inner():", "        def inner():\n            n += 0"),
+            ["m.py:Box.grow"],
+            ["m.py:Box"],
+            ["m.py:Box"],
+            [],
+        ),  # an insertion inside a method edits the method
+        (
+            ("    def grow(self, n):", "    def shrink(self):\n        return 0\n\n    def grow(self, n):"),
+            [],
+            ["m.py:Box"],
+            ["m.py:Box"],
+            ["m.py:Box.shrink"],
+        ),  # a new method edits its class
+    ],
+)
 def test_entity_gold_of_a_diff(tmp_path, edit, function, klass, module, added):
     g = _gold_of(tmp_path, SRC.replace(*edit))
-    assert (g["file"], g["function"], g["class"], g["module"], g["added"]) == (["m.py"], function, klass, module,
-                                                                                added)
+    assert (g["file"], g["function"], g["class"], g["module"], g["added"]) == (["m.py"], function, klass, module, added)
 
 
 # ---------------------------------------------------------------- relocation of any range
@@ -185,8 +221,9 @@ def test_old_gold_records_load_and_new_fields_round_trip():
 
 
 def _git(*args, cwd):
-    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -206,20 +243,33 @@ def explore_file(tmp_path_factory):
     path.write_text("".join(lines))
     patch = _git("diff", cwd=repo) + "\n"
     _git("checkout", "-q", "--", ".", cwd=repo)
-    rec = {"instance_id": "toy__requests-1", "repo": "psf/requests", "base_commit": sha, "clone_url": str(repo),
-           "patch": patch, "problem_statement": "TooManyRedirects is raised too early: resolve_redirects counts "
-                                                "one redirect too many in requests/sessions.py.",
-           "ground_truth": {"read_core_files": ["requests/sessions.py", "requests/exceptions.py"],
-                            "read_core_regions": [{"path": "requests/sessions.py", "start": s, "end": e},
-                                                  {"path": "requests/exceptions.py", "start": 1, "end": -1}],
-                            "read_optional_files_map": {"m": ["requests/models.py"]},
-                            "read_optional_regions_map": {"m": [{"path": "requests/models.py", "start": 1,
-                                                                 "end": 40}]},
-                            "modified_core_files": ["requests/sessions.py"],
-                            "main_files": ["requests/sessions.py"]},
-           "read_step_info": {}, "meta": {}}
-    bad = dict(rec, instance_id="toy__requests-2",
-               ground_truth=dict(rec["ground_truth"], read_core_regions=[{"path": "nope.py", "start": 1, "end": 3}]))
+    rec = {
+        "instance_id": "toy__requests-1",
+        "repo": "psf/requests",
+        "base_commit": sha,
+        "clone_url": str(repo),
+        "patch": patch,
+        "problem_statement": "TooManyRedirects is raised too early: resolve_redirects counts "
+        "one redirect too many in requests/sessions.py.",
+        "ground_truth": {
+            "read_core_files": ["requests/sessions.py", "requests/exceptions.py"],
+            "read_core_regions": [
+                {"path": "requests/sessions.py", "start": s, "end": e},
+                {"path": "requests/exceptions.py", "start": 1, "end": -1},
+            ],
+            "read_optional_files_map": {"m": ["requests/models.py"]},
+            "read_optional_regions_map": {"m": [{"path": "requests/models.py", "start": 1, "end": 40}]},
+            "modified_core_files": ["requests/sessions.py"],
+            "main_files": ["requests/sessions.py"],
+        },
+        "read_step_info": {},
+        "meta": {},
+    }
+    bad = dict(
+        rec,
+        instance_id="toy__requests-2",
+        ground_truth=dict(rec["ground_truth"], read_core_regions=[{"path": "nope.py", "start": 1, "end": 3}]),
+    )
     empty = dict(rec, instance_id="toy__requests-3", ground_truth=dict(rec["ground_truth"], read_core_regions=[]))
     f = base / "bench.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in (rec, bad, empty)))
@@ -241,8 +291,24 @@ def test_import_swe_explore_then_eval_ids(explore_file, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "2 tasks" in r.stdout and "empty-core" in r.stdout
     out = tmp_path / "run"
-    r = _cli("eval", "--tasks", str(tasks), "--ids", "toy__requests-1", "--ids", "toy__requests-2", "--corpus",
-             "online", "--policy", "heuristic:turns=3", "--workers", "1", "--out", str(out), env_cache=tmp_path / "c")
+    r = _cli(
+        "eval",
+        "--tasks",
+        str(tasks),
+        "--ids",
+        "toy__requests-1",
+        "--ids",
+        "toy__requests-2",
+        "--corpus",
+        "online",
+        "--policy",
+        "heuristic:turns=3",
+        "--workers",
+        "1",
+        "--out",
+        str(out),
+        env_cache=tmp_path / "c",
+    )
     assert r.returncode == 0, r.stderr
     # the exclusion is reported before the run starts
     err = r.stderr
@@ -250,29 +316,54 @@ def test_import_swe_explore_then_eval_ids(explore_file, tmp_path):
     assert err.index("excluded 1 of 2") < err.index("eval heuristic")
     df = pl.read_parquet(out / "summary.parquet")
     assert df["task_id"].to_list() == ["toy__requests-1"]
-    for col in ("explore_line_precision", "explore_line_recall", "explore_line_f1", "explore_hit_file_rate",
-                "function_precision", "function_recall", "function_f1", "function_acc_at_5", "function_top1",
-                "module_f1", "module_acc_at_5", "file_acc_at_5", "file_top1", "class_f1"):
+    for col in (
+        "explore_line_precision",
+        "explore_line_recall",
+        "explore_line_f1",
+        "explore_hit_file_rate",
+        "function_precision",
+        "function_recall",
+        "function_f1",
+        "function_acc_at_5",
+        "function_top1",
+        "module_f1",
+        "module_acc_at_5",
+        "file_acc_at_5",
+        "file_top1",
+        "class_f1",
+    ):
         assert col in df.columns, col
     row = df.row(0, named=True)
     assert row["entity_gold"] and row["explore_line_f1"] is not None and not math.isnan(row["explore_line_f1"])
     # recompute SWE-Explore's numbers from the trace's report with the ported formulas
-    from fasbench.scoring.localization import explore_line_counts
     from fasbench.records import read_tasks, read_traces
+    from fasbench.scoring.localization import explore_line_counts
 
     tr = read_traces(out / "traces.jsonl")[0]
     task = [t for t in read_tasks(tasks) if t.id == "toy__requests-1"][0]
     root = tmp_path / "c" / "corpora" / "worktrees" / f"psf__requests@{task.base_commit[:12]}"
     assert task.gold.explore["core_regions"][0] == ["requests/sessions.py", s, e] and root.is_dir()
-    want = explore_metrics(ranked_regions(tr.report.files, str(root)), task.gold.explore,
-                           explore_line_counts(task.gold.explore, str(root)))
+    want = explore_metrics(
+        ranked_regions(tr.report.files, str(root)), task.gold.explore, explore_line_counts(task.gold.explore, str(root))
+    )
     assert {k: row[k] for k in want} == pytest.approx(want)
     assert row["function_f1"] is not None  # entity gold from the record's patch on the exact tree
     ci = pl.read_parquet(out / "summary_ci.parquet")
     assert {"explore_line_f1", "explore_line_f1_lo", "explore_line_f1_hi", "function_f1_lo"} <= set(ci.columns)
     assert ci["explore_line_f1"][0] == pytest.approx(row["explore_line_f1"])
-    print({k: row[k] for k in ("explore_line_precision", "explore_line_recall", "explore_hit_file_rate",
-                               "function_f1", "function_acc_at_5", "file_f1")})
+    print(
+        {
+            k: row[k]
+            for k in (
+                "explore_line_precision",
+                "explore_line_recall",
+                "explore_hit_file_rate",
+                "function_f1",
+                "function_acc_at_5",
+                "file_f1",
+            )
+        }
+    )
 
 
 @pytest.mark.slow
@@ -280,8 +371,18 @@ def test_eval_ids_errors(explore_file, tmp_path):
     f, _ = explore_file
     tasks = tmp_path / "tasks.jsonl"
     _cli("data", "import", "swe-explore", str(f), "--out", str(tasks), env_cache=tmp_path / "c")
-    r = _cli("eval", "--tasks", str(tasks), "--ids", "nope-1", "--policy", "heuristic", "--out", str(tmp_path / "o"),
-             env_cache=tmp_path / "c")
+    r = _cli(
+        "eval",
+        "--tasks",
+        str(tasks),
+        "--ids",
+        "nope-1",
+        "--policy",
+        "heuristic",
+        "--out",
+        str(tmp_path / "o"),
+        env_cache=tmp_path / "c",
+    )
     assert r.returncode == 2 and "ids not in the task set: nope-1" in r.stderr
     r = _cli("data", "import", "loc-bench", str(f), "--out", str(tasks), env_cache=tmp_path / "c")
     assert r.returncode == 2 and "unknown format" in r.stderr
@@ -291,11 +392,22 @@ def test_import_locbench_entity_lists(tmp_path):
     from fasbench.data.importers import import_gold
 
     f = tmp_path / "loc.jsonl"
-    recs = [{"instance_id": "psf__requests-1142", "file_changes": [{"file": "requests/models.py", "changes": {
-        "edited_entities": ["requests/models.py:PreparedRequest.prepare_content_length"],
-        "edited_modules": ["requests/models.py:PreparedRequest"]}}]},
-            {"instance_id": "x__y-1", "problem_statement": "q", "edit_functions": ["a.py:f", "a.py:C.g"]},
-            {"instance_id": "x__y-2", "problem_statement": "q", "edit_functions": ["no colon"]}]
+    recs = [
+        {
+            "instance_id": "psf__requests-1142",
+            "file_changes": [
+                {
+                    "file": "requests/models.py",
+                    "changes": {
+                        "edited_entities": ["requests/models.py:PreparedRequest.prepare_content_length"],
+                        "edited_modules": ["requests/models.py:PreparedRequest"],
+                    },
+                }
+            ],
+        },
+        {"instance_id": "x__y-1", "problem_statement": "q", "edit_functions": ["a.py:f", "a.py:C.g"]},
+        {"instance_id": "x__y-2", "problem_statement": "q", "edit_functions": ["no colon"]},
+    ]
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
     ts, dropped = import_gold("locbench", f)
     assert [t.id for t in ts] == ["psf__requests-1142", "x__y-1"] and dropped[0]["reason"] == "bad-entity"
@@ -307,9 +419,9 @@ def test_import_locbench_entity_lists(tmp_path):
 
 def test_locbench_entities_checked_on_the_corpus_and_scored(explore_file, tmp_path, monkeypatch):
     from fasbench.data.importers import import_gold
-    from fasbench.scoring.localization import localization_row
-    from fasbench.records import Report, Trace
     from fasbench.data.selection import usable
+    from fasbench.records import Report, Trace
+    from fasbench.scoring.localization import localization_row
 
     monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "c"))
     f, (s, e) = explore_file
@@ -317,15 +429,22 @@ def test_locbench_entities_checked_on_the_corpus_and_scored(explore_file, tmp_pa
     fn = "requests/sessions.py:SessionRedirectMixin.resolve_redirects"
     base = {k: rec[k] for k in ("repo", "base_commit", "clone_url", "problem_statement")}
     loc = tmp_path / "loc.jsonl"
-    loc.write_text(json.dumps({**base, "instance_id": "toy__requests-5", "edit_functions": [fn]}) + "\n"
-                   + json.dumps({**base, "instance_id": "toy__requests-6", "edit_functions": ["requests/sessions.py:Nope.x"]})
-                   + "\n")
+    loc.write_text(
+        json.dumps({**base, "instance_id": "toy__requests-5", "edit_functions": [fn]})
+        + "\n"
+        + json.dumps({**base, "instance_id": "toy__requests-6", "edit_functions": ["requests/sessions.py:Nope.x"]})
+        + "\n"
+    )
     ts, dropped = import_gold("locbench", loc)
     ok, excluded = usable(ts, "online", progress=False)
     assert [t.id for t in ok] == ["toy__requests-5"] and excluded[0]["reason"] == "entity-not-found"
     t = ok[0]
-    assert t.gold.entities["function"] == [fn] and t.gold.entities["module"] == ["requests/sessions.py:SessionRedirectMixin"]
-    tr = Trace(t.id, "p", "relace", report=Report({"requests/utils.py": [[1, 3]], "requests/sessions.py": [[s + 1, s + 2]]}))
+    assert t.gold.entities["function"] == [fn] and t.gold.entities["module"] == [
+        "requests/sessions.py:SessionRedirectMixin"
+    ]
+    tr = Trace(
+        t.id, "p", "relace", report=Report({"requests/utils.py": [[1, 3]], "requests/sessions.py": [[s + 1, s + 2]]})
+    )
     row = localization_row(t, tr)
     assert row["function_precision"] == 1.0 and row["function_f1"] == 1.0 and row["function_top1"] == 1.0
     assert row["file_top1"] == 0.0 and row["file_acc_at_1"] == 0.0 and row["file_acc_at_3"] == 1.0

@@ -35,8 +35,10 @@ def test_idle_kernel_is_stopped_and_retried_with_one_line(tmp_path, capsys):
 def test_busy_cell_longer_than_the_idle_limit_is_not_stopped(tmp_path, capsys):
     # 45 s of CPU in one cell against a 20 s idle limit: progress is CPU time, so it runs to the end (the
     # guard needs 2 CPU-s in 20 s, a tenth of a core: a machine at load 10 on 2 cores still gives that).
-    nb = _notebook(tmp_path / "busy.ipynb",
-                   "import time\nt = time.process_time()\nwhile time.process_time() - t < 45:\n    sum(range(10000))")
+    nb = _notebook(
+        tmp_path / "busy.ipynb",
+        "import time\nt = time.process_time()\nwhile time.process_time() - t < 45:\n    sum(range(10000))",
+    )
     assert mainjob.run_all(tmp_path / "out", [nb], idle_s=20) == 0
     assert "failed" not in capsys.readouterr().err
 

@@ -6,17 +6,42 @@ import math
 import numpy as np
 import pytest
 
-from fasbench.stats.metrics import (EXACT_MAX_N, N_FLIPS, _subset_sums, all_gold_at_k, bootstrap_ci, file_prf, line_prf,
-                              interval_method, mean_ci,
-                              merge_ranges, normalize_files, normalize_path, paired_bootstrap, paired_differs,
-                              paired_test, paired_words, recall_at_k, sign_flip_p)
+from fasbench.stats.metrics import (
+    EXACT_MAX_N,
+    N_FLIPS,
+    _subset_sums,
+    all_gold_at_k,
+    bootstrap_ci,
+    file_prf,
+    interval_method,
+    line_prf,
+    mean_ci,
+    merge_ranges,
+    normalize_files,
+    normalize_path,
+    paired_bootstrap,
+    paired_differs,
+    paired_test,
+    paired_words,
+    recall_at_k,
+    sign_flip_p,
+)
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("a/b.py", "a/b.py"), ("./a/b.py", "a/b.py"), ("/a/b.py", "a/b.py"), ("/repo/a/b.py", "a/b.py"),
-    ("/testbed/a/b.py", "a/b.py"), ("a//b.py", "a/b.py"), ("`a/b.py`", "a/b.py"), (" a\\b.py ", "a/b.py"),
-    ("/work/ws/a/b.py", "a/b.py"),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("a/b.py", "a/b.py"),
+        ("./a/b.py", "a/b.py"),
+        ("/a/b.py", "a/b.py"),
+        ("/repo/a/b.py", "a/b.py"),
+        ("/testbed/a/b.py", "a/b.py"),
+        ("a//b.py", "a/b.py"),
+        ("`a/b.py`", "a/b.py"),
+        (" a\\b.py ", "a/b.py"),
+        ("/work/ws/a/b.py", "a/b.py"),
+    ],
+)
 def test_normalize_path(raw, expected):
     assert normalize_path(raw, root="/work/ws") == expected
 
@@ -130,7 +155,12 @@ def test_small_n_intervals_of_shares_stay_in_zero_one():
     assert (m2, lo2) == (m, lo) and hi2 == 1.0
     assert column_bounds("turns") == column_bounds("wall_s") == (0.0, float("inf"))  # counts and times: >= 0
     assert column_bounds("file_top1") == (0.0, 1.0) and column_bounds("reward_fastcontext") == (-float("inf"), 3.0)
-    assert column_bounds("reward_relace_f2") == column_bounds("all_gold_at_5") == column_bounds("line_recall") == (0.0, 1.0)
+    assert (
+        column_bounds("reward_relace_f2")
+        == column_bounds("all_gold_at_5")
+        == column_bounds("line_recall")
+        == (0.0, 1.0)
+    )
     # what the old regex on names got wrong: a grounded Relace reward unclipped, a count clipped to 1
     assert column_bounds("reward_grounded_relace") == column_bounds("reward_grounded_relace_hybrid__accuracy") == (0, 1)
     assert column_bounds("wellformed_calls") == column_bounds("cb_gold_lines") == (0.0, float("inf"))

@@ -15,16 +15,26 @@ from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.policies.dialect import observations
 from fasbench.records import Gold, Shown, Task, ToolCall, ToolResult, Trace
-from fasbench.tools import (KINDS, TOOLSETS, answer_tool, calls_for, make_toolset, seen, shown, tool_kind, tool_names,
-                            toolset_of)
+from fasbench.tools import (
+    KINDS,
+    TOOLSETS,
+    answer_tool,
+    calls_for,
+    make_toolset,
+    seen,
+    shown,
+    tool_kind,
+    tool_names,
+    toolset_of,
+)
 from fasbench.tools.base import ToolLimits
 
 PKG = Path(__file__).resolve().parents[1] / "fasbench"
 
 FILES = {
     "pkg/__init__.py": "from .core import run\n",
-    "pkg/core.py": "import os\n\n\ndef run(x):\n    \"\"\"Run it.\"\"\"\n    return helper(x) + 1\n\n\ndef helper(x):\n"
-                   "    return x * 2\n",
+    "pkg/core.py": 'import os\n\n\ndef run(x):\n    """Run it."""\n    return helper(x) + 1\n\n\ndef helper(x):\n'
+    "    return x * 2\n",
     "pkg/util/text.py": "def helper_text(s):\n    return s.strip()\n",
     "README.md": "# demo\nrun things\n",
 }
@@ -86,8 +96,9 @@ def test_relace_view_file(root):
 
 
 def test_relace_view_after_the_output_cap_is_what_survived_the_cut(root):
-    s, res = run(root, "relace", "view_file", {"path": "big.txt", "view_range": [1, 300]},
-                 ToolLimits(max_output_chars=500))
+    s, res = run(
+        root, "relace", "view_file", {"path": "big.txt", "view_range": [1, 300]}, ToolLimits(max_output_chars=500)
+    )
     last = max(int(ln.split()[0]) for ln in res.output.splitlines() if ln[:1].isdigit())
     assert last < 300 and s == Shown(ranges={"big.txt": [[1, last]]})
 
@@ -106,23 +117,28 @@ def test_relace_grep_search(root):
     assert s == Shown()
 
 
-@pytest.mark.parametrize("command,want", [
-    ("find . -name '*.py' -type f", Shown(paths=["pkg/__init__.py", "pkg/core.py", "pkg/util/text.py"])),
-    ("rg --files -g '*.py' | grep -iE 'text' | sort", Shown(paths=["pkg/util/text.py"])),
-    ("ls pkg", Shown(paths=["pkg/__init__.py", "pkg/core.py", "pkg/util"])),
-    ("grep -rn 'def helper' pkg | sort", Shown(hits=[["pkg/core.py", 9], ["pkg/util/text.py", 1]])),
-    ("rg -n 'return' pkg/core.py", Shown(hits=[["pkg/core.py", 6], ["pkg/core.py", 10]])),
-    ("grep -n -A 1 'def run' pkg/core.py", Shown(ranges={"pkg/core.py": [[5, 5]]}, hits=[["pkg/core.py", 4]])),
-    ("grep -rn -B 1 'def helper' pkg", Shown(ranges={"pkg/core.py": [[8, 8]]},
-                                            hits=[["pkg/core.py", 9], ["pkg/util/text.py", 1]])),
-    ("grep -rl helper pkg | sort", Shown(paths=["pkg/core.py", "pkg/util/text.py"])),
-    ("cat pkg/util/text.py", Shown(ranges={"pkg/util/text.py": [[1, 2]]})),
-    ("cat -n pkg/core.py | head -3", Shown(ranges={"pkg/core.py": [[1, 3]]})),
-    ("head -n 4 big.txt", Shown(ranges={"big.txt": [[1, 4]]})),
-    ("sed -n '5,9p' big.txt", Shown(ranges={"big.txt": [[5, 9]]})),
-    ("wc -l big.txt", Shown()),  # a count shows no file content
-    ("cat README.md; find . -name '*.md'", Shown()),  # two commands' outputs cannot be told apart
-])
+@pytest.mark.parametrize(
+    "command,want",
+    [
+        ("find . -name '*.py' -type f", Shown(paths=["pkg/__init__.py", "pkg/core.py", "pkg/util/text.py"])),
+        ("rg --files -g '*.py' | grep -iE 'text' | sort", Shown(paths=["pkg/util/text.py"])),
+        ("ls pkg", Shown(paths=["pkg/__init__.py", "pkg/core.py", "pkg/util"])),
+        ("grep -rn 'def helper' pkg | sort", Shown(hits=[["pkg/core.py", 9], ["pkg/util/text.py", 1]])),
+        ("rg -n 'return' pkg/core.py", Shown(hits=[["pkg/core.py", 6], ["pkg/core.py", 10]])),
+        ("grep -n -A 1 'def run' pkg/core.py", Shown(ranges={"pkg/core.py": [[5, 5]]}, hits=[["pkg/core.py", 4]])),
+        (
+            "grep -rn -B 1 'def helper' pkg",
+            Shown(ranges={"pkg/core.py": [[8, 8]]}, hits=[["pkg/core.py", 9], ["pkg/util/text.py", 1]]),
+        ),
+        ("grep -rl helper pkg | sort", Shown(paths=["pkg/core.py", "pkg/util/text.py"])),
+        ("cat pkg/util/text.py", Shown(ranges={"pkg/util/text.py": [[1, 2]]})),
+        ("cat -n pkg/core.py | head -3", Shown(ranges={"pkg/core.py": [[1, 3]]})),
+        ("head -n 4 big.txt", Shown(ranges={"big.txt": [[1, 4]]})),
+        ("sed -n '5,9p' big.txt", Shown(ranges={"big.txt": [[5, 9]]})),
+        ("wc -l big.txt", Shown()),  # a count shows no file content
+        ("cat README.md; find . -name '*.md'", Shown()),  # two commands' outputs cannot be told apart
+    ],
+)
 def test_relace_bash_shows_what_its_commands_printed(root, command, want):
     s, _ = run(root, "relace", "bash", {"command": command})
     if "sort" not in command:  # find's, ls's and grep -r's own order: directory order
@@ -162,8 +178,9 @@ def test_fastcontext_released_grep_modes(root):
     assert s == Shown(paths=["pkg/core.py", "pkg/util/text.py"])
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "count", "path": "pkg/core.py"})
     assert s == Shown(paths=["pkg/core.py"])
-    s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "content", "-C": 1,
-                                             "path": "pkg/core.py"})
+    s, _ = run(
+        root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "content", "-C": 1, "path": "pkg/core.py"}
+    )
     assert s == Shown(ranges={"pkg/core.py": [[5, 5], [7, 8], [10, 10]]}, hits=[["pkg/core.py", 6], ["pkg/core.py", 9]])
     s, _ = run(root, "fastcontext", "Grep", {"pattern": "helper", "output_mode": "files_with_matches"})
     assert s == Shown(paths=["pkg/core.py", "pkg/util/text.py"])
@@ -204,9 +221,13 @@ def test_every_tool_has_a_kind_and_the_answer_tool_is_a_report(root):
 def test_call_builders_make_calls_of_their_kind_that_run(root, toolset):
     c = calls_for(toolset)
     ts = make_toolset(toolset, root)
-    for call, kind, field in [(c.search("a", "def helper"), "search", "hits"), (c.read("b", "pkg/core.py", 4, 6), "read", "ranges"),
-                              (c.list_dir("d", "pkg"), "list", "paths"), (c.find("e", "core.py"), None, "paths"),
-                              (c.find_any("f", ["text"]), None, "paths")]:
+    for call, kind, field in [
+        (c.search("a", "def helper"), "search", "hits"),
+        (c.read("b", "pkg/core.py", 4, 6), "read", "ranges"),
+        (c.list_dir("d", "pkg"), "list", "paths"),
+        (c.find("e", "core.py"), None, "paths"),
+        (c.find_any("f", ["text"]), None, "paths"),
+    ]:
         res = ts.execute(call)
         assert not res.is_error, res.output
         assert kind is None or tool_kind(toolset, call.name) == kind
@@ -220,7 +241,13 @@ def test_call_builders_make_calls_of_their_kind_that_run(root, toolset):
 def test_a_policy_reads_the_same_observations_as_recorded(root, toolset):
     """What a scripted policy reads from the chat (the tool set's parse of the tool messages) is what
     the tools recorded, call by call, over a real heuristic episode."""
-    task = Task(id="t", query="helper_text strips the text; `run` calls helper", repo="demo", gold=Gold(edited={}), root=str(root))
+    task = Task(
+        id="t",
+        query="helper_text strips the text; `run` calls helper",
+        repo="demo",
+        gold=Gold(edited={}),
+        root=str(root),
+    )
     tr: Trace = run_episode(task, make_policy("heuristic:turns=3"), toolset, Limits(max_turns=3))
     recorded = [(c.id, r.shown) for t in tr.turns for c, r in zip(t.calls, t.results)]
     assert recorded and all(s is not None for _, s in recorded)
@@ -231,8 +258,16 @@ def test_a_policy_reads_the_same_observations_as_recorded(root, toolset):
 
 # ---------------------------------------------------------------- the rules of issue #16 in the files obs owns
 
-OWNED = sorted([*PKG.glob("policies/*.py"), PKG / "studies" / "handoff.py", PKG / "studies" / "audit.py",
-                PKG / "stats" / "figures.py", PKG / "models.py", PKG / "bon" / "verify.py"])
+OWNED = sorted(
+    [
+        *PKG.glob("policies/*.py"),
+        PKG / "studies" / "handoff.py",
+        PKG / "studies" / "audit.py",
+        PKG / "stats" / "figures.py",
+        PKG / "models.py",
+        PKG / "bon" / "verify.py",
+    ]
+)
 
 
 def test_no_tool_name_outside_tools():
@@ -265,9 +300,11 @@ def test_function_local_imports_carry_a_reason():
 def test_rg_does_not_import_the_sandbox():
     """The layering that broke the rg <-> sandbox cycle: rg names the binary, sandbox runs processes
     (and imports rg), rgsearch runs searches through the sandbox."""
+
     def imports(mod):
         tree = ast.parse((PKG / "tools" / f"{mod}.py").read_text())
         return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
     assert "fasbench.tools.bash.pipeline" not in imports("rg")
     assert "fasbench.tools.rg" in imports("bash/pipeline") and "fasbench.tools.rgsearch" not in imports("bash/pipeline")
 
@@ -276,8 +313,13 @@ def test_rg_does_not_import_the_sandbox():
 def test_heuristic_given_the_recorded_turns_acts_as_from_the_chat(root, toolset):
     """The policy-side hook (``observes_turns``: the harness passes ``turns=``): given the recorded
     turns, the heuristic replies exactly as it did reading the tool messages."""
-    task = Task(id="t", query="helper_text strips the text; `run` calls helper", repo="demo", gold=Gold(edited={}),
-                root=str(root))
+    task = Task(
+        id="t",
+        query="helper_text strips the text; `run` calls helper",
+        repo="demo",
+        gold=Gold(edited={}),
+        root=str(root),
+    )
     pol = make_policy("heuristic:turns=4")
     assert pol.observes_turns
     tr = run_episode(task, pol, toolset, Limits(max_turns=4))
@@ -286,7 +328,10 @@ def test_heuristic_given_the_recorded_turns_acts_as_from_the_chat(root, toolset)
     for i, t in enumerate(tr.turns):
         before = msgs[: [k for k, m in enumerate(msgs) if m.get("role") == "assistant"][i]]
         reply = pol.act(before, schemas, final=False, turns=tr.turns[:i])
-        assert (reply.text, [(c.name, c.arguments) for c in reply.calls]) == (t.text, [(c.name, c.arguments) for c in t.calls])
+        assert (reply.text, [(c.name, c.arguments) for c in reply.calls]) == (
+            t.text,
+            [(c.name, c.arguments) for c in t.calls],
+        )
 
 
 def test_bash_rg_lists_in_path_order(tmp_path):

@@ -32,20 +32,36 @@ def _unescaped(page: str) -> list[str]:
 
 
 def _trace(policy: str, tid: str) -> Trace:
-    call = ToolCall(id=_hostile("callid"), name=_hostile("tool"), arguments={"path": _hostile("arg"),
-                                                                              _hostile("key"): 1})
+    call = ToolCall(
+        id=_hostile("callid"), name=_hostile("tool"), arguments={"path": _hostile("arg"), _hostile("key"): 1}
+    )
     res = ToolResult(call_id=call.id, output=_hostile("observation"), started_at=1.0, ended_at=2.0)
     bad = ToolCall(id="c2", name="view_file", arguments=_hostile("rawargs"))
-    turn = Turn(index=0, text=_hostile("assistant"), calls=[call, bad],
-                results=[res, ToolResult(call_id="c2", output=_hostile("out2"), is_error=True)],
-                model_started_at=0.0, model_ended_at=1.0, tools_started_at=1.0, tools_ended_at=2.0)
-    return Trace(task_id=_hostile("task"), policy=policy, toolset=_hostile("toolset"), turns=[turn],
-                 report=Report(files={_hostile("path"): [[1, 2]]}, explanation=_hostile("explanation")),
-                 stop_reason=_hostile("stop"), error=_hostile("error"), trace_id=tid, started_at=0.0, ended_at=2.0)
+    turn = Turn(
+        index=0,
+        text=_hostile("assistant"),
+        calls=[call, bad],
+        results=[res, ToolResult(call_id="c2", output=_hostile("out2"), is_error=True)],
+        model_started_at=0.0,
+        model_ended_at=1.0,
+        tools_started_at=1.0,
+        tools_ended_at=2.0,
+    )
+    return Trace(
+        task_id=_hostile("task"),
+        policy=policy,
+        toolset=_hostile("toolset"),
+        turns=[turn],
+        report=Report(files={_hostile("path"): [[1, 2]]}, explanation=_hostile("explanation")),
+        stop_reason=_hostile("stop"),
+        error=_hostile("error"),
+        trace_id=tid,
+        started_at=0.0,
+        ended_at=2.0,
+    )
 
 
-TASK = Task(id=_hostile("task"), query=_hostile("query"), repo="o/r",
-            gold=Gold(edited={_hostile("gold"): [[1, 2]]}))
+TASK = Task(id=_hostile("task"), query=_hostile("query"), repo="o/r", gold=Gold(edited={_hostile("gold"): [[1, 2]]}))
 
 
 def test_static_replay_escapes_every_field():
@@ -109,12 +125,34 @@ def test_each_single_field_alone_is_escaped_in_the_static_pages(field):
 
     call = ToolCall(id="c1", name="view_file", arguments={"path": "a.py"})
     turn = Turn(index=0, text="t", calls=[call], results=[ToolResult(call_id="c1", output="x")])
-    tr = Trace(task_id="task", policy="pol", toolset="relace", turns=[turn], report=Report(files={"a.py": [[1, 2]]}),
-               stop_reason="reported", trace_id="t")
+    tr = Trace(
+        task_id="task",
+        policy="pol",
+        toolset="relace",
+        turns=[turn],
+        report=Report(files={"a.py": [[1, 2]]}),
+        stop_reason="reported",
+        trace_id="t",
+    )
     tr = dataclasses_replace(tr, **{field: P})
-    pages = [str(replay_html(tr)), str(browser_html([{"task_id": tr.task_id, "policy": tr.policy, "reward": 0.5,
-                                                       "turns": 1, "calls": 1, "wall_s": 1.0,
-                                                       "stop_reason": tr.stop_reason}]))]
+    pages = [
+        str(replay_html(tr)),
+        str(
+            browser_html(
+                [
+                    {
+                        "task_id": tr.task_id,
+                        "policy": tr.policy,
+                        "reward": 0.5,
+                        "turns": 1,
+                        "calls": 1,
+                        "wall_s": 1.0,
+                        "stop_reason": tr.stop_reason,
+                    }
+                ]
+            )
+        ),
+    ]
     for page in pages:
         assert "<script>" not in page
     assert any(re.search(r"&lt;script&gt;", page) for page in pages) or field in ("toolset", "trace_id")
@@ -141,9 +179,15 @@ def test_findings_in_the_report_page_open_no_tag_and_no_javascript_link():
 
     f = Findings("T").add(f"policy [x](javascript:alert(1)) or [y][1] {IMG}").text("[1]: javascript:alert(5)")
     f.table(["run", "F2"], [[f"- [2]: javascript:alert(6) {IMG}", "0.5 [0.4, 0.6]"]])
-    cell = nbformat.v4.new_code_cell("f", outputs=[nbformat.v4.new_output(
-        "execute_result", data={"text/markdown": f._repr_markdown_(), "text/plain": "f"}, execution_count=1)])
+    cell = nbformat.v4.new_code_cell(
+        "f",
+        outputs=[
+            nbformat.v4.new_output(
+                "execute_result", data={"text/markdown": f._repr_markdown_(), "text/plain": "f"}, execution_count=1
+            )
+        ],
+    )
     md = nbformat.v4.new_markdown_cell(f._repr_markdown_())
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.v4.new_notebook(cells=[cell, md]))
     assert "javascript:alert" in body  # the text is shown ...
-    assert 'href="javascript' not in body and "onerror=\"" not in body and "<img src=x" not in body  # ... inert
+    assert 'href="javascript' not in body and 'onerror="' not in body and "<img src=x" not in body  # ... inert

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from servers import scripted_server
+from tools_fixture import make_repo
 
 import fasbench.chat_families as families
 import fasbench.policies.hf as hf_module
@@ -20,12 +22,12 @@ from fasbench.policies.hf import HFPolicy
 from fasbench.policies.openai_compat import OpenAIPolicy
 from fasbench.records import Gold, Task, ToolCall
 from fasbench.tools import make_toolset
-from servers import scripted_server
-from tools_fixture import make_repo
 
-WANT = [("view_file", {"path": "src/pkg/auth.py", "view_range": [1, 9]}),
-        ("grep_search", {"query": "def Login", "case_sensitive": True, "exclude_pattern": None, "include_pattern": None}),
-        ("view_directory", {"path": "src", "include_hidden": False})]
+WANT = [
+    ("view_file", {"path": "src/pkg/auth.py", "view_range": [1, 9]}),
+    ("grep_search", {"query": "def Login", "case_sensitive": True, "exclude_pattern": None, "include_pattern": None}),
+    ("view_directory", {"path": "src", "include_hidden": False}),
+]
 
 
 def _trl_template(name: str) -> str:
@@ -37,16 +39,34 @@ def _trl_template(name: str) -> str:
 def _hermes(template: str) -> str:
     """The assistant turn of WANT as ``template`` renders it (the text a model trained on it writes)."""
     _, tok = _tiny()
-    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [
-        {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": a}} for i, (n, a) in enumerate(WANT)]}]
+    msgs = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                for i, (n, a) in enumerate(WANT)
+            ],
+        },
+    ]
     prompt = tok.apply_chat_template(msgs[:1], tokenize=False, add_generation_prompt=True, chat_template=template)
     full = tok.apply_chat_template(msgs, tokenize=False, chat_template=template)
-    return full[len(prompt):].replace("<|im_end|>", "").strip()
+    return full[len(prompt) :].replace("<|im_end|>", "").strip()
 
 
 def _xml(one_block: bool) -> str:
-    funcs = ["<function=%s>\n%s</function>" % (n, "".join(f"<parameter={k}>\n{json.dumps(v) if not isinstance(v, str) else v}\n"
-                                                            "</parameter>\n" for k, v in a.items())) for n, a in WANT]
+    funcs = [
+        "<function=%s>\n%s</function>"
+        % (
+            n,
+            "".join(
+                f"<parameter={k}>\n{json.dumps(v) if not isinstance(v, str) else v}\n</parameter>\n"
+                for k, v in a.items()
+            ),
+        )
+        for n, a in WANT
+    ]
     if one_block:
         return "<tool_call>\n" + "\n".join(funcs) + "\n</tool_call>"
     return "\n".join(f"<tool_call>\n{f}\n</tool_call>" for f in funcs)
@@ -60,7 +80,9 @@ EMITTED = {
     "qwen3-coder xml, one block": lambda: _xml(True),
     "qwen3-coder xml, a block per call": lambda: _xml(False),
     "llama3.x json, ';'-separated": lambda: "; ".join(json.dumps({"name": n, "parameters": a}) for n, a in WANT),
-    "text fallback: fenced json list": lambda: "```json\n" + json.dumps([{"name": n, "arguments": a} for n, a in WANT]) + "\n```",
+    "text fallback: fenced json list": lambda: (
+        "```json\n" + json.dumps([{"name": n, "arguments": a} for n, a in WANT]) + "\n```"
+    ),
     "text fallback: bare json list": lambda: json.dumps([{"name": n, "arguments": a} for n, a in WANT]),
 }
 
@@ -91,16 +113,21 @@ def break_calls(kind: str, calls: list, merge) -> list:
 
 
 def _merge_tool_calls(a: ToolCall, b: ToolCall) -> ToolCall:
-    both = {**a.arguments, **b.arguments} if isinstance(a.arguments, dict) and isinstance(b.arguments, dict) \
+    both = (
+        {**a.arguments, **b.arguments}
+        if isinstance(a.arguments, dict) and isinstance(b.arguments, dict)
         else f"{a.arguments}{b.arguments}"
+    )
     return ToolCall(a.id, a.name, both)
 
 
 def broken_parser(kind: str):
     """``models.parse_tool_calls`` broken the ``kind`` way (see :func:`break_calls`)."""
+
     def parse(text, tools=None, id_prefix="call", keep_malformed=False):
         rest, calls, errors = parse_tool_calls(text, tools, id_prefix, keep_malformed)
         return rest, break_calls(kind, calls, _merge_tool_calls), errors
+
     return parse
 
 
@@ -111,7 +138,9 @@ BROKEN = {k: broken_parser(k) for k in ("drops", "merges", "reorders")}
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
     root = make_repo(tmp_path_factory.mktemp("parallel"))
-    return Task(id="t", query="where is Login?", repo="local", root=str(root), gold=Gold(edited={"src/pkg/auth.py": [[4, 6]]}))
+    return Task(
+        id="t", query="where is Login?", repo="local", root=str(root), gold=Gold(edited={"src/pkg/auth.py": [[4, 6]]})
+    )
 
 
 @pytest.mark.parametrize("family", list(EMITTED))
@@ -167,13 +196,21 @@ def test_openai_compatible_server_calls_all_run_in_order(task, fmt, monkeypatch,
     for bad in BROKEN.values():  # the content's calls through a broken parser: dropped, merged, reordered
         monkeypatch.setattr(oc, "parse_tool_calls", bad)
         with scripted_server("--delay-s", "0", "--turns", "2", "--tool-format", fmt) as url:
-            tr = run_episode(task, OpenAIPolicy(model="scripted", base_url=url, retries=0), "relace", Limits(max_turns=2))
+            tr = run_episode(
+                task, OpenAIPolicy(model="scripted", base_url=url, retries=0), "relace", Limits(max_turns=2)
+            )
         with pytest.raises(AssertionError, match="not the emitted ones"):
             check_turn(tr.turns[0], want)
 
 
-@pytest.mark.parametrize("template,family", [("qwen2_5_training", "hermes_json"), ("qwen3_training", "hermes_json"),
-                                             ("qwen3_instruct_2507_training", "hermes_json")])
+@pytest.mark.parametrize(
+    "template,family",
+    [
+        ("qwen2_5_training", "hermes_json"),
+        ("qwen3_training", "hermes_json"),
+        ("qwen3_instruct_2507_training", "hermes_json"),
+    ],
+)
 @pytest.mark.parametrize("path", ["sft", "grpo"])
 def test_sft_and_grpo_keep_parallel_calls_of_qwen_templates(template, family, path):
     from fasbench.rl.train import prepare_tokenizer
@@ -193,7 +230,9 @@ def test_llama3_templates_refuse_in_one_line_naming_the_family(template, path):
     with pytest.raises(ValueError) as e:
         check_parallel(tok, path)
     msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"{path}: the llama3_json chat template cannot keep 3 parallel tool calls")
+    assert "\n" not in msg and msg.startswith(
+        f"{path}: the llama3_json chat template cannot keep 3 parallel tool calls"
+    )
 
 
 def test_llama3_trl_parser_fails_on_two_calls_so_grpo_refuses():
@@ -219,10 +258,20 @@ def test_smollm2_own_template_is_swapped_and_an_unknown_one_refuses_grpo_in_one_
     from fasbench.rl.train import make_trainer, prepare_tokenizer
 
     model, tok = _tiny()
-    chatml = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-              "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
-    for name, template in (("smollm2", chatml), ("custom", chatml.replace("message['content']", "message['content'] + "
-                                                 "((message.tool_calls | tojson) if message.tool_calls else '')"))):
+    chatml = (
+        "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+        "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    )
+    for name, template in (
+        ("smollm2", chatml),
+        (
+            "custom",
+            chatml.replace(
+                "message['content']",
+                "message['content'] + ((message.tool_calls | tojson) if message.tool_calls else '')",
+            ),
+        ),
+    ):
         ckpt = tmp_path / name
         model.save_pretrained(ckpt)
         t2 = copy.deepcopy(tok)
@@ -234,13 +283,19 @@ def test_smollm2_own_template_is_swapped_and_an_unknown_one_refuses_grpo_in_one_
     with pytest.raises(ValueError) as e:
         make_trainer(RLConfig(model=str(tmp_path / "custom"), output_dir=str(tmp_path / "out")), tasks=[])
     assert "\n" not in str(e.value) and str(e.value).startswith(
-        "grpo: TRL's tool loop has no tool-call parser for the chatml_no_tools chat template")
+        "grpo: TRL's tool loop has no tool-call parser for the chatml_no_tools chat template"
+    )
 
 
 @pytest.mark.parametrize("path", ["sft", "grpo"])
-@pytest.mark.parametrize("broken,got", [("drops", "1 read back \\(view_file\\)"),
-                                        ("merges", "2 read back \\(view_file, view_directory\\)"),
-                                        ("reorders", "3 read back \\(grep_search, view_file, view_directory\\)")])
+@pytest.mark.parametrize(
+    "broken,got",
+    [
+        ("drops", "1 read back \\(view_file\\)"),
+        ("merges", "2 read back \\(view_file, view_directory\\)"),
+        ("reorders", "3 read back \\(grep_search, view_file, view_directory\\)"),
+    ],
+)
 def test_check_parallel_catches_a_parser_that_drops_merges_or_reorders_calls(monkeypatch, path, broken, got):
     """SFT: the rendered turn read back by a broken ``parse_tool_calls``; GRPO: by TRL's ``parse_response``
     broken the same way (its calls are dicts ``{"type", "function": {"name", "arguments"}}``)."""
@@ -264,6 +319,7 @@ def test_check_parallel_catches_a_parser_that_drops_merges_or_reorders_calls(mon
             msg = dict(real(ids, prefix=prefix))
             msg["tool_calls"] = break_calls(broken, list(msg.get("tool_calls") or []), merge)
             return msg
+
         tok.parse_response = parse_response
     with pytest.raises(ValueError, match=f"^{path}: .*{got}, 3 written"):
         check_parallel(tok, path)

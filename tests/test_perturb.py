@@ -34,7 +34,9 @@ def toy(tmp_path, monkeypatch):
 
 
 def _perturb(tasks_file: Path, out: Path, spec: str = SPEC, check: bool = True):
-    args = ["data", "perturb", "--tasks", str(tasks_file), "--spec", spec, "--out", str(out)] + (["--check"] if check else [])
+    args = ["data", "perturb", "--tasks", str(tasks_file), "--spec", spec, "--out", str(out)] + (
+        ["--check"] if check else []
+    )
     return CliRunner().invoke(app, args)
 
 
@@ -81,8 +83,9 @@ def test_task_text_follows_a_renamed_gold_path(toy):
     t = tasks[2]  # the redirect loop: its traceback names requests/sessions.py
     assert "requests/sessions.py" in t.query
     write_tasks(tmp / "one.jsonl", [t])
-    r = _perturb(tmp / "one.jsonl", tmp / "p.jsonl", spec="perturb:seed=0,modules=1,dirs=0,private=0,reorder=0",
-                 check=False)
+    r = _perturb(
+        tmp / "one.jsonl", tmp / "p.jsonl", spec="perturb:seed=0,modules=1,dirs=0,private=0,reorder=0", check=False
+    )
     assert r.exit_code == 0, r.output
     p = read_tasks(tmp / "p.jsonl")[0]
     rec = json.loads(Path(p.meta["perturb"]["record"]).read_text())
@@ -123,24 +126,46 @@ def test_same_spec_rebuilds_the_same_tree_and_source_is_untouched(toy, tmp_path,
     assert c.exit_code == 0 and other != ra  # another seed, another perturbation
 
 
-@pytest.mark.parametrize("spec, needle", [("shuffle:seed=1", "must start with 'perturb'"),
-                                           ("perturb:seed=x", "not a valid int"),
-                                           ("perturb:colour=2", "colour"),
-                                           ("perturb:modules=-1", ">= 0")])
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        ("shuffle:seed=1", "must start with 'perturb'"),
+        ("perturb:seed=x", "not a valid int"),
+        ("perturb:colour=2", "colour"),
+        ("perturb:modules=-1", ">= 0"),
+    ],
+)
 def test_bad_spec_is_one_line(toy, spec, needle):
     tmp, tasks_file, _ = toy
     r = _perturb(tasks_file, tmp / "x.jsonl", spec=spec, check=False)
     assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(tasks_file), "--policy", "bm25", "--perturb", spec,
-                                 "--out", str(tmp / "run")])
+    r = CliRunner().invoke(
+        app, ["eval", "--tasks", str(tasks_file), "--policy", "bm25", "--perturb", spec, "--out", str(tmp / "run")]
+    )
     assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
 
 
 @pytest.mark.slow
 def test_eval_perturb_runs_on_the_perturbed_corpus(toy):
     tmp, tasks_file, tasks = toy
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(tasks_file), "--policy", "bm25", "--perturb", SPEC,
-                                 "--limit", "2", "--workers", "1", "--out", str(tmp / "run")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(tasks_file),
+            "--policy",
+            "bm25",
+            "--perturb",
+            SPEC,
+            "--limit",
+            "2",
+            "--workers",
+            "1",
+            "--out",
+            str(tmp / "run"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     run = json.loads((tmp / "run" / "run.json").read_text())
     assert SPEC in json.dumps(run)  # the run says it ran perturbed
@@ -166,10 +191,10 @@ def test_package_rename_rewrites_imports_and_tests_still_collect(tmp_path, monke
         "pkg/sub/__init__.py": "from .mod import area\n",
         "pkg/sub/mod.py": "def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n",
         "pkg/user.py": "from pkg.sub.mod import area\nfrom .sub import mod\nimport pkg.sub.mod\n\n\n"
-                       "def room(w, h):\n    return area(w, h) + mod.perimeter(w, h) + pkg.sub.mod.area(1, 1)\n",
+        "def room(w, h):\n    return area(w, h) + mod.perimeter(w, h) + pkg.sub.mod.area(1, 1)\n",
         "tests/test_user.py": "from pkg.user import room\nfrom pkg.sub.mod import perimeter\n\n\n"
-                              "def test_room():\n    assert room(2, 3) == 17\n\n\ndef test_perimeter():\n"
-                              "    assert perimeter(1, 1) == 4\n",
+        "def test_room():\n    assert room(2, 3) == 17\n\n\ndef test_perimeter():\n"
+        "    assert perimeter(1, 1) == 4\n",
     }
     for p, text in files.items():
         (root / p).parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +211,12 @@ def test_package_rename_rewrites_imports_and_tests_still_collect(tmp_path, monke
     assert v["tests_original"] == v["tests_perturbed"] == 2, v
     import subprocess
     import sys
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=new,
-                         capture_output=True, text=True, timeout=300)
+
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=new,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0 and "2 passed" in run.stdout, run.stdout + run.stderr

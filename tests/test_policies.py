@@ -7,11 +7,11 @@ import shutil
 import pytest
 
 from fasbench.harness import Limits, run_episode
-from fasbench.stats.metrics import file_prf
 from fasbench.policies import make_policy, parse_spec
 from fasbench.policies.heuristic import HeuristicPolicy, extract_terms
 from fasbench.policies.rag import RagPolicy, chunk_python, load_chunks
 from fasbench.policies.toy import make_corpus, package_source, toy_tasks
+from fasbench.stats.metrics import file_prf
 from fasbench.tools import TOOLSETS
 
 
@@ -62,8 +62,10 @@ def test_heuristic_is_stochastic_with_temperature(toy):
 
 
 def test_extract_terms_from_traceback_and_prose():
-    q = ("TooManyRedirects raised\n  File \"/x/requests/sessions.py\", line 3, in resolve_redirects\n"
-         "requests.exceptions.TooManyRedirects: Exceeded 30 redirects.\nSee django.utils.text.slugify()")
+    q = (
+        'TooManyRedirects raised\n  File "/x/requests/sessions.py", line 3, in resolve_redirects\n'
+        "requests.exceptions.TooManyRedirects: Exceeded 30 redirects.\nSee django.utils.text.slugify()"
+    )
     terms = {(t.text, t.kind) for t in extract_terms(q)}
     assert ("resolve_redirects", "ident") in terms
     assert ("sessions.py", "file") in terms
@@ -116,8 +118,13 @@ def test_dense_on_a_small_corpus(tmp_path):
 def toy_tasks_like(root):
     from fasbench.records import Gold, Task
 
-    return Task(id="mini-digest", query="HTTP digest authentication: the nonce count and qop handling in the "
-                "digest header are wrong", repo="psf/requests", root=str(root), gold=Gold({"requests/auth.py": []}))
+    return Task(
+        id="mini-digest",
+        query="HTTP digest authentication: the nonce count and qop handling in the digest header are wrong",
+        repo="psf/requests",
+        root=str(root),
+        gold=Gold({"requests/auth.py": []}),
+    )
 
 
 def test_make_policy_errors():
@@ -158,8 +165,13 @@ def test_the_registry_names_every_family_with_a_policy_class():
         assert issubclass(cls, Policy) and cls.backend in ("thread", "serial", "process"), name
         assert parse_spec(fam.example)[0] == name
     assert {n: policy_class(n).backend for n in POLICIES} == {
-        "heuristic": "thread", "sequential": "thread", "bm25": "thread", "dense": "thread", "openai": "thread",
-        "hf": "serial"}
+        "heuristic": "thread",
+        "sequential": "thread",
+        "bm25": "thread",
+        "dense": "thread",
+        "openai": "thread",
+        "hf": "serial",
+    }
     assert make_policy("bm25:k=2").method == "bm25" and make_policy("sequential:per_turn=2").per_turn == 2
     with pytest.raises(ValueError, match="unknown policy 'nope'; choose one of heuristic, sequential"):
         make_policy("nope:k=1")
@@ -197,8 +209,10 @@ def test_importing_the_registry_does_not_import_the_policies():
     import subprocess
     import sys
 
-    code = ("import sys, fasbench.policies as p; assert p.POLICIES; "
-            "print(sorted(m for m in sys.modules if m.startswith('fasbench.') and m not in "
-            "('fasbench.policies', 'fasbench.base', 'fasbench.base.specs')))")
+    code = (
+        "import sys, fasbench.policies as p; assert p.POLICIES; "
+        "print(sorted(m for m in sys.modules if m.startswith('fasbench.') and m not in "
+        "('fasbench.policies', 'fasbench.base', 'fasbench.base.specs')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip() == "[]", out.stdout

@@ -12,12 +12,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from servers import free_port, server, wait_http
 
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import make_policy
 from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
-from servers import free_port, server, wait_http
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +36,13 @@ def test_transformers_serve_round_trip(toy, tmp_path):
     port = free_port()
     exe = Path(sys.executable).parent / "transformers"
     log = tmp_path / "serve.log"
-    with server([str(exe), "serve", "--port", str(port), "--device", "cpu", model], log,
-                {**os.environ, "HF_HUB_OFFLINE": "1"}) as proc:
+    with server(
+        [str(exe), "serve", "--port", str(port), "--device", "cpu", model], log, {**os.environ, "HF_HUB_OFFLINE": "1"}
+    ) as proc:
         wait_http(f"http://localhost:{port}/health", proc, 240, log)
-        pol = make_policy(f"openai:model={model},base_url=http://localhost:{port}/v1,max_tokens=16,timeout_s=120,retries=1")
+        pol = make_policy(
+            f"openai:model={model},base_url=http://localhost:{port}/v1,max_tokens=16,timeout_s=120,retries=1"
+        )
         tr = run_episode(toy[0], pol, "relace", Limits(max_turns=1))
         assert tr.error is None, tr.error + log.read_text()[-2000:]
         t = tr.turns[0]
@@ -48,7 +51,7 @@ def test_transformers_serve_round_trip(toy, tmp_path):
         assert t.model_time > 0
 
 
-SERVER = textwrap.dedent('''
+SERVER = textwrap.dedent("""
     import json, sys, time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     state = {"n": 0}
@@ -78,7 +81,7 @@ SERVER = textwrap.dedent('''
     srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
     print("ready", flush=True)
     srv.serve_forever()
-''')
+""")
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +111,7 @@ def test_parallel_tool_calls_retries_and_errors(toy, http_server):
         OpenAIPolicy(model="bad", base_url=http_server, retries=3, backoff_s=0.01).act([], [], final=False)
     with pytest.raises(EndpointError, match="giving up after 2 attempts"):
         OpenAIPolicy(model="slow", base_url=http_server, timeout_s=0.3, retries=1, backoff_s=0.01).act(
-            [{"role": "user", "content": "x"}], [{"type": "function", "function": {"name": "f"}}], final=False)
+            [{"role": "user", "content": "x"}], [{"type": "function", "function": {"name": "f"}}], final=False
+        )
     with pytest.raises(ValueError, match="model=NAME"):
         make_policy("openai")

@@ -11,17 +11,17 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from fasbench.evaluation import runs as R
 from fasbench.cli import app
+from fasbench.evaluation import runs as R
 from fasbench.evaluation.episodes import episode_row
 from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.policies.toy import make_corpus, toy_tasks
-from fasbench.scoring.process import PROCESS_COLUMNS, process_row
 from fasbench.records import Gold, Reply, Task
 from fasbench.replay import example_run
 from fasbench.replay.overlay import file_overlay, overlay_totals
+from fasbench.scoring.process import PROCESS_COLUMNS, process_row
 from fasbench.tools import calls_for
 
 
@@ -38,8 +38,10 @@ def _episode(tmp_path):
     script = [
         # turn 1: a.py 1-10 (10 new), the same call again (nothing new, a duplicate), a listing (no line);
         # the text holds a call block the parser never saw (a lost call)
-        Reply(text='<tool_call>{"name": "view_file", "arguments": ', calls=[
-            c.read("c1", "a.py", 1, 10), c.read("c2", "a.py", 1, 10), c.list_dir("c3", ".")]),
+        Reply(
+            text='<tool_call>{"name": "view_file", "arguments": ',
+            calls=[c.read("c1", "a.py", 1, 10), c.read("c2", "a.py", 1, 10), c.list_dir("c3", ".")],
+        ),
         # turn 2: a.py 5-15 (5 new of 11), a file that does not exist (an error: nothing)
         Reply(calls=[c.read("c4", "a.py", 5, 15), c.read("c5", "missing.py", 1, 5)]),
         # turn 3: the report: a.py 1-12 (shown) and 25-28 (never shown), b.py 1-3 (never shown), an invented file
@@ -104,8 +106,15 @@ def repeated(tmp_path_factory):
     mp.setenv("FASBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
     tasks = toy_tasks(make_corpus(base / "toy"))
     for s in (1, 2, 3):
-        run_eval(tasks, f"heuristic:temperature=1.0,seed={s}", "relace", base / "all" / f"h{s}", workers=1,
-                 progress=False, task_source="toy")
+        run_eval(
+            tasks,
+            f"heuristic:temperature=1.0,seed={s}",
+            "relace",
+            base / "all" / f"h{s}",
+            workers=1,
+            progress=False,
+            task_source="toy",
+        )
     run_eval(tasks, "heuristic:turns=2", "relace", base / "all" / "other", workers=1, progress=False, task_source="toy")
     yield base / "all"
     mp.undo()
@@ -125,7 +134,9 @@ def test_pass_hat_k_and_flip_rate_of_repeated_runs(repeated):
     for k in (1, 2, 3):
         assert r[f"pass^{k}"] == pytest.approx(sum(math.comb(x, k) for x in c) / math.comb(3, k) / len(c))
     assert r["flip_rate"] == pytest.approx(sum(x * (3 - x) / 3 for x in c) / len(c))
-    assert R.pass_hat_k([1, 0, 2, 3, 3], 3, 2) == pytest.approx(7 / 15) and R.flip_rate([1, 0, 2, 3, 3], 3) == pytest.approx(4 / 15)
+    assert R.pass_hat_k([1, 0, 2, 3, 3], 3, 2) == pytest.approx(7 / 15) and R.flip_rate(
+        [1, 0, 2, 3, 3], 3
+    ) == pytest.approx(4 / 15)
     assert "no policy was run more than once" in R.noise_text(R.noise_table([repeated / "other"]))
 
 
@@ -133,7 +144,7 @@ def test_pass_hat_k_and_flip_rate_of_repeated_runs(repeated):
 def test_compare_prints_a_noise_floor_from_repeated_runs(repeated):
     m = "calls_nothing_new_share"
     means = [float(R.load_summary(repeated / f"h{s}")[m].mean()) for s in (1, 2, 3)]
-    floor = max(abs(a - b) for i, a in enumerate(means) for b in means[i + 1:])
+    floor = max(abs(a - b) for i, a in enumerate(means) for b in means[i + 1 :])
     cmp = R.compare_runs([repeated / "other", repeated / "h1"], [m, "file_f2"])
     row = cmp.filter(pl.col("metric") == m).row(0, named=True)
     assert row["noise_floor"] == pytest.approx(floor) and row["noise_pairs"] == 3
@@ -152,7 +163,14 @@ def test_swe_explore_context_efficiency_by_hand(tmp_path):
     from dataclasses import replace
 
     task, tr = _episode(tmp_path)
-    gold = replace(task.gold, explore={"core_files": ["a.py"], "core_regions": [["a.py", 1, 5]],
-                                       "optional_files": ["a.py"], "optional_regions": [["a.py", 26, 30]]})
+    gold = replace(
+        task.gold,
+        explore={
+            "core_files": ["a.py"],
+            "core_regions": [["a.py", 1, 5]],
+            "optional_files": ["a.py"],
+            "optional_regions": [["a.py", 26, 30]],
+        },
+    )
     # predicted: a.py 1-12 and 25-28, b.py 1-3, ghost.py 1-5 = 24 lines; useful: a.py 1-5 and 26-28 = 8
     assert process_row(tr, replace(task, gold=gold))["explore_context_efficiency"] == pytest.approx(8 / 24)

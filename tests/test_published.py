@@ -49,20 +49,37 @@ def fn(ts, name) -> dict:
 
 # ---------------------------------------------------------------- Relace
 
+
 def test_relace_schemas_as_documented(relace):
     schemas = relace.schemas
     assert [s["type"] for s in schemas] == ["function"] * 5
-    assert [s["function"]["name"] for s in schemas] == ["view_file", "view_directory", "grep_search", "bash", "report_back"]
+    assert [s["function"]["name"] for s in schemas] == [
+        "view_file",
+        "view_directory",
+        "grep_search",
+        "bash",
+        "report_back",
+    ]
     assert all(s["function"]["strict"] is True for s in schemas)
     assert all(s["function"]["parameters"]["additionalProperties"] is False for s in schemas)
     req = {s["function"]["name"]: s["function"]["parameters"]["required"] for s in schemas}
-    assert req == {"view_file": ["path", "view_range"], "view_directory": ["path", "include_hidden"],
-                   "grep_search": ["query", "case_sensitive", "exclude_pattern", "include_pattern"],
-                   "bash": ["command"], "report_back": ["explanation", "files"]}
+    assert req == {
+        "view_file": ["path", "view_range"],
+        "view_directory": ["path", "include_hidden"],
+        "grep_search": ["query", "case_sensitive", "exclude_pattern", "include_pattern"],
+        "bash": ["command"],
+        "report_back": ["explanation", "files"],
+    }
     vf = fn(relace, "view_file")["parameters"]["properties"]
-    assert vf["view_range"] == {"type": "array", "items": {"type": "integer"}, "default": [1, 100],
-                                "description": vf["view_range"]["description"]}
-    assert "`[start_line, -1]` shows all lines from `start_line` to the end of the file" in vf["view_range"]["description"]
+    assert vf["view_range"] == {
+        "type": "array",
+        "items": {"type": "integer"},
+        "default": [1, 100],
+        "description": vf["view_range"]["description"],
+    }
+    assert (
+        "`[start_line, -1]` shows all lines from `start_line` to the end of the file" in vf["view_range"]["description"]
+    )
     assert fn(relace, "view_directory")["parameters"]["properties"]["include_hidden"]["default"] is False
     gs = fn(relace, "grep_search")
     assert gs["parameters"]["properties"]["case_sensitive"]["default"] is True
@@ -70,8 +87,12 @@ def test_relace_schemas_as_documented(relace):
     assert "capped at 50 matches" in gs["description"]
     assert "Output is limited to the first 250 items" in fn(relace, "view_directory")["description"]
     files = fn(relace, "report_back")["parameters"]["properties"]["files"]
-    assert files["additionalProperties"]["items"] == {"type": "array", "minItems": 2, "maxItems": 2,
-                                                      "prefixItems": [{"type": "integer"}, {"type": "integer"}]}
+    assert files["additionalProperties"]["items"] == {
+        "type": "array",
+        "minItems": 2,
+        "maxItems": 2,
+        "prefixItems": [{"type": "integer"}, {"type": "integer"}],
+    }
     assert fn(relace, "bash")["description"].startswith("Tool for executing bash commands.")
     assert sha([s["function"] for s in schemas]) == "c914e6b0a4ec2cd9"
 
@@ -83,7 +104,9 @@ def test_relace_prompts_as_documented(relace):
     assert "You are suggested to explain your reasoning for the tools you choose to call before calling them." in sp
     assert sha(sp) == "c635667bff6dc17b"
     up = relace.user_prompt("Where is X?")
-    assert up.startswith("I have uploaded a code repository in the /repo directory.\n\nNow consider the following user query:")
+    assert up.startswith(
+        "I have uploaded a code repository in the /repo directory.\n\nNow consider the following user query:"
+    )
     assert "<user_query>\nWhere is X?\n</user_query>\n\nYou need to resolve the <user_query>." in up
     assert "excluding the base `/repo/`" in up and up.endswith("</use_parallel_tool_calls>")
     assert sha(up.replace("/repo", "{{repo_root}}", 1).replace("Where is X?", "{{prompt}}")) == "f64f6ba734ab8169"
@@ -99,12 +122,14 @@ def test_relace_outputs_and_limits(tmp_path):
     assert ts.call("view_file", {"path": "f.py", "view_range": [129, -1]})[0] == "129   x129\n130   x130"
     listing = ts.call("view_directory", {"path": "/repo/", "include_hidden": False})[0].splitlines()
     assert len([ln for ln in listing if not ln.startswith("[")]) == 250
-    hits = ts.call("grep_search", {"query": "hit", "case_sensitive": True, "exclude_pattern": None,
-                                   "include_pattern": "*.txt"})[0].splitlines()
+    hits = ts.call(
+        "grep_search", {"query": "hit", "case_sensitive": True, "exclude_pattern": None, "include_pattern": "*.txt"}
+    )[0].splitlines()
     assert len([h for h in hits if h.endswith(":1:hit")]) == 50
 
 
 # ---------------------------------------------------------------- FastContext
+
 
 def test_fastcontext_schemas_as_released(fc):
     """Microsoft's release @5fb8c1d (the tool package training/fastcontext-rl imports): read.md,
@@ -115,18 +140,36 @@ def test_fastcontext_schemas_as_released(fc):
     read, glob, grep = (fn(fc, n)["parameters"] for n in ("Read", "Glob", "Grep"))
     assert "additionalProperties" not in read and read["required"] == ["path"]
     assert set(read["properties"]) == {"path", "offset", "limit"}
-    assert "Negative values count backwards from the end (e.g. -1 is the last line)" in read["properties"]["offset"]["description"]
+    assert (
+        "Negative values count backwards from the end (e.g. -1 is the last line)"
+        in read["properties"]["offset"]["description"]
+    )
     assert glob["required"] == ["pattern"] and set(glob["properties"]) == {"directory", "pattern"}
     assert grep["required"] == ["pattern"]
-    assert list(grep["properties"]) == ["pattern", "path", "glob", "output_mode", "-B", "-A", "-C", "-n", "-i",
-                                        "type", "head_limit", "multiline"]
+    assert list(grep["properties"]) == [
+        "pattern",
+        "path",
+        "glob",
+        "output_mode",
+        "-B",
+        "-A",
+        "-C",
+        "-n",
+        "-i",
+        "type",
+        "head_limit",
+        "multiline",
+    ]
     assert grep["properties"]["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
     assert 'Defaults to "files_with_matches"' in grep["properties"]["output_mode"]["description"]  # as released
     assert "When unspecified, shows all results from ripgrep." in grep["properties"]["head_limit"]["description"]
     assert all(grep["properties"][k]["type"] == "number" for k in ("-A", "-B", "-C"))
     assert (sha(read), sha(glob), sha(grep)) == ("1d46a4f160560eef", "e4106f537c82ee85", "7de4b565c394bfd8")
     assert [sha(fn(fc, n)["description"]) for n in ("Read", "Glob", "Grep")] == [
-        "c3a63b977c74c5f8", "f98b94af9212df7c", "7af6ab2cffade45c"]
+        "c3a63b977c74c5f8",
+        "f98b94af9212df7c",
+        "7af6ab2cffade45c",
+    ]
     assert "truncated to 500 characters" in fn(fc, "Read")["description"]  # read.md; read.py cuts at 2000
     assert "use the Agent tool instead" in fn(fc, "Glob")["description"]  # glob.md, verbatim
     assert '(e.g., ".js", "**/.tsx")' in fn(fc, "Grep")["description"]  # grep.md's malformed examples
@@ -146,14 +189,17 @@ def test_fastcontext_prompts_as_released(fc):
 
     assert sha(SYSTEM_PROMPT_TEMPLATE) == "84cf64ae4deadb2f"
     sp = fc.system_prompt(max_turns=24, max_calls=12)
-    assert sp.startswith("You are a codebase exploration specialist focused exclusively on searching and analyzing existing code.")
+    assert sp.startswith(
+        "You are a codebase exploration specialist focused exclusively on searching and analyzing existing code."
+    )
     assert "followed by a `<final_answer>` tag containing the relevant file paths and line ranges." in sp
     assert "OS Version: Linux\n\nShell: bash\n\nWorkspace Path: /repo\n" in sp
     assert "The directory listing of the workspace is:\n```\nsetup.py\nsrc\n```" in sp  # `ls`: no hidden names
     assert "${" not in sp
     assert fc.user_prompt("find X") == "<query>find X</query>"  # rl_data_preprocess.py
-    assert fc.final_turn_note() == ("Max number of turns reached. Please provide the final answer based on the "
-                                    "information you have gathered.")  # agent.py
+    assert fc.final_turn_note() == (
+        "Max number of turns reached. Please provide the final answer based on the information you have gathered."
+    )  # agent.py
 
 
 def test_fastcontext_limits_as_released(tmp_path):
@@ -162,7 +208,10 @@ def test_fastcontext_limits_as_released(tmp_path):
     out = ts.call("Grep", {"pattern": "hit"})[0].splitlines()  # no output_mode: lines without numbers
     assert out[0] == "/repo/big.py" and out[1] == "hit" and len(out) == 101
     assert out[-1] == "Results truncated to first 100 lines"
-    assert ts.call("Grep", {"pattern": "hit", "head_limit": 150})[0].splitlines()[-1] == "Results truncated to first 100 lines"
+    assert (
+        ts.call("Grep", {"pattern": "hit", "head_limit": 150})[0].splitlines()[-1]
+        == "Results truncated to first 100 lines"
+    )
     for i in range(120):
         (tmp_path / f"m{i:03}.md").write_text("")
     g = ts.call("Glob", {"pattern": "*.md"})[0].splitlines()
@@ -174,6 +223,7 @@ def test_fastcontext_limits_as_released(tmp_path):
 
 
 # ---------------------------------------------------------------- judge and CLI
+
 
 def test_judge_prompt_as_released():
     assert JUDGE_PROMPT.startswith("# LLM-as-Judge: Explore Subagent Evaluation")
@@ -211,8 +261,7 @@ def test_released_formats_are_read_back(tmp_path):
     assert got.shown.ranges == {"pkg/a.py": [[2, 2], [4, 4]]}  # the context lines
     call = ToolCall("g", "Grep", {"pattern": "target", "-C": 1, "output_mode": "content"})
     res = fc.execute(call)
-    assert grep_hits("fastcontext", call, res) == {
-        "b.py": [1], "pkg/a.py": [2, 3, 4]}
+    assert grep_hits("fastcontext", call, res) == {"b.py": [1], "pkg/a.py": [2, 3, 4]}
     call = ToolCall("l", "Glob", {"pattern": "*.py"})
     assert sorted(seen("fastcontext", call, fc.execute(call)).shown.paths) == ["b.py", "pkg/a.py"]
     call = ToolCall("r", "Read", {"path": "/repo/pkg/a.py", "offset": -2})  # 5fb8c1d: from line 1

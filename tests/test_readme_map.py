@@ -18,8 +18,11 @@ def packages() -> list:
 def unnamed_modules(pkg, readme_text: str) -> list[str]:
     """The modules of ``pkg`` (its own .py files but __init__.py) its README does not name as
     ``name.py`` (a word of its own: ``calls.py`` is not named by ``bash_calls.py``)."""
-    return [m.name for m in sorted(pkg.glob("*.py")) if m.name != "__init__.py"
-            and not re.search(rf"(?<![\w/]){re.escape(m.name)}\b", readme_text)]
+    return [
+        m.name
+        for m in sorted(pkg.glob("*.py"))
+        if m.name != "__init__.py" and not re.search(rf"(?<![\w/]){re.escape(m.name)}\b", readme_text)
+    ]
 
 
 def map_problems() -> list[str]:
@@ -35,8 +38,11 @@ def map_problems() -> list[str]:
             out.append(f"README.md's map has no row pointing at {rel}/README.md")
         out += [f"{rel}/README.md does not name {m}" for m in unnamed_modules(pkg, own.read_text())]
     top = (ROOT / "fasbench" / "README.md").read_text()
-    out += [f"fasbench/README.md does not name the package {name}/" for name in
-            (p.relative_to(ROOT / "fasbench").as_posix() for p in packages()[1:]) if f"`{name}/`" not in top]
+    out += [
+        f"fasbench/README.md does not name the package {name}/"
+        for name in (p.relative_to(ROOT / "fasbench").as_posix() for p in packages()[1:])
+        if f"`{name}/`" not in top
+    ]
     for link in re.findall(r"\]\(([^)#:]+)\)", readme):
         if not (ROOT / link).exists():
             out.append(f"README.md links to {link}, which does not exist")
@@ -56,8 +62,10 @@ def test_the_map_check_fails_on_an_unnamed_module(tmp_path):
 
 def test_the_two_commands_and_ci():
     readme = (ROOT / "README.md").read_text()
-    assert ("make run    # the main job: every notebook top to bottom with its CPU defaults; figures to figures/\n"
-            "make test   # the whole test suite, notebooks included\n") in readme
+    assert (
+        "make run    # the main job: every notebook top to bottom with its CPU defaults; figures to figures/\n"
+        "make test   # the whole test suite, notebooks included\n"
+    ) in readme
     assert re.search(r"^make test$", (ROOT / ".ci" / "run").read_text(), re.M)
     assert (ROOT / "figures" / "README.md").exists() and (ROOT / "CHANGELOG.md").exists()
     assert (ROOT / "benchmarks" / "README.md").exists()

@@ -36,12 +36,18 @@ HOSTILE = (
     f"file:///{MARK}", "https://github.com/o/r.git", "https://-x/--upload-pack=y", "http://example.com/o/r",
     "<script>alert(1)</script>", "x" * 5000, "mod.py", "mod.py:f", ":", "path:",
 )  # fmt: skip
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                       lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
-                       max_leaves=6)
-VALUES = st.one_of(st.sampled_from(HOSTILE), st.integers(min_value=-(10 ** 12), max_value=10 ** 12),
-                   st.sampled_from([10 ** 10, -1, 0, 2 ** 31 - 1, True, None, 1.5, [], {}, [1, 2], {"a": 1}]),
-                   st.text(max_size=30), JSONISH)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+    max_leaves=6,
+)
+VALUES = st.one_of(
+    st.sampled_from(HOSTILE),
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.sampled_from([10**10, -1, 0, 2**31 - 1, True, None, 1.5, [], {}, [1, 2], {"a": 1}]),
+    st.text(max_size=30),
+    JSONISH,
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,36 +64,88 @@ def _records(fmt: str, r: Path, sha: str, patch: str) -> tuple[dict, list[tuple]
     """A valid record of ``fmt`` and the paths of its fields (keys, list indexes)."""
     common = {"problem_statement": "where is line 10", "repo": "o/r", "base_commit": sha}
     if fmt == "swe-explore":
-        rec = {"instance_id": "o__r-1", **common, "clone_url": f"file://{r}", "test_patch": patch,
-               "ground_truth": {"read_core_regions": [{"path": "mod.py", "start": 2, "end": 9}],
-                                "read_core_files": ["mod.py"], "modified_core_files": ["mod.py"],
-                                "read_optional_regions_map": {"m": [{"path": "mod.py", "start": 1, "end": -1}]},
-                                "read_optional_files_map": {"m": ["mod.py"]}, "main_files": ["mod.py"]},
-               "read_step_info": {"mod.py": [{"start": 1, "end": -1}]}, "meta": {"gold_kind": "k"}}
+        rec = {
+            "instance_id": "o__r-1",
+            **common,
+            "clone_url": f"file://{r}",
+            "test_patch": patch,
+            "ground_truth": {
+                "read_core_regions": [{"path": "mod.py", "start": 2, "end": 9}],
+                "read_core_files": ["mod.py"],
+                "modified_core_files": ["mod.py"],
+                "read_optional_regions_map": {"m": [{"path": "mod.py", "start": 1, "end": -1}]},
+                "read_optional_files_map": {"m": ["mod.py"]},
+                "main_files": ["mod.py"],
+            },
+            "read_step_info": {"mod.py": [{"start": 1, "end": -1}]},
+            "meta": {"gold_kind": "k"},
+        }
         paths = [("ground_truth", "read_core_regions", 0, k) for k in ("path", "start", "end")] + [
-            ("ground_truth", "read_core_regions", 0), ("ground_truth", "read_core_regions"),
-            ("ground_truth", "read_optional_regions_map"), ("ground_truth", "read_optional_regions_map", "m"),
-            ("ground_truth", "read_optional_regions_map", "m", 0, "end"), ("ground_truth", "read_optional_files_map"),
-            ("ground_truth", "read_optional_files_map", "m"), ("ground_truth", "modified_core_files"),
-            ("ground_truth", "modified_core_files", 0), ("ground_truth", "read_core_files"),
-            ("ground_truth", "main_files"), ("ground_truth",), ("read_step_info",), ("read_step_info", "mod.py"),
-            ("meta",), ("test_patch",)]
+            ("ground_truth", "read_core_regions", 0),
+            ("ground_truth", "read_core_regions"),
+            ("ground_truth", "read_optional_regions_map"),
+            ("ground_truth", "read_optional_regions_map", "m"),
+            ("ground_truth", "read_optional_regions_map", "m", 0, "end"),
+            ("ground_truth", "read_optional_files_map"),
+            ("ground_truth", "read_optional_files_map", "m"),
+            ("ground_truth", "modified_core_files"),
+            ("ground_truth", "modified_core_files", 0),
+            ("ground_truth", "read_core_files"),
+            ("ground_truth", "main_files"),
+            ("ground_truth",),
+            ("read_step_info",),
+            ("read_step_info", "mod.py"),
+            ("meta",),
+            ("test_patch",),
+        ]
     elif fmt == "locbench":
-        rec = {"instance_id": "o__r-1", **common, "clone_url": f"file://{r}", "edit_functions": ["mod.py:f"],
-               "file_changes": [{"file": "mod.py", "changes": {"edited_entities": ["mod.py:f"],
-                                                              "edited_modules": ["mod.py:f"]}}]}
-        paths = [("edit_functions",), ("edit_functions", 0), ("file_changes",), ("file_changes", 0),
-                 ("file_changes", 0, "file"), ("file_changes", 0, "changes"),
-                 ("file_changes", 0, "changes", "edited_entities"), ("file_changes", 0, "changes", "edited_entities", 0),
-                 ("file_changes", 0, "changes", "edited_modules")]
+        rec = {
+            "instance_id": "o__r-1",
+            **common,
+            "clone_url": f"file://{r}",
+            "edit_functions": ["mod.py:f"],
+            "file_changes": [
+                {"file": "mod.py", "changes": {"edited_entities": ["mod.py:f"], "edited_modules": ["mod.py:f"]}}
+            ],
+        }
+        paths = [
+            ("edit_functions",),
+            ("edit_functions", 0),
+            ("file_changes",),
+            ("file_changes", 0),
+            ("file_changes", 0, "file"),
+            ("file_changes", 0, "changes"),
+            ("file_changes", 0, "changes", "edited_entities"),
+            ("file_changes", 0, "changes", "edited_entities", 0),
+            ("file_changes", 0, "changes", "edited_modules"),
+        ]
     elif fmt == "contextbench":
-        rec = {"original_inst_id": "o__r-1", "instance_id": "cb-1", **common, "repo_url": f"file://{r}",
-               "patch": patch, "gold_context": [{"file": "mod.py", "start_line": 2, "end_line": 4, "content": "x"}]}
-        paths = [("original_inst_id",), ("repo_url",), ("patch",), ("gold_context",), ("gold_context", 0),
-                 *[("gold_context", 0, k) for k in ("file", "start_line", "end_line", "content")]]
+        rec = {
+            "original_inst_id": "o__r-1",
+            "instance_id": "cb-1",
+            **common,
+            "repo_url": f"file://{r}",
+            "patch": patch,
+            "gold_context": [{"file": "mod.py", "start_line": 2, "end_line": 4, "content": "x"}],
+        }
+        paths = [
+            ("original_inst_id",),
+            ("repo_url",),
+            ("patch",),
+            ("gold_context",),
+            ("gold_context", 0),
+            *[("gold_context", 0, k) for k in ("file", "start_line", "end_line", "content")],
+        ]
     else:  # swebench-pro
-        rec = {"instance_id": "instance_o__r-1", **common, "patch": patch, "clone_url": f"file://{r}",
-               "fail_to_pass": "[]", "requirements": "r", "repo_language": "python"}
+        rec = {
+            "instance_id": "instance_o__r-1",
+            **common,
+            "patch": patch,
+            "clone_url": f"file://{r}",
+            "fail_to_pass": "[]",
+            "requirements": "r",
+            "repo_language": "python",
+        }
         paths = [("patch",), ("fail_to_pass",), ("requirements",), ("repo_language",)]
     keys = [k for k in rec if k not in ("ground_truth", "file_changes", "gold_context", "read_step_info", "meta")]
     return rec, paths + [(k,) for k in keys]
@@ -163,11 +221,32 @@ def test_hostile_values_in_every_importer_field(src, fmt, monkeypatch, tmp_path_
 
 
 @settings(max_examples=150, deadline=None, database=None)
-@given(st.sampled_from(["id", "query", "repo", "base_commit", "version", "split", "root", "meta", "gold",
-                        ("gold", "edited"), ("gold", "variants"), ("gold", "explore"), ("gold", "context"),
-                        ("gold", "entities"), ("gold", "viewed"), ("meta", "clone_url"), ("gold", "edited", "a.py"),
-                        ("gold", "explore", "core_regions"), ("gold", "context", "regions")]),
-       VALUES)
+@given(
+    st.sampled_from(
+        [
+            "id",
+            "query",
+            "repo",
+            "base_commit",
+            "version",
+            "split",
+            "root",
+            "meta",
+            "gold",
+            ("gold", "edited"),
+            ("gold", "variants"),
+            ("gold", "explore"),
+            ("gold", "context"),
+            ("gold", "entities"),
+            ("gold", "viewed"),
+            ("meta", "clone_url"),
+            ("gold", "edited", "a.py"),
+            ("gold", "explore", "core_regions"),
+            ("gold", "context", "regions"),
+        ]
+    ),
+    VALUES,
+)
 def test_hostile_values_in_task_records(field, value):
     """``Task.from_dict`` (every Task JSONL file) gives a checked Task or one-line RecordError, nothing else."""
     d = Task("ok", "q", "o/r", fields_gold(), "a" * 40, meta={"clone_url": "https://github.com/o/r.git"}).to_dict()
@@ -187,6 +266,7 @@ def test_hostile_values_in_task_records(field, value):
 
 def fields_gold():
     from fasbench.records import Gold
+
     return Gold({"a.py": [[1, 2]]}, variants={"hunk": {"a.py": [[1, 2]]}})
 
 

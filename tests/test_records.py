@@ -4,23 +4,57 @@ import json
 
 import pytest
 
-from fasbench.records import (Gold, RecordError, Report, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl,
-                              iter_jsonl, read_tasks, read_traces, repair_jsonl, write_tasks)
+from fasbench.records import (
+    Gold,
+    RecordError,
+    Report,
+    Task,
+    ToolCall,
+    ToolResult,
+    Trace,
+    Turn,
+    append_jsonl,
+    iter_jsonl,
+    read_tasks,
+    read_traces,
+    repair_jsonl,
+    write_tasks,
+)
 
 
 def make_trace(task_id="t1"):
     t0 = 1000.0
-    turn = Turn(index=0, text="look", calls=[ToolCall("c0", "grep_search", {"query": "foo"}),
-                                             ToolCall("c1", "view_file", '{"path": "a.py"')],
-                results=[ToolResult("c0", "a.py:1:foo", False, t0, t0 + 0.01),
-                         ToolResult("c1", "Error: bad JSON", True, t0, t0 + 0.001)],
-                prompt_tokens=100, completion_tokens=20, model_started_at=t0 - 1, model_ended_at=t0,
-                tools_started_at=t0, tools_ended_at=t0 + 0.01)
-    turn2 = Turn(index=1, text="done", calls=[ToolCall("c2", "report_back", {"explanation": "e", "files": {"a.py": [[1, 2]]}})],
-                 results=[ToolResult("c2", "ok", False, t0 + 1, t0 + 1)])
-    return Trace(task_id=task_id, policy="scripted", toolset="relace", turns=[turn, turn2],
-                 report=Report({"a.py": [[1, 2]]}, "e"), started_at=t0 - 1, ended_at=t0 + 1.5,
-                 prompt=[{"role": "system", "content": "s"}, {"role": "user", "content": "q"}])
+    turn = Turn(
+        index=0,
+        text="look",
+        calls=[ToolCall("c0", "grep_search", {"query": "foo"}), ToolCall("c1", "view_file", '{"path": "a.py"')],
+        results=[
+            ToolResult("c0", "a.py:1:foo", False, t0, t0 + 0.01),
+            ToolResult("c1", "Error: bad JSON", True, t0, t0 + 0.001),
+        ],
+        prompt_tokens=100,
+        completion_tokens=20,
+        model_started_at=t0 - 1,
+        model_ended_at=t0,
+        tools_started_at=t0,
+        tools_ended_at=t0 + 0.01,
+    )
+    turn2 = Turn(
+        index=1,
+        text="done",
+        calls=[ToolCall("c2", "report_back", {"explanation": "e", "files": {"a.py": [[1, 2]]}})],
+        results=[ToolResult("c2", "ok", False, t0 + 1, t0 + 1)],
+    )
+    return Trace(
+        task_id=task_id,
+        policy="scripted",
+        toolset="relace",
+        turns=[turn, turn2],
+        report=Report({"a.py": [[1, 2]]}, "e"),
+        started_at=t0 - 1,
+        ended_at=t0 + 1.5,
+        prompt=[{"role": "system", "content": "s"}, {"role": "user", "content": "q"}],
+    )
 
 
 def test_trace_round_trip(tmp_path):
@@ -41,8 +75,11 @@ def test_to_messages_openai_style():
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool", "assistant"]
     assert [m["role"] for m in make_trace().to_messages(last_results=True)][-1] == "tool"
     a = msgs[2]
-    assert a["tool_calls"][0] == {"id": "c0", "type": "function",
-                                  "function": {"name": "grep_search", "arguments": '{"query": "foo"}'}}
+    assert a["tool_calls"][0] == {
+        "id": "c0",
+        "type": "function",
+        "function": {"name": "grep_search", "arguments": '{"query": "foo"}'},
+    }
     # malformed arguments are kept verbatim
     assert a["tool_calls"][1]["function"]["arguments"] == '{"path": "a.py"'
     assert msgs[3] == {"role": "tool", "tool_call_id": "c0", "name": "grep_search", "content": "a.py:1:foo"}
@@ -55,8 +92,15 @@ def test_notes_are_part_of_the_conversation_and_round_trip():
     tr.turns[1].notes = [note]
     back = Trace.from_dict(json.loads(tr.to_json()))
     assert back == tr and back.schema_version == 2
-    assert [m["role"] for m in back.to_messages()] == ["system", "user", "assistant", "tool", "tool", "user",
-                                                       "assistant"]
+    assert [m["role"] for m in back.to_messages()] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "user",
+        "assistant",
+    ]
     assert "notes" not in make_trace().to_dict()["turns"][0]  # empty notes keep the JSON as before
     tr.stop_reason, tr.tail_notes = "policy_error", [note]  # a failed later call saw the results and the note
     assert [m["role"] for m in tr.to_messages()][-3:] == ["assistant", "tool", "user"]
@@ -98,8 +142,12 @@ def test_truncated_last_line_is_skipped_and_repaired(tmp_path):
 
 
 def test_task_and_gold(tmp_path):
-    g = Gold(edited={"a.py": [[1, 3]], "new.py": []}, viewed={"b.py"}, source="agent-trace",
-             variants={"changed": {"a.py": [[2, 2]]}})
+    g = Gold(
+        edited={"a.py": [[1, 3]], "new.py": []},
+        viewed={"b.py"},
+        source="agent-trace",
+        variants={"changed": {"a.py": [[2, 2]]}},
+    )
     t = Task(id="x", query="q", repo="o/r", gold=g, base_commit="abc1234", version="1.0", split="test")
     write_tasks(tmp_path / "t.jsonl", [t])
     (back,) = read_tasks(tmp_path / "t.jsonl")
@@ -111,13 +159,16 @@ def test_task_and_gold(tmp_path):
     assert Gold.from_dict({"edited": ["a.py"], "viewed": None}).edited == {"a.py": []}
 
 
-@pytest.mark.parametrize("bad,msg", [
-    ({"viewed": []}, "edited"),
-    ({"edited": {"a.py": [[1]]}}, "start, end"),
-    ({"edited": {"a.py": [["1", 2]]}}, "integers"),
-    ({"edited": "a.py"}, "expected"),
-    ({"edited": {}, "viewed": "a.py"}, "viewed"),
-])
+@pytest.mark.parametrize(
+    "bad,msg",
+    [
+        ({"viewed": []}, "edited"),
+        ({"edited": {"a.py": [[1]]}}, "start, end"),
+        ({"edited": {"a.py": [["1", 2]]}}, "integers"),
+        ({"edited": "a.py"}, "expected"),
+        ({"edited": {}, "viewed": "a.py"}, "viewed"),
+    ],
+)
 def test_bad_gold_names_the_field(bad, msg):
     with pytest.raises(RecordError, match=msg):
         Gold.from_dict(bad)
@@ -138,6 +189,7 @@ def test_read_records_json_list_jsonl_gzip_and_bounds(tmp_path):
     import warnings
 
     from fasbench.records import RecordError, read_records
+
     (tmp_path / "a.json").write_text('[{"a": 1}, {"a": 2}]')
     (tmp_path / "b.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n{"a": 3')
     (tmp_path / "c.jsonl").write_text('{"a": 1}\n')

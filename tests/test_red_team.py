@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
+from tools_fixture import SECRET, make_repo, snapshot
 
 from fasbench.tools import make_toolset
 from fasbench.tools.bash import pipeline as sandbox
-from tools_fixture import SECRET, make_repo, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -49,15 +48,23 @@ HOSTILE_CALLS = [
     ("fastcontext", "Read", {"path": LONG}),
     ("relace", "view_file", {"path": LONG, "view_range": [1, 10]}),
     ("relace", "view_directory", {"path": LONG, "include_hidden": False}),
-    ("relace", "grep_search", {"query": "\x00", "case_sensitive": True, "exclude_pattern": None,
-                               "include_pattern": None}),
-    ("relace", "grep_search", {"query": "Login", "case_sensitive": True, "exclude_pattern": None,
-                               "include_pattern": "\x00"}),
+    (
+        "relace",
+        "grep_search",
+        {"query": "\x00", "case_sensitive": True, "exclude_pattern": None, "include_pattern": None},
+    ),
+    (
+        "relace",
+        "grep_search",
+        {"query": "Login", "case_sensitive": True, "exclude_pattern": None, "include_pattern": "\x00"},
+    ),
     ("relace", "view_file", "[" * 100_000 + "]" * 100_000),  # valid JSON past Python's recursion limit
 ]
 
 
-@pytest.mark.parametrize("toolset,name,args", HOSTILE_CALLS, ids=[f"{t}-{n}-{i}" for i, (t, n, _) in enumerate(HOSTILE_CALLS)])
+@pytest.mark.parametrize(
+    "toolset,name,args", HOSTILE_CALLS, ids=[f"{t}-{n}-{i}" for i, (t, n, _) in enumerate(HOSTILE_CALLS)]
+)
 def test_hostile_argument_values_get_a_named_error(base, walls, toolset, name, args):
     ts = make_toolset(toolset, base / "repo")
     before = snapshot(base)
@@ -95,7 +102,9 @@ SWAP_RACES = [  # (tool set, tool, arguments, calls, a FIFO swapped in instead o
 ]
 
 
-@pytest.mark.parametrize("toolset,tool,args,n,fifo", SWAP_RACES, ids=["stdin symlink out", "stdin fifo", "release Read"])
+@pytest.mark.parametrize(
+    "toolset,tool,args,n,fifo", SWAP_RACES, ids=["stdin symlink out", "stdin fifo", "release Read"]
+)
 def test_file_replaced_mid_call_is_not_followed_and_never_blocks(tmp_path, walls, toolset, tool, args, n, fifo):
     """A file the harness opens in its own process (no Landlock there), swapped for a symlink out (or a
     FIFO) between the check and the open: ``cat < x`` (the checker resolves ``x``, the harness opens it

@@ -19,16 +19,31 @@ def _jsonl(path, recs):
     return path
 
 
-GOOD_PRO = {"instance_id": "good__pro-1", "repo": "octo/good", "base_commit": "a" * 40, "problem_statement": "fix",
-            "patch": "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,1 +1,1 @@\n-a\n+b\n"}
-GOOD_CB = {"instance_id": "cb-good", "original_inst_id": "octo__good-7", "repo": "octo/good", "base_commit": "b" * 40,
-           "problem_statement": "q", "gold_context": [{"file": "a.py", "start_line": 1, "end_line": 2}]}
+GOOD_PRO = {
+    "instance_id": "good__pro-1",
+    "repo": "octo/good",
+    "base_commit": "a" * 40,
+    "problem_statement": "fix",
+    "patch": "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,1 +1,1 @@\n-a\n+b\n",
+}
+GOOD_CB = {
+    "instance_id": "cb-good",
+    "original_inst_id": "octo__good-7",
+    "repo": "octo/good",
+    "base_commit": "b" * 40,
+    "problem_statement": "q",
+    "gold_context": [{"file": "a.py", "start_line": 1, "end_line": 2}],
+}
 
 
-@pytest.mark.parametrize("fmt,bad,good", [
-    ("swebench-pro", dict(GOOD_PRO, instance_id="bad__deep-1", fail_to_pass=DEEP), GOOD_PRO),
-    ("contextbench", dict(GOOD_CB, original_inst_id="octo__deep-1", gold_context=DEEP), GOOD_CB),
-], ids=["swebench-pro-list-field", "contextbench-gold-context"])
+@pytest.mark.parametrize(
+    "fmt,bad,good",
+    [
+        ("swebench-pro", dict(GOOD_PRO, instance_id="bad__deep-1", fail_to_pass=DEEP), GOOD_PRO),
+        ("contextbench", dict(GOOD_CB, original_inst_id="octo__deep-1", gold_context=DEEP), GOOD_CB),
+    ],
+    ids=["swebench-pro-list-field", "contextbench-gold-context"],
+)
 def test_a_field_nested_past_the_recursion_limit_skips_its_record_only(tmp_path, fmt, bad, good):
     """Old code: RecursionError out of json.loads of one record's field stopped the whole import."""
     tasks, dropped = import_gold(fmt, _jsonl(tmp_path / "in.jsonl", [bad, good]))
@@ -46,13 +61,28 @@ def test_a_repeated_record_id_is_a_skip_not_the_end_of_the_import(tmp_path):
 
 # --- hostile traces: a field of the wrong type is a skip of that trace where it enters -------------
 
-from fasbench.records import Trace, RecordError, iter_traces  # noqa: E402
+from fasbench.records import RecordError, Trace, iter_traces  # noqa: E402
 
-GOOD_TRACE = {"task_id": "t1", "policy": "p", "toolset": "relace", "trace_id": "a1", "started_at": 1.0, "ended_at": 2.0,
-              "turns": [{"index": 0, "text": "look", "prompt_tokens": 10, "model_started_at": 1.0, "model_ended_at": 1.5,
-                         "calls": [{"id": "c0", "name": "view_file", "arguments": {"path": "a.py"}}],
-                         "results": [{"call_id": "c0", "output": "x", "is_error": False}]}],
-              "report": {"files": {"a.py": [[1, 2]]}, "explanation": ""}}
+GOOD_TRACE = {
+    "task_id": "t1",
+    "policy": "p",
+    "toolset": "relace",
+    "trace_id": "a1",
+    "started_at": 1.0,
+    "ended_at": 2.0,
+    "turns": [
+        {
+            "index": 0,
+            "text": "look",
+            "prompt_tokens": 10,
+            "model_started_at": 1.0,
+            "model_ended_at": 1.5,
+            "calls": [{"id": "c0", "name": "view_file", "arguments": {"path": "a.py"}}],
+            "results": [{"call_id": "c0", "output": "x", "is_error": False}],
+        }
+    ],
+    "report": {"files": {"a.py": [[1, 2]]}, "explanation": ""},
+}
 
 
 def _mutated(path, value):
@@ -68,17 +98,33 @@ def _mutated(path, value):
 # each was an internal error (AttributeError/TypeError) of `fasbench replay` on the old code, or made
 # the whole run unreadable (task_id a list or null: the run's episodes sorted/grouped by it)
 WRONG_TYPES = [
-    (("policy",), ["a"]), (("task_id",), None), (("task_id",), ["x"]), (("started_at",), "yesterday"),
-    (("ended_at",), float("nan")), (("stop_reason",), 5), (("meta",), "str"), (("tail_notes",), "x"),
-    (("prompt",), [1, "x"]), (("trace_id",), {"a": 1}),
-    (("turns", 0, "prompt_tokens"), "many"), (("turns", 0, "text"), {"a": 1}), (("turns", 0, "index"), "zero"),
-    (("turns", 0, "model_started_at"), "a"), (("turns", 0, "requests"), "r"), (("turns", 0, "notes"), [1]),
-    (("turns", 0, "results", 0, "output"), 5), (("turns", 0, "results", 0, "call_id"), [1]),
-    (("turns", 0, "results", 0, "is_error"), "no"), (("turns", 0, "results", 0), "result"), (("turns", 0), 7),
+    (("policy",), ["a"]),
+    (("task_id",), None),
+    (("task_id",), ["x"]),
+    (("started_at",), "yesterday"),
+    (("ended_at",), float("nan")),
+    (("stop_reason",), 5),
+    (("meta",), "str"),
+    (("tail_notes",), "x"),
+    (("prompt",), [1, "x"]),
+    (("trace_id",), {"a": 1}),
+    (("turns", 0, "prompt_tokens"), "many"),
+    (("turns", 0, "text"), {"a": 1}),
+    (("turns", 0, "index"), "zero"),
+    (("turns", 0, "model_started_at"), "a"),
+    (("turns", 0, "requests"), "r"),
+    (("turns", 0, "notes"), [1]),
+    (("turns", 0, "results", 0, "output"), 5),
+    (("turns", 0, "results", 0, "call_id"), [1]),
+    (("turns", 0, "results", 0, "is_error"), "no"),
+    (("turns", 0, "results", 0), "result"),
+    (("turns", 0), 7),
 ]
 
 
-@pytest.mark.parametrize("path,value", WRONG_TYPES, ids=["/".join(map(str, p)) + f"={v!r}"[:20] for p, v in WRONG_TYPES])
+@pytest.mark.parametrize(
+    "path,value", WRONG_TYPES, ids=["/".join(map(str, p)) + f"={v!r}"[:20] for p, v in WRONG_TYPES]
+)
 def test_a_trace_field_of_the_wrong_type_is_refused_where_the_trace_enters(path, value):
     Trace.from_dict(GOOD_TRACE)  # the unmutated trace is fine
     with pytest.raises(RecordError) as e:
@@ -100,6 +146,7 @@ def test_a_run_of_hostile_traces_reads_its_one_good_trace(tmp_path):
 
 
 # --- hostile trajectory files: the skip listing stays one printable, bounded line per file ---------
+
 
 def test_a_hostile_file_name_or_value_cannot_forge_or_flood_the_skip_listing(tmp_path):
     """Old code: a file named with a newline and a terminal escape printed them raw (a forged
@@ -168,17 +215,26 @@ def test_runs_and_compare_tables_print_no_terminal_escape_of_a_run_file(tmp_path
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats()
-                     | st.text(max_size=12) | st.sampled_from(["../../x", "\x1b[2J", "<script>", "-x", "x" * 3000]),
-                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
-                     max_leaves=8)
-_PATHS = [(k,) for k in GOOD_TRACE if k != "turns"] + [("report", "files"), ("report", "confidence"),
-          ("report", "explanation"), ("turns",), ("turns", 0)] \
-    + [("turns", 0, k) for k in GOOD_TRACE["turns"][0]] + [("turns", 0, "calls", 0), ("turns", 0, "results", 0)] \
-    + [("turns", 0, "calls", 0, k) for k in ("id", "name", "arguments")] \
-    + [("turns", 0, "results", 0, k) for k in ("call_id", "output", "is_error", "started_at", "shown")] \
-    + [("turns", 0, "results", 0, "shown", k) for k in ("paths", "ranges", "hits")] \
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(["../../x", "\x1b[2J", "<script>", "-x", "x" * 3000]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+    max_leaves=8,
+)
+_PATHS = (
+    [(k,) for k in GOOD_TRACE if k != "turns"]
+    + [("report", "files"), ("report", "confidence"), ("report", "explanation"), ("turns",), ("turns", 0)]
+    + [("turns", 0, k) for k in GOOD_TRACE["turns"][0]]
+    + [("turns", 0, "calls", 0), ("turns", 0, "results", 0)]
+    + [("turns", 0, "calls", 0, k) for k in ("id", "name", "arguments")]
+    + [("turns", 0, "results", 0, k) for k in ("call_id", "output", "is_error", "started_at", "shown")]
+    + [("turns", 0, "results", 0, "shown", k) for k in ("paths", "ranges", "hits")]
     + [(k,) for k in ("schema_version", "prompt", "tail_notes", "meta", "error", "stop_reason")]
+)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -222,8 +278,10 @@ def test_bon_reverify_skips_a_broken_kept_trace_and_verifies_the_rest(tmp_path):
     from fasbench.records import iter_jsonl
 
     task = toy_tasks(make_corpus(tmp_path / "corpus"))[0]
-    pool = _jsonl(tmp_path / "pool.jsonl", [{"task_id": task.id, "trace_id": "bad", "files": {}},
-                                            {"task_id": task.id, "trace_id": "good", "files": {}}])
+    pool = _jsonl(
+        tmp_path / "pool.jsonl",
+        [{"task_id": task.id, "trace_id": "bad", "files": {}}, {"task_id": task.id, "trace_id": "good", "files": {}}],
+    )
     good = dict(json.loads(json.dumps(GOOD_TRACE)), task_id=task.id, trace_id="good")
     bad = dict(good, trace_id="bad", turns="not turns")
     traces = _jsonl(tmp_path / "traces.jsonl", [bad, good])
@@ -236,6 +294,7 @@ def test_bon_reverify_skips_a_broken_kept_trace_and_verifies_the_rest(tmp_path):
 
 # --- hostile run folders: a FIFO or junk summary is refused and the table goes on -------------------
 
+
 @pytest.fixture(scope="module")
 def a_run(tmp_path_factory):
     from fasbench.evaluation.evaluate import run_eval
@@ -244,8 +303,14 @@ def a_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("runs")
     mp = pytest.MonkeyPatch()
     mp.setenv("FASBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-    run_eval(toy_tasks(make_corpus(base / "corpus"))[:2], "heuristic:turns=2", "relace", base / "good", workers=1,
-             progress=False)
+    run_eval(
+        toy_tasks(make_corpus(base / "corpus"))[:2],
+        "heuristic:turns=2",
+        "relace",
+        base / "good",
+        workers=1,
+        progress=False,
+    )
     mp.undo()
     return base / "good"
 
@@ -262,6 +327,7 @@ def _unblock_later(fifo, after=5.0):
             os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:
             pass
+
     threading.Thread(target=go, daemon=True).start()
 
 
@@ -286,8 +352,10 @@ def test_runs_table_skips_a_run_with_a_fifo_or_junk_summary(a_run, tmp_path):
         t = runs_table([a_run, fifo, junk])
     assert time.monotonic() - t0 < 4
     assert t["run"].to_list() == ["good"]
-    assert sorted(str(x.message).split(":")[0] for x in w if "skipped" in str(x.message)) == \
-        ["run fifo skipped", "run junk skipped"]
+    assert sorted(str(x.message).split(":")[0] for x in w if "skipped" in str(x.message)) == [
+        "run fifo skipped",
+        "run junk skipped",
+    ]
 
 
 def test_a_gzip_bomb_of_labels_beside_trajectories_stops_at_the_cap(tmp_path, monkeypatch):

@@ -3,13 +3,12 @@ whose answers are worked out by hand, and their place in the analysis summary an
 
 import json
 
-import polars as pl
 import pytest
+from test_trajectories_analysis import _assistant, toy
 
 from fasbench.trajectories import relace_measures as rm
 from fasbench.trajectories.analysis import analyze_paths
 from fasbench.trajectories.plots import seeds_table
-from test_trajectories_analysis import _assistant, toy
 
 
 def _write(d, name, traj):
@@ -18,22 +17,39 @@ def _write(d, name, traj):
 
 def only_search(instance="demo__calc-3"):
     """Two search turns and nothing else: (100, 10) grep, (150, 20) cat."""
-    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-            _assistant(["grep -rn add src"], 100, 10), {"role": "tool", "content": "o"},
-            _assistant(["cat src/calc.py"], 150, 20), {"role": "tool", "content": "o"}]
-    return {"instance_id": instance, "trajectory_format": "mini-swe-agent-1.1",
-            "info": {"exit_status": "Submitted", "submission": ""}, "messages": msgs}
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        _assistant(["grep -rn add src"], 100, 10),
+        {"role": "tool", "content": "o"},
+        _assistant(["cat src/calc.py"], 150, 20),
+        {"role": "tool", "content": "o"},
+    ]
+    return {
+        "instance_id": instance,
+        "trajectory_format": "mini-swe-agent-1.1",
+        "info": {"exit_status": "Submitted", "submission": ""},
+        "messages": msgs,
+    }
 
 
 def mixed_turn(instance="demo__calc-4"):
     """Turn 1 (100, 20) has three calls: grep, then python (a test: non-search), then cat; turn 2 (200, 0)
     greps again. Search phase: the grep's third of turn 1 only (40 of 120 + 200 = 320 tokens)."""
-    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-            _assistant(["grep -rn add src", "python -m pytest tests", "cat src/calc.py"], 100, 20),
-            *[{"role": "tool", "content": "o"}] * 3,
-            _assistant(["grep -rn sub src"], 200, 0), {"role": "tool", "content": "o"}]
-    return {"instance_id": instance, "trajectory_format": "mini-swe-agent-1.1",
-            "info": {"exit_status": "Submitted", "submission": ""}, "messages": msgs}
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        _assistant(["grep -rn add src", "python -m pytest tests", "cat src/calc.py"], 100, 20),
+        *[{"role": "tool", "content": "o"}] * 3,
+        _assistant(["grep -rn sub src"], 200, 0),
+        {"role": "tool", "content": "o"},
+    ]
+    return {
+        "instance_id": instance,
+        "trajectory_format": "mini-swe-agent-1.1",
+        "info": {"exit_status": "Submitted", "submission": ""},
+        "messages": msgs,
+    }
 
 
 @pytest.fixture
@@ -99,7 +115,9 @@ def test_summary_and_seeds_table_label_relace_correctly(steps, tmp_path):
     table = seeds_table({"toy": s})
     rows = {r["metric"]: r for r in table.iter_rows(named=True)}
     sp = next(r for k, r in rows.items() if "first non-search" in k and "mean" in k)
-    assert sp["seed value"] == 0.566 and "1,200" in sp["seed (population)"] and sp["toy"] == pytest.approx(0.456, abs=1e-3)
+    assert (
+        sp["seed value"] == 0.566 and "1,200" in sp["seed (population)"] and sp["toy"] == pytest.approx(0.456, abs=1e-3)
+    )
     ini = next(r for k, r in rows.items() if "initial search" in k)
     assert ini["seed value"] == 0.12 and "SWE-bench Verified" in ini["seed (population)"]
     # the whole-trajectory read+search share is FastContext's measure, not compared with Relace's 56.6%
@@ -125,8 +143,15 @@ def test_findings_for_notebook_01(tmp_path, steps):
     f = findings({"toy": a}, {"toy": a.summary()}, n_boot=200)
     assert isinstance(f, Findings)
     md = f.markdown()
-    assert md.startswith("## What we found: trajectory analysis") and "| FastContext (seed) | 300 | 56.2% | 46.5% | 8.47 |" in md
-    assert "- toy: 2 of mini-swe-agent; 1 of mini-swe-agent 2.2.7" in md and "| toy | 3 |" in md and "### Relace's two token measures" in md
+    assert (
+        md.startswith("## What we found: trajectory analysis")
+        and "| FastContext (seed) | 300 | 56.2% | 46.5% | 8.47 |" in md
+    )
+    assert (
+        "- toy: 2 of mini-swe-agent; 1 of mini-swe-agent 2.2.7" in md
+        and "| toy | 3 |" in md
+        and "### Relace's two token measures" in md
+    )
     assert "- (all) the agents, models" in md and md.index("### Relace") < md.index("**Caveats**")
 
 
@@ -135,8 +160,9 @@ def test_cli_analyze_prints_both_measures_with_their_populations(steps, tmp_path
 
     from fasbench.cli import app
 
-    r = CliRunner().invoke(app, ["trajectories", "analyze", str(tmp_path / "set"), "--out", str(tmp_path / "o"),
-                                 "--quiet"])
+    r = CliRunner().invoke(
+        app, ["trajectories", "analyze", str(tmp_path / "set"), "--out", str(tmp_path / "o"), "--quiet"]
+    )
     assert r.exit_code == 0, r.output
     line = next(ln for ln in r.output.splitlines() if ln.startswith("tokens before the first non-search call"))
     assert "0.456 mean per trajectory" in line and "~1,200 real agent traces, not SWE-bench" in line

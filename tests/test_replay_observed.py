@@ -13,7 +13,10 @@ def test_the_record_not_the_text_decides():
     res = ToolResult("x", "(text in a format no parser knows)", shown=Shown(ranges={"a.py": [[3, 5]]}))
     assert viewed_ranges("relace", call, res) == ("a.py", [[3, 5]])
     assert observe("relace", call, None).viewed() == {}  # no result: nothing shown
-    assert observe("relace", call, ToolResult("x", "Error: no", True, shown=Shown(ranges={"a.py": [[1, 2]]}))).viewed() == {}
+    assert (
+        observe("relace", call, ToolResult("x", "Error: no", True, shown=Shown(ranges={"a.py": [[1, 2]]}))).viewed()
+        == {}
+    )
 
 
 def test_search_lines_with_context_and_bash_reads(tmp_path):

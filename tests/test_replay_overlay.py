@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fasbench import replay as W
-from fasbench.replay.linerefs import short_path, to_eof
-from fasbench.records import Gold, Report, Task
 from test_widgets import hand_task, hand_trace
+
+from fasbench import replay as W
+from fasbench.records import Gold, Report, Task
+from fasbench.replay.linerefs import short_path, to_eof
 
 
 def test_cited_lines_appear_only_from_the_reporting_turn():

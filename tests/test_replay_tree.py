@@ -36,22 +36,31 @@ def _tc(cid, name, args):
 def main_chat(query: str, agent: str = "scripted-main") -> dict:
     """A mini-swe-agent v2 tool-call trajectory of a main agent that delegates two searches with the
     `subagent` tool (FastContext's delegation tool) and reads and edits between them."""
+
     def asst(calls, usage):
         return {"role": "assistant", "content": "", "tool_calls": calls, "extra": {"response": {"usage": usage}}}
+
     u = lambda p, c: {"prompt_tokens": p, "completion_tokens": c}  # noqa: E731
-    return {"trajectory_format": "mini-swe-agent-1.1", "instance_id": "click-BadParameter",
-            "info": {"mini_version": agent, "submission": ""},
-            "messages": [
-                {"role": "system", "content": "You fix bugs."}, {"role": "user", "content": query},
-                asst([_tc("c1", "subagent", {"description": "find it", "prompt": query})], u(900, 40)),
-                {"role": "tool", "tool_call_id": "c1", "content": "click/exceptions.py:1-40"},
-                asst([_tc("c2", "bash", {"command": "sed -n 1,40p click/exceptions.py"})], u(1200, 30)),
-                {"role": "tool", "tool_call_id": "c2", "content": "class BadParameter(UsageError):"},
-                asst([_tc("c3", "subagent", {"description": "find callers", "prompt": "Who raises BadParameter?"})],
-                     u(1900, 35)),
-                {"role": "tool", "tool_call_id": "c3", "content": "click/types.py"},
-                asst([_tc("c4", "bash", {"command": "grep -n raise click/types.py"})], u(2300, 20)),
-                {"role": "tool", "tool_call_id": "c4", "content": "12: raise"}]}
+    return {
+        "trajectory_format": "mini-swe-agent-1.1",
+        "instance_id": "click-BadParameter",
+        "info": {"mini_version": agent, "submission": ""},
+        "messages": [
+            {"role": "system", "content": "You fix bugs."},
+            {"role": "user", "content": query},
+            asst([_tc("c1", "subagent", {"description": "find it", "prompt": query})], u(900, 40)),
+            {"role": "tool", "tool_call_id": "c1", "content": "click/exceptions.py:1-40"},
+            asst([_tc("c2", "bash", {"command": "sed -n 1,40p click/exceptions.py"})], u(1200, 30)),
+            {"role": "tool", "tool_call_id": "c2", "content": "class BadParameter(UsageError):"},
+            asst(
+                [_tc("c3", "subagent", {"description": "find callers", "prompt": "Who raises BadParameter?"})],
+                u(1900, 35),
+            ),
+            {"role": "tool", "tool_call_id": "c3", "content": "click/types.py"},
+            asst([_tc("c4", "bash", {"command": "grep -n raise click/types.py"})], u(2300, 20)),
+            {"role": "tool", "tool_call_id": "c4", "content": "12: raise"},
+        ],
+    }
 
 
 @pytest.fixture
@@ -68,8 +77,15 @@ def test_two_search_episodes_nest_under_their_calls(tree):
     main, traces, par, seq = tree
     rows = tree_rows(agent_tree(main, traces))
     assert [(r["depth"], r["turn"], r["call"], r["episode"]) for r in rows] == [
-        (0, None, None, None), (1, 1, 0, par.trace_id), (1, 3, 0, seq.trace_id)]
-    assert rows[0]["turns"] == 4 and rows[0]["calls"] == 4 and rows[0]["tokens"] == 900 + 40 + 1200 + 30 + 1900 + 35 + 2300 + 20
+        (0, None, None, None),
+        (1, 1, 0, par.trace_id),
+        (1, 3, 0, seq.trace_id),
+    ]
+    assert (
+        rows[0]["turns"] == 4
+        and rows[0]["calls"] == 4
+        and rows[0]["tokens"] == 900 + 40 + 1200 + 30 + 1900 + 35 + 2300 + 20
+    )
     assert (rows[1]["turns"], rows[1]["calls"]) == (par.n_turns, par.n_calls) == (3, 7)
     assert (rows[2]["turns"], rows[2]["calls"]) == (seq.n_turns, seq.n_calls) == (7, 7)
     est = trace_trajectory(par)  # the scripted episode records no tokens: estimated, and marked so
@@ -117,8 +133,17 @@ def _e2e_folder(tmp_path, task, episode):
     chat["messages"] = chat["messages"][:2] + chat["messages"][4:6]  # the hand-off replaced the first search
     (out / "trajs" / "search" / "t1.traj.json").write_text(json.dumps(chat))
     append_jsonl(out / "search_traces.jsonl", [episode])
-    append_jsonl(out / "records.jsonl", [{"task_id": task.id, "arm": "search", "search_trace_id": episode.trace_id,
-                                          "trajectory": "trajs/search/t1.traj.json"}])
+    append_jsonl(
+        out / "records.jsonl",
+        [
+            {
+                "task_id": task.id,
+                "arm": "search",
+                "search_trace_id": episode.trace_id,
+                "trajectory": "trajs/search/t1.traj.json",
+            }
+        ],
+    )
     return out
 
 
@@ -127,10 +152,12 @@ def test_the_e2e_live_layout_is_a_tree_with_its_hand_off(episodes, tmp_path):
     out = _e2e_folder(tmp_path, task, par)
     rows = tree_rows(e2e_tree(out, task.id))
     assert [(r["depth"], r["turn"], r["via"], r["episode"]) for r in rows] == [
-        (0, None, "", None), (1, 0, "hand-off in the task text", par.trace_id)]
+        (0, None, "", None),
+        (1, 0, "hand-off in the task text", par.trace_id),
+    ]
     r = CliRunner().invoke(app, ["trajectories", "export-atif", str(out), "--out", str(tmp_path / "atif")])
     assert r.exit_code == 0, r.output
-    f, = (tmp_path / "atif").glob("*.json")
+    (f,) = (tmp_path / "atif").glob("*.json")
     doc = json.loads(f.read_text())
     back = tree_rows(agent_tree(parse_file(f).trajectories[0], embedded_traces(doc)))
     assert [{k: x[k] for k in KEYS} for x in back] == [{k: x[k] for k in KEYS} for x in rows]
@@ -153,7 +180,11 @@ def test_notebook_07s_scripted_main_agent_delegates_each_search(episodes):
     ep2 = demo_episode(other, parallel=True)
     main, traces = demo_main([task, other], [par, ep2])
     rows = tree_rows(agent_tree(main, traces))
-    assert [(r["depth"], r["turn"], r["episode"]) for r in rows] == [(0, None, None), (1, 1, par.trace_id), (1, 3, ep2.trace_id)]
+    assert [(r["depth"], r["turn"], r["episode"]) for r in rows] == [
+        (0, None, None),
+        (1, 1, par.trace_id),
+        (1, 3, ep2.trace_id),
+    ]
     assert rows[0]["calls"] == 4 and rows[0]["tokens_estimated"]
     with pytest.raises(ValueError, match="one episode per task"):
         demo_main([task], [par, seq])
@@ -167,16 +198,19 @@ def tree_report(tmp_path):
 
     from fasbench.mainjob.report import write_report
 
-    src = ("import sys; sys.path.insert(0, %r)\n" % str(__import__("pathlib").Path(__file__).parent) +
-           "from test_widgets import hand_trace\n"
-           "from fasbench.trajectories.trajectory import AgentTurn, Call, Trajectory\n"
-           "from fasbench.trajectories.parsers import trace_trajectory\n"
-           "from fasbench.replay.subagent_tree import agent_tree\nfrom fasbench.replay.tree_widget import SubagentTree\n"
-           "a, b = hand_trace(), hand_trace('q', 'task2')\n"
-           "one = Call('Task', '{}', {'subagent_type': 'Explore <b>x</b>'}, trace_trajectory(a))\n"
-           "two = Call('Task', '{}', {'subagent_type': 'Explore callers'}, trace_trajectory(b))\n"
-           "main = Trajectory('m', 'i', 'main-agent', 'gpt', 'x', [AgentTurn(1, [one], 100, 10), AgentTurn(2, [two], 200, 5)])\n"
-           "SubagentTree(agent_tree(main, {a.trace_id: a, b.trace_id: b}))")
+    src = (
+        "import sys; sys.path.insert(0, %r)\n"
+        % str(__import__("pathlib").Path(__file__).parent)
+        + "from test_widgets import hand_trace\n"
+        "from fasbench.trajectories.trajectory import AgentTurn, Call, Trajectory\n"
+        "from fasbench.trajectories.parsers import trace_trajectory\n"
+        "from fasbench.replay.subagent_tree import agent_tree\nfrom fasbench.replay.tree_widget import SubagentTree\n"
+        "a, b = hand_trace(), hand_trace('q', 'task2')\n"
+        "one = Call('Task', '{}', {'subagent_type': 'Explore <b>x</b>'}, trace_trajectory(a))\n"
+        "two = Call('Task', '{}', {'subagent_type': 'Explore callers'}, trace_trajectory(b))\n"
+        "main = Trajectory('m', 'i', 'main-agent', 'gpt', 'x', [AgentTurn(1, [one], 100, 10), AgentTurn(2, [two], 200, 5)])\n"
+        "SubagentTree(agent_tree(main, {a.trace_id: a, b.trace_id: b}))"
+    )
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -195,11 +229,11 @@ def test_the_static_report_shows_the_tree(tmp_path):
     page = tree_report(tmp_path).read_text()
     assert "fasbench-static-tree" in page and "main-agent" in page and "2 turns · 2 calls · 315 tokens" in page
     assert "Task: Explore &lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page and "Task: Explore callers" in page
-    tree = page[page.index("fasbench-static-tree"):]
+    tree = page[page.index("fasbench-static-tree") :]
     main_li = tree.index("main-agent")
     nested = [tree.index(f"replay of episode {t}") for t in ("trace-p-task1", "trace-q-task2")]
     assert main_li < nested[0] < nested[1]  # both under the main agent's node, in the order delegated
-    assert tree[main_li:nested[0]].count("<ul>") == 1  # one level down
+    assert tree[main_li : nested[0]].count("<ul>") == 1  # one level down
     assert page.count("fasbench-static-replay") >= 2
     assert page.count("Turn 1 / 3") >= 2  # each episode's static replay under its node
 

@@ -16,8 +16,11 @@ from fasbench.mainjob.report import main, write_report
 CELLS = [
     ("import plotly.graph_objects as go\nimport ipywidgets as W\ngo.Figure(go.Bar(x=['a'], y=[3]))", None),
     ("W.IntSlider(value=7, description='turn')", None),
-    ("from fasbench.stats.findings import Findings\nf = Findings('test', n=3)\nf.metric('F2', 0.5, 0.4, 0.6, n=3, seed=0.7, "
-     "seed_source='Relace')\nf.caveat('tiny')\nf", ["findings"]),
+    (
+        "from fasbench.stats.findings import Findings\nf = Findings('test', n=3)\nf.metric('F2', 0.5, 0.4, 0.6, n=3, seed=0.7, "
+        "seed_source='Relace')\nf.caveat('tiny')\nf",
+        ["findings"],
+    ),
 ]
 
 
@@ -66,6 +69,7 @@ def test_report_cli_one_line_error(tmp_path, capsys):
 
 # ---------------------------------------------------------------- issue 27: a report read without a kernel
 
+
 def _nb(*cells) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     for src, outputs, tags in cells:
@@ -88,13 +92,18 @@ def _md(text):
 def test_report_drops_warnings_and_progress_bars_but_keeps_tracebacks_and_errors(tmp_path):
     from fasbench.mainjob.report import _quiet_stderr
 
-    warning = ("/x/site-packages/torch/utils/data.py:42: UserWarning: this DataLoader will create 4 workers\n"
-               "  warnings.warn(\n")
-    tb = "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: bad\n"
+    warning = (
+        "/x/site-packages/torch/utils/data.py:42: UserWarning: this DataLoader will create 4 workers\n"
+        "  warnings.warn(\n"
+    )
+    tb = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: bad\n'
     bar = "eval bm25:  20%|██        | 1/5 [00:01<00:06,  1.51s/ep]\reval bm25: 100%|██████████| 5/5 [00:01<00:00]\n"
     err = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": ["ValueError: bad"]}
-    nb = _nb(("a", [_stream(warning), _stream(bar)], None), ("b", [_stream(warning + tb), err], None),
-             ("c", [_stream("x.py:3: FutureWarning: old\n  f()\nnote: something else\n")], None))
+    nb = _nb(
+        ("a", [_stream(warning), _stream(bar)], None),
+        ("b", [_stream(warning + tb), err], None),
+        ("c", [_stream("x.py:3: FutureWarning: old\n  f()\nnote: something else\n")], None),
+    )
     assert _quiet_stderr(nb) == 8  # 3 warnings with their source lines, 2 redraws of a bar
     assert nb.cells[0].outputs == []  # only warnings and a progress bar: gone
     kept = nb.cells[1].outputs
@@ -128,10 +137,12 @@ def test_unshown_numbers_skips_levels_versions_and_parameters_but_not_results():
     parameter) are no results; a result the findings compute and no output shows still is one."""
     from fasbench.mainjob.report import unshown_numbers
 
-    finding = _md("*Intervals [lo, hi] are 95% bootstrap intervals; value [95% percentile bootstrap interval]; "
-                  "intervals: 90% percentile bootstrap over tasks.* 0 of 7 differ at p < 0.05 with a 95% interval "
-                  "excluding 0; the test does not reject at 0.05; α = 0.1. Traces of mini-swe-agent 1.15.0 and "
-                  "pytest-4.4.1. Budget 3.2 steps. Share 90.7%, difference +0.150.")
+    finding = _md(
+        "*Intervals [lo, hi] are 95% bootstrap intervals; value [95% percentile bootstrap interval]; "
+        "intervals: 90% percentile bootstrap over tasks.* 0 of 7 differ at p < 0.05 with a 95% interval "
+        "excluding 0; the test does not reject at 0.05; α = 0.1. Traces of mini-swe-agent 1.15.0 and "
+        "pytest-4.4.1. Budget 3.2 steps. Share 90.7%, difference +0.150."
+    )
     params = ("budget = 3.2\nseed = 0", [], ["parameters"])
     assert unshown_numbers(_nb(params, ("f", [finding], ["findings"]))) == ["90.7%", "+0.150"]
     shown = _stream("share 0.907 and difference 0.150\n", "stdout")
@@ -139,15 +150,20 @@ def test_unshown_numbers_skips_levels_versions_and_parameters_but_not_results():
     assert unshown_numbers(_nb(("f", [finding], ["findings"]))) == ["3.2", "90.7%", "+0.150"]  # 3.2: no parameter
     # up to rounding: 9.315 shown rounds to 9.32, 0.75 is 0.750 with its zero trimmed; 91% is not 90.7%
     f2 = _md("Mean 9.32, share 0.750, share 90.7%.")
-    assert unshown_numbers(_nb(("t", [_stream("9.315 0.75 91%\n", "stdout")], None), ("f", [f2], ["findings"]))) == ["90.7%"]
+    assert unshown_numbers(_nb(("t", [_stream("9.315 0.75 91%\n", "stdout")], None), ("f", [f2], ["findings"]))) == [
+        "90.7%"
+    ]
 
 
 @pytest.mark.slow
 def test_replay_in_the_report_is_static_and_its_widget_state_is_left_out(tmp_path):
-    src = ("import sys; sys.path.insert(0, %r)\n" % str(Path(__file__).parent) +
-           "from test_widgets import hand_trace, hand_task\nfrom fasbench.replay import TraceReplay\n"
-           "import ipywidgets as W\nkeep = W.IntSlider(value=5)\n"
-           "TraceReplay(hand_trace(), hand_task())")
+    src = (
+        "import sys; sys.path.insert(0, %r)\n"
+        % str(Path(__file__).parent)
+        + "from test_widgets import hand_trace, hand_task\nfrom fasbench.replay import TraceReplay\n"
+        "import ipywidgets as W\nkeep = W.IntSlider(value=5)\n"
+        "TraceReplay(hand_trace(), hand_task())"
+    )
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src), nbformat.v4.new_code_cell("keep")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -175,8 +191,13 @@ def _findings_call(cell_source: str) -> str | None:
     last = tree.body[-1] if tree.body else None
     if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Name) and last.value.id == "f"):
         return None
-    made = [n.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-            and any(isinstance(t, ast.Name) and t.id == "f" for t in n.targets)]
+    made = [
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and any(isinstance(t, ast.Name) and t.id == "f" for t in n.targets)
+    ]
     if not made:
         return None
     fn = made[-1].func
@@ -199,14 +220,19 @@ def test_every_notebooks_last_cell_is_its_tagged_findings_built_by_the_one_build
         tagged = [i for i, c in enumerate(nb.cells) if "findings" in c.metadata.get("tags", [])]
         assert tagged == [len(nb.cells) - 1], f"{p.name}: cells tagged findings: {tagged}, not only the last"
         assert _findings_call(last.source) in ("Findings", "findings"), (
-            f"{p.name}: the last cell does not end with `f`, a Findings built by Findings(...) or findings(...)")
+            f"{p.name}: the last cell does not end with `f`, a Findings built by Findings(...) or findings(...)"
+        )
 
 
 def test_the_findings_cell_check_fails_on_the_old_ways():
     assert _findings_call("f = Findings('x')\nf.add('y')\nf") == "Findings"
     assert _findings_call("f = rl_turns.findings(a, b)\nf") == "findings"
-    for old in ("Markdown(what_we_found(runs, s))", "display(Markdown(field.findings(r, s, 3)))",
-                "lines = ['## What we found']\ndisplay(Markdown('\\n'.join(lines)))", "f = Markdown(x)\nf"):
+    for old in (
+        "Markdown(what_we_found(runs, s))",
+        "display(Markdown(field.findings(r, s, 3)))",
+        "lines = ['## What we found']\ndisplay(Markdown('\\n'.join(lines)))",
+        "f = Markdown(x)\nf",
+    ):
         assert _findings_call(old) not in ("Findings", "findings")
 
 
@@ -222,6 +248,10 @@ def test_executed_notebooks_show_the_numbers_their_findings_quote():
         pytest.skip("no executed notebooks in runs/notebooks (make run)")
     for p in paths:
         nb = nbformat.read(p, as_version=4)
-        cut = [o.get("text", "") for c in nb.cells for o in c.get("outputs", [])
-               if o.get("output_type") == "stream" and "┆ … ┆" in o.get("text", "")]
+        cut = [
+            o.get("text", "")
+            for c in nb.cells
+            for o in c.get("outputs", [])
+            if o.get("output_type") == "stream" and "┆ … ┆" in o.get("text", "")
+        ]
         assert not cut, f"{p.name}: a table has hidden columns while its findings quote {unshown_numbers(nb)}"

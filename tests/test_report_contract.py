@@ -5,15 +5,15 @@ import json
 import re
 
 import pytest
+from tools_fixture import make_repo
 
 from fasbench.evaluation.rundir import RunMeta, migrate, open_run
 from fasbench.harness import Limits, run_episode
 from fasbench.policies import ScriptedPolicy, make_policy
-from fasbench.scoring.process import process_row
 from fasbench.records import Gold, Reply, Report, Shown, Task, ToolCall, ToolResult
+from fasbench.scoring.process import process_row
 from fasbench.tools import TOOLSETS, answer_tool, calls_for, make_toolset, seen
 from fasbench.tools.contract import IDS_HEADER, IdLedger, blocks, cite_ids, shown_ids, strip_ids
-from tools_fixture import make_repo
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +22,13 @@ def repo(tmp_path_factory):
 
 
 def task(root):
-    return Task(id="t", query="Login fails: check() in auth returns False", repo="local", root=str(root),
-                gold=Gold(edited={"src/pkg/auth.py": [[4, 10]]}))
+    return Task(
+        id="t",
+        query="Login fails: check() in auth returns False",
+        repo="local",
+        root=str(root),
+        gold=Gold(edited={"src/pkg/auth.py": [[4, 10]]}),
+    )
 
 
 def test_blocks_are_runs_of_consecutive_lines_of_ranges_and_hits():
@@ -50,7 +55,10 @@ def test_ledger_numbers_reuses_and_renders_only_what_was_shown_before():
 def test_cite_ids_narrows_to_the_overlap_and_cites_a_whole_file_by_all_its_ids():
     ids = {"r1": ("a.py", 10, 20), "r2": ("a.py", 30, 40), "r3": ("b.py", 1, 5)}
     assert cite_ids({"a.py": [[5, 12], [30, 40]], "b.py": [], "c.py": [[1, 2]]}, ids) == {
-        "r1": [[10, 12]], "r2": [], "r3": []}
+        "r1": [[10, 12]],
+        "r2": [],
+        "r3": [],
+    }
 
 
 def test_parsers_read_the_tool_output_without_the_id_list():
@@ -58,7 +66,10 @@ def test_parsers_read_the_tool_output_without_the_id_list():
     text = "src/pkg/auth.py:4:def Login(user, password):"
     tagged = text + f"\n{IDS_HEADER}\n[r1] src/pkg/auth.py:4"
     assert strip_ids(tagged) == text and strip_ids(text + f"\n{IDS_HEADER}\nnot a tag") != text
-    assert seen("relace", call, ToolResult("c", tagged)).shown.to_dict() == seen("relace", call, ToolResult("c", text)).shown.to_dict()
+    assert (
+        seen("relace", call, ToolResult("c", tagged)).shown.to_dict()
+        == seen("relace", call, ToolResult("c", text)).shown.to_dict()
+    )
     assert shown_ids([{"role": "tool", "content": tagged}]) == {"r1": ("src/pkg/auth.py", 4, 4)}
 
 
@@ -93,8 +104,14 @@ def test_a_fabricated_citation_is_counted_under_free_and_impossible_under_ids(re
     t = task(repo)
     free = run_episode(t, ScriptedPolicy([Reply(calls=[view]), answer({"src/pkg/auth.py": [[1, 20]]})]), toolset)
     assert process_row(free, t)["cited_lines_unseen"] == 8  # lines 7-14 (the file ends there) were never shown
-    ids = run_episode(t, ScriptedPolicy([Reply(calls=[view]), answer({"r1": [[2, 20]], "r7": [], "src/pkg/auth.py": [[1, 20]]}, ids=True)]),
-                      toolset, Limits(report_contract="ids"))
+    ids = run_episode(
+        t,
+        ScriptedPolicy(
+            [Reply(calls=[view]), answer({"r1": [[2, 20]], "r7": [], "src/pkg/auth.py": [[1, 20]]}, ids=True)]
+        ),
+        toolset,
+        Limits(report_contract="ids"),
+    )
     assert ids.report.files == {"src/pkg/auth.py": [[2, 6]]}
     assert ids.meta["citation"] == {"cited": ["r1"], "dropped": ["r7", "src/pkg/auth.py"], "clipped": 1}
     row = process_row(ids, t)
@@ -121,18 +138,36 @@ def test_rl_environment_renders_id_citations_as_run_episode_does(repo):
 
     t = task(repo)
     lim = Limits(max_turns=4, max_calls_per_turn=4, report_contract="ids")
-    replies = [Reply("Reading.", [ToolCall("a", "view_file", {"path": "src/pkg/auth.py", "view_range": [1, 8]}),
-                                  ToolCall("b", "grep_search", {"query": "def check"})]),
-               Reply("Done.", [ToolCall("d", "report_back", {"explanation": "e", "files": {"r1": [[4, 6]], "r2": [], "r5": []}})])]
+    replies = [
+        Reply(
+            "Reading.",
+            [
+                ToolCall("a", "view_file", {"path": "src/pkg/auth.py", "view_range": [1, 8]}),
+                ToolCall("b", "grep_search", {"query": "def check"}),
+            ],
+        ),
+        Reply(
+            "Done.", [ToolCall("d", "report_back", {"explanation": "e", "files": {"r1": [[4, 6]], "r2": [], "r5": []}})]
+        ),
+    ]
     trace = run_episode(t, ScriptedPolicy(list(replies)), "relace", lim)
     env = environment_class("relace", lim)()
     env.reset(task=json.dumps(t.to_dict()))
     completion = []
     for r in replies:  # TRL's loop: generate (a new turn), run each call, append its tool message
         env._begin_turn()
-        completion.append({"role": "assistant", "content": r.text, "tool_calls": [
-            {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in r.calls]})
-        completion += [{"role": "tool", "name": c.name, "content": getattr(env, c.name)(**c.arguments)} for c in r.calls]
+        completion.append(
+            {
+                "role": "assistant",
+                "content": r.text,
+                "tool_calls": [
+                    {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in r.calls
+                ],
+            }
+        )
+        completion += [
+            {"role": "tool", "name": c.name, "content": getattr(env, c.name)(**c.arguments)} for c in r.calls
+        ]
     ep = env._episode(completion)
     assert ep.report == trace.report and ep.report.files == {"src/pkg/auth.py": [[4, 6], [9, 9]]}
     assert ep.meta["citation"] == trace.meta["citation"] == {"cited": ["r1", "r2"], "dropped": ["r5"], "clipped": 0}
@@ -165,7 +200,10 @@ def test_sft_episodes_cite_by_id_and_examples_record_the_contract(repo, toolset)
 def test_runs_of_the_two_contracts_are_not_repeats_of_one_policy():
     from fasbench.evaluation.runs import policy_key
 
-    free, old = {"policy": "heuristic", "max_turns": 6, "max_calls": 12, "report_contract": "free"}, {"policy": "heuristic", "max_turns": 6, "max_calls": 12}
+    free, old = (
+        {"policy": "heuristic", "max_turns": 6, "max_calls": 12, "report_contract": "free"},
+        {"policy": "heuristic", "max_turns": 6, "max_calls": 12},
+    )
     free, old, ids = (RunMeta.from_dict(migrate(d)) for d in (free, old, {**free, "report_contract": "ids"}))
     assert policy_key(free) == policy_key(old) != policy_key(ids)
     assert ids.limits_label() == "6 turns × 12 calls, cites by ID" and old.limits_label() == "6 turns × 12 calls"
@@ -181,15 +219,26 @@ def test_the_benchmark_pairs_ids_beside_free_on_the_same_tasks(repo, toolset, tm
     from fasbench.base.paths import repo_root
     from fasbench.evaluation.evaluate import run_eval
 
-    spec = importlib.util.spec_from_file_location("report_contract_bench", repo_root() / "benchmarks" / "report_contract.py")
+    spec = importlib.util.spec_from_file_location(
+        "report_contract_bench", repo_root() / "benchmarks" / "report_contract.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     queries = ["Login fails: check() in auth returns False", "where is Login defined?", "the session token is wrong"]
-    tasks = [Task(id=f"t{i}", query=q, repo="local", root=str(repo), gold=Gold(edited={"src/pkg/auth.py": [[4, 10]]}))
-             for i, q in enumerate(queries)]
+    tasks = [
+        Task(id=f"t{i}", query=q, repo="local", root=str(repo), gold=Gold(edited={"src/pkg/auth.py": [[4, 10]]}))
+        for i, q in enumerate(queries)
+    ]
     for c in ("free", "ids"):
-        run_eval(tasks, "heuristic", toolset, tmp_path / c, limits=Limits(max_turns=4, report_contract=c), progress=False,
-                 warn=False)
+        run_eval(
+            tasks,
+            "heuristic",
+            toolset,
+            tmp_path / c,
+            limits=Limits(max_turns=4, report_contract=c),
+            progress=False,
+            warn=False,
+        )
     row, free_tokens, ids_tokens = bench.pair(toolset, str(tmp_path / "free"), str(tmp_path / "ids"))
     assert row["n"] == 3 and row["unseen_ids"] == 0 and row["dropped_ids"] == 0
     assert 0 <= row["unseen_free"] <= 1 and 0 <= row["file_f2_ids"] <= 1 and 0 <= row["file_f2_free"] <= 1

@@ -40,31 +40,45 @@ def _folder(tmp_path, monkeypatch):
     d = tmp_path / "runs" / "notebooks"
     d.mkdir(parents=True)
     table = pl.DataFrame({"policy": ["bm25", "<b>heuristic</b>"], "file_f2": [0.123456, 0.5]})
-    html_table = {"output_type": "execute_result", "execution_count": 1, "metadata": {},
-                  "data": {"text/html": str(frame_html(table)), "text/plain": str(table)}}
+    html_table = {
+        "output_type": "execute_result",
+        "execution_count": 1,
+        "metadata": {},
+        "data": {"text/html": str(frame_html(table)), "text/plain": str(table)},
+    }
     small = Findings("baselines", n=2, study_n=40).add("heuristic 0.50 vs bm25 0.12; a hidden 0.777.")
     big = Findings("tasks", n=500, study_n=40).add("all good at 0.50.")
-    nbformat.write(_nb("Search baselines", [html_table, {"output_type": "stream", "name": "stdout",
-                                                          "text": f"runs in {root}/.cache/runs/03_abc\n"}], small),
-                   d / "03_search.ipynb")
+    nbformat.write(
+        _nb(
+            "Search baselines",
+            [html_table, {"output_type": "stream", "name": "stdout", "text": f"runs in {root}/.cache/runs/03_abc\n"}],
+            small,
+        ),
+        d / "03_search.ipynb",
+    )
     nbformat.write(_nb("Tasks", [_md_out("0.50 everywhere")], big), d / "02_tasks.ipynb")
     return d
 
 
 def test_header_from_run_record_smoke_banner_index_and_note(tmp_path, monkeypatch):
     d = _folder(tmp_path, monkeypatch)
-    rec = {"started": "2026-12-04 10:00 UTC", "finished": "2026-12-04 11:21 UTC", "total_s": 4860.0,
-           "code": {"describe": "abc1234-dirty", "commit": "a" * 40, "dirty": True},
-           "machine": {"cores": 2, "memory_gb": 7.8, "load_1min": 3.2, "system": "Linux x86_64"},
-           "checkout": "/home/someone/fasbench", "short": False,
-           "notebooks": [{"notebook": "03_search.ipynb", "seconds": 1234.5, "tries": 2, "ok": True}]}
+    rec = {
+        "started": "2026-12-04 10:00 UTC",
+        "finished": "2026-12-04 11:21 UTC",
+        "total_s": 4860.0,
+        "code": {"describe": "abc1234-dirty", "commit": "a" * 40, "dirty": True},
+        "machine": {"cores": 2, "memory_gb": 7.8, "load_1min": 3.2, "system": "Linux x86_64"},
+        "checkout": "/home/someone/fasbench",
+        "short": False,
+        "notebooks": [{"notebook": "03_search.ipynb", "seconds": 1234.5, "tries": 2, "ok": True}],
+    }
     (d / "run.json").write_text(json.dumps(rec))
     page = write_report(d, tmp_path / "report").read_text()
-    head = page[page.index("fasbench report</h1>"):page.index("Notebook <code>02_tasks")]
+    head = page[page.index("fasbench report</h1>") : page.index("Notebook <code>02_tasks")]
     assert "2026-12-04 10:00 UTC" in head and "81 min" in head and "abc1234-dirty" in head and "a" * 40 in head
     assert "2 cores" in head and "7.8 GiB memory" in head
     # the smoke banner names the notebook below its study size, not the other one
-    banner = head[head.index("Smoke settings"):head.index("Contents")]
+    banner = head[head.index("Smoke settings") : head.index("Contents")]
     assert "03_search" in banner and "02_tasks" not in banner and "below the study size of 40" in banner
     # the section index: anchors for each notebook and its findings, titles, time and tries
     assert "href='#02_tasks'" in head.replace('"', "'") and "href='#03_search-findings'" in head.replace('"', "'")
@@ -73,7 +87,7 @@ def test_header_from_run_record_smoke_banner_index_and_note(tmp_path, monkeypatc
     # the findings-vs-outputs note is on the page (0.777 is only in the findings)
     assert "Findings quote numbers no output shows" in head and "0.777" in head
     # the table is an HTML table, escaped, with no polars repr in sight
-    assert "<table class=\"fasbench-table\"" in page or "<table class='fasbench-table'" in page
+    assert '<table class="fasbench-table"' in page or "<table class='fasbench-table'" in page
     assert "&lt;b&gt;heuristic&lt;/b&gt;" in page and "shape: (2, 2)" not in page
     # no absolute folder of this machine (or of the run's checkout)
     assert str(repo_root()) not in page and "runs in .cache/runs/03_abc" in page
@@ -99,8 +113,9 @@ def test_run_all_writes_run_record(tmp_path, monkeypatch):
     assert mainrun.run_all(tmp_path / "out", [p], idle_s=60) == 0
     rec = json.loads((tmp_path / "out" / "run.json").read_text())
     assert rec["finished"] and rec["total_s"] > 0 and rec["machine"]["cores"] >= 1
-    assert rec["notebooks"] == [{"notebook": "01_x.ipynb", "seconds": rec["notebooks"][0]["seconds"], "tries": 1,
-                                 "ok": True}]
+    assert rec["notebooks"] == [
+        {"notebook": "01_x.ipynb", "seconds": rec["notebooks"][0]["seconds"], "tries": 1, "ok": True}
+    ]
 
 
 def test_scrub_paths_and_shown_path(monkeypatch):
@@ -119,9 +134,12 @@ def test_notebook_tables_shows_frames_as_html_tables():
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook()
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "import polars as pl\nfrom fasbench.stats.tables import notebook_tables\nnotebook_tables()\n"
-        "pl.DataFrame({'policy': ['<i>x</i>'] * 30, 'f2': [0.5 + i / 1000 for i in range(30)]})"))
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import polars as pl\nfrom fasbench.stats.tables import notebook_tables\nnotebook_tables()\n"
+            "pl.DataFrame({'policy': ['<i>x</i>'] * 30, 'f2': [0.5 + i / 1000 for i in range(30)]})"
+        )
+    )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     shown = nb.cells[0].outputs[0]["data"]["text/html"]

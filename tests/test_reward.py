@@ -14,8 +14,9 @@ def rep(*paths, ranges=None):
     return Report(files={p: (ranges or [[1, 10]]) for p in paths}, explanation="")
 
 
-@pytest.mark.parametrize("n,expected", [(0, 1.0), (1, 1.0), (4, 1.0), (5, 0.95), (14, 0.5), (23, 0.05),
-                                        (24, 0.0), (40, 0.0), (None, 1.0)])
+@pytest.mark.parametrize(
+    "n,expected", [(0, 1.0), (1, 1.0), (4, 1.0), (5, 0.95), (14, 0.5), (23, 0.05), (24, 0.0), (40, 0.0), (None, 1.0)]
+)
 def test_turn_penalty(n, expected):
     assert turn_penalty(n) == pytest.approx(expected)
 
@@ -67,7 +68,8 @@ def test_relace_hybrid_soft_precision():
     assert score_report("relace", g, rep("a.py", "b.py", "d.py"), turns=3).value == pytest.approx(0.8)
     g2 = Gold(edited={"a.py": []}, viewed={"b.py"}, source="pr")
     assert score_report("relace", g2, rep("a.py", "b.py"), turns=3).value == pytest.approx(
-        score_report("relace-f2", g2, rep("a.py", "b.py"), turns=3).value)
+        score_report("relace-f2", g2, rep("a.py", "b.py"), turns=3).value
+    )
     # no viewed gold: falls back to precision vs edited, and says so
     g3 = Gold(edited={"a.py": []})
     s3 = score_report("relace-hybrid", g3, rep("a.py", "b.py"))
@@ -160,7 +162,12 @@ def test_every_reward_takes_the_one_episode_signature():
 def test_judged_is_a_property_of_the_registry_entry():
     from fasbench.scoring.reward import judged_rewards, reward_named
 
-    assert judged_rewards() == ["fastcontext", "fastcontext-lenient", "grounded-fastcontext", "grounded-fastcontext-lenient"]
+    assert judged_rewards() == [
+        "fastcontext",
+        "fastcontext-lenient",
+        "grounded-fastcontext",
+        "grounded-fastcontext-lenient",
+    ]
     assert not reward_named("relace").judged
     with pytest.raises(ValueError, match="unknown reward 'nope'; choose one of relace, "):
         reward_named("nope")

@@ -30,8 +30,13 @@ def toy(gold, report, *, trace=None, **_) -> Score:
 
 def add_toy(monkeypatch) -> None:
     """The one registry line."""
-    monkeypatch.setitem(REWARDS, "toy-half", Reward(toy, bounds=TOY_BOUNDS, parts={"half": (0.0, 0.25)},
-                                                     summary=True, label="toy (half)", view=True, audit=True))
+    monkeypatch.setitem(
+        REWARDS,
+        "toy-half",
+        Reward(
+            toy, bounds=TOY_BOUNDS, parts={"half": (0.0, 0.25)}, summary=True, label="toy (half)", view=True, audit=True
+        ),
+    )
 
 
 ROW = re.compile(r"(\S+) +(-?\d+\.\d{3}|n/a) +\[(-?\d+\.\d{3}|n/a), (-?\d+\.\d{3}|n/a)\] +(\d+)")
@@ -44,8 +49,23 @@ def _eval(tmp_path, monkeypatch, *extra: str) -> tuple[dict, pl.DataFrame, str]:
     tf = tmp_path / "tasks.jsonl"
     write_tasks(tf, tasks)
     out = tmp_path / "run"
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(tf), "--policy", "heuristic:turns=3", "--out", str(out),
-                                 "--workers", "1", "--backend", "serial", *extra])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(tf),
+            "--policy",
+            "heuristic:turns=3",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--backend",
+            "serial",
+            *extra,
+        ],
+    )
     assert r.exit_code == 0, r.output
     rows = {m.group(1): m.groups() for m in map(ROW.fullmatch, r.stdout.splitlines()) if m}
     return rows, pl.read_parquet(out / "summary.parquet"), r.stdout

@@ -21,15 +21,15 @@ from fasbench.evaluation.episodes import COLUMNS
 from fasbench.harness import Limits, execute_calls, initial_messages, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Reply, Task, ToolCall, turn_messages
-from fasbench.scoring.reward import score_report
-from fasbench.rl.run_analysis import read_rollouts
 from fasbench.rl.config import LOG_FILE, RLConfig, load_config
 from fasbench.rl.env import environment_class, harness_schemas
-from fasbench.rl.plots import before_after
 from fasbench.rl.episode_reward import EpisodeReward
+from fasbench.rl.plots import before_after
+from fasbench.rl.run_analysis import read_rollouts
 from fasbench.rl.train import train as rl_train
-from fasbench.training.log import read_log
+from fasbench.scoring.reward import score_report
 from fasbench.tools import TOOLSETS, ToolLimits, make_toolset, tool_names
+from fasbench.training.log import read_log
 
 # ---------------------------------------------------------------- a real small corpus
 
@@ -197,9 +197,14 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
     task = tasks[0]
     lim = Limits(max_turns=4, max_calls_per_turn=4)
     replies = [
-        Reply("Looking.", [ToolCall("a", "grep_search", {"query": "def show"}), ToolCall("b", "view_directory", {"path": "/repo"})]),
+        Reply(
+            "Looking.",
+            [ToolCall("a", "grep_search", {"query": "def show"}), ToolCall("b", "view_directory", {"path": "/repo"})],
+        ),
         Reply("Reading.", [ToolCall("c", "view_file", {"path": "calc/fmt.py"})]),
-        Reply("Done.", [ToolCall("d", "report_back", {"explanation": "show formats", "files": {"calc/fmt.py": [[1, 2]]}})]),
+        Reply(
+            "Done.", [ToolCall("d", "report_back", {"explanation": "show formats", "files": {"calc/fmt.py": [[1, 2]]}})]
+        ),
     ]
     trace = run_episode(task, ScriptedPolicy(list(replies)), "relace", lim)
     env = environment_class("relace", lim)()
@@ -207,8 +212,13 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
     completion = []
     for r in replies:  # what TRL's loop does: generate (new turn), run each call, append tool messages
         env._begin_turn()
-        msg = {"role": "assistant", "content": r.text,
-               "tool_calls": [{"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in r.calls]}
+        msg = {
+            "role": "assistant",
+            "content": r.text,
+            "tool_calls": [
+                {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in r.calls
+            ],
+        }
         completion.append(msg)
         for c in r.calls:
             completion.append({"role": "tool", "name": c.name, "content": getattr(env, c.name)(**c.arguments)})
@@ -220,8 +230,9 @@ def test_episode_and_reward_read_as_evaluation_reads_them(tasks):
     assert reward([None], [completion], environments=[env]) == [want.value]
     assert reward.batch[0].parts == want.parts and want.value > 0
     # the harness's own messages of those turns are what the completion holds
-    assert [m["content"] for m in completion if m["role"] == "tool"] == \
-        [m["content"] for t in trace.turns for m in turn_messages(t)[1:]]
+    assert [m["content"] for m in completion if m["role"] == "tool"] == [
+        m["content"] for t in trace.turns for m in turn_messages(t)[1:]
+    ]
 
 
 def test_rl_judge_is_asked_about_the_rollouts_own_query(tasks):
@@ -245,23 +256,25 @@ def test_rl_judge_is_asked_about_the_rollouts_own_query(tasks):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("reward,parts", [("relace", {"accuracy", "turn_penalty"}),
-                                           ("fastcontext", {"cited", "score_file", "f0_5", "over_penalty"})])
+@pytest.mark.parametrize(
+    "reward,parts",
+    [("relace", {"accuracy", "turn_penalty"}), ("fastcontext", {"cited", "score_file", "f0_5", "over_penalty"})],
+)
 def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
     """The landscape's rows are episode-table rows (fasbench.evaluation.episodes) with the grid in front: each
     reward's parts get their own reward_NAME__PART columns (none borrowed from another reward, no
     NaN), the reward recomputed from its parts matches, and the figure plots those parts by turns used."""
     from fasbench.evaluation.episodes import part_columns, reward_column
     from fasbench.policies.toy import make_corpus, toy_tasks
-    from fasbench.rl.run_analysis import incentive_landscape
     from fasbench.rl.plots import landscape
+    from fasbench.rl.run_analysis import incentive_landscape
 
     tasks = toy_tasks(make_corpus(tmp_path / "toy"))[:3]
     land = incentive_landscape(tasks, "relace", reward, turns=(2, 3), calls=(1, 3), progress=False)
     assert land.height == 2 * 2 * len(tasks)
     assert land.columns[:2] == ["plan_turns", "plan_calls"] and set(COLUMNS) <= set(land.columns)
     pre = reward_column(reward) + "__"
-    cols = {c[len(pre):] for c in part_columns(land.columns, reward)}
+    cols = {c[len(pre) :] for c in part_columns(land.columns, reward)}
     assert parts <= cols
     assert {c for c in land.columns if c.startswith("reward_")} == {reward_column(reward)} | {pre + c for c in cols}
     assert not any(land[pre + c].is_nan().any() for c in cols)
@@ -280,7 +293,9 @@ def test_incentive_landscape_has_the_rewards_own_parts(tmp_path, reward, parts):
     heat = next(t for t in fig.data if t.type == "heatmap")
     assert list(heat.y) == ["2", "3"] and list(heat.x) == ["1", "3"]
     want = land.group_by("plan_turns", "plan_calls").agg(pl.col("reward").mean())
-    assert heat.z[1][0] == pytest.approx(want.filter((pl.col("plan_turns") == 3) & (pl.col("plan_calls") == 1))["reward"].item())
+    assert heat.z[1][0] == pytest.approx(
+        want.filter((pl.col("plan_turns") == 3) & (pl.col("plan_calls") == 1))["reward"].item()
+    )
     assert landscape(land, reward).data[-1].name == "reward"
 
 
@@ -317,14 +332,20 @@ def test_training_tasks_keep_the_config_fields_meaning(tasks, tmp_path):
     import dataclasses
 
     from fasbench.data.corpus import CorpusError
+    from fasbench.data.tasksets import TaskSetError
     from fasbench.records import Gold, Task, append_jsonl, iter_jsonl
     from fasbench.rl.config import SKIPPED_FILE
     from fasbench.rl.tasks import load_rl_tasks
-    from fasbench.data.tasksets import TaskSetError
 
     good0, good1 = (dataclasses.replace(t, split=s) for t, s in zip(tasks, ("train", "dev")))
-    bad = Task(id="no-corpus", query="q", repo="no-such/repo", gold=Gold(edited={"a.py": [[1, 2]]}), split="train",
-               root=str(tmp_path / "missing"))
+    bad = Task(
+        id="no-corpus",
+        query="q",
+        repo="no-such/repo",
+        gold=Gold(edited={"a.py": [[1, 2]]}),
+        split="train",
+        root=str(tmp_path / "missing"),
+    )
     f = tmp_path / "tasks.jsonl"
     append_jsonl(f, [bad, good0, good1])
 
@@ -333,7 +354,9 @@ def test_training_tasks_keep_the_config_fields_meaning(tasks, tmp_path):
         return [t.id for t in load_rl_tasks(cfg, progress=False)]
 
     assert ids(split="train", n_tasks=1) == [good0.id]  # the unusable first task is skipped, not counted
-    assert [(r["task_id"], r["reason"]) for r in iter_jsonl(tmp_path / "run" / SKIPPED_FILE)] == [("no-corpus", "no-pick")]
+    assert [(r["task_id"], r["reason"]) for r in iter_jsonl(tmp_path / "run" / SKIPPED_FILE)] == [
+        ("no-corpus", "no-pick")
+    ]
     assert ids(split="dev", n_tasks=4) == [good1.id]
     assert ids(split=None, n_tasks=None) == [good0.id, good1.id]
     assert ids(split="train", n_tasks=2, tasks=f"{f}:dev") == [good1.id]  # the name's split wins
@@ -353,8 +376,14 @@ def test_config_errors_and_profiles():
         cfg = load_config(p)
         assert cfg.beta == 0.0 or p != "gpu"
     gpu = load_config("gpu")
-    assert (gpu.num_generations, gpu.max_turns, gpu.learning_rate, gpu.epsilon, gpu.epsilon_high, gpu.beta) == \
-        (16, 8, 1e-6, 0.2, 0.28, 0.0)
+    assert (gpu.num_generations, gpu.max_turns, gpu.learning_rate, gpu.epsilon, gpu.epsilon_high, gpu.beta) == (
+        16,
+        8,
+        1e-6,
+        0.2,
+        0.28,
+        0.0,
+    )
     from fasbench.rl.train import grpo_args
 
     args = grpo_args(gpu, use_cpu=True)  # the GPU profile's TRL config loads here too
@@ -384,8 +413,8 @@ def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
 
     import torch
 
-    from fasbench.models import load_model
     from fasbench.base.paths import cache_dir
+    from fasbench.models import load_model
 
     torch.manual_seed(0)
     model, tok = load_model("tiny", device="cpu", trainable=True)
@@ -400,14 +429,27 @@ def teach(tasks, cfg: RLConfig, steps: int = 120, lr: float = 3e-3) -> Path:
         word = t.query.split()[0].strip(":()")
         obs = ts.call("grep_search", {"query": word})[0]
         msgs = initial_messages(ts, t.query, cfg.limits) + [
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"type": "function", "function": {"name": "grep_search", "arguments": {"query": word}}}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"type": "function", "function": {"name": "grep_search", "arguments": {"query": word}}}],
+            },
             {"role": "tool", "name": "grep_search", "content": obs},
             # the report turn is the last one: the harness (and the RL trainer) tells the model to answer
             *([{"role": "user", "content": ts.final_turn_note()}] if cfg.max_turns == 2 else []),
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"type": "function", "function": {"name": "report_back",
-                                                  "arguments": {"explanation": "found", "files": {path: ranges}}}}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "report_back",
+                            "arguments": {"explanation": "found", "files": {path: ranges}},
+                        },
+                    }
+                ],
+            },
         ]
         enc = tok.apply_chat_template(msgs, tools=ts.schemas, return_dict=True, return_assistant_tokens_mask=True)
         texts.append(tok.decode(enc["input_ids"]))
@@ -437,8 +479,18 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypat
     import torch
 
     torch.set_num_threads(1)
-    cfg = load_config("tiny", {"output_dir": str(tmp_path / "run"), "max_steps": 2, "save_steps": 1,
-                               "report_to": "none", "max_turns": 2, "max_completion_length": 192, "temperature": 0.6})
+    cfg = load_config(
+        "tiny",
+        {
+            "output_dir": str(tmp_path / "run"),
+            "max_steps": 2,
+            "save_steps": 1,
+            "report_to": "none",
+            "max_turns": 2,
+            "max_completion_length": 192,
+            "temperature": 0.6,
+        },
+    )
     cfg.model = str(teach(tasks, cfg))
     seen = []  # TRL's own messages of every rollout, as its loop built them
     call = EpisodeReward.__call__
@@ -455,8 +507,15 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypat
     assert [r["step"] for r in steps] == [1, 2]
     for r in steps:  # every logged step carries the loss, the reward and each of its parts
         assert math.isfinite(r["loss"])
-        for k in ("episode/reward", "reward_parts/accuracy", "reward_parts/turn_penalty", "reward_parts/recall",
-                  "episode/turns", "episode/calls_per_turn", "episode/tokens"):
+        for k in (
+            "episode/reward",
+            "reward_parts/accuracy",
+            "reward_parts/turn_penalty",
+            "reward_parts/recall",
+            "episode/turns",
+            "episode/calls_per_turn",
+            "episode/tokens",
+        ):
             assert math.isfinite(r[f"{k}/mean"]) and math.isfinite(r[f"{k}/std"]), k
     assert any(r["loss"] != 0 for r in steps)
     rollouts = read_rollouts(cfg.out)
@@ -473,7 +532,7 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypat
     assert len(seen) == len(rollouts)
     for (prompt, completion), tr in zip(seen, rollouts):
         asst = [i for i, m in enumerate(completion) if m["role"] == "assistant"]
-        assert plain(tr.to_messages()) == plain(prompt + completion[:asst[tr.n_turns - 1] + 1])
+        assert plain(tr.to_messages()) == plain(prompt + completion[: asst[tr.n_turns - 1] + 1])
     assert any(m["role"] == "user" for tr in last_turn for m in tr.to_messages()[2:])
     for tr in rollouts:  # the logged reward is the evaluation reward of the rebuilt episode
         task = next(t for t in tasks if t.id == tr.task_id)
@@ -490,16 +549,24 @@ def test_tiny_grpo_run_through_the_harness_and_resume(tasks, tmp_path, monkeypat
     # before vs after: the one checkpoint evaluator (fasbench.evaluation.checkpoints), its episode tables concatenated
     ev = dict(toolset=cfg.toolset, limits=cfg.limits, reward=cfg.reward, max_new_tokens=32, progress=False)
     dev = tasks[:1]  # one task keeps the suite short; tests/test_checkpoints.py covers the evaluator itself
-    ba = pl.concat([evaluate_checkpoint(cfg.model, dev, cfg.out / "eval_before", label="before", **ev),
-                    evaluate_checkpoint(str(cfg.out / "final"), dev, cfg.out / f"eval_after_step{again['global_step']}",
-                                        label="after", **ev)], how="diagonal_relaxed")
+    ba = pl.concat(
+        [
+            evaluate_checkpoint(cfg.model, dev, cfg.out / "eval_before", label="before", **ev),
+            evaluate_checkpoint(
+                str(cfg.out / "final"), dev, cfg.out / f"eval_after_step{again['global_step']}", label="after", **ev
+            ),
+        ],
+        how="diagonal_relaxed",
+    )
     assert ba["policy"].to_list() == ["before"] * len(dev) + ["after"] * len(dev)
     assert set(COLUMNS) <= set(ba.columns) and (ba["reward"] == ba["reward_relace"]).all()
     assert (cfg.out / f"eval_after_step{again['global_step']}" / "traces.jsonl").exists()
     fig = before_after(ba, cfg.reward)
     assert [a.text for a in fig.layout.annotations][:3] == ["reward", "accuracy", "turn_penalty"]
     assert list(fig.data[0].x) == ["before", "after"]
-    assert list(fig.data[0].y) == pytest.approx(ba.group_by("policy", maintain_order=True).agg(pl.col("reward").mean())["reward"].to_list())
+    assert list(fig.data[0].y) == pytest.approx(
+        ba.group_by("policy", maintain_order=True).agg(pl.col("reward").mean())["reward"].to_list()
+    )
 
 
 @pytest.mark.slow
@@ -509,9 +576,19 @@ def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tasks, tmp_pa
     import torch
 
     torch.set_num_threads(1)
-    cfg = load_config("tiny", {"output_dir": str(tmp_path / "run"), "max_steps": 2, "save_steps": 4, "report_to": "none",
-                               "max_turns": 2, "max_completion_length": 48, "num_generations": 2,
-                               "per_device_train_batch_size": 2})
+    cfg = load_config(
+        "tiny",
+        {
+            "output_dir": str(tmp_path / "run"),
+            "max_steps": 2,
+            "save_steps": 4,
+            "report_to": "none",
+            "max_turns": 2,
+            "max_completion_length": 48,
+            "num_generations": 2,
+            "per_device_train_batch_size": 2,
+        },
+    )
     first = rl_train(cfg, tasks)  # save_steps (4) does not divide max_steps: a checkpoint is saved at the last step
     assert (first["global_step"], first["steps_this_call"], first["steps_resumed"]) == (2, 2, 0)
     final = cfg.out / "final"
@@ -520,8 +597,9 @@ def test_max_steps_is_a_total_rerun_trains_nothing_and_keeps_final(tasks, tmp_pa
     assert (again["global_step"], again["steps_this_call"], again["steps_resumed"]) == (2, 0, 2)
     raw = [json.loads(line) for line in (cfg.out / LOG_FILE).read_text().splitlines()]
     assert [r["step"] for r in raw if r["kind"] == "step"] == [1, 2]  # the raw log: no step trained twice
-    assert {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in final.iterdir()} == digest, "a rerun at max_steps overwrote final/"
+    assert {
+        p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest()) for p in final.iterdir()
+    } == digest, "a rerun at max_steps overwrote final/"
     assert "resumed at step 2 of max_steps=2" in capsys.readouterr().out
 
 
@@ -536,21 +614,32 @@ def test_raw_advantages_are_the_rewards(tasks, tmp_path, monkeypatch):
     import torch
 
     import fasbench.rl.episode_reward as rl_reward
-    from fasbench.scoring.reward import Score
     from fasbench.rl.train import make_trainer
+    from fasbench.scoring.reward import Score
 
     values = itertools.cycle([0.9, 0.2, 0.6, 0.35])
     monkeypatch.setattr(rl_reward, "score_episode", lambda *a, **k: Score(next(values), {"accuracy": 1.0}))
 
     torch.set_num_threads(1)
-    cfg = load_config("tiny", {"output_dir": str(tmp_path / "run"), "max_steps": 1, "save_steps": 1,
-                               "report_to": "none", "max_turns": 2, "max_completion_length": 192, "temperature": 0.6,
-                               "advantage": "raw", "track_weights": False})
+    cfg = load_config(
+        "tiny",
+        {
+            "output_dir": str(tmp_path / "run"),
+            "max_steps": 1,
+            "save_steps": 1,
+            "report_to": "none",
+            "max_turns": 2,
+            "max_completion_length": 192,
+            "temperature": 0.6,
+            "advantage": "raw",
+            "track_weights": False,
+        },
+    )
     cfg.model = str(teach(tasks, cfg))
     trainer, _ = make_trainer(cfg, tasks)
     trainer.train()
     rewards = [r.reward for r in trainer._episode_reward.batch]
-    logged = list(trainer._logs["advantages"])[-len(rewards):]
+    logged = list(trainer._logs["advantages"])[-len(rewards) :]
     assert len(rewards) > 1 and set(rewards) <= {0.9, 0.2, 0.6, 0.35}
     assert logged == pytest.approx(rewards)
     assert abs(sum(logged)) > 1e-6  # TRL's centred advantages of this one group would sum to 0

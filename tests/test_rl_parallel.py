@@ -76,12 +76,38 @@ def test_rollout_reward_passes_the_episodes_rewards():
 def test_share_interval_and_per_task_means():
     p, lo, hi = vgrpo.share_ci([1, 0, 0, 0])
     assert p == 0.25 and 0 < lo < 0.25 < hi < 1
-    rows = [{"task_id": "a", "mode": "sampled", "turns": 2, "calls_per_turn": 2, "first_parallel": 1, "file_f2": 1,
-             "reward": 1, "reported": 1},
-            {"task_id": "a", "mode": "sampled", "turns": 4, "calls_per_turn": 1, "first_parallel": 0, "file_f2": 1,
-             "reward": 0.5, "reported": 1},
-            {"task_id": "a", "mode": "greedy", "turns": 4, "calls_per_turn": 1, "first_parallel": 0, "file_f2": 1,
-             "reward": 0.5, "reported": 1}]
+    rows = [
+        {
+            "task_id": "a",
+            "mode": "sampled",
+            "turns": 2,
+            "calls_per_turn": 2,
+            "first_parallel": 1,
+            "file_f2": 1,
+            "reward": 1,
+            "reported": 1,
+        },
+        {
+            "task_id": "a",
+            "mode": "sampled",
+            "turns": 4,
+            "calls_per_turn": 1,
+            "first_parallel": 0,
+            "file_f2": 1,
+            "reward": 0.5,
+            "reported": 1,
+        },
+        {
+            "task_id": "a",
+            "mode": "greedy",
+            "turns": 4,
+            "calls_per_turn": 1,
+            "first_parallel": 0,
+            "file_f2": 1,
+            "reward": 0.5,
+            "reported": 1,
+        },
+    ]
     (row,) = vgrpo.per_task(rows, "sampled")
     assert row["turns"] == 3 and row["first_parallel"] == 0.5 and row["reward"] == 0.75
 
@@ -98,9 +124,21 @@ def test_relace_mini_k3_pays_two_turns_fully_and_four_half():
 
 
 def _rows(turns, cpt, first, f2, reward, n=12, k=2):
-    return [{"task_id": f"t{i}", "mode": mode, "turns": turns, "calls_per_turn": cpt + 0.01 * i, "first_parallel": first,
-             "file_f2": f2, "reward": reward + 0.001 * i, "reported": 1.0}
-            for i in range(n) for mode, kk in (("sampled", k), ("greedy", 1)) for _ in range(kk)]
+    return [
+        {
+            "task_id": f"t{i}",
+            "mode": mode,
+            "turns": turns,
+            "calls_per_turn": cpt + 0.01 * i,
+            "first_parallel": first,
+            "file_f2": f2,
+            "reward": reward + 0.001 * i,
+            "reported": 1.0,
+        }
+        for i in range(n)
+        for mode, kk in (("sampled", k), ("greedy", 1))
+        for _ in range(kk)
+    ]
 
 
 def test_study_tables_and_findings_judge_a_parallel_after():
@@ -113,10 +151,26 @@ def test_study_tables_and_findings_judge_a_parallel_after():
     assert all(acceptance(res["sampled"]).values()) and all(acceptance(res["greedy"]).values())
     worse = study.tables(before, _rows(4, 1.0, 0.0, 0.5, 0.25))
     assert not acceptance(worse["sampled"])["accuracy within 2 points"]
-    steps = {"seed 0": [{"step": 1, "rollouts_drawn": 16, "zero_var_share": 0.5, "zero_var_share_first": 1.0,
-                         "first_parallel": 0.25, "reward": 0.5, "turns": 3.0, "calls_per_turn": 1.2}]}
-    text = study.findings(study.start_share(before), {"seed 0": res}, steps, {}, {"what": "w", "limits": "l"}).markdown()
+    steps = {
+        "seed 0": [
+            {
+                "step": 1,
+                "rollouts_drawn": 16,
+                "zero_var_share": 0.5,
+                "zero_var_share_first": 1.0,
+                "first_parallel": 0.25,
+                "reward": 0.5,
+                "turns": 3.0,
+                "calls_per_turn": 1.2,
+            }
+        ]
+    }
+    text = study.findings(
+        study.start_share(before), {"seed 0": res}, steps, {}, {"what": "w", "limits": "l"}
+    ).markdown()
     assert "is met" in text and "0.50 after resampling" in text and "0% [0, " in text
-    text = study.findings(study.start_share(before), {"seed 0": worse}, steps, {}, {"what": "w", "limits": "l"}).markdown()
+    text = study.findings(
+        study.start_share(before), {"seed 0": worse}, steps, {}, {"what": "w", "limits": "l"}
+    ).markdown()
     assert "is NOT met" in text
     assert study.step_curves(steps).data

@@ -32,8 +32,10 @@ def tiny():
 def tasks(tmp_path_factory):
     root = make_repo(tmp_path_factory.mktemp("roll"))
     gold = Gold(edited={"src/pkg/auth.py": [[4, 6]]})
-    return [Task(id=f"t{i}", query=q, repo="demo", gold=gold, root=str(root))
-            for i, q in enumerate(["where is Login defined", "find the check function", "what is TOKEN_TTL"])]
+    return [
+        Task(id=f"t{i}", query=q, repo="demo", gold=gold, root=str(root))
+        for i, q in enumerate(["where is Login defined", "find the check function", "what is TOKEN_TTL"])
+    ]
 
 
 def _key(r):
@@ -56,8 +58,9 @@ def test_batched_equals_one_at_a_time(tiny, tasks, temperature):
 
 def test_cache_across_turns_equals_reencoding_and_logprobs_line_up(tiny, tasks):
     model, tok = tiny
-    rs = rollout_group(model, tok, tasks, k=2, limits=LIMITS, reward="relace-mini", max_new_tokens=10,
-                       temperature=1.0, seed=1)
+    rs = rollout_group(
+        model, tok, tasks, k=2, limits=LIMITS, reward="relace-mini", max_new_tokens=10, temperature=1.0, seed=1
+    )
     for r in rs:
         assert len(r.ids) == len(r.gen_mask) == len(r.logprobs)
         assert sum(r.gen_mask) == r.new_tokens == sum(t.completion_tokens for t in r.trace.turns)
@@ -73,8 +76,9 @@ def test_cache_across_turns_equals_reencoding_and_logprobs_line_up(tiny, tasks):
 
 def test_cap_holds(tiny, tasks):
     model, tok = tiny
-    rs = rollout_group(model, tok, tasks[:2], k=2, limits=LIMITS, reward="relace-mini", max_new_tokens=5,
-                       temperature=1.0, seed=2)
+    rs = rollout_group(
+        model, tok, tasks[:2], k=2, limits=LIMITS, reward="relace-mini", max_new_tokens=5, temperature=1.0, seed=2
+    )
     for r in rs:
         assert all(t.completion_tokens <= 5 for t in r.trace.turns)
         cut = r.trace.meta["rollout"]["capped_turns"]
@@ -88,20 +92,44 @@ def _reply_text(tok, chat, message, schemas):
     a = tok.apply_chat_template(to_template_messages(chat), tools=schemas, add_generation_prompt=True, tokenize=False)
     b = tok.apply_chat_template(to_template_messages(chat + [message]), tools=schemas, tokenize=False)
     assert b.startswith(a)
-    return b[len(a):].rstrip("\n")
+    return b[len(a) :].rstrip("\n")
 
 
 def test_conversation_is_the_templates_rendering_of_the_harness_chat(tasks):
     tok = load_tokenizer("tiny")
     st = EpisodeState(tasks[0], "relace", LIMITS, tok, "test")
     replies = [
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "grep_search", "arguments": '{"query": "def Login"}'}},
-            {"id": "b", "type": "function", "function": {"name": "view_directory", "arguments": '{"path": "/repo/src"}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "grep_search", "arguments": '{"query": "def Login"}'},
+                },
+                {
+                    "id": "b",
+                    "type": "function",
+                    "function": {"name": "view_directory", "arguments": '{"path": "/repo/src"}'},
+                },
+            ],
+        },
         {"role": "assistant", "content": "nothing to call"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "report_back", "arguments":
-                                                         '{"explanation": "x", "files": {"src/pkg/auth.py": [[4, 6]]}}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c",
+                    "type": "function",
+                    "function": {
+                        "name": "report_back",
+                        "arguments": '{"explanation": "x", "files": {"src/pkg/auth.py": [[4, 6]]}}',
+                    },
+                }
+            ],
+        },
     ]
     for msg in replies:
         st.begin_turn()
@@ -125,7 +153,10 @@ def test_conversation_is_the_templates_rendering_of_the_harness_chat(tasks):
 def test_decoder_rows_leave_and_holes_are_dropped(tiny):
     model, tok = tiny
     dec = BatchDecoder(model, tok.eos_token_id, tok.pad_token_id, temperature=0.0)
-    seqs = [tok("hello world", add_special_tokens=False)["input_ids"], tok("hello there, a longer one", add_special_tokens=False)["input_ids"]]
+    seqs = [
+        tok("hello world", add_special_tokens=False)["input_ids"],
+        tok("hello there, a longer one", add_special_tokens=False)["input_ids"],
+    ]
     dec.prefill(seqs, [torch.Generator().manual_seed(0)] * 2)
     dec.decode_turn(3)
     dec.keep_rows([0])
@@ -144,8 +175,13 @@ def test_openmp_threads_sleep_at_barriers_unless_the_user_says(given, want):
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if given:
         env["OMP_WAIT_POLICY"] = given
-    out = subprocess.run([sys.executable, "-c", "import fasbench, os; print(os.environ['OMP_WAIT_POLICY'])"],
-                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", "import fasbench, os; print(os.environ['OMP_WAIT_POLICY'])"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert out == want
 
 
@@ -172,11 +208,21 @@ def test_sampled_and_greedy_evaluation_feeds_the_before_after_table(tiny, tasks,
 
 def test_a_conversation_past_the_context_budget_ends_as_a_policy_error(tiny, tasks):
     model, tok = tiny
-    first = rollout_group(model, tok, tasks[:1], k=1, limits=LIMITS, reward="relace-mini", max_new_tokens=8,
-                          temperature=0.0)[0]
+    first = rollout_group(
+        model, tok, tasks[:1], k=1, limits=LIMITS, reward="relace-mini", max_new_tokens=8, temperature=0.0
+    )[0]
     budget = first.prompt_len + 8 + 4  # the first turn fits, the second does not
-    r = rollout_group(model, tok, tasks[:1], k=1, limits=LIMITS, reward="relace-mini", max_new_tokens=8,
-                      temperature=0.0, max_context=budget)[0]
+    r = rollout_group(
+        model,
+        tok,
+        tasks[:1],
+        k=1,
+        limits=LIMITS,
+        reward="relace-mini",
+        max_new_tokens=8,
+        temperature=0.0,
+        max_context=budget,
+    )[0]
     assert r.trace.n_turns == 1 and r.trace.stop_reason == "policy_error"
     assert f"context budget of {budget} tokens" in r.trace.error and r.reward == 0.0
 
@@ -185,7 +231,9 @@ def test_narrowing_a_turn_to_the_rows_still_decoding_changes_nothing(tiny):
     """Once half the rows have ended their reply the rest decode in a copy of their own rows; the turn's
     tokens and log-probs, and the following turns, are those of the full batch."""
     model, tok = tiny
-    prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("a b c", "hello there world", "x", "def f(): pass")]
+    prompts = [
+        tok(t, add_special_tokens=False)["input_ids"] for t in ("a b c", "hello there world", "x", "def f(): pass")
+    ]
 
     def run(narrow, stops):
         dec = BatchDecoder(model, stops, tok.pad_token_id, temperature=1.0)

@@ -12,10 +12,10 @@ import polars as pl
 import pytest
 from eval_fixtures import toy_copies
 
+from fasbench.data.tasksets import task_set_label
 from fasbench.evaluation.evaluate import run_eval
 from fasbench.evaluation.rundir import read_run, resume_note, run_name
 from fasbench.records import Gold, Task, write_tasks
-from fasbench.data.tasksets import task_set_label
 
 # Every test gets a FASBENCH_CACHE of its own (conftest.py): no run is resumed from another test's.
 pytestmark = pytest.mark.usefixtures("own_cache")
@@ -74,19 +74,36 @@ def test_a_run_json_from_before_the_tasks_key_is_checked_against_its_traces(task
 
 @pytest.mark.slow
 def test_limit_says_how_many_ran_and_why_fewer(tasks, tmp_path):
-    bad = [Task(id=f"nopick-{i}", query="q", repo="nobody/nothing", gold=Gold(edited={}), version="1.0") for i in range(4)]
+    bad = [
+        Task(id=f"nopick-{i}", query="q", repo="nobody/nothing", gold=Gold(edited={}), version="1.0") for i in range(4)
+    ]
     tf = tmp_path / "tasks.jsonl"
     write_tasks(tf, [tasks[0], bad[0], tasks[1], bad[1], bad[2], tasks[2], bad[3], tasks[3]])
     out = tmp_path / "run"
     env = {**__import__("os").environ, "FASBENCH_CACHE": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "fasbench.cli", "eval", "--tasks", str(tf), "--policy", "heuristic:turns=2",
-           "--workers", "1", "--backend", "serial", "--corpus", "offline"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fasbench.cli",
+        "eval",
+        "--tasks",
+        str(tf),
+        "--policy",
+        "heuristic:turns=2",
+        "--workers",
+        "1",
+        "--backend",
+        "serial",
+        "--corpus",
+        "offline",
+    ]
     r = subprocess.run(cmd + ["--out", str(out), "--limit", "7"], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     line = f"ran 3 of the 7 asked: 4 not usable on the offline corpus (no-pick 4; reasons in {out / 'excluded.jsonl'})"
     assert line in r.stderr and line in r.stdout
-    r = subprocess.run(cmd + ["--out", str(tmp_path / "r2"), "--limit", "20"], env=env, capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        cmd + ["--out", str(tmp_path / "r2"), "--limit", "20"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert "ran 4 of the 20 asked: the task set holds only 8; 4 not usable" in r.stdout
     # without --out, the run directory is named after the options: another limit, another directory
     r3 = subprocess.run(cmd + ["--limit", "1"], env=env, capture_output=True, text=True, timeout=600)
@@ -97,11 +114,14 @@ def test_limit_says_how_many_ran_and_why_fewer(tasks, tmp_path):
 
 def test_task_set_labels_name_split_count_and_corpus():
     assert task_set_label("swebench-lite:test", "offline") == (
-        "swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks; offline sdist corpora)")
+        "swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks; offline sdist corpora)"
+    )
     assert task_set_label("swebench-lite:test (first 10)", "offline") == (
-        "swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks, first 10; offline sdist corpora)")
+        "swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks, first 10; offline sdist corpora)"
+    )
     assert "fasbench dev split, 35 of Lite's 300 test tasks, 57 of Verified's 500 test tasks" in task_set_label(
-        "swebench-lite+swebench-verified:dev (8 drawn)", "offline")
+        "swebench-lite+swebench-verified:dev (8 drawn)", "offline"
+    )
     assert task_set_label("git:/x", "local") == "git:/x (mined from git history; local corpora)"
     assert task_set_label(None) == "tasks of the run"
 
@@ -110,11 +130,28 @@ def test_runs_table_shows_the_label_and_the_resume(tasks, tmp_path):
     from fasbench.evaluation import runs as R
 
     out = tmp_path / "run"
-    run_eval(tasks[:2], "heuristic:turns=2", "relace", out, workers=1, progress=False,
-             task_source="swebench-lite:test (first 2)", corpus="offline")
-    run_eval(tasks[:2], "heuristic:turns=2", "relace", out, workers=1, progress=False,
-             task_source="swebench-lite:test (first 2)", corpus="offline")
+    run_eval(
+        tasks[:2],
+        "heuristic:turns=2",
+        "relace",
+        out,
+        workers=1,
+        progress=False,
+        task_source="swebench-lite:test (first 2)",
+        corpus="offline",
+    )
+    run_eval(
+        tasks[:2],
+        "heuristic:turns=2",
+        "relace",
+        out,
+        workers=1,
+        progress=False,
+        task_source="swebench-lite:test (first 2)",
+        corpus="offline",
+    )
     row = R.runs_table([out]).row(0, named=True)
-    assert row["task_source"] == ("swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks, first 2; "
-                                  "offline sdist corpora)")
+    assert row["task_source"] == (
+        "swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks, first 2; offline sdist corpora)"
+    )
     assert row["resumed"].startswith("resumed: 2 of 2 episodes from an earlier run (")

@@ -29,8 +29,23 @@ def task_file(tmp_path):
 
 
 def _eval(task_file, out, *extra):
-    return CliRunner().invoke(app, ["eval", "--tasks", str(task_file), "--policy", "heuristic:turns=2", "--out",
-                                    str(out), "--workers", "1", "--backend", "serial", *extra])
+    return CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(task_file),
+            "--policy",
+            "heuristic:turns=2",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--backend",
+            "serial",
+            *extra,
+        ],
+    )
 
 
 def test_the_shipped_layout_1_example_run_reads_with_its_numbers(tmp_path):
@@ -58,14 +73,17 @@ def test_the_shipped_layout_1_example_run_reads_with_its_numbers(tmp_path):
     assert R.runs_table([tmp_path / "a"])["file_f2"][0] == pytest.approx(load_summary(ex)["file_f2"].mean())
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("max_turns", "6", "field 'max_turns' must be an integer"),
-    ("reward", 3, "field 'reward' must be a string"),
-    ("tasks", {"n": 2}, "field 'tasks' must be an object {n: integer, key: string}"),
-    ("shard", {"index": 0, "count": True, "tasks_before_sharding": 3}, "field 'shard' must be an object"),
-    ("calls", [1], "field 'calls' must be a list of objects"),
-    ("layout", 9, "field 'layout' must be an integer 1…2"),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("max_turns", "6", "field 'max_turns' must be an integer"),
+        ("reward", 3, "field 'reward' must be a string"),
+        ("tasks", {"n": 2}, "field 'tasks' must be an object {n: integer, key: string}"),
+        ("shard", {"index": 0, "count": True, "tasks_before_sharding": 3}, "field 'shard' must be an object"),
+        ("calls", [1], "field 'calls' must be a list of objects"),
+        ("layout", 9, "field 'layout' must be an integer 1…2"),
+    ],
+)
 def test_a_bad_run_json_field_is_one_line_naming_it(tmp_path, field, value, words):
     shutil.copytree(example_run().path, tmp_path / "r")
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
@@ -98,7 +116,8 @@ def test_a_resume_asking_for_another_reward_is_refused_in_one_line(task_file, tm
     assert len(line) == 1 and "headline reward is relace, not fastcontext" in line[0]
     assert (out / "traces.jsonl").read_text() == before and read_run(out).reward == "relace"
     assert pl.read_parquet(out / "summary.parquet")["reward"].equals(
-        pl.read_parquet(out / "summary.parquet")["reward_relace"])
+        pl.read_parquet(out / "summary.parquet")["reward_relace"]
+    )
     # a run directory of layout 1 (no reward recorded): its headline is relace, so the same refusal
     meta = json.loads((out / "run.json").read_text())
     for k in ("layout", "reward"):
@@ -137,8 +156,9 @@ def test_plan_run_is_the_cli_task_choice_for_notebooks(task_file, tmp_path):
     assert said[0] == f"run directory: {plan.out}" and plan.task_source.endswith(" (first 3)")
     df = plan.run(workers=1, backend="serial", progress=False)
     assert df.height == 3 and read_run(plan.out).task_source == plan.task_source
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(task_file), "--policy", "heuristic:turns=2", "--limit", "3",
-                                 "--workers", "1"])
+    r = CliRunner().invoke(
+        app, ["eval", "--tasks", str(task_file), "--policy", "heuristic:turns=2", "--limit", "3", "--workers", "1"]
+    )
     assert r.exit_code == 0 and f"run directory: {plan.out}" in r.stderr  # one run name for both
     assert "3 of 3 resumed" in r.output
     with pytest.raises(ValueError, match="--corpus must be offline or online, got 'cloud'"):
@@ -166,9 +186,15 @@ def test_a_run_directory_of_another_kind_checks_its_config(tmp_path):
 def test_a_summary_from_before_the_failed_column_reads_its_failures_from_stop_reason(tmp_path):
     d = tmp_path / "old"
     d.mkdir()
-    pl.DataFrame({"task_id": ["a", "b", "c"], "policy": ["p"] * 3, "file_f2": [1.0, 0.0, 0.5],
-                  "acc_at_5": [1.0, 0.0, 1.0], "stop_reason": ["reported", "policy_error", "reported"]}
-                 ).write_parquet(d / "summary.parquet")
+    pl.DataFrame(
+        {
+            "task_id": ["a", "b", "c"],
+            "policy": ["p"] * 3,
+            "file_f2": [1.0, 0.0, 0.5],
+            "acc_at_5": [1.0, 0.0, 1.0],
+            "stop_reason": ["reported", "policy_error", "reported"],
+        }
+    ).write_parquet(d / "summary.parquet")
     df = load_summary(d)
     assert df["failed"].to_list() == [False, True, False] and df["all_gold_at_5"].to_list() == [1.0, 0.0, 1.0]
     row = R.runs_table([d], ["file_f2"]).row(0, named=True)

@@ -30,8 +30,15 @@ def runs(tmp_path_factory):
     a = toy_tasks(make_corpus(base / "corpus-a"))[:3]
     b = [replace(t, id=t.id + "-b") for t in toy_tasks(make_corpus(base / "corpus-b"))[:3]]
     tasks = a + b
-    run_eval(tasks, "heuristic:turns=3", "relace", base / "all" / "heur", workers=1, progress=False,
-             task_source="toy (6 tasks)")
+    run_eval(
+        tasks,
+        "heuristic:turns=3",
+        "relace",
+        base / "all" / "heur",
+        workers=1,
+        progress=False,
+        task_source="toy (6 tasks)",
+    )
     run_eval(tasks, "bm25:k=3", "relace", base / "all" / "bm25", workers=1, backend="serial", progress=False)
     yield {"dir": base / "all", "tasks": tasks, "cache": cache}
     mp.undo()
@@ -63,9 +70,11 @@ def test_runs_table_has_one_row_per_run_with_intervals(runs):
     assert h["file_f2_lo"] <= h["file_f2"] <= h["file_f2_hi"] and h["turns"] == 3.0
     # 6 tasks: Student t (mean ± t(0.975; 5) · s/√6, t = 2.570582), not the percentile bootstrap
     f2 = pl.read_parquet(runs["dir"] / "heur" / "summary.parquet")["file_f2"].to_numpy()
-    half = 2.570582 * f2.std(ddof=1) / 6 ** 0.5
+    half = 2.570582 * f2.std(ddof=1) / 6**0.5
     assert h["interval"] == "Student t (n = 6)" and half > 0
-    assert (h["file_f2_lo"], h["file_f2_hi"]) == pytest.approx((f2.mean() - half, min(f2.mean() + half, 1.0)), abs=1e-6)  # F2 clipped to [0, 1]
+    assert (h["file_f2_lo"], h["file_f2_hi"]) == pytest.approx(
+        (f2.mean() - half, min(f2.mean() + half, 1.0)), abs=1e-6
+    )  # F2 clipped to [0, 1]
     assert h["task_source"] == "toy (6 tasks; local corpora)" and h["code"]  # the label names the corpus kind
     text = R.format_table(R.display_runs(t, ["file_f2", "turns"]))
     assert "heuristic:turns=3" in text and "[" in text
@@ -103,9 +112,25 @@ def test_cli_runs_and_compare_tables_and_one_line_errors(runs):
 
     d, cli = runs["dir"], CliRunner()
     r = cli.invoke(app, ["runs", str(d)])
-    assert r.exit_code == 0 and "heuristic:turns=3" in r.stdout and "95% interval over tasks: percentile bootstrap from 10 tasks, Student t below" in r.stdout
-    r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "heur"), "--metric", "file_f2,line_f1", "--metric", "turns",
-                         "--level", "0.9"])
+    assert (
+        r.exit_code == 0
+        and "heuristic:turns=3" in r.stdout
+        and "95% interval over tasks: percentile bootstrap from 10 tasks, Student t below" in r.stdout
+    )
+    r = cli.invoke(
+        app,
+        [
+            "compare",
+            str(d / "bm25"),
+            str(d / "heur"),
+            "--metric",
+            "file_f2,line_f1",
+            "--metric",
+            "turns",
+            "--level",
+            "0.9",
+        ],
+    )
     assert r.exit_code == 0, r.stderr
     assert "reference: bm25" in r.stdout and "90% interval" in r.stdout
     assert all(m in r.stdout for m in ("file_f2", "line_f1", "turns"))
@@ -114,8 +139,11 @@ def test_cli_runs_and_compare_tables_and_one_line_errors(runs):
     r = cli.invoke(app, ["compare", str(d / "bm25"), str(d / "heur"), "--json"])
     assert json.loads(r.stdout.splitlines()[0])["reference"] == "bm25"
     # the real command line: one line on stderr, exit status 2, no traceback
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "compare", str(d / "bm25"), str(d / "heur"),
-                        "--metric", "nonexistent"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "fasbench.cli", "compare", str(d / "bm25"), str(d / "heur"), "--metric", "nonexistent"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown metric 'nonexistent'" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -140,10 +168,20 @@ def test_cli_compare_prints_n_and_the_exact_p_on_a_tiny_run_pair(runs, tmp_path)
     assert r.exit_code == 0, r.stderr
     head, row = r.stdout.splitlines()[-3], r.stdout.splitlines()[-1].split()
     assert head.split()[-8:] == ["ref)", "p", "n", "min", "p", "test", "noise", "floor"]  # n right beside p
-    cols = dict(zip(["run", "vs", "metric", "reference", "run_mean", "diff", "ci", "p", "n", "min_p", "test",
-                     "noise_floor"], row))
+    cols = dict(
+        zip(
+            ["run", "vs", "metric", "reference", "run_mean", "diff", "ci", "p", "n", "min_p", "test", "noise_floor"],
+            row,
+        )
+    )
     assert cols["noise_floor"] == "–" and "no repeated runs" in r.stdout  # two policies, each run once
-    assert (cols["metric"], cols["p"], cols["n"], cols["min_p"], cols["test"]) == ("turns", "0.125", "4", "0.125", "exact")
+    assert (cols["metric"], cols["p"], cols["n"], cols["min_p"], cols["test"]) == (
+        "turns",
+        "0.125",
+        "4",
+        "0.125",
+        "exact",
+    )
     assert cols["ci"] == "[–]" and "no 95% interval exists for n ≤ 5" in r.stdout
     assert "sign-flip" in r.stdout and "<0.001" not in r.stdout
 
@@ -178,9 +216,15 @@ def test_compare_refuses_reward_when_the_runs_headline_rewards_differ(tmp_path):
         d = tmp_path / name
         d.mkdir()
         rel, fc = [0.5, 0.0, 1.0], [1.5, 0.0, 2.0]
-        pl.DataFrame({"task_id": ["t1", "t2", "t3"], "policy": [name] * 3, "reward_relace_f2": rel,
-                      "reward_fastcontext": fc, "reward": rel if head == "relace_f2" else fc}
-                     ).write_parquet(d / "summary.parquet")
+        pl.DataFrame(
+            {
+                "task_id": ["t1", "t2", "t3"],
+                "policy": [name] * 3,
+                "reward_relace_f2": rel,
+                "reward_fastcontext": fc,
+                "reward": rel if head == "relace_f2" else fc,
+            }
+        ).write_parquet(d / "summary.parquet")
         (d / "run.json").write_text(json.dumps({"layout": 2, "policy": name, "reward": head}))  # run.json says it
     with pytest.raises(R.RunError, match=r"different rewards \(a: relace_f2, b: fastcontext\)"):
         R.compare_runs([tmp_path / "a", tmp_path / "b"], ["reward"])

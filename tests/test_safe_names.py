@@ -14,16 +14,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from fasbench.base.paths import Names, UnsafeName, child, name_key, safe_name
 from fasbench.cli import app
-from fasbench.base.paths import MAX_NAME_BYTES, Names, UnsafeName, child, name_key, safe_name
-from fasbench.records.jsonl import append_jsonl
 from fasbench.records import read_traces
+from fasbench.records.jsonl import append_jsonl
 from fasbench.trajectories.atif_trace import to_atif
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "data" / "examples" / "heuristic-swebench-lite"
-HOSTILE = ["..", ".", "", "../escape", "/tmp/abs", "a/b", "a\\b", "nul\x00x", "line\nbreak", "x" * 300,
-           "\udc80lone", None, 7]
+HOSTILE = [
+    "..",
+    ".",
+    "",
+    "../escape",
+    "/tmp/abs",
+    "a/b",
+    "a\\b",
+    "nul\x00x",
+    "line\nbreak",
+    "x" * 300,
+    "\udc80lone",
+    None,
+    7,
+]
 
 
 @pytest.mark.parametrize("bad", HOSTILE)
@@ -116,8 +129,9 @@ def test_e2e_refuses_a_task_whose_key_another_task_names(tmp_path):
     assert len((tmp_path / "skipped.jsonl").read_text().splitlines()) == 1
 
 
-@pytest.mark.parametrize("repo, commit", [("o/r", "/../../../.."), ("..", "a" * 40), ("o/r", "ab/../../x"),
-                                          ("/", "a" * 40)])
+@pytest.mark.parametrize(
+    "repo, commit", [("o/r", "/../../../.."), ("..", "a" * 40), ("o/r", "ab/../../x"), ("/", "a" * 40)]
+)
 def test_a_record_cannot_make_the_corpus_cache_name_a_folder_outside(repo, commit, tmp_path, monkeypatch):
     """Before: ``base_commit`` ``/../../../..`` made ``worktrees/o__r@/../../../..`` (the cache's parent)
     a task's corpus, or deleted it (issue 36)."""

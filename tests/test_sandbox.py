@@ -4,11 +4,11 @@ workspace and leaves the whole file tree (inside and outside the root) unchanged
 from __future__ import annotations
 
 import pytest
+from tools_fixture import SECRET, make_repo, snapshot
 
 from fasbench.tools import TOOLSETS, make_toolset
 from fasbench.tools.base import Workspace
 from fasbench.tools.bash.pipeline import resolve
-from tools_fixture import SECRET, make_repo, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ BASH_ATTACKS = [
     "sh -c 'touch pwned.txt'",
     "env touch pwned.txt",
     "exec cat README.md",
-    "python -c 'open(\"pwned.txt\", \"w\")'",
+    'python -c \'open("pwned.txt", "w")\'',
     "python3 -c 'print(1)'",
     "awk 'BEGIN{system(\"touch pwned.txt\")}'",
     "perl -e 'print 1'",
@@ -174,24 +174,27 @@ def test_bash_attacks(base, toolsets, command):
     assert not (base / "repo" / "pwned.txt").exists()
 
 
-@pytest.mark.parametrize("command, reason", [
-    ("echo hi > pwned.txt", "redirection"),
-    ("sed -i s/a/b/ README.md", "sed -i"),
-    ("find . -delete", "find -delete"),
-    ("rg --pre touch x", "--pre"),
-    ("echo $(ls)", "command substitution"),
-    ("cat <(ls)", "process substitution"),
-    ("(ls)", "subshells"),
-    ("X=1 ls", "environment assignments"),
-    ("curl http://x", "not an allowed command"),
-    ("git commit -m x", "git commit is not allowed"),
-    ("git -c a=b log", "git option -c"),
-    ("ls &", "background"),
-    ("cat ../outside/secret.txt", "outside the workspace"),
-    ("echo $HOME", "variables"),
-    ("cat <<EOF\nx\nEOF", "here-documents"),
-    ("echo $((1+2))", "could not parse"),
-])
+@pytest.mark.parametrize(
+    "command, reason",
+    [
+        ("echo hi > pwned.txt", "redirection"),
+        ("sed -i s/a/b/ README.md", "sed -i"),
+        ("find . -delete", "find -delete"),
+        ("rg --pre touch x", "--pre"),
+        ("echo $(ls)", "command substitution"),
+        ("cat <(ls)", "process substitution"),
+        ("(ls)", "subshells"),
+        ("X=1 ls", "environment assignments"),
+        ("curl http://x", "not an allowed command"),
+        ("git commit -m x", "git commit is not allowed"),
+        ("git -c a=b log", "git option -c"),
+        ("ls &", "background"),
+        ("cat ../outside/secret.txt", "outside the workspace"),
+        ("echo $HOME", "variables"),
+        ("cat <<EOF\nx\nEOF", "here-documents"),
+        ("echo $((1+2))", "could not parse"),
+    ],
+)
 def test_refusals_say_why(toolsets, command, reason):
     out, err = toolsets["relace"].call("bash", {"command": command})
     assert err and reason in out, out
@@ -219,8 +222,15 @@ def test_searches_do_not_follow_symlinks_out(base, toolsets):
 def test_allowed_spellings_resolve_inside(base):
     root = base / "repo"
     ws = Workspace(root)
-    for spelling in ["README.md", "/README.md", "./README.md", "/repo/README.md", str(root / "README.md"),
-                     "src/../README.md", "src/pkg/../../README.md"]:
+    for spelling in [
+        "README.md",
+        "/README.md",
+        "./README.md",
+        "/repo/README.md",
+        str(root / "README.md"),
+        "src/../README.md",
+        "src/pkg/../../README.md",
+    ]:
         assert resolve(ws, spelling) == root / "README.md"
     assert resolve(ws, "/") == root and resolve(ws, str(root)) == root and resolve(ws, "/repo") == root
     assert resolve(ws, "link_in") == root / "src" / "pkg" / "auth.py"  # a symlink inside is fine

@@ -150,19 +150,25 @@ def test_every_command_of_the_doc_parses(line, argv):
 def test_the_doc_has_the_steps_a_launch_needs():
     progs = [(Path(a[0]).name, a[1:3]) for _, a in COMMANDS]
     assert ("fasbench", ["sft", "build"]) in progs and ("fasbench", ["data", "corpus"]) in progs
-    assert any(p == "make" and any(a.startswith("TORCH=") for a in args) for p, args in progs), "install with the torch pin"
-    order = [n for n, a in COMMANDS if a[:3] == ["fasbench", "sft", "build"]][0], \
-        [n for n, a in COMMANDS if a[:2] == ["accelerate", "launch"]][0]
+    assert any(p == "make" and any(a.startswith("TORCH=") for a in args) for p, args in progs), (
+        "install with the torch pin"
+    )
+    order = (
+        [n for n, a in COMMANDS if a[:3] == ["fasbench", "sft", "build"]][0],
+        [n for n, a in COMMANDS if a[:2] == ["accelerate", "launch"]][0],
+    )
     assert order[0] < order[1], "the data build comes before the launch"
     assert [a for _, a in COMMANDS if "--dry-run" in a], "a dry run before the launch"
 
 
 def test_doc_walker_catches_drift():
     """The checks fail on a flag, a subcommand, a field or a profile that does not exist."""
-    for bad, why in ((["sft", "build", "--config", "gpu", "--n-tasks", "2"], "No such option: --n-tasks"),
-                     (["sft", "biuld", "--config", "gpu"], "has no subcommand 'biuld'"),
-                     (["rl", "train", "--config", "gpu", "--set", "vllm_mod=server"], "unknown field 'vllm_mod'"),
-                     (["sft", "build", "--config", "gpux"], "no sft profile 'gpux'")):
+    for bad, why in (
+        (["sft", "build", "--config", "gpu", "--n-tasks", "2"], "No such option: --n-tasks"),
+        (["sft", "biuld", "--config", "gpu"], "has no subcommand 'biuld'"),
+        (["rl", "train", "--config", "gpu", "--set", "vllm_mod=server"], "unknown field 'vllm_mod'"),
+        (["sft", "build", "--config", "gpux"], "no sft profile 'gpux'"),
+    ):
         with pytest.raises(Exception, match=why):
             check_fasbench(bad, "drift")
     with pytest.raises(Exception, match="No such option: --dryrun"):  # the launch is a fasbench subcommand now
@@ -171,20 +177,39 @@ def test_doc_walker_catches_drift():
 
 # ---------------------------------------------------------------- the launch, for real, as far as a CPU goes
 
+
 def _launch(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FASBENCH_CACHE": str(cache), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, "-m", "fasbench.cli", "sft", "launch", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=600)  # a hang guard only
+    env = {
+        **os.environ,
+        "FASBENCH_CACHE": str(cache),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "fasbench.cli", "sft", "launch", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )  # a hang guard only
 
 
 def test_the_old_module_form_is_refused_in_one_line(tmp_path):
     """``python -m fasbench.sft.launch`` was the launch before ``fasbench sft launch``: a stale command line
     (an accelerate script) is refused with what to run now, never a launch that silently does nothing."""
-    env = {**os.environ, "FASBENCH_CACHE": str(tmp_path), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    r = subprocess.run([sys.executable, "-m", "fasbench.sft.launch", "gpu"], capture_output=True, text=True, env=env,
-                       cwd=ROOT, timeout=600)
+    env = {
+        **os.environ,
+        "FASBENCH_CACHE": str(tmp_path),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "fasbench.sft.launch", "gpu"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "-m fasbench.cli sft launch PROFILE" in r.stderr
 
 

@@ -14,12 +14,12 @@ import textwrap
 
 import pytest
 
-from fasbench.harness import Limits, run_episode
 from fasbench.base.lines import LINE_CAP, capped_ranges, file_lines, merge_ranges, overlap, total
-from fasbench.stats.metrics import line_prf, normalize_files
+from fasbench.harness import Limits, run_episode
 from fasbench.policies import ScriptedPolicy
 from fasbench.records import Gold, Report, Task
 from fasbench.scoring.reward import score_report
+from fasbench.stats.metrics import line_prf, normalize_files
 
 HUGE = 2147483647
 MEM_LIMIT = 1 << 30  # 1 GiB of address space for the child: one entry per line of HUGE needs > 100 GiB
@@ -43,6 +43,7 @@ def ws(tmp_path):
 
 
 # ---------------------------------------------------------------- intervals and -1
+
 
 def test_end_of_file_is_not_a_reversed_range():
     assert merge_ranges([[5, -1]], n_lines=20) == [[5, 20]]  # was [[1, 5]]
@@ -104,13 +105,27 @@ def test_score_cli_with_root_scores_end_of_file(ws):
 
 # ---------------------------------------------------------------- huge ranges, many citations
 
+
 @pytest.mark.slow
 def test_score_cli_huge_range_is_bounded(ws):
     gold = json.dumps({"edited": {"pkg/a.py": [[1, 2]]}})
     report = json.dumps({"files": {"pkg/a.py": [[1, HUGE]], "gone.py": [[1, HUGE]]}})
     for extra in ([], ["--root", str(ws)]):
-        r = run_limited([sys.executable, "-m", "fasbench.cli", "score", "--reward", "line-f1", "--gold", gold,
-                         "--report", report, *extra])
+        r = run_limited(
+            [
+                sys.executable,
+                "-m",
+                "fasbench.cli",
+                "score",
+                "--reward",
+                "line-f1",
+                "--gold",
+                gold,
+                "--report",
+                report,
+                *extra,
+            ]
+        )
         assert r.returncode == 0, r.stderr[-500:]
         assert json.loads(r.stdout)["parts"]["recall"] == 1.0
 
@@ -155,6 +170,7 @@ def test_many_citations_are_linear():
 
 
 # ---------------------------------------------------------------- over-limit report_back
+
 
 def test_refused_report_back_is_not_the_report(tmp_path):
     """The 13th call of a turn is refused; when it is report_back it must not end the episode."""

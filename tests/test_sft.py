@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from fasbench.data.tasksets import TaskSetError
 from fasbench.records import Gold, Task, write_tasks
 from fasbench.sft.data import BuildConfig, _tasks, build, load_dataset
 from fasbench.sft.reference import bre_to_rust, convert_actions, pipelines
 from fasbench.sft.train import load_profile, read_log, train
-from fasbench.data.tasksets import TaskSetError
 
 REAL_TASK = "psf__requests-1766@gemini-3-pro"  # train split; corpus: the requests 2.0.1 sdist
 
@@ -24,21 +24,33 @@ class A:  # an (command, output) action as fasbench.trajectories.raw.read_action
 
 def test_shell_conversion_and_grouping():
     assert pipelines('grep -nE "a|b" x.py 2>&1 | head -n 5 && ls -F') == [
-        [["grep", "-nE", "a|b", "x.py"], ["head", "-n", "5"]], [["ls", "-F"]]]
+        [["grep", "-nE", "a|b", "x.py"], ["head", "-n", "5"]],
+        [["ls", "-F"]],
+    ]
     assert bre_to_rust(r"foo\|bar(") == r"foo|bar\(" and bre_to_rust("a.b", "fixed") == r"a\.b"
-    acts = [A("ls"), A("grep -rn 'def login' src/", "src/pkg/auth.py:4:def login"),
-            A("nl -ba src/pkg/auth.py | sed -n '1,20p'"),  # found by the grep of this turn: new turn
-            A("cat src/pkg/models.py"), A("python reproduce.py"),  # running code ends the turn
-            A("cd src && head -n 5 pkg/__init__.py"), A("echo hi > notes.txt")]
+    acts = [
+        A("ls"),
+        A("grep -rn 'def login' src/", "src/pkg/auth.py:4:def login"),
+        A("nl -ba src/pkg/auth.py | sed -n '1,20p'"),  # found by the grep of this turn: new turn
+        A("cat src/pkg/models.py"),
+        A("python reproduce.py"),  # running code ends the turn
+        A("cd src && head -n 5 pkg/__init__.py"),
+        A("echo hi > notes.txt"),
+    ]
     conv = convert_actions(acts, "relace", query="login fails")
     assert [[c["name"] for c in g] for g in conv.turns] == [
-        ["view_directory", "grep_search"], ["view_file", "view_file"], ["view_file"]]
+        ["view_directory", "grep_search"],
+        ["view_file", "view_file"],
+        ["view_file"],
+    ]
     assert conv.turns[1][0]["arguments"] == {"path": "src/pkg/auth.py", "view_range": [1, 20]}
     assert conv.turns[2][0]["arguments"] == {"path": "src/pkg/__init__.py", "view_range": [1, 5]}
     assert conv.unconvertible == {"python": 1, "echo (writes a file)": 1}
     fc = convert_actions(acts, "fastcontext")
-    assert fc.turns[0][1] == {"name": "Grep", "arguments": {"pattern": "def login", "path": "src",
-                                                            "output_mode": "content"}}
+    assert fc.turns[0][1] == {
+        "name": "Grep",
+        "arguments": {"pattern": "def login", "path": "src", "output_mode": "content"},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +58,13 @@ def real_data(tmp_path_factory):
     from fasbench.data.corpus import CorpusError
 
     out = tmp_path_factory.mktemp("sft") / "data"
-    cfg = BuildConfig(task_ids=[REAL_TASK], max_tasks={"train": 1}, min_reward=0.0, max_output_chars=1500,
-                      mix={"reference_traj": 1.0, "parallel_toolcalls": 1.0})
+    cfg = BuildConfig(
+        task_ids=[REAL_TASK],
+        max_tasks={"train": 1},
+        min_reward=0.0,
+        max_output_chars=1500,
+        mix={"reference_traj": 1.0, "parallel_toolcalls": 1.0},
+    )
     try:
         stats = build(cfg, out)
     except CorpusError as e:  # pragma: no cover - only without PyPI access on a fresh machine
@@ -90,8 +107,14 @@ def test_build_from_real_trajectory_reexecuted(real_data):
 def test_tiny_training_loss_falls_and_resumes(real_data, tmp_path):
     _, out, _ = real_data
     run = tmp_path / "run"
-    over = {"out": str(out), "output_dir": str(run), "max_steps": 6, "save_steps": 3, "learning_rate": 2e-3,
-            "per_device_train_batch_size": 2}
+    over = {
+        "out": str(out),
+        "output_dir": str(run),
+        "max_steps": 6,
+        "save_steps": 3,
+        "learning_rate": 2e-3,
+        "per_device_train_batch_size": 2,
+    }
     final = train(load_profile("tiny", over))
     assert (final / "config.json").exists() and (run / "checkpoint-6").is_dir()
     losses = [r["loss"] for r in read_log(run) if "loss" in r]
@@ -115,13 +138,30 @@ def test_gpu_profile_loads_and_first_step_runs_on_cpu_code_path(real_data, tmp_p
     gpu = load_profile("gpu")
     t = gpu.train
     assert (t.model, t.num_train_epochs, t.learning_rate, t.min_lr, t.warmup_ratio, t.lora) == (
-        "Qwen/Qwen3-4B-Instruct-2507", 3, 1e-5, 1e-6, 0.1, False)
+        "Qwen/Qwen3-4B-Instruct-2507",
+        3,
+        1e-5,
+        1e-6,
+        0.1,
+        False,
+    )
     assert t.lr_scheduler_type == "cosine_with_min_lr"
     assert (Path(__file__).parents[1] / "fasbench/configs/accelerate_sft_gpu.yaml").exists()
     _, out, _ = real_data
     # same code path, with only what this machine cannot do swapped: the model, bf16, the length
-    p = load_profile("gpu", {"out": str(out), "model": "tiny", "bf16": False, "dtype": None, "max_steps": 1,
-                             "max_length": 4096, "output_dir": str(tmp_path / "gpu"), "gradient_accumulation_steps": 1})
+    p = load_profile(
+        "gpu",
+        {
+            "out": str(out),
+            "model": "tiny",
+            "bf16": False,
+            "dtype": None,
+            "max_steps": 1,
+            "max_length": 4096,
+            "output_dir": str(tmp_path / "gpu"),
+            "gradient_accumulation_steps": 1,
+        },
+    )
     train(p)
     assert [r["step"] for r in read_log(tmp_path / "gpu") if "loss" in r] == [1]
     with pytest.raises(ValueError, match="unknown field 'learning_rat'"):
@@ -142,8 +182,13 @@ def test_episode_messages_equal_what_the_policy_saw(tmp_path):
             seen.append([dict(m) for m in messages])
             return super().act(messages, tools, final=final)
 
-    pol = Recording([{"calls": [{"name": "grep_search", "arguments": {"query": "def f"}}]}, {"text": "thinking"},
-                     {"calls": [{"name": "report_back", "arguments": {"explanation": "f", "files": {"a.py": [[1, 2]]}}}]}])
+    pol = Recording(
+        [
+            {"calls": [{"name": "grep_search", "arguments": {"query": "def f"}}]},
+            {"text": "thinking"},
+            {"calls": [{"name": "report_back", "arguments": {"explanation": "f", "files": {"a.py": [[1, 2]]}}}]},
+        ]
+    )
     tr = run_episode(task, pol, "relace", Limits(max_turns=3))
     assert tr.report is not None and tr.meta.get("final_note_turn") == 2
     msgs = tr.to_messages()
@@ -163,8 +208,13 @@ def test_over_length_drop_keeps_whole_examples_only(real_data, tmp_path):
     # a limit between the two lengths keeps exactly the shorter example, whole
     kept = drop_long(ds, tok, lens[0])
     assert len(kept) == 1 and example_tokens(kept[0], tok) == lens[0]
-    over = {"out": str(out), "output_dir": str(tmp_path / "run"), "max_steps": 1, "max_length": lens[0],
-            "over_length": "drop"}
+    over = {
+        "out": str(out),
+        "output_dir": str(tmp_path / "run"),
+        "max_steps": 1,
+        "max_length": lens[0],
+        "over_length": "drop",
+    }
     assert len(make_trainer(load_profile("tiny", over)).train_dataset) == 1
     over["max_length"] = lens[0] - 1
     with pytest.raises(ValueError, match="longer than max_length"):
@@ -184,11 +234,20 @@ def test_building_the_tiny_trainer_and_its_data_loader_warns_nothing(real_data, 
     _, out, _ = real_data
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        trainer = make_trainer(load_profile("tiny", {"out": str(out), "output_dir": str(tmp_path / "run"),
-                                                     "max_steps": 1, "gradient_checkpointing": True}))
+        trainer = make_trainer(
+            load_profile(
+                "tiny",
+                {"out": str(out), "output_dir": str(tmp_path / "run"), "max_steps": 1, "gradient_checkpointing": True},
+            )
+        )
         next(iter(trainer.get_train_dataloader()))
-    bad = [str(w.message) for w in got if issubclass(w.category, (FutureWarning, DeprecationWarning))
-           or "pin_memory" in str(w.message) or "checkpointing" in str(w.message)]
+    bad = [
+        str(w.message)
+        for w in got
+        if issubclass(w.category, (FutureWarning, DeprecationWarning))
+        or "pin_memory" in str(w.message)
+        or "checkpointing" in str(w.message)
+    ]
     assert not bad, bad
     assert trainer.args.activation_checkpointing is True  # the setting still reaches the trainer
 
@@ -197,8 +256,13 @@ def test_task_source_is_a_task_set_name(tmp_path):
     """``task_source`` takes any task-set name (fasbench.data.tasksets); a file's tasks without a split go to
     neither split (they would otherwise land in both train and dev)."""
     f = tmp_path / "tasks.jsonl"
-    write_tasks(f, [Task(id=f"t{i}", query="q", repo="x/y", gold=Gold(edited={"a.py": [[1, 2]]}), split=s)
-                    for i, s in enumerate(["dev", "train", None, "test", "train"])])
+    write_tasks(
+        f,
+        [
+            Task(id=f"t{i}", query="q", repo="x/y", gold=Gold(edited={"a.py": [[1, 2]]}), split=s)
+            for i, s in enumerate(["dev", "train", None, "test", "train"])
+        ],
+    )
     assert [t.id for t in _tasks(BuildConfig(task_source=str(f)), "policy", "train")] == ["t1", "t4"]
     assert [t.id for t in _tasks(BuildConfig(task_source=str(f)), "policy", "dev")] == ["t0"]
     assert [t.id for t in _tasks(BuildConfig(task_source=str(f), task_ids=["t4"]), "policy", "train")] == ["t4"]
@@ -215,11 +279,35 @@ def _tiny_dataset(root: Path, n: int = 4) -> Path:
 
     root.mkdir(parents=True, exist_ok=True)
     schemas = make_toolset("relace", str(root), None).schemas
-    rows = [{"messages": [{"role": "system", "content": "Find the code."}, {"role": "user", "content": f"where is f{i}?"},
-                          {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
-                              "name": "report_back", "arguments": {"explanation": "here", "files": {f"m{i}.py": [[1, 3]]}}}}]}],
-             "tools": schemas, "source": "test", "task_id": f"t{i}", "split": "train", "n_turns": 1, "n_calls": 1,
-             "trace_id": f"t{i}"} for i in range(n)]
+    rows = [
+        {
+            "messages": [
+                {"role": "system", "content": "Find the code."},
+                {"role": "user", "content": f"where is f{i}?"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "type": "function",
+                            "function": {
+                                "name": "report_back",
+                                "arguments": {"explanation": "here", "files": {f"m{i}.py": [[1, 3]]}},
+                            },
+                        }
+                    ],
+                },
+            ],
+            "tools": schemas,
+            "source": "test",
+            "task_id": f"t{i}",
+            "split": "train",
+            "n_turns": 1,
+            "n_calls": 1,
+            "trace_id": f"t{i}",
+        }
+        for i in range(n)
+    ]
     save_dataset({"train": rows}, root / "dataset")
     return root
 

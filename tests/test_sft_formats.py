@@ -11,11 +11,11 @@ import hashlib
 
 import pytest
 
+from fasbench.harness import Limits
+from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Gold, Reply, Task, ToolCall, write_tasks
 from fasbench.sft import release_formats as rf
 from fasbench.sft.data import BuildConfig, build, linerange_example, load_dataset, synthesized_example, teacher_trace
-from fasbench.harness import Limits
-from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.tools import make_toolset
 
 RELEASE_SHA256 = {
@@ -36,11 +36,15 @@ def test_release_texts_are_verbatim():
 def test_synthesis_messages_as_prepare_samples_message():
     msgs = rf.synthesis_messages("Find X", "/repo", "a.py\nb")
     assert [m["role"] for m in msgs] == ["system", "user"]
-    assert msgs[0]["content"] == (rf.PARALLEL_SYNTHESIS_SYSTEM + "\n\n" + "\n## Working Environment\n\nOS Version: Linux"
-                                  "\n\nShell: bash\n\nWorkspace Path:/repo\n\nThe directory listing of the workspace is:"
-                                  "\n```\na.py\nb\n```\n")
-    assert msgs[1]["content"] == ("<query>Find X</query>\nNow, let's generate parallel tool calls to explore "
-                                  "the codebase based on the above query.")
+    assert msgs[0]["content"] == (
+        rf.PARALLEL_SYNTHESIS_SYSTEM + "\n\n" + "\n## Working Environment\n\nOS Version: Linux"
+        "\n\nShell: bash\n\nWorkspace Path:/repo\n\nThe directory listing of the workspace is:"
+        "\n```\na.py\nb\n```\n"
+    )
+    assert msgs[1]["content"] == (
+        "<query>Find X</query>\nNow, let's generate parallel tool calls to explore "
+        "the codebase based on the above query."
+    )
 
 
 def _task(tmp_path, edited):
@@ -57,10 +61,12 @@ def test_linerange_is_tool_free_with_file_blocks(tmp_path):
     system, user, answer = ex["messages"]
     assert system == {"role": "system", "content": rf.LINERANGE_SYSTEM}
     # hand-built: a.py lines 2..5 (3-4 widened by 1), b.py lines 1..2 (its first line cut at 2000 + "...")
-    files = ("<files>\n"
-             "\n```/repo/a.py:2-5\n2|l2\n3|l3\n4|l4\n5|l5\n\n```"
-             "\n```/repo/b.py:1-2\n1|" + "x" * 2000 + "...\n2|y\n\n```"
-             "\n</files>")
+    files = (
+        "<files>\n"
+        "\n```/repo/a.py:2-5\n2|l2\n3|l3\n4|l4\n5|l5\n\n```"
+        "\n```/repo/b.py:1-2\n1|" + "x" * 2000 + "...\n2|y\n\n```"
+        "\n</files>"
+    )
     assert user == {"role": "user", "content": files + "\n\n" + rf.LINERANGE_TASK_PROMPT}
     assert answer == {"role": "assistant", "content": "<final_answer>\n/repo/a.py:3-4\n/repo/b.py:1-1\n</final_answer>"}
 
@@ -68,7 +74,9 @@ def test_linerange_is_tool_free_with_file_blocks(tmp_path):
 def test_linerange_refuses_a_gold_path_outside_the_root(tmp_path):
     (tmp_path / "repo").mkdir()
     (tmp_path / "secret.py").write_text("s\n")
-    task = Task(id="t", query="q", repo="x/y", gold=Gold(edited={"../secret.py": [[1, 1]]}), root=str(tmp_path / "repo"))
+    task = Task(
+        id="t", query="q", repo="x/y", gold=Gold(edited={"../secret.py": [[1, 1]]}), root=str(tmp_path / "repo")
+    )
     assert linerange_example(task, BuildConfig(toolset="fastcontext")) is None
 
 
@@ -89,7 +97,9 @@ def test_teacher_sees_the_synthesis_prompt_and_example_is_the_explorers_chat(tmp
     ts = make_toolset("fastcontext", task.root)
     ex = synthesized_example(task, ts, Limits(max_turns=4), tr.turns[0])
     system, user, asst = ex["messages"]
-    assert system["role"] == "system" and "${WORK_DIR_LS}" not in system["content"] and "a.py\nb.py" in system["content"]
+    assert (
+        system["role"] == "system" and "${WORK_DIR_LS}" not in system["content"] and "a.py\nb.py" in system["content"]
+    )
     assert user == {"role": "user", "content": "<query>where is l3</query>"}
     assert asst["content"] == "" and [c["function"]["name"] for c in asst["tool_calls"]] == ["Grep", "Glob"]
     assert synthesized_example(task, ts, Limits(max_turns=4), Reply(text="no calls")) is None
@@ -102,8 +112,14 @@ def test_build_writes_the_release_linerange_for_fastcontext(tmp_path):
     task = _task(tmp_path / "repo", {"a.py": [[3, 4]]})
     f = tmp_path / "tasks.jsonl"
     write_tasks(f, [task])
-    cfg = BuildConfig(toolset="fastcontext", reward="fastcontext", task_source=str(f), max_tasks={"train": 5},
-                      mix={"linerange": 1.0}, linerange_context=0)
+    cfg = BuildConfig(
+        toolset="fastcontext",
+        reward="fastcontext",
+        task_source=str(f),
+        max_tasks={"train": 5},
+        mix={"linerange": 1.0},
+        linerange_context=0,
+    )
     stats = build(cfg, tmp_path / "out")
     assert stats["examples"]["train"] == {"linerange": 1}
     ex = load_dataset(tmp_path / "out")["train"][0]
@@ -124,22 +140,32 @@ def test_build_with_a_teacher_over_http(tmp_path):
 
     from servers import recording_chat_server
 
-    calls = [{"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-             for i, (n, a) in enumerate([("Grep", {"pattern": "l3"}), ("Glob", {"pattern": "**/*.py"})])]
+    calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+        for i, (n, a) in enumerate([("Grep", {"pattern": "l3"}), ("Glob", {"pattern": "**/*.py"})])
+    ]
     with recording_chat_server({"content": "Let me look.", "tool_calls": calls}, "tool_calls") as (url, seen):
         (tmp_path / "repo").mkdir()
         task = _task(tmp_path / "repo", {"a.py": [[3, 4]]})
         f = tmp_path / "tasks.jsonl"
         write_tasks(f, [task])
-        cfg = BuildConfig(toolset="fastcontext", reward="fastcontext", task_source=str(f), max_tasks={"train": 5},
-                          mix={"parallel_toolcalls": 1.0}, parallel_teacher=f"openai:model=t,base_url={url},api_key_env=")
+        cfg = BuildConfig(
+            toolset="fastcontext",
+            reward="fastcontext",
+            task_source=str(f),
+            max_tasks={"train": 5},
+            mix={"parallel_toolcalls": 1.0},
+            parallel_teacher=f"openai:model=t,base_url={url},api_key_env=",
+        )
         stats = build(cfg, tmp_path / "out")
     assert stats["examples"]["train"] == {"parallel_toolcalls": 1}
     assert seen[0]["messages"] == rf.synthesis_messages("where is l3", "/repo", "a.py\nb.py")
     ex = load_dataset(tmp_path / "out")["train"][0]
     assert ex["messages"][1] == {"role": "user", "content": "<query>where is l3</query>"}
-    assert ex["messages"][2]["content"] == "" and [c["function"]["name"] for c in ex["messages"][2]["tool_calls"]] == \
-        ["Grep", "Glob"]
+    assert ex["messages"][2]["content"] == "" and [c["function"]["name"] for c in ex["messages"][2]["tool_calls"]] == [
+        "Grep",
+        "Glob",
+    ]
 
 
 def test_multiturn_rows_as_released_no_tools_and_no_answer_kept(tmp_path):
@@ -148,19 +174,28 @@ def test_multiturn_rows_as_released_no_tools_and_no_answer_kept(tmp_path):
     multiturn_release (the FastContext profile), dropped by fasbench's reward filter otherwise."""
     from servers import recording_chat_server
 
-    from fasbench.sft.data import released_keeps
     from fasbench.records import Trace
+    from fasbench.sft.data import released_keeps
 
     with recording_chat_server({"content": "I could not find it."}, "stop") as (url, _):
         (tmp_path / "repo").mkdir()
         task = _task(tmp_path / "repo", {"a.py": [[3, 4]]})
         f = tmp_path / "tasks.jsonl"
         write_tasks(f, [task])
-        kw = dict(toolset="fastcontext", reward="fastcontext", task_source=str(f), max_tasks={"train": 5},
-                  mix={"multiturn_traj": 1.0}, policy=f"openai:model=t,base_url={url},api_key_env=", min_reward=0.0)
+        kw = dict(
+            toolset="fastcontext",
+            reward="fastcontext",
+            task_source=str(f),
+            max_tasks={"train": 5},
+            mix={"multiturn_traj": 1.0},
+            policy=f"openai:model=t,base_url={url},api_key_env=",
+            min_reward=0.0,
+        )
         released = build(BuildConfig(multiturn_release=True, **kw), tmp_path / "out")
         filtered = build(BuildConfig(**kw), tmp_path / "out_filtered")
-    assert released["examples"]["train"] == {"multiturn_traj": 1} and released["query_sources"] == {"problem_statement": 1}
+    assert released["examples"]["train"] == {"multiturn_traj": 1} and released["query_sources"] == {
+        "problem_statement": 1
+    }
     ex = load_dataset(tmp_path / "out")["train"][0]
     assert ex["tools"] == [] and ex["messages"][-1] == {"role": "assistant", "content": "I could not find it."}
     assert filtered["examples"]["train"] == {} and filtered["dropped"] == {"policy: reward < 0.0": 1}

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from fasbench.cli import app
+from fasbench.evaluation.shards import ShardError, parse_shard, select_shard
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import iter_jsonl, write_tasks
-from fasbench.evaluation.shards import ShardError, parse_shard, select_shard
 
 TIMING = ("wall_s", "model_s", "tool_s", "trace_id")
 
@@ -27,8 +27,21 @@ def task_file(tmp_path_factory):
 
 
 def _eval(task_file, out, *extra):
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(task_file), "--policy", "heuristic:turns=2",
-                                 "--out", str(out), "--workers", "2", *extra])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(task_file),
+            "--policy",
+            "heuristic:turns=2",
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            *extra,
+        ],
+    )
     assert r.exit_code == 0, r.output
     return r
 
@@ -55,11 +68,35 @@ def test_shards_merge_into_the_unsharded_summary(task_file, tmp_path):
     # a missing shard, a shard directory reused for another shard, a bad spec: one-line errors
     r = CliRunner().invoke(app, ["eval-merge", str(tmp_path / "m2"), str(tmp_path / "s0"), str(tmp_path / "s1")])
     assert r.exit_code == 2 and "shards [2] of 3 are missing" in r.output
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(task_file), "--policy", "heuristic:turns=2",
-                                 "--out", str(tmp_path / "s0"), "--shard", "1/3"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(task_file),
+            "--policy",
+            "heuristic:turns=2",
+            "--out",
+            str(tmp_path / "s0"),
+            "--shard",
+            "1/3",
+        ],
+    )
     assert r.exit_code == 2 and "holds shard 0/3" in r.output
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(task_file), "--policy", "heuristic:turns=2",
-                                 "--out", str(tmp_path / "x"), "--shard", "3/3"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(task_file),
+            "--policy",
+            "heuristic:turns=2",
+            "--out",
+            str(tmp_path / "x"),
+            "--shard",
+            "3/3",
+        ],
+    )
     assert r.exit_code == 2 and "need 0 <= i < n" in r.output
 
 

@@ -19,7 +19,9 @@ def groups(text):
 
 def test_quotes_pipes_and_lists():
     assert groups('grep -rn "def foo(" src/ | head -n 5 && ls -F') == [
-        [["grep", "-rn", "def foo(", "src/"], ["head", "-n", "5"]], [["ls", "-F"]]]
+        [["grep", "-rn", "def foo(", "src/"], ["head", "-n", "5"]],
+        [["ls", "-F"]],
+    ]
     assert words("""grep -n 'a b'"c d"e x.py""") == [["grep", "-n", "a bc de", "x.py"]]
     assert words(r'grep -rn "say \"hi\"" .') == [["grep", "-rn", 'say "hi"', "."]]
     assert groups("a; b & c || d\ne") == [[["a"]], [["b"]], [["c"]], [["d"]], [["e"]]]
@@ -29,8 +31,10 @@ def test_pipelines_where_tree_sitter_nests_them_wrongly():
     # tree-sitter-bash parses `a | b | c && d` as `a | ((b | c) && d)`; `$` sends the line to it
     text = 'ls -R | grep ":$" | head -n 5 && grep -r "def model_to_dict" .'
     assert shell.parse(text).parser == "tree-sitter"
-    assert groups(text) == [[["ls", "-R"], ["grep", ":$"], ["head", "-n", "5"]],
-                            [["grep", "-r", "def model_to_dict", "."]]]
+    assert groups(text) == [
+        [["ls", "-R"], ["grep", ":$"], ["head", "-n", "5"]],
+        [["grep", "-r", "def model_to_dict", "."]],
+    ]
     assert groups('a $x > "f|g" | b 2>&1 |& c; d') == [[["a", "$x"], ["b"], ["c"]], [["d"]]]
 
 
@@ -52,9 +56,12 @@ def test_heredocs():
     cat, py = shell.parse("cat <<EOF | python\nprint(1)\nEOF").commands  # python reads the text
     assert py.words == ["python"] and py.heredoc == "print(1)\n" and py.pipeline == cat.pipeline
     # several heredocs, <<- with tabs, a quoted delimiter, a command after the first
-    text = "cat <<A > a.txt && cat <<-\"B\" > b.txt\nx\nA\n\ty\n\tB\nls"
+    text = 'cat <<A > a.txt && cat <<-"B" > b.txt\nx\nA\n\ty\n\tB\nls'
     assert [(c.words, c.redirects, c.heredoc) for c in shell.parse(text).commands] == [
-        (["cat"], [(">", "a.txt")], "x\n"), (["cat"], [(">", "b.txt")], "\ty\n"), (["ls"], [], None)]
+        (["cat"], [(">", "a.txt")], "x\n"),
+        (["cat"], [(">", "b.txt")], "\ty\n"),
+        (["ls"], [], None),
+    ]
 
 
 def test_unterminated_heredoc_runs_to_the_end():
@@ -67,13 +74,19 @@ def test_cd_following():
     assert [(c.words, d) for c, d in shell.walk("cd a && rg x", "/testbed")] == [(["rg", "x"], "/testbed/a")]
     text = "cd /testbed/src; cat ../README.md | head; cd - ; cd pkg && (cd sub && ls)"
     assert [(c.name, d) for c, d in shell.walk(text, "/")] == [
-        ("cat", "/testbed/src"), ("head", "/testbed/src"), ("ls", "/testbed/src/-/pkg/sub")]
+        ("cat", "/testbed/src"),
+        ("head", "/testbed/src"),
+        ("ls", "/testbed/src/-/pkg/sub"),
+    ]
 
 
 def test_compound_constructs_are_marked():
     cmds = shell.parse("for f in a b; do cat $f | wc -l; done; ls").commands
     assert [(c.words, c.inside) for c in cmds] == [
-        (["cat", "$f"], "for_statement"), (["wc", "-l"], "for_statement"), (["ls"], None)]
+        (["cat", "$f"], "for_statement"),
+        (["wc", "-l"], "for_statement"),
+        (["ls"], None),
+    ]
     find, cat = shell.parse("cat $(find . -name x.py)").commands  # the substitution runs first
     assert find.inside == "command_substitution" and cat.words == ["cat", "$(find . -name x.py)"]
     assert [c.inside for c in shell.parse("(cd x && grep -n y z.py)").commands] == ["subshell", "subshell"]
@@ -104,11 +117,17 @@ def test_bad_input_never_raises():
         assert p.parser in shell.PARSERS and all(isinstance(w, str) for c in p.commands for w in c.words)
 
 
-@pytest.mark.parametrize("text", [
-    "grep -rn 'def login' src/ | head -n 20", "cat a.py b.py > out.txt 2>&1 && ls -la",
-    "python -m pytest -q tests/test_x.py; echo done", "sed -n '10,40p' f.py | nl -ba",
-    "cat <<EOF > x.py\nprint(1)\nEOF\npython x.py", "FOO=1 python x.py >> log.txt & wait",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "grep -rn 'def login' src/ | head -n 20",
+        "cat a.py b.py > out.txt 2>&1 && ls -la",
+        "python -m pytest -q tests/test_x.py; echo done",
+        "sed -n '10,40p' f.py | nl -ba",
+        "cat <<EOF > x.py\nprint(1)\nEOF\npython x.py",
+        "FOO=1 python x.py >> log.txt & wait",
+    ],
+)
 def test_lexer_and_grammar_agree(text):
     """The regular-subset lexer and tree-sitter give the same commands wherever both apply."""
     fast = lexer.regular(text)
@@ -116,7 +135,10 @@ def test_lexer_and_grammar_agree(text):
 
 
 def test_argv_helpers():
-    assert shell.unwrap(["FOO=1", "timeout", "-s", "9", "30", "nice", "-n", "5", "python", "x.py"]) == ["python", "x.py"]
+    assert shell.unwrap(["FOO=1", "timeout", "-s", "9", "30", "nice", "-n", "5", "python", "x.py"]) == [
+        "python",
+        "x.py",
+    ]
     assert shell.unwrap(["uv", "run", "--frozen", "pytest", "-q"]) == ["pytest", "-q"]
     opts, ops = shell.options(["-rn", "--include=*.py", "-A", "3", "-20", "pat", "--", "-file"], {"-A"})
     assert opts == {"-r": True, "-n": "20", "--include": "*.py", "-A": "3"} and ops == ["pat", "-file"]

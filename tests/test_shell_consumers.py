@@ -3,11 +3,11 @@ delimiters made bashlex fall back to a line split that ran heredoc bodies as com
 
 import pytest
 
-from fasbench.trajectories.raw import ShellCall
-from fasbench.trajectories.viewed import viewing
 from fasbench.e2e.looked import Look, call_looks
 from fasbench.sft.reference import Unconvertible, convert_actions, pipelines
 from fasbench.tools import calls_for, tool_kind
+from fasbench.trajectories.raw import ShellCall
+from fasbench.trajectories.viewed import viewing
 
 SCRIPT = """cat <<'EOF' > repro.sh
 #!/bin/bash
@@ -39,11 +39,16 @@ def test_unterminated_heredoc_swallows_the_rest():
     assert call_looks("sed -n '760,780p' /testbed/f.py", "") == [Look("f.py", ((760, 780),), "display")]
 
 
-@pytest.mark.parametrize("cmd,why", [
-    ("for f in a.py b.py; do cat $f; done", "for"), ("cd src && (grep -n x y.py)", "(subshell)"),
-    ("cat $(find . -name x.py)", "$(...)"), ("cat <<EOF > x\ny\nEOF", "cat (heredoc)"),
-    ("grep 'unbalanced x.py", "unparsable command"),
-])
+@pytest.mark.parametrize(
+    "cmd,why",
+    [
+        ("for f in a.py b.py; do cat $f; done", "for"),
+        ("cd src && (grep -n x y.py)", "(subshell)"),
+        ("cat $(find . -name x.py)", "$(...)"),
+        ("cat <<EOF > x\ny\nEOF", "cat (heredoc)"),
+        ("grep 'unbalanced x.py", "unparsable command"),
+    ],
+)
 def test_reference_refuses_what_a_call_cannot_express(cmd, why):
     with pytest.raises(Unconvertible, match=f"^{why.replace('(', '[(]').replace(')', '[)]').replace('$', '[$]')}$"):
         pipelines(cmd)
@@ -51,9 +56,12 @@ def test_reference_refuses_what_a_call_cannot_express(cmd, why):
 
 def test_reference_pipelines_and_calls():
     assert pipelines('ls -R | grep ":$" | head -n 5 && cat a.py 2>/dev/null') == [
-        [["ls", "-R"], ["grep", ":$"], ["head", "-n", "5"]], [["cat", "a.py"]]]
-    conv = convert_actions([type("A", (), {"command": "sed -n '5,9p' a.py && grep -rn 'x y' src", "output": ""})()],
-                           "fastcontext")
+        [["ls", "-R"], ["grep", ":$"], ["head", "-n", "5"]],
+        [["cat", "a.py"]],
+    ]
+    conv = convert_actions(
+        [type("A", (), {"command": "sed -n '5,9p' a.py && grep -rn 'x y' src", "output": ""})()], "fastcontext"
+    )
     fc = calls_for("fastcontext")
     assert conv.turns == [[as_dict(fc.read("", "a.py", 5, 9)), as_dict(fc.search("", "x y", None, path="src"))]]
 

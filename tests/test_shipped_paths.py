@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from fasbench.base.paths import cache_dir, data_dir, repo_root
 from fasbench.data import offline_manifest
 from fasbench.data.corpus import portable_root, resolve_root, root_dir
-from fasbench.base.paths import cache_dir, data_dir, repo_root
 
 # fasbench's own cache layout, wherever the cache lives (the manifest used to hold
 # /work/main/.cache/corpora/sdist/...)

@@ -11,7 +11,10 @@ from fasbench.base.specs import build, convert, parse_spec
 
 def test_parse_spec():
     assert parse_spec("heuristic") == ("heuristic", {})
-    assert parse_spec(" openai: model = m , base_url=http://x:1/v1 ") == ("openai", {"model": "m", "base_url": "http://x:1/v1"})
+    assert parse_spec(" openai: model = m , base_url=http://x:1/v1 ") == (
+        "openai",
+        {"model": "m", "base_url": "http://x:1/v1"},
+    )
     for bad in ("", "   ", None, "x:a", "x:=1"):
         with pytest.raises(ValueError):
             parse_spec(bad)

@@ -10,8 +10,22 @@ import subprocess
 import sys
 
 # modules that cost start-up CPU (python -X importtime) and that a tool call does not need
-HEAVY = ["jsonschema", "rfc3987_syntax", "bashlex", "polars", "tqdm", "pandas", "numpy", "httpx", "torch",
-         "transformers", "fasbench.data", "fasbench.evaluation.evaluate", "fasbench.evaluation.cli", "fasbench.policies"]
+HEAVY = [
+    "jsonschema",
+    "rfc3987_syntax",
+    "bashlex",
+    "polars",
+    "tqdm",
+    "pandas",
+    "numpy",
+    "httpx",
+    "torch",
+    "transformers",
+    "fasbench.data",
+    "fasbench.evaluation.evaluate",
+    "fasbench.evaluation.cli",
+    "fasbench.policies",
+]
 
 PROBE = """
 import json, sys
@@ -21,8 +35,9 @@ print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))
 
 
 def loaded_after(body: str) -> list[str]:
-    r = subprocess.run([sys.executable, "-c", PROBE.format(body=body, heavy=HEAVY)], capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE.format(body=body, heavy=HEAVY)], capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -31,8 +46,10 @@ def tool_call(tmp_path, call: dict) -> str:
     """A probe body running one `fasbench tool` call through the CLI's own entry (the root group)."""
     (tmp_path / "a.py").write_text("x = 1\ny = 2\n", encoding="utf-8")
     args = ["tool", "--root", str(tmp_path), json.dumps(call)]
-    return ("from fasbench.cli import app\n"
-            f"try:\n    app(args={args!r}, prog_name='fasbench')\nexcept SystemExit as e:\n    assert not e.code, e.code")
+    return (
+        "from fasbench.cli import app\n"
+        f"try:\n    app(args={args!r}, prog_name='fasbench')\nexcept SystemExit as e:\n    assert not e.code, e.code"
+    )
 
 
 def test_one_tool_call_loads_no_heavy_module(tmp_path):

@@ -15,8 +15,14 @@ HOSTILE = r"openai:model=\input{/etc/passwd}\write18{rm -rf ~}&x_%$#^{}"
 
 
 def test_booktabs_layout_and_alignment():
-    df = pl.DataFrame({"policy": ["bm25", "heuristic:turns=3"], "n": ["40", "40"],
-                       "file_f2": ["0.412 [0.330, 0.494]", "0.655 [0.571, 0.739]"], "code": ["abc123", None]})
+    df = pl.DataFrame(
+        {
+            "policy": ["bm25", "heuristic:turns=3"],
+            "n": ["40", "40"],
+            "file_f2": ["0.412 [0.330, 0.494]", "0.655 [0.571, 0.739]"],
+            "code": ["abc123", None],
+        }
+    )
     tex = to_latex(df, caption="Student t (n = 40)", label="tab:runs")
     lines = tex.splitlines()
     assert lines[0] == r"\begin{table}[t]" and r"\begin{tabular}{lrrl}" in lines and lines[-1] == r"\end{table}"
@@ -34,8 +40,18 @@ def test_no_command_can_be_formed_from_a_cell():
     assert r"\label{x--input-y}" in tex
 
 
-@pytest.mark.parametrize("raw,want", [("a_b", r"a\_b"), ("50%", r"50\%"), ("–", "--"), ("−0.2", "$-$0.2"),
-                                      ("x ≥ 2", r"x $\geq$ 2"), ("6 × 12", r"6 $\times$ 12"), ("a…b", r"a\ldots{}b")])
+@pytest.mark.parametrize(
+    "raw,want",
+    [
+        ("a_b", r"a\_b"),
+        ("50%", r"50\%"),
+        ("–", "--"),
+        ("−0.2", "$-$0.2"),
+        ("x ≥ 2", r"x $\geq$ 2"),
+        ("6 × 12", r"6 $\times$ 12"),
+        ("a…b", r"a\ldots{}b"),
+    ],
+)
 def test_escape(raw, want):
     assert latex_escape(raw) == want
 
@@ -53,13 +69,21 @@ def test_runs_and_compare_write_latex(tmp_path):
     from fasbench.replay import example_run
 
     ex = str(example_run().path)
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "runs", ex, "--latex", str(tmp_path / "runs.tex")],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "fasbench.cli", "runs", ex, "--latex", str(tmp_path / "runs.tex")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-1500:]
     tex = (tmp_path / "runs.tex").read_text()
     assert r"\begin{tabular}" in tex and r"\caption{" in tex and "LaTeX table:" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "compare", ex, ex, "--latex", str(tmp_path / "cmp.tex")],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "fasbench.cli", "compare", ex, ex, "--latex", str(tmp_path / "cmp.tex")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-1500:]
     assert r"\midrule" in (tmp_path / "cmp.tex").read_text()
 

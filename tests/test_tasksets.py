@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.data import SOURCES
-from fasbench.records import read_tasks, write_tasks
 from fasbench.data.tasksets import TaskSetError, load_task_set, parse_task_set
 from fasbench.policies.toy import make_corpus, toy_tasks
+from fasbench.records import read_tasks, write_tasks
 
 
 @pytest.fixture(scope="module")
@@ -64,13 +64,16 @@ def test_git_history(repo):
     assert {t.query for t in tasks} == {"Fix line 3", "Fix line 10", "Fix line 17"}
 
 
-@pytest.mark.parametrize("bad, says", [
-    ("swebench-lit", "neither an existing JSONL file"),
-    ("swebench-lite:final", "unknown split 'final'"),
-    ("missing.jsonl", "file"),
-    ("git:/no/such/repo", "is not a folder"),
-    ("", "task set must be named"),
-])
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        ("swebench-lit", "neither an existing JSONL file"),
+        ("swebench-lite:final", "unknown split 'final'"),
+        ("missing.jsonl", "file"),
+        ("git:/no/such/repo", "is not a folder"),
+        ("", "task set must be named"),
+    ],
+)
 def test_bad_names_are_one_line(bad, says, tmp_path):
     with pytest.raises(TaskSetError, match=says) as e:
         parse_task_set(bad)
@@ -83,21 +86,38 @@ def test_bad_names_are_one_line(bad, says, tmp_path):
 def test_every_command_taking_tasks_says_one_line(tmp_path, task_file):
     runner = CliRunner()
     out = str(tmp_path / "o")
-    for args in (["eval", "--tasks", "swebench-lit", "--policy", "heuristic", "--out", out],
-                 ["eval", "--tasks", "swebench-lite:final", "--policy", "heuristic", "--out", out],
-                 ["data", "tasks", "--source", "swebench-lit", "--out", out],
-                 ["data", "tasks", "--source", "git:/no/such/repo", "--out", out],
-                 ["data", "corpus", "--tasks", "swebench-lit"],
-                 ["data", "corpus", "--tasks", str(tmp_path)]):
+    for args in (
+        ["eval", "--tasks", "swebench-lit", "--policy", "heuristic", "--out", out],
+        ["eval", "--tasks", "swebench-lite:final", "--policy", "heuristic", "--out", out],
+        ["data", "tasks", "--source", "swebench-lit", "--out", out],
+        ["data", "tasks", "--source", "git:/no/such/repo", "--out", out],
+        ["data", "corpus", "--tasks", "swebench-lit"],
+        ["data", "corpus", "--tasks", str(tmp_path)],
+    ):
         r = runner.invoke(app, args)
         err = r.stderr if r.stderr else r.output
         assert r.exit_code == 2, (args, r.output)
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: task set"), (args, err)
     # a real process: no traceback
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "eval", "--tasks", "swebench-verified:tset",
-                        "--policy", "heuristic", "--out", out], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fasbench.cli",
+            "eval",
+            "--tasks",
+            "swebench-verified:tset",
+            "--policy",
+            "heuristic",
+            "--out",
+            out,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        "error: task set 'swebench-verified:tset': unknown split 'tset'; choose one of test, dev, train"]
+        "error: task set 'swebench-verified:tset': unknown split 'tset'; choose one of test, dev, train"
+    ]
 
 
 def test_data_tasks_writes_a_task_set(tmp_path, task_file):

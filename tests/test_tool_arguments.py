@@ -14,17 +14,16 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from tools_fixture import SECRET, make_repo, snapshot
 
 import fasbench
 from fasbench.tools import ToolLimits, make_toolset
+from fasbench.tools.base import Workspace
 from fasbench.tools.bash import pipeline as sandbox
-from fasbench.tools.base import ToolError, Workspace
 from fasbench.tools.bash.readonly import ALLOWED, parse_command
-from tools_fixture import SECRET, make_repo, snapshot
 
 PKG_ROOT = str(Path(fasbench.__file__).resolve().parents[1])
 
@@ -76,6 +75,7 @@ def _hit_line(rel: str) -> tuple[int, str]:
 
 # ---------------------------------------------------------------- the tool sets' path arguments
 
+
 @pytest.mark.parametrize("ts", ["fastcontext", "fastcontext-fork"])
 @pytest.mark.parametrize("rel", list(HOSTILE))
 def test_fastcontext_grep_path_is_a_path(base, walls, rel, ts):
@@ -94,8 +94,10 @@ def test_fastcontext_grep_path_is_a_path(base, walls, rel, ts):
     _harmless(base, before, content, files, count, secret)
 
 
-@pytest.mark.parametrize("value", ["--files", "-L", "--follow", "--pre=sh", "--pre=/bin/sh", "-f/etc/passwd",
-                                   "--ignore-file=/etc/hosts", "-"])
+@pytest.mark.parametrize(
+    "value",
+    ["--files", "-L", "--follow", "--pre=sh", "--pre=/bin/sh", "-f/etc/passwd", "--ignore-file=/etc/hosts", "-"],
+)
 def test_values_of_the_tool_sets_are_never_options(base, walls, value):
     """Patterns and globs the model writes (Grep's pattern, glob and type, Glob's pattern,
     grep_search's query and include/exclude patterns) are passed attached to their option. A guard:
@@ -139,11 +141,29 @@ def test_view_and_read_paths_are_paths(base, walls, rel):
 
 #: per command: a command line whose glob `-*` matches the hostile top-level names
 GLOBBED = {
-    "ls": "ls -d -*", "cat": "cat -*", "head": "head -n1 -*", "tail": "tail -n1 -*", "sed": "sed -n 1p -*",
-    "grep": "grep -n login -*", "rg": "rg -n login -*", "find": "find -* -maxdepth 0", "wc": "wc -l -*",
-    "sort": "sort -*", "uniq": "uniq --fi*", "cut": "cut -c1-5 -*", "nl": "nl -*", "tree": "tree -a -*",
-    "file": "file -*", "stat": "stat -c %n -*", "du": "du -a -*", "echo": "echo -*", "pwd": None,
-    "basename": "basename -a -*", "dirname": "dirname -*", "tr": None, "git": "git ls-files -*",
+    "ls": "ls -d -*",
+    "cat": "cat -*",
+    "head": "head -n1 -*",
+    "tail": "tail -n1 -*",
+    "sed": "sed -n 1p -*",
+    "grep": "grep -n login -*",
+    "rg": "rg -n login -*",
+    "find": "find -* -maxdepth 0",
+    "wc": "wc -l -*",
+    "sort": "sort -*",
+    "uniq": "uniq --fi*",
+    "cut": "cut -c1-5 -*",
+    "nl": "nl -*",
+    "tree": "tree -a -*",
+    "file": "file -*",
+    "stat": "stat -c %n -*",
+    "du": "du -a -*",
+    "echo": "echo -*",
+    "pwd": None,
+    "basename": "basename -a -*",
+    "dirname": "dirname -*",
+    "tr": None,
+    "git": "git ls-files -*",
 }
 TOP = sorted({rel.split("/")[0] for rel in HOSTILE})  # --files --follow --ignore-file= --pre= --pre=sh - -L -f
 
@@ -183,8 +203,9 @@ def test_glob_matched_options_search_the_files(base, walls):
     _harmless(base, before, out)
 
 
-@pytest.mark.parametrize("name", [n for n in ALLOWED if n not in ("echo", "pwd", "find", "tr", "basename",
-                                                                   "dirname", "git", "tree")])
+@pytest.mark.parametrize(
+    "name", [n for n in ALLOWED if n not in ("echo", "pwd", "find", "tr", "basename", "dirname", "git", "tree")]
+)
 def test_model_operands_after_dashdash_stay_operands(base, walls, name):
     """A guard: a model's operand after ``--`` is re-emitted after ``--``."""
     ws = Workspace(base / "repo", ToolLimits())
@@ -205,13 +226,15 @@ def test_short_option_with_an_optional_value_keeps_it_attached(base, walls):
     secret = base / "outside" / "secret.txt"
     before = snapshot(base)
     out, err = make_toolset("relace", base / "repo").call(
-        "bash", {"command": f"git blame -M--contents={secret} README.md"})
+        "bash", {"command": f"git blame -M--contents={secret} README.md"}
+    )
     _harmless(base, before, out)
     out, err = make_toolset("relace", base / "repo").call("bash", {"command": "git blame -M20 README.md"})
     assert not err and "# Demo" in out, out
 
 
 # ---------------------------------------------------------------- globs name nothing outside
+
 
 def _oracle_pairs(base) -> list[tuple[str, str]]:
     root = base / "repo"
@@ -258,8 +281,9 @@ def test_outside_globs_are_refused_before_listing(base, walls):
     rl = make_toolset("relace", base / "repo")
     for pattern in ["../*", "../outside/secret.tx?", "link_out_dir/*", "/repo/../outside/*"]:
         out, err = rl.call("bash", {"command": f"ls {pattern}"})
-        assert err and out == (f"Error: command refused: glob {pattern!r} leads outside the workspace "
-                               "('..' and symlinks may not leave it)"), out
+        assert err and out == (
+            f"Error: command refused: glob {pattern!r} leads outside the workspace ('..' and symlinks may not leave it)"
+        ), out
     out, err = rl.call("bash", {"command": "echo [!a-l]*"})
     names = set(out.split())
     assert not err and names <= {"README.md", "src", "tests", *(f"./{t}" for t in TOP)}, out
@@ -268,14 +292,19 @@ def test_outside_globs_are_refused_before_listing(base, walls):
 def test_inside_globs_still_expand(base, walls):
     """A guard: confinement keeps bash's expansion inside the root (``..`` inside, symlinks in)."""
     rl = make_toolset("relace", base / "repo")
-    for command, want in [("echo src/*", "src/long.txt src/pkg\n"), ("echo src/pkg/../*", "src/pkg/../long.txt src/pkg/../pkg\n"),
-                          ("echo /repo/src/p*", f"{base / 'repo'}/src/pkg\n"),
-                          ("echo .hidden/*", ".hidden/h.txt\n"), ("echo */*.py", "tests/test_auth.py\n")]:
+    for command, want in [
+        ("echo src/*", "src/long.txt src/pkg\n"),
+        ("echo src/pkg/../*", "src/pkg/../long.txt src/pkg/../pkg\n"),
+        ("echo /repo/src/p*", f"{base / 'repo'}/src/pkg\n"),
+        ("echo .hidden/*", ".hidden/h.txt\n"),
+        ("echo */*.py", "tests/test_auth.py\n"),
+    ]:
         out, err = rl.call("bash", {"command": command})
         assert not err and out == want, (command, out)
 
 
 # ---------------------------------------------------------------- bounded parsing (DoS)
+
 
 def _run_in_child(code: str, guard_s: float) -> list:
     """Run ``code`` (which prints one JSON line) in a fresh interpreter under a hang guard: a

@@ -5,18 +5,17 @@ alone stops. Parts the machine does not offer are skipped with the reason."""
 from __future__ import annotations
 
 import os
-import signal
 import time
 
 import pytest
 from procs_fixture import procs_with
+from tools_fixture import SECRET, make_repo, snapshot
 
 from fasbench.tools import ToolLimits
-from fasbench.tools.bash import pipeline as sandbox
 from fasbench.tools.base import Workspace
+from fasbench.tools.bash import pipeline as sandbox
 from fasbench.tools.bash.confine import status
 from fasbench.tools.bash.pipeline import Stage, run_pipeline
-from tools_fixture import SECRET, make_repo, snapshot
 
 ST = status()
 needs_seccomp = pytest.mark.skipif(not ST["seccomp"], reason="no seccomp filter on this machine/architecture")

@@ -15,7 +15,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from tools_fixture import make_repo
 
 GB = 1 << 30

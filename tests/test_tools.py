@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from tools_fixture import SECRET, make_repo
 from typer.testing import CliRunner
 
 from fasbench.cli import app
 from fasbench.harness import execute_calls
 from fasbench.records import ToolCall
+from fasbench.records.fastcontext_answer import parse_final_answer_lenient
 from fasbench.tools import ToolLimits, make_toolset
-from fasbench.records.fastcontext_answer import parse_final_answer, parse_final_answer_lenient
-from tools_fixture import SECRET, make_repo
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,7 @@ def bad(ts, name, args) -> str:
 
 # ---------------------------------------------------------------- relace: view_file
 
+
 def test_view_file_default_range_numbers_lines_and_notes_the_rest(relace):
     out = ok(relace, "view_file", path="src/long.txt")
     lines = out.splitlines()
@@ -59,7 +60,9 @@ def test_view_file_default_range_numbers_lines_and_notes_the_rest(relace):
     assert lines[100] == "... rest of file truncated ..." and len(lines) == 101
 
 
-@pytest.mark.parametrize("spelling", ["src/pkg/auth.py", "/src/pkg/auth.py", "./src/pkg/auth.py", "/repo/src/pkg/auth.py"])
+@pytest.mark.parametrize(
+    "spelling", ["src/pkg/auth.py", "/src/pkg/auth.py", "./src/pkg/auth.py", "/repo/src/pkg/auth.py"]
+)
 def test_view_file_path_spellings(relace, repo, spelling):
     out = ok(relace, "view_file", path=spelling, view_range=[4, 5])
     assert out.splitlines()[:2] == ["4   def Login(user, password):", '5       """Check a user\'s password."""']
@@ -72,17 +75,24 @@ def test_view_file_absolute_root_path(relace, repo):
 
 def test_view_file_ranges(relace):
     assert ok(relace, "view_file", path="src/long.txt", view_range=[299, -1]).splitlines() == [
-        "299   line 299", "300   line 300"]
+        "299   line 299",
+        "300   line 300",
+    ]
     out = ok(relace, "view_file", path="src/long.txt", view_range=[295, 400])  # end beyond EOF: clamped
     assert out.splitlines()[-1] == "300   line 300"
     out = ok(relace, "view_file", path="src/long.txt", view_range=[7, 7])
     assert out.splitlines() == ["7   line 7", "... rest of file truncated ..."]
 
 
-@pytest.mark.parametrize("rng, msg", [
-    ([301, 310], "beyond the end"), ([0, 5], "start must be >= 1"), ([10, 5], "end must be >= start"),
-    ([-1, 5], "start must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "rng, msg",
+    [
+        ([301, 310], "beyond the end"),
+        ([0, 5], "start must be >= 1"),
+        ([10, 5], "end must be >= start"),
+        ([-1, 5], "start must be >= 1"),
+    ],
+)
 def test_view_file_bad_ranges(relace, rng, msg):
     assert msg in bad(relace, "view_file", {"path": "src/long.txt", "view_range": rng})
 
@@ -116,6 +126,7 @@ def test_view_file_long_lines_are_cut(tmp_path):
 
 # ---------------------------------------------------------------- relace: view_directory
 
+
 def test_view_directory_recursive_sorted_dirs_with_slash(relace):
     out = ok(relace, "view_directory", path="/repo/")
     lines = out.splitlines()
@@ -147,6 +158,7 @@ def test_view_directory_cut_at_250(tmp_path):
 
 
 # ---------------------------------------------------------------- relace: grep_search
+
 
 def test_grep_search_format_and_case(relace):
     out = ok(relace, "grep_search", query="Login")
@@ -180,6 +192,7 @@ def test_grep_search_cap_no_match_and_bad_regex(relace):
 
 # ---------------------------------------------------------------- relace: bash and report_back
 
+
 def test_bash_read_only_commands(relace, repo):
     assert ok(relace, "bash", command="cat README.md | head -1") == "# Demo\n"
     assert ok(relace, "bash", command="ls src/pkg") == "__init__.py\nauth.py\nmodels.py\n"
@@ -188,19 +201,35 @@ def test_bash_read_only_commands(relace, repo):
     assert ok(relace, "bash", command="git log --oneline | wc -l").strip() == "1"
     assert "initial" in ok(relace, "bash", command="git show --stat HEAD")
     assert ok(relace, "bash", command="git ls-files src/pkg").splitlines() == [
-        "src/pkg/__init__.py", "src/pkg/auth.py", "src/pkg/models.py"]
+        "src/pkg/__init__.py",
+        "src/pkg/auth.py",
+        "src/pkg/models.py",
+    ]
     assert ok(relace, "bash", command="find src -name '*.py' | sort").splitlines() == [
-        "src/pkg/__init__.py", "src/pkg/auth.py", "src/pkg/models.py"]
+        "src/pkg/__init__.py",
+        "src/pkg/auth.py",
+        "src/pkg/models.py",
+    ]
     assert ok(relace, "bash", command="ls src/pkg/*.py").split() == [
-        "src/pkg/__init__.py", "src/pkg/auth.py", "src/pkg/models.py"]  # glob expanded, sorted
+        "src/pkg/__init__.py",
+        "src/pkg/auth.py",
+        "src/pkg/models.py",
+    ]  # glob expanded, sorted
     assert ok(relace, "bash", command="cat /repo/README.md | wc -l").strip() == "3"
     assert ok(relace, "bash", command=f"wc -l {repo}/src/long.txt").strip() == f"300 {repo}/src/long.txt"
     assert ok(relace, "bash", command="grep -c line < src/long.txt").strip() == "300"
     assert ok(relace, "bash", command="rg -c Login src/pkg/auth.py").strip() == "1"
-    assert ok(relace, "bash", command="rg -n TOKEN_TTL") == "src/pkg/auth.py:14:    TOKEN_TTL = 3600\n"  # searches the root
+    assert (
+        ok(relace, "bash", command="rg -n TOKEN_TTL") == "src/pkg/auth.py:14:    TOKEN_TTL = 3600\n"
+    )  # searches the root
     assert ok(relace, "bash", command="git grep -n TOKEN_TTL") == "src/pkg/auth.py:14:    TOKEN_TTL = 3600\n"
     assert ok(relace, "bash", command="ls src | grep -c pkg").strip() == "1"
-    assert ok(relace, "bash", command="sed -n '/def Login/,/return/p' src/pkg/auth.py").splitlines()[-1].strip().startswith("return")
+    assert (
+        ok(relace, "bash", command="sed -n '/def Login/,/return/p' src/pkg/auth.py")
+        .splitlines()[-1]
+        .strip()
+        .startswith("return")
+    )
     assert ok(relace, "bash", command="pwd").strip() == str(repo)
 
 
@@ -236,6 +265,7 @@ def test_relace_parse_report(relace):
 
 # ---------------------------------------------------------------- fastcontext: Read, Glob, Grep
 
+
 def test_read_defaults_offset_limit(fc):
     out = ok(fc, "Read", path="src/pkg/auth.py")
     lines = out.splitlines()
@@ -254,8 +284,14 @@ def test_read_defaults_offset_limit(fc):
 def test_read_negative_offset_counts_from_the_end(fc):
     """read.py @24541aa: -2 starts at the second-to-last line; an over-long one clamps to line 1."""
     assert ok(fc, "Read", path="src/long.txt", offset=-2).splitlines()[:3] == [
-        "```src/long.txt:299-300", "299|line 299", "300|line 300"]
-    assert ok(fc, "Read", path="src/long.txt", offset=-1, limit=1).splitlines()[:2] == ["```src/long.txt:300-300", "300|line 300"]
+        "```src/long.txt:299-300",
+        "299|line 299",
+        "300|line 300",
+    ]
+    assert ok(fc, "Read", path="src/long.txt", offset=-1, limit=1).splitlines()[:2] == [
+        "```src/long.txt:300-300",
+        "300|line 300",
+    ]
     assert ok(fc, "Read", path="src/pkg/auth.py", offset=-999).splitlines()[1].startswith("1|")
 
 
@@ -266,7 +302,9 @@ def test_read_line_and_file_cuts(tmp_path):
     (tmp_path / "tall.txt").write_text("".join(f"{i}\n" for i in range(2500)))
     ts = make_toolset("fastcontext-fork", tmp_path, ToolLimits(max_output_chars=200_000))
     lines = ok(ts, "Read", path="wide.txt").splitlines()
-    assert lines[1] == "1|" + "a" * 499 and lines[2] == "2|" + "b" * 500 + "..." and lines[3] == "3|" + "c" * 500 + "..."
+    assert (
+        lines[1] == "1|" + "a" * 499 and lines[2] == "2|" + "b" * 500 + "..." and lines[3] == "3|" + "c" * 500 + "..."
+    )
     lines = ok(ts, "Read", path="tall.txt").splitlines()
     assert lines[0] == "```tall.txt:1-2000" and lines[-3:] == ["2000|1999", "...", "```"]
 
@@ -286,11 +324,18 @@ def test_read_has_no_output_cap_as_released(repo, toolset):
 def test_glob(fc):
     """Absolute /repo paths (rg --files /repo/DIR), hidden files left out as rg does by default."""
     assert sorted(ok(fc, "Glob", pattern="*.py").splitlines()) == [
-        "/repo/src/pkg/__init__.py", "/repo/src/pkg/auth.py", "/repo/src/pkg/models.py", "/repo/tests/test_auth.py"]
+        "/repo/src/pkg/__init__.py",
+        "/repo/src/pkg/auth.py",
+        "/repo/src/pkg/models.py",
+        "/repo/tests/test_auth.py",
+    ]
     assert ok(fc, "Glob", pattern="*.py", directory="tests").splitlines() == ["/repo/tests/test_auth.py"]
     assert ok(fc, "Glob", pattern="pkg/a*.py", directory="/repo/src").splitlines() == ["/repo/src/pkg/auth.py"]
     assert sorted(ok(fc, "Glob", pattern="**/*.txt").splitlines()) == [
-        "/repo/empty.txt", "/repo/latin.txt", "/repo/src/long.txt"]
+        "/repo/empty.txt",
+        "/repo/latin.txt",
+        "/repo/src/long.txt",
+    ]
     assert ok(fc, "Glob", pattern="*.rs") == "No files found"
     assert "is a file" in bad(fc, "Glob", {"pattern": "*", "directory": "README.md"})
 
@@ -303,31 +348,57 @@ def test_glob_cap_and_modification_time_order(tmp_path):
         os.utime(f, (10_000 - i, 10_000 - i))  # f104 is the oldest
     out = ok(make_toolset("fastcontext-fork", tmp_path), "Glob", pattern="*.py").splitlines()
     assert len(out) == 101 and out[:2] == ["/repo/f104.py", "/repo/f103.py"] and out[99] == "/repo/f005.py"
-    assert out[100] == "Results are truncated: showing first 100 results. Consider using a more specific path or pattern."
+    assert (
+        out[100] == "Results are truncated: showing first 100 results. Consider using a more specific path or pattern."
+    )
 
 
 def test_grep_modes(fc):
     """grep.py @058b710: content by default, `rg --heading` groups, line numbers on."""
     assert ok(fc, "Grep", pattern="Login", output_mode="files_with_matches").splitlines() == [
-        "/repo/src/pkg/__init__.py", "/repo/src/pkg/auth.py", "/repo/tests/test_auth.py"]
+        "/repo/src/pkg/__init__.py",
+        "/repo/src/pkg/auth.py",
+        "/repo/tests/test_auth.py",
+    ]
     assert ok(fc, "Grep", pattern="Login", output_mode="count").splitlines() == [
-        "/repo/src/pkg/__init__.py:1", "/repo/src/pkg/auth.py:1", "/repo/tests/test_auth.py:2"]
+        "/repo/src/pkg/__init__.py:1",
+        "/repo/src/pkg/auth.py:1",
+        "/repo/tests/test_auth.py:2",
+    ]
     out = ok(fc, "Grep", pattern="Login", path="src")
-    assert out.splitlines() == ["/repo/src/pkg/__init__.py", "1:from .auth import Login", "",
-                                "/repo/src/pkg/auth.py", "4:def Login(user, password):"]
+    assert out.splitlines() == [
+        "/repo/src/pkg/__init__.py",
+        "1:from .auth import Login",
+        "",
+        "/repo/src/pkg/auth.py",
+        "4:def Login(user, password):",
+    ]
     assert ok(fc, "Grep", pattern="Login", path="src/pkg/auth.py", **{"-n": False}).splitlines() == [
-        "/repo/src/pkg/auth.py", "def Login(user, password):"]
-    assert ok(fc, "Grep", pattern="login", **{"-i": True}, glob="*.py", output_mode="files_with_matches").splitlines() == [
-        "/repo/src/pkg/__init__.py", "/repo/src/pkg/auth.py", "/repo/src/pkg/models.py", "/repo/tests/test_auth.py"]
+        "/repo/src/pkg/auth.py",
+        "def Login(user, password):",
+    ]
+    assert ok(
+        fc, "Grep", pattern="login", **{"-i": True}, glob="*.py", output_mode="files_with_matches"
+    ).splitlines() == [
+        "/repo/src/pkg/__init__.py",
+        "/repo/src/pkg/auth.py",
+        "/repo/src/pkg/models.py",
+        "/repo/tests/test_auth.py",
+    ]
     assert ok(fc, "Grep", pattern="login", type="py", output_mode="files_with_matches").splitlines() == [
-        "/repo/src/pkg/models.py", "/repo/tests/test_auth.py"]
+        "/repo/src/pkg/models.py",
+        "/repo/tests/test_auth.py",
+    ]
     assert "unrecognized file type" in bad(fc, "Grep", {"pattern": "x", "type": "nosuchtype"})
 
 
 def test_grep_multiline(fc):
     out = ok(fc, "Grep", pattern=r"class Auth:\n\s+TOKEN", multiline=True)
     assert out.splitlines() == ["/repo/src/pkg/auth.py", "13:class Auth:", "14:    TOKEN_TTL = 3600"]
-    assert ok(fc, "Grep", pattern=r"class Auth:\s+TOKEN", multiline=True).splitlines()[1:] == ["13:class Auth:", "14:    TOKEN_TTL = 3600"]
+    assert ok(fc, "Grep", pattern=r"class Auth:\s+TOKEN", multiline=True).splitlines()[1:] == [
+        "13:class Auth:",
+        "14:    TOKEN_TTL = 3600",
+    ]
     assert ok(fc, "Grep", pattern=r"class Auth:\s+TOKEN") == "No matches found"  # one line at a time
 
 
@@ -335,7 +406,11 @@ def test_grep_context_and_head_limit(fc):
     out = ok(fc, "Grep", pattern="TOKEN_TTL", output_mode="content", **{"-B": 1})
     assert out.splitlines() == ["/repo/src/pkg/auth.py", "13-class Auth:", "14:    TOKEN_TTL = 3600"]
     out = ok(fc, "Grep", pattern="def check", output_mode="content", path="src/pkg/auth.py", **{"-A": 1})
-    assert out.splitlines() == ["/repo/src/pkg/auth.py", "9:def check(user, password):", "10-    return password == os.environ.get(\"PW\")"]
+    assert out.splitlines() == [
+        "/repo/src/pkg/auth.py",
+        "9:def check(user, password):",
+        '10-    return password == os.environ.get("PW")',
+    ]
     out = ok(fc, "Grep", pattern="Auth", output_mode="content", path="src/pkg/auth.py", **{"-C": 1})
     assert out.splitlines() == ["/repo/src/pkg/auth.py", "12-", "13:class Auth:", "14-    TOKEN_TTL = 3600"]
     out = ok(fc, "Grep", pattern="line", output_mode="content", head_limit=5)
@@ -350,6 +425,7 @@ def test_grep_context_and_head_limit(fc):
 
 
 # ---------------------------------------------------------------- fastcontext: the answer block
+
 
 def test_parse_final_answer_lenient_forms():
     """fasbench's lenient reading (reward fastcontext-lenient); the release's is tests/test_fc_answers.py."""
@@ -382,7 +458,9 @@ def test_parse_final_answer_lenient_edge_cases():
     assert parse_final_answer_lenient("<final_answer>\na.py:1-2\n").files == {"a.py": [[1, 2]]}  # unclosed
     two = "<final_answer>a.py:1-2</final_answer> then <final_answer>b.py:3-4</final_answer>"
     assert parse_final_answer_lenient(two).files == {"b.py": [[3, 4]]}  # the last block
-    assert parse_final_answer_lenient("<final_answer>\na.py:1-2\na.py:1-2\na.py\n</final_answer>").files == {"a.py": [[1, 2]]}
+    assert parse_final_answer_lenient("<final_answer>\na.py:1-2\na.py:1-2\na.py\n</final_answer>").files == {
+        "a.py": [[1, 2]]
+    }
 
 
 def test_fastcontext_parse_report_uses_text(fc):
@@ -392,51 +470,65 @@ def test_fastcontext_parse_report_uses_text(fc):
 
 # ---------------------------------------------------------------- prompts and schemas
 
-@pytest.mark.parametrize("name, tools", [
-    ("relace", ["view_file", "view_directory", "grep_search", "bash", "report_back"]),
-    ("fastcontext", ["Read", "Glob", "Grep"]),
-])
+
+@pytest.mark.parametrize(
+    "name, tools",
+    [
+        ("relace", ["view_file", "view_directory", "grep_search", "bash", "report_back"]),
+        ("fastcontext", ["Read", "Glob", "Grep"]),
+    ],
+)
 def test_prompts_and_schemas(repo, name, tools):
     ts = make_toolset(name, repo)
     assert [s["function"]["name"] for s in ts.schemas] == tools
     for s in ts.schemas:
         assert s["type"] == "function" and s["function"]["parameters"]["type"] == "object"
     sp = ts.system_prompt(max_turns=4, max_calls=8)  # the published prompts name no limits
-    assert ("report_back" in sp and "4-12 tools in parallel" in sp) if name == "relace" else (
-        "<final_answer>" in sp and "Workspace Path: /repo" in sp and "README.md" in sp)
+    assert (
+        ("report_back" in sp and "4-12 tools in parallel" in sp)
+        if name == "relace"
+        else ("<final_answer>" in sp and "Workspace Path: /repo" in sp and "README.md" in sp)
+    )
     assert "where is X" in ts.user_prompt("where is X")
     assert ts.final_turn_note()  # the text: tests/test_published.py
 
 
 # ---------------------------------------------------------------- malformed calls, limits, concurrency
 
-@pytest.mark.parametrize("name, args, msg", [
-    ("view_file", '{"path": "README.md"', "not valid JSON"),
-    ("view_file", "[1, 2]", "must be a JSON object"),
-    ("nope", {}, "unknown tool 'nope'"),
-    ("view_file", {}, "'path' is a required property"),
-    ("view_file", {"path": 3}, "is not of type 'string'"),
-    ("view_file", {"path": "README.md", "view_range": "1-5"}, "is not of type 'array'"),
-    ("view_file", {"path": "README.md", "view_range": [1, 2, 3]}, "is too long"),
-    ("view_file", {"path": "README.md", "view_range": [1.5, 2]}, "is not of type 'integer'"),
-    ("view_directory", {"path": ".", "include_hidden": "yes"}, "is not of type 'boolean'"),
-    ("view_file", {"path": "README.md", "lines": 5}, "Additional properties are not allowed"),
-    ("grep_search", {"query": "x", "case_sensitive": None}, "is not of type 'boolean'"),
-    ("bash", {"cmd": "ls"}, "'command' is a required property"),
-    ("report_back", {"explanation": "x"}, "'files' is a required property"),
-])
+
+@pytest.mark.parametrize(
+    "name, args, msg",
+    [
+        ("view_file", '{"path": "README.md"', "not valid JSON"),
+        ("view_file", "[1, 2]", "must be a JSON object"),
+        ("nope", {}, "unknown tool 'nope'"),
+        ("view_file", {}, "'path' is a required property"),
+        ("view_file", {"path": 3}, "is not of type 'string'"),
+        ("view_file", {"path": "README.md", "view_range": "1-5"}, "is not of type 'array'"),
+        ("view_file", {"path": "README.md", "view_range": [1, 2, 3]}, "is too long"),
+        ("view_file", {"path": "README.md", "view_range": [1.5, 2]}, "is not of type 'integer'"),
+        ("view_directory", {"path": ".", "include_hidden": "yes"}, "is not of type 'boolean'"),
+        ("view_file", {"path": "README.md", "lines": 5}, "Additional properties are not allowed"),
+        ("grep_search", {"query": "x", "case_sensitive": None}, "is not of type 'boolean'"),
+        ("bash", {"cmd": "ls"}, "'command' is a required property"),
+        ("report_back", {"explanation": "x"}, "'files' is a required property"),
+    ],
+)
 def test_malformed_relace_calls(relace, name, args, msg):
     assert msg in bad(relace, name, args)
 
 
-@pytest.mark.parametrize("name, args, msg", [
-    ("read", {"path": "README.md"}, "unknown tool 'read'"),
-    ("Read", {"file_path": "README.md"}, "'path' is a required property"),
-    ("Grep", {"pattern": "x", "-i": "yes"}, "is not of type 'boolean'"),
-    ("Grep", {"pattern": "x", "head_limit": -1}, "less than the minimum"),
-    ("Glob", {"pattern": ["*.py"]}, "is not of type 'string'"),
-    ("Read", {"path": "README.md", "offset": "2"}, "is not of type 'integer'"),
-])
+@pytest.mark.parametrize(
+    "name, args, msg",
+    [
+        ("read", {"path": "README.md"}, "unknown tool 'read'"),
+        ("Read", {"file_path": "README.md"}, "'path' is a required property"),
+        ("Grep", {"pattern": "x", "-i": "yes"}, "is not of type 'boolean'"),
+        ("Grep", {"pattern": "x", "head_limit": -1}, "less than the minimum"),
+        ("Glob", {"pattern": ["*.py"]}, "is not of type 'string'"),
+        ("Read", {"path": "README.md", "offset": "2"}, "is not of type 'integer'"),
+    ],
+)
 def test_malformed_fastcontext_calls(fc, name, args, msg):
     assert msg in bad(fc, name, args)
 
@@ -471,6 +563,7 @@ def test_output_cap(repo):
 
 # ---------------------------------------------------------------- the CLI
 
+
 def test_cli_tool_command(repo):
     runner = CliRunner()
     call = json.dumps({"name": "view_file", "arguments": {"path": "README.md", "view_range": [1, 1]}})
@@ -487,13 +580,18 @@ def test_cli_entry_point_subprocess(repo):
     if not exe.exists():
         pytest.skip("the fasbench console script is not installed in this environment")
     call = json.dumps({"name": "Grep", "arguments": {"pattern": "TOKEN_TTL", "output_mode": "content"}})
-    p = subprocess.run([str(exe), "tool", "--root", str(repo), "--toolset", "fastcontext-fork", call],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [str(exe), "tool", "--root", str(repo), "--toolset", "fastcontext-fork", call],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == {"output": "/repo/src/pkg/auth.py\n14:    TOKEN_TTL = 3600", "is_error": False}
 
 
 # ---------------------------------------------------------------- deterministic order on big outputs
+
 
 def test_search_order_is_deterministic_beyond_the_parallel_bound(tmp_path):
     from fasbench.tools.rgsearch import PARALLEL_FACTOR, PARALLEL_MIN
@@ -506,8 +604,9 @@ def test_search_order_is_deterministic_beyond_the_parallel_bound(tmp_path):
         d = ("a", "a.b", "b")[i % 3]
         (tmp_path / d / f"f{i:03}.txt").write_text("".join(f"hit {j}\n" for j in range(1, per_file + 1)))
     (tmp_path / "a.txt").write_text("hit top\n")
-    expect_files = sorted((p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.txt")),
-                          key=lambda s: s.split("/"))
+    expect_files = sorted(
+        (p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.txt")), key=lambda s: s.split("/")
+    )
     ts = make_toolset("relace", tmp_path)
     out = ok(ts, "grep_search", query="hit").splitlines()
     first = expect_files[0]
@@ -515,14 +614,19 @@ def test_search_order_is_deterministic_beyond_the_parallel_bound(tmp_path):
     assert first.startswith("a/")  # a/… before a.b/ and a.txt: rg's component-wise path order
     fc = make_toolset("fastcontext-fork", tmp_path)
     want = ["/repo/" + f for f in expect_files]
-    assert ok(fc, "Grep", pattern="hit", head_limit=1000, output_mode="files_with_matches").splitlines()[:n_files + 1] == want
+    assert (
+        ok(fc, "Grep", pattern="hit", head_limit=1000, output_mode="files_with_matches").splitlines()[: n_files + 1]
+        == want
+    )
     got = ok(fc, "Grep", pattern="hit 7$", output_mode="content", head_limit=15).splitlines()[:14]
     assert got == [x for f in want[:5] for x in (f, "7:hit 7", "")][:14]
     assert ok(fc, "Grep", pattern="hit 100$", output_mode="count", head_limit=1000).splitlines() == [
-        f"{f}:1" for f in want if f != "/repo/a.txt"]
+        f"{f}:1" for f in want if f != "/repo/a.txt"
+    ]
 
 
 # ---------------------------------------------------------------- ignore rules stay inside the workspace
+
 
 def _git_init(d: Path) -> None:
     subprocess.run(["git", "-c", "init.defaultBranch=main", "init", "-q"], cwd=d, check=True)
@@ -549,10 +653,15 @@ def test_ignore_rules_of_directories_above_the_root_do_not_apply(tmp_path):
     rel, fcs = make_toolset("relace", corpus), make_toolset("fastcontext-fork", corpus)
     hits = ok(rel, "grep_search", query="NEEDLE").splitlines()
     assert sorted({h.split(":")[0] for h in hits}) == want
-    assert ok(fcs, "Grep", pattern="NEEDLE", output_mode="files_with_matches").splitlines() == ["/repo/" + w for w in want]
+    assert ok(fcs, "Grep", pattern="NEEDLE", output_mode="files_with_matches").splitlines() == [
+        "/repo/" + w for w in want
+    ]
     assert "/repo/build/gen.py" in ok(fcs, "Glob", pattern="**/*.py").splitlines()
     assert sorted({h.split(":")[0] for h in ok(rel, "bash", command="rg -l NEEDLE").splitlines()}) == want
 
     _git_init(corpus)  # now the corpus is a checkout: its own .gitignore applies, the project's still not
-    assert ok(fcs, "Grep", pattern="NEEDLE", output_mode="files_with_matches").splitlines() == ["/repo/build/gen.py", "/repo/run.log"]
+    assert ok(fcs, "Grep", pattern="NEEDLE", output_mode="files_with_matches").splitlines() == [
+        "/repo/build/gen.py",
+        "/repo/run.log",
+    ]
     assert sorted(ok(rel, "bash", command="rg -l NEEDLE").splitlines()) == ["build/gen.py", "run.log"]

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from test_golden import check_coverage, check_heuristic, check_recorded, golden
 from typer.testing import CliRunner
 
 from fasbench.cli import app
+from fasbench.evaluation.episodes import column_bounds
 from fasbench.policies.toy import make_corpus, toy_tasks
 from fasbench.records import write_tasks
-from fasbench.evaluation.episodes import column_bounds
 from fasbench.tools import TOOLSETS, calls_for, toolset_class
 from fasbench.tools.base import Toolset
 from fasbench.tools.calls import Calls
-from test_golden import check_coverage, check_heuristic, check_recorded, golden
 
 REPO = Path(__file__).resolve().parents[1]
 BUILDERS = ("search", "read", "list_dir", "find", "exists", "find_any", "report")
@@ -47,8 +47,11 @@ def test_each_entry_is_a_class_with_its_parser_and_call_shapes(name):
 
 def test_an_unknown_tool_set_is_one_line():
     for fn in (toolset_class, calls_for):
-        with pytest.raises(ValueError, match=r"^(unknown tool set|no call builder for tool set) 'nope'; choose one "
-                                             r"of relace, fastcontext, fastcontext-fork$"):
+        with pytest.raises(
+            ValueError,
+            match=r"^(unknown tool set|no call builder for tool set) 'nope'; choose one "
+            r"of relace, fastcontext, fastcontext-fork$",
+        ):
             fn("nope")
 
 
@@ -57,10 +60,15 @@ def test_the_call_builders_name_no_tool_set():
     the code of tools/calls.py (docstrings aside)."""
     tree = ast.parse((REPO / "fasbench" / "tools" / "calls.py").read_text())
     docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
-    found = [ast.unparse(n) for n in ast.walk(tree)
-             if (isinstance(n, ast.Compare) and any(isinstance(x, ast.Attribute) and x.attr == "name"
-                                                    for x in [n.left, *n.comparators]))
-             or (isinstance(n, ast.Constant) and n.value in TOOLSETS and id(n) not in docs)]
+    found = [
+        ast.unparse(n)
+        for n in ast.walk(tree)
+        if (
+            isinstance(n, ast.Compare)
+            and any(isinstance(x, ast.Attribute) and x.attr == "name" for x in [n.left, *n.comparators])
+        )
+        or (isinstance(n, ast.Constant) and n.value in TOOLSETS and id(n) not in docs)
+    ]
     assert found == []
 
 
@@ -84,8 +92,24 @@ def test_a_toy_tool_set_reaches_the_eval_summary_and_its_intervals(tmp_path, mon
     tasks = [replace(base[i % len(base)], id=f"{base[i % len(base)].id}-{i}") for i in range(4)]
     write_tasks(tmp_path / "tasks.jsonl", tasks)
     out = tmp_path / "run"
-    r = CliRunner().invoke(app, ["eval", "--tasks", str(tmp_path / "tasks.jsonl"), "--policy", "heuristic:turns=3",
-                                 "--toolset", "toy", "--out", str(out), "--workers", "1", "--backend", "serial"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            str(tmp_path / "tasks.jsonl"),
+            "--policy",
+            "heuristic:turns=3",
+            "--toolset",
+            "toy",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--backend",
+            "serial",
+        ],
+    )
     assert r.exit_code == 0, r.output
     df = pl.read_parquet(out / "summary.parquet")
     assert df.height == len(tasks) and set(df["toolset"]) == {"toy"} and set(df["stop_reason"]) == {"reported"}
@@ -93,7 +117,7 @@ def test_a_toy_tool_set_reaches_the_eval_summary_and_its_intervals(tmp_path, mon
     lines = r.stdout.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("run ") and "tool set toy" in ln)
     row = re.compile(r"(\S+) +(-?\d+\.\d{3}|n/a) +\[(-?\d+\.\d{3}|n/a), (-?\d+\.\d{3}|n/a)\] +(\d+)")
-    rows = {m.group(1): m.groups() for ln in lines[head + 3:] if (m := row.fullmatch(ln))}
+    rows = {m.group(1): m.groups() for ln in lines[head + 3 :] if (m := row.fullmatch(ln))}
     assert {"file_f2", "turns", "reward_relace_f2"} <= set(rows)
     for name, (_, mean, lo, hi, _n) in rows.items():
         if mean == "n/a" or lo == "n/a":

@@ -24,18 +24,26 @@ need_missing = pytest.mark.skipif(MISSING is None, reason="trackio and wandb are
 
 
 def _run(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FASBENCH_CACHE": str(cache), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=600)  # a hang guard only
+    env = {
+        **os.environ,
+        "FASBENCH_CACHE": str(cache),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600
+    )  # a hang guard only
 
 
 @need_missing
-@pytest.mark.parametrize("cmd", [
-    ["-m", "fasbench.cli", "sft", "train", "--config", "tiny"],
-    ["-m", "fasbench.cli", "sft", "launch", "tiny"],
-    ["-m", "fasbench.cli", "rl", "train", "--config", "tiny"],
-], ids=["sft-train", "sft-launch", "rl-train"])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["-m", "fasbench.cli", "sft", "train", "--config", "tiny"],
+        ["-m", "fasbench.cli", "sft", "launch", "tiny"],
+        ["-m", "fasbench.cli", "rl", "train", "--config", "tiny"],
+    ],
+    ids=["sft-train", "sft-launch", "rl-train"],
+)
 def test_a_missing_tracker_is_one_line_before_anything_loads(cmd, tmp_path):
     r = _run(*cmd, "--set", f"report_to={MISSING}", cache=tmp_path)
     assert r.returncode == 2, r.stderr[-2000:]
@@ -54,7 +62,7 @@ def test_report_to_values():
     with pytest.raises(UserError, match="report_to expects a tracker name"):
         check_report_to(3, "rl config")
     if MISSING:
-        with pytest.raises(UserError, match=rf"\[track\]"):
+        with pytest.raises(UserError, match=r"\[track\]"):
             check_report_to(["tensorboard", MISSING], "rl config")
     from fasbench.rl.config import load_config
     from fasbench.sft.train import load_profile
@@ -84,8 +92,10 @@ def test_sft_default_writes_tensorboard_events_and_the_step_log(tmp_path):
 
     data = _tiny_dataset(tmp_path / "data")
     run = tmp_path / "run"
-    p = load_profile(_default_profile("sft", tmp_path), {"out": str(data), "output_dir": str(run), "max_steps": 2,
-                                                         "per_device_train_batch_size": 2})
+    p = load_profile(
+        _default_profile("sft", tmp_path),
+        {"out": str(data), "output_dir": str(run), "max_steps": 2, "per_device_train_batch_size": 2},
+    )
     assert p.train.report_to == "tensorboard"
     train(p)
     assert [r["step"] for r in read_log(run) if "loss" in r] == [1, 2]
@@ -110,9 +120,18 @@ def test_rl_default_writes_tensorboard_events_and_the_step_log(tmp_path):
         subprocess.run(["git", "clone", "-q", str(repo), str(co)], check=True)
         subprocess.run(["git", "-C", str(co), "checkout", "-q", t.base_commit], check=True)
         t.root = str(co)
-    cfg = load_config(_default_profile("rl", tmp_path), {
-        "output_dir": str(tmp_path / "run"), "max_steps": 2, "max_turns": 2, "max_completion_length": 48,
-        "num_generations": 2, "per_device_train_batch_size": 2, "track_weights": False})
+    cfg = load_config(
+        _default_profile("rl", tmp_path),
+        {
+            "output_dir": str(tmp_path / "run"),
+            "max_steps": 2,
+            "max_turns": 2,
+            "max_completion_length": 48,
+            "num_generations": 2,
+            "per_device_train_batch_size": 2,
+            "track_weights": False,
+        },
+    )
     assert cfg.report_to == "tensorboard"
     rl_train(cfg, tasks)
     steps = [json.loads(line) for line in (cfg.out / LOG_FILE).read_text().splitlines()]

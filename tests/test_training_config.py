@@ -10,10 +10,12 @@ import re
 import pytest
 
 from fasbench.base.errors import UserError
-from fasbench.rl.config import KIND as RL, RLConfig, load_config
-from fasbench.sft.train import KIND as SFT, load_profile
-from fasbench.training.profiles import parse_sets, profiles
+from fasbench.rl.config import KIND as RL
+from fasbench.rl.config import RLConfig, load_config
+from fasbench.sft.train import KIND as SFT
+from fasbench.sft.train import load_profile
 from fasbench.training.log import last_checkpoint, read_log
+from fasbench.training.profiles import parse_sets, profiles
 
 
 def test_every_shipped_profile_loads_with_the_one_loader():
@@ -27,7 +29,10 @@ def test_every_shipped_profile_loads_with_the_one_loader():
 
 def test_lookup_by_name_or_path_is_the_same_for_both(tmp_path):
     (tmp_path / "mine.yaml").write_text("max_steps: 3\nlearning_rate: 1e-4\n")  # YAML 1.1: 1e-4 is a string
-    assert (load_config(tmp_path / "mine.yaml").max_steps, load_config(tmp_path / "mine.yaml").learning_rate) == (3, 1e-4)
+    assert (load_config(tmp_path / "mine.yaml").max_steps, load_config(tmp_path / "mine.yaml").learning_rate) == (
+        3,
+        1e-4,
+    )
     (tmp_path / "s.yaml").write_text("train:\n  max_steps: 3\n")
     assert load_profile(tmp_path / "s.yaml").train.max_steps == 3
     for load, kind in ((load_config, "rl"), (load_profile, "sft")):
@@ -35,16 +40,19 @@ def test_lookup_by_name_or_path_is_the_same_for_both(tmp_path):
             load("nope")
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("max_step: 3\n", r"unknown field 'max_step' \(did you mean 'max_steps'\?\)"),
-    ("max_steps: ten\n", r"max_steps expects an integer, got 'ten'"),
-    ("learning_rate: 1e-x\n", r"learning_rate expects a number, got '1e-x'"),
-    ("max_steps: null\n", r"max_steps expects an integer, got None"),
-    ("lora: 1\n", r"lora expects true or false, got 1"),
-    ("init_from: a\n", r"init_from expects a list of strings, got 'a'"),
-    ("- a\n", r"a profile is a mapping of config fields, got list"),
-    ("a: [\n", r"not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("max_step: 3\n", r"unknown field 'max_step' \(did you mean 'max_steps'\?\)"),
+        ("max_steps: ten\n", r"max_steps expects an integer, got 'ten'"),
+        ("learning_rate: 1e-x\n", r"learning_rate expects a number, got '1e-x'"),
+        ("max_steps: null\n", r"max_steps expects an integer, got None"),
+        ("lora: 1\n", r"lora expects true or false, got 1"),
+        ("init_from: a\n", r"init_from expects a list of strings, got 'a'"),
+        ("- a\n", r"a profile is a mapping of config fields, got list"),
+        ("a: [\n", r"not valid YAML"),
+    ],
+)
 def test_rl_profile_errors_name_the_key_and_value(tmp_path, text, msg):
     p = tmp_path / "bad.yaml"
     p.write_text(text)
@@ -53,13 +61,16 @@ def test_rl_profile_errors_name_the_key_and_value(tmp_path, text, msg):
     assert "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("trian:\n  max_steps: 3\n", r"unknown key 'trian' \(did you mean 'train'\?\)"),
-    ("train:\n  learning_rat: 0.1\n", r"train: unknown field 'learning_rat' \(did you mean 'learning_rate'\?\)"),
-    ("build:\n  max_tasks: {train: many}\n", r"build: max_tasks expects a mapping of integers, got"),
-    ("eval: 3\n", r"section 'eval' must be a mapping of fields, got 3"),
-    ("max_steps: 3\n", r"'max_steps' is a field of the train section; write it there"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("trian:\n  max_steps: 3\n", r"unknown key 'trian' \(did you mean 'train'\?\)"),
+        ("train:\n  learning_rat: 0.1\n", r"train: unknown field 'learning_rat' \(did you mean 'learning_rate'\?\)"),
+        ("build:\n  max_tasks: {train: many}\n", r"build: max_tasks expects a mapping of integers, got"),
+        ("eval: 3\n", r"section 'eval' must be a mapping of fields, got 3"),
+        ("max_steps: 3\n", r"'max_steps' is a field of the train section; write it there"),
+    ],
+)
 def test_sft_profile_errors_name_the_key_and_value(tmp_path, text, msg):
     p = tmp_path / "bad.yaml"
     p.write_text(text)
@@ -67,16 +78,19 @@ def test_sft_profile_errors_name_the_key_and_value(tmp_path, text, msg):
         load_profile(p)
 
 
-@pytest.mark.parametrize("kind, text, msg", [
-    ("rl", "1: 2\n", "unknown field 1"),  # YAML keys need not be strings
-    ("rl", "?\n", "unknown field None"),
-    ("sft", "train:\n  1: x\n", "train: unknown field 1"),
-    ("rl", "init_from: [a, 1]\n", r"init_from expects a list of strings, got \['a', 1\]"),
-    ("rl", "max_steps: true\n", "max_steps expects an integer, got True"),
-    ("rl", "max_steps: 3.0\n", "max_steps expects an integer, got 3.0"),
-    ("rl", "report_to: 3\n", "report_to expects a string or a list of strings or null, got 3"),
-    ("sft", "build:\n  mix: {a: x}\n", r"build: mix expects a mapping of numbers, got \{'a': 'x'\}"),
-])
+@pytest.mark.parametrize(
+    "kind, text, msg",
+    [
+        ("rl", "1: 2\n", "unknown field 1"),  # YAML keys need not be strings
+        ("rl", "?\n", "unknown field None"),
+        ("sft", "train:\n  1: x\n", "train: unknown field 1"),
+        ("rl", "init_from: [a, 1]\n", r"init_from expects a list of strings, got \['a', 1\]"),
+        ("rl", "max_steps: true\n", "max_steps expects an integer, got True"),
+        ("rl", "max_steps: 3.0\n", "max_steps expects an integer, got 3.0"),
+        ("rl", "report_to: 3\n", "report_to expects a string or a list of strings or null, got 3"),
+        ("sft", "build:\n  mix: {a: x}\n", r"build: mix expects a mapping of numbers, got \{'a': 'x'\}"),
+    ],
+)
 def test_profile_errors_name_the_file_key_and_value(tmp_path, kind, text, msg):
     p = tmp_path / "bad.yaml"
     p.write_text(text)
@@ -114,29 +128,65 @@ def test_a_profile_s_own_checks_still_run(tmp_path):
 
 
 def test_set_values_are_typed_from_the_field():
-    cfg = load_config("tiny", sets=["max_steps=7", "learning_rate=1e-4", "lora=true", "n_tasks=null",
-                                    "task_ids=[a, b]", "model=123", "grpo={lr_scheduler_type: constant}"])
-    assert (cfg.max_steps, cfg.learning_rate, cfg.lora, cfg.n_tasks, cfg.task_ids, cfg.model) == \
-        (7, 1e-4, True, None, ["a", "b"], "123")  # a str field takes the text as is
+    cfg = load_config(
+        "tiny",
+        sets=[
+            "max_steps=7",
+            "learning_rate=1e-4",
+            "lora=true",
+            "n_tasks=null",
+            "task_ids=[a, b]",
+            "model=123",
+            "grpo={lr_scheduler_type: constant}",
+        ],
+    )
+    assert (cfg.max_steps, cfg.learning_rate, cfg.lora, cfg.n_tasks, cfg.task_ids, cfg.model) == (
+        7,
+        1e-4,
+        True,
+        None,
+        ["a", "b"],
+        "123",
+    )  # a str field takes the text as is
     assert isinstance(cfg.learning_rate, float) and cfg.grpo == {"lr_scheduler_type": "constant"}
     assert load_config("tiny", sets=["learning_rate=1"]).learning_rate == 1.0  # an int where a float goes
-    p = load_profile("tiny", sets=["max_steps=3", "eval.max_turns=5", "build.max_turns=6", "policy=sequential:turns=3",
-                                   "reference_runs=[x]", "lora_alpha=8", "name=other"])
-    assert (p.train.max_steps, p.eval.max_turns, p.build.max_turns, p.build.policy, p.build.reference_runs,
-            p.train.lora_alpha, p.name) == (3, 5, 6, "sequential:turns=3", ["x"], 8, "other")
+    p = load_profile(
+        "tiny",
+        sets=[
+            "max_steps=3",
+            "eval.max_turns=5",
+            "build.max_turns=6",
+            "policy=sequential:turns=3",
+            "reference_runs=[x]",
+            "lora_alpha=8",
+            "name=other",
+        ],
+    )
+    assert (
+        p.train.max_steps,
+        p.eval.max_turns,
+        p.build.max_turns,
+        p.build.policy,
+        p.build.reference_runs,
+        p.train.lora_alpha,
+        p.name,
+    ) == (3, 5, 6, "sequential:turns=3", ["x"], 8, "other")
 
 
-@pytest.mark.parametrize("kind, pair, msg", [
-    (RL, "max_steps=ten", r"--set max_steps=ten: max_steps expects an integer, got 'ten'"),
-    (RL, "max_steps", r"--set expects key=value, got 'max_steps'"),
-    (RL, "=3", r"--set expects key=value"),
-    (RL, "learning_rat=1", r"unknown field 'learning_rat' \(did you mean 'learning_rate'\?\)"),
-    (RL, "train.max_steps=1", r"no section 'train'"),
-    (RL, "max_steps=null", r"max_steps expects an integer, got 'null'"),
-    (SFT, "max_turns=3", r"field 'max_turns' is in several sections; write build.max_turns or eval.max_turns"),
-    (SFT, "train.nope=1", r"train has no field 'nope'"),
-    (SFT, "lora=maybe", r"lora expects true or false, got 'maybe'"),
-])
+@pytest.mark.parametrize(
+    "kind, pair, msg",
+    [
+        (RL, "max_steps=ten", r"--set max_steps=ten: max_steps expects an integer, got 'ten'"),
+        (RL, "max_steps", r"--set expects key=value, got 'max_steps'"),
+        (RL, "=3", r"--set expects key=value"),
+        (RL, "learning_rat=1", r"unknown field 'learning_rat' \(did you mean 'learning_rate'\?\)"),
+        (RL, "train.max_steps=1", r"no section 'train'"),
+        (RL, "max_steps=null", r"max_steps expects an integer, got 'null'"),
+        (SFT, "max_turns=3", r"field 'max_turns' is in several sections; write build.max_turns or eval.max_turns"),
+        (SFT, "train.nope=1", r"train has no field 'nope'"),
+        (SFT, "lora=maybe", r"lora expects true or false, got 'maybe'"),
+    ],
+)
 def test_bad_set_is_a_one_line_error(kind, pair, msg):
     with pytest.raises(UserError, match=msg):
         parse_sets(kind, [pair])
@@ -166,17 +216,22 @@ def test_lora_alpha_is_a_field_of_both():
 
 def test_one_step_log_and_last_checkpoint(tmp_path):
     assert read_log(tmp_path) == [] and last_checkpoint(tmp_path / "none") is None
-    rows = [{"step": 1, "loss": 3.0, "kind": "step"}, {"step": 2, "loss": 2.0, "kind": "step"},
-            {"step": 2, "eval_loss": 2.5, "kind": "eval"}, {"step": 2, "train_runtime": 1.0, "kind": "summary"},
-            {"step": 2, "loss": 1.5, "kind": "step"},  # step 2 again after a resume: the last record wins
-            {"step": 3, "loss": 1.0, "kind": "step"}]
+    rows = [
+        {"step": 1, "loss": 3.0, "kind": "step"},
+        {"step": 2, "loss": 2.0, "kind": "step"},
+        {"step": 2, "eval_loss": 2.5, "kind": "eval"},
+        {"step": 2, "train_runtime": 1.0, "kind": "summary"},
+        {"step": 2, "loss": 1.5, "kind": "step"},  # step 2 again after a resume: the last record wins
+        {"step": 3, "loss": 1.0, "kind": "step"},
+    ]
     (tmp_path / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = read_log(tmp_path)
     assert [(r["step"], r["kind"]) for r in got] == [(1, "step"), (2, "step"), (2, "eval"), (3, "step"), (2, "summary")]
     assert got[1]["loss"] == 1.5
     # a log written before the kind field (SFT wrote trainer.state.log_history): kinds from the keys
-    (tmp_path / "old.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "kind"}) + "\n"
-                                                for r in rows[:4]))
+    (tmp_path / "old.jsonl").write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "kind"}) + "\n" for r in rows[:4])
+    )
     assert [r.get("loss") for r in read_log(tmp_path, "old.jsonl") if "loss" in r] == [3.0, 2.0]
     for n in (2, 10):
         (tmp_path / f"checkpoint-{n}").mkdir()

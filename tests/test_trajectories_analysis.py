@@ -8,44 +8,65 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from fasbench.cli import app
 from fasbench.base.paths import data_dir
+from fasbench.cli import app
 from fasbench.trajectories.analysis import analyze_paths
-from fasbench.trajectories.trajectory_files import load_labels
 from fasbench.trajectories.first_edit import submission_files
+from fasbench.trajectories.trajectory_files import load_labels
 
 DEEPSEEK = data_dir() / "trajectories" / "mini-swe-agent-v2_deepseek-chat_swebench-lite-first100"
 
-DIFF = ("diff --git a/src/calc.py b/src/calc.py\nindex 1..2 100644\n--- a/src/calc.py\n+++ b/src/calc.py\n"
-        "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
-        "diff --git a/repro.py b/repro.py\nnew file mode 100644\n--- /dev/null\n+++ b/repro.py\n@@ -0,0 +1 @@\n+x\n")
+DIFF = (
+    "diff --git a/src/calc.py b/src/calc.py\nindex 1..2 100644\n--- a/src/calc.py\n+++ b/src/calc.py\n"
+    "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+    "diff --git a/repro.py b/repro.py\nnew file mode 100644\n--- /dev/null\n+++ b/repro.py\n@@ -0,0 +1 @@\n+x\n"
+)
 
 
 def _assistant(calls, prompt, completion, reasoning=0):
-    return {"role": "assistant", "content": "",
-            "tool_calls": [{"id": f"c{i}", "type": "function",
-                            "function": {"name": "bash", "arguments": json.dumps({"command": c})}}
-                           for i, c in enumerate(calls)],
-            "extra": {"response": {"usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                             "completion_tokens_details": {"reasoning_tokens": reasoning}}}}}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": c})}}
+            for i, c in enumerate(calls)
+        ],
+        "extra": {
+            "response": {
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "completion_tokens_details": {"reasoning_tokens": reasoning},
+                }
+            }
+        },
+    }
 
 
 def toy(instance="demo__calc-1"):
     """Turns (prompt, completion): 1 (100, 10) two calls: grep + ls; 2 (150, 20) cat; 3 (200, 30) write a
     repro script; 4 (260, 40) sed -i on the submitted file; 5 (330, 10) python repro.py."""
-    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-            _assistant(["grep -rn 'def add' src", "ls src"], 100, 10),
-            {"role": "tool", "content": "o"}, {"role": "tool", "content": "o"},
-            _assistant(["cat src/calc.py"], 150, 20, reasoning=5),
-            {"role": "tool", "content": "o"},
-            _assistant(["cat > repro.py <<'EOF'\nfrom src.calc import add\nprint(add(1, 2))\nEOF"], 200, 30),
-            {"role": "tool", "content": "o"},
-            _assistant(["cd /testbed && sed -i 's/a - b/a + b/' src/calc.py"], 260, 40),
-            {"role": "tool", "content": "o"},
-            _assistant(["python repro.py"], 330, 10),
-            {"role": "tool", "content": "3"}]
-    return {"instance_id": instance, "trajectory_format": "mini-swe-agent-1.1",
-            "info": {"exit_status": "Submitted", "submission": DIFF, "mini_version": "2.2.7"}, "messages": msgs}
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        _assistant(["grep -rn 'def add' src", "ls src"], 100, 10),
+        {"role": "tool", "content": "o"},
+        {"role": "tool", "content": "o"},
+        _assistant(["cat src/calc.py"], 150, 20, reasoning=5),
+        {"role": "tool", "content": "o"},
+        _assistant(["cat > repro.py <<'EOF'\nfrom src.calc import add\nprint(add(1, 2))\nEOF"], 200, 30),
+        {"role": "tool", "content": "o"},
+        _assistant(["cd /testbed && sed -i 's/a - b/a + b/' src/calc.py"], 260, 40),
+        {"role": "tool", "content": "o"},
+        _assistant(["python repro.py"], 330, 10),
+        {"role": "tool", "content": "3"},
+    ]
+    return {
+        "instance_id": instance,
+        "trajectory_format": "mini-swe-agent-1.1",
+        "info": {"exit_status": "Submitted", "submission": DIFF, "mini_version": "2.2.7"},
+        "messages": msgs,
+    }
 
 
 @pytest.fixture
@@ -135,8 +156,13 @@ runner = CliRunner()
 
 
 def test_cli_classify():
-    lines = "\n".join(json.dumps(x) for x in ["ls -la", "sed -i 's/a/b/' f.py", "cat > f <<EOF\nx\nEOF",
-                                                "cd /testbed", "python -m pytest"]) + "\n"
+    lines = (
+        "\n".join(
+            json.dumps(x)
+            for x in ["ls -la", "sed -i 's/a/b/' f.py", "cat > f <<EOF\nx\nEOF", "cd /testbed", "python -m pytest"]
+        )
+        + "\n"
+    )
     r = runner.invoke(app, ["classify"], input=lines)
     assert r.exit_code == 0, r.output
     assert r.output.split() == ["search", "edit", "edit", "other", "test"]
@@ -165,7 +191,18 @@ def test_cli_analyze(toy_dir, tmp_path):
     assert r.exit_code == 2 and "no such file or folder" in r.output
     labels = tmp_path / "labels.json"
     labels.write_text(json.dumps({"demo__calc-1": False}))
-    r = runner.invoke(app, ["trajectories", "analyze", str(toy_dir / "trajs" / "demo__calc-1.traj.json.gz"),
-                            "--out", str(out), "--labels", str(labels), "--quiet"])
+    r = runner.invoke(
+        app,
+        [
+            "trajectories",
+            "analyze",
+            str(toy_dir / "trajs" / "demo__calc-1.traj.json.gz"),
+            "--out",
+            str(out),
+            "--labels",
+            str(labels),
+            "--quiet",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert pl.read_parquet(out / "steps.parquet")["resolved"].unique().to_list() == [False]

@@ -25,81 +25,227 @@ runner = CliRunner()
 
 def _response(rid: str, calls: list[tuple[str, str, dict]], prompt: int, completion: int) -> dict:
     """A LiteLLM ModelResponse as OpenHands stores it in tool_call_metadata.model_response."""
-    return {"id": rid, "created": 1736900000, "model": "litellm_proxy/claude-3-5-sonnet-20241022",
-            "object": "chat.completion", "system_fingerprint": None,
-            "choices": [{"finish_reason": "tool_calls", "index": 0, "message": {
-                "content": "Let me look.", "role": "assistant",
-                "tool_calls": [{"index": i, "function": {"arguments": json.dumps(a), "name": n}, "id": cid,
-                                "type": "function"} for i, (cid, n, a) in enumerate(calls)],
-                "function_call": None}}],
-            "usage": {"completion_tokens": completion, "prompt_tokens": prompt, "total_tokens": prompt + completion,
-                      "completion_tokens_details": None,
-                      "prompt_tokens_details": {"audio_tokens": None, "cached_tokens": 0}}}
+    return {
+        "id": rid,
+        "created": 1736900000,
+        "model": "litellm_proxy/claude-3-5-sonnet-20241022",
+        "object": "chat.completion",
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "finish_reason": "tool_calls",
+                "index": 0,
+                "message": {
+                    "content": "Let me look.",
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"index": i, "function": {"arguments": json.dumps(a), "name": n}, "id": cid, "type": "function"}
+                        for i, (cid, n, a) in enumerate(calls)
+                    ],
+                    "function_call": None,
+                },
+            }
+        ],
+        "usage": {
+            "completion_tokens": completion,
+            "prompt_tokens": prompt,
+            "total_tokens": prompt + completion,
+            "completion_tokens_details": None,
+            "prompt_tokens_details": {"audio_tokens": None, "cached_tokens": 0},
+        },
+    }
 
 
 def _action(eid, action, args, resp=None, call=None, n_calls=1, message=""):
-    e = {"id": eid, "timestamp": f"2025-01-15T10:00:{eid:02d}.000000", "source": "agent", "message": message,
-         "action": action, "args": args}
+    e = {
+        "id": eid,
+        "timestamp": f"2025-01-15T10:00:{eid:02d}.000000",
+        "source": "agent",
+        "message": message,
+        "action": action,
+        "args": args,
+    }
     if resp is not None:
-        e["tool_call_metadata"] = {"function_name": call[1], "tool_call_id": call[0], "model_response": resp,
-                                   "total_calls_in_response": n_calls}
+        e["tool_call_metadata"] = {
+            "function_name": call[1],
+            "tool_call_id": call[0],
+            "model_response": resp,
+            "total_calls_in_response": n_calls,
+        }
     return e
 
 
 def _obs(eid, cause, observation, content, extras, source="agent"):
-    return {"id": eid, "timestamp": f"2025-01-15T10:00:{eid:02d}.500000", "source": source,
-            "message": f"Observed {observation}", "cause": cause, "observation": observation,
-            "content": content, "extras": extras}
+    return {
+        "id": eid,
+        "timestamp": f"2025-01-15T10:00:{eid:02d}.500000",
+        "source": source,
+        "message": f"Observed {observation}",
+        "cause": cause,
+        "observation": observation,
+        "content": content,
+        "extras": extras,
+    }
 
 
 def openhands_events() -> list[dict]:
     """A CodeActAgent trajectory: a turn with two parallel calls (grep + view), an edit, a text reply,
     a finish; with the system prompt, the task, a recall and agent-state events around them."""
     grep = ("call_01", "execute_bash", {"command": "grep -rn 'def separability_matrix' astropy/"})
-    view = ("call_02", "str_replace_editor", {"command": "view", "path": "/workspace/astropy/modeling/separable.py",
-                                              "view_range": [60, 120]})
+    view = (
+        "call_02",
+        "str_replace_editor",
+        {"command": "view", "path": "/workspace/astropy/modeling/separable.py", "view_range": [60, 120]},
+    )
     r1 = _response("chatcmpl-1", [grep, view], prompt=5200, completion=140)
-    edit = ("call_03", "str_replace_editor", {"command": "str_replace",
-                                              "path": "/workspace/astropy/modeling/separable.py",
-                                              "old_str": "cright[-right.shape[0]:, -right.shape[1]:] = 1",
-                                              "new_str": "cright[-right.shape[0]:, -right.shape[1]:] = right"})
+    edit = (
+        "call_03",
+        "str_replace_editor",
+        {
+            "command": "str_replace",
+            "path": "/workspace/astropy/modeling/separable.py",
+            "old_str": "cright[-right.shape[0]:, -right.shape[1]:] = 1",
+            "new_str": "cright[-right.shape[0]:, -right.shape[1]:] = right",
+        },
+    )
     r2 = _response("chatcmpl-2", [edit], prompt=7400, completion=210)
     fin = ("call_04", "finish", {"message": "Fixed the nested CompoundModel case."})
     r4 = _response("chatcmpl-4", [fin], prompt=8300, completion=40)
     return [
-        {"id": 0, "timestamp": "2025-01-15T10:00:00", "source": "agent", "message": "You are OpenHands agent...",
-         "action": "system", "args": {"content": "You are OpenHands agent, a helpful AI assistant...",
-                                      "tools": [], "openhands_version": "0.39.0", "agent_class": "CodeActAgent"}},
-        {"id": 1, "timestamp": "2025-01-15T10:00:01", "source": "user", "message": "Fix separability_matrix",
-         "action": "message", "args": {"content": "separability_matrix does not compute separability correctly "
-                                                  "for nested CompoundModels", "image_urls": None,
-                                       "wait_for_response": False}},
-        {"id": 2, "timestamp": "2025-01-15T10:00:02", "source": "user", "message": "Retrieving content for: ...",
-         "action": "recall", "args": {"recall_type": "workspace_context", "query": "separability_matrix",
-                                      "thought": ""}},
-        _obs(3, 2, "recall", "Added workspace context", {"recall_type": "workspace_context", "repo_name": ""},
-             source="environment"),
+        {
+            "id": 0,
+            "timestamp": "2025-01-15T10:00:00",
+            "source": "agent",
+            "message": "You are OpenHands agent...",
+            "action": "system",
+            "args": {
+                "content": "You are OpenHands agent, a helpful AI assistant...",
+                "tools": [],
+                "openhands_version": "0.39.0",
+                "agent_class": "CodeActAgent",
+            },
+        },
+        {
+            "id": 1,
+            "timestamp": "2025-01-15T10:00:01",
+            "source": "user",
+            "message": "Fix separability_matrix",
+            "action": "message",
+            "args": {
+                "content": "separability_matrix does not compute separability correctly for nested CompoundModels",
+                "image_urls": None,
+                "wait_for_response": False,
+            },
+        },
+        {
+            "id": 2,
+            "timestamp": "2025-01-15T10:00:02",
+            "source": "user",
+            "message": "Retrieving content for: ...",
+            "action": "recall",
+            "args": {"recall_type": "workspace_context", "query": "separability_matrix", "thought": ""},
+        },
+        _obs(
+            3,
+            2,
+            "recall",
+            "Added workspace context",
+            {"recall_type": "workspace_context", "repo_name": ""},
+            source="environment",
+        ),
         _obs(4, -1, "agent_state_changed", "", {"agent_state": "running", "reason": ""}, source="environment"),
-        _action(5, "run", {"command": grep[2]["command"], "is_input": False, "thought": "Let me look.",
-                           "blocking": False, "hidden": False, "confirmation_state": "confirmed"},
-                r1, grep, 2, message="Running command: grep ..."),
-        _action(6, "read", {"path": view[2]["path"], "start": 0, "end": -1, "thought": "", "impl_source": "oh_aci",
-                            "view_range": [60, 120]}, r1, view, 2, message="Reading file: separable.py"),
-        _obs(7, 5, "run", "astropy/modeling/separable.py:66:def separability_matrix(transform):",
-             {"command": grep[2]["command"], "metadata": {"exit_code": 0, "pid": -1}, "hidden": False}),
-        _obs(8, 6, "read", "Here's the result of running `cat -n` on separable.py:\n    60\t...",
-             {"path": view[2]["path"], "impl_source": "oh_aci"}),
-        _action(9, "edit", {"path": edit[2]["path"], "command": "str_replace", "file_text": None,
-                            "old_str": edit[2]["old_str"], "new_str": edit[2]["new_str"], "insert_line": None,
-                            "content": "", "start": 1, "end": -1, "thought": "", "impl_source": "oh_aci"},
-                r2, edit),
-        _obs(10, 9, "edit", "The file separable.py has been edited.", {"path": edit[2]["path"], "prev_exist": False,
-                                                                       "old_content": None, "new_content": None,
-                                                                       "impl_source": "oh_aci", "diff": "..."}),
-        _action(11, "message", {"content": "The fix is in; finishing.", "image_urls": None,
-                                "wait_for_response": False}, message="The fix is in; finishing."),
-        _action(12, "finish", {"final_thought": fin[2]["message"], "task_completed": "true", "outputs": {},
-                               "thought": ""}, r4, fin),
+        _action(
+            5,
+            "run",
+            {
+                "command": grep[2]["command"],
+                "is_input": False,
+                "thought": "Let me look.",
+                "blocking": False,
+                "hidden": False,
+                "confirmation_state": "confirmed",
+            },
+            r1,
+            grep,
+            2,
+            message="Running command: grep ...",
+        ),
+        _action(
+            6,
+            "read",
+            {
+                "path": view[2]["path"],
+                "start": 0,
+                "end": -1,
+                "thought": "",
+                "impl_source": "oh_aci",
+                "view_range": [60, 120],
+            },
+            r1,
+            view,
+            2,
+            message="Reading file: separable.py",
+        ),
+        _obs(
+            7,
+            5,
+            "run",
+            "astropy/modeling/separable.py:66:def separability_matrix(transform):",
+            {"command": grep[2]["command"], "metadata": {"exit_code": 0, "pid": -1}, "hidden": False},
+        ),
+        _obs(
+            8,
+            6,
+            "read",
+            "Here's the result of running `cat -n` on separable.py:\n    60\t...",
+            {"path": view[2]["path"], "impl_source": "oh_aci"},
+        ),
+        _action(
+            9,
+            "edit",
+            {
+                "path": edit[2]["path"],
+                "command": "str_replace",
+                "file_text": None,
+                "old_str": edit[2]["old_str"],
+                "new_str": edit[2]["new_str"],
+                "insert_line": None,
+                "content": "",
+                "start": 1,
+                "end": -1,
+                "thought": "",
+                "impl_source": "oh_aci",
+            },
+            r2,
+            edit,
+        ),
+        _obs(
+            10,
+            9,
+            "edit",
+            "The file separable.py has been edited.",
+            {
+                "path": edit[2]["path"],
+                "prev_exist": False,
+                "old_content": None,
+                "new_content": None,
+                "impl_source": "oh_aci",
+                "diff": "...",
+            },
+        ),
+        _action(
+            11,
+            "message",
+            {"content": "The fix is in; finishing.", "image_urls": None, "wait_for_response": False},
+            message="The fix is in; finishing.",
+        ),
+        _action(
+            12,
+            "finish",
+            {"final_thought": fin[2]["message"], "task_completed": "true", "outputs": {}, "thought": ""},
+            r4,
+            fin,
+        ),
         _obs(13, -1, "agent_state_changed", "", {"agent_state": "finished", "reason": ""}, source="environment"),
     ]
 
@@ -114,8 +260,11 @@ def test_openhands_saved_trajectory_parses_into_turns_and_calls(tmp_path):
     first = t.turns[0]
     assert [c.tool for c in first.calls] == ["execute_bash", "str_replace_editor"]
     assert first.calls[0].action == "grep -rn 'def separability_matrix' astropy/"
-    assert first.calls[1].args == {"command": "view", "path": "/workspace/astropy/modeling/separable.py",
-                                   "view_range": [60, 120]}
+    assert first.calls[1].args == {
+        "command": "view",
+        "path": "/workspace/astropy/modeling/separable.py",
+        "view_range": [60, 120],
+    }
     assert (first.prompt_tokens, first.completion_tokens, first.estimated) == (5200, 140, False)
     assert t.turns[1].calls[0].args["command"] == "str_replace" and t.turns[3].calls[0].tool == "finish"
     assert t.model == "litellm_proxy/claude-3-5-sonnet-20241022" and t.exit_status == "finished"
@@ -128,8 +277,12 @@ def test_openhands_actions_are_classified_like_the_other_formats(tmp_path):
     (d / "astropy__astropy-12907.json").write_text(json.dumps(openhands_events()))
     a = analyze_paths([d], progress=False)
     s = a.steps.filter(a.steps["is_call"])
-    assert list(zip(s["tool"], s["category"])) == [("execute_bash", "search"), ("str_replace_editor", "read"),
-                                                  ("str_replace_editor", "edit"), ("finish", "other")]
+    assert list(zip(s["tool"], s["category"])) == [
+        ("execute_bash", "search"),
+        ("str_replace_editor", "read"),
+        ("str_replace_editor", "edit"),
+        ("finish", "other"),
+    ]
     assert s["weight"].to_list()[:2] == [0.5, 0.5]  # one turn's two parallel calls share it
     assert a.files.formats == {"openhands": 1}
 
@@ -144,17 +297,27 @@ def test_openhands_events_without_function_calling_metadata(tmp_path):
     p.write_text(json.dumps(evs))
     t = parse_file(p).trajectories[0]
     calls = [(c.tool, c.args.get("command")) for u in t.turns for c in u.calls]
-    assert calls == [("execute_bash", "grep -rn 'def separability_matrix' astropy/"),
-                     ("str_replace_editor", "view"), ("str_replace_editor", "str_replace")]
+    assert calls == [
+        ("execute_bash", "grep -rn 'def separability_matrix' astropy/"),
+        ("str_replace_editor", "view"),
+        ("str_replace_editor", "str_replace"),
+    ]
     assert all(u.estimated for u in t.turns) and t.turns[0].obs_tokens > 0
 
 
 def test_openhands_evaluation_output_jsonl(tmp_path):
     """evaluation/benchmarks/swe_bench output.jsonl: one instance per line, events in `history`."""
-    rows = [{"instance_id": iid, "instruction": "...", "history": openhands_events(),
-             "metadata": {"agent_class": "CodeActAgent", "llm_config": {"model": "claude-3-5-sonnet"}},
-             "test_result": {"git_patch": "diff --git a/astropy/modeling/separable.py b/astropy/modeling/separable.py"},
-             "error": None} for iid in ("astropy__astropy-12907", "django__django-11099")]
+    rows = [
+        {
+            "instance_id": iid,
+            "instruction": "...",
+            "history": openhands_events(),
+            "metadata": {"agent_class": "CodeActAgent", "llm_config": {"model": "claude-3-5-sonnet"}},
+            "test_result": {"git_patch": "diff --git a/astropy/modeling/separable.py b/astropy/modeling/separable.py"},
+            "error": None,
+        }
+        for iid in ("astropy__astropy-12907", "django__django-11099")
+    ]
     p = tmp_path / "output.jsonl.gz"
     p.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
     pf = parse_file(p)
@@ -165,12 +328,23 @@ def test_openhands_evaluation_output_jsonl(tmp_path):
 
 
 def _atif() -> dict:
-    return {"schema_version": "ATIF-v1.4", "session_id": "s1", "agent": {"name": "terminus-2", "version": "1.0",
-                                                                         "model_name": "gpt-5"},
-            "steps": [{"step_id": 1, "source": "user", "message": "fix it"},
-                      {"step_id": 2, "source": "agent", "message": "", "tool_calls": [
-                          {"tool_call_id": "c1", "function_name": "bash_command", "arguments": {"keystrokes": "ls\n"}}],
-                       "observation": {"results": [{"source_call_id": "c1", "content": "a b"}]}}]}
+    return {
+        "schema_version": "ATIF-v1.4",
+        "session_id": "s1",
+        "agent": {"name": "terminus-2", "version": "1.0", "model_name": "gpt-5"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "fix it"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "",
+                "tool_calls": [
+                    {"tool_call_id": "c1", "function_name": "bash_command", "arguments": {"keystrokes": "ls\n"}}
+                ],
+                "observation": {"results": [{"source_call_id": "c1", "content": "a b"}]},
+            },
+        ],
+    }
 
 
 def test_atif_is_parsed(tmp_path):  # refused before issue 31 (tests/test_atif.py has the rest)
@@ -248,8 +422,12 @@ def test_cli_some_parse_the_run_goes_on_and_lists_the_skipped(tmp_path):
 
 
 def test_help_lists_the_formats():
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "trajectories", "analyze", "--help"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "fasbench.cli", "trajectories", "analyze", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0
     for name in FORMATS:
         assert name in r.stdout

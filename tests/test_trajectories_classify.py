@@ -2,7 +2,15 @@
 
 import pytest
 
-from fasbench.trajectories.classify import CATEGORIES_BY_PRIORITY, CATEGORIES_PLOT_ORDER, analyze, analyze_call, classify, code_writes, top
+from fasbench.trajectories.classify import (
+    CATEGORIES_BY_PRIORITY,
+    CATEGORIES_PLOT_ORDER,
+    analyze,
+    analyze_call,
+    classify,
+    code_writes,
+    top,
+)
 
 RUBRIC = [
     # read: displays located files

@@ -23,8 +23,16 @@ U = {"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tok
 
 
 def _line(kind, uuid, parent, content, side=False, mid=None, usage=None, agent=None, ts="00", **extra):
-    o = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": SESSION, "isSidechain": side,
-         "timestamp": f"2026-11-02T10:00:{ts}.000Z", "message": {"role": kind, "content": content}, **extra}
+    o = {
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": SESSION,
+        "isSidechain": side,
+        "timestamp": f"2026-11-02T10:00:{ts}.000Z",
+        "message": {"role": kind, "content": content},
+        **extra,
+    }
     if kind == "assistant":
         o["message"].update({"id": mid, "model": "claude-sonnet-4-5", "usage": usage or U})
     if agent:
@@ -49,18 +57,46 @@ def main_lines(agent_id: str | None = "a7f3") -> list[dict]:
     big = {**U, "cache_read_input_tokens": 3000}
     return [
         _line("user", "m0", None, "add() is wrong; fix it"),
-        _line("assistant", "m1", "m0", _tool("t1", "Task", {"subagent_type": "Explore", "description": "find add",
-                                                           "prompt": PROMPT}), mid="msg_1", ts="01"),
-        _line("user", "m2", "m1", _result("t1", "src/calc.py:1 def add; tests/test_calc.py:3"), ts="30",
-              toolUseResult=res),
-        _line("assistant", "m3", "m2", _tool("t2", "Read", {"file_path": "/repo/src/calc.py"}), mid="msg_2",
-              usage=big, ts="31"),
+        _line(
+            "assistant",
+            "m1",
+            "m0",
+            _tool("t1", "Task", {"subagent_type": "Explore", "description": "find add", "prompt": PROMPT}),
+            mid="msg_1",
+            ts="01",
+        ),
+        _line(
+            "user", "m2", "m1", _result("t1", "src/calc.py:1 def add; tests/test_calc.py:3"), ts="30", toolUseResult=res
+        ),
+        _line(
+            "assistant",
+            "m3",
+            "m2",
+            _tool("t2", "Read", {"file_path": "/repo/src/calc.py"}),
+            mid="msg_2",
+            usage=big,
+            ts="31",
+        ),
         _line("user", "m4", "m3", _result("t2", "1\tdef add(a, b):\n2\t    return a - b"), ts="32"),
-        _line("assistant", "m5", "m4", _tool("t3", "Edit", {"file_path": "/repo/src/calc.py", "old_string": "a - b",
-                                                           "new_string": "a + b"}), mid="msg_3", usage=big, ts="33"),
+        _line(
+            "assistant",
+            "m5",
+            "m4",
+            _tool("t3", "Edit", {"file_path": "/repo/src/calc.py", "old_string": "a - b", "new_string": "a + b"}),
+            mid="msg_3",
+            usage=big,
+            ts="33",
+        ),
         _line("user", "m6", "m5", _result("t3", "The file has been updated."), ts="34"),
-        _line("assistant", "m7", "m6", _tool("t4", "Bash", {"command": "python -m pytest -q"}), mid="msg_4",
-              usage=big, ts="35"),
+        _line(
+            "assistant",
+            "m7",
+            "m6",
+            _tool("t4", "Bash", {"command": "python -m pytest -q"}),
+            mid="msg_4",
+            usage=big,
+            ts="35",
+        ),
         _line("user", "m8", "m7", _result("t4", "1 passed"), ts="40"),
         _line("assistant", "m9", "m8", [{"type": "text", "text": "Fixed."}], mid="msg_5", usage=big, ts="41"),
     ]
@@ -73,8 +109,17 @@ def explore_lines(agent_id: str | None = "a7f3") -> list[dict]:
         _line("user", "s0", None, PROMPT, side=True, agent=agent_id, ts="02"),
         _line("assistant", "s1", "s0", _tool("x1", "Grep", {"pattern": "def add"}), True, "msg_s1", su, agent_id, "05"),
         _line("user", "s2", "s1", _result("x1", "src/calc.py:1:def add(a, b):"), True, agent=agent_id, ts="06"),
-        _line("assistant", "s3", "s2", _tool("x2", "Read", {"file_path": "/repo/src/calc.py"}), True, "msg_s2", su,
-              agent_id, "10"),
+        _line(
+            "assistant",
+            "s3",
+            "s2",
+            _tool("x2", "Read", {"file_path": "/repo/src/calc.py"}),
+            True,
+            "msg_s2",
+            su,
+            agent_id,
+            "10",
+        ),
         _line("user", "s4", "s3", _result("x2", "1\tdef add(a, b):"), True, agent=agent_id, ts="11"),
         _line("assistant", "s5", "s4", [{"type": "text", "text": "src/calc.py:1"}], True, "msg_s3", su, agent_id, "29"),
     ]
@@ -106,7 +151,7 @@ def test_the_sidechain_is_kept_as_a_subagent_under_the_task_call(session):
     assert pf.format == "claude-code" and pf.dropped_lines == 0 and len(pf.trajectories) == 1
     main = pf.trajectories[0]
     assert [c.tool for t in main.turns for c in t.calls] == ["Task", "Read", "Edit", "Bash"]
-    (depth, turn, call, c, sub), = subagents(main)
+    ((depth, turn, call, c, sub),) = subagents(main)
     assert (depth, turn, call, c.tool) == (1, 1, 0, "Task")
     assert [c.tool for t in sub.turns for c in t.calls] == ["Grep", "Read"] and len(sub.turns) == 3
     assert sub.meta["role"] == "subagent" and sub.meta["subagent_type"] == "Explore"
@@ -150,7 +195,7 @@ def test_untrusted_ids_name_no_file(tmp_path):
     p = _write(tmp_path / "p" / f"{SESSION}.jsonl", lines)
     _write(tmp_path / "p" / SESSION / "subagents" / "agent-zz.jsonl", explore_lines("zz"))
     main = parse_file(p).trajectories[0]
-    (_, _, _, _, sub), = subagents(main)  # linked by its prompt, not by the id
+    ((_, _, _, _, sub),) = subagents(main)  # linked by its prompt, not by the id
     assert sub.meta["agent_id"] == "zz"
 
 
@@ -164,17 +209,34 @@ def test_a_folder_of_sessions_reads_subagent_files_with_their_session_only(tmp_p
 
 def test_an_openhands_delegate_is_nested_under_its_delegate_call(tmp_path):
     def act(i, action, args, source="agent"):
-        return {"id": i, "source": source, "action": action, "args": args, "message": "", "timestamp": "2026-01-01T00:00:00"}
+        return {
+            "id": i,
+            "source": source,
+            "action": action,
+            "args": args,
+            "message": "",
+            "timestamp": "2026-01-01T00:00:00",
+        }
 
     def obs(i, cause, kind, content):
-        return {"id": i, "source": "environment" if kind != "delegate" else "agent", "observation": kind,
-                "cause": cause, "content": content, "extras": {}, "message": "", "timestamp": "2026-01-01T00:00:00"}
+        return {
+            "id": i,
+            "source": "environment" if kind != "delegate" else "agent",
+            "observation": kind,
+            "cause": cause,
+            "content": content,
+            "extras": {},
+            "message": "",
+            "timestamp": "2026-01-01T00:00:00",
+        }
 
     events = [
         act(0, "message", {"content": "fix add()"}, "user"),
         act(1, "delegate", {"agent": "RepoExplorer", "inputs": {"task": "find add()"}}),
-        act(2, "run", {"command": "grep -rn 'def add' src"}), obs(3, 2, "run", "src/calc.py:1:def add"),
-        act(4, "read", {"path": "/workspace/src/calc.py"}), obs(5, 4, "read", "def add(a, b): return a - b"),
+        act(2, "run", {"command": "grep -rn 'def add' src"}),
+        obs(3, 2, "run", "src/calc.py:1:def add"),
+        act(4, "read", {"path": "/workspace/src/calc.py"}),
+        obs(5, 4, "read", "def add(a, b): return a - b"),
         act(6, "finish", {"outputs": {"files": ["src/calc.py"]}}),
         obs(7, 1, "delegate", "src/calc.py"),
         act(8, "edit", {"path": "/workspace/src/calc.py", "command": "str_replace", "old_str": "-", "new_str": "+"}),
@@ -184,11 +246,14 @@ def test_an_openhands_delegate_is_nested_under_its_delegate_call(tmp_path):
     p.write_text(json.dumps(events))
     main = parse_file(p).trajectories[0]
     assert [c.tool for t in main.turns for c in t.calls] == ["delegate", "str_replace_editor"]
-    (_, _, _, c, sub), = subagents(main)
+    ((_, _, _, c, sub),) = subagents(main)
     assert [c.tool for t in sub.turns for c in t.calls][:2] == ["execute_bash", "str_replace_editor"]
     s = analyze_paths([p], progress=False).summary()
     assert s["overall"]["delegations"] == 1
-    assert s["relace"]["search_phase_share"]["value"] == 0.0 and s["relace"]["subagents_counted"]["search_phase_share"]["value"] > 0.5
+    assert (
+        s["relace"]["search_phase_share"]["value"] == 0.0
+        and s["relace"]["subagents_counted"]["search_phase_share"]["value"] > 0.5
+    )
 
 
 def test_analyze_prints_both_views(session, tmp_path):

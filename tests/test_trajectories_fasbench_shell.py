@@ -5,9 +5,9 @@ command). The other kinds keep their categories: view_file read, grep_search and
 report_back other. On a real heuristic eval run (toy corpus) and on the same traces exported as ATIF."""
 
 import pytest
+from eval_fixtures import toy_copies
 from typer.testing import CliRunner
 
-from eval_fixtures import toy_copies
 from fasbench.cli import app
 from fasbench.evaluation.evaluate import run_eval
 from fasbench.harness import Limits
@@ -23,8 +23,15 @@ EXPECTED = {"read": "read", "search": "search", "list": "search", "report": "oth
 
 
 def test_heuristic_run_shell_calls_are_classified_by_their_command(tmp_path):
-    run_eval(toy_copies(tmp_path / "toy", 3), "heuristic:turns=3", "relace", tmp_path / "h", Limits(max_turns=4),
-             workers=1, progress=False)
+    run_eval(
+        toy_copies(tmp_path / "toy", 3),
+        "heuristic:turns=3",
+        "relace",
+        tmp_path / "h",
+        Limits(max_turns=4),
+        workers=1,
+        progress=False,
+    )
     traces = read_traces(tmp_path / "h" / "traces.jsonl")
     shell = [c.arguments["command"] for tr in traces for t in tr.turns for c in t.calls if c.name == "bash"]
     assert shell, "the heuristic made no bash call"

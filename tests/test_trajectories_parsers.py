@@ -51,32 +51,46 @@ def test_plain_and_gzip_give_the_same(tmp_path):
     plain.write_bytes(gzip.decompress(p.read_bytes()))
     a, b = parse_file(p).trajectories[0], parse_file(plain).trajectories[0]
     assert a.trajectory_id == b.trajectory_id == "astropy__astropy-12907"
-    assert [(t.prompt_tokens, [c.action for c in t.calls]) for t in a.turns] == \
-           [(t.prompt_tokens, [c.action for c in t.calls]) for t in b.turns]
+    assert [(t.prompt_tokens, [c.action for c in t.calls]) for t in a.turns] == [
+        (t.prompt_tokens, [c.action for c in t.calls]) for t in b.turns
+    ]
 
 
 # ------------------------------------------------------------------ synthetic files
 
+
 def swe_agent_traj() -> dict:
-    diff = ("diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n"
-            " def add(a, b):\n-    return a - b\n+    return a + b\n")
+    diff = (
+        "diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n"
+        " def add(a, b):\n-    return a - b\n+    return a + b\n"
+    )
     steps = [
-        ("find_file calc.py", "Found 1 matches for \"calc.py\":\n/repo/src/calc.py", "n/a"),
-        ("open src/calc.py", "[File: /repo/src/calc.py (2 lines total)]\n1:def add(a, b):\n2:    return a - b",
-         "/repo/src/calc.py"),
-        ("search_file add", "Found 1 matches for \"add\" in /repo/src/calc.py:\nLine 1:def add(a, b):",
-         "/repo/src/calc.py"),
+        ("find_file calc.py", 'Found 1 matches for "calc.py":\n/repo/src/calc.py', "n/a"),
+        (
+            "open src/calc.py",
+            "[File: /repo/src/calc.py (2 lines total)]\n1:def add(a, b):\n2:    return a - b",
+            "/repo/src/calc.py",
+        ),
+        (
+            "search_file add",
+            'Found 1 matches for "add" in /repo/src/calc.py:\nLine 1:def add(a, b):',
+            "/repo/src/calc.py",
+        ),
         ("edit 2:2\n    return a + b\nend_of_edit", "File updated.", "/repo/src/calc.py"),
         ("python -c 'from src.calc import add; print(add(1, 2))'", "3", "/repo/src/calc.py"),
         ("submit", diff, "/repo/src/calc.py"),
     ]
     traj = []
     for action, obs, open_file in steps:
-        traj.append({
-            "action": action, "observation": obs, "thought": f"I will run {action.split()[0]}.",
-            "response": f"I will run {action.split()[0]}.\n```\n{action}\n```",
-            "state": json.dumps({"open_file": open_file, "working_dir": "/repo"}),
-        })
+        traj.append(
+            {
+                "action": action,
+                "observation": obs,
+                "thought": f"I will run {action.split()[0]}.",
+                "response": f"I will run {action.split()[0]}.\n```\n{action}\n```",
+                "state": json.dumps({"open_file": open_file, "working_dir": "/repo"}),
+            }
+        )
     history = [
         {"role": "system", "content": "SETTING: You are an autonomous programmer.", "agent": "primary"},
         {"role": "user", "content": "Here is a demonstration...", "agent": "primary", "is_demo": True},
@@ -85,10 +99,16 @@ def swe_agent_traj() -> dict:
     for s in traj:
         history.append({"role": "assistant", "content": s["response"], "agent": "primary"})
         history.append({"role": "user", "content": s["observation"], "agent": "primary"})
-    return {"environment": "swe_main", "trajectory": traj, "history": history,
-            "info": {"exit_status": "submitted", "submission": diff,
-                     "model_stats": {"tokens_sent": 9000, "tokens_received": 300, "api_calls": 6,
-                                     "instance_cost": 0.05}}}
+    return {
+        "environment": "swe_main",
+        "trajectory": traj,
+        "history": history,
+        "info": {
+            "exit_status": "submitted",
+            "submission": diff,
+            "model_stats": {"tokens_sent": 9000, "tokens_received": 300, "api_calls": 6, "instance_cost": 0.05},
+        },
+    }
 
 
 def test_swe_agent_traj(tmp_path):
@@ -99,7 +119,13 @@ def test_swe_agent_traj(tmp_path):
     t = pf.trajectories[0]
     assert t.instance_id == "demo__calc-1" and len(t.turns) == 6
     assert [c.tool for turn in t.turns for c in turn.calls] == [
-        "find_file", "open", "search_file", "edit", "bash", "submit"]
+        "find_file",
+        "open",
+        "search_file",
+        "edit",
+        "bash",
+        "submit",
+    ]
     assert t.turns[3].calls[0].args == {"path": "/repo/src/calc.py"}  # edit acts on the open file
     assert all(turn.estimated for turn in t.turns)
     prompts = [turn.prompt_tokens for turn in t.turns]
@@ -108,37 +134,70 @@ def test_swe_agent_traj(tmp_path):
 
 
 def claude_session() -> list[dict]:
-    u = {"input_tokens": 4, "cache_creation_input_tokens": 1000, "cache_read_input_tokens": 9000,
-         "output_tokens": 50}
+    u = {"input_tokens": 4, "cache_creation_input_tokens": 1000, "cache_read_input_tokens": 9000, "output_tokens": 50}
     common = {"sessionId": "s-123", "cwd": "/repo", "version": "1.0.80", "userType": "external"}
 
     def asst(mid, content, usage, side=False):
-        return {**common, "type": "assistant", "isSidechain": side, "uuid": f"u-{mid}-{len(str(content))}",
-                "message": {"id": mid, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                            "content": content, "usage": usage}}
+        return {
+            **common,
+            "type": "assistant",
+            "isSidechain": side,
+            "uuid": f"u-{mid}-{len(str(content))}",
+            "message": {
+                "id": mid,
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": content,
+                "usage": usage,
+            },
+        }
 
     def result(tid, text):
-        return {**common, "type": "user", "isSidechain": False,
-                "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": text}]}}
+        return {
+            **common,
+            "type": "user",
+            "isSidechain": False,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": text}]},
+        }
 
     return [
         {"type": "summary", "summary": "Fix add()", "leafUuid": "x"},
         {**common, "type": "user", "isSidechain": False, "message": {"role": "user", "content": "add() is wrong"}},
         asst("msg_1", [{"type": "text", "text": "Let me look."}], u),
         asst("msg_1", [{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "def add"}}], u),
-        asst("msg_1", [{"type": "tool_use", "id": "t2", "name": "Glob", "input": {"pattern": "**/*.py"}}],
-             {**u, "output_tokens": 80}),
-        result("t1", "src/calc.py:1:def add(a, b):"), result("t2", "src/calc.py"),
+        asst(
+            "msg_1",
+            [{"type": "tool_use", "id": "t2", "name": "Glob", "input": {"pattern": "**/*.py"}}],
+            {**u, "output_tokens": 80},
+        ),
+        result("t1", "src/calc.py:1:def add(a, b):"),
+        result("t2", "src/calc.py"),
         asst("msg_side", [{"type": "tool_use", "id": "s1", "name": "Read", "input": {"file_path": "/x"}}], u, True),
-        asst("msg_2", [{"type": "tool_use", "id": "t3", "name": "Read", "input": {"file_path": "/repo/src/calc.py"}}],
-             {**u, "cache_read_input_tokens": 10500}),
+        asst(
+            "msg_2",
+            [{"type": "tool_use", "id": "t3", "name": "Read", "input": {"file_path": "/repo/src/calc.py"}}],
+            {**u, "cache_read_input_tokens": 10500},
+        ),
         result("t3", "1\tdef add(a, b):\n2\t    return a - b"),
-        asst("msg_3", [{"type": "tool_use", "id": "t4", "name": "Edit", "input": {
-            "file_path": "/repo/src/calc.py", "old_string": "a - b", "new_string": "a + b"}}],
-             {**u, "cache_read_input_tokens": 11000}),
+        asst(
+            "msg_3",
+            [
+                {
+                    "type": "tool_use",
+                    "id": "t4",
+                    "name": "Edit",
+                    "input": {"file_path": "/repo/src/calc.py", "old_string": "a - b", "new_string": "a + b"},
+                }
+            ],
+            {**u, "cache_read_input_tokens": 11000},
+        ),
         result("t4", "The file has been updated."),
-        asst("msg_4", [{"type": "tool_use", "id": "t5", "name": "Bash", "input": {"command": "python -m pytest -q"}}],
-             {**u, "cache_read_input_tokens": 11500}),
+        asst(
+            "msg_4",
+            [{"type": "tool_use", "id": "t5", "name": "Bash", "input": {"command": "python -m pytest -q"}}],
+            {**u, "cache_read_input_tokens": 11500},
+        ),
         result("t5", "1 passed"),
         asst("msg_5", [{"type": "text", "text": "Fixed."}], {**u, "cache_read_input_tokens": 11600}),
     ]
@@ -159,11 +218,23 @@ def test_claude_code_jsonl(tmp_path):
 
 
 def test_fasbench_trace_jsonl(tmp_path):
-    tr = Trace(task_id="demo__calc-1", policy="scripted", toolset="relace", turns=[
-        Turn(0, "", [ToolCall("c1", "grep_search", {"query": "def add"}), ToolCall("c2", "view_directory", {"path": "."})],
-             [ToolResult("c1", "src/calc.py:1"), ToolResult("c2", "src/")], prompt_tokens=500, completion_tokens=40),
-        Turn(1, "", [ToolCall("c3", "view_file", {"path": "src/calc.py"})], [ToolResult("c3", "def add...")]),
-    ], prompt=[{"role": "system", "content": "search"}, {"role": "user", "content": "where is add"}])
+    tr = Trace(
+        task_id="demo__calc-1",
+        policy="scripted",
+        toolset="relace",
+        turns=[
+            Turn(
+                0,
+                "",
+                [ToolCall("c1", "grep_search", {"query": "def add"}), ToolCall("c2", "view_directory", {"path": "."})],
+                [ToolResult("c1", "src/calc.py:1"), ToolResult("c2", "src/")],
+                prompt_tokens=500,
+                completion_tokens=40,
+            ),
+            Turn(1, "", [ToolCall("c3", "view_file", {"path": "src/calc.py"})], [ToolResult("c3", "def add...")]),
+        ],
+        prompt=[{"role": "system", "content": "search"}, {"role": "user", "content": "where is add"}],
+    )
     p = tmp_path / "traces.jsonl"
     p.write_text(tr.to_json() + "\n" + tr.to_json() + "\n")
     pf = parse_file(p)
@@ -176,6 +247,7 @@ def test_fasbench_trace_jsonl(tmp_path):
 
 
 # ------------------------------------------------------------------ broken files
+
 
 def test_truncated_gzip(tmp_path):
     src = (GEMINI / "trajs" / "astropy__astropy-12907.traj.json.gz").read_bytes()

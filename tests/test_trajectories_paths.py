@@ -5,17 +5,20 @@ import pytest
 from fasbench.trajectories.agent_paths import ROOT, agent_path
 
 
-@pytest.mark.parametrize("path, cwd, file, any_, text", [
-    ("/testbed/./a/../b.py", ROOT, "b.py", "b.py", "a/../b.py"),  # only `text` leaves the path unresolved
-    ("x.py", "/testbed/pkg", "pkg/x.py", "pkg/x.py", "x.py"),  # `text` ignores the cd
-    ("'x.py',", ROOT, "x.py", "'x.py',", "x.py',"),  # quotes and `,;` stripped by `file` only
-    ("/tmp/x.py", ROOT, None, None, "/tmp/x.py"),  # outside: None, but `text` keeps it (temp-file test)
-    (".", ROOT, None, ".", "."),  # the root: `any` says "."
-    ("src", ROOT, None, "src", "src"),  # no suffix: not a file for `file`
-    ("Makefile", ROOT, "Makefile", "Makefile", "Makefile"),
-    (".git/config", ROOT, None, ".git/config", ".git/config"),  # hidden: `file` leaves it out
-    ("*.py", ROOT, None, "*.py", "*.py"),
-])
+@pytest.mark.parametrize(
+    "path, cwd, file, any_, text",
+    [
+        ("/testbed/./a/../b.py", ROOT, "b.py", "b.py", "a/../b.py"),  # only `text` leaves the path unresolved
+        ("x.py", "/testbed/pkg", "pkg/x.py", "pkg/x.py", "x.py"),  # `text` ignores the cd
+        ("'x.py',", ROOT, "x.py", "'x.py',", "x.py',"),  # quotes and `,;` stripped by `file` only
+        ("/tmp/x.py", ROOT, None, None, "/tmp/x.py"),  # outside: None, but `text` keeps it (temp-file test)
+        (".", ROOT, None, ".", "."),  # the root: `any` says "."
+        ("src", ROOT, None, "src", "src"),  # no suffix: not a file for `file`
+        ("Makefile", ROOT, "Makefile", "Makefile", "Makefile"),
+        (".git/config", ROOT, None, ".git/config", ".git/config"),  # hidden: `file` leaves it out
+        ("*.py", ROOT, None, "*.py", "*.py"),
+    ],
+)
 def test_three_kinds(path, cwd, file, any_, text):
     assert agent_path(path, cwd) == file
     assert agent_path(path, cwd, "any") == any_

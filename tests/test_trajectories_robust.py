@@ -13,13 +13,28 @@ from fasbench.trajectories.analysis import analyze_paths
 
 
 def _traj(instance, prompt_tokens=10):
-    msgs = [{"role": "user", "content": "task"},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": "a", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})}}],
-             "extra": {"response": {"usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5}}}},
-            {"role": "tool", "content": "o"}]
-    return {"instance_id": instance, "trajectory_format": "mini-swe-agent-1.1", "info": {"submission": ""},
-            "messages": msgs}
+    msgs = [
+        {"role": "user", "content": "task"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})},
+                }
+            ],
+            "extra": {"response": {"usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5}}},
+        },
+        {"role": "tool", "content": "o"},
+    ]
+    return {
+        "instance_id": instance,
+        "trajectory_format": "mini-swe-agent-1.1",
+        "info": {"submission": ""},
+        "messages": msgs,
+    }
 
 
 @pytest.fixture
@@ -34,13 +49,16 @@ def _skipped(a):
     return {os.path.basename(p): r for p, r in a.files.skipped}
 
 
-@pytest.mark.parametrize("name,content,reason", [
-    ("deep.traj.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ("strs.traj.json", json.dumps({"messages": ["hello", 3]}), "unparsable"),
-    ("huge.traj.json", json.dumps(_traj("a__b-2", prompt_tokens=10**30)), "implausible token count"),
-    ("neg.traj.json", json.dumps(_traj("a__b-3", prompt_tokens=-4)), "implausible token count"),
-    ("text.traj.json", json.dumps(_traj("a__b-4", prompt_tokens="many")), "implausible token count"),
-])
+@pytest.mark.parametrize(
+    "name,content,reason",
+    [
+        ("deep.traj.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("strs.traj.json", json.dumps({"messages": ["hello", 3]}), "unparsable"),
+        ("huge.traj.json", json.dumps(_traj("a__b-2", prompt_tokens=10**30)), "implausible token count"),
+        ("neg.traj.json", json.dumps(_traj("a__b-3", prompt_tokens=-4)), "implausible token count"),
+        ("text.traj.json", json.dumps(_traj("a__b-4", prompt_tokens="many")), "implausible token count"),
+    ],
+)
 def test_bad_file_is_skipped_with_reason(dataset, name, content, reason):
     (dataset / "trajs" / name).write_text(content)
     a = analyze_paths([dataset], progress=False)
@@ -73,9 +91,23 @@ def test_fifo_is_skipped_without_opening_it(dataset, tmp_path):
     os.mkfifo(tmp_path / "direct.traj.json")
     os.mkfifo(dataset / "resolved.json")
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "fasbench.cli", "trajectories", "analyze", str(dataset),
-                        str(tmp_path / "direct.traj.json"), "--out", str(out), "--quiet"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fasbench.cli",
+            "trajectories",
+            "analyze",
+            str(dataset),
+            str(tmp_path / "direct.traj.json"),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     assert "skipped" in r.stdout and "pipe.traj.json: not a regular file (a FIFO)" in r.stdout

@@ -47,8 +47,10 @@ def test_sequential_policy_makes_the_same_calls_and_answer_in_more_turns(toy):
         longer += seq.n_turns > 8
     assert longer >= 3, "the sequential episodes should run past the old 6-8 turn limits"
     three = run_episode(toy[0], make_policy("sequential:per_turn=3,turns=3"), "relace", lim)
-    assert max(len(t.calls) for t in three.turns) == 3 and three.report.files == \
-        run_episode(toy[0], make_policy("heuristic:turns=3"), "relace", lim).report.files
+    assert (
+        max(len(t.calls) for t in three.turns) == 3
+        and three.report.files == run_episode(toy[0], make_policy("heuristic:turns=3"), "relace", lim).report.files
+    )
     with pytest.raises(ValueError, match="per_turn must be >= 1"):
         SequentialPolicy(make_policy("heuristic"), per_turn=0)
     with pytest.raises(ValueError, match="has no parameter 'bogus'"):
@@ -74,15 +76,30 @@ def test_harness_runs_24_turns_and_checks_its_limits(toy):
 def test_eval_cli_runs_a_24_turn_limit(toy, tmp_path):
     tasks = tmp_path / "toy.jsonl"
     append_jsonl(tasks, toy[:2])
-    cmd = [sys.executable, "-m", "fasbench.cli", "eval", "--tasks", str(tasks), "--policy", "sequential:turns=3",
-           "--max-turns", "24", "--out", str(tmp_path / "run"), "--workers", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fasbench.cli",
+        "eval",
+        "--tasks",
+        str(tasks),
+        "--policy",
+        "sequential:turns=3",
+        "--max-turns",
+        "24",
+        "--out",
+        str(tmp_path / "run"),
+        "--workers",
+        "1",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     df = pl.read_parquet(tmp_path / "run" / "summary.parquet")
     assert df.height == 2 and df["turns"].max() > 8
     assert json.loads((tmp_path / "run" / "run.json").read_text())["max_turns"] == 24
-    bad = subprocess.run(cmd[:-6] + ["--max-turns", "0", "--out", str(tmp_path / "bad")], capture_output=True,
-                         text=True, timeout=120)
+    bad = subprocess.run(
+        cmd[:-6] + ["--max-turns", "0", "--out", str(tmp_path / "bad")], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode == 2 and "--max-turns" in bad.stderr
 
 
@@ -100,7 +117,9 @@ def test_long_profiles_set_up_relaces_turn_penalty(toy):
         prof = load_profile(name)
         assert prof.build.max_turns == prof.build.reference_max_turns == prof.eval.max_turns == 24
         assert limits(prof.build).max_turns == 24
-        assert prof.build.mix["parallel_toolcalls"] == prof.build.mix["reference_traj"] == prof.build.mix["linerange"] == 0
+        assert (
+            prof.build.mix["parallel_toolcalls"] == prof.build.mix["reference_traj"] == prof.build.mix["linerange"] == 0
+        )
         assert isinstance(make_policy(prof.build.policy), Seq)
         assert f"runs/sft-{prof.name}" in cfg.init_from[0]
     gpu = load_config("long_gpu")
@@ -123,10 +142,17 @@ def test_grpo_args_allow_23_tool_iterations():
 
 # ---------------------------------------------------------------- turns and accuracy over training
 
+
 def _rollout(step, turns, acc, task="t1", reward=None):
     p = turn_penalty(turns)
-    tr = Trace(task_id=task, policy="grpo", toolset="relace", stop_reason="reported",
-               turns=[Turn(index=i) for i in range(turns)], report=Report({"a.py": [[1, 2]]}))
+    tr = Trace(
+        task_id=task,
+        policy="grpo",
+        toolset="relace",
+        stop_reason="reported",
+        turns=[Turn(index=i) for i in range(turns)],
+        report=Report({"a.py": [[1, 2]]}),
+    )
     tr.meta.update(step=step, score={"score": acc * p, "parts": {"accuracy": acc, "turn_penalty": p}})
     if reward:  # as EpisodeReward logs it: the reward's name beside its score
         tr.meta["reward"] = reward
@@ -137,8 +163,11 @@ def test_turn_trend_and_findings_on_known_rollouts():
     from fasbench.rl.config import RLConfig
     from fasbench.rl.turn_curves import findings, rollout_frame, turn_trend
 
-    rolls = [_rollout(0, n, 0.5) for n in (18, 20, 22, 20)] + [_rollout(1, 12, 0.5)] + \
-        [_rollout(2, n, 0.5) for n in (4, 5, 6, 5)]
+    rolls = (
+        [_rollout(0, n, 0.5) for n in (18, 20, 22, 20)]
+        + [_rollout(1, 12, 0.5)]
+        + [_rollout(2, n, 0.5) for n in (4, 5, 6, 5)]
+    )
     f = rollout_frame(rolls)
     assert f.height == 9 and f["accuracy_part"].unique().to_list() == ["accuracy"]
     assert set(COLUMNS) <= set(f.columns) and f["turns"].to_list()[:4] == [18, 20, 22, 20]  # episode-table rows
@@ -159,8 +188,9 @@ def test_turn_trend_and_findings_on_known_rollouts():
     # 2 vs 2 rollouts: Student t intervals at n = 2 (a percentile bootstrap would give [20, 22] vs
     # [4, 5], apart) overlap, and the smallest permutation p of C(4, 2) = 6 splits is 2/6: no fall in
     # turns is claimed
-    two = turn_trend(rollout_frame([_rollout(0, 20, 0.5), _rollout(0, 22, 0.5), _rollout(1, 4, 0.5),
-                                    _rollout(1, 5, 0.5)]))
+    two = turn_trend(
+        rollout_frame([_rollout(0, 20, 0.5), _rollout(0, 22, 0.5), _rollout(1, 4, 0.5), _rollout(1, 5, 0.5)])
+    )
     assert two["last"]["turns"]["hi"] > two["first"]["turns"]["lo"] and two["turns_p"] == pytest.approx(1 / 3)
     assert not two["turns_fell"]
     assert "No change in turns is shown" in findings({}, two, RLConfig(max_turns=24)).markdown()
@@ -173,19 +203,30 @@ def test_turn_trend_and_findings_on_known_rollouts():
 def test_turns_accuracy_figure_from_the_step_log():
     from fasbench.rl.plots import turns_accuracy
 
-    frame = pl.DataFrame({"step": [1, 2, 3], "episode/turns/mean": [20.0, 12.0, 5.0], "episode/turns/std": [2.0, 3.0, 1.0],
-                          "reward_parts/accuracy/mean": [0.5, 0.5, 0.52], "reward_parts/accuracy/std": [0.1] * 3,
-                          "reward_parts/turn_penalty/mean": [0.2, 0.6, 0.95],
-                          "reward_parts/turn_penalty/std": [0.1] * 3})
+    frame = pl.DataFrame(
+        {
+            "step": [1, 2, 3],
+            "episode/turns/mean": [20.0, 12.0, 5.0],
+            "episode/turns/std": [2.0, 3.0, 1.0],
+            "reward_parts/accuracy/mean": [0.5, 0.5, 0.52],
+            "reward_parts/accuracy/std": [0.1] * 3,
+            "reward_parts/turn_penalty/mean": [0.2, 0.6, 0.95],
+            "reward_parts/turn_penalty/std": [0.1] * 3,
+        }
+    )
     fig = turns_accuracy(frame, max_turns=24)
     assert fig.layout.yaxis.range[1] >= 24
     names = [tr.name for tr in fig.data]
     assert "turns" in names and "accuracy" in names and "turn penalty" in names
     turns = next(tr for tr in fig.data if tr.name == "turns")
     assert list(turns.y) == [20.0, 12.0, 5.0]
-    fc = frame.rename({"reward_parts/accuracy/mean": "reward_parts/f0.5/mean", "reward_parts/accuracy/std": "reward_parts/f0.5/std"})
-    assert "accuracy (f0.5)" in [tr.name for tr in turns_accuracy(fc.drop("reward_parts/turn_penalty/mean",
-                                                                          "reward_parts/turn_penalty/std")).data]
+    fc = frame.rename(
+        {"reward_parts/accuracy/mean": "reward_parts/f0.5/mean", "reward_parts/accuracy/std": "reward_parts/f0.5/std"}
+    )
+    assert "accuracy (f0.5)" in [
+        tr.name
+        for tr in turns_accuracy(fc.drop("reward_parts/turn_penalty/mean", "reward_parts/turn_penalty/std")).data
+    ]
 
 
 @pytest.mark.slow
@@ -196,7 +237,10 @@ def test_start_vs_target_shows_the_gap_the_turn_penalty_opens(toy):
     f = start_vs_target(toy, progress=False)
     assert set(COLUMNS) <= set(f.columns) and set(f["policy"]) == {"sequential start", "parallel target"}
     assert (f["accuracy"] == f["reward_relace__accuracy"]).all() and (f["reward"] == f["reward_relace"]).all()
-    g = {r["policy"]: r for r in f.group_by("policy").agg(pl.col("turns", "accuracy", "reward").mean()).iter_rows(named=True)}
+    g = {
+        r["policy"]: r
+        for r in f.group_by("policy").agg(pl.col("turns", "accuracy", "reward").mean()).iter_rows(named=True)
+    }
     seq, par = g["sequential start"], g["parallel target"]
     assert seq["accuracy"] == par["accuracy"] and seq["turns"] > par["turns"] + 4 and seq["reward"] < par["reward"]
     md = findings({}, turn_trend(rollout_frame([])), RLConfig(), setup=f).markdown()

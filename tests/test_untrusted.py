@@ -21,8 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from fasbench.base.untrusted import (SandboxLimits, check_sandbox, execute_sandboxed, give_to_sandbox, run_sandboxed,
-                                sandbox_env, sandbox_ids)
+from fasbench.base.untrusted import (
+    SandboxLimits,
+    check_sandbox,
+    execute_sandboxed,
+    give_to_sandbox,
+    run_sandboxed,
+    sandbox_env,
+    sandbox_ids,
+)
 
 ROOT = os.geteuid() == 0
 
@@ -73,8 +80,11 @@ def test_a_set_uid_file_made_inside_is_not_set_uid_on_the_host(bwrap):
 
         repo = prepare_copy(corpus, base / "ep")
         (base / "ep").chmod(0o755)
-        r = _run(bwrap, repo, "cp /usr/bin/id ./id && cp /bin/bash ./sh && chmod 6755 ./id ./sh && ./id -u && "
-                              "mkdir -m 2777 d && ls -ln")
+        r = _run(
+            bwrap,
+            repo,
+            "cp /usr/bin/id ./id && cp /bin/bash ./sh && chmod 6755 ./id ./sh && ./id -u && mkdir -m 2777 d && ls -ln",
+        )
         assert r["returncode"] == 0 and "rws" in r["output"], r  # the bits were set inside ...
         assert r["output"].split("\n")[0].strip() != "0"  # ... and did nothing there
         for name in ("id", "sh", "d"):
@@ -82,8 +92,12 @@ def test_a_set_uid_file_made_inside_is_not_set_uid_on_the_host(bwrap):
             assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID), (name, oct(st.st_mode))  # ... nor on the host
             assert not ROOT or st.st_uid != 0, name
         if ROOT:  # an unprivileged user of the host runs it: never euid 0
-            p = subprocess.run(["setpriv", "--reuid=54321", "--regid=54321", "--clear-groups", str(repo / "id"), "-u"],
-                               capture_output=True, text=True, timeout=30)
+            p = subprocess.run(
+                ["setpriv", "--reuid=54321", "--regid=54321", "--clear-groups", str(repo / "id"), "-u"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             assert p.stdout.strip() != "0", p
             assert stat.S_IMODE(repo.stat().st_mode) == 0o700  # and cannot even reach it
     finally:
@@ -113,8 +127,9 @@ def test_a_fork_bomb_ends_at_its_process_limit(bwrap, copy):
     th.start()
     t0 = time.monotonic()
     try:
-        r = _run(bwrap, copy, "b() { b | b & }; b 2>/dev/null; sleep 2; ls /proc | grep -c '^[0-9]'", timeout=6,
-                 processes=24)
+        r = _run(
+            bwrap, copy, "b() { b | b & }; b 2>/dev/null; sleep 2; ls /proc | grep -c '^[0-9]'", timeout=6, processes=24
+        )
     finally:
         stop.set()
         th.join()
@@ -126,17 +141,21 @@ def test_a_fork_bomb_ends_at_its_process_limit(bwrap, copy):
 
 
 def test_tmp_fill_ends_at_its_size(bwrap, copy):
-    r = _run(bwrap, copy, "head -c 64M /dev/zero > /tmp/fill; echo rc=$?; du -k /tmp/fill | cut -f1",
-             tmp_bytes=8 << 20)
+    r = _run(bwrap, copy, "head -c 64M /dev/zero > /tmp/fill; echo rc=$?; du -k /tmp/fill | cut -f1", tmp_bytes=8 << 20)
     out = r["output"]
     assert "No space left on device" in out and "rc=1" in out, out
     assert int(out.split()[-1]) <= 8 * 1024, out
 
 
 def test_file_size_address_space_and_cpu_limits(bwrap, copy):
-    r = _run(bwrap, copy, "truncate -s 50G big; echo t=$?; head -c 3M /dev/zero > f; echo h=$?; "
-                          "python3 -c 'b = bytearray(600 << 20)' 2>&1 | tail -1",
-             file_size=1 << 20, address_space=256 << 20)
+    r = _run(
+        bwrap,
+        copy,
+        "truncate -s 50G big; echo t=$?; head -c 3M /dev/zero > f; echo h=$?; "
+        "python3 -c 'b = bytearray(600 << 20)' 2>&1 | tail -1",
+        file_size=1 << 20,
+        address_space=256 << 20,
+    )
     out = r["output"]
     assert "t=1" in out and "h=153" in out and "MemoryError" in out, out  # 153: SIGXFSZ
     assert not (copy / "big").exists() or (copy / "big").stat().st_size <= 1 << 20
@@ -165,8 +184,16 @@ def test_a_read_only_root_and_extra_read_only_paths(bwrap, tmp_path):
     corpus.mkdir()
     (corpus / "m.py").write_text("import pytest\nprint('PYTEST', pytest.__name__)\n")
     prefixes = sorted({sys.prefix, sys.base_prefix})
-    r = run_sandboxed(bwrap, corpus, [sys.executable, "-c", "import m; open('w', 'w')"], sandbox_env(), 60,
-                      writable=False, ro_paths=prefixes, limits=SandboxLimits(address_space=4 << 30))
+    r = run_sandboxed(
+        bwrap,
+        corpus,
+        [sys.executable, "-c", "import m; open('w', 'w')"],
+        sandbox_env(),
+        60,
+        writable=False,
+        ro_paths=prefixes,
+        limits=SandboxLimits(address_space=4 << 30),
+    )
     assert "PYTEST pytest" in r["output"] and "Read-only file system" in r["output"], r
     assert not (corpus / "w").exists()
 
@@ -187,25 +214,28 @@ def test_perturb_check_runs_the_corpus_in_the_sandbox(tmp_path, monkeypatch):
         srv.listen(4)
         srv.settimeout(0.1)
         port = srv.getsockname()[1]
-        evil = ("import os, socket\n"
-                "def _leak(tag):\n"
-                "    for p in (%r, 'leak.txt', os.path.expanduser('~/leak.txt')):\n"
-                "        try:\n"
-                "            open(os.path.join(p, tag) if os.path.isdir(p) else p + tag, 'w').write(\n"
-                "                os.environ.get('OPENAI_API_KEY', 'none'))\n"
-                "        except OSError:\n"
-                "            pass\n"
-                "    try:\n"
-                "        socket.create_connection(('127.0.0.1', %d), timeout=2).sendall(b'HI')\n"
-                "    except OSError:\n"
-                "        pass\n"
-                "_leak('import')\n") % (str(outside), port)
+        evil = (
+            "import os, socket\n"
+            "def _leak(tag):\n"
+            "    for p in (%r, 'leak.txt', os.path.expanduser('~/leak.txt')):\n"
+            "        try:\n"
+            "            open(os.path.join(p, tag) if os.path.isdir(p) else p + tag, 'w').write(\n"
+            "                os.environ.get('OPENAI_API_KEY', 'none'))\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "    try:\n"
+            "        socket.create_connection(('127.0.0.1', %d), timeout=2).sendall(b'HI')\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "_leak('import')\n"
+        ) % (str(outside), port)
         for root in (tmp_path / "a", tmp_path / "b"):
             (root / "pkg").mkdir(parents=True)
             (root / "pkg" / "__init__.py").write_text("")
             (root / "pkg" / "evil.py").write_text(evil)
-            (root / "pkg" / "test_evil.py").write_text("from pkg.evil import _leak\n_leak('collect')\n\n"
-                                                      "def test_x():\n    pass\n")
+            (root / "pkg" / "test_evil.py").write_text(
+                "from pkg.evil import _leak\n_leak('collect')\n\ndef test_x():\n    pass\n"
+            )
         rec = {"changed": ["pkg/evil.py", "pkg/test_evil.py"], "moves": {}, "reorders": {}, "renames": []}
         v = verify_corpus(tmp_path / "a", tmp_path / "b", rec)
         with pytest.raises(OSError):

@@ -13,16 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
+from git_repo import three_fixes
 from procs_fixture import procs_with
+from tools_fixture import SECRET, snapshot
 
 from fasbench.tools import ToolLimits, make_toolset
-from fasbench.tools.bash import pipeline as sandbox
 from fasbench.tools.base import Workspace
+from fasbench.tools.bash import pipeline as sandbox
 from fasbench.tools.bash.confine import status
-from fasbench.tools.rg import rg_argv
 from fasbench.tools.bash.pipeline import Stage, run_pipeline
-from git_repo import three_fixes
-from tools_fixture import SECRET, snapshot
+from fasbench.tools.rg import rg_argv
 
 ST = status()
 WALLS = ["both", "first-alone"]
@@ -61,7 +61,7 @@ def base(tmp_path):
     (out / "secret.txt").write_text(SECRET + "\n")
     (tmp_path / "markers").mkdir()
     evil = out / "evil.sh"
-    evil.write_text(f"#!/bin/sh\ntouch {tmp_path}/markers/ran-$$\ncat \"$@\"\n")
+    evil.write_text(f'#!/bin/sh\ntouch {tmp_path}/markers/ran-$$\ncat "$@"\n')
     evil.chmod(0o755)
     repo(out / "other", {"secret": SECRET + " in another repository\n", "README": "other\n"})
     return tmp_path
@@ -77,6 +77,7 @@ def harmless(base: Path, out: str):
 
 
 # ---------------------------------------------------------------- the second wall: Landlock
+
 
 @pytest.mark.skipif(not ST["landlock_abi"], reason="Landlock is not available in this kernel")
 @pytest.mark.parametrize("gitdir", ["/", "..", "../.."])
@@ -95,11 +96,13 @@ def test_a_dot_git_file_does_not_widen_landlock(base, gitdir):
         r = run_pipeline(ws, [Stage(argv)])
         assert SECRET.encode() not in r.stdout, (argv, r.stdout)
     out, _ = make_toolset("fastcontext", root, ToolLimits(timeout_s=5)).call(
-        "Grep", {"pattern": SECRET, "path": "-L", "output_mode": "content"})
+        "Grep", {"pattern": SECRET, "path": "-L", "output_mode": "content"}
+    )
     assert SECRET not in out
 
 
 # ---------------------------------------------------------------- a .git that points elsewhere
+
 
 @pytest.mark.parametrize("pointer", ["abs", "rel", "root", "parent"])
 def test_a_dot_git_file_pointing_at_another_repository(base, walls, pointer):
@@ -129,6 +132,7 @@ def test_a_symlinked_dot_git_is_not_followed(base, walls):
 
 # ---------------------------------------------------------------- the repository's own config
 
+
 def hostile(base: Path, name: str, config: list[tuple[str, str]], files: dict[str, str] | None = None) -> Path:
     """A committed repository ``ws`` (``a.txt`` changed in the work tree since), then ``config``."""
     root = repo(base / "ws", {"a.txt": "one\n", "secret.txt": "tracked, harmless\n", ".mailmap": "",
@@ -141,7 +145,10 @@ def hostile(base: Path, name: str, config: list[tuple[str, str]], files: dict[st
 
 EVIL = "{base}/outside/evil.sh"
 CONFIGS = {
-    "clean filter": ([("filter.evil.clean", EVIL), ("filter.evil.smudge", EVIL)], {".gitattributes": "* filter=evil\n"}),
+    "clean filter": (
+        [("filter.evil.clean", EVIL), ("filter.evil.smudge", EVIL)],
+        {".gitattributes": "* filter=evil\n"},
+    ),
     "process filter": ([("filter.evil.process", EVIL)], {".gitattributes": "* filter=evil\n"}),
     "textconv": ([("diff.evil.textconv", EVIL)], {".gitattributes": "* diff=evil\n"}),
     "diff driver": ([("diff.evil.command", EVIL)], {".gitattributes": "* diff=evil\n"}),
@@ -207,8 +214,13 @@ def test_submodules_are_not_followed(base, walls):
     git(root, "commit", "-qm", "sub")
     (root / "sub").mkdir()
     (root / "sub" / ".git").write_text(f"gitdir: {other / '.git'}\n")
-    for command in (f"git grep --recurse-submodules {SECRET[:9]}", "git ls-files --recurse-submodules",
-                    "git diff --submodule=diff HEAD~1", "git log -p --submodule=log", "git diff --ignore-sub=none"):
+    for command in (
+        f"git grep --recurse-submodules {SECRET[:9]}",
+        "git ls-files --recurse-submodules",
+        "git diff --submodule=diff HEAD~1",
+        "git log -p --submodule=log",
+        "git diff --ignore-sub=none",
+    ):
         out, err = bash(root, command)
         assert err and "it reads the submodules' repositories" in out, (command, out)
         harmless(base, out)
@@ -227,6 +239,7 @@ def test_gpg_is_never_run(base, walls, command):
 
 
 # ---------------------------------------------------------------- the honest path
+
 
 def test_git_works_on_an_honest_repository(base, walls):
     root = three_fixes(base / "ws")  # its config: core.*, user.email, user.name

@@ -14,9 +14,9 @@ import pytest
 
 from fasbench import replay as W
 from fasbench.evaluation.episodes import COLUMNS, episode_row, episode_rows
-from fasbench.replay.panels import call_label
-from fasbench.records import Gold, Report, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl
 from fasbench.evaluation.runs import RunError
+from fasbench.records import Gold, Report, Task, ToolCall, ToolResult, Trace, Turn, append_jsonl
+from fasbench.replay.panels import call_label
 from fasbench.tools import TOOLSETS
 
 T0 = 1_000.0
@@ -30,23 +30,63 @@ def hand_trace(policy: str = "p", task_id: str = "task1") -> Trace:
     """Turn 1: three concurrent calls (grep, view a.py 1-20, a failed Read); turn 2: view a.py
     30-end (the file has 31 lines); turn 3: the report citing a.py 10-15."""
     turns = [
-        Turn(0, "look around", [ToolCall("a", "grep_search", {"query": "foo"}),
-                                ToolCall("b", "view_file", {"path": "a.py", "view_range": [1, 20]}),
-                                ToolCall("c", "Read", {"path": "b.py", "offset": 5, "limit": 10})],
-             [ToolResult("a", "./a.py:12:foo\n./c.py:3:foo", False, T0 + 1.0, T0 + 1.2),
-              ToolResult("b", numbered(1, 20), False, T0 + 1.0, T0 + 1.5),
-              ToolResult("c", "Error: no such file b.py", True, T0 + 1.1, T0 + 1.3)],
-             100, 20, T0, T0 + 1.0, T0 + 1.0, T0 + 1.5),
-        Turn(1, "read the rest", [ToolCall("d", "view_file", {"path": "/repo/a.py", "view_range": [30, -1]})],
-             [ToolResult("d", numbered(30, 31) + "\n[end of file: a.py has 31 lines]", False, T0 + 2.1, T0 + 2.2)],
-             200, 30, T0 + 1.5, T0 + 2.0, T0 + 2.1, T0 + 2.2),
-        Turn(2, "report", [ToolCall("e", "report_back", {"explanation": "e", "files": {"a.py": [[10, 15]]}})],
-             [ToolResult("e", "Report received", False, T0 + 2.5, T0 + 2.5)],
-             300, 10, T0 + 2.2, T0 + 2.5, T0 + 2.5, T0 + 2.5),
+        Turn(
+            0,
+            "look around",
+            [
+                ToolCall("a", "grep_search", {"query": "foo"}),
+                ToolCall("b", "view_file", {"path": "a.py", "view_range": [1, 20]}),
+                ToolCall("c", "Read", {"path": "b.py", "offset": 5, "limit": 10}),
+            ],
+            [
+                ToolResult("a", "./a.py:12:foo\n./c.py:3:foo", False, T0 + 1.0, T0 + 1.2),
+                ToolResult("b", numbered(1, 20), False, T0 + 1.0, T0 + 1.5),
+                ToolResult("c", "Error: no such file b.py", True, T0 + 1.1, T0 + 1.3),
+            ],
+            100,
+            20,
+            T0,
+            T0 + 1.0,
+            T0 + 1.0,
+            T0 + 1.5,
+        ),
+        Turn(
+            1,
+            "read the rest",
+            [ToolCall("d", "view_file", {"path": "/repo/a.py", "view_range": [30, -1]})],
+            [ToolResult("d", numbered(30, 31) + "\n[end of file: a.py has 31 lines]", False, T0 + 2.1, T0 + 2.2)],
+            200,
+            30,
+            T0 + 1.5,
+            T0 + 2.0,
+            T0 + 2.1,
+            T0 + 2.2,
+        ),
+        Turn(
+            2,
+            "report",
+            [ToolCall("e", "report_back", {"explanation": "e", "files": {"a.py": [[10, 15]]}})],
+            [ToolResult("e", "Report received", False, T0 + 2.5, T0 + 2.5)],
+            300,
+            10,
+            T0 + 2.2,
+            T0 + 2.5,
+            T0 + 2.5,
+            T0 + 2.5,
+        ),
     ]
     # a fixed trace id: a random one may contain the words the filter tests search for
-    return Trace(task_id, policy, "relace", turns, Report({"a.py": [[10, 15]]}), "reported", T0, T0 + 2.6,
-                 trace_id=f"trace-{policy}-{task_id}")
+    return Trace(
+        task_id,
+        policy,
+        "relace",
+        turns,
+        Report({"a.py": [[10, 15]]}),
+        "reported",
+        T0,
+        T0 + 2.6,
+        trace_id=f"trace-{policy}-{task_id}",
+    )
 
 
 def hand_task() -> Task:
@@ -54,6 +94,7 @@ def hand_task() -> Task:
 
 
 # ---------------------------------------------------------------- pure functions
+
 
 def test_assign_lanes_counts_the_largest_overlap():
     assert W.assign_lanes([(0, 1), (2, 3), (4, 5)]) == [0, 0, 0]
@@ -83,35 +124,44 @@ def test_call_spans_with_and_without_timings():
 
 def test_viewed_ranges_from_output_and_arguments():
     ok = ToolResult("x", numbered(5, 9) + "\n[showing lines 5-9 of 50]")
-    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "/repo/src/m.py", "view_range": [5, 9]}), ok) \
-        == ("src/m.py", [[5, 9]])
+    assert W.viewed_ranges(
+        "relace", ToolCall("x", "view_file", {"path": "/repo/src/m.py", "view_range": [5, 9]}), ok
+    ) == ("src/m.py", [[5, 9]])
     # the output is the truth: a request past the end of file shows only what exists
-    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py", "view_range": [5, 400]}),
-                           ok)[1] == [[5, 9]]
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py", "view_range": [5, 400]}), ok)[1] == [
+        [5, 9]
+    ]
     # FastContext's `LINE|content` below its header line
     read = ToolResult("x", "```m.py:7-8\n7|def f():\n8|    return 1\n\n```")
-    assert W.viewed_ranges("fastcontext", ToolCall("x", "Read", {"path": "m.py", "offset": 7, "limit": 2}),
-                           read) == ("m.py", [[7, 8]])
+    assert W.viewed_ranges("fastcontext", ToolCall("x", "Read", {"path": "m.py", "offset": 7, "limit": 2}), read) == (
+        "m.py",
+        [[7, 8]],
+    )
     # no result recorded: nothing was shown
     assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py"}), None) is None
     # content lines starting with digits do not break in
     tricky = ToolResult("x", "     1\t2024 was a year\n     2\t  99 bottles")
-    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py", "view_range": [1, 2]}),
-                           tricky)[1] == [[1, 2]]
-    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py"}),
-                           ToolResult("x", "Error: nope", True)) is None
+    assert W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py", "view_range": [1, 2]}), tricky)[1] == [
+        [1, 2]
+    ]
+    assert (
+        W.viewed_ranges("relace", ToolCall("x", "view_file", {"path": "m.py"}), ToolResult("x", "Error: nope", True))
+        is None
+    )
     assert W.viewed_ranges("relace", ToolCall("x", "grep_search", {"query": "q"}), ok) is None
-    assert W.viewed_ranges("relace", ToolCall("x", "view_file", '{"path": "m.py", "view_range": [2, 3]}'),
-                           ToolResult("x", numbered(2, 3))) == ("m.py", [[2, 3]])
+    assert W.viewed_ranges(
+        "relace", ToolCall("x", "view_file", '{"path": "m.py", "view_range": [2, 3]}'), ToolResult("x", numbered(2, 3))
+    ) == ("m.py", [[2, 3]])
 
 
 def test_grep_hits_matches_and_context():
     r = ToolResult("g", "./a.py:12:foo = 1\n./a.py-13-bar\nsub/c-1.py:3:foo\n[more than 50 matches]")
     # grep_search prints no context lines: a `path-N-` line is not one of its match lines
-    assert W.grep_hits("relace", ToolCall("g", "grep_search", {"query": "foo"}), r) == {"a.py": [12],
-                                                                                      "sub/c-1.py": [3]}
-    assert W.grep_hits("fastcontext", ToolCall("g", "Grep", {"pattern": "foo"}),
-                       ToolResult("g", "Error: bad regex", True)) == {}
+    assert W.grep_hits("relace", ToolCall("g", "grep_search", {"query": "foo"}), r) == {"a.py": [12], "sub/c-1.py": [3]}
+    assert (
+        W.grep_hits("fastcontext", ToolCall("g", "Grep", {"pattern": "foo"}), ToolResult("g", "Error: bad regex", True))
+        == {}
+    )
     # a tool set's kinds decide: a name of the other tool set shows nothing
     assert W.grep_hits("fastcontext", ToolCall("g", "grep_search", {"query": "foo"}), r) == {}
     seen = W.observe("relace", ToolCall("g", "grep_search", {"query": "foo"}), r)
@@ -125,8 +175,19 @@ def test_overlay_counts_match_trace_and_gold():
     a = rows[0].counts()
     # viewed: 1-20 and 30-31 (the file ends at 31); gold: 12-14 and 31-40; cited 10-15
     assert rows[0].viewed == [[1, 20], [30, 31]] and rows[0].grep == [12]
-    assert a == {"path": "a.py", "viewed": 22, "grep": 1, "cited": 6, "gold": 13, "gold_viewed": 4,
-                 "gold_cited": 3, "cited_viewed": 6, "cited_unseen": 0, "is_cited": True, "is_gold": True}
+    assert a == {
+        "path": "a.py",
+        "viewed": 22,
+        "grep": 1,
+        "cited": 6,
+        "gold": 13,
+        "gold_viewed": 4,
+        "gold_cited": 3,
+        "cited_viewed": 6,
+        "cited_unseen": 0,
+        "is_cited": True,
+        "is_gold": True,
+    }
     assert rows[1].counts()["gold"] == 2 and rows[1].counts()["viewed"] == 0
     assert rows[2].grep == [3] and not rows[2].is_gold
     tot = W.overlay_totals(rows)
@@ -144,13 +205,18 @@ def test_filter_sort_and_rows():
     traces = [hand_trace("fast"), hand_trace("slow", "task2"), hand_trace("mid")]
     traces[1].ended_at, traces[2].ended_at = T0 + 9.0, T0 + 5.0
     kw = {"localization": False}
-    rows = [episode_row(traces[0], hand_task(), rewards=["relace"], **kw),
-            episode_row(traces[1], rewards=["relace"], **kw),
-            episode_row(traces[2], hand_task(), reward="file-f1", rewards=["file-f1"], **kw)]
+    rows = [
+        episode_row(traces[0], hand_task(), rewards=["relace"], **kw),
+        episode_row(traces[1], rewards=["relace"], **kw),
+        episode_row(traces[2], hand_task(), reward="file-f1", rewards=["file-f1"], **kw),
+    ]
     # the replay's rows are rows of the one episode table
     assert set(COLUMNS) <= set(rows[0]) and rows[0]["reward_relace"] == rows[0]["reward"]
-    assert (rows[0]["wall_s"], rows[0]["tool_s"], rows[0]["stop_reason"]) == (pytest.approx(2.6), pytest.approx(0.6),
-                                                                             "reported")
+    assert (rows[0]["wall_s"], rows[0]["tool_s"], rows[0]["stop_reason"]) == (
+        pytest.approx(2.6),
+        pytest.approx(0.6),
+        "reported",
+    )
     # a.py cited, gold {a.py, d.py}: P = 1, R = 1/2; F2 = 5·P·R/(4P + R) = 5/9, F1 = 2/3; 3 turns: no penalty
     assert rows[0]["reward"] == pytest.approx(5 / 9) and rows[2]["reward"] == pytest.approx(2 / 3)
     assert math.isnan(rows[1]["reward"])  # no task, no meta reward
@@ -168,6 +234,7 @@ def test_filter_sort_and_rows():
 
 
 # ---------------------------------------------------------------- widgets
+
 
 def test_replay_slider_changes_the_shown_turn():
     tr, task = hand_trace(), hand_task()
@@ -210,13 +277,22 @@ def test_compare_side_by_side():
     assert c.a.xrange == c.b.xrange and c.a.xrange[1] >= 2.5
     c.b.slider.value = 3
     assert "Turn 3" in c.b.header.value and "Turn 1" in c.a.header.value
-    assert "left" in c.table.value and "right" in c.table.value and "<th style='padding:0 8px'>wall_s</th>" in c.table.value
+    assert (
+        "left" in c.table.value
+        and "right" in c.table.value
+        and "<th style='padding:0 8px'>wall_s</th>" in c.table.value
+    )
     with pytest.raises(ValueError, match="one task"):
         W.compare(hand_trace(task_id="x"), hand_trace(task_id="y"))
     fig = W.compare_figure(hand_trace("left"), hand_trace("right"))
     # legend entries name the tool and its kind (Read is no relace tool: no kind)
-    assert {t.name for t in fig.data} >= {"model", "grep_search (search)", "view_file (read)", "Read",
-                                          "report_back (report)"}
+    assert {t.name for t in fig.data} >= {
+        "model",
+        "grep_search (search)",
+        "view_file (read)",
+        "Read",
+        "report_back (report)",
+    }
 
 
 def test_browser_filter_sort_and_selection():
@@ -252,7 +328,9 @@ def test_run_episodes_take_rewards_from_summary(tmp_path):
 
     traces = [hand_trace("a"), hand_trace("b")]
     append_jsonl(tmp_path / "traces.jsonl", traces)
-    pl.DataFrame({"trace_id": [traces[0].trace_id], "reward_relace": [0.25]}).write_parquet(tmp_path / "summary.parquet")
+    pl.DataFrame({"trace_id": [traces[0].trace_id], "reward_relace": [0.25]}).write_parquet(
+        tmp_path / "summary.parquet"
+    )
     got = W.load_run_episodes(tmp_path).traces
     assert [t.meta.get("reward") for t in got] == [0.25, None]
     rows = episode_rows(got, rewards=["relace"], localization=False)
@@ -262,6 +340,7 @@ def test_run_episodes_take_rewards_from_summary(tmp_path):
 
 
 # ---------------------------------------------------------------- real episodes
+
 
 @pytest.fixture
 def git_repo(tmp_path):
@@ -286,12 +365,22 @@ def test_real_episode_viewed_lines_match_the_tools(git_repo, toolset):
     from fasbench.tools import answer_tool, calls_for
 
     root, start = git_repo
-    task = Task("t-target", "Where is Target defined?", "local", Gold({"pkg/core.py": [[start, start + 4]]}),
-                root=str(root))
+    task = Task(
+        "t-target", "Where is Target defined?", "local", Gold({"pkg/core.py": [[start, start + 4]]}), root=str(root)
+    )
     c = calls_for(toolset)  # the tool set's own call shapes
-    turns = [Reply("search", [c.search("a", "class Target", None), c.search("b", "Target\\(", None, context={"-B": 1}),
-                              c.read("c", "pkg/core.py", start - 2, None), c.read("d", "pkg/nothere.py", 1, None)]),
-             c.report("r", {"pkg/core.py": [[start, start + 4]]}, "Target")]
+    turns = [
+        Reply(
+            "search",
+            [
+                c.search("a", "class Target", None),
+                c.search("b", "Target\\(", None, context={"-B": 1}),
+                c.read("c", "pkg/core.py", start - 2, None),
+                c.read("d", "pkg/nothere.py", 1, None),
+            ],
+        ),
+        c.report("r", {"pkg/core.py": [[start, start + 4]]}, "Target"),
+    ]
     tr = run_episode(task, ScriptedPolicy(turns), toolset, Limits(max_turns=3))
     assert tr.stop_reason == "reported" and tr.turns[0].results[3].is_error
     rows = {f.path: f for f in W.file_overlay(tr, task)}
@@ -338,6 +427,7 @@ def test_timeline_figure_exports(tmp_path):
 
 
 # ---------------------------------------------------------------- issue 27: turn columns, clicks, colours, static
+
 
 def _late_short_turns() -> Trace:
     """A first turn of 10 s and four later turns of 10 ms each: on a wall-clock axis the later turns
@@ -402,13 +492,21 @@ def test_one_colour_per_kind_in_the_replay_and_the_trajectory_figures():
     assert KIND_COLORS["edit"] not in colour.values()  # edit's vermillion never marks a search tool
     r = W.TraceReplay(hand_trace())
     assert r.bars[(0, 0)].style.button_color == KIND_COLORS["search"]
-    summary = {"overall": {"turn_share": {"read": 0.4, "search": 0.3, "edit": 0.2, "test": 0.1, "other": 0.0},
-                           "token_share": {"read": 0.4, "search": 0.3, "edit": 0.2, "test": 0.1, "other": 0.0}}}
+    summary = {
+        "overall": {
+            "turn_share": {"read": 0.4, "search": 0.3, "edit": 0.2, "test": 0.1, "other": 0.0},
+            "token_share": {"read": 0.4, "search": 0.3, "edit": 0.2, "test": 0.1, "other": 0.0},
+        }
+    }
     import polars as pl
-    traj = pl.DataFrame({"first_edit_turn": [1], "explore_turns_before": [1], "explore_calls_before": [1],
-                         "resolved": [True]})
+
+    traj = pl.DataFrame(
+        {"first_edit_turn": [1], "explore_turns_before": [1], "explore_calls_before": [1], "resolved": [True]}
+    )
     bars = fig2(summary, traj, "t").data[0]
-    assert dict(zip(bars.x, bars.marker.color)) == {k: KIND_COLORS[k] for k in ("read", "search", "edit", "test", "other")}
+    assert dict(zip(bars.x, bars.marker.color)) == {
+        k: KIND_COLORS[k] for k in ("read", "search", "edit", "test", "other")
+    }
 
 
 def test_static_html_holds_every_turn_and_the_display_bundle_both_views():

@@ -16,13 +16,21 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
-from fasbench.base.paths import repo_root
 from servers import free_port, server, wait_http
 
+from fasbench.base.paths import repo_root
+
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 NOTEBOOK = "07_trace_replay.ipynb"
 
 pytestmark = [
@@ -33,9 +41,10 @@ pytestmark = [
 
 def _settings(d: Path) -> None:
     """Lab settings for a test: render every cell (no windowing) and fetch no news."""
-    for plugin, value in (("@jupyterlab/notebook-extension/tracker", {"windowingMode": "none"}),
-                          ("@jupyterlab/apputils-extension/notification", {"fetchNews": "false",
-                                                                          "checkForUpdates": False})):
+    for plugin, value in (
+        ("@jupyterlab/notebook-extension/tracker", {"windowingMode": "none"}),
+        ("@jupyterlab/apputils-extension/notification", {"fetchNews": "false", "checkForUpdates": False}),
+    ):
         f = d / f"{plugin}.jupyterlab-settings"
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps(value))
@@ -47,7 +56,9 @@ def _smoke_copy(dst: Path) -> None:
     example run (a heuristic eval run with its tasks and gold), whatever else is on disk."""
     nb = nbformat.read(repo_root() / "notebooks" / NOTEBOOK, as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    src = re.sub(r"(?m)^symbols = .*$", 'symbols = ["BadParameter", "echo"]', cell.source)  # two: the tree's two episodes
+    src = re.sub(
+        r"(?m)^symbols = .*$", 'symbols = ["BadParameter", "echo"]', cell.source
+    )  # two: the tree's two episodes
     cell.source = re.sub(r"(?m)^run = .*$", 'run = ""', src)
     nbformat.write(nb, dst)
 
@@ -58,12 +69,27 @@ def lab(tmp_path_factory):
     _smoke_copy(root / NOTEBOOK)
     _settings(root / ".settings")
     port, token = free_port(), secrets.token_hex(16)
-    env = dict(os.environ, FASBENCH_FIGURES=str(root / "figures"), JUPYTER_CONFIG_DIR=str(root / ".config"),
-               JUPYTER_RUNTIME_DIR=str(root / ".runtime"), JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
-    argv = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-            "--ServerApp.allow_root=True", "--LabApp.expose_app_in_browser=True"]
+    env = dict(
+        os.environ,
+        FASBENCH_FIGURES=str(root / "figures"),
+        JUPYTER_CONFIG_DIR=str(root / ".config"),
+        JUPYTER_RUNTIME_DIR=str(root / ".runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"),
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.allow_root=True",
+        "--LabApp.expose_app_in_browser=True",
+    ]
     url = f"http://127.0.0.1:{port}"
     with server(argv, root / "lab.log", env, stop_s=15) as proc:
         wait_http(f"{url}/api/status?token={token}", proc, 60, root / "lab.log")
@@ -100,21 +126,35 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
     artifacts = repo_root() / "test-artifacts"
     artifacts.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=CHROMIUM,
-                                                   headless=True, args=ARGS, viewport={"width": 1500, "height": 1100})
+        ctx = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=ARGS,
+            viewport={"width": 1500, "height": 1100},
+        )
         page = ctx.pages[0] if ctx.pages else ctx.new_page()
         try:
             page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK}?token={lab['token']}")
             expect(page.locator(".jp-NotebookPanel .jp-Notebook")).to_be_visible(timeout=60_000)
-            _until(page, "() => !!(window.jupyterapp && window.jupyterapp.commands.isEnabled("
-                         "'notebook:run-all-cells'))", 60, "the notebook to open")
+            _until(
+                page,
+                "() => !!(window.jupyterapp && window.jupyterapp.commands.isEnabled('notebook:run-all-cells'))",
+                60,
+                "the notebook to open",
+            )
             _until(page, KERNEL_READY, 90, "the notebook's kernel to start")
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             # done: every code cell has an execution count and the browser widget rendered
-            _until(page, """() => {
+            _until(
+                page,
+                """() => {
                 const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(e => e.textContent);
                 return p.length > 0 && p.every(t => /\\[\\d+\\]/.test(t))
-                    && !!document.querySelector('.fasbench-browser-table'); }""", 170, "all cells to run")
+                    && !!document.querySelector('.fasbench-browser-table'); }""",
+                170,
+                "all cells to run",
+            )
 
             replay = page.locator(".fasbench-replay").first
             errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
@@ -143,8 +183,9 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
             assert _header(replay) != first and "Report" in _header(replay)
             expect(replay.locator(".widget-readout").first).to_have_text("3")
             # Play stops itself one tick after the last turn; move the slider only then
-            expect(replay.locator(".widget-play button i").first).to_have_class(re.compile(r"\bfa-play\b"),
-                                                                               timeout=15_000)
+            expect(replay.locator(".widget-play button i").first).to_have_class(
+                re.compile(r"\bfa-play\b"), timeout=15_000
+            )
 
             # The slider (keyboard on its handle) moves back; header and call list follow.
             handle = replay.locator(".fasbench-turn-slider .noUi-handle")
@@ -191,7 +232,10 @@ def test_notebook_runs_in_jupyterlab_and_the_replay_steps(lab, tmp_path):
             ctx.close()
     assert (artifacts / "07_trace_replay.png").stat().st_size > 10_000
     assert sorted(q.name for q in (lab["root"] / "figures").glob("*.png")) == [
-        "07_parallel_vs_sequential.png", "07_trace_files.png", "07_trace_timeline.png"]
+        "07_parallel_vs_sequential.png",
+        "07_trace_files.png",
+        "07_trace_timeline.png",
+    ]
 
 
 @pytest.mark.slow
@@ -205,10 +249,14 @@ def test_static_report_steps_through_turns_without_a_kernel(tmp_path):
     from fasbench.mainjob.report import write_report
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-                                          "from test_widgets import hand_trace, hand_task\n"
-                                          "from fasbench.replay import TraceReplay\nTraceReplay(hand_trace(), hand_task())"),
-                nbformat.v4.new_code_cell("import ipywidgets as W\nW.Play(value=1, min=1, max=3)")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+            "from test_widgets import hand_trace, hand_task\n"
+            "from fasbench.replay import TraceReplay\nTraceReplay(hand_trace(), hand_task())"
+        ),
+        nbformat.v4.new_code_cell("import ipywidgets as W\nW.Play(value=1, min=1, max=3)"),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, timeout=180, kernel_name="python3", store_widget_state=True).execute()
     (tmp_path / "nb").mkdir()
@@ -237,8 +285,10 @@ def test_static_report_steps_through_turns_without_a_kernel(tmp_path):
             expect(r.locator(".fbs-call-0-0")).to_be_hidden()
             if manager:
                 expect(page.locator(".widget-play i.fa-play")).to_be_visible(timeout=60_000)
-                page.wait_for_function("() => [...document.fonts].some(f => /Font Awesome/.test(f.family)"
-                                       " && f.status === 'loaded')", timeout=30_000)
+                page.wait_for_function(
+                    "() => [...document.fonts].some(f => /Font Awesome/.test(f.family) && f.status === 'loaded')",
+                    timeout=30_000,
+                )
         finally:
             browser.close()
 
@@ -248,7 +298,6 @@ def test_static_report_shows_the_subagent_tree_and_opens_each_replay(tmp_path):
     Chromium with no kernel: both episodes nested under the main agent, each one's replay opens under its
     node and steps through its turns (CSS only)."""
     from playwright.sync_api import expect, sync_playwright
-
     from test_replay_tree import tree_report
 
     page_path = tree_report(tmp_path)

@@ -41,7 +41,9 @@ def make_repo(base: Path) -> Path:
     (root / "src" / "pkg" / "auth.py").write_text(AUTH)
     (root / "src" / "pkg" / "models.py").write_text("class User:\n    name = 'login'\n    LOGIN_MAX = 3\n")
     (root / "src" / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 301)))
-    (root / "tests" / "test_auth.py").write_text("from pkg.auth import Login\n\n\ndef test_login():\n    assert Login\n")
+    (root / "tests" / "test_auth.py").write_text(
+        "from pkg.auth import Login\n\n\ndef test_login():\n    assert Login\n"
+    )
     (root / ".hidden" / "h.txt").write_text("hidden login note\n")
     (root / "bin.dat").write_bytes(b"\x7fELF\x00\x01\x02login\x00")
     (root / "latin.txt").write_bytes("café login\nplain\n".encode("latin-1"))

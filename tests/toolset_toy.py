@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from fasbench.records import Report, Reply, ToolCall
+from fasbench.records import Reply, Report, ToolCall
 from fasbench.tools import relace
 from fasbench.tools.base import Tool, Toolset, obj
 from fasbench.tools.calls import Calls
@@ -38,9 +38,12 @@ def tree(ws, path: str = ".") -> str:
 def observe(name: str, args: dict, text: str, *canon) -> Seen:
     """What a toy call showed: Relace's parser of the same outputs, under the Relace call they are."""
     if name == "show":
-        return relace.observe("view_file", {"path": args.get("path"), "view_range": [args.get("first", 1),
-                                                                                       args.get("last", 100)]},
-                              text, *canon)
+        return relace.observe(
+            "view_file",
+            {"path": args.get("path"), "view_range": [args.get("first", 1), args.get("last", 100)]},
+            text,
+            *canon,
+        )
     if name == "find_text":
         return relace.observe("grep_search", {"query": args.get("pattern")}, text, *canon)
     return relace.observe("view_directory", {"path": args.get("path", ".")}, text, *canon)
@@ -79,9 +82,11 @@ class ToyToolset(Toolset):
 
     def make_tools(self) -> list[Tool]:
         s, i = {"type": "string"}, {"type": "integer", "minimum": 1}
-        return [Tool("show", "Lines first..last of a file.", obj({"path": s, "first": i, "last": i}, ["path"]), show),
-                Tool("find_text", "Lines matching a regex.", obj({"pattern": s, "glob": s}, ["pattern"]), find_text),
-                Tool("tree", "The entries under a folder.", obj({"path": s}, []), tree)]
+        return [
+            Tool("show", "Lines first..last of a file.", obj({"path": s, "first": i, "last": i}, ["path"]), show),
+            Tool("find_text", "Lines matching a regex.", obj({"pattern": s, "glob": s}, ["pattern"]), find_text),
+            Tool("tree", "The entries under a folder.", obj({"path": s}, []), tree),
+        ]
 
     def shown_of(self, name, args, text):
         return observe(name, args, text, workspace_canon(self.ws)).shown

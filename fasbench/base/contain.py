@@ -29,15 +29,27 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 MAX_READ_BYTES = 64 << 20  # bytes one read of a file may take (as the tools' Limits.max_read_bytes)
 _CHUNK = 1 << 20
-_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
-          stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory", stat.S_IFLNK: "a symlink"}
-_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-          | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFLNK: "a symlink",
+}
+_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+)
 
 
 class PathRefused(ValueError):
@@ -85,9 +97,9 @@ def relative(root: str | os.PathLike, path: str) -> str:
     p = path.strip()
     rs = os.fspath(root)
     if p == rs or p.startswith(rs + "/"):
-        return p[len(rs):].lstrip("/")
+        return p[len(rs) :].lstrip("/")
     if (p == "/repo" or p.startswith("/repo/")) and not os.path.isdir(os.path.join(rs, "repo")):
-        p = p[len("/repo"):]
+        p = p[len("/repo") :]
     while p.startswith("./"):
         p = p[2:]
     return p.lstrip("/")
@@ -197,7 +209,7 @@ class LineReader:
             end = len(self._buf) if i < 0 else i + 1
             if not cut and end > self._pos:
                 take = min(end - self._pos, self.keep - kept)
-                parts.append(self._buf[self._pos:self._pos + take])
+                parts.append(self._buf[self._pos : self._pos + take])
                 kept += take
                 cut = take < end - self._pos
             self._pos = end
@@ -208,13 +220,12 @@ class LineReader:
                     return b"".join(parts)
                 raise StopIteration
 
-
     def count_rest(self) -> int:
         """Lines left after the last one returned (a last line without a newline counts), counted in
         chunks within the same byte cap (a lower bound when ``exhausted``)."""
         n, last = 0, b""
         while True:
-            rest = self._buf[self._pos:]
+            rest = self._buf[self._pos :]
             self._pos = len(self._buf)
             if rest:
                 n += rest.count(b"\n")
@@ -223,8 +234,9 @@ class LineReader:
                 return n + (bool(last) and last != b"\n")
 
 
-def iter_lines(root: str | os.PathLike, path: str, max_line_bytes: int = 1 << 16,
-               max_bytes: int = MAX_READ_BYTES) -> Iterator[bytes]:
+def iter_lines(
+    root: str | os.PathLike, path: str, max_line_bytes: int = 1 << 16, max_bytes: int = MAX_READ_BYTES
+) -> Iterator[bytes]:
     """The file's lines as bytes (see :class:`LineReader`), opened through :func:`open_file`."""
     with open_file(root, path) as f:
         try:

@@ -112,15 +112,25 @@ class _Backend:
         # local import: httpcore comes with httpx (heavy); only remote calls need it
         import httpcore
 
-        return _Stream(self._inner.connect_tcp(host, port, _bound(timeout, httpcore.ConnectTimeout),
-                                               local_address=local_address, socket_options=socket_options))
+        return _Stream(
+            self._inner.connect_tcp(
+                host,
+                port,
+                _bound(timeout, httpcore.ConnectTimeout),
+                local_address=local_address,
+                socket_options=socket_options,
+            )
+        )
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):
         # local import: httpcore comes with httpx (heavy); only remote calls need it
         import httpcore
 
-        return _Stream(self._inner.connect_unix_socket(path, _bound(timeout, httpcore.ConnectTimeout),
-                                                       socket_options=socket_options))
+        return _Stream(
+            self._inner.connect_unix_socket(
+                path, _bound(timeout, httpcore.ConnectTimeout), socket_options=socket_options
+            )
+        )
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
@@ -135,8 +145,9 @@ def _proxy_for(base_url: str) -> str | None:
     return proxy
 
 
-def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_BYTES, max_connections: int = 16,
-                   gateway_chars: int = 0):
+def bounded_client(
+    base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_BYTES, max_connections: int = 16, gateway_chars: int = 0
+):
     """An ``httpx.Client`` for ``base_url`` whose every request has the total deadline of its read
     timeout (``timeout_s`` unless a caller passes another) and refuses bodies over ``max_bytes``.
 
@@ -173,9 +184,10 @@ def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_B
 
     class Transport(httpx.BaseTransport):
         def __init__(self):
-            self._inner = httpx.HTTPTransport(proxy=_proxy_for(base_url),
-                                              limits=httpx.Limits(max_connections=max_connections,
-                                                                  max_keepalive_connections=max_connections))
+            self._inner = httpx.HTTPTransport(
+                proxy=_proxy_for(base_url),
+                limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            )
             pool = getattr(self._inner, "_pool", None)
             if pool is None or not hasattr(pool, "_network_backend"):  # an httpx/httpcore that changed
                 raise RuntimeError("fasbench.base.endpoint: this httpx has no connection pool backend to bound")
@@ -226,8 +238,12 @@ def bounded_client(base_url: str, timeout_s: float, max_bytes: int = MAX_REPLY_B
         def close(self) -> None:
             self._inner.close()
 
-    return httpx.Client(transport=Transport(), trust_env=False, timeout=httpx.Timeout(timeout_s),
-                        headers={"Accept-Encoding": "identity"})
+    return httpx.Client(
+        transport=Transport(),
+        trust_env=False,
+        timeout=httpx.Timeout(timeout_s),
+        headers={"Accept-Encoding": "identity"},
+    )
 
 
 def post_json(client, url: str, body: dict, headers: dict, timeout_s: float) -> tuple[int, dict, bytes]:
@@ -283,8 +299,9 @@ def parse_json(data: bytes | str, what: str = "reply", content_type: str = ""):
 def _kind(v) -> str:
     if v is None:
         return "null"
-    return {bool: "a bool", int: "an int", float: "a float", str: "a string", list: "a list",
-            dict: "a dict"}.get(type(v), type(v).__name__)
+    return {bool: "a bool", int: "an int", float: "a float", str: "a string", list: "a list", dict: "a dict"}.get(
+        type(v), type(v).__name__
+    )
 
 
 def _want(v, types: tuple, where: str, expected: str):
@@ -308,8 +325,9 @@ def check_chat_reply(data, max_chars: int) -> dict:
     choices = _want(data.get("choices"), (list,), "choices", "a list")
     if not choices:
         raise EndpointError("reply: choices is empty")
-    msg = _want(_want(choices[0], (dict,), "choices[0]", "a dict").get("message"), (dict,),
-                "choices[0].message", "a dict")
+    msg = _want(
+        _want(choices[0], (dict,), "choices[0]", "a dict").get("message"), (dict,), "choices[0].message", "a dict"
+    )
     content = msg.get("content")
     n = len(_want(content, (str, type(None)), "choices[0].message.content", "a string or null") or "")
     calls = _want(msg.get("tool_calls"), (list, type(None)), "choices[0].message.tool_calls", "a list or null")
@@ -326,6 +344,8 @@ def check_chat_reply(data, max_chars: int) -> dict:
         if v is not None and (_want(v, (int,), f"usage.{k}", "an int") < 0):
             raise EndpointError(f"reply: usage.{k} is negative ({v})")
     if n > max_chars:
-        raise EndpointError(f"reply: the answer is {n} characters (content and tool calls), over the limit of "
-                            f"{max_chars}; refused, not cut")
+        raise EndpointError(
+            f"reply: the answer is {n} characters (content and tool calls), over the limit of "
+            f"{max_chars}; refused, not cut"
+        )
     return data

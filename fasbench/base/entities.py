@@ -23,10 +23,10 @@ from __future__ import annotations
 import ast
 import os
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from fasbench.base.contain import PathRefused, file_key, read_bytes
 
@@ -141,10 +141,18 @@ def _segments(entities: Sequence[Entity]) -> tuple:
             holders[k].append(i)
     segs = []
     for hs in holders:
-        inner = [i for i in hs if not any(
-            j != i and entities[j].kind == entities[i].kind and entities[i].start <= entities[j].start
-            and entities[j].end <= entities[i].end and entities[j].qualname.startswith(entities[i].qualname + ".")
-            for j in hs)]
+        inner = [
+            i
+            for i in hs
+            if not any(
+                j != i
+                and entities[j].kind == entities[i].kind
+                and entities[i].start <= entities[j].start
+                and entities[j].end <= entities[i].end
+                and entities[j].qualname.startswith(entities[i].qualname + ".")
+                for j in hs
+            )
+        ]
         segs.append((tuple(hs), tuple(inner)))
     out = (bounds, segs)
     if len(_INDEX) > 512:
@@ -184,11 +192,10 @@ def _apply(lines: list[str], f, offsets: Sequence[int | None]) -> tuple[list[str
         if off is None:
             continue
         start0 = (h.source_start - 1 if h.source_length else h.source_start) + off
-        if start0 < pos or lines[start0:start0 + len(h.old_lines)] != h.old_lines:
+        if start0 < pos or lines[start0 : start0 + len(h.old_lines)] != h.old_lines:
             # placed with fuzz: its removed lines are known (changed ranges + offset), its added
             # lines are not applied
-            removed.extend(i + off for a, b in h.changed for i in range(a, b + 1)
-                           if any(k == "-" for k, _ in h.ops))
+            removed.extend(i + off for a, b in h.changed for i in range(a, b + 1) if any(k == "-" for k, _ in h.ops))
             continue
         new.extend(lines[pos:start0])
         i_old = start0

@@ -51,8 +51,11 @@ OVERRIDES = (
     ("credential.helper", ""), ("core.askPass", "false"), ("fetch.recurseSubmodules", "false"),
 )  # fmt: skip
 PROTOCOLS = ("https", "file")  # the transports a call may allow
-NO_DRIVERS = {"diff": ("--no-textconv", "--no-ext-diff"), "log": ("--no-textconv", "--no-ext-diff"),
-              "show": ("--no-textconv", "--no-ext-diff")}
+NO_DRIVERS = {
+    "diff": ("--no-textconv", "--no-ext-diff"),
+    "log": ("--no-textconv", "--no-ext-diff"),
+    "show": ("--no-textconv", "--no-ext-diff"),
+}
 #: subcommands that take no ``--end-of-options`` before a revision (git 2.39's checkout reads it as a
 #: path): their revisions (checked: no leading ``-``) come before ``--``, which ends them
 REV_THEN_DASHES = ("checkout",)
@@ -86,17 +89,32 @@ def config_env(protocols: tuple[str, ...] = ()) -> dict[str, str]:
     return env
 
 
-def environ(git_dir: str | Path | None, work_tree: str | Path | None, protocols: tuple[str, ...] = ()) -> dict[str, str]:
+def environ(
+    git_dir: str | Path | None, work_tree: str | Path | None, protocols: tuple[str, ...] = ()
+) -> dict[str, str]:
     """The whole environment of a git the wall starts (none of the caller's variables): fixed
     ``GIT_DIR``/``GIT_WORK_TREE`` (``GIT_DIR`` naming nothing when ``git_dir`` is None and
     ``work_tree`` is given; neither for ``init``/``clone``), no user/system config, no prompts."""
     env = {
         **config_env(protocols),
-        "PATH": PATH, "LC_ALL": "C", "LANG": "C", "HOME": "/nonexistent", "XDG_CONFIG_HOME": "/nonexistent",
-        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_TEMPLATE_DIR": "", "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "false",
-        "SSH_ASKPASS": "false", "GIT_PAGER": "cat", "PAGER": "cat", "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_NO_LAZY_FETCH": "1", "GIT_NO_REPLACE_OBJECTS": "1", "GIT_PROTOCOL_FROM_USER": "0",
+        "PATH": PATH,
+        "LC_ALL": "C",
+        "LANG": "C",
+        "HOME": "/nonexistent",
+        "XDG_CONFIG_HOME": "/nonexistent",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_TEMPLATE_DIR": "",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "false",
+        "SSH_ASKPASS": "false",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_NO_LAZY_FETCH": "1",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_PROTOCOL_FROM_USER": "0",
     }
     if git_dir is not None or work_tree is not None:
         env["GIT_DIR"] = str(git_dir) if git_dir is not None else NO_REPOSITORY
@@ -112,10 +130,19 @@ def _operand(v: str, what: str) -> str:
     return v
 
 
-def run(cmd: str, *options: str, revs: tuple[str, ...] | list[str] = (), paths: tuple | list | None = None,
-        git_dir: str | Path | None = None, work_tree: str | Path | None = None,
-        protocols: tuple[str, ...] = (), timeout: float = 600, max_bytes: int = MAX_OUTPUT,
-        ok: tuple[int, ...] = (0,), config: tuple[tuple[str, str], ...] = ()) -> str:
+def run(
+    cmd: str,
+    *options: str,
+    revs: tuple[str, ...] | list[str] = (),
+    paths: tuple | list | None = None,
+    git_dir: str | Path | None = None,
+    work_tree: str | Path | None = None,
+    protocols: tuple[str, ...] = (),
+    timeout: float = 600,
+    max_bytes: int = MAX_OUTPUT,
+    ok: tuple[int, ...] = (0,),
+    config: tuple[tuple[str, str], ...] = (),
+) -> str:
     """``git <cmd> <options> --end-of-options <revs> -- <paths>`` (``<revs> -- <paths>`` for
     :data:`REV_THEN_DASHES`) on ``git_dir``/``work_tree`` under the wall (module doc); its standard
     output as text. ``options`` are fasbench's own, never data; ``revs`` and ``paths`` may come from
@@ -148,8 +175,9 @@ def run(cmd: str, *options: str, revs: tuple[str, ...] | list[str] = (), paths: 
     cwd = "/" if cmd in MAKERS or work_tree is None else str(work_tree)
     with tempfile.TemporaryFile() as out:
         try:
-            r = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                               stderr=subprocess.PIPE, timeout=timeout)
+            r = subprocess.run(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             raise GitError(f"git {cmd}: no answer in {timeout:g} s") from None
         except OSError as e:
@@ -171,8 +199,14 @@ def clone(url: str, dest: str | Path, *options: str, local: bool = False, timeou
         url = clone_url(url, "clone URL")
     except RecordError as e:
         raise GitError(str(e)) from None
-    run("clone", *options, "--template=", paths=[url, str(dest)], protocols=("file",) if local else PROTOCOLS,
-        timeout=timeout)
+    run(
+        "clone",
+        *options,
+        "--template=",
+        paths=[url, str(dest)],
+        protocols=("file",) if local else PROTOCOLS,
+        timeout=timeout,
+    )
 
 
 def repository(path: str | Path, own: bool = False) -> Path:
@@ -189,8 +223,10 @@ def repository(path: str | Path, own: bool = False) -> Path:
         if line.startswith("gitdir: ") and (p / line[8:]).is_dir():
             return p / line[8:]
     if os.path.lexists(dot):
-        raise GitError(f"{path}: .git is a file or a symlink (a worktree, a submodule or a pointer elsewhere); "
-                       "give the repository itself")
+        raise GitError(
+            f"{path}: .git is a file or a symlink (a worktree, a submodule or a pointer elsewhere); "
+            "give the repository itself"
+        )
     if (p / "HEAD").is_file() and (p / "objects").is_dir() and (p / "refs").is_dir():
         return p
     raise GitError(f"{path} is not a git repository (no .git folder)")

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
 
 from fasbench.base.contain import PathRefused, count_lines, file_key
 
@@ -119,8 +119,9 @@ def file_lines(root: str | os.PathLike | None, rel: str) -> int | None:
         return None
 
 
-def capped_ranges(files: Mapping[str, Sequence[Sequence[int]]], root: str | os.PathLike | None,
-                  normalize=lambda p: p) -> int:
+def capped_ranges(
+    files: Mapping[str, Sequence[Sequence[int]]], root: str | os.PathLike | None, normalize=lambda p: p
+) -> int:
     """How many ranges reach past :data:`LINE_CAP` or end at ``-1`` in files whose length is
     unknown (so were counted up to the cap)."""
     n = 0

@@ -20,7 +20,10 @@ def code_version() -> dict:
 
     def git(*args: str) -> str | None:
         try:  # the checkout's own .git only (an installed package's folder discovers no parent repository)
-            return gitsafe.run(*args, git_dir=gitsafe.repository(root, own=True), work_tree=root, timeout=10).strip() or None
+            return (
+                gitsafe.run(*args, git_dir=gitsafe.repository(root, own=True), work_tree=root, timeout=10).strip()
+                or None
+            )
         except gitsafe.GitError:
             return None
 

@@ -61,9 +61,13 @@ def build(cls, pname: str, kw: dict[str, str], **fixed):
     args = dict(fixed)
     for k, v in kw.items():
         if fields is not None and k not in fields:
-            raise ValueError(f"policy {pname!r} has no parameter {k!r}; it has: "
-                             f"{', '.join(sorted(f for f in fields if f not in fixed and f not in ('root', 'query')))}")
-        args[k] = convert(v, hints.get(k, str), f"policy {pname!r} parameter {k!r}") if fields is not None else _literal(v)
+            raise ValueError(
+                f"policy {pname!r} has no parameter {k!r}; it has: "
+                f"{', '.join(sorted(f for f in fields if f not in fixed and f not in ('root', 'query')))}"
+            )
+        args[k] = (
+            convert(v, hints.get(k, str), f"policy {pname!r} parameter {k!r}") if fields is not None else _literal(v)
+        )
     return cls(**args)
 
 
@@ -91,7 +95,10 @@ def spec_fields(cls, hidden=HIDDEN_FIELDS) -> list[tuple[str, str, str]]:
     out = []
     for f in dataclasses.fields(cls):
         if f.init and f.name not in hidden:
-            default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
+            default = (
+                f.default
+                if f.default is not dataclasses.MISSING
+                else (f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
+            )
             out.append((f.name, str(default), notes.get(f.name, "")))
     return out

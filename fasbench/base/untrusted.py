@@ -49,18 +49,37 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 INSTALL_HINT = "apt-get install bubblewrap"
 SANDBOX_PATH = "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
 SANDBOX_HOME = "/tmp"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # /etc files a shell, git and python need; the rest of /etc (ssh, ssl, shadow, pip/npm config …) is left out
-ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
-       "timezone", "alternatives", "os-release", "debian_version", "mime.types", "protocols", "services",
-       "shells", "locale.alias", "terminfo", "magic", "magic.mime")
+ETC = (
+    "passwd",
+    "group",
+    "hosts",
+    "nsswitch.conf",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "alternatives",
+    "os-release",
+    "debian_version",
+    "mime.types",
+    "protocols",
+    "services",
+    "shells",
+    "locale.alias",
+    "terminfo",
+    "magic",
+    "magic.mime",
+)
 STARTUP_TIMEOUT_S = 30
 MAX_OUTPUT_BYTES = 2_000_000  # of one command (the model sees the first and last 5,000 characters of it anyway)
 SETPRIV = "/usr/bin/setpriv"  # util-linux: drops to the sandbox's user inside the sandbox (started as root)
@@ -137,16 +156,45 @@ def _system_mounts() -> list[str]:
 def wrapper_args(env: dict[str, str], limits: SandboxLimits = DEFAULT_LIMITS) -> list[str]:
     """bwrap's arguments before the root's and the extra paths' binds."""
     if sandbox_ids() is not None:  # as root: no user namespace; setpriv drops to the sandbox's user
-        args = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+        args = [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_SETPCAP",
+        ]
     else:
         args = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     args += ["--die-with-parent", "--new-session", "--clearenv"]
     for k, v in env.items():
         args += ["--setenv", k, v]
     # /proc read-only: kernel settings under /proc/sys are checked by file mode alone
-    return args + _system_mounts() + ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
-                                      "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc"]
+    return (
+        args
+        + _system_mounts()
+        + [
+            "--perms",
+            "1777",
+            "--size",
+            str(limits.tmp_bytes),
+            "--tmpfs",
+            "/tmp",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--remount-ro",
+            "/proc",
+        ]
+    )
 
 
 def _covered(path: str) -> bool:
@@ -194,17 +242,29 @@ def _tasks_of(uid: int) -> int:
 def _rlimits(limits: SandboxLimits, timeout: float, uid: int) -> list[tuple[int, int]]:
     cpu = limits.cpu_s if limits.cpu_s is not None else max(1, math.ceil(timeout)) + 1
     out = []
-    for res, want in ((resource.RLIMIT_NPROC, _tasks_of(uid) + limits.processes), (resource.RLIMIT_CPU, cpu),
-                      (resource.RLIMIT_AS, limits.address_space), (resource.RLIMIT_FSIZE, limits.file_size),
-                      (resource.RLIMIT_CORE, 0)):
+    for res, want in (
+        (resource.RLIMIT_NPROC, _tasks_of(uid) + limits.processes),
+        (resource.RLIMIT_CPU, cpu),
+        (resource.RLIMIT_AS, limits.address_space),
+        (resource.RLIMIT_FSIZE, limits.file_size),
+        (resource.RLIMIT_CORE, 0),
+    ):
         _, cap = resource.getrlimit(res)
         want = want if cap == resource.RLIM_INFINITY else min(want, cap)
         out.append((res, want))
     return out
 
 
-def sandbox_argv(executable: str, root: str, argv: Sequence[str], env: dict[str, str], *, writable: bool = True,
-                 ro_paths: Sequence[str] = (), limits: SandboxLimits = DEFAULT_LIMITS) -> list[str]:
+def sandbox_argv(
+    executable: str,
+    root: str,
+    argv: Sequence[str],
+    env: dict[str, str],
+    *,
+    writable: bool = True,
+    ro_paths: Sequence[str] = (),
+    limits: SandboxLimits = DEFAULT_LIMITS,
+) -> list[str]:
     """The whole command line: bwrap, its mounts, then ``argv`` run in ``root`` as the sandbox's user."""
     args = [executable, *wrapper_args(env, limits)]
     for p in dict.fromkeys(os.path.realpath(p) for p in ro_paths):
@@ -215,13 +275,32 @@ def sandbox_argv(executable: str, root: str, argv: Sequence[str], env: dict[str,
     inner = ["/bin/bash", "-c", ENTER, root, *argv]
     if ids is None:
         return [*args, *inner]
-    return [*args, SETPRIV, f"--reuid={ids[0]}", f"--regid={ids[1]}", "--clear-groups", "--inh-caps=-all",
-            "--bounding-set=-all", "--no-new-privs", "--", *inner]
+    return [
+        *args,
+        SETPRIV,
+        f"--reuid={ids[0]}",
+        f"--regid={ids[1]}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+        *inner,
+    ]
 
 
-def run_sandboxed(executable: str, root: str | os.PathLike, argv: Sequence[str], env: dict[str, str], timeout: float,
-                  max_output: int = MAX_OUTPUT_BYTES, *, writable: bool = True, ro_paths: Sequence[str] = (),
-                  limits: SandboxLimits = DEFAULT_LIMITS) -> dict:
+def run_sandboxed(
+    executable: str,
+    root: str | os.PathLike,
+    argv: Sequence[str],
+    env: dict[str, str],
+    timeout: float,
+    max_output: int = MAX_OUTPUT_BYTES,
+    *,
+    writable: bool = True,
+    ro_paths: Sequence[str] = (),
+    limits: SandboxLimits = DEFAULT_LIMITS,
+) -> dict:
     """Run ``argv`` in the sandbox of ``root`` (its working directory); mini-swe-agent's output dict
     (output: stdout and stderr together, returncode, exception_info). bwrap itself starts with ``env``
     (the command's whole environment); stdin is ``/dev/null``. Past ``timeout`` seconds or
@@ -240,8 +319,9 @@ def run_sandboxed(executable: str, root: str | os.PathLike, argv: Sequence[str],
             resource.setrlimit(res, (v, v))
 
     try:
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, preexec_fn=preexec)
+        proc = subprocess.Popen(
+            cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=preexec
+        )
     except (OSError, subprocess.SubprocessError) as e:
         return _failed(e)
     buf, stop = bytearray(), ""
@@ -267,17 +347,32 @@ def run_sandboxed(executable: str, root: str | os.PathLike, argv: Sequence[str],
     out = bytes(buf[:max_output]).decode("utf-8", errors="replace")
     if not stop:
         return {"output": out, "returncode": rc, "exception_info": ""}
-    return {"output": out, "returncode": -1, "exception_info": f"An error occurred while executing the command: {stop}",
-            "extra": {"exception_type": "TimeoutExpired" if "timed out" in stop else "OutputLimit", "exception": stop}}
+    return {
+        "output": out,
+        "returncode": -1,
+        "exception_info": f"An error occurred while executing the command: {stop}",
+        "extra": {"exception_type": "TimeoutExpired" if "timed out" in stop else "OutputLimit", "exception": stop},
+    }
 
 
 def _failed(e: BaseException) -> dict:
-    return {"output": "", "returncode": -1, "exception_info": f"An error occurred while executing the command: {e}",
-            "extra": {"exception_type": type(e).__name__, "exception": str(e)}}
+    return {
+        "output": "",
+        "returncode": -1,
+        "exception_info": f"An error occurred while executing the command: {e}",
+        "extra": {"exception_type": type(e).__name__, "exception": str(e)},
+    }
 
 
-def execute_sandboxed(executable: str, root: str | os.PathLike, command: str, env: dict[str, str], timeout: float,
-                      max_output: int = MAX_OUTPUT_BYTES, limits: SandboxLimits = DEFAULT_LIMITS) -> dict:
+def execute_sandboxed(
+    executable: str,
+    root: str | os.PathLike,
+    command: str,
+    env: dict[str, str],
+    timeout: float,
+    max_output: int = MAX_OUTPUT_BYTES,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+) -> dict:
     """``/bin/bash -c command`` in the sandbox of the writable ``root`` (:func:`run_sandboxed`)."""
     return run_sandboxed(executable, root, ["/bin/bash", "-c", command], env, timeout, max_output, limits=limits)
 
@@ -334,28 +429,36 @@ def check_sandbox() -> str:
     """bwrap's path once it has run a command in the sandbox; SandboxError (one line) otherwise."""
     exe = bwrap_executable()
     if exe is None:
-        raise SandboxError("untrusted code (the live main agent's commands, perturb's check) runs in bubblewrap, "
-                           "and 'bwrap' is not installed "
-                           f"(or not on PATH): {INSTALL_HINT} (Debian/Ubuntu; on other systems the "
-                           "distribution's bubblewrap package)")
+        raise SandboxError(
+            "untrusted code (the live main agent's commands, perturb's check) runs in bubblewrap, "
+            "and 'bwrap' is not installed "
+            f"(or not on PATH): {INSTALL_HINT} (Debian/Ubuntu; on other systems the "
+            "distribution's bubblewrap package)"
+        )
     try:
         usage = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S).stdout
     except (OSError, subprocess.SubprocessError) as e:
         usage = str(e)
     missing = [o for o in NEEDED_OPTIONS if o not in usage]
     if missing and "--bind" in usage:  # a bwrap that lists its options (else the probe below says what fails)
-        raise SandboxError(f"bubblewrap ({exe}) has no {missing[0]} option (a bounded /tmp needs bubblewrap 0.8 "
-                           f"or later): {INSTALL_HINT} from a newer release")
+        raise SandboxError(
+            f"bubblewrap ({exe}) has no {missing[0]} option (a bounded /tmp needs bubblewrap 0.8 "
+            f"or later): {INSTALL_HINT} from a newer release"
+        )
     if sandbox_ids() is not None and not os.access(SETPRIV, os.X_OK):
-        raise SandboxError(f"running as root, the sandbox drops to an unprivileged user with {SETPRIV} "
-                           "(util-linux), which is missing: apt-get install util-linux")
+        raise SandboxError(
+            f"running as root, the sandbox drops to an unprivileged user with {SETPRIV} "
+            "(util-linux), which is missing: apt-get install util-linux"
+        )
     with tempfile.TemporaryDirectory(prefix="fasbench-bwrap-") as d:
         give_to_sandbox(d)
         r = execute_sandboxed(exe, d, "echo ok > probe && cat probe", sandbox_env(), STARTUP_TIMEOUT_S)
     ok = r["returncode"] == 0 and r["output"].strip() == "ok"
     why = r["exception_info"] or (r["output"].strip().splitlines() or [f"exit status {r['returncode']}"])[-1]
     if not ok:
-        raise SandboxError(f"bubblewrap ({exe}) cannot create its sandbox here ({why[:200]}); it needs user "
-                           "namespaces (kernel.unprivileged_userns_clone=1, or a container started with them) "
-                           f"or root, and {INSTALL_HINT} where it is missing")
+        raise SandboxError(
+            f"bubblewrap ({exe}) cannot create its sandbox here ({why[:200]}); it needs user "
+            "namespaces (kernel.unprivileged_userns_clone=1, or a container started with them) "
+            f"or root, and {INSTALL_HINT} where it is missing"
+        )
     return exe

@@ -13,9 +13,9 @@ latency below always-max-N), < 0 a premium; ``dq`` > 0 is a quality gain, in poi
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -71,8 +71,10 @@ class BonConfig:
     def latency_model(self, pools: Sequence[Pool] = ()) -> LatencyModel | None:
         """The latency model, or None for measured wall times (``auto``: the model when every
         rollout carries its token split)."""
-        use = self.latency == "model" or (self.latency == "auto" and all(
-            r.prefill_tokens is not None and r.decode_tokens is not None for p in pools for r in p.rollouts))
+        use = self.latency == "model" or (
+            self.latency == "auto"
+            and all(r.prefill_tokens is not None and r.decode_tokens is not None for p in pools for r in p.rollouts)
+        )
         return LatencyModel(self.decode_tps, self.prefill_tps, self.turn_overhead_s) if use else None
 
 
@@ -116,12 +118,19 @@ def summarize(outs: Sequence[Outcome], base: Sequence[Outcome]) -> dict:
     c, cb = sum(o.cost for o in outs), sum(o.cost for o in base)
     lat, lb = sum(o.latency for o in outs), sum(o.latency for o in base)
     q, qb = 100 * np.mean([o.quality for o in outs]), 100 * np.mean([o.quality for o in base])
-    return {"cost_rel": c / cb if cb else float("nan"), "latency_rel": lat / lb if lb else float("nan"),
-            "quality": float(q), "dq": float(q - qb), "n_mean": float(np.mean([o.n_used for o in outs])), "tasks": len(outs)}
+    return {
+        "cost_rel": c / cb if cb else float("nan"),
+        "latency_rel": lat / lb if lb else float("nan"),
+        "quality": float(q),
+        "dq": float(q - qb),
+        "n_mean": float(np.mean([o.n_used for o in outs])),
+        "tasks": len(outs),
+    }
 
 
-def compare(outs: Sequence[Outcome], base: Sequence[Outcome], n_boot: int = 2000, seed: int = 0,
-            alpha: float = 0.05) -> dict:
+def compare(
+    outs: Sequence[Outcome], base: Sequence[Outcome], n_boot: int = 2000, seed: int = 0, alpha: float = 0.05
+) -> dict:
     """Savings of a strategy against the baseline on the same tasks, with percentile bootstrap
     intervals over tasks: cost and latency saved (1 − Σ strategy / Σ baseline) and the quality
     difference in points."""
@@ -137,9 +146,17 @@ def compare(outs: Sequence[Outcome], base: Sequence[Outcome], n_boot: int = 2000
         "latency_saved": 1 - lt[idx].sum(1) / lb[idx].sum(1),
         "dq": (q - qb)[idx].mean(1),
     }
-    point = {"cost_saved": 1 - c.sum() / cb.sum(), "latency_saved": 1 - lt.sum() / lb.sum(), "dq": float((q - qb).mean())}
-    out = {"tasks": len(c), "quality": float(q.mean()), "quality_base": float(qb.mean()),
-           "n_mean": float(np.mean([o.n_used for o in outs]))}
+    point = {
+        "cost_saved": 1 - c.sum() / cb.sum(),
+        "latency_saved": 1 - lt.sum() / lb.sum(),
+        "dq": float((q - qb).mean()),
+    }
+    out = {
+        "tasks": len(c),
+        "quality": float(q.mean()),
+        "quality_base": float(qb.mean()),
+        "n_mean": float(np.mean([o.n_used for o in outs])),
+    }
     for k, v in point.items():
         out[k] = float(v)
         out[k + "_lo"] = float(np.quantile(boot[k], alpha / 2))
@@ -210,8 +227,9 @@ def choose(grid: Sequence[dict], cfg: BonConfig, max_loss: float) -> dict:
             by.setdefault((r["p_target"], r["g"]), {})[r["strategy"]] = r
     held = {"cost": ("cascade",), "latency": ("parallel",), "joint": tuple(ORDERS)}[cfg.tune]
     ok = [(k, v) for k, v in by.items() if all(v[n]["dq"] >= -max_loss - 1e-9 for n in held)]
-    (pt, g), v = min(ok, key=lambda kv: (_objective(kv[1], cfg), -sum(x["dq"] for x in kv[1].values()),
-                                         -kv[0][0], kv[0][1]))
+    (pt, g), v = min(
+        ok, key=lambda kv: (_objective(kv[1], cfg), -sum(x["dq"] for x in kv[1].values()), -kv[0][0], kv[0][1])
+    )
     return {"p_target": pt, "g": g, "train": v}
 
 
@@ -226,20 +244,39 @@ def evaluate(pools: Sequence[Pool], cfg: BonConfig | None = None) -> BonResult:
     train = [p for p in pools if p.split in cfg.train_splits]
     test = [p for p in pools if p.split in cfg.test_splits]
     if len(train) < 2 or not test:
-        raise ValueError(f"need >= 2 training and >= 1 test tasks with {n_max} rollouts; have {len(train)} in "
-                         f"{cfg.train_splits} and {len(test)} in {cfg.test_splits}")
+        raise ValueError(
+            f"need >= 2 training and >= 1 test tasks with {n_max} rollouts; have {len(train)} in "
+            f"{cfg.train_splits} and {len(test)} in {cfg.test_splits}"
+        )
     split_pools = {"train": train, "test": test}
     base = {s: [always_n(p, selector, n_max, cfg.cost) for p in ps] for s, ps in split_pools.items()}
     fixed = []
     for s, ps in split_pools.items():
         for n in cfg.schedule:
-            fixed.append({"strategy": f"always-{n}", "split": s, "n": n,
-                          **summarize([always_n(p, selector, n, cfg.cost) for p in ps], base[s])})
-    res = BonResult(cfg, len(train), len(test), summarize(base["test"], base["test"]), fixed,
-                    latency_source="model" if lat_model else "wall")
+            fixed.append(
+                {
+                    "strategy": f"always-{n}",
+                    "split": s,
+                    "n": n,
+                    **summarize([always_n(p, selector, n, cfg.cost) for p in ps], base[s]),
+                }
+            )
+    res = BonResult(
+        cfg,
+        len(train),
+        len(test),
+        summarize(base["test"], base["test"]),
+        fixed,
+        latency_source="model" if lat_model else "wall",
+    )
     feats = list(cfg.features)
-    rows = {(s, name): states(split_pools[s], selector, ORDERS[name], cfg.schedule if name == "cascade" else _checks(cfg),
-                              cfg.success_at) for s in split_pools for name in ORDERS}
+    rows = {
+        (s, name): states(
+            split_pools[s], selector, ORDERS[name], cfg.schedule if name == "cascade" else _checks(cfg), cfg.success_at
+        )
+        for s in split_pools
+        for name in ORDERS
+    }
     _, probs = shared_probabilities(rows, cfg, feats)
     grid, outs_by = [], {}
     for s in split_pools:
@@ -254,21 +291,36 @@ def evaluate(pools: Sequence[Pool], cfg: BonConfig | None = None) -> BonResult:
     for name in ORDERS:
         outs = outs_by[(name, "test", chosen["p_target"], chosen["g"])]
         test_cmp = compare(outs, base["test"], cfg.n_boot, cfg.seed)
-        oracle = compare(_run(name, test, selector, cfg, oracle_rule(selector, ORDERS[name])), base["test"], 0, cfg.seed)
-        per_task = [{"task_id": o.task_id, "strategy": o.to_dict(), "baseline": bo.to_dict()}
-                    for o, bo in zip(outs, base["test"])]
+        oracle = compare(
+            _run(name, test, selector, cfg, oracle_rule(selector, ORDERS[name])), base["test"], 0, cfg.seed
+        )
+        per_task = [
+            {"task_id": o.task_id, "strategy": o.to_dict(), "baseline": bo.to_dict()}
+            for o, bo in zip(outs, base["test"])
+        ]
         te = rows[("test", name)]
         c = np.array([probs[("test", name)][(r["task_id"], int(r["n"]))][0] for r in te])
         d = np.array([probs[("test", name)][(r["task_id"], int(r["n"]))][1] for r in te])
         y_now, y_next = [r["success"] for r in te], [r["success_next"] for r in te]
-        calib = {"rn_brier": brier(y_now, c), "rn_ece": ece(y_now, c), "rn_brier_prior": brier(y_now, np.full(len(c), prior)),
-                 "later_brier": brier(y_next, d), "later_ece": ece(y_next, d), "test_states": len(te),
-                 "oracle": oracle}
-        res.strategies[name] = StrategyResult(name, "cost" if name == "cascade" else "latency",
-                                              [r for r in grid if r["strategy"] == name],
-                                              {"p_target": chosen["p_target"], "g": chosen["g"],
-                                               "train": chosen["train"][name]},
-                                              test_cmp, per_task, calib, reliability(y_now, c))
+        calib = {
+            "rn_brier": brier(y_now, c),
+            "rn_ece": ece(y_now, c),
+            "rn_brier_prior": brier(y_now, np.full(len(c), prior)),
+            "later_brier": brier(y_next, d),
+            "later_ece": ece(y_next, d),
+            "test_states": len(te),
+            "oracle": oracle,
+        }
+        res.strategies[name] = StrategyResult(
+            name,
+            "cost" if name == "cascade" else "latency",
+            [r for r in grid if r["strategy"] == name],
+            {"p_target": chosen["p_target"], "g": chosen["g"], "train": chosen["train"][name]},
+            test_cmp,
+            per_task,
+            calib,
+            reliability(y_now, c),
+        )
     return res
 
 
@@ -290,7 +342,9 @@ def evaluate_pool(pool: str | Path, cfg: BonConfig, judge: str = "", judge_tasks
         from fasbench.bon.pool_judge import llm_judge_selector
 
         if not judge or judge_tasks is None:
-            raise ValueError("--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)")
+            raise ValueError(
+                "--selector llm-judge needs --judge model=NAME,base_url=URL and --tasks (the pool's tasks)"
+            )
         cfg.selector, _ = llm_judge_selector(judge, judge_tasks)
     cfg.latency_model()  # validates the speeds
     return evaluate(read_pools(p, n=cfg.schedule[-1]), cfg)
@@ -302,20 +356,40 @@ def result_table(res: BonResult) -> list[dict]:
     for name, s in res.strategies.items():
         t = s.test
         o = s.calibration["oracle"]
-        rows.append({"strategy": name, "n_test_tasks": t["tasks"], "p_target": s.chosen["p_target"], "g": s.chosen["g"],
-                     "cost_saved_%": 100 * t["cost_saved"], "cost_ci_%": (100 * t["cost_saved_lo"], 100 * t["cost_saved_hi"]),
-                     "latency_saved_%": 100 * t["latency_saved"],
-                     "latency_ci_%": (100 * t["latency_saved_lo"], 100 * t["latency_saved_hi"]),
-                     "dq_points": t["dq"], "dq_ci": (t["dq_lo"], t["dq_hi"]), "n_mean": t["n_mean"],
-                     "rn_brier": s.calibration["rn_brier"], "rn_brier_prior": s.calibration["rn_brier_prior"],
-                     "rn_ece": s.calibration["rn_ece"], "oracle_cost_saved_%": 100 * o["cost_saved"],
-                     "oracle_latency_saved_%": 100 * o["latency_saved"], "oracle_dq_points": o["dq"]})
+        rows.append(
+            {
+                "strategy": name,
+                "n_test_tasks": t["tasks"],
+                "p_target": s.chosen["p_target"],
+                "g": s.chosen["g"],
+                "cost_saved_%": 100 * t["cost_saved"],
+                "cost_ci_%": (100 * t["cost_saved_lo"], 100 * t["cost_saved_hi"]),
+                "latency_saved_%": 100 * t["latency_saved"],
+                "latency_ci_%": (100 * t["latency_saved_lo"], 100 * t["latency_saved_hi"]),
+                "dq_points": t["dq"],
+                "dq_ci": (t["dq_lo"], t["dq_hi"]),
+                "n_mean": t["n_mean"],
+                "rn_brier": s.calibration["rn_brier"],
+                "rn_brier_prior": s.calibration["rn_brier_prior"],
+                "rn_ece": s.calibration["rn_ece"],
+                "oracle_cost_saved_%": 100 * o["cost_saved"],
+                "oracle_latency_saved_%": 100 * o["latency_saved"],
+                "oracle_dq_points": o["dq"],
+            }
+        )
     return rows
 
 
 def to_dict(res: BonResult) -> dict:
-    return {"config": asdict(res.config), "latency_source": res.latency_source, "n_train": res.n_train, "n_test": res.n_test, "baseline": res.baseline,
-            "fixed": res.fixed, "strategies": {k: asdict(v) for k, v in res.strategies.items()}}
+    return {
+        "config": asdict(res.config),
+        "latency_source": res.latency_source,
+        "n_train": res.n_train,
+        "n_test": res.n_test,
+        "baseline": res.baseline,
+        "fixed": res.fixed,
+        "strategies": {k: asdict(v) for k, v in res.strategies.items()},
+    }
 
 
 def tolerance_table(res: BonResult, tolerances: Sequence[float] = (0.0, 1.0, 2.0, 5.0, 10.0)) -> list[dict]:
@@ -327,10 +401,25 @@ def tolerance_table(res: BonResult, tolerances: Sequence[float] = (0.0, 1.0, 2.0
     for tol in tolerances:
         ch = choose(grid, res.config, tol)
         for name in res.strategies:
-            t = next(r for r in grid if r["strategy"] == name and r["split"] == "test"
-                     and r["p_target"] == ch["p_target"] and r["g"] == ch["g"])
-            rows.append({"strategy": name, "max_loss": tol, "p_target": ch["p_target"], "g": ch["g"],
-                         "train_dq": ch["train"][name]["dq"], "test_dq": t["dq"],
-                         "test_cost_saved_%": 100 * (1 - t["cost_rel"]),
-                         "test_latency_saved_%": 100 * (1 - t["latency_rel"]), "test_n_mean": t["n_mean"]})
+            t = next(
+                r
+                for r in grid
+                if r["strategy"] == name
+                and r["split"] == "test"
+                and r["p_target"] == ch["p_target"]
+                and r["g"] == ch["g"]
+            )
+            rows.append(
+                {
+                    "strategy": name,
+                    "max_loss": tol,
+                    "p_target": ch["p_target"],
+                    "g": ch["g"],
+                    "train_dq": ch["train"][name]["dq"],
+                    "test_dq": t["dq"],
+                    "test_cost_saved_%": 100 * (1 - t["cost_rel"]),
+                    "test_latency_saved_%": 100 * (1 - t["latency_rel"]),
+                    "test_n_mean": t["n_mean"],
+                }
+            )
     return rows

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -45,8 +45,13 @@ FEATURES = [
 def _verify_features(rollouts: Sequence[Rollout], sel: Selection) -> dict[str, float]:
     ver = [r.verify for r in rollouts if r.verify is not None]
     if not ver:
-        return {"verify_mean": math.nan, "verify_pass": math.nan, "verify_sel": math.nan, "indep_sel": math.nan,
-                "indep_recall_mean": math.nan}
+        return {
+            "verify_mean": math.nan,
+            "verify_pass": math.nan,
+            "verify_sel": math.nan,
+            "indep_sel": math.nan,
+            "indep_recall_mean": math.nan,
+        }
     per_file: dict[str, list[float]] = {}
     indep: dict[str, int] = {}
     for v in ver:
@@ -54,11 +59,13 @@ def _verify_features(rollouts: Sequence[Rollout], sel: Selection) -> dict[str, f
             per_file.setdefault(p, []).append(file_score(checks))
             indep[p] = int(checks[4] or 0)
     chosen = [p for p in sel.files if p in per_file]
-    return {"verify_mean": float(np.mean([v["score"] for v in ver])),
-            "verify_pass": float(np.mean([v["pass"] for v in ver])),
-            "verify_sel": float(np.mean([np.mean(per_file[p]) for p in chosen])) if chosen else 0.0,
-            "indep_sel": float(np.mean([indep[p] for p in chosen])) if chosen else 0.0,
-            "indep_recall_mean": float(np.mean([v.get("indep_recall", 0.0) for v in ver]))}
+    return {
+        "verify_mean": float(np.mean([v["score"] for v in ver])),
+        "verify_pass": float(np.mean([v["pass"] for v in ver])),
+        "verify_sel": float(np.mean([np.mean(per_file[p]) for p in chosen])) if chosen else 0.0,
+        "indep_sel": float(np.mean([indep[p] for p in chosen])) if chosen else 0.0,
+        "indep_recall_mean": float(np.mean([v.get("indep_recall", 0.0) for v in ver])),
+    }
 
 
 def mean_pairwise_jaccard(sets: Sequence[frozenset]) -> float:
@@ -118,8 +125,13 @@ def checkpoints(n_max: int, schedule: Sequence[int] | None) -> list[int]:
     return s
 
 
-def states(pools: Sequence[Pool], selector: Selector, order: str = "launch",
-           schedule: Sequence[int] | None = None, success_at: float = 0.5) -> list[dict]:
+def states(
+    pools: Sequence[Pool],
+    selector: Selector,
+    order: str = "launch",
+    schedule: Sequence[int] | None = None,
+    success_at: float = 0.5,
+) -> list[dict]:
     """One row per (task, checkpoint): features, quality, success and success at the next
     checkpoint (the same at the last one)."""
     rows = []
@@ -129,7 +141,18 @@ def states(pools: Sequence[Pool], selector: Selector, order: str = "launch",
         for j, n in enumerate(sizes):
             sel, q = select_state(pool, selector, n, order)
             qn = qs[min(j + 1, len(sizes) - 1)]
-            rows.append({"task_id": pool.task_id, "split": pool.split, "order": order, "stage": j, "n_stages": len(sizes),
-                         **pool_features(pool.prefix(n, order), sel), "quality": q, "success": int(q >= success_at),
-                         "quality_next": qn, "success_next": int(qn >= success_at)})
+            rows.append(
+                {
+                    "task_id": pool.task_id,
+                    "split": pool.split,
+                    "order": order,
+                    "stage": j,
+                    "n_stages": len(sizes),
+                    **pool_features(pool.prefix(n, order), sel),
+                    "quality": q,
+                    "success": int(q >= success_at),
+                    "quality_next": qn,
+                    "success_next": int(qn >= success_at),
+                }
+            )
     return rows

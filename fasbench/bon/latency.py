@@ -20,8 +20,8 @@ decode share of a rollout, which the notebook shows.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from fasbench.bon.pool import Pool, Rollout
 
@@ -39,8 +39,10 @@ class LatencyModel:
     def model_time(self, r: Rollout) -> float:
         """The model's share of the rollout's latency (seconds)."""
         if r.prefill_tokens is None or r.decode_tokens is None:
-            raise ValueError(f"rollout {r.task_id}#{r.index} has no token split (prefill/decode tokens); "
-                             "rebuild the pool, or evaluate with the measured wall time (--latency wall)")
+            raise ValueError(
+                f"rollout {r.task_id}#{r.index} has no token split (prefill/decode tokens); "
+                "rebuild the pool, or evaluate with the measured wall time (--latency wall)"
+            )
         return r.prefill_tokens / self.prefill_tps + r.decode_tokens / self.decode_tps + r.turns * self.turn_overhead_s
 
     def latency(self, r: Rollout) -> float:
@@ -52,5 +54,9 @@ def with_latency(pools: Sequence[Pool], model: LatencyModel | None) -> list[Pool
     measured wall time)."""
     if model is None:
         return list(pools)
-    return [Pool(p.task_id, p.gold, [dataclasses.replace(r, latency=model.latency(r)) for r in p.rollouts], p.split,
-                 p.reward) for p in pools]
+    return [
+        Pool(
+            p.task_id, p.gold, [dataclasses.replace(r, latency=model.latency(r)) for r in p.rollouts], p.split, p.reward
+        )
+        for p in pools
+    ]

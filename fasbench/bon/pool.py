@@ -12,19 +12,30 @@ import gzip
 import json
 import math
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from tqdm.auto import tqdm
 
+from fasbench.base.paths import cache_dir, child, data_dir
 from fasbench.bon.verify import probe, verify_report
 from fasbench.harness import Limits, run_episode
-from fasbench.stats.metrics import normalize_files, normalize_path
-from fasbench.base.paths import cache_dir, child, data_dir
-from fasbench.records import (Gold, RecordError, Report, Task, ToolCall, ToolResult, Trace, append_jsonl, iter_jsonl,
-                              repair_jsonl, iter_traces)
+from fasbench.records import (
+    Gold,
+    RecordError,
+    Report,
+    Task,
+    ToolCall,
+    ToolResult,
+    Trace,
+    append_jsonl,
+    iter_jsonl,
+    iter_traces,
+    repair_jsonl,
+)
 from fasbench.scoring.reward import score_report
+from fasbench.stats.metrics import normalize_files, normalize_path
 from fasbench.tools import make_toolset
 
 COSTS = ("tokens", "est_tokens", "tool_time", "calls", "latency")
@@ -52,7 +63,9 @@ class Rollout:
     tokens: float | None = None  # prompt + completion tokens as the policy reported them
     confidence: float | None = None  # self-confidence in [0, 1], when the policy gives one
     input_tokens: float | None = None  # billed input tokens: the context re-read every turn (reported, else chars/4)
-    prefill_tokens: float | None = None  # input tokens not in the previous turn's context (to prefill with a prefix cache)
+    prefill_tokens: float | None = (
+        None  # input tokens not in the previous turn's context (to prefill with a prefix cache)
+    )
     decode_tokens: float | None = None  # tokens the model wrote (reported completion tokens, else chars/4)
     verify: dict | None = None  # report-vs-repository checks (fasbench.bon.verify), when computed
     stop_reason: str = "reported"
@@ -85,7 +98,7 @@ class Rollout:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Rollout":
+    def from_dict(cls, d: dict) -> Rollout:
         known = {f.name for f in fields(cls)}
         missing = [k for k in ("task_id", "index", "quality", "latency") if k not in d]
         if missing:
@@ -130,6 +143,7 @@ class Pool:
 
 
 # ------------------------------------------------------------------ from traces
+
 
 def searched_paths(trace: Trace, root: str | None = None) -> list[str]:
     """Paths the episode's calls touched (path-like arguments), normalised, sorted."""
@@ -230,17 +244,32 @@ def summarize(trace: Trace, task: Task, index: int, seed: int, reward: str = "re
     conf = report.confidence if report is not None and report.confidence is not None else trace.meta.get("confidence")
     inp, pre, dec = token_split(trace)
     return Rollout(
-        task_id=task.id, index=index, seed=seed, files=files, quality=float(q), reward=float(rw),
-        latency=trace.wall_time, turns=trace.n_turns, n_calls=trace.n_calls,
+        task_id=task.id,
+        index=index,
+        seed=seed,
+        files=files,
+        quality=float(q),
+        reward=float(rw),
+        latency=trace.wall_time,
+        turns=trace.n_turns,
+        n_calls=trace.n_calls,
         tool_errors=sum(r.is_error for t in trace.turns for r in t.results),
-        tool_time=tool_time(trace), est_tokens=estimate_tokens(trace),
-        searched=searched_paths(trace, task.root), tokens=float(sum(tok)) if any(tok) else None,
+        tool_time=tool_time(trace),
+        est_tokens=estimate_tokens(trace),
+        searched=searched_paths(trace, task.root),
+        tokens=float(sum(tok)) if any(tok) else None,
         confidence=float(conf) if isinstance(conf, (int, float)) and math.isfinite(conf) else None,
-        stop_reason=trace.stop_reason, trace_id=trace.trace_id, input_tokens=inp, prefill_tokens=pre,
-        decode_tokens=dec, verify=verify_report(probe, files, trace) if probe is not None else None)
+        stop_reason=trace.stop_reason,
+        trace_id=trace.trace_id,
+        input_tokens=inp,
+        prefill_tokens=pre,
+        decode_tokens=dec,
+        verify=verify_report(probe, files, trace) if probe is not None else None,
+    )
 
 
 # ------------------------------------------------------------------ cache
+
 
 def pool_path(name: str) -> Path:
     """Where the pool ``name`` lives in the cache: ``<cache>/bon/<name>.jsonl``."""
@@ -255,8 +284,10 @@ def find_pool(name: str) -> Path:
     shipped = child(data_dir() / "bon", name, ".jsonl.gz", "pool name")
     if shipped.exists():
         return shipped
-    raise FileNotFoundError(f"no pool {name!r}: neither {cached} nor {shipped}; build one with "
-                            f"`fasbench bon pools --tasks ... --name {name}`")
+    raise FileNotFoundError(
+        f"no pool {name!r}: neither {cached} nor {shipped}; build one with "
+        f"`fasbench bon pools --tasks ... --name {name}`"
+    )
 
 
 def _line(r: Rollout, task: Task, reward: str) -> dict:
@@ -287,10 +318,19 @@ def seeded_policies(policy: str, reward: str = "relace-f2", n: int = 1) -> Calla
     return make
 
 
-def build_pools(tasks: Iterable[Task], make_policy: Callable[[int], object], toolset: str, n: int,
-                out: str | Path, limits=None, reward: str = "relace-f2", traces_out: str | Path | None = None,
-                progress: bool = True, memo_tools: bool = True,
-                verify: bool = True) -> Path:
+def build_pools(
+    tasks: Iterable[Task],
+    make_policy: Callable[[int], object],
+    toolset: str,
+    n: int,
+    out: str | Path,
+    limits=None,
+    reward: str = "relace-f2",
+    traces_out: str | Path | None = None,
+    progress: bool = True,
+    memo_tools: bool = True,
+    verify: bool = True,
+) -> Path:
     """Run ``n`` rollouts per task (rollout ``k`` is ``make_policy(k)``), appending one line per
     rollout to ``out`` as it finishes. Rollouts already in ``out`` are skipped (resume). Tasks must
     have a materialised ``root``; each rollout's policy is bound to its task (``Policy.bind``). ``memo_tools``: the
@@ -335,8 +375,9 @@ def read_pools(path: str | Path, n: int | None = None, complete: bool = True) ->
             r = Rollout.from_dict(d)
         except (RecordError, TypeError) as e:
             raise RecordError(f"{path}: line {i + 1}: {e}") from e
-        e = by.setdefault(r.task_id, {"gold": d.get("gold"), "split": d.get("split"), "reward": d.get("reward_name"),
-                                      "rollouts": {}})
+        e = by.setdefault(
+            r.task_id, {"gold": d.get("gold"), "split": d.get("split"), "reward": d.get("reward_name"), "rollouts": {}}
+        )
         e["rollouts"].setdefault(r.index, r)  # a duplicate line (a rerun) keeps the first
     pools = []
     for tid, e in by.items():
@@ -364,8 +405,9 @@ def write_pools(path: str | Path, pools: Sequence[Pool]) -> Path:
     return path
 
 
-def reverify(pool_in: str | Path, tasks: Sequence[Task], traces: str | Path, out: str | Path,
-             progress: bool = True) -> Path:
+def reverify(
+    pool_in: str | Path, tasks: Sequence[Task], traces: str | Path, out: str | Path, progress: bool = True
+) -> Path:
     """Add (or redo) the verifier's checks, the per-call tool time and the token split on every
     line of a pool file from its kept traces (``fasbench bon pools --keep-traces``); lines whose
     trace is missing are verified without the grep-hit check. Writes ``out`` (``.gz`` ok)."""

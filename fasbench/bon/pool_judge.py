@@ -17,8 +17,8 @@ Verdicts are cached per (task, candidate indices), so a replayed strategy grid a
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from fasbench.base import contain
 from fasbench.bon.pool import Rollout
@@ -39,7 +39,7 @@ def _json_span(text: str) -> str | None:
     r"""The text from the first ``{`` to the last ``}`` (what ``re.search(r"\{.*\}", re.S)`` finds,
     in linear time: that regex tries every ``{`` against the rest, quadratic on a reply of braces)."""
     i, j = text.find("{"), text.rfind("}")
-    return text[i:j + 1] if 0 <= i < j else None
+    return text[i : j + 1] if 0 <= i < j else None
 
 
 @dataclass
@@ -110,7 +110,11 @@ class LLMJudge:
         if not isinstance(d, dict):
             return None
         sc = d.get("scores")
-        if isinstance(sc, list) and len(sc) == n and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in sc):
+        if (
+            isinstance(sc, list)
+            and len(sc) == n
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in sc)
+        ):
             out = [min(1.0, max(0.0, float(x))) for x in sc]
             best = d.get("best")
             if isinstance(best, int) and 0 <= best < n:  # the stated pick wins a tie

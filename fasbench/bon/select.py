@@ -6,9 +6,9 @@ A selector is a function ``rollouts -> Selection``. The answer is a file → ran
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable, Sequence
 
 from fasbench.bon.pool import Rollout
 from fasbench.stats.metrics import merge_ranges
@@ -91,8 +91,10 @@ def highest_confidence(rollouts: Sequence[Rollout]) -> Selection:
     """The answer of the rollout with the highest self-confidence (rollouts without one rank last).
     Margin: best confidence minus the runner-up's."""
     if rollouts and all(r.confidence is None for r in rollouts):
-        raise ValueError("selector 'confidence' needs rollouts with a self-confidence; this pool has none "
-                         "(the policy must report one: report_back's optional confidence, Report.confidence)")
+        raise ValueError(
+            "selector 'confidence' needs rollouts with a self-confidence; this pool has none "
+            "(the policy must report one: report_back's optional confidence, Report.confidence)"
+        )
     return _pick(rollouts, [r.confidence if r.confidence is not None else -1.0 for r in rollouts], "confidence")
 
 

@@ -11,8 +11,8 @@ split is scored with).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from sklearn.calibration import CalibratedClassifierCV
@@ -41,15 +41,19 @@ class ConstantClassifier:
 def base_model(model: str = "logistic"):
     """The uncalibrated base estimator: ``logistic`` or ``hgb`` (histogram gradient boosting)."""
     if model == "logistic":
-        return make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler(),
-                             LogisticRegression(C=1.0, max_iter=2000))
+        return make_pipeline(
+            SimpleImputer(strategy="median", keep_empty_features=True),
+            StandardScaler(),
+            LogisticRegression(C=1.0, max_iter=2000),
+        )
     if model == "hgb":
         return HistGradientBoostingClassifier(max_depth=3, max_iter=100, learning_rate=0.05, min_samples_leaf=20)
     raise ValueError(f"unknown model {model!r}; choose logistic or hgb")
 
 
-def fit_calibrated(X: np.ndarray, y: np.ndarray, groups: Sequence, method: str = "auto", model="logistic",
-                   n_splits: int = 5):
+def fit_calibrated(
+    X: np.ndarray, y: np.ndarray, groups: Sequence, method: str = "auto", model="logistic", n_splits: int = 5
+):
     """A classifier calibrated on held-out task folds (``CalibratedClassifierCV`` with
     group-aware splits). ``method``: ``isotonic``, ``sigmoid`` or ``auto`` (isotonic from 1000
     rows, as scikit-learn advises; sigmoid below). ``model`` is a name for ``base_model`` or an
@@ -67,8 +71,9 @@ def fit_calibrated(X: np.ndarray, y: np.ndarray, groups: Sequence, method: str =
     splits = []
     if k >= 2:
         cv = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=0)
-        splits = [(tr, te) for tr, te in cv.split(X, y, groups)
-                  if len(np.unique(y[tr])) == 2 and len(np.unique(y[te])) >= 1]
+        splits = [
+            (tr, te) for tr, te in cv.split(X, y, groups) if len(np.unique(y[tr])) == 2 and len(np.unique(y[te])) >= 1
+        ]
     est = base_model(model) if isinstance(model, str) else model
     with threadpool_limits(1):  # tiny problems: BLAS threads only fight over a shared CPU
         if len(splits) < 2:  # too few tasks to hold folds out: fit the base model as it is
@@ -103,8 +108,9 @@ class StopClassifiers:
         return p_now, np.where(last, p_now, p_later)
 
 
-def fit_stop(rows: Sequence[dict], features: Sequence[str] = FEATURES, method: str = "auto",
-             model="logistic", n_splits: int = 5) -> StopClassifiers:
+def fit_stop(
+    rows: Sequence[dict], features: Sequence[str] = FEATURES, method: str = "auto", model="logistic", n_splits: int = 5
+) -> StopClassifiers:
     """Fit RN on ``success`` and the later classifier on ``success_next``."""
     if not rows:
         raise ValueError("fit_stop: no training states")
@@ -114,8 +120,14 @@ def fit_stop(rows: Sequence[dict], features: Sequence[str] = FEATURES, method: s
     return StopClassifiers(list(features), rn, later)
 
 
-def cross_fit(rows: Sequence[dict], features: Sequence[str] = FEATURES, method: str = "auto", model="logistic",
-              n_splits: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def cross_fit(
+    rows: Sequence[dict],
+    features: Sequence[str] = FEATURES,
+    method: str = "auto",
+    model="logistic",
+    n_splits: int = 5,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold (p_now, p_later) for every row, folds by task: each task's states are scored
     by classifiers that never saw that task."""
     rows = list(rows)
@@ -136,6 +148,7 @@ def cross_fit(rows: Sequence[dict], features: Sequence[str] = FEATURES, method: 
 
 # ------------------------------------------------------------------ calibration diagnostics
 
+
 def brier(y: Sequence[int], p: Sequence[float]) -> float:
     y, p = np.asarray(y, float), np.asarray(p, float)
     return float(np.mean((p - y) ** 2))
@@ -145,8 +158,16 @@ def reliability(y: Sequence[int], p: Sequence[float], bins: int = 10) -> list[di
     """Reliability table: per probability bin, the mean prediction, the observed rate and the count."""
     y, p = np.asarray(y, float), np.asarray(p, float)
     idx = np.minimum((p * bins).astype(int), bins - 1)
-    return [{"bin": b, "p_mean": float(p[idx == b].mean()), "observed": float(y[idx == b].mean()),
-             "count": int((idx == b).sum())} for b in range(bins) if (idx == b).any()]
+    return [
+        {
+            "bin": b,
+            "p_mean": float(p[idx == b].mean()),
+            "observed": float(y[idx == b].mean()),
+            "count": int((idx == b).sum()),
+        }
+        for b in range(bins)
+        if (idx == b).any()
+    ]
 
 
 def ece(y: Sequence[int], p: Sequence[float], bins: int = 10) -> float:

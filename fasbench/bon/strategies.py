@@ -15,8 +15,8 @@ together takes as long as its slowest rollout.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
 
 from fasbench.bon.features import checkpoints, select_state
 from fasbench.bon.pool import Pool
@@ -53,8 +53,9 @@ def always_n(pool: Pool, selector: Selector, n: int | None = None, cost: str = "
     return Outcome(pool.task_id, f"always-{n}", n, sum(r.cost(cost) for r in rs), max(r.latency for r in rs), q, 0)
 
 
-def cascade(pool: Pool, selector: Selector, schedule: Sequence[int], decide: Decide = never,
-            cost: str = "tokens") -> Outcome:
+def cascade(
+    pool: Pool, selector: Selector, schedule: Sequence[int], decide: Decide = never, cost: str = "tokens"
+) -> Outcome:
     sizes = checkpoints(pool.n, schedule)
     prev, lat, c = 0, 0.0, 0.0
     for j, s in enumerate(sizes):
@@ -68,8 +69,9 @@ def cascade(pool: Pool, selector: Selector, schedule: Sequence[int], decide: Dec
     return Outcome(pool.task_id, "cascade", s, c, lat, q, j)
 
 
-def parallel(pool: Pool, selector: Selector, decide: Decide = never, cost: str = "tokens",
-             checks: Sequence[int] | None = None) -> Outcome:
+def parallel(
+    pool: Pool, selector: Selector, decide: Decide = never, cost: str = "tokens", checks: Sequence[int] | None = None
+) -> Outcome:
     fin = pool.finish_order()
     sizes = checkpoints(pool.n, checks)
     for j, s in enumerate(sizes):

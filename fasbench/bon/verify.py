@@ -24,17 +24,17 @@ files; it never sees the gold.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from fasbench.base import contain
 from fasbench.policies.terms import extract_terms
 from fasbench.records import Task, Trace
 from fasbench.tools import observation
 from fasbench.tools.base import ToolLimits, Workspace
-from fasbench.tools.rg import ignore_flags, rg_argv
 from fasbench.tools.bash.pipeline import Stage, decode, run_pipeline
+from fasbench.tools.rg import ignore_flags, rg_argv
 
 CHECKS = ("exists", "query_ident", "query_def", "grep_led", "independent")
 MAX_TERMS = 16  # identifiers searched by the independent pass (the query's most distinctive first)
@@ -82,7 +82,9 @@ def _terms(query: str) -> tuple[list[str], list[str]]:
     return idents, msgs
 
 
-def independent_search(root: Path, idents: Sequence[str], messages: Sequence[str], top: int = INDEPENDENT_TOP) -> list[str]:
+def independent_search(
+    root: Path, idents: Sequence[str], messages: Sequence[str], top: int = INDEPENDENT_TOP
+) -> list[str]:
     """Files ranked by how many distinct query identifiers they define plus literal messages they
     contain (one ripgrep pass over ``*.py``), best ``top`` first; ties by path."""
     pats = []
@@ -92,8 +94,9 @@ def independent_search(root: Path, idents: Sequence[str], messages: Sequence[str
     pats += [re.escape(m) for m in messages]
     if not pats:
         return []
-    argv = rg_argv(*ignore_flags(root), "-n", "--no-heading", "--null", "-g", "*.py",
-                   *[a for p in pats for a in ("-e", p)], ".")
+    argv = rg_argv(
+        *ignore_flags(root), "-n", "--no-heading", "--null", "-g", "*.py", *[a for p in pats for a in ("-e", p)], "."
+    )
     # the tools' sandbox: confined process (rlimits, seccomp, Landlock where enforced), stripped env
     r = run_pipeline(Workspace(root, ToolLimits(timeout_s=RG_TIMEOUT_S)), [Stage(argv)], max_bytes=RG_MAX_BYTES)
     if r.timed_out:
@@ -161,8 +164,12 @@ def verify_report(pr: TaskProbe, files: dict | None, trace: Trace | None = None)
     scores = [sum(v for v in c if v is not None) / max(1, sum(v is not None for v in c)) for c in per.values()]
     passed = all(c[0] for c in per.values()) and any(c[2] or c[4] for c in per.values())
     recall = sum(p in files for p in pr.independent) / len(pr.independent) if pr.independent else 0.0
-    return {"files": per, "score": round(sum(scores) / len(scores), 4), "pass": int(passed),
-            "indep_recall": round(recall, 4)}
+    return {
+        "files": per,
+        "score": round(sum(scores) / len(scores), 4),
+        "pass": int(passed),
+        "indep_recall": round(recall, 4),
+    }
 
 
 def file_score(checks: Sequence) -> float:

@@ -9,10 +9,10 @@ the offline corpus manifest (``data/tasks/offline_manifest.jsonl.gz``) marks as 
 
 from __future__ import annotations
 
+from fasbench.base.paths import child, data_dir
 from fasbench.data import agent_traces, splits, swebench
 from fasbench.data.corpus import resolve_root, root_dir
 from fasbench.data.splits import SPLITS
-from fasbench.base.paths import child, data_dir
 from fasbench.records import iter_jsonl, read_tasks
 
 SOURCES = ("swebench-lite", "swebench-verified", "agent-traces")
@@ -57,8 +57,10 @@ def load_tasks(source: str, split: str | None = None, usable_only: bool = False)
     if usable_only:
         man = offline_manifest()
         if not man:
-            raise FileNotFoundError("no offline manifest (data/tasks/offline_manifest.jsonl.gz); "
-                                    "run `fasbench data corpus --all --write-manifest`")
+            raise FileNotFoundError(
+                "no offline manifest (data/tasks/offline_manifest.jsonl.gz); "
+                "run `fasbench data corpus --all --write-manifest`"
+            )
         tasks = [t for t in tasks if man.get(t.id, {}).get("located")]
     return tasks
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from fasbench.data import swebench
 from fasbench.data.locations import find_data
 from fasbench.data.patches import PatchError, gold_variants, parse_diff
@@ -68,18 +67,39 @@ def _build(run: str, traj: dict, ref: Task | None) -> tuple[Task | None, str]:
     viewed = v.displayed | v.searched
     if not viewed:
         return None, "nothing-viewed-before-first-edit"
-    gold = Gold(edited={p: [list(r) for r in rs] for p, rs in var["hunk"].items()}, viewed=viewed,
-                source="agent-trace", variants=var)
-    meta = {"instance_id": iid, "agent_run": run, "patch": sub, "created_files": created,
-            "viewed_displayed": sorted(v.displayed), "viewed_searched": sorted(v.searched),
-            "first_edit_action": v.first_edit, "n_actions": v.n_actions, "search_dumps_skipped": v.dumps_skipped,
-            "exit_status": (traj.get("info") or {}).get("exit_status"), "sets": ref.meta.get("sets", [])}
-    return Task(id=f"{iid}@{run}", query=ref.query, repo=ref.repo, gold=gold, base_commit=ref.base_commit,
-                version=ref.version, meta=meta), ""
+    gold = Gold(
+        edited={p: [list(r) for r in rs] for p, rs in var["hunk"].items()},
+        viewed=viewed,
+        source="agent-trace",
+        variants=var,
+    )
+    meta = {
+        "instance_id": iid,
+        "agent_run": run,
+        "patch": sub,
+        "created_files": created,
+        "viewed_displayed": sorted(v.displayed),
+        "viewed_searched": sorted(v.searched),
+        "first_edit_action": v.first_edit,
+        "n_actions": v.n_actions,
+        "search_dumps_skipped": v.dumps_skipped,
+        "exit_status": (traj.get("info") or {}).get("exit_status"),
+        "sets": ref.meta.get("sets", []),
+    }
+    return Task(
+        id=f"{iid}@{run}",
+        query=ref.query,
+        repo=ref.repo,
+        gold=gold,
+        base_commit=ref.base_commit,
+        version=ref.version,
+        meta=meta,
+    ), ""
 
 
-def build(runs: tuple[str, ...] = tuple(RUNS), progress: bool = False,
-          instances: set[str] | None = None) -> tuple[list[Task], list[dict]]:
+def build(
+    runs: tuple[str, ...] = tuple(RUNS), progress: bool = False, instances: set[str] | None = None
+) -> tuple[list[Task], list[dict]]:
     """Agent-trace tasks of the given runs (only ``instances`` when given) and the dropped ones
     ``[{id, run, reason}]``."""
     idx = _swebench_index()

@@ -56,9 +56,13 @@ class _Budget:
             raise self.refuse(f"member {name!r} escapes the tree (..)")
 
 
-_FILTER_WHY = {"AbsoluteLinkError": "is a link to an absolute path", "LinkOutsideDestinationError": "links outside the tree",
-               "OutsideDestinationError": "escapes the tree", "SpecialFileError": "is a device or FIFO",
-               "AbsolutePathError": "has an absolute path"}
+_FILTER_WHY = {
+    "AbsoluteLinkError": "is a link to an absolute path",
+    "LinkOutsideDestinationError": "links outside the tree",
+    "OutsideDestinationError": "escapes the tree",
+    "SpecialFileError": "is a device or FIFO",
+    "AbsolutePathError": "has an absolute path",
+}
 
 
 def _untar(archive: Path, tmp: Path, budget: _Budget) -> None:
@@ -90,7 +94,9 @@ def _unzip(archive: Path, tmp: Path, budget: _Budget) -> None:
                 while chunk := r.read(1 << 20):
                     n += len(chunk)
                     if n > info.file_size:
-                        raise budget.refuse(f"member {info.filename!r} inflates past its declared {info.file_size} bytes")
+                        raise budget.refuse(
+                            f"member {info.filename!r} inflates past its declared {info.file_size} bytes"
+                        )
                     w.write(chunk)
 
 
@@ -104,10 +110,19 @@ def unpack(archive: Path, dest: Path) -> Path:
     with building(dest) as tmp:
         try:
             (_unzip if archive.name.endswith(".zip") else _untar)(archive, tmp, budget)
-        except (tarfile.TarError, zipfile.BadZipFile, gzip.BadGzipFile, EOFError, zlib.error, lzma.LZMAError,
-                KeyError) as e:  # KeyError: tarfile's hard link to a member that is not there
+        except (
+            tarfile.TarError,
+            zipfile.BadZipFile,
+            gzip.BadGzipFile,
+            EOFError,
+            zlib.error,
+            lzma.LZMAError,
+            KeyError,
+        ) as e:  # KeyError: tarfile's hard link to a member that is not there
             kind = "zip" if archive.name.endswith(".zip") else "tar"
-            raise budget.refuse(" ".join(f"not a readable {kind} archive ({type(e).__name__}: {e})".split())[:200]) from None
+            raise budget.refuse(
+                " ".join(f"not a readable {kind} archive ({type(e).__name__}: {e})".split())[:200]
+            ) from None
         tops = list(tmp.iterdir())
         replace_dir(tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp, dest)
     return dest

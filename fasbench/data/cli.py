@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import collections
 from pathlib import Path
-from typing import Optional
 
 import typer
 
+from fasbench.base.errors import UserError
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import materialize_many, resolve_root
-from fasbench.data.perturb import parse_perturb
-from fasbench.data.perturb_gold import perturb_many
 from fasbench.data.gitmine import mine
 from fasbench.data.importers import check_usability, import_gold
+from fasbench.data.perturb import parse_perturb
+from fasbench.data.perturb_gold import perturb_many
 from fasbench.data.ship import ship
 from fasbench.data.splits import assign
-from fasbench.base.errors import UserError
-from fasbench.records import write_tasks
 from fasbench.data.tasksets import load_task_set, task_set_tasks
+from fasbench.records import write_tasks
 
 
 def register(app: typer.Typer) -> None:
@@ -29,10 +28,14 @@ def register(app: typer.Typer) -> None:
 
     @data.command("tasks")
     def tasks_cmd(
-        source: str = typer.Option(..., "--source", help="task set: SOURCE[:SPLIT] (swebench-lite | swebench-verified | "
-                                   "agent-traces), a Task JSONL file[:SPLIT], or git:PATH"),
+        source: str = typer.Option(
+            ...,
+            "--source",
+            help="task set: SOURCE[:SPLIT] (swebench-lite | swebench-verified | "
+            "agent-traces), a Task JSONL file[:SPLIT], or git:PATH",
+        ),
         out: Path = typer.Option(..., "--out", help="output JSONL (.gz accepted by readers)"),
-        split: Optional[str] = typer.Option(None, "--split", help="train | dev | test (default: all)"),
+        split: str | None = typer.Option(None, "--split", help="train | dev | test (default: all)"),
         rebuild: bool = typer.Option(False, "--rebuild", help="build a SOURCE from the raw data, not data/tasks/"),
     ):
         """Write the Task records of a task set, one JSON per line."""
@@ -44,11 +47,15 @@ def register(app: typer.Typer) -> None:
 
     @data.command("corpus")
     def corpus_cmd(
-        tasks: str = typer.Option(..., "--tasks", help="task set: a Task JSONL file[:SPLIT], SOURCE[:SPLIT] or git:PATH"),
-        ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
-        mode: Optional[str] = typer.Option(None, "--mode", help="offline | online (default: offline if a release is picked)"),
-        manifest: Optional[Path] = typer.Option(None, "--manifest", help="append one JSON line per task here"),
-        out: Optional[Path] = typer.Option(None, "--out", help="write the usable tasks (root set, gold relocated)"),
+        tasks: str = typer.Option(
+            ..., "--tasks", help="task set: a Task JSONL file[:SPLIT], SOURCE[:SPLIT] or git:PATH"
+        ),
+        ids: list[str] | None = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
+        mode: str | None = typer.Option(
+            None, "--mode", help="offline | online (default: offline if a release is picked)"
+        ),
+        manifest: Path | None = typer.Option(None, "--manifest", help="append one JSON line per task here"),
+        out: Path | None = typer.Option(None, "--out", help="write the usable tasks (root set, gold relocated)"),
     ):
         """Materialise each task's corpus; prints per task: id, located yes/no, corpus path or reason."""
         ts = load_task_set(tasks, ids=ids or None)
@@ -62,22 +69,35 @@ def register(app: typer.Typer) -> None:
 
     @data.command("perturb")
     def perturb_cmd(
-        tasks: str = typer.Option(..., "--tasks", help="task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH"),
-        spec: str = typer.Option("perturb", "--spec", help="perturb[:seed=0,modules=2,dirs=1,private=6,reorder=4]: "
-                                 "how many modules, packages, private names and files of functions to perturb"),
-        ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
+        tasks: str = typer.Option(
+            ..., "--tasks", help="task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH"
+        ),
+        spec: str = typer.Option(
+            "perturb",
+            "--spec",
+            help="perturb[:seed=0,modules=2,dirs=1,private=6,reorder=4]: "
+            "how many modules, packages, private names and files of functions to perturb",
+        ),
+        ids: list[str] | None = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
         limit: int = typer.Option(0, "--limit", min=0, help="the first N usable tasks (0 = all)"),
-        mode: Optional[str] = typer.Option(None, "--mode", help="offline | online (default: offline if a release is picked)"),
-        out: Optional[Path] = typer.Option(None, "--out", help="write the perturbed tasks (root, gold, text) here"),
-        check: bool = typer.Option(False, "--check", help="also check every relocated gold line and that the touched "
-                                   "modules import and their tests collect where the original's did"),
+        mode: str | None = typer.Option(
+            None, "--mode", help="offline | online (default: offline if a release is picked)"
+        ),
+        out: Path | None = typer.Option(None, "--out", help="write the perturbed tasks (root, gold, text) here"),
+        check: bool = typer.Option(
+            False,
+            "--check",
+            help="also check every relocated gold line and that the touched "
+            "modules import and their tests collect where the original's did",
+        ),
     ):
         """Build a semantics-preserving variant of each task's corpus (fasbench.data.perturb): renamed
         modules and packages with their imports rewritten (rope), renamed private names, reordered
         functions; gold and task text relocated exactly; the record (seed, mapping) beside the tree."""
         sp = parse_perturb(spec)  # a bad spec, task set or id: a ValueError, one line (exit 2) from the CLI group
-        got = with_corpora(load_task_set(tasks, ids=ids or None), mode, limit=limit or None, progress=False,
-                           strict=bool(ids))
+        got = with_corpora(
+            load_task_set(tasks, ids=ids or None), mode, limit=limit or None, progress=False, strict=bool(ids)
+        )
         for r in got.skipped:
             typer.echo(f"{r['task_id']}\tskipped\t{r['reason']}: {r['detail'][:120]}", err=True)
         done, bad = [], 0
@@ -96,8 +116,12 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Argument(..., help="swe-explore | locbench | contextbench | swebench-pro"),
         file: Path = typer.Argument(..., help="the benchmark file (JSONL or a JSON list; contextbench: also .parquet)"),
         out: Path = typer.Option(..., "--out", help="output Task JSONL"),
-        check: bool = typer.Option(True, "--check/--no-check", help="materialise each task offline (downloading "
-                                   "its sdist when missing) and say whether it is usable offline and online"),
+        check: bool = typer.Option(
+            True,
+            "--check/--no-check",
+            help="materialise each task offline (downloading "
+            "its sdist when missing) and say whether it is usable offline and online",
+        ),
     ):
         """Turn another benchmark's gold (SWE-Explore read regions, Loc-Bench entity lists, ContextBench
         gold contexts, SWE-bench Pro gold patches) into tasks.
@@ -108,20 +132,26 @@ def register(app: typer.Typer) -> None:
         ts, dropped = import_gold(fmt, file)
         why = dict(collections.Counter(d["reason"] for d in dropped))
         if not ts:
-            raise UserError(f"{file}: no record could be imported as a {fmt} task" + (f" (dropped {len(dropped)}: {why})" if dropped else ""))
+            raise UserError(
+                f"{file}: no record could be imported as a {fmt} task"
+                + (f" (dropped {len(dropped)}: {why})" if dropped else "")
+            )
         for line in check_usability(ts) if check else ():
             typer.echo(line)
         n_off = sum(t.meta["gold_import"]["usable"]["offline"].startswith("usable") for t in ts) if check else 0
         write_tasks(out, ts)
-        typer.echo(f"{len(ts)} tasks -> {out}" + (f"; usable offline: {n_off}/{len(ts)}" if check else "")
-                   + (f"; dropped {len(dropped)}: {why}" if dropped else ""))
+        typer.echo(
+            f"{len(ts)} tasks -> {out}"
+            + (f"; usable offline: {n_off}/{len(ts)}" if check else "")
+            + (f"; dropped {len(dropped)}: {why}" if dropped else "")
+        )
 
     @data.command("mine-git")
     def mine_git_cmd(
         repo_path: Path = typer.Argument(..., help="a local git repository"),
         out: Path = typer.Option(..., "--out", help="output Task JSONL"),
         rev: str = typer.Option("HEAD", "--rev"),
-        max_commits: Optional[int] = typer.Option(None, "--max-commits"),
+        max_commits: int | None = typer.Option(None, "--max-commits"),
         max_files: int = typer.Option(20, "--max-files", help="skip commits changing more files"),
         max_lines: int = typer.Option(1000, "--max-lines", help="skip commits changing more lines"),
     ):
@@ -133,13 +163,19 @@ def register(app: typer.Typer) -> None:
 
     @data.command("fc-queries")
     def fc_queries_cmd(
-        tasks: str = typer.Option(..., "--tasks", help="task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH"),
-        endpoint: str = typer.Option(..., "--endpoint", help="the main agent: openai:model=NAME,base_url=URL[,temperature=…]"
-                                     " (temperature defaults to the release's 1.0)"),
+        tasks: str = typer.Option(
+            ..., "--tasks", help="task set: SOURCE[:SPLIT], a Task JSONL file[:SPLIT] or git:PATH"
+        ),
+        endpoint: str = typer.Option(
+            ...,
+            "--endpoint",
+            help="the main agent: openai:model=NAME,base_url=URL[,temperature=…]"
+            " (temperature defaults to the release's 1.0)",
+        ),
         out: Path = typer.Option(..., "--out", help="queries JSONL, one record per task (appended; resumed)"),
-        tasks_out: Optional[Path] = typer.Option(None, "--tasks-out", help="write the tasks with meta.fc_query set here"),
-        ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
-        n: Optional[int] = typer.Option(None, "--n", help="only the first N tasks"),
+        tasks_out: Path | None = typer.Option(None, "--tasks-out", help="write the tasks with meta.fc_query set here"),
+        ids: list[str] | None = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
+        n: int | None = typer.Option(None, "--n", help="only the first N tasks"),
         retry_failed: bool = typer.Option(False, "--retry-failed", help="ask again for tasks whose generation failed"),
     ):
         """FastContext's query as released (query_gen.py @5fb8c1d): the prompt of a main agent's subagent call."""
@@ -163,8 +199,12 @@ def register(app: typer.Typer) -> None:
 
     @data.command("ship")
     def ship_cmd(
-        corpora: bool = typer.Option(False, "--corpora", help="also materialise every SWE-bench task offline "
-                                     "and write data/tasks/offline_manifest.jsonl.gz (downloads ~300 MB)"),
+        corpora: bool = typer.Option(
+            False,
+            "--corpora",
+            help="also materialise every SWE-bench task offline "
+            "and write data/tasks/offline_manifest.jsonl.gz (downloads ~300 MB)",
+        ),
     ):
         """Rebuild data/tasks/<source>.jsonl.gz (and the offline manifest) from the raw data."""
         for line in ship(corpora=corpora):

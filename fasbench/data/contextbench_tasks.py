@@ -49,6 +49,7 @@ from fasbench.data.splits import assign
 from fasbench.records import Gold, RecordError, Task, fields, read_records
 from fasbench.trajectories.agent_paths import ROOT
 
+
 class ContextBenchError(ValueError):
     """The input file as a whole cannot be read; the message says why."""
 
@@ -59,9 +60,9 @@ def normalize_rel_path(path: str) -> str:
         return ""
     p = path.replace("\\", "/")
     if p.startswith(ROOT + "/"):  # "/testbed/" there
-        return p[len(ROOT) + 1:]
+        return p[len(ROOT) + 1 :]
     if p.startswith("/workspace/"):
-        parts = p[len("/workspace/"):].split("/", 1)
+        parts = p[len("/workspace/") :].split("/", 1)
         return parts[1] if len(parts) == 2 else parts[0]
     if p.startswith("/"):
         return p.lstrip("/")
@@ -76,6 +77,7 @@ def read_rows(path: str | Path) -> list[dict]:
     if p.suffix == ".parquet":
         # local import: polars, heavy; only a parquet file needs it
         import polars as pl
+
         try:
             return pl.read_parquet(p).to_dicts()
         except Exception as e:  # polars raises its own ComputeError / ArrowError kinds
@@ -109,13 +111,13 @@ def _region(e) -> tuple[list, str | None]:
     path = normalize_rel_path(str(e.get("file") or ""))
     s, en = e.get("start_line", 1), e.get("end_line", 1)
     if not path or isinstance(s, bool) or isinstance(en, bool) or not isinstance(s, int) or not isinstance(en, int):
-        raise ValueError(f"a gold block needs a file and integer start_line/end_line, got {e.get('file')!r} "
-                         f"{s!r}-{en!r}")
+        raise ValueError(
+            f"a gold block needs a file and integer start_line/end_line, got {e.get('file')!r} {s!r}-{en!r}"
+        )
     if s < 1 or en < s:
         raise ValueError(f"gold block {path}:{s}-{en}: lines must satisfy 1 <= start_line <= end_line")
     c = e.get("content")
     return [path, s, en], (c if isinstance(c, str) and c.strip() else None)
-
 
 
 def _repo(row: dict) -> str | None:
@@ -134,8 +136,17 @@ def _task(row: dict, known: dict[str, Task]) -> tuple[Task | None, str]:
     cid = str(row.get("instance_id") or row.get("inst_id") or "")
     if orig in known:
         k = known[orig]
-        return Task(k.id, k.query, k.repo, Gold(dict(k.gold.edited), None, k.gold.source, dict(k.gold.variants)),
-                    k.base_commit, k.version, None, k.split, dict(k.meta)), ""
+        return Task(
+            k.id,
+            k.query,
+            k.repo,
+            Gold(dict(k.gold.edited), None, k.gold.source, dict(k.gold.variants)),
+            k.base_commit,
+            k.version,
+            None,
+            k.split,
+            dict(k.meta),
+        ), ""
     query = row.get("problem_statement")
     if not query:
         return None, "no-query"
@@ -152,8 +163,17 @@ def _task(row: dict, known: dict[str, Task]) -> tuple[Task | None, str]:
         edited = {f.path: [] for f in parse_diff(meta.get("patch") or "")}
     except ValueError:
         pass
-    return Task(orig or cid, fields.text(query, "problem_statement"), repo, Gold(edited, None, "contextbench"),
-                fields.commit(row["base_commit"]), None, None, None, meta), ""
+    return Task(
+        orig or cid,
+        fields.text(query, "problem_statement"),
+        repo,
+        Gold(edited, None, "contextbench"),
+        fields.commit(row["base_commit"]),
+        None,
+        None,
+        None,
+        meta,
+    ), ""
 
 
 def import_contextbench(path: str | Path) -> tuple[list[Task], list[dict]]:
@@ -171,10 +191,14 @@ def import_contextbench(path: str | Path) -> tuple[list[Task], list[dict]]:
         if t is None:
             return None, {"reason": why}
         t.gold.context = {"regions": [r for r, _ in pairs]}
-        t.meta["contextbench"] = {"instance_id": str(row.get("instance_id") or ""), "original_inst_id":
-                                  str(row.get("original_inst_id") or ""), "source": str(row.get("source") or ""),
-                                  "language": str(row.get("language") or ""), "file": str(path),
-                                  "content": [c for _, c in pairs]}
+        t.meta["contextbench"] = {
+            "instance_id": str(row.get("instance_id") or ""),
+            "original_inst_id": str(row.get("original_inst_id") or ""),
+            "source": str(row.get("source") or ""),
+            "language": str(row.get("language") or ""),
+            "file": str(path),
+            "content": [c for _, c in pairs],
+        }
         t.meta["gold_import"] = {"format": "contextbench", "file": str(path), "gold_kind": "annotated gold context"}
         return t, None
 

@@ -14,10 +14,9 @@ Corpora themselves are cached (``fasbench.data.corpus``), so a rerun does not fe
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
-
 
 from fasbench.data import offline_manifest
 from fasbench.data.corpus import CorpusError, pick_for, try_materialize
@@ -64,9 +63,16 @@ def _rewrite(path: Path, rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
-def with_corpora(tasks: Sequence[Task], mode: str | None = None, limit: int | None = None,
-                 skipped: str | Path | None = None, progress: bool = True, desc: str = "corpora",
-                 strict: bool = False, use_manifest: bool = True) -> Corpora:
+def with_corpora(
+    tasks: Sequence[Task],
+    mode: str | None = None,
+    limit: int | None = None,
+    skipped: str | Path | None = None,
+    progress: bool = True,
+    desc: str = "corpora",
+    strict: bool = False,
+    use_manifest: bool = True,
+) -> Corpora:
     """The tasks with their corpora (see the module doc). ``mode``: offline | online | None
     (``FASBENCH_CORPUS_MODE``, else each task's default). ``limit``: stop after this many usable
     tasks. ``skipped``: the resumable JSONL of skipped tasks. ``strict``: raise ``CorpusError`` at the

@@ -40,17 +40,15 @@ import urllib.request
 from functools import lru_cache
 from pathlib import Path
 
-
-from fasbench.base import contain
-from fasbench.base import gitsafe
+from fasbench.base import contain, gitsafe
+from fasbench.base.entities import entity_gold, file_entities
+from fasbench.base.paths import building, child, replace_dir, safe_name
 from fasbench.data.archive import ArchiveError, unpack
-from fasbench.data.corpus_cache import (CorpusError, checkout_names, lock as _lock, portable_root,  # noqa: F401
-                                       resolve_root, root_dir)
+from fasbench.data.corpus_cache import CorpusError, checkout_names, portable_root, resolve_root, root_dir  # noqa: F401
+from fasbench.data.corpus_cache import lock as _lock
 from fasbench.data.locations import find_data
 from fasbench.data.patches import parse_diff, relocate
 from fasbench.data.relocate import hunk_anchors, place_context, place_explore
-from fasbench.base.entities import entity_gold, file_entities
-from fasbench.base.paths import building, child, replace_dir, safe_name
 from fasbench.records import Gold, RecordError, Task, append_jsonl, fields
 
 DROP_REASONS = (
@@ -101,14 +99,45 @@ def _sdist_file(d: Path) -> Path | None:
 
 
 # the environment pip gets (it runs the sdist's setup.py for its metadata): where to download from, no key
-PIP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY",
-           "HTTPS_PROXY", "NO_PROXY", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_CERT",
-           "PIP_CONFIG_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE")
+PIP_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+    "PIP_CERT",
+    "PIP_CONFIG_FILE",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+)
 
 
 def _pip_download(name: str, release: str, dest: Path) -> tuple[bool, str]:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation",
-           "--disable-pip-version-check", "-q", f"{name}=={release}", "-d", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "--no-build-isolation",
+        "--disable-pip-version-check",
+        "-q",
+        f"{name}=={release}",
+        "-d",
+        str(dest),
+    ]
     env = {k: os.environ[k] for k in PIP_ENV if k in os.environ}
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT, env=env)
@@ -171,7 +200,11 @@ def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
             if info.get("error") and info.get("method") == method:
                 raise CorpusError("sdist-unavailable", info["error"])
             old = _sdist_file(dl)
-            if info.get("reason") == "bad-archive" and old and [old.name, old.stat().st_size] == [info.get("file"), info.get("bytes")]:
+            if (
+                info.get("reason") == "bad-archive"
+                and old
+                and [old.name, old.stat().st_size] == [info.get("file"), info.get("bytes")]
+            ):
                 raise CorpusError("bad-archive", info["error"])  # refused before: the same file is not unpacked again
         info_path.parent.mkdir(parents=True, exist_ok=True)
         info = {"name": name, "release": release, "method": None, "pip_error": "", "error": "", "seconds": 0.0}
@@ -226,12 +259,21 @@ def clone_url(task: Task) -> str:
         raise CorpusError("clone-failed", str(e)) from None
 
 
-def _git(cmd: str, *options: str, cwd: Path, revs: tuple = (), paths: list | None = None,
-         protocols: tuple[str, ...] = ()) -> str:
+def _git(
+    cmd: str, *options: str, cwd: Path, revs: tuple = (), paths: list | None = None, protocols: tuple[str, ...] = ()
+) -> str:
     """git in fasbench's own clone ``cwd`` (its ``.git``), through the one wall (fasbench.base.gitsafe)."""
     try:
-        return gitsafe.run(cmd, *options, revs=revs, paths=paths, git_dir=cwd / ".git", work_tree=cwd,
-                           protocols=protocols, timeout=3600 if protocols else 600)
+        return gitsafe.run(
+            cmd,
+            *options,
+            revs=revs,
+            paths=paths,
+            git_dir=cwd / ".git",
+            work_tree=cwd,
+            protocols=protocols,
+            timeout=3600 if protocols else 600,
+        )
     except gitsafe.GitError as e:
         raise CorpusError("clone-failed", str(e)) from None
 
@@ -336,18 +378,35 @@ def materialize(task: Task, mode: str | None = None, method: str = "auto") -> Ta
         raise CorpusError(rel.status, rel.detail)
     hunk = rel.variants["hunk"]
     variants = dict(rel.variants)
-    t.gold = Gold(edited={p: hunk[p] for p in t.gold.edited}, viewed=t.gold.viewed, source=t.gold.source,
-                  variants={k: {p: v[p] for p in t.gold.edited} for k, v in variants.items()})
+    t.gold = Gold(
+        edited={p: hunk[p] for p in t.gold.edited},
+        viewed=t.gold.viewed,
+        source=t.gold.source,
+        variants={k: {p: v[p] for p in t.gold.edited} for k, v in variants.items()},
+    )
     _filter_viewed(t, root)
     t.root = str(root)
-    t.meta["corpus"] = {"mode": "offline", "package": pk[0], "release": pk[1], "status": rel.status,
-                        "max_fuzz": rel.max_fuzz, "offsets": rel.offsets}
+    t.meta["corpus"] = {
+        "mode": "offline",
+        "package": pk[0],
+        "release": pk[1],
+        "status": rel.status,
+        "max_fuzz": rel.max_fuzz,
+        "offsets": rel.offsets,
+    }
     anchors = {f.path: hunk_anchors(f, rel.offsets[f.path]) for f in files if f.path in rel.offsets}
     return _place_extra(task, t, root, exact=False, anchors=anchors, files=files, offsets=rel.offsets)
 
 
-def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | None = None,
-                 files: list | None = None, offsets: dict | None = None) -> Task:
+def _place_extra(
+    task: Task,
+    t: Task,
+    root: Path,
+    exact: bool,
+    anchors: dict | None = None,
+    files: list | None = None,
+    offsets: dict | None = None,
+) -> Task:
     """Entity gold (from the patch's changed lines on this tree), SWE-Explore read regions
     (``relocate.place_explore``: anchored by the gold and test patches' hunks, matched on the base
     text of a cached online checkout) and ContextBench's gold context (``relocate.place_context``:
@@ -355,7 +414,9 @@ def _place_extra(task: Task, t: Task, root: Path, exact: bool, anchors: dict | N
     t.gold.explore = task.gold.explore
     if t.gold.explore is not None:
         ex = t.gold.explore
-        old_texts, anchors = ({}, anchors) if exact else (_base_texts(task, ex), _test_anchors(task, root, anchors or {}))
+        old_texts, anchors = (
+            ({}, anchors) if exact else (_base_texts(task, ex), _test_anchors(task, root, anchors or {}))
+        )
         placed = place_explore(ex, root, exact=exact, old_texts=old_texts, anchors=anchors)
         t.meta["explore_relocation"] = placed.meta
         if placed.explore is None:
@@ -437,8 +498,13 @@ def try_materialize(task: Task, mode: str | None = None, method: str = "auto") -
         return None, {"reason": "bad-task", "detail": f"{type(e).__name__}: {e}"[:300]}
 
 
-def materialize_many(tasks: list[Task], mode: str | None = None, method: str = "auto",
-                     manifest: str | Path | None = None, progress: bool = True) -> tuple[list[Task], list[dict]]:
+def materialize_many(
+    tasks: list[Task],
+    mode: str | None = None,
+    method: str = "auto",
+    manifest: str | Path | None = None,
+    progress: bool = True,
+) -> tuple[list[Task], list[dict]]:
     """Materialise each task; returns (usable tasks, manifest rows) and appends the rows to
     ``manifest`` when given. Releases are fetched in order of first use. A row's ``root`` is
     relative to the corpora cache (:func:`portable_root`; :func:`resolve_root` gives the path).
@@ -451,12 +517,20 @@ def materialize_many(tasks: list[Task], mode: str | None = None, method: str = "
     ok, rows = [], []
     for task in tqdm(tasks, desc="corpora", unit="task", disable=not progress):
         pk = pick_for(task)
-        row = {"id": task.id, "repo": task.repo, "version": task.version,
-               "corpus": f"{pk[0]}=={pk[1]}" if pk else None, "root": None, "located": False}
+        row = {
+            "id": task.id,
+            "repo": task.repo,
+            "version": task.version,
+            "corpus": f"{pk[0]}=={pk[1]}" if pk else None,
+            "root": None,
+            "located": False,
+        }
         t, why = try_materialize(task, mode=mode, method=method)
         if t is not None:
             ok.append(t)
-            row.update(root=portable_root(t.root), located=True, status=t.meta["corpus"]["status"], reason=None, detail="")
+            row.update(
+                root=portable_root(t.root), located=True, status=t.meta["corpus"]["status"], reason=None, detail=""
+            )
         else:
             row.update(status="dropped", **why)
         rows.append(row)

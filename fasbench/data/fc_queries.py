@@ -15,15 +15,14 @@ are skipped; a failed one is retried only with ``retry_failed``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
+from fasbench.base.specs import build, parse_spec
 from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.records import Task, append_jsonl, iter_jsonl, repair_jsonl
-from fasbench.base.specs import build, parse_spec
-from fasbench.tools.fastcontext_query import (FC_QUERY, FC_QUERY_SOURCE, SUBAGENT, TEMPERATURE, TOOLS,
-                                              messages, query_of)
+from fasbench.tools.fastcontext_query import FC_QUERY, FC_QUERY_SOURCE, SUBAGENT, TEMPERATURE, TOOLS, messages, query_of
 
 GENERATOR = "query_gen.py@5fb8c1d"
 
@@ -55,8 +54,13 @@ def generate_one(task: Task, client: OpenAIPolicy) -> dict:
     """One record: ``task_id``, ``fc_query`` (None when it failed), ``fc_query_source``, ``description``,
     ``finish_reason``, ``tool_calls`` (name and arguments as the model gave them), ``error``."""
     extra = dict(client.extra_body)
-    body = {"model": client.model, "messages": messages(task.query), "tools": TOOLS,
-            "temperature": client.temperature, "stream": False}
+    body = {
+        "model": client.model,
+        "messages": messages(task.query),
+        "tools": TOOLS,
+        "temperature": client.temperature,
+        "stream": False,
+    }
     if extra.pop(SEND_MAX_TOKENS, True):  # as query_gen.py@5fb8c1d: no max_tokens unless the spec asks
         body["max_tokens"] = client.max_tokens
     if client.top_p is not None:
@@ -64,8 +68,15 @@ def generate_one(task: Task, client: OpenAIPolicy) -> dict:
     if client.seed is not None:
         body["seed"] = client.seed
     body.update(extra)
-    rec = {"task_id": task.id, FC_QUERY: None, FC_QUERY_SOURCE: source_of(client), "description": None,
-           "finish_reason": None, "tool_calls": [], "error": None}
+    rec = {
+        "task_id": task.id,
+        FC_QUERY: None,
+        FC_QUERY_SOURCE: source_of(client),
+        "description": None,
+        "finish_reason": None,
+        "tool_calls": [],
+        "error": None,
+    }
     try:
         reply = client.complete(body)
     except EndpointError as e:
@@ -74,8 +85,11 @@ def generate_one(task: Task, client: OpenAIPolicy) -> dict:
     choice = reply["choices"][0]
     msg = choice.get("message") or {}
     rec["finish_reason"] = choice.get("finish_reason")
-    rec["tool_calls"] = [{"name": (c.get("function") or {}).get("name"), "arguments": (c.get("function") or {}).get("arguments")}
-                         for c in msg.get("tool_calls") or [] if isinstance(c, dict)]
+    rec["tool_calls"] = [
+        {"name": (c.get("function") or {}).get("name"), "arguments": (c.get("function") or {}).get("arguments")}
+        for c in msg.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
     if rec["finish_reason"] != "tool_calls":
         rec["error"] = f"finish reason {rec['finish_reason']!r}, not 'tool_calls' (query_gen.py counts it failed)"
         return rec
@@ -116,8 +130,13 @@ def read_queries(path: str | Path) -> dict[str, dict]:
     return out
 
 
-def generate(tasks: Sequence[Task], client: OpenAIPolicy, out: str | Path, retry_failed: bool = False,
-             progress: Callable[[dict], None] | None = None) -> dict[str, dict]:
+def generate(
+    tasks: Sequence[Task],
+    client: OpenAIPolicy,
+    out: str | Path,
+    retry_failed: bool = False,
+    progress: Callable[[dict], None] | None = None,
+) -> dict[str, dict]:
     """Generate the query of every task not yet in ``out`` (JSONL, appended one record per task as it
     comes); returns every record of ``out`` for these tasks by id."""
     out = Path(out)

@@ -19,9 +19,48 @@ from fasbench.data.patches import PatchError, gold_variants, parse_diff
 from fasbench.records import Gold, RecordError, Task, fields
 
 CODE_SUFFIXES = {
-    ".py", ".pyx", ".pxd", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx", ".cu", ".rs", ".go", ".java",
-    ".kt", ".scala", ".js", ".jsx", ".ts", ".tsx", ".mjs", ".rb", ".php", ".cs", ".swift", ".m", ".mm", ".sh",
-    ".bash", ".lua", ".pl", ".r", ".jl", ".hs", ".ml", ".ex", ".exs", ".erl", ".clj", ".dart", ".vue", ".sql",
+    ".py",
+    ".pyx",
+    ".pxd",
+    ".pyi",
+    ".c",
+    ".h",
+    ".cc",
+    ".cpp",
+    ".hpp",
+    ".cxx",
+    ".cu",
+    ".rs",
+    ".go",
+    ".java",
+    ".kt",
+    ".scala",
+    ".js",
+    ".jsx",
+    ".ts",
+    ".tsx",
+    ".mjs",
+    ".rb",
+    ".php",
+    ".cs",
+    ".swift",
+    ".m",
+    ".mm",
+    ".sh",
+    ".bash",
+    ".lua",
+    ".pl",
+    ".r",
+    ".jl",
+    ".hs",
+    ".ml",
+    ".ex",
+    ".exs",
+    ".erl",
+    ".clj",
+    ".dart",
+    ".vue",
+    ".sql",
 }
 
 
@@ -43,8 +82,14 @@ def is_code(path: str) -> bool:
     return Path(path).suffix.lower() in CODE_SUFFIXES
 
 
-def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = None, max_files: int = 20,
-         max_lines: int = 1000, name: str | None = None) -> tuple[list[Task], list[dict]]:
+def mine(
+    repo_path: str | Path,
+    rev: str = "HEAD",
+    max_commits: int | None = None,
+    max_files: int = 20,
+    max_lines: int = 1000,
+    name: str | None = None,
+) -> tuple[list[Task], list[dict]]:
     """Tasks from the history of ``rev`` (newest first) and the skipped commits ``[{sha, reason}]``."""
     repo = Path(repo_path).resolve()
     if not repo.is_dir():
@@ -68,7 +113,10 @@ def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = Non
         if not parents:
             skipped.append({"sha": sha, "reason": "root-commit"})
             continue
-        numstat = [ln.split("\t") for ln in _git(repo, gd, "diff", "--numstat", "--no-renames", revs=(parents[0], sha)).splitlines()]
+        numstat = [
+            ln.split("\t")
+            for ln in _git(repo, gd, "diff", "--numstat", "--no-renames", revs=(parents[0], sha)).splitlines()
+        ]
         paths = [n[2] for n in numstat if len(n) == 3]
         if not paths:
             skipped.append({"sha": sha, "reason": "empty"})
@@ -89,7 +137,20 @@ def mine(repo_path: str | Path, rev: str = "HEAD", max_commits: int | None = Non
         msg = _git(repo, gd, "log", "-1", "--format=%B", revs=(sha,)).strip()
         date = _git(repo, gd, "log", "-1", "--format=%aI", revs=(sha,)).strip()
         gold = Gold(edited={p: [list(r) for r in rs] for p, rs in var["hunk"].items()}, source="git", variants=var)
-        tasks.append(Task(id=f"{name}@{sha[:12]}", query=msg, repo=name, gold=gold, base_commit=parents[0],
-                          meta={"instance_id": f"{name}@{sha}", "commit": sha, "date": date, "patch": diff,
-                                "clone_url": str(repo)}))
+        tasks.append(
+            Task(
+                id=f"{name}@{sha[:12]}",
+                query=msg,
+                repo=name,
+                gold=gold,
+                base_commit=parents[0],
+                meta={
+                    "instance_id": f"{name}@{sha}",
+                    "commit": sha,
+                    "date": date,
+                    "patch": diff,
+                    "clone_url": str(repo),
+                },
+            )
+        )
     return tasks, skipped

@@ -40,15 +40,15 @@ placed on the corpus later, by ``fasbench.data.corpus.materialize`` (data/reloca
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
+from fasbench.base.paths import UnsafeName
 from fasbench.data import swebench_tasks
-from fasbench.data.corpus import checkout_names, root_dir, try_materialize
 from fasbench.data.contextbench_tasks import import_contextbench
+from fasbench.data.corpus import checkout_names, root_dir, try_materialize
 from fasbench.data.splits import assign
 from fasbench.data.swebench_pro import tasks_from_records
-from fasbench.base.paths import UnsafeName
 from fasbench.records import Gold, RecordError, Task, fields, read_records
 
 FORMATS = ("swe-explore", "locbench", "contextbench", "swebench-pro")
@@ -105,8 +105,17 @@ def _base_task(rec: dict, known: dict[str, Task], gold_source: str) -> tuple[Tas
     iid = fields.record_id(rec["instance_id"], "instance_id")
     if iid in known:
         t = known[iid]
-        return Task(iid, t.query, t.repo, Gold(dict(t.gold.edited), None, t.gold.source, dict(t.gold.variants)),
-                    t.base_commit, t.version, None, t.split, dict(t.meta)), ""
+        return Task(
+            iid,
+            t.query,
+            t.repo,
+            Gold(dict(t.gold.edited), None, t.gold.source, dict(t.gold.variants)),
+            t.base_commit,
+            t.version,
+            None,
+            t.split,
+            dict(t.meta),
+        ), ""
     query = rec.get("problem_statement") or rec.get("issue")
     if not query:
         return None, "no-query"
@@ -114,8 +123,17 @@ def _base_task(rec: dict, known: dict[str, Task], gold_source: str) -> tuple[Tas
     if not repo:
         return None, "no-repo"
     meta = {k: fields.text(rec[k], k) for k in ("repo_dir", "patch", "clone_url") if rec.get(k)}
-    return Task(iid, fields.text(query, "problem_statement"), fields.repo_name(repo), Gold({}, None, gold_source),
-                rec.get("base_commit") or None, rec.get("version") or None, None, None, meta), ""
+    return Task(
+        iid,
+        fields.text(query, "problem_statement"),
+        fields.repo_name(repo),
+        Gold({}, None, gold_source),
+        rec.get("base_commit") or None,
+        rec.get("version") or None,
+        None,
+        None,
+        meta,
+    ), ""
 
 
 def _whole_reads(regions: list[list], steps) -> dict[str, int]:
@@ -124,8 +142,11 @@ def _whole_reads(regions: list[list], steps) -> dict[str, int]:
     out: dict[str, int] = {}
     for p, s, e in regions:
         reads = steps.get(p) if isinstance(steps.get(p), list) else []
-        if s != 1 or e < 1 or not any(isinstance(x, dict) and x.get("end") == -1 and x.get("start") in (1, 0, None)
-                                      for x in reads):
+        if (
+            s != 1
+            or e < 1
+            or not any(isinstance(x, dict) and x.get("end") == -1 and x.get("start") in (1, 0, None) for x in reads)
+        ):
             continue
         if any(q == p and e2 > e for q, _, e2 in regions):
             continue  # a region of the record reaches past line e: the file is longer
@@ -142,8 +163,11 @@ def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
             return None, {"reason": "no-ground-truth"}
         try:
             core = [_region(r) for r in _list(gt.get("read_core_regions"), "read_core_regions")]
-            opt = [_region(r) for regs in _mapping(gt.get("read_optional_regions_map"), "read_optional_regions_map").values()
-                   for r in regs]
+            opt = [
+                _region(r)
+                for regs in _mapping(gt.get("read_optional_regions_map"), "read_optional_regions_map").values()
+                for r in regs
+            ]
         except RecordError as e:
             return None, {"reason": "bad-region", "detail": str(e)[:300]}
         if not core:
@@ -151,8 +175,13 @@ def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
         t, why = _base_task(rec, known, "swe-explore")
         if t is None:
             return None, {"reason": why}
-        opt_files = sorted({p for fs in _mapping(gt.get("read_optional_files_map"), "read_optional_files_map").values()
-                            for p in _strings(fs, "read_optional_files_map")})
+        opt_files = sorted(
+            {
+                p
+                for fs in _mapping(gt.get("read_optional_files_map"), "read_optional_files_map").values()
+                for p in _strings(fs, "read_optional_files_map")
+            }
+        )
         steps = rec.get("read_step_info") if isinstance(rec.get("read_step_info"), dict) else {}
         whole = _whole_reads(core + opt, steps)
 
@@ -160,19 +189,27 @@ def import_swe_explore(path: str | Path) -> tuple[list[Task], list[dict]]:
             return [r[0], 1, -1] if r[1] == 1 and whole.get(r[0]) == r[2] else r
 
         modified = _strings(gt.get("modified_core_files"), "modified_core_files")
-        t.gold.explore = {"core_files": _strings(gt.get("read_core_files"), "read_core_files"),
-                          "core_regions": [as_read(r) for r in core],
-                          "optional_files": opt_files, "optional_regions": [as_read(r) for r in opt],
-                          "modified_files": list(modified),
-                          "count_paths": sorted({r[0] for r in core + opt}), "whole_files": whole}
+        t.gold.explore = {
+            "core_files": _strings(gt.get("read_core_files"), "read_core_files"),
+            "core_regions": [as_read(r) for r in core],
+            "optional_files": opt_files,
+            "optional_regions": [as_read(r) for r in opt],
+            "modified_files": list(modified),
+            "count_paths": sorted({r[0] for r in core + opt}),
+            "whole_files": whole,
+        }
         if not t.gold.edited:
             t.gold.edited = {p: [] for p in modified}
         if rec.get("test_patch") and not t.meta.get("test_patch"):
             t.meta["test_patch"] = fields.text(rec["test_patch"], "test_patch")
         meta = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
-        t.meta["gold_import"] = {"format": "swe-explore", "file": str(path),
-                                 "main_files": _strings(gt.get("main_files"), "main_files"), "read_step_info": steps,
-                                 "gold_kind": str(meta.get("gold_kind") or "read-core regions")}
+        t.meta["gold_import"] = {
+            "format": "swe-explore",
+            "file": str(path),
+            "main_files": _strings(gt.get("main_files"), "main_files"),
+            "read_step_info": steps,
+            "gold_kind": str(meta.get("gold_kind") or "read-core regions"),
+        }
         return t, None
 
     tasks, dropped = fields.each_record(_records(path), one)
@@ -214,8 +251,11 @@ def import_locbench(path: str | Path) -> tuple[list[Task], list[dict]]:
         t.gold.source = "locbench"
         if not t.gold.edited:
             t.gold.edited = {p: [] for p in dict.fromkeys(files)}
-        t.gold.entities = {"file": list(dict.fromkeys(files)), "module": list(dict.fromkeys(mods)),
-                           "function": list(dict.fromkeys(funcs))}
+        t.gold.entities = {
+            "file": list(dict.fromkeys(files)),
+            "module": list(dict.fromkeys(mods)),
+            "function": list(dict.fromkeys(funcs)),
+        }
         t.meta["gold_import"] = {"format": "locbench", "file": str(path)}
         return t, None
 
@@ -231,8 +271,12 @@ def usability(task: Task) -> dict[str, str]:
     if t is not None:
         rel = t.meta.get("explore_relocation") or {}
         lost = rel.get("core_dropped") or []
-        offline = "usable" + (f" ({len(lost)} core regions dropped, {100 * rel['core_lines_placed']:.1f}% of the core "
-                              f"lines placed: {', '.join(sorted({d['reason'] for d in lost}))})" if lost else "")
+        offline = "usable" + (
+            f" ({len(lost)} core regions dropped, {100 * rel['core_lines_placed']:.1f}% of the core "
+            f"lines placed: {', '.join(sorted({d['reason'] for d in lost}))})"
+            if lost
+            else ""
+        )
         how = (t.meta.get("context_relocation") or {}).get("how") or {}
         if how:  # ContextBench's gold context: how its regions were placed
             offline += " (regions placed: " + ", ".join(f"{k} {n}" for k, n in sorted(how.items())) + ")"
@@ -251,7 +295,9 @@ def usability(task: Task) -> dict[str, str]:
         t, why = try_materialize(task, mode="online")
         online = "usable" if t is not None else f"{why['reason']}: {why['detail']}"
     else:
-        online = f"usable at the exact commit {task.base_commit[:12]} (gold as recorded; no checkout cached, not cloned)"
+        online = (
+            f"usable at the exact commit {task.base_commit[:12]} (gold as recorded; no checkout cached, not cloned)"
+        )
     return {"offline": offline, "online": online}
 
 
@@ -263,8 +309,12 @@ def import_swebench_pro(path: str | Path) -> tuple[list[Task], list[dict]]:
 def import_gold(fmt: str, path: str | Path) -> tuple[list[Task], list[dict]]:
     if fmt not in FORMATS:
         raise InputFileError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return {"swe-explore": import_swe_explore, "locbench": import_locbench, "contextbench": import_contextbench,
-            "swebench-pro": import_swebench_pro}[fmt](path)
+    return {
+        "swe-explore": import_swe_explore,
+        "locbench": import_locbench,
+        "contextbench": import_contextbench,
+        "swebench-pro": import_swebench_pro,
+    }[fmt](path)
 
 
 def check_usability(tasks: list[Task]) -> Iterator[str]:

@@ -92,7 +92,7 @@ def _strip(path: str) -> str:
     path = _unquote(path)
     for p in ("a/", "b/"):
         if path.startswith(p):
-            return path[len(p):]
+            return path[len(p) :]
     return path
 
 
@@ -137,8 +137,16 @@ def _hunk(h: unidiff.Hunk) -> Hunk:
     trail = 0
     while trail < len(kinds) - lead and kinds[len(kinds) - 1 - trail] == " ":
         trail += 1
-    return Hunk(h.source_start, h.source_length, old, new, lead, trail, _merge(changed),
-                [(k, _text(ln)) for k, ln in zip(kinds, lines)])
+    return Hunk(
+        h.source_start,
+        h.source_length,
+        old,
+        new,
+        lead,
+        trail,
+        _merge(changed),
+        [(k, _text(ln)) for k, ln in zip(kinds, lines)],
+    )
 
 
 def parse_diff(diff: str) -> list[FileDiff]:
@@ -194,7 +202,7 @@ def _find(lines: list[str], needle: list[str], guess: int) -> int | None:
     first = needle[0]
     for d in range(0, max(guess, last - guess) + 1):
         for pos in (guess - d, guess + d) if d else (guess,):
-            if 0 <= pos <= last and lines[pos] == first and lines[pos:pos + n] == needle:
+            if 0 <= pos <= last and lines[pos] == first and lines[pos : pos + n] == needle:
                 return pos
     return None
 
@@ -223,7 +231,7 @@ def locate_file(f: FileDiff, lines: list[str]) -> list[HunkPlace]:
             top, bot = min(fuzz, h.lead), min(fuzz, h.trail)
             if fuzz and top == 0 and bot == 0:
                 continue
-            needle = h.old_lines[top:len(h.old_lines) - bot]
+            needle = h.old_lines[top : len(h.old_lines) - bot]
             if not needle and h.old_lines:
                 break
             pos = _find(lines, needle, start0 + top)
@@ -298,7 +306,8 @@ def relocate(files: list[FileDiff], root: str | Path) -> Relocation:
     if unfound and n_applied_unfound == len(unfound) or n_hunks and n_applied == n_hunks:
         return Relocation("already-applied", {}, f"{n_applied}/{n_hunks} hunks already applied", offsets)
     if unfound:
-        return Relocation("hunk-not-found", {}, f"{len(unfound)}/{n_hunks} hunks not found: " + ", ".join(unfound[:5]),
-                          offsets)
+        return Relocation(
+            "hunk-not-found", {}, f"{len(unfound)}/{n_hunks} hunks not found: " + ", ".join(unfound[:5]), offsets
+        )
     status = "fuzz" if maxfuzz else "offset" if any_offset else "clean"
     return Relocation(status, {"hunk": hunk_v, "changed": changed_v}, "", offsets, maxfuzz)

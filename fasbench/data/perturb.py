@@ -45,11 +45,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fasbench.base import contain
-from fasbench.data.corpus import CorpusError, portable_root, root_dir
-from fasbench.data.pyedit import code_only, in_docs, reorder_text
 from fasbench.base.entities import parse_python
 from fasbench.base.paths import building, child, replace_dir
 from fasbench.base.specs import build, parse_spec
+from fasbench.data.corpus import CorpusError, portable_root, root_dir
+from fasbench.data.pyedit import code_only, in_docs, reorder_text
 
 WORDS = ("core", "impl", "base", "main", "defs", "ops", "parts", "unit")
 SCANNED = (".py", ".pyx", ".pxd", ".cfg", ".toml", ".ini")
@@ -124,11 +124,14 @@ class Tree:
     def move(self, old: str, new: str) -> list[tuple[str, str]]:
         """Rename a file or folder; the (old, new) file paths moved."""
         src, dst = self.root / old, self.root / new
-        files = [p.relative_to(self.root).as_posix() for p in ([src] if src.is_file() else sorted(src.rglob("*")))
-                 if p.is_file() or p.is_symlink()]
+        files = [
+            p.relative_to(self.root).as_posix()
+            for p in ([src] if src.is_file() else sorted(src.rglob("*")))
+            if p.is_file() or p.is_symlink()
+        ]
         dst.parent.mkdir(parents=True, exist_ok=True)
         os.rename(src, dst)
-        pairs = [(f, new + f[len(old):]) for f in files]
+        pairs = [(f, new + f[len(old) :]) for f in files]
         for a, b in pairs:
             if a in self.text:
                 self.text[b] = self.text.pop(a)
@@ -197,16 +200,22 @@ def _rope_project(root: Path):
     return _Project(str(root), ropefolder=None)
 
 
-def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool, word: str,
-                  dotted: str | None = None) -> dict[str, str] | None:
+def _rope_changes(
+    tree: Tree, rel: str, offset: int | None, new: str, docs: bool, word: str, dotted: str | None = None
+) -> dict[str, str] | None:
     """{path: new text} of rope's rename of the module/folder ``rel`` (offset None) or of the name at
     ``offset`` in ``rel``; None when rope cannot analyse a file that may refer to it."""
     # local import: rope (heavy) is needed only when a corpus is perturbed, never on the CLI's start-up path
     from rope.refactor.rename import Rename
 
     rx = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
-    files = [p for p, t in tree.text.items() if p.endswith(".py") and rx.search(t)
-             and (dotted is None or p == rel or p.startswith(rel + "/") or _may_refer(tree.root, p, t, dotted))]
+    files = [
+        p
+        for p, t in tree.text.items()
+        if p.endswith(".py")
+        and rx.search(t)
+        and (dotted is None or p == rel or p.startswith(rel + "/") or _may_refer(tree.root, p, t, dotted))
+    ]
     with warnings.catch_warnings():  # rope 1.x warns about its own deprecated source-folder API
         warnings.simplefilter("ignore", DeprecationWarning)
         project = _rope_project(tree.root)
@@ -226,8 +235,9 @@ def _rope_changes(tree: Tree, rel: str, offset: int | None, new: str, docs: bool
         project.close()
 
 
-def _accept(tree: Tree, changes: dict[str, str], back: list[tuple[str, str]], gone: re.Pattern,
-            code_only_: bool = False) -> bool:
+def _accept(
+    tree: Tree, changes: dict[str, str], back: list[tuple[str, str]], gone: re.Pattern, code_only_: bool = False
+) -> bool:
     """Every changed line reads back as the original, and no occurrence of the old name is left
     (with ``code_only_``, none outside comments and docstrings)."""
     if any(p not in tree.text or not _lines_match(tree.text[p], t, back) for p, t in changes.items()):
@@ -238,9 +248,15 @@ def _accept(tree: Tree, changes: dict[str, str], back: list[tuple[str, str]], go
 
 def _modules(tree: Tree) -> list[str]:
     """Package modules (``*.py`` in a folder with ``__init__.py``, not ``__init__``/``conftest``/``setup``)."""
-    return [p for p in tree.text if p.endswith(".py") and "/" in p and Path(p).stem not in ("__init__", "conftest",
-            "setup", "__main__") and (tree.root / Path(p).parent / "__init__.py").is_file()
-            and Path(p).stem.isidentifier()]
+    return [
+        p
+        for p in tree.text
+        if p.endswith(".py")
+        and "/" in p
+        and Path(p).stem not in ("__init__", "conftest", "setup", "__main__")
+        and (tree.root / Path(p).parent / "__init__.py").is_file()
+        and Path(p).stem.isidentifier()
+    ]
 
 
 def dotted_name(root: Path, rel: str) -> str:
@@ -252,15 +268,18 @@ def dotted_name(root: Path, rel: str) -> str:
     keep = 1
     while keep < len(parts) and (root / Path(*parts[: len(parts) - keep]) / "__init__.py").is_file():
         keep += 1
-    return ".".join(parts[len(parts) - keep:])
+    return ".".join(parts[len(parts) - keep :])
 
 
 def _subpackages(tree: Tree) -> list[str]:
     """Package folders inside another package (a top-level package is never renamed: code outside the
     corpus imports it by name)."""
     dirs = {str(Path(p).parent) for p in tree.text if p.endswith("/__init__.py")}
-    return sorted(d for d in dirs if "/" in d and (tree.root / Path(d).parent / "__init__.py").is_file()
-                  and Path(d).name.isidentifier())
+    return sorted(
+        d
+        for d in dirs
+        if "/" in d and (tree.root / Path(d).parent / "__init__.py").is_file() and Path(d).name.isidentifier()
+    )
 
 
 def _imports(root: Path, rel: str, text: str) -> set[str]:
@@ -284,8 +303,10 @@ def _imports(root: Path, rel: str, text: str) -> set[str]:
 
 def _may_refer(root: Path, rel: str, text: str, dotted: str) -> bool:
     """Whether a file's imports can reach ``dotted`` (every reference to a module starts at an import)."""
-    return any(a == "*" or a == dotted or a.startswith(dotted + ".") or dotted.startswith(a + ".")
-               for a in _imports(root, rel, text))
+    return any(
+        a == "*" or a == dotted or a.startswith(dotted + ".") or dotted.startswith(a + ".")
+        for a in _imports(root, rel, text)
+    )
 
 
 def _order(cands: list[str], focus: list[str], rng: random.Random) -> list[str]:
@@ -310,7 +331,7 @@ def _rename_paths(tree: Tree, rec: dict, n: int, rng: random.Random, focus: list
             break
         for o, nw in dir_moves:  # an earlier folder rename moved it
             if rel == o or rel.startswith(o + "/"):
-                rel = nw + rel[len(o):]
+                rel = nw + rel[len(o) :]
         if not (tree.root / rel).exists():
             continue
         tried += 1
@@ -334,8 +355,18 @@ def _rename_paths(tree: Tree, rec: dict, n: int, rng: random.Random, focus: list
             rec["moves_back"][b] = orig
         if kind == "package":
             dir_moves.append((rel, new_rel))
-        rec["renames"].append({"kind": kind, "old": dotted, "new": dotted_name(tree.root, new_rel), "old_path": rel,
-                               "new_path": new_rel, "old_name": old, "new_name": new, "files_changed": len(changes)})
+        rec["renames"].append(
+            {
+                "kind": kind,
+                "old": dotted,
+                "new": dotted_name(tree.root, new_rel),
+                "old_path": rel,
+                "new_path": new_rel,
+                "old_name": old,
+                "new_name": new,
+                "files_changed": len(changes),
+            }
+        )
         done += 1
 
 
@@ -349,8 +380,12 @@ def _private_defs(text: str) -> list[tuple[str, int]]:
         starts.append(starts[-1] + len(line) + 1)
     out = []
     for node in mod.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name.startswith("_") \
-                and not node.name.startswith("__") and len(node.name) > 2:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name.startswith("_")
+            and not node.name.startswith("__")
+            and len(node.name) > 2
+        ):
             at = text.find(node.name, starts[node.lineno - 1] + node.col_offset)
             if at >= 0:
                 out.append((node.name, at))
@@ -380,8 +415,15 @@ def _rename_private(tree: Tree, rec: dict, n: int, rng: random.Random, focus_now
                 continue
             for p, t in changes.items():
                 tree.write(p, t)
-            rec["renames"].append({"kind": "private", "old": name, "new": new, "file": rec["moves_back"].get(rel, rel),
-                                   "files_changed": len(changes)})
+            rec["renames"].append(
+                {
+                    "kind": "private",
+                    "old": name,
+                    "new": new,
+                    "file": rec["moves_back"].get(rel, rel),
+                    "files_changed": len(changes),
+                }
+            )
             done += 1
         if done >= n or tried >= n * ATTEMPTS:
             return
@@ -425,8 +467,16 @@ def perturb_corpus(root: str | Path, spec: PerturbSpec | str, focus: list[str] =
     if tree_dir.is_dir() and rec_path.exists():
         return tree_dir, json.loads(rec_path.read_text())
     rng = random.Random(f"{spec.seed}:{root.name}")  # the corpus by name: the same wherever it lies
-    rec = {"version": RECORD_VERSION, "spec": spec.text(), "seed": spec.seed, "source_root": portable_root(root),
-           "focus": focus, "renames": [], "reorders": {}, "moves_back": {}}
+    rec = {
+        "version": RECORD_VERSION,
+        "spec": spec.text(),
+        "seed": spec.seed,
+        "source_root": portable_root(root),
+        "focus": focus,
+        "renames": [],
+        "reorders": {},
+        "moves_back": {},
+    }
     with building(tree_dir) as tmp:
         try:
             tree = Tree(root, tmp / "tree")

@@ -20,14 +20,14 @@ import json
 import re
 import sys
 from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from fasbench.base import contain
-from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus, read_back
 from fasbench.base.lines import line_set
-from fasbench.records import Gold, Task
 from fasbench.base.untrusted import SandboxError, SandboxLimits, check_sandbox, run_sandboxed, sandbox_env
+from fasbench.data.perturb import PerturbError, PerturbSpec, dotted_name, parse_perturb, perturb_corpus, read_back
+from fasbench.records import Gold, Task
 
 CHECK_TIMEOUT = 300  # seconds for one import or collection check of a tree
 # a corpus's imports may pull in large packages of the environment (address space), pytest writes nothing
@@ -142,9 +142,14 @@ def perturb_task(task: Task, spec: PerturbSpec | str) -> Task:
         t.meta["created_files"] = [reloc.path(p) for p in t.meta["created_files"]]
     if "patch" in t.meta:  # its paths and lines are the original corpus's
         t.meta["original_patch"] = t.meta.pop("patch")
-    t.meta["perturb"] = {"spec": spec.text(), "record": str(new_root) + ".json", "original_root": task.root,
-                         "renames": len(rec["renames"]), "reordered_files": len(rec["reorders"]),
-                         "gold_files_moved": sum(p in reloc.moves for p in task.gold.edited)}
+    t.meta["perturb"] = {
+        "spec": spec.text(),
+        "record": str(new_root) + ".json",
+        "original_root": task.root,
+        "renames": len(rec["renames"]),
+        "reordered_files": len(rec["reorders"]),
+        "gold_files_moved": sum(p in reloc.moves for p in task.gold.edited),
+    }
     return t
 
 
@@ -173,8 +178,12 @@ def _gold_spans(gold: Gold) -> list[tuple[str, list[list[int]]]]:
     spans = [(p, r) for p, r in gold.edited.items()]
     spans += [(p, r) for v in gold.variants.values() for p, r in v.items()]
     if gold.explore is not None:
-        spans += [(p, [[s, e]]) for k in ("core_regions", "optional_regions") for p, s, e in gold.explore.get(k, [])
-                  if e != -1]
+        spans += [
+            (p, [[s, e]])
+            for k in ("core_regions", "optional_regions")
+            for p, s, e in gold.explore.get(k, [])
+            if e != -1
+        ]
     return spans
 
 
@@ -183,8 +192,7 @@ def gold_line_mismatches(original: Task, perturbed: Task) -> list[dict]:
     back through the renames); [] when the relocation is exact."""
     rec = contain.read_json(perturbed.meta["perturb"]["record"], want=dict)  # a task names it: bounded, no FIFO
     reloc = PerturbMap(rec)
-    back = [(r["new_name"], r["old_name"]) if r["kind"] != "private" else (r["new"], r["old"])
-            for r in rec["renames"]]
+    back = [(r["new_name"], r["old_name"]) if r["kind"] != "private" else (r["new"], r["old"]) for r in rec["renames"]]
     out = []
     for path, ranges in _gold_spans(original.gold):
         if not ranges:
@@ -195,8 +203,16 @@ def gold_line_mismatches(original: Task, perturbed: Task) -> list[dict]:
                 m = reloc.line(path, n)
                 got = new[m - 1] if 0 < m <= len(new) else None
                 if got != old[n - 1] and (got is None or read_back(got, back) != old[n - 1]):
-                    out.append({"path": path, "line": n, "new_path": reloc.path(path), "new_line": m,
-                                "original": old[n - 1], "perturbed": got})
+                    out.append(
+                        {
+                            "path": path,
+                            "line": n,
+                            "new_path": reloc.path(path),
+                            "new_line": m,
+                            "original": old[n - 1],
+                            "perturbed": got,
+                        }
+                    )
     return out
 
 
@@ -224,8 +240,16 @@ def _python_paths() -> list[str]:
 
 def _run(args: list[str], cwd: str | Path, bwrap: str) -> tuple[int, str]:
     """(exit status, output) of ``args`` run on the corpus ``cwd`` in the sandbox (read-only)."""
-    r = run_sandboxed(bwrap, cwd, args, sandbox_env(CHECK_ENV), CHECK_TIMEOUT, writable=False,
-                      ro_paths=_python_paths(), limits=CHECK_LIMITS)
+    r = run_sandboxed(
+        bwrap,
+        cwd,
+        args,
+        sandbox_env(CHECK_ENV),
+        CHECK_TIMEOUT,
+        writable=False,
+        ro_paths=_python_paths(),
+        limits=CHECK_LIMITS,
+    )
     if r["returncode"] == 126 and "cd: " in r["output"][:2000]:
         raise CheckError(f"the sandbox's user cannot enter the corpus {cwd} (its mode lets no other user read it)")
     return r["returncode"], r["output"]
@@ -235,10 +259,14 @@ def _importable(root: str | Path, files: list[str], bwrap: str) -> set[str]:
     """The import names of ``files`` that import in a fresh interpreter with the corpus's source
     roots first on ``sys.path``."""
     names = [dotted_name(Path(root), f) for f in files]
-    roots = sorted({str(Path(f).parents[len(n.split(".")) - (0 if f.endswith("/__init__.py") else 1)])
-                    for f, n in zip(files, names)})
+    roots = sorted(
+        {
+            str(Path(f).parents[len(n.split(".")) - (0 if f.endswith("/__init__.py") else 1)])
+            for f, n in zip(files, names)
+        }
+    )
     rc, out = _run([sys.executable, "-c", _IMPORTS, json.dumps(names), json.dumps(roots)], root, bwrap)
-    lines = [x[len(IMPORTED):] for x in out.splitlines() if x.startswith(IMPORTED)]
+    lines = [x[len(IMPORTED) :] for x in out.splitlines() if x.startswith(IMPORTED)]
     try:
         got = json.loads(lines[-1]) if rc == 0 and lines else []
     except ValueError:
@@ -250,8 +278,24 @@ def _collected(root: str | Path, files: list[str], bwrap: str) -> int | None:
     """Tests pytest collects from ``files`` (None when collection fails)."""
     if not files:
         return 0
-    rc, out = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-                    "--rootdir", ".", *files], root, bwrap)
+    rc, out = _run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "--rootdir",
+            ".",
+            *files,
+        ],
+        root,
+        bwrap,
+    )
     n = sum(1 for line in out.splitlines() if "::" in line)
     return n if rc == 0 else None
 
@@ -276,12 +320,21 @@ def verify_corpus(original_root: str | Path, perturbed_root: str | Path, rec: di
     lost = sorted(m for m in a if new_mods[m] not in b)
     tests = [p for p in py if Path(p).name.startswith("test_") or Path(p).stem.endswith("_test")]
     ta, tb = _collected(original_root, tests, bwrap), _collected(perturbed_root, [reloc.path(p) for p in tests], bwrap)
-    return {"modules": len(mods), "import_original": len(a), "import_perturbed": len(b & set(new_mods.values())),
-            "lost_imports": lost, "test_files": len(tests), "tests_original": ta, "tests_perturbed": tb,
-            "ok": not lost and (ta is None or ta == tb)}
+    return {
+        "modules": len(mods),
+        "import_original": len(a),
+        "import_perturbed": len(b & set(new_mods.values())),
+        "lost_imports": lost,
+        "test_files": len(tests),
+        "tests_original": ta,
+        "tests_perturbed": tb,
+        "ok": not lost and (ta is None or ta == tb),
+    }
 
 
-def perturb_many(tasks: Sequence[Task], spec: PerturbSpec, check: bool = False) -> Iterator[tuple[str, Task | None, bool]]:
+def perturb_many(
+    tasks: Sequence[Task], spec: PerturbSpec, check: bool = False
+) -> Iterator[tuple[str, Task | None, bool]]:
     """``fasbench data perturb``'s batch: per task ``(line, perturbed task or None, failed the check)``. A
     task that cannot be perturbed gives ``None`` and its reason (the batch goes on); with ``check`` each
     line also says how many gold lines came back wrong (:func:`gold_line_mismatches`) and whether the
@@ -293,17 +346,24 @@ def perturb_many(tasks: Sequence[Task], spec: PerturbSpec, check: bool = False) 
             yield f"{t.id}\tnot perturbed\t{e}", None, False
             continue
         m = p.meta["perturb"]
-        line = (f"{t.id}\t{p.root}\trenames {m['renames']}, reordered files {m['reordered_files']}, "
-                f"gold files moved {m['gold_files_moved']}/{len(t.gold.edited)}")
+        line = (
+            f"{t.id}\t{p.root}\trenames {m['renames']}, reordered files {m['reordered_files']}, "
+            f"gold files moved {m['gold_files_moved']}/{len(t.gold.edited)}"
+        )
         bad = False
         if check:
             wrong = gold_line_mismatches(t, p)
             try:
                 v = verify_corpus(t.root, p.root, contain.read_json(m["record"], want=dict))
-            except (PerturbError, ValueError) as e:  # the sandbox cannot run this corpus's code, or its record is unreadable
+            except (
+                PerturbError,
+                ValueError,
+            ) as e:  # the sandbox cannot run this corpus's code, or its record is unreadable
                 bad, line = True, line + f"; gold lines wrong {len(wrong)}; check failed: {e}"
             else:
                 bad = bool(wrong) or not v["ok"]
-                line += (f"; gold lines wrong {len(wrong)}; imports {v['import_perturbed']}/{v['import_original']}"
-                         f" (of {v['modules']}), tests collected {v['tests_perturbed']}/{v['tests_original']}")
+                line += (
+                    f"; gold lines wrong {len(wrong)}; imports {v['import_perturbed']}/{v['import_original']}"
+                    f" (of {v['modules']}), tests collected {v['tests_perturbed']}/{v['tests_original']}"
+                )
         yield line, p, bad

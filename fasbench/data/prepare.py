@@ -9,13 +9,22 @@ import gzip
 import json
 from pathlib import Path
 
-from fasbench.data.locations import SHARED
 from fasbench.base.paths import data_dir
+from fasbench.data.locations import SHARED
 
 PYPI_NAMES = {
-    "astropy": "astropy", "django": "Django", "matplotlib": "matplotlib", "seaborn": "seaborn",
-    "flask": "Flask", "requests": "requests", "xarray": "xarray", "pylint": "pylint", "pytest": "pytest",
-    "scikit-learn": "scikit-learn", "sphinx": "Sphinx", "sympy": "sympy",
+    "astropy": "astropy",
+    "django": "Django",
+    "matplotlib": "matplotlib",
+    "seaborn": "seaborn",
+    "flask": "Flask",
+    "requests": "requests",
+    "xarray": "xarray",
+    "pylint": "pylint",
+    "pytest": "pytest",
+    "scikit-learn": "scikit-learn",
+    "sphinx": "Sphinx",
+    "sympy": "sympy",
 }
 
 
@@ -36,8 +45,18 @@ def picks_from_corpora_md(md: Path) -> list[dict]:
             continue
         cells = [c.strip() for c in line.strip("|").split("|")]
         repo, label, n, d, pick, pip, usable, statuses = cells
-        rows.append({"repo_short": repo, "pypi": PYPI_NAMES[repo], "version": label, "n": int(n), "d": d,
-                     "release": pick, "pip_2026": pip, "usable_2026": usable})
+        rows.append(
+            {
+                "repo_short": repo,
+                "pypi": PYPI_NAMES[repo],
+                "version": label,
+                "n": int(n),
+                "d": d,
+                "release": pick,
+                "pip_2026": pip,
+                "usable_2026": usable,
+            }
+        )
     if len(rows) < 80:
         raise ValueError(f"{md}: expected the appendix table of ~91 picks, found {len(rows)}")
     return rows

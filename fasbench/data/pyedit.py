@@ -27,8 +27,9 @@ def doc_spans(text: str) -> list[tuple[int, int]]:
     out, prev = [], tokenize.NEWLINE  # the last token that is neither a comment nor a blank line
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and prev in (
-                    tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)):
+            if tok.type == tokenize.COMMENT or (
+                tok.type == tokenize.STRING and prev in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+            ):
                 out.append((starts[tok.start[0] - 1] + tok.start[1], starts[tok.end[0] - 1] + tok.end[1]))
             if tok.type not in (tokenize.COMMENT, tokenize.NL):
                 prev = tok.type
@@ -58,8 +59,11 @@ def _runs(body: list) -> list[list]:
     """Runs of >= 2 consecutive undecorated functions with distinct names."""
     runs, cur = [], []
     for node in body + [None]:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list \
-                and (not cur or node.lineno > cur[-1].end_lineno):
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not node.decorator_list
+            and (not cur or node.lineno > cur[-1].end_lineno)
+        ):
             cur.append(node)
             continue
         if len(cur) >= 2 and len({f.name for f in cur}) == len(cur):
@@ -80,14 +84,16 @@ def reorder_text(text: str, rng: random.Random) -> tuple[str, list[list[int]]] |
     blocks: list[list[int]] = []
     for body in bodies:
         for run in _runs(body):
-            spans = [[run[0].lineno, run[0].end_lineno]] + [[a.end_lineno + 1, b.end_lineno] for a, b in zip(run, run[1:])]
+            spans = [[run[0].lineno, run[0].end_lineno]] + [
+                [a.end_lineno + 1, b.end_lineno] for a, b in zip(run, run[1:])
+            ]
             order = list(range(len(spans)))
             while order == sorted(order):
                 rng.shuffle(order)
             at = spans[0][0]
             for i in order:
                 s, e = spans[i]
-                new_lines[at - 1: at - 1 + e - s + 1] = lines[s - 1: e]
+                new_lines[at - 1 : at - 1 + e - s + 1] = lines[s - 1 : e]
                 blocks.append([s, e, at])
                 at += e - s + 1
     if not blocks:
@@ -106,6 +112,8 @@ def _canon(mod: ast.Module) -> list[str]:
     out = []
     for node in mod.body:
         if isinstance(node, ast.ClassDef):
-            node = ast.ClassDef(**{**{f: getattr(node, f) for f in node._fields}, "body": sorted(node.body, key=ast.dump)})
+            node = ast.ClassDef(
+                **{**{f: getattr(node, f) for f in node._fields}, "body": sorted(node.body, key=ast.dump)}
+            )
         out.append(ast.dump(node))
     return sorted(out)

@@ -26,8 +26,8 @@ from pathlib import Path
 from fasbench.data.agent_traces import trajectory_dir
 from fasbench.data.patches import PatchError, parse_diff
 from fasbench.shell import operands, walk
-from fasbench.trajectories.first_edit import edits_files
 from fasbench.trajectories.agent_paths import ROOT, agent_path
+from fasbench.trajectories.first_edit import edits_files
 from fasbench.trajectories.raw import load_json, read_actions
 from fasbench.trajectories.viewed import viewing
 
@@ -102,15 +102,27 @@ def explore_records(run: str = "gemini-3-pro", instances: set[str] | None = None
         if not regions:
             continue
         files = list(dict.fromkeys(r[0] for r in regions))
-        out.append({"instance_id": iid, "repo_path": ROOT, "repo_dir": None,
-                    "ground_truth": {"read_core_files": files,
-                                     "read_core_regions": [{"path": p, "start": s, "end": e} for p, s, e in regions],
-                                     "read_optional_files_map": {}, "read_optional_regions_map": {},
-                                     "modified_core_files": modified,
-                                     "main_files": [p for p in files if p in modified]},
-                    "read_step_info": {}, "meta": {"source": f"fasbench read_regions from one resolved {run} "
-                                                             "mini-swe-agent trajectory (not SWE-Explore's consensus)",
-                                                   "gold_kind": f"one resolved {run} run's reads"}})
+        out.append(
+            {
+                "instance_id": iid,
+                "repo_path": ROOT,
+                "repo_dir": None,
+                "ground_truth": {
+                    "read_core_files": files,
+                    "read_core_regions": [{"path": p, "start": s, "end": e} for p, s, e in regions],
+                    "read_optional_files_map": {},
+                    "read_optional_regions_map": {},
+                    "modified_core_files": modified,
+                    "main_files": [p for p in files if p in modified],
+                },
+                "read_step_info": {},
+                "meta": {
+                    "source": f"fasbench read_regions from one resolved {run} "
+                    "mini-swe-agent trajectory (not SWE-Explore's consensus)",
+                    "gold_kind": f"one resolved {run} run's reads",
+                },
+            }
+        )
     return out
 
 

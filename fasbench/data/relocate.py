@@ -41,13 +41,13 @@ base line unknown), else by the hunk anchors; the gold is kept only when every r
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from fasbench.base import contain
-from fasbench.data.patches import FileDiff
 from fasbench.base.lines import line_set
+from fasbench.data.patches import FileDiff
 
 MIN_MATCHED = 0.9  # share of a region's lines difflib must match (rule 3)
 MIN_CORE_PLACED = 0.9  # share of the core lines (record's numbers) the placed core regions must hold
@@ -101,9 +101,14 @@ def _by_anchors(s: int, e: int, anchors: list[tuple[int, int, int]]) -> int | No
     return near[0][2] if max(top_gap, bottom_gap) <= NEAR else None
 
 
-def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bool = False,
-                     old_texts: Mapping[str, str] | None = None,
-                     anchors: Mapping[str, list[tuple[int, int, int]]] | None = None) -> RegionRelocation:
+def relocate_regions(
+    regions: Sequence[Sequence],
+    root: str | Path,
+    *,
+    exact: bool = False,
+    old_texts: Mapping[str, str] | None = None,
+    anchors: Mapping[str, list[tuple[int, int, int]]] | None = None,
+) -> RegionRelocation:
     """Move ``regions`` (``[path, start, end]`` on the base commit) onto the tree at ``root``."""
     root = Path(root)
     res = RegionRelocation([])
@@ -144,8 +149,11 @@ def relocate_regions(regions: Sequence[Sequence], root: str | Path, *, exact: bo
             else:
                 keep(s + off, e + off, "hunk-offset")
         else:
-            drop("region-not-anchored", f"{path}:{s}-{e}: no anchor (file in neither the gold nor the test patch) "
-                 "and no base-commit text (no online checkout cached)")
+            drop(
+                "region-not-anchored",
+                f"{path}:{s}-{e}: no anchor (file in neither the gold nor the test patch) "
+                "and no base-commit text (no online checkout cached)",
+            )
     return res
 
 
@@ -171,9 +179,14 @@ class ExplorePlacement:
     detail: str = ""  # why explore is None
 
 
-def place_explore(ex: Mapping, root: str | Path, *, exact: bool = False,
-                  old_texts: Mapping[str, str] | None = None,
-                  anchors: Mapping[str, list[tuple[int, int, int]]] | None = None) -> ExplorePlacement:
+def place_explore(
+    ex: Mapping,
+    root: str | Path,
+    *,
+    exact: bool = False,
+    old_texts: Mapping[str, str] | None = None,
+    anchors: Mapping[str, list[tuple[int, int, int]]] | None = None,
+) -> ExplorePlacement:
     """Place the core and optional regions of ``ex`` (``gold.explore``) on ``root`` (module doc)."""
     core = relocate_regions(ex["core_regions"], root, exact=exact, old_texts=old_texts, anchors=anchors)
     opt = relocate_regions(ex.get("optional_regions") or [], root, exact=exact, old_texts=old_texts, anchors=anchors)
@@ -181,17 +194,32 @@ def place_explore(ex: Mapping, root: str | Path, *, exact: bool = False,
     total = sum(record_lines(r, whole, root) for r in ex["core_regions"])
     lost = sum(record_lines(d["region"], whole, root) for d in core.dropped)
     share = 1.0 - lost / total if total else (1.0 if core.ok else 0.0)
-    meta = {"core": core.how, "optional": opt.how, "optional_dropped": len(opt.dropped),
-            "core_dropped": core.dropped, "core_lines_placed": round(share, 6)}
+    meta = {
+        "core": core.how,
+        "optional": opt.how,
+        "optional_dropped": len(opt.dropped),
+        "core_dropped": core.dropped,
+        "core_lines_placed": round(share, 6),
+    }
     if not core.regions or share < MIN_CORE_PLACED:
         d = core.dropped[0]
-        return ExplorePlacement(None, meta, f"{len(core.dropped)}/{len(ex['core_regions'])} core regions, "
-                                f"{100 * share:.1f}% of the core lines placed (need {100 * MIN_CORE_PLACED:.0f}%): "
-                                f"{d['reason']} ({d['detail']})")
+        return ExplorePlacement(
+            None,
+            meta,
+            f"{len(core.dropped)}/{len(ex['core_regions'])} core regions, "
+            f"{100 * share:.1f}% of the core lines placed (need {100 * MIN_CORE_PLACED:.0f}%): "
+            f"{d['reason']} ({d['detail']})",
+        )
     paths = {str(r[0]) for r in list(ex["core_regions"]) + list(ex.get("optional_regions") or [])}
-    out = dict(ex, core_regions=core.regions, optional_regions=opt.regions,
-               count_paths=sorted(paths | set(ex.get("count_paths") or [])))
+    out = dict(
+        ex,
+        core_regions=core.regions,
+        optional_regions=opt.regions,
+        count_paths=sorted(paths | set(ex.get("count_paths") or [])),
+    )
     return ExplorePlacement(out, meta)
+
+
 _UNKNOWN = "\x00fasbench: base-commit line {} unknown"  # matches no corpus line
 
 
@@ -201,8 +229,14 @@ def _content_text(start: int, content: str) -> str:
     return "\n".join([_UNKNOWN.format(i) for i in range(1, start)] + content.splitlines())
 
 
-def place_context(regions: Sequence[Sequence], contents: Sequence[str | None], root: str | Path, *, exact: bool,
-                  anchors: Mapping[str, list[tuple[int, int, int]]] | None = None) -> tuple[list | None, dict, str]:
+def place_context(
+    regions: Sequence[Sequence],
+    contents: Sequence[str | None],
+    root: str | Path,
+    *,
+    exact: bool,
+    anchors: Mapping[str, list[tuple[int, int, int]]] | None = None,
+) -> tuple[list | None, dict, str]:
     """(the placed regions, or None when one cannot be placed; ``{"how", "dropped"}``; why None) of
     ContextBench gold regions on ``root``, ``contents[i]`` the annotated text of ``regions[i]``."""
     placed, how, dropped = [], {}, []

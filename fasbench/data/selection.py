@@ -14,8 +14,8 @@ entity gold computed) and excluded with its reason (``CorpusError.reason``, ``io
 from __future__ import annotations
 
 import collections
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from fasbench.data.corpora import with_corpora
 from fasbench.records import Task
@@ -66,8 +66,14 @@ def describe_excluded(excluded: Sequence[dict], n_total: int, kind: str | None) 
     return f"excluded {len(excluded)} of {n_total} tasks not usable on the {kind or 'default'} corpus: {parts}"
 
 
-def describe_run_count(ran: int, asked: int | None, available: int, excluded: Sequence[dict], kind: str | None,
-                       where: str | Path | None = None) -> str:
+def describe_run_count(
+    ran: int,
+    asked: int | None,
+    available: int,
+    excluded: Sequence[dict],
+    kind: str | None,
+    where: str | Path | None = None,
+) -> str:
     """One line: how many tasks a run got of the N asked for (``--limit N``) and why fewer: the task
     set holds fewer, or some are not usable on the corpus kind (reasons in ``where``), e.g. "ran 6 of
     the 10 asked: 4 not usable on the offline corpus (reasons in OUT/excluded.jsonl)"."""
@@ -79,8 +85,10 @@ def describe_run_count(ran: int, asked: int | None, available: int, excluded: Se
     if excluded:
         reasons = collections.Counter(r["reason"] for r in excluded)
         top = ", ".join(f"{r} {n}" for r, n in reasons.most_common(3))
-        why.append(f"{len(excluded)} not usable on the {kind or 'default'} corpus ({top}"
-                   + (f"; reasons in {where})" if where else ")"))
+        why.append(
+            f"{len(excluded)} not usable on the {kind or 'default'} corpus ({top}"
+            + (f"; reasons in {where})" if where else ")")
+        )
     rest = min(available, want) - len(excluded) - ran
     if rest > 0:
         why.append(f"{rest} in other shards")

@@ -8,11 +8,11 @@ import gzip
 import json
 from collections import Counter
 
+from fasbench.base.paths import data_dir
 from fasbench.data import SOURCES, build_tasks, tasks_path
 from fasbench.data.agent_traces import build as build_traces
 from fasbench.data.corpus import materialize_many
 from fasbench.data.splits import assign
-from fasbench.base.paths import data_dir
 
 
 def _write_gz(path, rows) -> None:
@@ -43,4 +43,5 @@ def ship(corpora: bool = False):
     _, rows = materialize_many(todo)
     _write_gz(data_dir() / "tasks" / "offline_manifest.jsonl.gz", rows)
     yield f"offline: {sum(r['located'] for r in rows)}/{len(rows)} located; " + str(
-        dict(Counter(r["reason"] for r in rows if not r["located"])))
+        dict(Counter(r["reason"] for r in rows if not r["located"]))
+    )

@@ -43,16 +43,24 @@ def task_frame(tasks: list[Task], source: str) -> pl.DataFrame:
     for t in tasks:
         line_files = [p for p, r in t.gold.edited.items() if r]
         named = max((names_file(t.query, p) for p in t.gold.edited), key=_RANK.get, default="none")
-        rows.append({
-            "source": source, "id": t.id, "instance_id": t.meta.get("instance_id", t.id), "repo": t.repo,
-            "version": t.version, "split": t.split, "difficulty": t.meta.get("difficulty"),
-            "n_files": len(t.gold.edited), "n_created": len(t.gold.edited) - len(line_files),
-            "lines_hunk": _n_lines(t.gold.variants.get("hunk", t.gold.edited)),
-            "lines_changed": _n_lines(t.gold.variants.get("changed", {})),
-            "n_viewed": len(t.gold.viewed) if t.gold.viewed is not None else None,
-            "mean_depth": sum(p.count("/") + 1 for p in t.gold.edited) / max(len(t.gold.edited), 1),
-            "query_names_gold": named,
-        })
+        rows.append(
+            {
+                "source": source,
+                "id": t.id,
+                "instance_id": t.meta.get("instance_id", t.id),
+                "repo": t.repo,
+                "version": t.version,
+                "split": t.split,
+                "difficulty": t.meta.get("difficulty"),
+                "n_files": len(t.gold.edited),
+                "n_created": len(t.gold.edited) - len(line_files),
+                "lines_hunk": _n_lines(t.gold.variants.get("hunk", t.gold.edited)),
+                "lines_changed": _n_lines(t.gold.variants.get("changed", {})),
+                "n_viewed": len(t.gold.viewed) if t.gold.viewed is not None else None,
+                "mean_depth": sum(p.count("/") + 1 for p in t.gold.edited) / max(len(t.gold.edited), 1),
+                "query_names_gold": named,
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -66,8 +74,17 @@ def gold_file_frame(tasks: list[Task]) -> pl.DataFrame:
             n = file_lines(t.root, p) if rs else None  # fasbench.base.contain's rule: inside the corpus, bounded
             if n is None:
                 continue
-            rows.append({"id": t.id, "repo": t.repo, "path": p, "depth": p.count("/") + 1, "file_lines": n,
-                         "first_gold_line": min(s for s, _ in rs), "gold_lines": sum(e - s + 1 for s, e in rs)})
+            rows.append(
+                {
+                    "id": t.id,
+                    "repo": t.repo,
+                    "path": p,
+                    "depth": p.count("/") + 1,
+                    "file_lines": n,
+                    "first_gold_line": min(s for s, _ in rs),
+                    "gold_lines": sum(e - s + 1 for s, e in rs),
+                }
+            )
     return pl.DataFrame(rows)
 
 
@@ -82,4 +99,5 @@ def manifest_frame(rows: list[dict]) -> pl.DataFrame:
     """Corpus manifest rows -> frame with an ``outcome`` column (located status or drop reason)."""
     df = pl.DataFrame(rows, infer_schema_length=None)
     return df.with_columns(
-        pl.when(pl.col("located")).then(pl.col("status")).otherwise(pl.col("reason")).alias("outcome"))
+        pl.when(pl.col("located")).then(pl.col("status")).otherwise(pl.col("reason")).alias("outcome")
+    )

@@ -29,16 +29,31 @@ def pr_gold(patch: str) -> Gold:
 
 
 def _task(iid, repo, base_commit, version, query, patch, meta) -> Task:
-    return Task(id=iid, query=query, repo=repo, gold=pr_gold(patch), base_commit=base_commit, version=version,
-                meta={"instance_id": iid, "patch": patch, **meta})
+    return Task(
+        id=iid,
+        query=query,
+        repo=repo,
+        gold=pr_gold(patch),
+        base_commit=base_commit,
+        version=version,
+        meta={"instance_id": iid, "patch": patch, **meta},
+    )
 
 
 def lite_tasks() -> list[Task]:
     out = []
     for r in _load("swebench_lite_test.json.gz"):
-        out.append(_task(r["instance_id"], r["repo"], r["base_commit"], str(r["version"]), r["problem_statement"],
-                         r["patch"], {"sets": ["lite"], "created_at": r.get("created_at"),
-                                      "hints_text": r.get("hints_text", "")}))
+        out.append(
+            _task(
+                r["instance_id"],
+                r["repo"],
+                r["base_commit"],
+                str(r["version"]),
+                r["problem_statement"],
+                r["patch"],
+                {"sets": ["lite"], "created_at": r.get("created_at"), "hints_text": r.get("hints_text", "")},
+            )
+        )
     return out
 
 
@@ -49,8 +64,17 @@ def verified_tasks() -> list[Task]:
         m = meta.get(r["instance_id"])
         if m is None:
             raise ValueError(f"Verified instance {r['instance_id']} has no metadata (version/difficulty)")
-        out.append(_task(r["instance_id"], r["repo"], r["base_commit"], str(m["version"]), r["problem_statement"],
-                         r["golden_patch"], {"sets": ["verified"], "difficulty": m.get("difficulty")}))
+        out.append(
+            _task(
+                r["instance_id"],
+                r["repo"],
+                r["base_commit"],
+                str(m["version"]),
+                r["problem_statement"],
+                r["golden_patch"],
+                {"sets": ["verified"], "difficulty": m.get("difficulty")},
+            )
+        )
     return out
 
 

@@ -38,14 +38,25 @@ from fasbench.records import Task, fields
 REQUIRED = ("instance_id", "repo", "base_commit", "patch", "problem_statement")
 LISTS = ("fail_to_pass", "pass_to_pass", "selected_test_files_to_run", "issue_specificity", "issue_categories")
 KEPT = ("requirements", "interface", "repo_language", "before_repo_set_cmd", "dockerhub_tag", "test_patch")
-EXTENSIONS = {".py": "python", ".pyi": "python", ".js": "js", ".jsx": "js", ".mjs": "js", ".cjs": "js",
-              ".ts": "ts", ".tsx": "ts", ".go": "go"}
+EXTENSIONS = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "js",
+    ".jsx": "js",
+    ".mjs": "js",
+    ".cjs": "js",
+    ".ts": "ts",
+    ".tsx": "ts",
+    ".go": "go",
+}
 
 
 def problem_statement(rec: dict) -> str:
     """The text the evaluator gives the agent (helper_code/create_problem_statement.py's template)."""
-    return (f"{rec['problem_statement']}\n\nRequirements:\n{rec.get('requirements') or ''}\n\n"
-            f"New interfaces introduced:\n{rec.get('interface') or ''}")
+    return (
+        f"{rec['problem_statement']}\n\nRequirements:\n{rec.get('requirements') or ''}\n\n"
+        f"New interfaces introduced:\n{rec.get('interface') or ''}"
+    )
 
 
 def _list(v, name: str) -> list:
@@ -69,6 +80,7 @@ def language(path: str) -> str:
 
 def tasks_from_records(recs: list, path) -> tuple[list[Task], list[dict]]:
     """Tasks of SWE-bench Pro records (module doc) read from ``path``, and the dropped records with reasons."""
+
     def one(rec: dict, iid: str) -> tuple[Task | None, dict | None]:
         missing = [k for k in REQUIRED if not isinstance(rec.get(k), str) or not rec[k].strip()]
         if missing:
@@ -84,18 +96,36 @@ def tasks_from_records(recs: list, path) -> tuple[list[Task], list[dict]]:
         gold = pr_gold(rec["patch"])
         gold.source = "swebench-pro"
         if not files or not any(gold.edited.values()):
-            return None, {"reason": "no-line-gold",
-                          "detail": f"the patch only creates or deletes files ({', '.join(f.path for f in files)})"[:300]}
-        meta = {"instance_id": rec["instance_id"], "patch": rec["patch"], "sets": ["swebench-pro"], **lists,
-                **{k: rec[k] for k in KEPT if rec.get(k)}}
+            return None, {
+                "reason": "no-line-gold",
+                "detail": f"the patch only creates or deletes files ({', '.join(f.path for f in files)})"[:300],
+            }
+        meta = {
+            "instance_id": rec["instance_id"],
+            "patch": rec["patch"],
+            "sets": ["swebench-pro"],
+            **lists,
+            **{k: rec[k] for k in KEPT if rec.get(k)},
+        }
         if rec.get("clone_url"):
             meta["clone_url"] = fields.clone_url(rec["clone_url"])
-        meta["gold_import"] = {"format": "swebench-pro", "file": str(path),
-                               "languages": {p: language(p) for p in gold.edited},
-                               "entity_gold": "python files only (fasbench.base.entities parses Python); other files: "
-                                              "file and line gold"}
-        return Task(rec["instance_id"], problem_statement(rec), fields.repo_name(rec["repo"]), gold,
-                    fields.commit(rec["base_commit"]), None, None, None, meta), None
+        meta["gold_import"] = {
+            "format": "swebench-pro",
+            "file": str(path),
+            "languages": {p: language(p) for p in gold.edited},
+            "entity_gold": "python files only (fasbench.base.entities parses Python); other files: file and line gold",
+        }
+        return Task(
+            rec["instance_id"],
+            problem_statement(rec),
+            fields.repo_name(rec["repo"]),
+            gold,
+            fields.commit(rec["base_commit"]),
+            None,
+            None,
+            None,
+            meta,
+        ), None
 
     tasks, dropped = fields.each_record(recs, one)
     return assign(tasks), dropped

@@ -24,11 +24,11 @@ import ast
 import importlib.metadata
 import importlib.util
 import random
-from collections import Counter
 import re
 import shutil
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from fasbench.base import contain
 from fasbench.base.entities import parse_python
@@ -38,9 +38,31 @@ from fasbench.records import write_tasks as _write
 
 #: Pure-Python packages of the environment (fasbench's own dependencies, so they are installed
 #: wherever fasbench is). The first group gives training tasks, :data:`HELD_OUT` the held-out ones.
-TRAIN_PACKAGES = ("click", "jinja2", "packaging", "filelock", "attr", "bashlex", "dotenv",
-                  "json5", "markdown_it", "platformdirs", "pluggy", "arrow", "bleach", "mistune", "lark",
-                  "typer", "yaml", "sortedcontainers", "soupsieve", "urllib3", "idna", "anyio", "httpx")
+TRAIN_PACKAGES = (
+    "click",
+    "jinja2",
+    "packaging",
+    "filelock",
+    "attr",
+    "bashlex",
+    "dotenv",
+    "json5",
+    "markdown_it",
+    "platformdirs",
+    "pluggy",
+    "arrow",
+    "bleach",
+    "mistune",
+    "lark",
+    "typer",
+    "yaml",
+    "sortedcontainers",
+    "soupsieve",
+    "urllib3",
+    "idna",
+    "anyio",
+    "httpx",
+)
 DEV = ("h11", "jmespath")  # a few dev tasks (SFT's dev split), packages of neither other group
 HELD_OUT = ("requests", "starlette", "tenacity", "werkzeug", "tinycss2", "unidiff", "webcolors", "h2")
 K = 6  # symbols a task names
@@ -118,8 +140,9 @@ def definitions(root: Path) -> dict[str, tuple[str, int, int]]:
     return {name: where[0] for name, where in found.items() if len(where) == 1 and greps[name] == 1}
 
 
-def package_tasks(name: str, k: int = K, n: int = 20, seed: int = 0, split: str = "train",
-                  exclude: set[str] | frozenset = frozenset()) -> list[Task]:
+def package_tasks(
+    name: str, k: int = K, n: int = 20, seed: int = 0, split: str = "train", exclude: set[str] | frozenset = frozenset()
+) -> list[Task]:
     """Up to ``n`` tasks of ``k`` symbols of package ``name``, each symbol from a different file, no
     symbol used twice in the package's tasks; names in ``exclude`` are not used."""
     root, version = corpus(name)
@@ -137,16 +160,29 @@ def package_tasks(name: str, k: int = K, n: int = 20, seed: int = 0, split: str 
             break
         picked = [by_file[f].pop() for f in rng.sample(sorted(files), k)]
         gold = {defs[s][0]: [[defs[s][1], defs[s][2]]] for s in picked}
-        tasks.append(Task(id=f"symbols-{name}-{len(tasks):03d}", query=QUERY.format(k=k, names=", ".join(picked)),
-                          repo=f"{name}=={version}", gold=Gold(edited=gold, source="manual"), root=str(root),
-                          split=split, meta={"family": "symbols", "package": name, "version": version,
-                                             "symbols": picked, "k": k}))
+        tasks.append(
+            Task(
+                id=f"symbols-{name}-{len(tasks):03d}",
+                query=QUERY.format(k=k, names=", ".join(picked)),
+                repo=f"{name}=={version}",
+                gold=Gold(edited=gold, source="manual"),
+                root=str(root),
+                split=split,
+                meta={"family": "symbols", "package": name, "version": version, "symbols": picked, "k": k},
+            )
+        )
     return tasks
 
 
-def symbol_tasks(k: int = K, per_package: int = 20, held_out_per_package: int = 10, seed: int = 0,
-                 train: Sequence[str] = TRAIN_PACKAGES, dev: Sequence[str] = DEV,
-                 held_out: Sequence[str] = HELD_OUT) -> list[Task]:
+def symbol_tasks(
+    k: int = K,
+    per_package: int = 20,
+    held_out_per_package: int = 10,
+    seed: int = 0,
+    train: Sequence[str] = TRAIN_PACKAGES,
+    dev: Sequence[str] = DEV,
+    held_out: Sequence[str] = HELD_OUT,
+) -> list[Task]:
     """The family: ``train`` tasks from the training packages, ``dev`` and ``test`` tasks from the
     :data:`DEV` and :data:`HELD_OUT` ones (their symbols never named in a training task). Packages that are not installed or give
     fewer than ``k`` usable files are skipped."""
@@ -175,5 +211,3 @@ def load_tasks(split: str | None = None, k: int = K) -> list[Task]:
         tasks = symbol_tasks(k=k)
         _write(path, tasks)
     return [t for t in tasks if split is None or t.split == split]
-
-

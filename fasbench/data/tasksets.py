@@ -31,36 +31,62 @@ import functools
 import os
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
+from fasbench.base.paths import cache_dir, repo_root
 from fasbench.data import SOURCES, build_tasks, load_tasks, symbols
 from fasbench.data.gitmine import GitRepoError, mine
 from fasbench.data.splits import SPLITS, assign
-from fasbench.base.paths import cache_dir, repo_root
 from fasbench.records import Task, read_tasks
 
 KINDS = ("source", "file", "git", "symbols")
-FORMS = ("SOURCE[:SPLIT] (SOURCE: {}; SPLIT: {}), swebench-lite:locagent, symbols[:SPLIT], a Task JSONL "
-         "file[:SPLIT], or git:PATH")
+FORMS = (
+    "SOURCE[:SPLIT] (SOURCE: {}; SPLIT: {}), swebench-lite:locagent, symbols[:SPLIT], a Task JSONL "
+    "file[:SPLIT], or git:PATH"
+)
 
 #: The SWE-bench Lite tasks LocAgent's evaluation leaves out: the first 26 ids of ``filtered_instances``
 #: in ``utils/eval_metric.py`` of github.com/gersteinlab/LocAgent (commit 074ccf6e, lines 14-39, the
 #: default ``filter_list`` of ``cal_metrics``; the 12 ids after them are Loc-Bench tasks, not Lite).
 LOCAGENT_FILTERED = (
-    "pytest-dev__pytest-5227", "sympy__sympy-15345", "sympy__sympy-21614", "scikit-learn__scikit-learn-13439",
-    "sympy__sympy-11400", "sympy__sympy-19487", "sympy__sympy-15308", "django__django-12915",
-    "sympy__sympy-20590", "sympy__sympy-17022", "django__django-11099", "django__django-13220",
-    "django__django-11964", "matplotlib__matplotlib-25332", "django__django-10914", "django__django-14915",
-    "django__django-11049", "django__django-11564", "sympy__sympy-17655", "sympy__sympy-16106",
-    "sympy__sympy-12171", "django__django-15400", "django__django-14411", "sympy__sympy-21055",
-    "django__django-15213", "django__django-15902",
+    "pytest-dev__pytest-5227",
+    "sympy__sympy-15345",
+    "sympy__sympy-21614",
+    "scikit-learn__scikit-learn-13439",
+    "sympy__sympy-11400",
+    "sympy__sympy-19487",
+    "sympy__sympy-15308",
+    "django__django-12915",
+    "sympy__sympy-20590",
+    "sympy__sympy-17022",
+    "django__django-11099",
+    "django__django-13220",
+    "django__django-11964",
+    "matplotlib__matplotlib-25332",
+    "django__django-10914",
+    "django__django-14915",
+    "django__django-11049",
+    "django__django-11564",
+    "sympy__sympy-17655",
+    "sympy__sympy-16106",
+    "sympy__sympy-12171",
+    "django__django-15400",
+    "django__django-14411",
+    "sympy__sympy-21055",
+    "django__django-15213",
+    "django__django-15902",
 )
 #: Named selections ``SOURCE:NAME``: (source, ids left out, what it is).
-SELECTIONS = {"locagent": ("swebench-lite", LOCAGENT_FILTERED,
-                           "LocAgent's evaluation set: 274 of Lite's 300 test tasks, the 26 of its "
-                           "eval_metric.py filtered_instances left out")}
+SELECTIONS = {
+    "locagent": (
+        "swebench-lite",
+        LOCAGENT_FILTERED,
+        "LocAgent's evaluation set: 274 of Lite's 300 test tasks, the 26 of its "
+        "eval_metric.py filtered_instances left out",
+    )
+}
 
 
 class TaskSetError(ValueError):
@@ -127,8 +153,9 @@ def parse_task_set(spec: str) -> TaskSet:
     raise TaskSetError(f"task set {spec!r} is neither an existing JSONL file, nor {_forms()}")
 
 
-def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | None = None,
-                  ids: Sequence[str] | None = None) -> list[Task]:
+def load_task_set(
+    spec: str | TaskSet, limit: int | None = None, split: str | None = None, ids: Sequence[str] | None = None
+) -> list[Task]:
     """The tasks of a task set. ``split`` (train | dev | test) filters like ``:SPLIT`` (giving both
     with different values is an error); ``ids`` keeps exactly these tasks in the order given (an
     unknown id is an error naming it); ``limit`` keeps the first N. A record of a Task JSONL file
@@ -178,14 +205,21 @@ def load_task_set(spec: str | TaskSet, limit: int | None = None, split: str | No
 
 # ---------------------------------------------------------------- labels
 
-UPSTREAM = {"swebench-lite": "Lite's {n} test tasks", "swebench-verified": "Verified's {n} test tasks",
-            "agent-traces": "the {n} agent-trace tasks"}  # what the shipped sources are drawn from
-CORPUS_KINDS = {"offline": "offline sdist corpora", "online": "online git worktrees at base_commit",
-                "mixed": "offline sdist and online git corpora", "local": "local corpora",
-                "default": "offline sdist corpora where a release is picked, else online"}
+UPSTREAM = {
+    "swebench-lite": "Lite's {n} test tasks",
+    "swebench-verified": "Verified's {n} test tasks",
+    "agent-traces": "the {n} agent-trace tasks",
+}  # what the shipped sources are drawn from
+CORPUS_KINDS = {
+    "offline": "offline sdist corpora",
+    "online": "online git worktrees at base_commit",
+    "mixed": "offline sdist and online git corpora",
+    "local": "local corpora",
+    "default": "offline sdist corpora where a release is picked, else online",
+}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _count(source: str, split: str | None) -> int:
     return len(load_tasks(source, split))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -16,17 +15,27 @@ from fasbench.tools import TOOLSETS
 def register(app) -> None:
     @app.command("e2e")
     def e2e_cmd(
-        tasks: str = typer.Option(..., "--tasks", help="a task set: SOURCE[:SPLIT] (e.g. swebench-lite:test), a Task "
-                           "JSONL file[:SPLIT] or git:PATH (fasbench.data.tasksets)"),
+        tasks: str = typer.Option(
+            ...,
+            "--tasks",
+            help="a task set: SOURCE[:SPLIT] (e.g. swebench-lite:test), a Task "
+            "JSONL file[:SPLIT] or git:PATH (fasbench.data.tasksets)",
+        ),
         main: str = typer.Option(..., "--main", help="the main agent: openai:model=NAME,base_url=URL[,step_limit=N,…]"),
-        search: str = typer.Option(..., "--search", help="the subagent's policy spec (e.g. heuristic:turns=3, "
-                                   "openai:model=…,base_url=…), or none for the main agent alone"),
-        out: Path = typer.Option(..., "--out", help="run directory (records.jsonl, trajs/, search_traces.jsonl); resumes"),
+        search: str = typer.Option(
+            ...,
+            "--search",
+            help="the subagent's policy spec (e.g. heuristic:turns=3, "
+            "openai:model=…,base_url=…), or none for the main agent alone",
+        ),
+        out: Path = typer.Option(
+            ..., "--out", help="run directory (records.jsonl, trajs/, search_traces.jsonl); resumes"
+        ),
         toolset: str = typer.Option("relace", "--toolset", help="the subagent's tools: " + " | ".join(TOOLSETS)),
         handoff: str = typer.Option("code+search", "--handoff", help="citations | code | code+search"),
         search_turns: int = typer.Option(6, "--search-turns", min=1),
         limit: int = typer.Option(0, "--limit", help="first N tasks only (0 = all)"),
-        ids: Optional[List[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
+        ids: list[str] | None = typer.Option(None, "--ids", help="only these task ids (repeatable)"),
         keep_work: bool = typer.Option(False, "--keep-work", help="keep the corpus copies under OUT/work"),
     ):
         """Run the main agent on each task with and without the subagent's handoff; record trajectories,
@@ -45,9 +54,12 @@ def register(app) -> None:
             n_all = len(ts)
             ts = ts[:limit] if limit else ts
             if limit:
-                typer.echo(f"e2e: running the first {len(ts)} of the {limit} asked"
-                           + (f" (the task set {tasks} holds only {n_all})" if n_all < limit else f" ({n_all} in {tasks})")
-                           + "; tasks without a usable corpus are skipped with their reason in the records", err=True)
+                typer.echo(
+                    f"e2e: running the first {len(ts)} of the {limit} asked"
+                    + (f" (the task set {tasks} holds only {n_all})" if n_all < limit else f" ({n_all} in {tasks})")
+                    + "; tasks without a usable corpus are skipped with their reason in the records",
+                    err=True,
+                )
             run_e2e(ts, main, search, out, toolset, handoff, search_turns, keep_work)
         except (ValueError, FileNotFoundError, MainAgentError) as e:
             typer.echo(f"error: {e}", err=True)

@@ -33,19 +33,19 @@ Definitions (tested on hand-made trajectories in tests/test_e2e_counterfactual.p
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.base.lines import clamp, merge_ranges, overlap, total
 from fasbench.data.agent_traces import RUNS
 from fasbench.e2e.looked import Look, call_looks
-from fasbench.studies.handoff import FORMATS, render
-from fasbench.base.lines import clamp, merge_ranges, overlap, total
-from fasbench.stats.metrics import normalize_files
 from fasbench.records import Task, Trace
+from fasbench.stats.metrics import normalize_files
+from fasbench.studies.handoff import FORMATS, render
 from fasbench.trajectories.analysis import EXPLORE
 from fasbench.trajectories.parsers import Trajectory, load
 from fasbench.trajectories.raw import shell_calls
@@ -57,13 +57,13 @@ MIN_LINE_SHARE = 0.5  # share of a look's lines the report must cite for the loo
 SEEDS_E2E = {
     "fastcontext": {
         "setup": "FastContext subagent (4B-30B) inside Mini-SWE-Agent; SWE-bench Multilingual, SWE-bench Pro, "
-                 "SWE-QA (paper abstract and introduction)",
+        "SWE-QA (paper abstract and introduction)",
         "resolve_rate_points": "+5.5 at most",
         "main_agent_tokens": "-60% at most",
     },
     "relace": {
         "setup": "FAS subagent handing a compressed trace (reasoning + relevant file sections) to an 'oracle' "
-                 "agent; SWE-bench Verified, 500 tasks",
+        "agent; SWE-bench Verified, 500 tasks",
         "median_latency": "7m1s vs 7m44s: -9.3% (43 s)",
         "accuracy": "71.4% vs 72.0%",
         "total_tokens": "890M vs 1.03B: -13.6% (140M)",
@@ -73,6 +73,7 @@ SEEDS_E2E = {
 
 
 # ---------------------------------------------------------------- the report, on the agent's lines
+
 
 @dataclass
 class Handoff:
@@ -121,6 +122,7 @@ def pair_key(task: Task) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- coverage
 
+
 def covered(look: Look, files: Mapping[str, Sequence[Sequence[int]]]) -> bool:
     """Whether a report (path -> ranges on the agent's lines) covers a look (see the module doc)."""
     if look.path not in files:
@@ -167,7 +169,9 @@ def coverage(looks: Iterable[Look], files: Mapping[str, Sequence[Sequence[int]]]
 
     share = lambda hit, n: hit / n if n else None  # noqa: E731
     return {
-        "looked_files": len(all_files), "read_files": len(read_files), "looked_lines": n_lines,
+        "looked_files": len(all_files),
+        "read_files": len(read_files),
+        "looked_lines": n_lines,
         "file_coverage": share(len(all_files & cited), len(all_files)),
         "read_file_coverage": share(len(read_files & cited), len(read_files)),
         "line_coverage": share(sum(in_report(p, rs) for p, rs in looked.items()), n_lines),
@@ -175,6 +179,7 @@ def coverage(looks: Iterable[Look], files: Mapping[str, Sequence[Sequence[int]]]
 
 
 # ---------------------------------------------------------------- tokens
+
 
 @dataclass
 class TurnTokens:
@@ -193,16 +198,30 @@ def savings(turns: Sequence[TurnTokens], w: Sequence[float], handoff: float) -> 
     ctx = sum(x * (t.c - t.r + t.o) * (later[i + 1] if i + 1 < n else 0.0) for i, (t, x) in enumerate(zip(turns, w)))
     cost = handoff * float(sum(remain))
     total = float(sum(t.p + t.c for t in turns))
-    return {"total_tokens": total, "saved_calls": float(own), "saved_context": float(ctx), "handoff_cost": cost,
-            "net": float(own + ctx - cost), "replaced_turns": float(sum(w))}
+    return {
+        "total_tokens": total,
+        "saved_calls": float(own),
+        "saved_context": float(ctx),
+        "handoff_cost": cost,
+        "net": float(own + ctx - cost),
+        "replaced_turns": float(sum(w)),
+    }
 
 
 # ---------------------------------------------------------------- one trajectory
 
+
 def _turn_tokens(steps: pl.DataFrame) -> tuple[list[int], list[TurnTokens]]:
-    per = (steps.group_by("turn", maintain_order=True)
-           .agg(pl.first("prompt_tokens"), pl.first("completion_tokens"), pl.first("reasoning_tokens"),
-                pl.first("obs_tokens")).sort("turn"))
+    per = (
+        steps.group_by("turn", maintain_order=True)
+        .agg(
+            pl.first("prompt_tokens"),
+            pl.first("completion_tokens"),
+            pl.first("reasoning_tokens"),
+            pl.first("obs_tokens"),
+        )
+        .sort("turn")
+    )
     idx, out = [], []
     for t, p, c, r, o in per.iter_rows():
         idx.append(t)
@@ -210,8 +229,9 @@ def _turn_tokens(steps: pl.DataFrame) -> tuple[list[int], list[TurnTokens]]:
     return idx, out
 
 
-def trajectory_row(traj: Trajectory, dataset: str, steps: pl.DataFrame, handoff: Handoff | None,
-                   raw: dict | None = None, extra=None) -> dict | None:
+def trajectory_row(
+    traj: Trajectory, dataset: str, steps: pl.DataFrame, handoff: Handoff | None, raw: dict | None = None, extra=None
+) -> dict | None:
     """Coverage and savings of one trajectory (``steps``: its rows of the analysis steps frame);
     None when it has no first edit. ``extra(turns, turn_ids, first_edit, looks_by_call, weight, handoff)``
     adds columns (``fasbench.e2e.pays.arm_columns``: the hand-off arms)."""
@@ -229,17 +249,29 @@ def trajectory_row(traj: Trajectory, dataset: str, steps: pl.DataFrame, handoff:
     idx, toks = _turn_tokens(steps)
     weight = {(t, c): w for t, c, w in pre.select("turn", "call", "weight").iter_rows()}
     files = handoff.files if handoff else None
-    row = {"dataset": dataset, "trajectory_id": traj.trajectory_id, "instance_id": traj.instance_id,
-           "repo": steps["repo"][0], "resolved": traj.resolved, "first_edit_turn": fe, "n_turns": len(toks),
-           "explore_calls_before": pre.height, "explore_turns_before": pre["turn"].n_unique(),
-           "calls_with_looks": sum(bool(v) for v in looks_by_call.values()),
-           "has_search": handoff is not None, "tokens_estimated": bool(steps["tokens_estimated"].any())}
-    row.update(coverage(looks, files) if files is not None else
-               {k: None for k in coverage([], {})})
+    row = {
+        "dataset": dataset,
+        "trajectory_id": traj.trajectory_id,
+        "instance_id": traj.instance_id,
+        "repo": steps["repo"][0],
+        "resolved": traj.resolved,
+        "first_edit_turn": fe,
+        "n_turns": len(toks),
+        "explore_calls_before": pre.height,
+        "explore_turns_before": pre["turn"].n_unique(),
+        "calls_with_looks": sum(bool(v) for v in looks_by_call.values()),
+        "has_search": handoff is not None,
+        "tokens_estimated": bool(steps["tokens_estimated"].any()),
+    }
+    row.update(coverage(looks, files) if files is not None else {k: None for k in coverage([], {})})
     if handoff is not None:
-        row.update(report_files=len(handoff.files), search_tokens=handoff.search_tokens,
-                   search_turns=handoff.search_turns, search_wall_s=handoff.search_wall_s,
-                   line_map_unshifted=sum(v == "unshifted" for v in handoff.line_map.values()))
+        row.update(
+            report_files=len(handoff.files),
+            search_tokens=handoff.search_tokens,
+            search_turns=handoff.search_turns,
+            search_wall_s=handoff.search_wall_s,
+            line_map_unshifted=sum(v == "unshifted" for v in handoff.line_map.values()),
+        )
         for fmt in FORMATS:
             row[f"handoff_tokens_{fmt}"] = handoff.tokens[fmt]
     for rule in RULES:
@@ -266,9 +298,13 @@ def trajectory_row(traj: Trajectory, dataset: str, steps: pl.DataFrame, handoff:
     return row
 
 
-def counterfactual_frame(trajs: Sequence[tuple[Trajectory, str]], steps: pl.DataFrame,
-                         handoffs: Mapping[tuple[str, str], Handoff], progress: bool = True,
-                         extra=None) -> pl.DataFrame:
+def counterfactual_frame(
+    trajs: Sequence[tuple[Trajectory, str]],
+    steps: pl.DataFrame,
+    handoffs: Mapping[tuple[str, str], Handoff],
+    progress: bool = True,
+    extra=None,
+) -> pl.DataFrame:
     """One row per trajectory with a first edit (see ``trajectory_row``); ``handoffs`` keyed by
     ``pair_key`` ((data set, instance id), or ("*", instance id) for any data set)."""
     by_traj = steps.partition_by(["dataset", "trajectory_id"], as_dict=True, maintain_order=True)

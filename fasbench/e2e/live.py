@@ -79,6 +79,7 @@ class MainConfig:
 
 
 if IMPORT_ERROR is None:
+
     class SandboxEnvironment(BubblewrapEnvironment):
         """mini-swe-agent's bubblewrap environment with fasbench's configuration (``fasbench.e2e.workcopy``).
         Two changes: ``execute`` starts bwrap with the sandbox's environment, not this process's (mini-swe-agent's
@@ -87,12 +88,22 @@ if IMPORT_ERROR is None:
 
         def __init__(self, *, cwd: str, timeout: int, env: dict[str, str], executable: str):
             self.env_all = sandbox_env(env)
-            self.config = BubblewrapEnvironmentConfig(cwd=cwd, timeout=timeout, env=self.env_all, executable=executable,
-                                                      wrapper_args=wrapper_args(self.env_all))
+            self.config = BubblewrapEnvironmentConfig(
+                cwd=cwd,
+                timeout=timeout,
+                env=self.env_all,
+                executable=executable,
+                wrapper_args=wrapper_args(self.env_all),
+            )
 
         def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict:
-            out = execute_sandboxed(self.config.executable, self.config.cwd, action.get("command", ""), self.env_all,
-                                    timeout or self.config.timeout)
+            out = execute_sandboxed(
+                self.config.executable,
+                self.config.cwd,
+                action.get("command", ""),
+                self.env_all,
+                timeout or self.config.timeout,
+            )
             self._check_finished(out)
             return out
 
@@ -112,8 +123,9 @@ def check_main_sandbox() -> str:
     """bwrap's path once it has run a probe command in the main agent's sandbox; MainAgentError (one
     line: what to install) otherwise. Called before any episode."""
     if IMPORT_ERROR is not None:
-        raise MainAgentError(f"the live main agent needs the 'mini-swe-agent' package ({IMPORT_ERROR}); "
-                             "pip install mini-swe-agent")
+        raise MainAgentError(
+            f"the live main agent needs the 'mini-swe-agent' package ({IMPORT_ERROR}); pip install mini-swe-agent"
+        )
     try:
         return check_sandbox()
     except SandboxError as e:
@@ -123,11 +135,18 @@ def check_main_sandbox() -> str:
 def _model(cfg: MainConfig, mconf: dict):
     """mini-swe-agent's LiteLLM model with the endpoint's key (which its trajectory leaves out)."""
     return KeylessTrajectoryModel(
-        model_name=f"openai/{cfg.model}", cost_tracking="ignore_errors",
-        observation_template=mconf["observation_template"], format_error_template=mconf["format_error_template"],
-        model_kwargs={**mconf.get("model_kwargs", {}), "api_base": cfg.base_url,
-                      "api_key": os.environ.get(cfg.api_key_env, "") or "EMPTY",
-                      "temperature": cfg.temperature, "max_tokens": cfg.max_tokens, "timeout": cfg.timeout_s},
+        model_name=f"openai/{cfg.model}",
+        cost_tracking="ignore_errors",
+        observation_template=mconf["observation_template"],
+        format_error_template=mconf["format_error_template"],
+        model_kwargs={
+            **mconf.get("model_kwargs", {}),
+            "api_base": cfg.base_url,
+            "api_key": os.environ.get(cfg.api_key_env, "") or "EMPTY",
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+            "timeout": cfg.timeout_s,
+        },
     )
 
 
@@ -135,8 +154,9 @@ def parse_main(spec: str) -> MainConfig:
     """``openai:model=NAME,base_url=URL,...`` → MainConfig; a clear error on anything else."""
     name, kw = parse_spec(spec)
     if name != "openai":
-        raise ValueError(f"--main {spec!r}: the main agent needs an OpenAI-compatible endpoint, "
-                         "'openai:model=NAME,base_url=URL'")
+        raise ValueError(
+            f"--main {spec!r}: the main agent needs an OpenAI-compatible endpoint, 'openai:model=NAME,base_url=URL'"
+        )
     fields = MainConfig.__dataclass_fields__
     bad = [k for k in kw if k not in fields]
     if bad:
@@ -155,8 +175,10 @@ def task_text(query: str, handoff: str | None) -> str:
     """The task the main agent gets: the issue, then the subagent's handoff when there is one."""
     if not handoff:
         return query
-    return (f"{query}\n\nA code search subagent has already explored this repository for the issue above. "
-            f"Its report:\n\n<search_report>\n{handoff}\n</search_report>")
+    return (
+        f"{query}\n\nA code search subagent has already explored this repository for the issue above. "
+        f"Its report:\n\n<search_report>\n{handoff}\n</search_report>"
+    )
 
 
 def usage_totals(messages: list[dict]) -> dict:
@@ -182,8 +204,15 @@ def _model_session(base_url: str, timeout_s: float, max_chars: int):
     return _SESSIONS[key]
 
 
-def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instance_id: str,
-             handoff: str | None = None, extra_info: dict | None = None) -> dict:
+def run_main(
+    query: str,
+    workdir: Path,
+    cfg: MainConfig,
+    traj_path: Path,
+    instance_id: str,
+    handoff: str | None = None,
+    extra_info: dict | None = None,
+) -> dict:
     """Run mini-swe-agent on ``workdir`` (its commands in the sandbox); save its trajectory to
     ``traj_path``; return exit status, submission, tokens, turns and wall time. Raises MainAgentError
     when the endpoint is unreachable or the sandbox cannot start."""
@@ -193,8 +222,9 @@ def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instan
     conf = _swebench_config()
     agent_cfg = dict(conf["agent"])
     agent_cfg["instance_template"] = agent_cfg["instance_template"].replace("/testbed", str(workdir))
-    agent_cfg.update(step_limit=cfg.step_limit, cost_limit=0.0, wall_time_limit_seconds=cfg.wall_limit_s,
-                     output_path=traj_path)
+    agent_cfg.update(
+        step_limit=cfg.step_limit, cost_limit=0.0, wall_time_limit_seconds=cfg.wall_limit_s, output_path=traj_path
+    )
     mconf = conf["model"]
     model = _model(cfg, mconf)
     # LiteLLM's OpenAI client sends through litellm.client_session: fasbench.base.endpoint's bounded client
@@ -202,8 +232,7 @@ def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instan
     # reply's shape, each failure a 502/504 answer whose message names it
     litellm.client_session = _model_session(cfg.base_url, cfg.timeout_s, max(65536, 32 * cfg.max_tokens))
     env_vars = {k: v for k, v in conf["environment"].get("env", {}).items() if k != "BASH_ENV"}
-    env = SandboxEnvironment(cwd=str(workdir), timeout=cfg.command_timeout_s, env=env_vars,
-                             executable=bwrap)
+    env = SandboxEnvironment(cwd=str(workdir), timeout=cfg.command_timeout_s, env=env_vars, executable=bwrap)
     agent = DefaultAgent(model, env, **agent_cfg)
     t0 = time.time()
     error = None
@@ -217,5 +246,11 @@ def run_main(query: str, workdir: Path, cfg: MainConfig, traj_path: Path, instan
     wall = time.time() - t0
     info = {"fasbench": {"main": asdict(cfg), **(extra_info or {})}}
     agent.save(traj_path, {"instance_id": instance_id, "info": info})
-    return {"exit_status": result.get("exit_status", ""), "submission": result.get("submission", "") or "",
-            "error": error, "turns": agent.n_calls, "main_wall_s": wall, **usage_totals(agent.messages)}
+    return {
+        "exit_status": result.get("exit_status", ""),
+        "submission": result.get("submission", "") or "",
+        "error": error,
+        "turns": agent.n_calls,
+        "main_wall_s": wall,
+        **usage_totals(agent.messages),
+    }

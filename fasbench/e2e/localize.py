@@ -14,13 +14,13 @@ corpora (PyPI releases, no test environment) do not give; this module never clai
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from fasbench.base import contain
-from fasbench.data.patches import PatchError, parse_diff
 from fasbench.base.entities import parse_python
 from fasbench.base.lines import line_set
+from fasbench.data.patches import PatchError, parse_diff
 from fasbench.records import Gold
 from fasbench.trajectories.first_edit import submission_files
 
@@ -74,9 +74,13 @@ def localization(diff: str, gold: Gold, root: str | Path) -> dict:
     edited = set(submission_files(diff))
     gold_files = set(gold.edited)
     hit = edited & gold_files
-    out = {"patch_files": len(edited), "gold_files": len(gold_files), "edits_gold_file": bool(hit),
-           "gold_file_recall": len(hit) / len(gold_files) if gold_files else None,
-           "file_precision": len(hit) / len(edited) if edited else None}
+    out = {
+        "patch_files": len(edited),
+        "gold_files": len(gold_files),
+        "edits_gold_file": bool(hit),
+        "gold_file_recall": len(hit) / len(gold_files) if gold_files else None,
+        "file_precision": len(hit) / len(edited) if edited else None,
+    }
     changed = gold.variants.get("changed") or gold.edited
     pat = patch_changed(diff)
     gold_fn, hit_fn = set(), set()
@@ -95,4 +99,3 @@ def localization(diff: str, gold: Gold, root: str | Path) -> dict:
     out["gold_function_recall"] = len(hit_fn) / len(gold_fn) if gold_fn else None
     out["edits_gold_function"] = bool(hit_fn) if gold_fn else None
     return out
-

@@ -30,15 +30,15 @@ change it (stated). The live path (``runner.py``) measures its own arms end to e
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from fasbench.base.lines import merge_ranges, overlap, total
 from fasbench.e2e.counterfactual import Handoff, TurnTokens, covered
 from fasbench.e2e.looked import Look, call_looks
-from fasbench.base.lines import merge_ranges, overlap, total
-from fasbench.stats.metrics import mean_ci
 from fasbench.evaluation.runs import paired_diff
+from fasbench.stats.metrics import mean_ci
 from fasbench.trajectories.agent_paths import ROOT
 from fasbench.trajectories.raw import shell_calls
 
@@ -94,13 +94,22 @@ def arm_tokens(turns: Sequence[TurnTokens], w: Sequence[float], h: float, before
         if i < before:
             to_edit += keep * (p + t.c)
         dropped += x * (t.c - t.r + t.o)
-    return {"input": inp, "cache_share": cached / inp if inp else None,
-            "turns_to_edit": before - sum(w[:before]), "tokens_to_edit": to_edit}
+    return {
+        "input": inp,
+        "cache_share": cached / inp if inp else None,
+        "turns_to_edit": before - sum(w[:before]),
+        "tokens_to_edit": to_edit,
+    }
 
 
-def arm_columns(turns: Sequence[TurnTokens], turn_ids: Sequence[int], first_edit: int,
-                looks_by_call: Mapping[tuple[int, int], Sequence[Look]], weight: Mapping[tuple[int, int], float],
-                handoff: Handoff | None) -> dict:
+def arm_columns(
+    turns: Sequence[TurnTokens],
+    turn_ids: Sequence[int],
+    first_edit: int,
+    looks_by_call: Mapping[tuple[int, int], Sequence[Look]],
+    weight: Mapping[tuple[int, int], float],
+    handoff: Handoff | None,
+) -> dict:
     """One trajectory's ``<arm>_<measure>`` columns (``none`` always; the hand-off arms with a report);
     the ``extra`` of :func:`fasbench.e2e.counterfactual.trajectory_row`."""
     files = handoff.files if handoff is not None else None
@@ -124,8 +133,13 @@ def arm_columns(turns: Sequence[TurnTokens], turn_ids: Sequence[int], first_edit
     return row
 
 
-def arms_table(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int = 2000,
-               arms: Sequence[str] = ARMS, measures: Sequence[str] = MEASURES) -> pl.DataFrame:
+def arms_table(
+    df: pl.DataFrame,
+    by: Sequence[str] = ("dataset",),
+    n_boot: int = 2000,
+    arms: Sequence[str] = ARMS,
+    measures: Sequence[str] = MEASURES,
+) -> pl.DataFrame:
     """Per group, arm and measure: the mean over trajectories with a report and its 95% interval
     (``metrics.mean_ci``), and the paired difference arm − none (``runs.paired_diff``)."""
     d = df.filter(pl.col("has_search")) if "has_search" in df.columns else df
@@ -141,11 +155,23 @@ def arms_table(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int =
                 vals = g.select(c).drop_nulls()[c].to_list()
                 bounds = (0.0, 1.0) if m.endswith("share") else None
                 mean, lo, hi = mean_ci(vals, n_boot, bounds=bounds) if vals else (None, None, None)
-                r = {**dict(zip(by, key)), "arm": arm, "measure": m, "n": len(vals), "mean": mean, "lo": lo, "hi": hi,
-                     "diff": None, "diff_lo": None, "diff_hi": None, "p": None}
+                r = {
+                    **dict(zip(by, key)),
+                    "arm": arm,
+                    "measure": m,
+                    "n": len(vals),
+                    "mean": mean,
+                    "lo": lo,
+                    "hi": hi,
+                    "diff": None,
+                    "diff_lo": None,
+                    "diff_hi": None,
+                    "p": None,
+                }
                 if arm != "none" and f"none_{m}" in g.columns:
-                    j = g.select(pl.col(c).cast(pl.Float64).alias("a"),
-                                 pl.col(f"none_{m}").cast(pl.Float64).alias("b")).drop_nulls()
+                    j = g.select(
+                        pl.col(c).cast(pl.Float64).alias("a"), pl.col(f"none_{m}").cast(pl.Float64).alias("b")
+                    ).drop_nulls()
                     if j.height:
                         pd = paired_diff(j["b"].to_list(), j["a"].to_list(), n_boot=n_boot)
                         r.update(diff=pd.get("diff"), diff_lo=pd.get("lo"), diff_hi=pd.get("hi"), p=pd.get("p"))
@@ -167,8 +193,11 @@ def live_measures(raw: dict, report: Mapping[str, Sequence[Sequence[int]]] | Non
     cached = sum(min(a, b) for a, b in zip(prompts, prompts[1:]))
     fix = (lambda x: x.replace(workdir, ROOT)) if workdir else (lambda x: x)  # noqa: E731
     looks = [lk for c in shell_calls(raw) for lk in call_looks(fix(c.command), fix(c.output))] if report else []
-    return {"input_tokens": inp, "cache_share": cached / inp if inp else None,
-            "reread_share": reread_share(looks, report) if report else None}
+    return {
+        "input_tokens": inp,
+        "cache_share": cached / inp if inp else None,
+        "reread_share": reread_share(looks, report) if report else None,
+    }
 
 
 #: the live records' measures compared per arm (``runner.run_live_arms``)
@@ -186,8 +215,8 @@ def live_arms_table(records: pl.DataFrame, n_boot: int = 2000, measures: Sequenc
     wide = None
     for arm in arms:
         part = records.filter(pl.col("arm") == arm).select(
-            "task_id", *[pl.col(m).cast(pl.Float64).alias(f"{arm}_{m}") for m in have])
+            "task_id", *[pl.col(m).cast(pl.Float64).alias(f"{arm}_{m}") for m in have]
+        )
         wide = part if wide is None else wide.join(part, on="task_id", how="full", coalesce=True)
     wide = wide.with_columns(pl.lit("live").alias("path"))
     return arms_table(wide, ("path",), n_boot, arms, have)
-

@@ -30,33 +30,41 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.base.paths import Names, UnsafeName, child, name_key
+from fasbench.base.untrusted import give_to_sandbox, strip_setid
 from fasbench.data.corpora import with_corpora
 from fasbench.e2e.live import MainConfig, check_main_sandbox, parse_main, run_main
 from fasbench.e2e.localize import localization
 from fasbench.e2e.pays import live_measures
-from fasbench.trajectories.parsers import TrajectoryError, load
 from fasbench.e2e.workcopy import SandboxGitError, base_repository, bounded_diff
 from fasbench.evaluation.rundir import check_config
-from fasbench.scoring.process import ids_dropped
-from fasbench.studies.handoff import FORMATS, render, token_counter
 from fasbench.harness import Limits, run_episode
-from fasbench.stats.metrics import normalize_files, paired_bootstrap
-from fasbench.base.paths import Names, UnsafeName, child, name_key
 from fasbench.policies import make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
-from fasbench.base.untrusted import give_to_sandbox, strip_setid
+from fasbench.scoring.process import ids_dropped
+from fasbench.stats.metrics import normalize_files, paired_bootstrap
+from fasbench.studies.handoff import FORMATS, render, token_counter
+from fasbench.trajectories.parsers import TrajectoryError, load
 
 ARMS = ("none", "search")
 BASE_GIT = "base.git"
-COMPARE = ("edits_gold_file", "gold_file_recall", "gold_function_recall", "tokens", "turns", "wall_s", "input_tokens",
-           "cache_share")
+COMPARE = (
+    "edits_gold_file",
+    "gold_file_recall",
+    "gold_function_recall",
+    "tokens",
+    "turns",
+    "wall_s",
+    "input_tokens",
+    "cache_share",
+)
 
 
 @dataclass
@@ -131,9 +139,20 @@ def _measures(traj: Path, report: dict | None, work: Path) -> dict:
         return {"input_tokens": None, "cache_share": None, "reread_share": None, "measures_error": str(e)[:300]}
 
 
-def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, toolset: str = "relace",
-            handoff: str = "code+search", search_turns: int = 6, keep_work: bool = False,
-            progress: bool = True, tokenizer=None, report_contract: str = "free", with_none: bool = True) -> list[dict]:
+def run_e2e(
+    tasks: Sequence[Task],
+    main: str,
+    search: str,
+    out: str | Path,
+    toolset: str = "relace",
+    handoff: str = "code+search",
+    search_turns: int = 6,
+    keep_work: bool = False,
+    progress: bool = True,
+    tokenizer=None,
+    report_contract: str = "free",
+    with_none: bool = True,
+) -> list[dict]:
     """Run every (task, arm) not yet in ``out/records.jsonl``; return all records. ``report_contract``:
     the subagent's (``ids``: its report names IDs of what it was shown, fasbench renders the paths and
     ranges); ``with_none=False`` runs the search arm only (another run holds the main agent alone)."""
@@ -155,8 +174,15 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
                 shutil.rmtree(out / "work" / arm / task_key(tid), ignore_errors=True)
     refused = _claim_keys(tasks, out / "skipped.jsonl")
     todo = [(t, a) for t in tasks for a in arms if (t.id, a) not in done and t.id not in refused]
-    rooted = {t.id: t for t in with_corpora(list({t.id: t for t, _ in todo}.values()), skipped=out / "skipped.jsonl",
-                                            progress=progress, desc="e2e corpora").tasks}
+    rooted = {
+        t.id: t
+        for t in with_corpora(
+            list({t.id: t for t, _ in todo}.values()),
+            skipped=out / "skipped.jsonl",
+            progress=progress,
+            desc="e2e corpora",
+        ).tasks
+    }
     count = token_counter(tokenizer) if policy is not None else None
     bar = tqdm(total=len(todo), desc="e2e", unit="episode", disable=not progress)
     for task, arm in todo:
@@ -167,8 +193,15 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
         key = task_key(t.id)
         episode = out / "work" / arm / key
         work = prepare_copy(t.root, episode)
-        rec = {"task_id": t.id, "arm": arm, "instance_id": t.meta.get("instance_id", t.id), "repo": t.repo,
-               "main": main, "search": search if arm == "search" else "none", "started_at": time.time()}
+        rec = {
+            "task_id": t.id,
+            "arm": arm,
+            "instance_id": t.meta.get("instance_id", t.id),
+            "repo": t.repo,
+            "main": main,
+            "search": search if arm == "search" else "none",
+            "started_at": time.time(),
+        }
         hand, search_info = None, {}
         if arm == "search":
             known = _search_traces(traces_f)
@@ -178,13 +211,20 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
                 tr = run_episode(local, policy.bind(local), toolset, limits)
                 append_jsonl(traces_f, [tr])
             hand = render(tr, work, handoff)
-            search_info = {"search_trace_id": tr.trace_id, "search_turns": tr.n_turns, "search_calls": tr.n_calls,
-                           "search_wall_s": tr.wall_time, "search_stop": tr.stop_reason,
-                           "search_tokens": sum((x.prompt_tokens or 0) + (x.completion_tokens or 0) for x in tr.turns),
-                           "handoff_format": handoff, "handoff_tokens": count(hand), "report_contract": report_contract,
-                           "cited_ids_dropped": ids_dropped(tr),
-                           "report_files": sorted(tr.report.files) if tr.report else [],
-                           "report_ranges": normalize_files(tr.report.files, str(work)) if tr.report else {}}
+            search_info = {
+                "search_trace_id": tr.trace_id,
+                "search_turns": tr.n_turns,
+                "search_calls": tr.n_calls,
+                "search_wall_s": tr.wall_time,
+                "search_stop": tr.stop_reason,
+                "search_tokens": sum((x.prompt_tokens or 0) + (x.completion_tokens or 0) for x in tr.turns),
+                "handoff_format": handoff,
+                "handoff_tokens": count(hand),
+                "report_contract": report_contract,
+                "cited_ids_dropped": ids_dropped(tr),
+                "report_files": sorted(tr.report.files) if tr.report else [],
+                "report_ranges": normalize_files(tr.report.files, str(work)) if tr.report else {},
+            }
         traj = child(out / "trajs" / arm, key, ".traj.json")
         res = run_main(t.query, work, cfg, traj, t.id, hand, {"arm": arm, **search_info})
         try:
@@ -192,11 +232,17 @@ def run_e2e(tasks: Sequence[Task], main: str, search: str, out: str | Path, tool
         except SandboxGitError as e:  # the agent left something git cannot diff: recorded, the run goes on
             diff, diff_error = "", str(e)
         patch = res["submission"] if res["submission"].strip() else diff
-        rec.update(res, **search_info, diff=diff, diff_error=diff_error,
-                   patch_source="submission" if res["submission"].strip() else "worktree",
-                   wall_s=res["main_wall_s"] + search_info.get("search_wall_s", 0.0),
-                   trajectory=str(traj.relative_to(out)), **localization(patch, t.gold, t.root),
-                   **_measures(traj, search_info.get("report_ranges"), work))
+        rec.update(
+            res,
+            **search_info,
+            diff=diff,
+            diff_error=diff_error,
+            patch_source="submission" if res["submission"].strip() else "worktree",
+            wall_s=res["main_wall_s"] + search_info.get("search_wall_s", 0.0),
+            trajectory=str(traj.relative_to(out)),
+            **localization(patch, t.gold, t.root),
+            **_measures(traj, search_info.get("report_ranges"), work),
+        )
         if not keep_work:
             shutil.rmtree(episode, ignore_errors=True)
         append_jsonl(records, [rec])  # the commit point: an episode killed before it is run again
@@ -222,11 +268,20 @@ def compare_arms(df, metrics: Sequence[str] = COMPARE, n_boot: int = 2000) -> li
     for m in metrics:
         if m not in df.columns:
             continue
-        j = a.select("task_id", pl.col(m).cast(pl.Float64).alias("a")).join(
-            b.select("task_id", pl.col(m).cast(pl.Float64).alias("b")), on="task_id").drop_nulls()
+        j = (
+            a.select("task_id", pl.col(m).cast(pl.Float64).alias("a"))
+            .join(b.select("task_id", pl.col(m).cast(pl.Float64).alias("b")), on="task_id")
+            .drop_nulls()
+        )
         r = paired_bootstrap(j["a"].to_list(), j["b"].to_list(), n=n_boot)
-        rows.append({"metric": m, "search": float(j["a"].mean()) if j.height else None,
-                     "none": float(j["b"].mean()) if j.height else None, **r})
+        rows.append(
+            {
+                "metric": m,
+                "search": float(j["a"].mean()) if j.height else None,
+                "none": float(j["b"].mean()) if j.height else None,
+                **r,
+            }
+        )
     return rows
 
 
@@ -234,8 +289,17 @@ def compare_arms(df, metrics: Sequence[str] = COMPARE, n_boot: int = 2000) -> li
 LIVE_ARMS = {"citations": ("citations", "free"), "ids": ("citations", "ids"), "code": ("code", "free")}
 
 
-def run_live_arms(tasks: Sequence[Task], main: str, search: str, out: str | Path, toolset: str = "relace",
-                  arms: dict = LIVE_ARMS, search_turns: int = 6, progress: bool = True, tokenizer=None) -> pl.DataFrame:
+def run_live_arms(
+    tasks: Sequence[Task],
+    main: str,
+    search: str,
+    out: str | Path,
+    toolset: str = "relace",
+    arms: dict = LIVE_ARMS,
+    search_turns: int = 6,
+    progress: bool = True,
+    tokenizer=None,
+) -> pl.DataFrame:
     """The main agent alone and with each hand-off arm (``LIVE_ARMS``: free-form citations, ID-grounded
     citations, citations with code) on the same tasks: one resumable :func:`run_e2e` folder per arm
     (``out/<arm>``; the first also runs ``none``). Returns the records, ``arm`` = ``none`` or the hand-off
@@ -244,14 +308,26 @@ def run_live_arms(tasks: Sequence[Task], main: str, search: str, out: str | Path
     frames, first = [], None
     for i, (arm, (fmt, contract)) in enumerate(arms.items()):
         d = child(Path(out), arm)
-        run_e2e(tasks, main, search, d, toolset, fmt, search_turns, progress=progress, tokenizer=tokenizer,
-                report_contract=contract, with_none=i == 0)
+        run_e2e(
+            tasks,
+            main,
+            search,
+            d,
+            toolset,
+            fmt,
+            search_turns,
+            progress=progress,
+            tokenizer=tokenizer,
+            report_contract=contract,
+            with_none=i == 0,
+        )
         df = load_records(d)
         if not df.height:
             continue
         first = first or d
-        frames.append(df.with_columns(pl.when(pl.col("arm") == "search").then(pl.lit(arm))
-                                      .otherwise(pl.col("arm")).alias("arm")))
+        frames.append(
+            df.with_columns(pl.when(pl.col("arm") == "search").then(pl.lit(arm)).otherwise(pl.col("arm")).alias("arm"))
+        )
     if not frames:
         return pl.DataFrame()
     df = pl.concat(frames, how="diagonal_relaxed")
@@ -270,4 +346,3 @@ def _none_reread(df: pl.DataFrame, run: Path, arm: str) -> pl.DataFrame:
         work = (run / "work" / "none" / key / "repo").resolve()
         share.append(_measures(child(run / "trajs" / "none", key, ".traj.json"), rep, work)["reread_share"])
     return df.with_columns(pl.Series("reread_share", share, dtype=pl.Float64))
-

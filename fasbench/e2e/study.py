@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import polars as pl
@@ -15,18 +15,17 @@ import polars as pl
 from fasbench.data import load_tasks
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
+from fasbench.e2e.counterfactual import RULES, Handoff, counterfactual_frame, make_handoff, pair_key
 from fasbench.e2e.pays import arm_columns
-from fasbench.e2e.counterfactual import Handoff, RULES, counterfactual_frame, make_handoff, pair_key
 from fasbench.evaluation.evaluate import run_eval
-from fasbench.studies.handoff import FORMATS, token_counter
 from fasbench.harness import Limits
-from fasbench.stats.metrics import mean_ci
 from fasbench.records import Task, iter_jsonl, read_traces
+from fasbench.stats.metrics import mean_ci
+from fasbench.studies.handoff import FORMATS, token_counter
 from fasbench.trajectories.analysis import parse_paths, steps_frame
 
 
-def search_tasks(datasets: Sequence[str] | None = None, limit: int | None = None,
-                 download: bool = False) -> list[Task]:
+def search_tasks(datasets: Sequence[str] | None = None, limit: int | None = None, download: bool = False) -> list[Task]:
     """The agent-trace tasks (one per shipped trajectory, ``fasbench.data.agent_traces``) whose corpus the
     offline manifest marks as located; ``datasets`` keeps those of the given trajectory folders;
     ``limit`` the first N of each; without ``download`` only tasks whose corpus is already in the cache
@@ -48,8 +47,9 @@ def search_tasks(datasets: Sequence[str] | None = None, limit: int | None = None
     return out
 
 
-def run_search(tasks: Sequence[Task], policy: str, toolset: str, out: str | Path, max_turns: int = 6,
-               progress: bool = True):
+def run_search(
+    tasks: Sequence[Task], policy: str, toolset: str, out: str | Path, max_turns: int = 6, progress: bool = True
+):
     """``run_eval`` of ``policy`` on ``tasks`` (resumable); returns (traces, materialised tasks)."""
     out = Path(out)
     run_eval(tasks, policy, toolset, out, limits=Limits(max_turns=max_turns), progress=progress)
@@ -63,8 +63,9 @@ def run_search(tasks: Sequence[Task], policy: str, toolset: str, out: str | Path
 def handoffs(traces, tasks: Sequence[Task], tokenizer=None) -> dict[tuple[str, str], Handoff]:
     count = token_counter(tokenizer)
     by_id = {t.id: t for t in tasks}
-    return {pair_key(by_id[tr.task_id]): make_handoff(tr, by_id[tr.task_id], count)
-            for tr in traces if tr.task_id in by_id}
+    return {
+        pair_key(by_id[tr.task_id]): make_handoff(tr, by_id[tr.task_id], count) for tr in traces if tr.task_id in by_id
+    }
 
 
 def save_handoffs(hand: dict[tuple[str, str], Handoff], path: str | Path) -> Path:
@@ -99,8 +100,10 @@ def frame(paths: Sequence[str | Path], hand: dict, progress: bool = True) -> tup
 
 # ---------------------------------------------------------------- totals with intervals
 
-def ratio_ci(num: Sequence[float], den: Sequence[float], n: int = 2000, alpha: float = 0.05,
-             seed: int = 0) -> tuple[float, float, float]:
+
+def ratio_ci(
+    num: Sequence[float], den: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float, float]:
     """Σnum/Σden over trajectories and its percentile bootstrap interval (resampling trajectories)."""
     x, y = np.asarray(num, float), np.asarray(den, float)
     if x.size == 0 or y.sum() == 0:
@@ -122,24 +125,41 @@ def totals(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int = 200
     for key, g in d.group_by(list(by), maintain_order=True):
         key = dict(zip(by, key))
         tot = g["total_tokens"].to_list()
-        cov = {c: mean_ci(g[c].drop_nulls().to_list(), n_boot) for c in
-               ("file_coverage", "read_file_coverage", "line_coverage")}
+        cov = {
+            c: mean_ci(g[c].drop_nulls().to_list(), n_boot)
+            for c in ("file_coverage", "read_file_coverage", "line_coverage")
+        }
         for rule in RULES:
             gross = ratio_ci(g[f"{rule}_gross"].to_list(), tot, n_boot)
             turns = mean_ci(g[f"{rule}_replaced_turns"].to_list(), n_boot)
             for fmt in FORMATS:
                 pooled = ratio_ci(g[f"{rule}_net_{fmt}"].to_list(), tot, n_boot)
                 mean = mean_ci(g[f"{rule}_net_share_{fmt}"].to_list(), n_boot)
-                rows.append({**key, "rule": rule, "format": fmt, "n": g.height,
-                             "net_share": pooled[0], "net_share_lo": pooled[1], "net_share_hi": pooled[2],
-                             "mean_net_share": mean[0], "mean_net_share_lo": mean[1], "mean_net_share_hi": mean[2],
-                             "gross_share": gross[0], "gross_share_lo": gross[1], "gross_share_hi": gross[2],
-                             "replaced_turns": turns[0], "replaced_turns_lo": turns[1], "replaced_turns_hi": turns[2],
-                             "explore_turns_before": float(g["explore_turns_before"].mean()),
-                             "handoff_tokens": float(g[f"handoff_tokens_{fmt}"].mean()),
-                             **{f"{c}": v[0] for c, v in cov.items()},
-                             **{f"{c}_lo": v[1] for c, v in cov.items()},
-                             **{f"{c}_hi": v[2] for c, v in cov.items()}})
+                rows.append(
+                    {
+                        **key,
+                        "rule": rule,
+                        "format": fmt,
+                        "n": g.height,
+                        "net_share": pooled[0],
+                        "net_share_lo": pooled[1],
+                        "net_share_hi": pooled[2],
+                        "mean_net_share": mean[0],
+                        "mean_net_share_lo": mean[1],
+                        "mean_net_share_hi": mean[2],
+                        "gross_share": gross[0],
+                        "gross_share_lo": gross[1],
+                        "gross_share_hi": gross[2],
+                        "replaced_turns": turns[0],
+                        "replaced_turns_lo": turns[1],
+                        "replaced_turns_hi": turns[2],
+                        "explore_turns_before": float(g["explore_turns_before"].mean()),
+                        "handoff_tokens": float(g[f"handoff_tokens_{fmt}"].mean()),
+                        **{f"{c}": v[0] for c, v in cov.items()},
+                        **{f"{c}_lo": v[1] for c, v in cov.items()},
+                        **{f"{c}_hi": v[2] for c, v in cov.items()},
+                    }
+                )
     return pl.DataFrame(rows)
 
 
@@ -151,7 +171,19 @@ def upper_bound(df: pl.DataFrame, by: Sequence[str] = ("dataset",), n_boot: int 
         r = ratio_ci(g["all_gross"].to_list(), g["total_tokens"].to_list(), n_boot)
         c = ratio_ci(g["all_saved_calls"].to_list(), g["total_tokens"].to_list(), n_boot)
         t = mean_ci(g["all_replaced_turns"].to_list(), n_boot)
-        rows.append({**dict(zip(by, key)), "n": g.height, "gross_share": r[0], "gross_share_lo": r[1],
-                     "gross_share_hi": r[2], "calls_share": c[0], "calls_share_lo": c[1], "calls_share_hi": c[2],
-                     "replaced_turns": t[0], "replaced_turns_lo": t[1], "replaced_turns_hi": t[2]})
+        rows.append(
+            {
+                **dict(zip(by, key)),
+                "n": g.height,
+                "gross_share": r[0],
+                "gross_share_lo": r[1],
+                "gross_share_hi": r[2],
+                "calls_share": c[0],
+                "calls_share_lo": c[1],
+                "calls_share_hi": c[2],
+                "replaced_turns": t[0],
+                "replaced_turns_lo": t[1],
+                "replaced_turns_hi": t[2],
+            }
+        )
     return pl.DataFrame(rows)

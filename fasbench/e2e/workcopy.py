@@ -44,17 +44,31 @@ class SandboxGitError(RuntimeError):
     ``data.gitmine.GitRepoError``: a repository given to mine that git cannot read)."""
 
 
-def safe_git(args: list[str], git_dir: Path, work_tree: Path, timeout: float = 600,
-             max_bytes: int = MAX_GIT_OUTPUT, config: tuple = ()) -> str:
+def safe_git(
+    args: list[str],
+    git_dir: Path,
+    work_tree: Path,
+    timeout: float = 600,
+    max_bytes: int = MAX_GIT_OUTPUT,
+    config: tuple = (),
+) -> str:
     """``git`` with fasbench's fixed flags and environment on an explicit git dir and work tree; its
     output read up to ``max_bytes`` (SandboxGitError past it, or on failure or timeout)."""
     cmd, *rest = args
     paths = None
     if "--" in rest:  # what follows is operands (paths): the wall puts them after its own "--"
-        rest, paths = rest[:rest.index("--")], rest[rest.index("--") + 1:]
+        rest, paths = rest[: rest.index("--")], rest[rest.index("--") + 1 :]
     try:
-        return gitsafe.run(cmd, *rest, paths=paths, git_dir=git_dir, work_tree=work_tree, timeout=timeout,
-                           max_bytes=max_bytes, config=config)
+        return gitsafe.run(
+            cmd,
+            *rest,
+            paths=paths,
+            git_dir=git_dir,
+            work_tree=work_tree,
+            timeout=timeout,
+            max_bytes=max_bytes,
+            config=config,
+        )
     except gitsafe.GitError as e:
         raise SandboxGitError(f"git {cmd} in {work_tree}: {str(e).removeprefix(f'git {cmd}: ')}") from None
 
@@ -69,8 +83,12 @@ def base_repository(copy: Path, git_dir: Path) -> None:
     (git_dir / "info" / "attributes").write_text(RESET_ATTRIBUTES)
     shutil.rmtree(git_dir / "hooks", ignore_errors=True)  # the sample hooks (core.hooksPath is /dev/null anyway)
     safe_git(["add", "-A", "-f"], git_dir, copy)
-    safe_git(["commit", "-q", "--no-verify", "-m", "base"], git_dir, copy,
-             config=(("user.name", "fasbench"), ("user.email", "fasbench@localhost")))
+    safe_git(
+        ["commit", "-q", "--no-verify", "-m", "base"],
+        git_dir,
+        copy,
+        config=(("user.name", "fasbench"), ("user.email", "fasbench@localhost")),
+    )
     shutil.copytree(git_dir, copy / ".git", symlinks=True)
     (copy / ".git" / "info" / "attributes").unlink()  # the agent's git honours the corpus's attributes, as usual
 
@@ -101,11 +119,17 @@ def bounded_diff(git_dir: Path, work_tree: Path) -> tuple[str, str | None]:
     ``MAX_GIT_OUTPUT`` bytes, or when more than ``MAX_REFUSED`` paths are refused."""
     refused = diff_refusals(git_dir, work_tree)
     if len(refused) > MAX_REFUSED:
-        raise SandboxGitError(f"git diff in {work_tree}: {len(refused)} tracked paths refused (over {MAX_REFUSED}), "
-                              f"e.g. {refused[0][0]} ({refused[0][1]})")
+        raise SandboxGitError(
+            f"git diff in {work_tree}: {len(refused)} tracked paths refused (over {MAX_REFUSED}), "
+            f"e.g. {refused[0][0]} ({refused[0][1]})"
+        )
     skip = [":(top,exclude,literal)" + name for name, _ in refused]
-    diff = safe_git(["diff", "--no-textconv", "--no-ext-diff", "--no-color", "HEAD", "--", ":(top)", *skip],
-                    git_dir, work_tree, timeout=DIFF_TIMEOUT_S)
+    diff = safe_git(
+        ["diff", "--no-textconv", "--no-ext-diff", "--no-color", "HEAD", "--", ":(top)", *skip],
+        git_dir,
+        work_tree,
+        timeout=DIFF_TIMEOUT_S,
+    )
     if not refused:
         return diff, None
     why = "; ".join(f"{n} ({w})" for n, w in refused)

@@ -14,8 +14,8 @@ reward's parts.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import polars as pl
 
@@ -26,23 +26,36 @@ from fasbench.records import Task
 _SPEC_CHARS = (",", "=")  # the policy spec's separators (fasbench.policies.parse_spec)
 
 
-def checkpoint_policy(model: str | Path, label: str | None = None, max_new_tokens: int = 256,
-                      temperature: float = 0.0, seed: int = 0) -> str:
+def checkpoint_policy(
+    model: str | Path, label: str | None = None, max_new_tokens: int = 256, temperature: float = 0.0, seed: int = 0
+) -> str:
     """The policy spec of a checkpoint: ``hf:model=PATH,max_new_tokens=N,temperature=T,seed=S,name=LABEL``
     (``model`` is anything ``fasbench.models.load_model`` takes: a name, a checkpoint folder, an adapter)."""
     for what, v in (("model", str(model)), ("label", label or "")):
         if any(c in v for c in _SPEC_CHARS):
-            raise ValueError(f"checkpoint {what} {v!r} contains ',' or '=', which a policy spec cannot hold; "
-                             "rename it or link it from a plain path")
+            raise ValueError(
+                f"checkpoint {what} {v!r} contains ',' or '=', which a policy spec cannot hold; "
+                "rename it or link it from a plain path"
+            )
     spec = f"hf:model={model},max_new_tokens={int(max_new_tokens)},temperature={float(temperature)},seed={int(seed)}"
     return spec + (f",name={label}" if label else "")
 
 
-def evaluate_checkpoint(model: str | Path, tasks: Sequence[Task], out: str | Path | None = None,
-                        toolset: str = "relace", limits: Limits | None = None, reward: str = "relace",
-                        judge: str | None = None, label: str | None = None, max_new_tokens: int = 256,
-                        temperature: float = 0.0, seed: int = 0, progress: bool = True,
-                        task_source: str | None = None) -> pl.DataFrame:
+def evaluate_checkpoint(
+    model: str | Path,
+    tasks: Sequence[Task],
+    out: str | Path | None = None,
+    toolset: str = "relace",
+    limits: Limits | None = None,
+    reward: str = "relace",
+    judge: str | None = None,
+    label: str | None = None,
+    max_new_tokens: int = 256,
+    temperature: float = 0.0,
+    seed: int = 0,
+    progress: bool = True,
+    task_source: str | None = None,
+) -> pl.DataFrame:
     """Episodes of the checkpoint ``model`` on ``tasks`` (greedy unless ``temperature`` > 0) with
     ``toolset`` and ``limits``, scored under every reward (``reward`` is the headline column;
     ``judge``: FastContext's LLM judge spec). ``out``: the run directory (traces are appended one
@@ -52,7 +65,27 @@ def evaluate_checkpoint(model: str | Path, tasks: Sequence[Task], out: str | Pat
     spec = checkpoint_policy(model, label or Path(str(model)).name, max_new_tokens, temperature, seed)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="fasbench-ckpt-") as tmp:
-            return run_eval(tasks, spec, toolset, Path(tmp) / "run", limits, backend="serial", progress=progress,
-                            judge=judge, task_source=task_source, reward=reward)
-    return run_eval(tasks, spec, toolset, out, limits, backend="serial", progress=progress, judge=judge,
-                    task_source=task_source, reward=reward)
+            return run_eval(
+                tasks,
+                spec,
+                toolset,
+                Path(tmp) / "run",
+                limits,
+                backend="serial",
+                progress=progress,
+                judge=judge,
+                task_source=task_source,
+                reward=reward,
+            )
+    return run_eval(
+        tasks,
+        spec,
+        toolset,
+        out,
+        limits,
+        backend="serial",
+        progress=progress,
+        judge=judge,
+        task_source=task_source,
+        reward=reward,
+    )

@@ -7,57 +7,101 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from fasbench.policies import POLICIES
 from fasbench.data.tasksets import task_set_label
+from fasbench.policies import POLICIES
 from fasbench.tools import TOOLSETS
-
 
 # every policy family with an example (typer keeps these lines as they are)
 # "\b": click prints the paragraph after it as written (one family a line), not re-wrapped into one
 POLICY_HELP = "Policies (`fasbench policies` lists their parameters):\n\n\b\n" + "\n".join(
-    f"  {fam.example}   {fam.what}" for fam in POLICIES.values())
+    f"  {fam.example}   {fam.what}" for fam in POLICIES.values()
+)
 
 
 def register(app) -> None:
     @app.command("eval", epilog=POLICY_HELP)
     def eval_cmd(
-        tasks: str = typer.Option(..., "--tasks", help="task set: SOURCE[:SPLIT] e.g. swebench-verified:test, a Task "
-                                  "JSONL file[:SPLIT], or git:PATH (fasbench.data.tasksets)"),
-        policy: str = typer.Option(..., "--policy", help="NAME[:key=value,...], e.g. heuristic:turns=3, bm25, "
-                                   "openai:model=M,base_url=URL, hf:model=smollm2-offline (all families below)"),
+        tasks: str = typer.Option(
+            ...,
+            "--tasks",
+            help="task set: SOURCE[:SPLIT] e.g. swebench-verified:test, a Task "
+            "JSONL file[:SPLIT], or git:PATH (fasbench.data.tasksets)",
+        ),
+        policy: str = typer.Option(
+            ...,
+            "--policy",
+            help="NAME[:key=value,...], e.g. heuristic:turns=3, bm25, "
+            "openai:model=M,base_url=URL, hf:model=smollm2-offline (all families below)",
+        ),
         toolset: str = typer.Option("relace", "--toolset", help=" | ".join(TOOLSETS) + " (fasbench.tools.TOOLSETS)"),
-        out: Optional[Path] = typer.Option(None, "--out", help="run directory (traces.jsonl, summary.parquet); resumes "
-                                           "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
-                                           "POLICY-KEY, KEY derived from every option that changes the run"),
-        max_turns: int = typer.Option(6, "--max-turns", min=1, help="turn limit K: Relace, at most K replies (the "
-                                      "last after the stop-and-answer note); FastContext, the release's max_turns: "
-                                      "K replies, then its last-turn message and one extra reply (at most K+1)"),
-        max_calls: int = typer.Option(12, "--max-calls", min=1, help="calls allowed in one turn (fasbench's cap; neither Relace nor FastContext sets one: 12 is the top of the 4-12 Relace's prompt asks for)"),
-        report_contract: str = typer.Option("free", "--report-contract", help="how the answer cites: free (the "
-                                            "published: paths and line ranges as written) | ids (fasbench's "
-                                            "extension: IDs of the ranges shown, rendered into paths by fasbench)"),
+        out: Path | None = typer.Option(
+            None,
+            "--out",
+            help="run directory (traces.jsonl, summary.parquet); resumes "
+            "when its run.json matches, refused otherwise; default CACHE/runs/eval-"
+            "POLICY-KEY, KEY derived from every option that changes the run",
+        ),
+        max_turns: int = typer.Option(
+            6,
+            "--max-turns",
+            min=1,
+            help="turn limit K: Relace, at most K replies (the "
+            "last after the stop-and-answer note); FastContext, the release's max_turns: "
+            "K replies, then its last-turn message and one extra reply (at most K+1)",
+        ),
+        max_calls: int = typer.Option(
+            12,
+            "--max-calls",
+            min=1,
+            help="calls allowed in one turn (fasbench's cap; neither Relace nor FastContext sets one: 12 is the top of the 4-12 Relace's prompt asks for)",
+        ),
+        report_contract: str = typer.Option(
+            "free",
+            "--report-contract",
+            help="how the answer cites: free (the "
+            "published: paths and line ranges as written) | ids (fasbench's "
+            "extension: IDs of the ranges shown, rendered into paths by fasbench)",
+        ),
         workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
-        limit: int = typer.Option(0, "--limit", min=0, help="first N tasks only (0 = all); the run says how many "
-                                  "ran and why fewer"),
-        ids: Optional[list[str]] = typer.Option(None, "--ids", help="only these task ids (repeatable; order kept)"),
-        ids_file: Optional[Path] = typer.Option(None, "--ids-file", help="only the task ids listed in this file"),
-        corpus: Optional[str] = typer.Option(None, "--corpus", help="offline | online (default: offline where a "
-                                             "release is picked); tasks not usable on it are excluded"),
+        limit: int = typer.Option(
+            0, "--limit", min=0, help="first N tasks only (0 = all); the run says how many ran and why fewer"
+        ),
+        ids: list[str] | None = typer.Option(None, "--ids", help="only these task ids (repeatable; order kept)"),
+        ids_file: Path | None = typer.Option(None, "--ids-file", help="only the task ids listed in this file"),
+        corpus: str | None = typer.Option(
+            None,
+            "--corpus",
+            help="offline | online (default: offline where a release is picked); tasks not usable on it are excluded",
+        ),
         judge: str = typer.Option("", "--judge", help="FastContext reward's LLM judge: openai:model=NAME,base_url=URL"),
-        reward: str = typer.Option("relace", "--reward", help="the summary's headline `reward` column: relace | "
-                                   "fastcontext | fastcontext-lenient | … (every reward is a column anyway)"),
-        scoring: str = typer.Option("", "--scoring", help="also score as FastContext's run_score.py: fastcontext "
-                                    "(its FILE_TYPES filter: no .py) or fastcontext-all (every file); adds fc_* "
-                                    "columns and prints its result"),
-        shard: str = typer.Option("", "--shard", help="i/n: run shard i (0-based) of n of the tasks, for several "
-                                  "machines; merge with `fasbench eval-merge`"),
-        perturb: str = typer.Option("", "--perturb", help="run on perturbed corpora: perturb[:seed=0,modules=2,dirs=1,"
-                                    "private=6,reorder=4] (`fasbench data perturb`; gold and task text relocated)"),
+        reward: str = typer.Option(
+            "relace",
+            "--reward",
+            help="the summary's headline `reward` column: relace | "
+            "fastcontext | fastcontext-lenient | … (every reward is a column anyway)",
+        ),
+        scoring: str = typer.Option(
+            "",
+            "--scoring",
+            help="also score as FastContext's run_score.py: fastcontext "
+            "(its FILE_TYPES filter: no .py) or fastcontext-all (every file); adds fc_* "
+            "columns and prints its result",
+        ),
+        shard: str = typer.Option(
+            "",
+            "--shard",
+            help="i/n: run shard i (0-based) of n of the tasks, for several machines; merge with `fasbench eval-merge`",
+        ),
+        perturb: str = typer.Option(
+            "",
+            "--perturb",
+            help="run on perturbed corpora: perturb[:seed=0,modules=2,dirs=1,"
+            "private=6,reorder=4] (`fasbench data perturb`; gold and task text relocated)",
+        ),
     ):
         """Run a policy over tasks; append traces; write summary.parquet; print macro means with 95% CIs.
 
@@ -74,22 +118,41 @@ def register(app) -> None:
 
         plan = None
         try:
-            plan = plan_run(tasks, policy, toolset, out, ids=ids or (), ids_file=ids_file, limit=limit, corpus=corpus,
-                            perturb=perturb, shard=shard, reward=reward, say=lambda s: typer.echo(s, err=True),
-                            limits=Limits(max_turns=max_turns, max_calls_per_turn=max_calls,
-                                          report_contract=report_contract))
+            plan = plan_run(
+                tasks,
+                policy,
+                toolset,
+                out,
+                ids=ids or (),
+                ids_file=ids_file,
+                limit=limit,
+                corpus=corpus,
+                perturb=perturb,
+                shard=shard,
+                reward=reward,
+                say=lambda s: typer.echo(s, err=True),
+                limits=Limits(max_turns=max_turns, max_calls_per_turn=max_calls, report_contract=report_contract),
+            )
             out = plan.out
-            df = plan.run(workers=workers or None, backend=backend or None, judge=judge or None, warn=False,
-                          scoring=[scoring] if scoring else [])
+            df = plan.run(
+                workers=workers or None,
+                backend=backend or None,
+                judge=judge or None,
+                warn=False,
+                scoring=[scoring] if scoring else [],
+            )
         except KeyboardInterrupt:  # bad input (ValueError, OSError) is the CLI group's one-line error
             where = f"in {plan.out / 'traces.jsonl'}" if plan else "(none ran yet)"
             typer.echo(f"interrupted: finished episodes are kept {where}; the same command resumes", err=True)
             raise typer.Exit(130) from None
         failed = int(df["failed"].sum()) if "failed" in df.columns else 0
         if failed:  # before the table: e.g. a model server that still failed after the last retry
-            typer.echo(f"{failed} of {df.height} episodes FAILED (model server or policy error; summary column "
-                       "`error`, traces' meta.failed_requests): the means below leave them out; the same "
-                       "command retries them", err=True)
+            typer.echo(
+                f"{failed} of {df.height} episodes FAILED (model server or policy error; summary column "
+                "`error`, traces' meta.failed_requests): the means below leave them out; the same "
+                "command retries them",
+                err=True,
+            )
         if df.height:
             typer.echo(summary_text(df, out, reward=reward))
             if scoring:
@@ -109,8 +172,13 @@ def register(app) -> None:
             raise typer.Exit(3)
 
     @app.command("policies")
-    def policies_cmd(model_path: str = typer.Option("", "--model-path", help="print the local folder of an hf model "
-                                                    "name (smollm2-offline, tiny; converted on first use) and exit")):
+    def policies_cmd(
+        model_path: str = typer.Option(
+            "",
+            "--model-path",
+            help="print the local folder of an hf model name (smollm2-offline, tiny; converted on first use) and exit",
+        ),
+    ):
         """Every policy family: an example --policy spec and its parameters with defaults."""
         # local import: fasbench.policies and fasbench.models are heavy to import
         from fasbench.models import resolve_model
@@ -123,15 +191,19 @@ def register(app) -> None:
 
     @app.command("runs")
     def runs_cmd(
-        dirs: Optional[list[Path]] = typer.Argument(None, help="run directories or folders holding runs "
-                                                    "(default: runs/ and CACHE/runs/)"),
-        metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics to show (repeat or comma-separate)"),
+        dirs: list[Path] | None = typer.Argument(
+            None, help="run directories or folders holding runs (default: runs/ and CACHE/runs/)"
+        ),
+        metric: list[str] | None = typer.Option(None, "--metric", help="metrics to show (repeat or comma-separate)"),
         level: float = typer.Option(0.95, "--level", help="confidence level of the intervals"),
         as_json: bool = typer.Option(False, "--json", help="one JSON object per run instead of a table"),
-        success: str = typer.Option("all_gold_at_5", "--success", help="run-to-run noise: the metric whose value "
-                                    "≥ --threshold is a success (pass^k, flip rate)"),
+        success: str = typer.Option(
+            "all_gold_at_5",
+            "--success",
+            help="run-to-run noise: the metric whose value ≥ --threshold is a success (pass^k, flip rate)",
+        ),
         threshold: float = typer.Option(1.0, "--threshold", help="run-to-run noise: success threshold"),
-        latex: Optional[Path] = typer.Option(None, "--latex", help="also write the table as booktabs LaTeX to this file"),
+        latex: Path | None = typer.Option(None, "--latex", help="also write the table as booktabs LaTeX to this file"),
     ):
         """One table of all runs: policy, tool set, task source, n, main metrics with CIs, date, code version;
         then, where one policy was run more than once, its run-to-run noise (pass^k, flip rate)."""
@@ -145,7 +217,9 @@ def register(app) -> None:
         for w in skipped:
             typer.echo(f"warning: {w.message}", err=True)
         if not table.height:
-            raise R.RunError(f"no {'readable ' if skipped else ''}runs found under {', '.join(map(str, dirs or R.run_roots())) or 'runs/'}")
+            raise R.RunError(
+                f"no {'readable ' if skipped else ''}runs found under {', '.join(map(str, dirs or R.run_roots())) or 'runs/'}"
+            )
         for m in metrics if metric else ():  # a default metric older runs lack is shown as –
             if table[m].is_null().all():
                 R.check_metrics(R.load_summary(table["path"][0]), [m], table["run"][0])
@@ -154,15 +228,18 @@ def register(app) -> None:
             for r in table.iter_rows(named=True):
                 typer.echo(json.dumps(r))
             return
-        typer.echo(f"{table.height} runs; metric: mean [{level:.0%} interval over tasks: percentile bootstrap from 10 tasks, "
-                   "Student t below (column interval), none for one task]")
+        typer.echo(
+            f"{table.height} runs; metric: mean [{level:.0%} interval over tasks: percentile bootstrap from 10 tasks, "
+            "Student t below (column interval), none for one task]"
+        )
         typer.echo(R.format_table(R.display_runs(table, metrics)))
         if latex:
             from fasbench.stats.tables import write_latex  # local import: polars, heavy; only --latex needs it
 
-            typer.echo(f"LaTeX table: {write_latex(R.display_runs(table, metrics), latex, caption=table['interval'][0])}")
+            typer.echo(
+                f"LaTeX table: {write_latex(R.display_runs(table, metrics), latex, caption=table['interval'][0])}"
+            )
         typer.echo(R.noise_text(noise))
-
 
     @app.command("eval-merge")
     def eval_merge_cmd(
@@ -182,12 +259,16 @@ def register(app) -> None:
     @app.command("compare")
     def compare_cmd(
         runs: list[str] = typer.Argument(..., help="run directories or run names; the first is the reference"),
-        metric: Optional[list[str]] = typer.Option(None, "--metric", help="metrics (repeat or comma-separate); "
-                                                   "default file_f2,line_f1,reward_relace_f2,turns,unseen_cited_share,calls_nothing_new_share (those every run has)"),
+        metric: list[str] | None = typer.Option(
+            None,
+            "--metric",
+            help="metrics (repeat or comma-separate); "
+            "default file_f2,line_f1,reward_relace_f2,turns,unseen_cited_share,calls_nothing_new_share (those every run has)",
+        ),
         level: float = typer.Option(0.95, "--level", help="confidence level of the intervals"),
         n_boot: int = typer.Option(2000, "--n-boot", min=100, help="bootstrap resamples (intervals above 20 tasks)"),
         as_json: bool = typer.Option(False, "--json", help="one JSON object per row instead of a table"),
-        latex: Optional[Path] = typer.Option(None, "--latex", help="also write the table as booktabs LaTeX to this file"),
+        latex: Path | None = typer.Option(None, "--latex", help="also write the table as booktabs LaTeX to this file"),
     ):
         """Paired comparison of each run against the first (run − reference) on their shared tasks: the
         two-sided sign-flip p (exact up to 20 tasks) beside its n, and the interval."""
@@ -204,13 +285,19 @@ def register(app) -> None:
         for name, run in zip(dict.fromkeys([table["reference"][0], *table["run"].to_list()]), runs):
             meta = R.read_run(R.resolve_run(run))
             setups[name] = (meta.toolset, meta.limits_label())
-            typer.echo(f"{name}: tasks {task_set_label(meta.task_source, meta.corpus)} · tool set "
-                       f"{meta.toolset or '–'} · limits {meta.limits_label() or '–'}")
+            typer.echo(
+                f"{name}: tasks {task_set_label(meta.task_source, meta.corpus)} · tool set "
+                f"{meta.toolset or '–'} · limits {meta.limits_label() or '–'}"
+            )
         if len(set(setups.values())) > 1:
-            typer.echo("note: the runs differ in tool set or turn/call limits (above): a difference is the policy's "
-                       "and the setup's together")
-        typer.echo(f"reference: {table['reference'][0]}; diff = run − reference over shared tasks with its "
-                   f"{level:.0%} interval")
+            typer.echo(
+                "note: the runs differ in tool set or turn/call limits (above): a difference is the policy's "
+                "and the setup's together"
+            )
+        typer.echo(
+            f"reference: {table['reference'][0]}; diff = run − reference over shared tasks with its "
+            f"{level:.0%} interval"
+        )
         typer.echo(R.compare_note(table, level))
         if R.failed_note(table):
             typer.echo(R.failed_note(table), err=True)
@@ -218,7 +305,9 @@ def register(app) -> None:
         if latex:
             from fasbench.stats.tables import write_latex  # local import: polars, heavy; only --latex needs it
 
-            typer.echo(f"LaTeX table: {write_latex(R.display_compare(table), latex, caption=R.compare_note(table, level))}")
+            typer.echo(
+                f"LaTeX table: {write_latex(R.display_compare(table), latex, caption=R.compare_note(table, level))}"
+            )
 
 
 def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) -> str:
@@ -230,6 +319,7 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
     is defined). Writes the localization intervals to OUT/summary_ci.parquet."""
     # local import: polars + fasbench.evaluation.evaluate/runs/localization, heavy (module docstring)
     import polars as pl
+
     from fasbench.evaluation import runs as R
     from fasbench.evaluation.episodes import column_bounds, reward_column
     from fasbench.evaluation.evaluate import aggregate, split_failed
@@ -240,8 +330,10 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
 
     run = R.runs_table([out], level=level).row(0, named=True)
     df = split_failed(df)[0]  # the means are over the episodes that ran (the header gives the failed count)
-    rows = [(m, run[m], run[f"{m}_lo"], run[f"{m}_hi"], df[m].drop_nulls().len() if m in df.columns else run["n"])
-            for m in R.RUN_METRICS]
+    rows = [
+        (m, run[m], run[f"{m}_lo"], run[f"{m}_hi"], df[m].drop_nulls().len() if m in df.columns else run["n"])
+        for m in R.RUN_METRICS
+    ]
     reward = reward or DEFAULT_REWARD
     extra = ["reward"] + [reward_column(n) for n in summary_rewards() if n != reward]  # the headline's is `reward`
     for m in (m for m in extra if m in df.columns and m not in R.RUN_METRICS):
@@ -254,19 +346,26 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
     loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
     if loc:
         ci = aggregate(df, loc)
-        n = {(p, m): df.filter(pl.col("policy") == p)[m].drop_nulls().len()
-             for p in ci["policy"] for m in loc}  # tasks with this gold (null = not defined)
+        n = {
+            (p, m): df.filter(pl.col("policy") == p)[m].drop_nulls().len() for p in ci["policy"] for m in loc
+        }  # tasks with this gold (null = not defined)
         ci = ci.with_columns([pl.Series(f"n_{m}", [n[(p, m)] for p in ci["policy"]]) for m in loc])
         ci.write_parquet(out / "summary_ci.parquet")
         for r in ci.iter_rows(named=True):
-            rows += [(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n[(r["policy"], m)]) for m in loc
-                     if m not in R.RUN_METRICS]  # e.g. file_f2 is both: shown once
+            rows += [
+                (m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n[(r["policy"], m)]) for m in loc if m not in R.RUN_METRICS
+            ]  # e.g. file_f2 is both: shown once
     run = {k: "unknown" if v is None else v for k, v in run.items()}  # a run written before a field was recorded
-    head = (f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
-            f"{run['n']} episodes" + (f", {run['failed']} failed (left out)" if run.get("failed") else "")
-            + (f" ({run['resumed']})" if run.get("resumed") not in (None, "", "unknown") else "") + f" · code {run['code']}"
-            + f"\nintervals over tasks: {run['interval']}"
-            + (f" · limits {run['limits']}" if run.get("limits") not in (None, "", "unknown") else "") + f" · reward = {reward}")
+    head = (
+        f"run {run['run']} · policy {run['policy']} · tool set {run['toolset']} · tasks {run['task_source']} · "
+        f"{run['n']} episodes"
+        + (f", {run['failed']} failed (left out)" if run.get("failed") else "")
+        + (f" ({run['resumed']})" if run.get("resumed") not in (None, "", "unknown") else "")
+        + f" · code {run['code']}"
+        + f"\nintervals over tasks: {run['interval']}"
+        + (f" · limits {run['limits']}" if run.get("limits") not in (None, "", "unknown") else "")
+        + f" · reward = {reward}"
+    )
 
     def num(x) -> str:
         return "n/a" if x is None or x != x else f"{x:.3f}"
@@ -274,8 +373,10 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
     cells = [(m, num(v), f"[{num(lo)}, {num(hi)}]", str(k)) for m, v, lo, hi, k in rows]
     text = head + "\n" + text_table(["metric", "mean", f"{level:.0%} CI", "n"], cells, right={"mean", "n"}, rule=False)
     if prep is not None and prep.len():
-        text += (f"\nprepare_s: {float(prep.sum()):.1f} s in all building or loading the policy's index before the "
-                 "episodes (the first episode on a corpus pays the build); wall_s is the search alone")
+        text += (
+            f"\nprepare_s: {float(prep.sum()):.1f} s in all building or loading the policy's index before the "
+            "episodes (the first episode on a corpus pays the build); wall_s is the search alone"
+        )
     return text
 
 

@@ -25,9 +25,10 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from itertools import islice
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 WATCH_S = 0.5  # how often a worker checks that the run's process is alive
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -90,8 +91,9 @@ def stop(pool: Executor) -> None:
             p.kill()
 
 
-def run_pool(pool: Executor, fn: Callable, items: Iterable[Sequence[Any]], on_result: Callable[[Any], None],
-             workers: int) -> None:
+def run_pool(
+    pool: Executor, fn: Callable, items: Iterable[Sequence[Any]], on_result: Callable[[Any], None], workers: int
+) -> None:
     """Run ``fn(*item)`` for every item on ``pool`` with at most ``2 × workers`` queued; hand each
     result to ``on_result`` (in the calling thread) as it finishes. On any exception, including
     KeyboardInterrupt, the pool is stopped (:func:`stop`) and the exception re-raised; otherwise
@@ -109,4 +111,3 @@ def run_pool(pool: Executor, fn: Callable, items: Iterable[Sequence[Any]], on_re
         stop(pool)
         raise
     pool.shutdown(wait=True)
-

@@ -25,25 +25,33 @@ import math
 import re
 import tempfile
 import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from functools import cache, cached_property
+from typing import Any
 
 import polars as pl
 
+from fasbench.models import well_formed
+from fasbench.records import Task, Trace
 from fasbench.scoring.contextbench import CONTEXTBENCH_BOUNDS, contextbench_row
 from fasbench.scoring.localization import FC_SCORINGS, KS, LOCALIZATION_BOUNDS, fastcontext_row, localization_row
-from fasbench.stats.metrics import NONNEGATIVE, PRF, UNIT, Bounds, all_gold_at_k, normalize_path, scoring_memo
-from fasbench.models import well_formed
 from fasbench.scoring.process import PROCESS_BOUNDS, PROCESS_COLUMNS, process_row, process_schema
-from fasbench.records import Task, Trace
-from fasbench.scoring.reward import (DEFAULT_REWARD, REWARDS, Score, judge_requests, report_files_prf, report_lines_prf,
-                             reward_named, score_episode)
+from fasbench.scoring.reward import (
+    DEFAULT_REWARD,
+    REWARDS,
+    Score,
+    judge_requests,
+    report_files_prf,
+    report_lines_prf,
+    reward_named,
+    score_episode,
+)
+from fasbench.stats.metrics import NONNEGATIVE, PRF, UNIT, Bounds, all_gold_at_k, normalize_path, scoring_memo
 from fasbench.tools import TOOLSETS, make_toolset
 
 
-
-@lru_cache(maxsize=None)
+@cache
 def tool_schemas(toolset: str) -> tuple[dict, ...] | None:
     """The JSON schemas of ``toolset`` (they do not depend on the corpus); None for a tool set that
     is not ours (a trace imported from elsewhere)."""
@@ -158,68 +166,148 @@ def _recall_at(e: Episode, k: int) -> float:
 
 
 _KIND = {"int": pl.Int64, "bool": pl.Boolean, "float": pl.Float64}
-_PRF = {"precision": lambda p: p.precision, "recall": lambda p: p.recall, "f1": lambda p: p.f(1.0),
-        "f2": lambda p: p.f(2.0)}
+_PRF = {
+    "precision": lambda p: p.precision,
+    "recall": lambda p: p.recall,
+    "f1": lambda p: p.f(1.0),
+    "f2": lambda p: p.f(2.0),
+}
 
 #: Every fixed column of the episode table, in order: the one place a column is declared.
 TABLE: dict[str, Column] = {
     "task_id": Column("the task's id", pl.Utf8, lambda e: e.trace.task_id),
     "trace_id": Column("the episode's id (unique per trace)", pl.Utf8, lambda e: e.trace.trace_id),
-    "policy": Column("the policy's name (its spec, or a label such as 'before'/'after' of a checkpoint)", pl.Utf8,
-                     lambda e: e.trace.policy),
+    "policy": Column(
+        "the policy's name (its spec, or a label such as 'before'/'after' of a checkpoint)",
+        pl.Utf8,
+        lambda e: e.trace.policy,
+    ),
     "toolset": Column("the tool set the episode ran with (relace | fastcontext)", pl.Utf8, lambda e: e.trace.toolset),
     "repo": Column("the task's repository (null without the task)", pl.Utf8, lambda e: e.task.repo, gold=True),
-    "split": Column("the task's split train/dev/test (null without the task)", pl.Utf8, lambda e: e.task.split,
-                    gold=True),
-    "stop_reason": Column("how the episode ended: reported | max_turns | no_calls | policy_error | …", pl.Utf8,
-                          lambda e: e.trace.stop_reason),
+    "split": Column(
+        "the task's split train/dev/test (null without the task)", pl.Utf8, lambda e: e.task.split, gold=True
+    ),
+    "stop_reason": Column(
+        "how the episode ended: reported | max_turns | no_calls | policy_error | …",
+        pl.Utf8,
+        lambda e: e.trace.stop_reason,
+    ),
     "error": Column("the error of a failed episode (null otherwise)", pl.Utf8, lambda e: e.trace.error),
-    "reward": Column("the headline reward (the table's `reward` argument, default relace); without the task, "
-                     "trace.meta['reward'] or NaN", pl.Float64, _headline),
+    "reward": Column(
+        "the headline reward (the table's `reward` argument, default relace); without the task, "
+        "trace.meta['reward'] or NaN",
+        pl.Float64,
+        _headline,
+    ),
     "reported": Column("a report was parsed", pl.Boolean, lambda e: e.trace.report is not None),
     "turns": Column("assistant turns used", pl.Int64, lambda e: e.trace.n_turns, bounds=NONNEGATIVE),
     "calls": Column("tool calls made (the report call included)", pl.Int64, lambda e: len(e.calls), bounds=NONNEGATIVE),
-    "calls_per_turn": Column("calls / turns (0 without turns)", pl.Float64,
-                             lambda e: len(e.calls) / e.trace.n_turns if e.trace.n_turns else 0.0, bounds=NONNEGATIVE),
-    "max_parallel": Column("most calls in one turn", pl.Int64,
-                           lambda e: max((len(t.calls) for t in e.trace.turns), default=0), bounds=NONNEGATIVE),
-    "wellformed_calls": Column("calls whose arguments parsed to a JSON object and whose name is a tool of the "
-                               "tool set", pl.Int64, lambda e: _ok(e, sum), bounds=NONNEGATIVE),
-    "wellformed": Column("the episode made calls and all were well-formed", pl.Boolean,
-                         lambda e: _ok(e, lambda ok: bool(ok) and all(ok))),
+    "calls_per_turn": Column(
+        "calls / turns (0 without turns)",
+        pl.Float64,
+        lambda e: len(e.calls) / e.trace.n_turns if e.trace.n_turns else 0.0,
+        bounds=NONNEGATIVE,
+    ),
+    "max_parallel": Column(
+        "most calls in one turn",
+        pl.Int64,
+        lambda e: max((len(t.calls) for t in e.trace.turns), default=0),
+        bounds=NONNEGATIVE,
+    ),
+    "wellformed_calls": Column(
+        "calls whose arguments parsed to a JSON object and whose name is a tool of the tool set",
+        pl.Int64,
+        lambda e: _ok(e, sum),
+        bounds=NONNEGATIVE,
+    ),
+    "wellformed": Column(
+        "the episode made calls and all were well-formed", pl.Boolean, lambda e: _ok(e, lambda ok: bool(ok) and all(ok))
+    ),
     "any_wellformed": Column("at least one call was well-formed", pl.Boolean, lambda e: _ok(e, any)),
-    "report_wellformed": Column("wellformed and reported (the SFT acceptance measure)", pl.Boolean,
-                                lambda e: _ok(e, lambda ok: e.trace.report is not None and bool(ok) and all(ok))),
+    "report_wellformed": Column(
+        "wellformed and reported (the SFT acceptance measure)",
+        pl.Boolean,
+        lambda e: _ok(e, lambda ok: e.trace.report is not None and bool(ok) and all(ok)),
+    ),
     "wall_s": Column("episode wall time, seconds", pl.Float64, lambda e: e.trace.wall_time, bounds=NONNEGATIVE),
-    "prepare_s": Column("seconds the policy spent preparing before the episode, outside wall_s: building or "
-                        "loading a retrieval index (bm25, dense; the first episode on a corpus pays the build); "
-                        "null for a policy that prepares nothing", pl.Float64,
-                        lambda e: (e.trace.meta or {}).get("prepare_s"), bounds=NONNEGATIVE),
-    "model_s": Column("time spent in the policy, seconds", pl.Float64,
-                      lambda e: sum(t.model_time for t in e.trace.turns), bounds=NONNEGATIVE),
-    "tool_s": Column("time spent running tools, seconds", pl.Float64, lambda e: sum(t.tool_time for t in e.trace.turns),
-                     bounds=NONNEGATIVE),
-    "prompt_tokens": Column("prompt tokens summed over turns (null when the policy does not count them)", pl.Int64,
-                            lambda e: _tokens(e.trace, "prompt_tokens"), bounds=NONNEGATIVE),
-    "completion_tokens": Column("completion tokens summed over turns (null when not counted)", pl.Int64,
-                                lambda e: _tokens(e.trace, "completion_tokens"), bounds=NONNEGATIVE),
+    "prepare_s": Column(
+        "seconds the policy spent preparing before the episode, outside wall_s: building or "
+        "loading a retrieval index (bm25, dense; the first episode on a corpus pays the build); "
+        "null for a policy that prepares nothing",
+        pl.Float64,
+        lambda e: (e.trace.meta or {}).get("prepare_s"),
+        bounds=NONNEGATIVE,
+    ),
+    "model_s": Column(
+        "time spent in the policy, seconds",
+        pl.Float64,
+        lambda e: sum(t.model_time for t in e.trace.turns),
+        bounds=NONNEGATIVE,
+    ),
+    "tool_s": Column(
+        "time spent running tools, seconds",
+        pl.Float64,
+        lambda e: sum(t.tool_time for t in e.trace.turns),
+        bounds=NONNEGATIVE,
+    ),
+    "prompt_tokens": Column(
+        "prompt tokens summed over turns (null when the policy does not count them)",
+        pl.Int64,
+        lambda e: _tokens(e.trace, "prompt_tokens"),
+        bounds=NONNEGATIVE,
+    ),
+    "completion_tokens": Column(
+        "completion tokens summed over turns (null when not counted)",
+        pl.Int64,
+        lambda e: _tokens(e.trace, "completion_tokens"),
+        bounds=NONNEGATIVE,
+    ),
     "n_files_reported": Column("distinct files in the report", pl.Int64, lambda e: len(e.ranked), bounds=NONNEGATIVE),
-    "gold_files": Column("files in the gold (null without the task)", pl.Int64, lambda e: len(e.gold_files), gold=True,
-                         bounds=NONNEGATIVE),
-    **{f"{lv}_{m}": Column(f"{lv}-level {m.replace('_', ' ')} of the report against the gold (FastContext's {lv} "
-                           "P/R/F)", pl.Float64, (lambda e, lv=lv, get=get: get(e.files_prf if lv == "file" else e.lines_prf)),
-                           gold=True, bounds=UNIT)
-       for lv in ("file", "line") for m, get in _PRF.items()},
-    **{f"all_gold_at_{k}": Column(f"every gold file in the report's top {k} (fasbench.stats.metrics.all_gold_at_k; not "
-                                  f"LocAgent's Acc@{k}, which asks for min(|gold|, {k}) gold files there: "
-                                  f"file_acc_at_{k})", pl.Float64,
-                             (lambda e, k=k: all_gold_at_k(e.ranked, e.gold_files, k)), gold=True, bounds=UNIT)
-       for k in KS},
-    **{f"recall_at_{k}": Column(f"share of gold files in the report's top {k}", pl.Float64,
-                                (lambda e, k=k: _recall_at(e, k)), gold=True, bounds=UNIT) for k in KS},
+    "gold_files": Column(
+        "files in the gold (null without the task)",
+        pl.Int64,
+        lambda e: len(e.gold_files),
+        gold=True,
+        bounds=NONNEGATIVE,
+    ),
+    **{
+        f"{lv}_{m}": Column(
+            f"{lv}-level {m.replace('_', ' ')} of the report against the gold (FastContext's {lv} P/R/F)",
+            pl.Float64,
+            (lambda e, lv=lv, get=get: get(e.files_prf if lv == "file" else e.lines_prf)),
+            gold=True,
+            bounds=UNIT,
+        )
+        for lv in ("file", "line")
+        for m, get in _PRF.items()
+    },
+    **{
+        f"all_gold_at_{k}": Column(
+            f"every gold file in the report's top {k} (fasbench.stats.metrics.all_gold_at_k; not "
+            f"LocAgent's Acc@{k}, which asks for min(|gold|, {k}) gold files there: "
+            f"file_acc_at_{k})",
+            pl.Float64,
+            (lambda e, k=k: all_gold_at_k(e.ranked, e.gold_files, k)),
+            gold=True,
+            bounds=UNIT,
+        )
+        for k in KS
+    },
+    **{
+        f"recall_at_{k}": Column(
+            f"share of gold files in the report's top {k}",
+            pl.Float64,
+            (lambda e, k=k: _recall_at(e, k)),
+            gold=True,
+            bounds=UNIT,
+        )
+        for k in KS
+    },
     # grounding, redundancy, tool and context efficiency, lost calls: defined in fasbench.scoring.process
-    **{c: Column(meaning, _KIND[kind], (lambda e, c=c: e.process[c]), bounds=PROCESS_BOUNDS[c])
-       for (c, meaning), kind in zip(PROCESS_COLUMNS.items(), process_schema().values())},
+    **{
+        c: Column(meaning, _KIND[kind], (lambda e, c=c: e.process[c]), bounds=PROCESS_BOUNDS[c])
+        for (c, meaning), kind in zip(PROCESS_COLUMNS.items(), process_schema().values())
+    },
 }
 
 #: Every fixed column of the episode table, in order, with its meaning (read from :data:`TABLE`).
@@ -232,9 +320,9 @@ COLUMN_FAMILIES: dict[str, str] = {
     "reward_NAME__PART": "one part of reward NAME (e.g. reward_relace__turn_penalty)",
     "localization": "module/function grains, LocAgent Acc@k, SWE-Explore (fasbench.scoring.localization.localization_columns)",
     "cb_*": "ContextBench's file/block/line recall, precision, F1, efficiency (AUC-Coverage) and evidence drop "
-            "against gold.context, null for tasks without it (fasbench.scoring.contextbench.CONTEXTBENCH_COLUMNS)",
+    "against gold.context, null for tasks without it (fasbench.scoring.contextbench.CONTEXTBENCH_COLUMNS)",
     "fc_*": "with scoring fastcontext / fastcontext-all: FastContext's run_score.py per task "
-            "(fasbench.scoring.localization.fastcontext_row)",
+    "(fasbench.scoring.localization.fastcontext_row)",
 }
 
 #: Columns that are text (filter/search keys of a browser).
@@ -276,7 +364,7 @@ def column_bounds(name: str, reward: str | None = None) -> Bounds | None:
         base, _, part = name.partition("__")
         for n, r in REWARDS.items():
             if reward_column(n) == base:
-                return ({column_name(p): b for p, b in r.parts.items()}.get(part) if part else r.bounds)
+                return {column_name(p): b for p, b in r.parts.items()}.get(part) if part else r.bounds
         return None
     return LOCALIZATION_BOUNDS.get(name) or CONTEXTBENCH_BOUNDS.get(name)
 
@@ -284,8 +372,11 @@ def column_bounds(name: str, reward: str | None = None) -> Bounds | None:
 def view_columns() -> dict[str, str]:
     """Notebook 04's reward views, read from the registry (``Reward.view``): label → the column that
     shows it (the reward's ``view_part`` column, else its value)."""
-    return {(r.label or n): reward_column(n) + (f"__{column_name(r.view_part)}" if r.view_part else "")
-            for n, r in REWARDS.items() if r.view}
+    return {
+        (r.label or n): reward_column(n) + (f"__{column_name(r.view_part)}" if r.view_part else "")
+        for n, r in REWARDS.items()
+        if r.view
+    }
 
 
 def check_scoring(scoring: Sequence[str]) -> list[str]:
@@ -298,9 +389,15 @@ def check_scoring(scoring: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(scoring))
 
 
-def episode_row(trace: Trace, task: Task | None = None, reward: str = DEFAULT_REWARD,
-                rewards: Sequence[str] | None = None, judge=None, localization: bool = True,
-                scoring: Sequence[str] = ()) -> dict:
+def episode_row(
+    trace: Trace,
+    task: Task | None = None,
+    reward: str = DEFAULT_REWARD,
+    rewards: Sequence[str] | None = None,
+    judge=None,
+    localization: bool = True,
+    scoring: Sequence[str] = (),
+) -> dict:
     """One row of the episode table: the columns of :data:`TABLE`, then ``reward_NAME`` /
     ``reward_NAME__PART`` for each name of ``rewards`` (default: every reward of ``REWARDS``), then
     the localization columns. ``reward`` picks the headline ``reward`` column. ``judge``: FastContext's
@@ -335,10 +432,17 @@ def task_map(tasks: Iterable[Task] | Mapping[str, Task] | None) -> dict[str, Tas
     return dict(tasks) if isinstance(tasks, Mapping) else {t.id: t for t in tasks}
 
 
-def episode_rows(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, Task] | None = None,
-                 reward: str = DEFAULT_REWARD, rewards: Sequence[str] | None = None, judge=None,
-                 localization: bool = True, first_per_task: bool = False, only_tasks: bool = False,
-                 scoring: Sequence[str] = ()) -> list[dict]:
+def episode_rows(
+    traces: Iterable[Trace],
+    tasks: Iterable[Task] | Mapping[str, Task] | None = None,
+    reward: str = DEFAULT_REWARD,
+    rewards: Sequence[str] | None = None,
+    judge=None,
+    localization: bool = True,
+    first_per_task: bool = False,
+    only_tasks: bool = False,
+    scoring: Sequence[str] = (),
+) -> list[dict]:
     """Rows of many episodes (see :func:`episode_table`)."""
     check_scoring(scoring)
     by_id = task_map(tasks)
@@ -359,10 +463,17 @@ def episode_rows(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, T
     return [episode_row(tr, by_id.get(tr.task_id), reward, rewards, judge, localization, scoring) for tr in kept]
 
 
-def episode_table(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, Task] | None = None,
-                  reward: str = DEFAULT_REWARD, rewards: Sequence[str] | None = None, judge=None,
-                  localization: bool = True, first_per_task: bool = False, only_tasks: bool = False,
-                  scoring: Sequence[str] = ()) -> pl.DataFrame:
+def episode_table(
+    traces: Iterable[Trace],
+    tasks: Iterable[Task] | Mapping[str, Task] | None = None,
+    reward: str = DEFAULT_REWARD,
+    rewards: Sequence[str] | None = None,
+    judge=None,
+    localization: bool = True,
+    first_per_task: bool = False,
+    only_tasks: bool = False,
+    scoring: Sequence[str] = (),
+) -> pl.DataFrame:
     """The episode table of ``traces`` as a polars frame, one row per trace (:func:`episode_row`).
     ``tasks`` (a list or ``{id: task}``) give the gold; ``first_per_task`` keeps the first trace of
     each task (later ones are counted in a warning); ``only_tasks`` drops traces of tasks not given.
@@ -371,4 +482,3 @@ def episode_table(traces: Iterable[Trace], tasks: Iterable[Task] | Mapping[str, 
     if not rows:
         return pl.DataFrame(schema=EMPTY_SCHEMA)
     return pl.DataFrame(rows, infer_schema_length=None)
-

@@ -30,25 +30,25 @@ import json
 import multiprocessing as mp
 import os
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import polars as pl
 from tqdm.auto import tqdm
 
+from fasbench.base.provenance import timestamp
 from fasbench.data.corpora import with_corpora
+from fasbench.data.tasksets import corpus_kind_of
 from fasbench.evaluation.episode_pool import guard_worker, run_pool
 from fasbench.evaluation.episodes import check_scoring, column_bounds, episode_table
-from fasbench.harness import Limits, parsable_calls, run_episode, with_prepare_s
-from fasbench.scoring.judge import make_judge
-from fasbench.stats.metrics import interval_method, mean_ci, paired_bootstrap
-from fasbench.policies import make_policy
-from fasbench.base.provenance import timestamp
 from fasbench.evaluation.rundir import RunMeta, open_run, record_call
+from fasbench.harness import Limits, parsable_calls, run_episode, with_prepare_s
+from fasbench.policies import make_policy
 from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces, repair_jsonl
+from fasbench.scoring.judge import make_judge
 from fasbench.scoring.reward import DEFAULT_REWARD, REWARDS
-from fasbench.data.tasksets import corpus_kind_of
+from fasbench.stats.metrics import interval_method, mean_ci, paired_bootstrap
 from fasbench.tools import TOOLSETS
 
 MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_relace_f2", "turns", "wall_s")
@@ -77,9 +77,15 @@ def safe_episode(task: Task, policy, toolset: str, limits: Limits) -> Trace:
         policy.prepare([task])  # e.g. a retrieval index, built lazily one corpus at a time; timed apart (prepare_s)
         return with_prepare_s(policy, time.time() - t0, run_episode(task, policy.bind(task), toolset, limits))
     except Exception as e:  # noqa: BLE001 - recorded in the trace, the run goes on
-        return Trace(task_id=task.id, policy=policy.name, toolset=toolset,
-                     stop_reason="policy_error", error=f"episode failed: {type(e).__name__}: {e}",
-                     started_at=t0, ended_at=time.time())
+        return Trace(
+            task_id=task.id,
+            policy=policy.name,
+            toolset=toolset,
+            stop_reason="policy_error",
+            error=f"episode failed: {type(e).__name__}: {e}",
+            started_at=t0,
+            ended_at=time.time(),
+        )
 
 
 def _thread_episode(task: Task, policy, toolset: str, limits: Limits) -> dict:
@@ -144,11 +150,23 @@ def _record_tasks(out: Path, tasks: Sequence[Task]) -> None:
         append_jsonl(f, new)
 
 
-def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: str | Path = "runs/eval",
-             limits: Limits | None = None, workers: int | None = None, backend: str | None = None,
-             progress: bool = True, judge: str | None = None, task_source: str | None = None,
-             reward: str = DEFAULT_REWARD, corpus: str | None = None, warn: bool = True,
-             scoring: Sequence[str] = (), shard: dict | None = None) -> pl.DataFrame:
+def run_eval(
+    tasks: Sequence[Task],
+    policy: str,
+    toolset: str = "relace",
+    out: str | Path = "runs/eval",
+    limits: Limits | None = None,
+    workers: int | None = None,
+    backend: str | None = None,
+    progress: bool = True,
+    judge: str | None = None,
+    task_source: str | None = None,
+    reward: str = DEFAULT_REWARD,
+    corpus: str | None = None,
+    warn: bool = True,
+    scoring: Sequence[str] = (),
+    shard: dict | None = None,
+) -> pl.DataFrame:
     """Run ``policy`` (a spec string) on every task not yet in ``out/traces.jsonl``; return the summary
     (the episode table of ``fasbench.evaluation.episodes``; ``reward`` names its headline ``reward`` column).
     ``judge``: FastContext's LLM judge (``openai:model=…,base_url=…``) for the ``fastcontext`` reward's
@@ -186,8 +204,22 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     main_policy = make_policy(policy) if pending else None  # fails early on a bad spec
     the_judge = make_judge(judge) if judge else None  # idem
     corpus = corpus or corpus_kind_of(tasks)  # tasks that came with their corpus: the kind they have
-    meta = open_run(out, RunMeta(policy, toolset, limits.max_turns, limits.max_calls_per_turn,
-                                 limits.report_contract, reward, shard, task_source, corpus), ids, done)
+    meta = open_run(
+        out,
+        RunMeta(
+            policy,
+            toolset,
+            limits.max_turns,
+            limits.max_calls_per_turn,
+            limits.report_contract,
+            reward,
+            shard,
+            task_source,
+            corpus,
+        ),
+        ids,
+        done,
+    )
     resumed = [i for i in ids if i in done]
     since = (meta.calls[0].get("at") if meta.calls else None) or meta.created
     todo = with_corpora(pending, skipped=out / "skipped.jsonl", progress=progress).tasks
@@ -209,16 +241,28 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     failed_ids = {d["task_id"] for d in rows if trace_failed(d)}
     ran = len({t.id for t in todo} & {d["task_id"] for d in rows})
     warnings = tool_call_warnings(traces, ids)
-    record_call(out, {"at": timestamp(), "ran": ran, "resumed": len(resumed), "asked": len(ids),
-                      "failed": len(failed_ids & set(ids)),
-                      "no_corpus": len(pending) - len(todo), "resumed_since": since if resumed else None,
-                      **({"warnings": warnings} if warnings else {})})
+    record_call(
+        out,
+        {
+            "at": timestamp(),
+            "ran": ran,
+            "resumed": len(resumed),
+            "asked": len(ids),
+            "failed": len(failed_ids & set(ids)),
+            "no_corpus": len(pending) - len(todo),
+            "resumed_since": since if resumed else None,
+            **({"warnings": warnings} if warnings else {}),
+        },
+    )
     when = f" ({since[:16].replace('T', ' ')})" if resumed and since else ""
-    print(f"eval {policy}: {ran} episodes run in this call, {len(resumed)} of {len(ids)} resumed from an earlier "
-          f"run{when} in {out}")
+    print(
+        f"eval {policy}: {ran} episodes run in this call, {len(resumed)} of {len(ids)} resumed from an earlier "
+        f"run{when} in {out}"
+    )
     df = summarize(tasks, traces, judge=the_judge, reward=reward, scoring=scoring)
-    df = df.with_columns(pl.col("task_id").is_in(resumed).alias("resumed"),
-                         pl.col("task_id").is_in(sorted(failed_ids)).alias("failed"))
+    df = df.with_columns(
+        pl.col("task_id").is_in(resumed).alias("resumed"), pl.col("task_id").is_in(sorted(failed_ids)).alias("failed")
+    )
     df, counts = query_source_counts(df, traces)
     record_call(out, None, query_sources=counts)
     df.write_parquet(out / "summary.parquet")
@@ -227,8 +271,9 @@ def run_eval(tasks: Sequence[Task], policy: str, toolset: str = "relace", out: s
     return df
 
 
-def _run_todo(todo, traces: Path, bar, policy: str, main_policy, toolset: str, limits: Limits, backend: str,
-              workers: int) -> None:
+def _run_todo(
+    todo, traces: Path, bar, policy: str, main_policy, toolset: str, limits: Limits, backend: str, workers: int
+) -> None:
     """Run the episodes of ``todo``, appending each trace to ``traces`` as it finishes."""
     if backend == "serial" or workers == 1 or len(todo) <= 1:
         for t in todo:
@@ -240,8 +285,11 @@ def _run_todo(todo, traces: Path, bar, policy: str, main_policy, toolset: str, l
         if backend == "process":
             # not fork: a forked child inherits the harness's tool thread pool without its threads
             # (a parent that ran episodes itself would deadlock its workers)
-            kw = {"initializer": _init_process_worker, "initargs": (policy, os.getpid()),
-                  "mp_context": mp.get_context("forkserver")}
+            kw = {
+                "initializer": _init_process_worker,
+                "initargs": (policy, os.getpid()),
+                "mp_context": mp.get_context("forkserver"),
+            }
 
         def keep(d: dict) -> None:
             append_jsonl(traces, [d])
@@ -249,11 +297,21 @@ def _run_todo(todo, traces: Path, bar, policy: str, main_policy, toolset: str, l
 
         # bounded queue; Ctrl-C cancels what is queued and stops the workers (finished traces are kept)
         if backend == "thread":  # one policy object (one HTTP connection pool) for all episodes
-            run_pool(pool_cls(max_workers=workers, **kw), _thread_episode,
-                     ((t, main_policy, toolset, limits) for t in todo), keep, workers)
+            run_pool(
+                pool_cls(max_workers=workers, **kw),
+                _thread_episode,
+                ((t, main_policy, toolset, limits) for t in todo),
+                keep,
+                workers,
+            )
         else:
-            run_pool(pool_cls(max_workers=workers, **kw), _episode,
-                     ((t.to_dict(), policy, toolset, limits) for t in todo), keep, workers)
+            run_pool(
+                pool_cls(max_workers=workers, **kw),
+                _episode,
+                ((t.to_dict(), policy, toolset, limits) for t in todo),
+                keep,
+                workers,
+            )
 
 
 def tool_call_warnings(traces: str | Path | Iterable[Trace], ids: Iterable[str] | None = None) -> list[str]:
@@ -281,12 +339,15 @@ def tool_call_warnings(traces: str | Path | Iterable[Trace], ids: Iterable[str] 
     out = []
     if silent:
         wrote = f"model wrote text like: {sample[:80]!r}" if sample else "model wrote no text"
-        out.append(f"warning: {silent} of {n} episodes had no parsable tool call in any turn ({wrote}); "
-                   "see docs/own_model.md")
+        out.append(
+            f"warning: {silent} of {n} episodes had no parsable tool call in any turn ({wrote}); see docs/own_model.md"
+        )
     if from_text:
-        out.append(f"note: {from_text} of {n} episodes had tool calls read from the reply text "
-                   f"({', '.join(sorted(formats))}), not from structured tool_calls: the server's tool-call "
-                   "parser is off or does not know this format; see docs/own_model.md")
+        out.append(
+            f"note: {from_text} of {n} episodes had tool calls read from the reply text "
+            f"({', '.join(sorted(formats))}), not from structured tool_calls: the server's tool-call "
+            "parser is off or does not know this format; see docs/own_model.md"
+        )
     return out
 
 
@@ -307,8 +368,14 @@ def query_source_counts(df: pl.DataFrame, traces: Path) -> tuple[pl.DataFrame, d
 
 # ---------------------------------------------------------------- summary
 
-def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge=None,
-              reward: str = "relace", scoring: Sequence[str] = ()) -> pl.DataFrame:
+
+def summarize(
+    tasks: Sequence[Task],
+    traces: str | Path | Iterable[Trace],
+    judge=None,
+    reward: str = "relace",
+    scoring: Sequence[str] = (),
+) -> pl.DataFrame:
     """The episode table (``fasbench.evaluation.episodes``) of a run: one row per task that has a trace (the
     first trace of a task wins; duplicates are reported), every reward with its parts, ``reward`` =
     the value of ``reward``. ``judge`` (a :class:`fasbench.scoring.judge.Judge`) is asked about every
@@ -317,12 +384,19 @@ def summarize(tasks: Sequence[Task], traces: str | Path | Iterable[Trace], judge
         items = iter_traces(traces) if Path(traces).exists() else iter(())
     else:
         items = traces
-    return episode_table(items, tasks, reward=reward, judge=judge, first_per_task=True, only_tasks=True,
-                         scoring=scoring)
+    return episode_table(
+        items, tasks, reward=reward, judge=judge, first_per_task=True, only_tasks=True, scoring=scoring
+    )
 
 
-def aggregate(df, metrics: Sequence[str] = MAIN_METRICS, by: str | Sequence[str] = "policy", n_boot: int = 2000,
-              seed: int = 0, reward: str | None = None):
+def aggregate(
+    df,
+    metrics: Sequence[str] = MAIN_METRICS,
+    by: str | Sequence[str] = "policy",
+    n_boot: int = 2000,
+    seed: int = 0,
+    reward: str | None = None,
+):
     """Macro average of each metric per group, with its 95% interval (columns ``<m>``, ``<m>_lo``,
     ``<m>_hi``; ``mean_ci``: bootstrap from 10 tasks on, Student t below, none for one task, clipped to
     ``episodes.column_bounds(m, reward)``), ``n`` tasks and ``interval`` (which of those)."""
@@ -347,8 +421,10 @@ def compare(a, b, metric: str = "file_f2", n_boot: int = 2000, seed: int = 0) ->
     (:func:`fasbench.stats.metrics.paired_test`: diff, interval, two-sided sign-flip p, n)."""
     for name, df in (("A", a), ("B", b)):
         if metric not in df.columns:
-            raise ValueError(f"compare: run {name} has no metric {metric!r} (numeric columns: "
-                             f"{', '.join(c for c, t in df.schema.items() if t.is_numeric())})")
+            raise ValueError(
+                f"compare: run {name} has no metric {metric!r} (numeric columns: "
+                f"{', '.join(c for c, t in df.schema.items() if t.is_numeric())})"
+            )
     ja = a.select("task_id", metric).join(b.select("task_id", metric), on="task_id", suffix="_b")
     if ja.height == 0:
         raise ValueError("compare: the two runs share no task")

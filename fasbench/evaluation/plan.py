@@ -13,14 +13,14 @@ is said in lines (``say``; the CLI prints them on stderr). :meth:`RunPlan.run` t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
+from fasbench.base.paths import cache_dir
 from fasbench.data.perturb import parse_perturb
 from fasbench.data.perturb_gold import perturb_tasks
 from fasbench.data.selection import describe_excluded, describe_run_count, pick_ids, read_ids_file, usable
-from fasbench.base.paths import cache_dir
 from fasbench.data.tasksets import corpus_kind_of, load_task_set, parse_task_set
 from fasbench.evaluation.evaluate import run_eval
 from fasbench.evaluation.rundir import run_name
@@ -52,15 +52,38 @@ class RunPlan:
     def run(self, **kw):
         """:func:`fasbench.evaluation.evaluate.run_eval` of this plan (``kw``: workers, backend, judge,
         progress, warn, scoring); returns the summary."""
-        return run_eval(self.tasks, self.policy, self.toolset, self.out, self.limits, reward=self.reward,
-                        task_source=self.task_source, corpus=self.corpus, shard=self.shard, **kw)
+        return run_eval(
+            self.tasks,
+            self.policy,
+            self.toolset,
+            self.out,
+            self.limits,
+            reward=self.reward,
+            task_source=self.task_source,
+            corpus=self.corpus,
+            shard=self.shard,
+            **kw,
+        )
 
 
-def plan_run(tasks: str | Sequence[Task], policy: str, toolset: str = "relace", out: str | Path | None = None, *,
-             ids: Sequence[str] = (), ids_file: str | Path | None = None, limit: int = 0,
-             corpus: str | None = None, perturb: str = "", shard: str = "", limits: Limits | None = None,
-             reward: str = DEFAULT_REWARD, prefix: str | None = None, task_source: str | None = None,
-             say: Callable[[str], None] = print) -> RunPlan:
+def plan_run(
+    tasks: str | Sequence[Task],
+    policy: str,
+    toolset: str = "relace",
+    out: str | Path | None = None,
+    *,
+    ids: Sequence[str] = (),
+    ids_file: str | Path | None = None,
+    limit: int = 0,
+    corpus: str | None = None,
+    perturb: str = "",
+    shard: str = "",
+    limits: Limits | None = None,
+    reward: str = DEFAULT_REWARD,
+    prefix: str | None = None,
+    task_source: str | None = None,
+    say: Callable[[str], None] = print,
+) -> RunPlan:
     """The plan of a run of ``policy`` on the task set ``tasks`` (``SOURCE[:SPLIT]``, a Task JSONL file,
     ``git:PATH``; or the tasks themselves, e.g. a notebook's drawn sample, recorded as ``task_source``,
     default ``N tasks``): the module doc lists the steps. ``out`` None: ``CACHE/runs/<prefix>-KEY`` (``prefix``
@@ -75,8 +98,11 @@ def plan_run(tasks: str | Sequence[Task], policy: str, toolset: str = "relace", 
     if isinstance(tasks, str):
         name = parse_task_set(tasks)
         ts = load_task_set(name)
-        source = task_source or (f"{name.target}:{name.split}" if name.kind == "file" and name.split else (
-            name.target if name.kind == "file" else tasks))  # a file by its absolute path
+        source = task_source or (
+            f"{name.target}:{name.split}"
+            if name.kind == "file" and name.split
+            else (name.target if name.kind == "file" else tasks)
+        )  # a file by its absolute path
     else:
         ts = list(tasks)
         source = task_source or f"{len(ts)} tasks"
@@ -87,11 +113,23 @@ def plan_run(tasks: str | Sequence[Task], policy: str, toolset: str = "relace", 
     ts = ts[:limit] if limit else ts
     n = len(ts)
     if out is None:  # the default run name: every option that changes what the run holds
-        out = cache_dir("runs") / run_name(prefix or f"eval-{policy.split(':', 1)[0]}", {
-            "policy": policy, "toolset": toolset, "tasks": source, "ids": chosen, "limit": limit,
-            "corpus": corpus, "max_turns": limits.max_turns, "max_calls": limits.max_calls_per_turn, "shard": shard,
-            **({"report_contract": limits.report_contract} if limits.report_contract != "free" else {}),
-            **({"reward": reward} if reward != DEFAULT_REWARD else {}), **({"perturb": perturb} if perturb else {})})
+        out = cache_dir("runs") / run_name(
+            prefix or f"eval-{policy.split(':', 1)[0]}",
+            {
+                "policy": policy,
+                "toolset": toolset,
+                "tasks": source,
+                "ids": chosen,
+                "limit": limit,
+                "corpus": corpus,
+                "max_turns": limits.max_turns,
+                "max_calls": limits.max_calls_per_turn,
+                "shard": shard,
+                **({"report_contract": limits.report_contract} if limits.report_contract != "free" else {}),
+                **({"reward": reward} if reward != DEFAULT_REWARD else {}),
+                **({"perturb": perturb} if perturb else {}),
+            },
+        )
         say(f"run directory: {out}")
     out = Path(out)
     ts, excluded = usable(ts, corpus)
@@ -114,6 +152,17 @@ def plan_run(tasks: str | Sequence[Task], policy: str, toolset: str = "relace", 
     narrowed = bool(limit or excluded or shard)
     if narrowed:
         say(count)
-    return RunPlan(ts, out, policy, toolset, limits, reward,
-                   source + (f" (first {limit})" if limit else "") + (f" [{perturb}]" if perturb else ""),
-                   corpus or corpus_kind_of(ts) or "default", excluded, record, count, narrowed)
+    return RunPlan(
+        ts,
+        out,
+        policy,
+        toolset,
+        limits,
+        reward,
+        source + (f" (first {limit})" if limit else "") + (f" [{perturb}]" if perturb else ""),
+        corpus or corpus_kind_of(ts) or "default",
+        excluded,
+        record,
+        count,
+        narrowed,
+    )

@@ -28,9 +28,10 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -67,8 +68,10 @@ _CHECKS = {
     "task_source": ("a string", _str),
     "corpus": ("a string", _str),
     "tasks": ("an object {n: integer, key: string}", lambda v: _keys(v, {"n": _int, "key": _str})),
-    "shard": ("an object {index, count, tasks_before_sharding: integers}",
-              lambda v: _keys(v, {"index": _int, "count": _int, "tasks_before_sharding": _int})),
+    "shard": (
+        "an object {index, count, tasks_before_sharding: integers}",
+        lambda v: _keys(v, {"index": _int, "count": _int, "tasks_before_sharding": _int}),
+    ),
     "query_sources": ("an object of counts", lambda v: isinstance(v, dict) and all(map(_int, v.values()))),
     "code_version": ("an object", lambda v: isinstance(v, dict)),
     "created": ("a string", _str),
@@ -100,7 +103,7 @@ class RunMeta:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: dict, where: str = "run.json") -> "RunMeta":
+    def from_dict(cls, d: dict, where: str = "run.json") -> RunMeta:
         """Validate a run.json mapping of the current layout (:func:`migrate` it first)."""
         kw: dict[str, Any] = {}
         for k, v in d.items():
@@ -128,14 +131,15 @@ class RunMeta:
         return self.calls[-1] if self.calls else {}
 
     def resume_note(self) -> str | None:
-        """"resumed: k of n episodes from an earlier run (date)" when the last call found episodes on
+        """ "resumed: k of n episodes from an earlier run (date)" when the last call found episodes on
         disk, else None (every episode ran in that call)."""
         c = self.last_call()
         if not c.get("resumed"):
             return None
         when = str(c.get("resumed_since") or "")[:16].replace("T", " ")
-        return (f"resumed: {c['resumed']} of {c['resumed'] + c.get('ran', 0)} episodes from an earlier run"
-                + (f" ({when})" if when else ""))
+        return f"resumed: {c['resumed']} of {c['resumed'] + c.get('ran', 0)} episodes from an earlier run" + (
+            f" ({when})" if when else ""
+        )
 
     def query_source_label(self) -> str | None:
         """One line for the runs table: the query sources with their counts; None when not recorded."""
@@ -231,10 +235,12 @@ def open_run(out: Path, want: RunMeta, ids: Sequence[str] = (), done: Collection
     old = read_run(out)
     if old.reward != want.reward:
         layout1 = "layout" not in read_json(out / "run.json", want=dict)
-        raise ValueError(f"{out} holds a run whose headline reward is {old.reward}"
-                         + (" (its run.json, of an older layout, records none: the default then)" if layout1 else "")
-                         + f", not {want.reward}: --reward {want.reward} would redefine its `reward` column; every "
-                         f"reward is a column anyway (reward_{want.reward}); use another --out for another headline")
+        raise ValueError(
+            f"{out} holds a run whose headline reward is {old.reward}"
+            + (" (its run.json, of an older layout, records none: the default then)" if layout1 else "")
+            + f", not {want.reward}: --reward {want.reward} would redefine its `reward` column; every "
+            f"reward is a column anyway (reward_{want.reward}); use another --out for another headline"
+        )
     if old.shard != want.shard:
         raise ValueError(f"{out} holds {_shard_text(old.shard)}, not {_shard_text(want.shard)}; use another --out")
     a, b = old.config(), want.config()
@@ -242,18 +248,24 @@ def open_run(out: Path, want: RunMeta, ids: Sequence[str] = (), done: Collection
     if want.corpus and old.corpus and old.corpus != want.corpus:
         diff["corpus"] = (old.corpus, want.corpus)
     if diff:
-        raise ValueError(f"{out} holds a run with another configuration {diff} (was, now); "
-                         "use another --out or delete it")
+        raise ValueError(
+            f"{out} holds a run with another configuration {diff} (was, now); use another --out or delete it"
+        )
     if old.tasks and old.tasks.get("key") != req["key"]:
-        raise ValueError(f"{out} holds a run on other tasks ({old.tasks.get('n')} tasks, key {old.tasks.get('key')}; "
-                         f"now {req['n']} tasks, key {req['key']}); use another --out (or the default run name) "
-                         "or delete it")
+        raise ValueError(
+            f"{out} holds a run on other tasks ({old.tasks.get('n')} tasks, key {old.tasks.get('key')}; "
+            f"now {req['n']} tasks, key {req['key']}); use another --out (or the default run name) "
+            "or delete it"
+        )
     extra = set(done) - set(ids)
     if not old.tasks and extra:  # a layout-1 run.json without the tasks key: its traces say what it holds
-        raise ValueError(f"{out} holds traces of {len(extra)} tasks not asked for now (e.g. {sorted(extra)[0]}); "
-                         "use another --out (or the default run name) or delete it")
-    new = replace(old, task_source=old.task_source or want.task_source, corpus=old.corpus or want.corpus,
-                  tasks=old.tasks or req)
+        raise ValueError(
+            f"{out} holds traces of {len(extra)} tasks not asked for now (e.g. {sorted(extra)[0]}); "
+            "use another --out (or the default run name) or delete it"
+        )
+    new = replace(
+        old, task_source=old.task_source or want.task_source, corpus=old.corpus or want.corpus, tasks=old.tasks or req
+    )
     if old.describe() != ver["describe"] and ver["describe"] not in old.resumed_with:
         new.resumed_with = [*old.resumed_with, ver["describe"]]
     write_run(out, new)  # a layout-1 run.json is rewritten as layout 2 on its first resume
@@ -287,8 +299,9 @@ def check_config(out: Path, cfg) -> dict:
         old = read_json(f, want=dict)
         diff = {k: (old.get(k), v) for k, v in asdict(cfg).items() if old.get(k) != v}
         if diff:
-            raise ValueError(f"{out} holds a run with another configuration {diff} (was, now); "
-                             "use another --out or delete it")
+            raise ValueError(
+                f"{out} holds a run with another configuration {diff} (was, now); use another --out or delete it"
+            )
         return old
     out.mkdir(parents=True, exist_ok=True)
     meta = {**asdict(cfg), "code_version": code_version(), "created": timestamp()}
@@ -306,8 +319,10 @@ def load_summary(out: str | Path):
     try:  # read through contain: a FIFO or a special file is refused, never waited on
         df = pl.read_parquet(read_regular(p, 1 << 30)[0])
     except Exception as e:  # polars raises its own error types for a truncated or foreign file
-        raise ValueError(f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
-                         f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options") from None
+        raise ValueError(
+            f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
+            f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options"
+        ) from None
     if "task_id" not in df.columns:
         raise ValueError(f"{p} has no task_id column; not a fasbench eval summary")
     # summaries written before the all-gold@k columns had their own name called them acc_at_k

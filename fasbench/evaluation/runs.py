@@ -31,29 +31,43 @@ import math
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import polars as pl
 
 from fasbench.base.errors import printable
-from fasbench.evaluation.evaluate import split_failed
-from fasbench.evaluation.episodes import column_bounds, reward_column
-from fasbench.evaluation.rundir import RunMeta, load_summary, read_run
-from fasbench.stats.findings import ci, ci_of
-from fasbench.stats.tables import text_table
-from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, interval_method, mean_ci, p_text, paired_test
 from fasbench.base.paths import repo_root
 from fasbench.data.tasksets import task_set_label
+from fasbench.evaluation.episodes import column_bounds, reward_column
+from fasbench.evaluation.evaluate import split_failed
+from fasbench.evaluation.rundir import RunMeta, load_summary, read_run
 from fasbench.scoring.reward import summary_rewards
+from fasbench.stats.findings import ci, ci_of
+from fasbench.stats.metrics import EXACT_MAX_N, N_FLIPS, interval_method, mean_ci, p_text, paired_test
+from fasbench.stats.tables import text_table
 
 #: The default metrics of the runs table and of ``fasbench compare``; the rewards among them are those the
 #: registry marks ``summary`` (``Reward.summary``).
-RUN_METRICS = ("file_f2", "line_f1", *(reward_column(n) for n in summary_rewards()), "all_gold_at_5", "turns",
-               "wall_s", "unseen_cited_share", "calls_nothing_new_share")
-COMPARE_METRICS = ("file_f2", "line_f1", *(reward_column(n) for n in summary_rewards()), "turns",
-                   "unseen_cited_share", "calls_nothing_new_share")
+RUN_METRICS = (
+    "file_f2",
+    "line_f1",
+    *(reward_column(n) for n in summary_rewards()),
+    "all_gold_at_5",
+    "turns",
+    "wall_s",
+    "unseen_cited_share",
+    "calls_nothing_new_share",
+)
+COMPARE_METRICS = (
+    "file_f2",
+    "line_f1",
+    *(reward_column(n) for n in summary_rewards()),
+    "turns",
+    "unseen_cited_share",
+    "calls_nothing_new_share",
+)
 
 
 class RunError(ValueError):
@@ -69,7 +83,7 @@ def run_roots() -> list[Path]:
 def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
     """Run directories (holding ``summary.parquet``) at or under each path, sorted, without repeats."""
     found: list[Path] = []
-    for p in (paths or run_roots()):
+    for p in paths or run_roots():
         p = Path(p)
         if not p.exists():
             raise RunError(f"{p}: no such directory")
@@ -112,12 +126,21 @@ def check_metrics(df: pl.DataFrame, metrics: Sequence[str], run: str) -> None:
         if m not in df.columns:
             numeric = [c for c, t in df.schema.items() if t.is_numeric()]
             close = difflib.get_close_matches(m, numeric, n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(close)}?" if close else f"; e.g. {', '.join(m for m in RUN_METRICS if m in numeric)} or another column of summary.parquet"
+            hint = (
+                f"; did you mean {', '.join(close)}?"
+                if close
+                else f"; e.g. {', '.join(m for m in RUN_METRICS if m in numeric)} or another column of summary.parquet"
+            )
             raise RunError(f"unknown metric {m!r} (not a column of {run}/summary.parquet){hint}")
 
 
-def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str] = RUN_METRICS,
-               level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pl.DataFrame:
+def runs_table(
+    paths: Sequence[str | Path] | None = None,
+    metrics: Sequence[str] = RUN_METRICS,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pl.DataFrame:
     """One row per run: ``run``, ``policy``, ``toolset``, ``task_source``, ``n``, ``interval`` (how the
     intervals of its ``n`` tasks were made: :func:`fasbench.stats.metrics.interval_method`), ``failed`` (episodes
     that failed for infrastructure, e.g. a model server down: left out of ``n`` and the means), ``resumed``,
@@ -133,12 +156,21 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
         except (ValueError, OSError) as e:  # one unreadable run is one warning line; the table goes on
             warnings.warn(f"run {printable(name, 80)} skipped: {printable(str(e), 300)}", stacklevel=2)
             continue
-        r = {"run": name, "policy": meta.policy or _first(df, "policy"),
-             "toolset": meta.toolset or _first(df, "toolset"),
-             "task_source": task_set_label(meta.task_source or ("tasks.jsonl" if (d / "tasks.jsonl").exists()
-                                                                else None), meta.corpus),
-             "n": df.height, "interval": interval_method(df.height), "failed": failed, "resumed": meta.resume_note(),
-             "query_source": meta.query_source_label(), "limits": meta.limits_label(), "reward": meta.reward}
+        r = {
+            "run": name,
+            "policy": meta.policy or _first(df, "policy"),
+            "toolset": meta.toolset or _first(df, "toolset"),
+            "task_source": task_set_label(
+                meta.task_source or ("tasks.jsonl" if (d / "tasks.jsonl").exists() else None), meta.corpus
+            ),
+            "n": df.height,
+            "interval": interval_method(df.height),
+            "failed": failed,
+            "resumed": meta.resume_note(),
+            "query_source": meta.query_source_label(),
+            "limits": meta.limits_label(),
+            "reward": meta.reward,
+        }
         for m in metrics:
             vals = df[m].drop_nulls().cast(pl.Float64).to_list() if m in df.columns else []
             bounds = column_bounds(m, meta.reward if m == "reward" else None)
@@ -148,11 +180,23 @@ def runs_table(paths: Sequence[str | Path] | None = None, metrics: Sequence[str]
         r["code"] = meta.describe()
         r["path"] = str(d)
         rows.append(r)
-    schema = {"run": pl.Utf8, "policy": pl.Utf8, "toolset": pl.Utf8, "task_source": pl.Utf8, "n": pl.Int64,
-              "interval": pl.Utf8, "failed": pl.Int64, "resumed": pl.Utf8, "query_source": pl.Utf8, "limits": pl.Utf8,
-              "reward": pl.Utf8,
-              **{f"{m}{s}": pl.Float64 for m in metrics for s in ("", "_lo", "_hi")},
-              "created": pl.Utf8, "code": pl.Utf8, "path": pl.Utf8}
+    schema = {
+        "run": pl.Utf8,
+        "policy": pl.Utf8,
+        "toolset": pl.Utf8,
+        "task_source": pl.Utf8,
+        "n": pl.Int64,
+        "interval": pl.Utf8,
+        "failed": pl.Int64,
+        "resumed": pl.Utf8,
+        "query_source": pl.Utf8,
+        "limits": pl.Utf8,
+        "reward": pl.Utf8,
+        **{f"{m}{s}": pl.Float64 for m in metrics for s in ("", "_lo", "_hi")},
+        "created": pl.Utf8,
+        "code": pl.Utf8,
+        "path": pl.Utf8,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -160,16 +204,21 @@ def _first(df: pl.DataFrame, col: str):
     return df[col][0] if col in df.columns and df.height else None
 
 
-def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95, n_boot: int = 2000,
-                seed: int = 0) -> dict:
+def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> dict:
     """Mean of ``b − a`` over paired tasks with :func:`fasbench.stats.metrics.paired_test`: the two-sided
     sign-flip p-value (exact up to 20 tasks that differ), its interval at ``level`` (exact sign-flip up to
     20 tasks, nan when n is too small for one; percentile bootstrap above), ``n`` and the test's name."""
     return paired_test(b, a, level=level, n_boot=n_boot, seed=seed)
 
 
-def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = None, level: float = 0.95,
-                 n_boot: int = 2000, seed: int = 0, repeats: Sequence[str | Path] | None = None) -> pl.DataFrame:
+def compare_runs(
+    runs: Sequence[str | Path],
+    metrics: Sequence[str] | None = None,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+    repeats: Sequence[str | Path] | None = None,
+) -> pl.DataFrame:
     """Every run after the first against the first (the reference), on the tasks both have: one row per
     (run, metric) with ``n`` shared tasks, ``reference``/``run`` means, ``diff`` = run − reference,
     ``lo``/``hi`` (``level`` interval; nan when n is too small for one), ``p`` (two-sided sign-flip),
@@ -196,9 +245,12 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = Non
     if "reward" in metrics:  # `reward` is each run's headline reward: comparable only when it is the same one
         heads = {name: read_run(d).reward for name, d in zip(names, dirs)}  # run.json (migrated: rundir)
         if len(set(heads.values())) > 1:
-            raise RunError("the runs' `reward` columns are different rewards (" + ", ".join(
-                f"{n}: {h}" for n, h in heads.items()) + "); compare one reward's column, e.g. "
-                "--metric reward_relace_f2")
+            raise RunError(
+                "the runs' `reward` columns are different rewards ("
+                + ", ".join(f"{n}: {h}" for n, h in heads.items())
+                + "); compare one reward's column, e.g. "
+                "--metric reward_relace_f2"
+            )
     ref, ref_df = names[0], frames[0]
     pool = find_runs(repeats) if repeats is not None else find_runs(sorted({d.parent for d in dirs}))
     floors = noise_floors(list(dict.fromkeys([*dirs, *pool])), metrics)
@@ -211,16 +263,27 @@ def compare_runs(runs: Sequence[str | Path], metrics: Sequence[str] | None = Non
                 continue
             if j.height == 0:
                 bad = [f"{w} {k}" for w, k in ((ref, split[0][1]), (name, split[names.index(name)][1])) if k]
-                raise RunError(f"{name} and {ref} share no task with a value of {m}"
-                               + (f" (failed episodes, left out: {', '.join(bad)})" if bad else ""))
+                raise RunError(
+                    f"{name} and {ref} share no task with a value of {m}"
+                    + (f" (failed episodes, left out: {', '.join(bad)})" if bad else "")
+                )
             a, b = j[m].cast(pl.Float64).to_list(), j[f"{m}_b"].cast(pl.Float64).to_list()
             res = paired_diff(a, b, level, n_boot, seed)
             fl = [floors[k][m] for k in dict.fromkeys([keys[0], key]) if k in floors and m in floors[k]]
-            rows.append({"reference": ref, "run": name, "metric": m, "reference_mean": float(np.mean(a)),
-                         "run_mean": float(np.mean(b)), **res, "reference_failed": split[0][1],
-                         "run_failed": split[names.index(name)][1],
-                         "noise_floor": max((f for f, _ in fl), default=None),
-                         "noise_pairs": sum(n for _, n in fl) if fl else 0})
+            rows.append(
+                {
+                    "reference": ref,
+                    "run": name,
+                    "metric": m,
+                    "reference_mean": float(np.mean(a)),
+                    "run_mean": float(np.mean(b)),
+                    **res,
+                    "reference_failed": split[0][1],
+                    "run_failed": split[names.index(name)][1],
+                    "noise_floor": max((f for f, _ in fl), default=None),
+                    "noise_pairs": sum(n for _, n in fl) if fl else 0,
+                }
+            )
     return pl.DataFrame(rows, schema_overrides={"noise_floor": pl.Float64})
 
 
@@ -231,9 +294,15 @@ def failed_note(table: pl.DataFrame) -> str | None:
         for who, k in ((r["reference"], r.get("reference_failed")), (r["run"], r.get("run_failed"))):
             if k:
                 bad[who] = k
-    return (f"note: failed episodes (e.g. a model server down) are left out of n and the means: "
+    return (
+        (
+            f"note: failed episodes (e.g. a model server down) are left out of n and the means: "
             f"{', '.join(f'{w} {k}' for w, k in bad.items())}; rerun `fasbench eval` with the same options "
-            "to retry them") if bad else None
+            "to retry them"
+        )
+        if bad
+        else None
+    )
 
 
 # ---------------------------------------------------------------- run-to-run noise
@@ -303,8 +372,9 @@ def flip_rate(successes: Sequence[int], n: int) -> float:
     return float(np.mean([c * (n - c) / math.comb(n, 2) for c in successes])) if successes and n > 1 else math.nan
 
 
-def noise_table(paths: Sequence[str | Path] | None = None, metric: str = "all_gold_at_5",
-                threshold: float = 1.0) -> pl.DataFrame:
+def noise_table(
+    paths: Sequence[str | Path] | None = None, metric: str = "all_gold_at_5", threshold: float = 1.0
+) -> pl.DataFrame:
     """One row per policy with repeated runs (:func:`repeat_groups`) among the runs at or under ``paths``:
     ``policy``, ``toolset``, ``task_source``, ``runs`` (n), ``tasks`` (those every run has a value of
     ``metric`` for), ``success`` (the rule), ``pass^1`` … ``pass^n`` and ``flip_rate``; empty when no
@@ -316,22 +386,44 @@ def noise_table(paths: Sequence[str | Path] | None = None, metric: str = "all_go
         shared = sorted(set.intersection(*(set(v) for v in vals)))
         n = len(group)
         c = [sum(v[t] >= threshold for v in vals) for t in shared]
-        rows.append({"policy": key[0], "toolset": key[1], "task_source": task_set_label(key[2]), "runs": n,
-                     "tasks": len(shared), "success": f"{metric} >= {threshold:g}",
-                     **{f"pass^{k}": pass_hat_k(c, n, k) for k in range(1, n + 1)}, "flip_rate": flip_rate(c, n)})
-    return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame({"policy": []}, schema={"policy": pl.Utf8})
+        rows.append(
+            {
+                "policy": key[0],
+                "toolset": key[1],
+                "task_source": task_set_label(key[2]),
+                "runs": n,
+                "tasks": len(shared),
+                "success": f"{metric} >= {threshold:g}",
+                **{f"pass^{k}": pass_hat_k(c, n, k) for k in range(1, n + 1)},
+                "flip_rate": flip_rate(c, n),
+            }
+        )
+    return (
+        pl.DataFrame(rows, infer_schema_length=None)
+        if rows
+        else pl.DataFrame({"policy": []}, schema={"policy": pl.Utf8})
+    )
 
 
 def noise_text(table: pl.DataFrame, digits: int = 3) -> str:
     """:func:`noise_table` for a terminal: a header line and the table, or one line saying no policy was
     run twice."""
     if not table.height:
-        return ("run-to-run noise: no policy was run more than once here (same spec but its seed, tool set, task "
-                "set and limits); run a stochastic policy again with another seed=… for pass^k and the flip rate")
-    head = (f"run-to-run noise of repeated runs (success: {table['success'][0]}; pass^k: τ-bench, arXiv 2406.12045, "
-            "the chance that k runs all succeed; flip rate: share of pairs of runs that disagree, per task)")
-    shown = table.with_columns([pl.col(c).map_elements(lambda v: _num(v, digits), return_dtype=pl.Utf8)
-                                for c in table.columns if c.startswith("pass^") or c == "flip_rate"])
+        return (
+            "run-to-run noise: no policy was run more than once here (same spec but its seed, tool set, task "
+            "set and limits); run a stochastic policy again with another seed=… for pass^k and the flip rate"
+        )
+    head = (
+        f"run-to-run noise of repeated runs (success: {table['success'][0]}; pass^k: τ-bench, arXiv 2406.12045, "
+        "the chance that k runs all succeed; flip rate: share of pairs of runs that disagree, per task)"
+    )
+    shown = table.with_columns(
+        [
+            pl.col(c).map_elements(lambda v: _num(v, digits), return_dtype=pl.Utf8)
+            for c in table.columns
+            if c.startswith("pass^") or c == "flip_rate"
+        ]
+    )
     return head + "\n" + format_table(shown.select([pl.col(c).cast(pl.Utf8).fill_null("–") for c in shown.columns]))
 
 
@@ -366,9 +458,22 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
     specs shortened in their middle (:func:`shorten`)."""
     rows = []
     for r in table.iter_rows(named=True):
-        row = {k: (shorten(r[k]) if k in ("run", "policy", "task_source") and r[k] is not None else r[k])
-               for k in ("run", "policy", "toolset", "limits", "task_source", "n", "failed", "interval",
-                         "resumed", "query_source") if k in r}
+        row = {
+            k: (shorten(r[k]) if k in ("run", "policy", "task_source") and r[k] is not None else r[k])
+            for k in (
+                "run",
+                "policy",
+                "toolset",
+                "limits",
+                "task_source",
+                "n",
+                "failed",
+                "interval",
+                "resumed",
+                "query_source",
+            )
+            if k in r
+        }
         for m in metrics:
             if m in r:
                 row[m] = ci_of(r, m, digits)
@@ -382,22 +487,35 @@ def display_compare(table: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
     """The comparison as strings: means, ``diff [lo, hi]`` signed (the diff alone: n too small for an interval
     at this level), then the sign-flip p with its n beside it, the smallest p that n allows, and the
     test (``exact`` or ``MC``, Monte Carlo)."""
-    return pl.DataFrame([{"run": r["run"], "vs": r["reference"], "metric": r["metric"],
-                          "reference": _num(r["reference_mean"], digits), "run mean": _num(r["run_mean"], digits),
-                          "diff (run − ref)": ci(r["diff"], r["lo"], r["hi"], digits, signed=True), "p": _p(r["p"]),
-                          "n": str(r["n"]), "min p": _p(r.get("p_min")),
-                          "test": "exact" if str(r.get("test", "")).startswith("exact") else "MC",
-                          "noise floor": _num(r.get("noise_floor"), digits)}
-                         for r in table.iter_rows(named=True)])
+    return pl.DataFrame(
+        [
+            {
+                "run": r["run"],
+                "vs": r["reference"],
+                "metric": r["metric"],
+                "reference": _num(r["reference_mean"], digits),
+                "run mean": _num(r["run_mean"], digits),
+                "diff (run − ref)": ci(r["diff"], r["lo"], r["hi"], digits, signed=True),
+                "p": _p(r["p"]),
+                "n": str(r["n"]),
+                "min p": _p(r.get("p_min")),
+                "test": "exact" if str(r.get("test", "")).startswith("exact") else "MC",
+                "noise floor": _num(r.get("noise_floor"), digits),
+            }
+            for r in table.iter_rows(named=True)
+        ]
+    )
 
 
 def compare_note(table: pl.DataFrame, level: float = 0.95) -> str:
     """One line saying how :func:`display_compare`'s p and intervals were computed (for the CLI and
     the notebooks)."""
-    note = (f"p: two-sided sign-flip test of the mean paired difference (exact: all 2^m flips of the m tasks "
-            f"that differ, up to {EXACT_MAX_N}; MC: {N_FLIPS:,} random flips, p = (b+1)/(B+1)); min p: the smallest "
-            f"p these tasks allow; interval: {level:.0%}, exact sign-flip up to {EXACT_MAX_N} tasks, percentile "
-            "bootstrap above")
+    note = (
+        f"p: two-sided sign-flip test of the mean paired difference (exact: all 2^m flips of the m tasks "
+        f"that differ, up to {EXACT_MAX_N}; MC: {N_FLIPS:,} random flips, p = (b+1)/(B+1)); min p: the smallest "
+        f"p these tasks allow; interval: {level:.0%}, exact sign-flip up to {EXACT_MAX_N} tasks, percentile "
+        "bootstrap above"
+    )
     if table.height and any(math.isnan(v) for v in table["lo"].to_list() if v is not None):
         note += f"; [–]: no {level:.0%} interval exists for n ≤ {_no_ci_max_n(level)}"
     return note + "\n" + noise_note(table)
@@ -407,12 +525,16 @@ def noise_note(table: pl.DataFrame) -> str:
     """One line on the noise floor column: what it is, or that no repeated runs exist."""
     pairs = int(table["noise_pairs"].max() or 0) if "noise_pairs" in table.columns and table.height else 0
     if not pairs:
-        return ("noise floor: – (no repeated runs of these policies in the runs' folders: the same spec but its "
-                "seed, tool set, task set and limits); run a stochastic policy again with another seed=… to "
-                "measure run-to-run noise")
-    return ("noise floor: the largest |mean difference| between two runs of one policy (same spec but its seed) "
-            f"on their shared tasks, over up to {pairs} pair(s) of repeated runs; a diff within it is what "
-            "re-running the same policy already shows")
+        return (
+            "noise floor: – (no repeated runs of these policies in the runs' folders: the same spec but its "
+            "seed, tool set, task set and limits); run a stochastic policy again with another seed=… to "
+            "measure run-to-run noise"
+        )
+    return (
+        "noise floor: the largest |mean difference| between two runs of one policy (same spec but its seed) "
+        f"on their shared tasks, over up to {pairs} pair(s) of repeated runs; a diff within it is what "
+        "re-running the same policy already shows"
+    )
 
 
 def _no_ci_max_n(level: float) -> int:

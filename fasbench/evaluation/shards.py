@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TypeVar
+from typing import TypeVar
 
 import polars as pl
 
@@ -106,14 +107,20 @@ def merge_shards(dirs: Sequence[str | Path], out: str | Path):
                 seen.update(_key(r) for r in rows)
                 append_jsonl(out / name, rows)
     frames = [load_summary(d) for d in order]
-    df = pl.concat([f for f in frames if f.height], how="diagonal_relaxed") if any(f.height for f in frames) else frames[0]
+    df = (
+        pl.concat([f for f in frames if f.height], how="diagonal_relaxed")
+        if any(f.height for f in frames)
+        else frames[0]
+    )
     if df.height:
         dup = df["task_id"].is_duplicated().sum()
         if dup:
-            raise ShardError(f"{dup} summary rows share a task id across shards (were the shards run on "
-                             "different task lists?)")
+            raise ShardError(
+                f"{dup} summary rows share a task id across shards (were the shards run on different task lists?)"
+            )
         df = df.sort("task_id")
     df.write_parquet(out / "summary.parquet")
-    (out / "shards.json").write_text(json.dumps({"count": n, "dirs": [str(d) for d in order]}, indent=1),
-                                     encoding="utf-8")
+    (out / "shards.json").write_text(
+        json.dumps({"count": n, "dirs": [str(d) for d in order]}, indent=1), encoding="utf-8"
+    )
     return df

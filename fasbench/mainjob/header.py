@@ -17,7 +17,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -113,48 +113,97 @@ def this_machine() -> dict:
 
 def header_markdown(sections: list[Section], record: dict | None, built: str | None = None) -> str:
     """The first cell of the report (see the module's docstring); raw HTML built from escaped holes."""
-    built = built or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    built = built or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows = []
     if record:
         code = record.get("code") if isinstance(record.get("code"), dict) else {}
-        rows.append(html("<li><b>Run</b>: {} to {} — total {}{}</li>", record.get("started") or "–",
-                         record.get("finished") or "(not finished)", _minutes(record.get("total_s")),
-                         " (FASBENCH_SHORT=1)" if record.get("short") is True else ""))
-        rows.append(html("<li><b>Code</b>: {}{}</li>", code.get("describe") or "–",
-                         html(" (commit <code>{}</code>)", code["commit"]) if isinstance(code.get("commit"), str) else ""))
+        rows.append(
+            html(
+                "<li><b>Run</b>: {} to {} — total {}{}</li>",
+                record.get("started") or "–",
+                record.get("finished") or "(not finished)",
+                _minutes(record.get("total_s")),
+                " (FASBENCH_SHORT=1)" if record.get("short") is True else "",
+            )
+        )
+        rows.append(
+            html(
+                "<li><b>Code</b>: {}{}</li>",
+                code.get("describe") or "–",
+                html(" (commit <code>{}</code>)", code["commit"]) if isinstance(code.get("commit"), str) else "",
+            )
+        )
         rows.append(html("<li><b>Machine</b>: {}</li>", _machine(record.get("machine"))))
     else:
         code = code_version()
-        rows.append(html("<li><b>Run</b>: no run record (<code>run.json</code>, written by <code>make run</code>) beside "
-                         "these notebooks: the run's date, machine and time are unknown</li>"))
+        rows.append(
+            html(
+                "<li><b>Run</b>: no run record (<code>run.json</code>, written by <code>make run</code>) beside "
+                "these notebooks: the run's date, machine and time are unknown</li>"
+            )
+        )
         rows.append(html("<li><b>Code now</b>: {}</li>", code.get("describe") or "–"))
         rows.append(html("<li><b>Report built on</b>: {}</li>", _machine(this_machine())))
     rows.append(html("<li><b>Page built</b>: {}</li>", built))
     times = {e.get("notebook"): e for e in (record or {}).get("notebooks", []) if isinstance(e, dict)}
     out = [str(html("<h1>fasbench report</h1>\n<ul>{}</ul>", join(rows)))]
-    smoke = [s for s in sections if s.smoke] if not (record or {}).get("short") is True else sections
+    smoke = [s for s in sections if s.smoke] if (record or {}).get("short") is not True else sections
     if smoke:
-        items = join(html("<li><a href='#{}'>{}</a>: {}</li>", s.anchor, s.anchor, s.smoke or "FASBENCH_SHORT=1")
-                     for s in smoke)
-        out.append(str(html("<div style='border:2px solid #D55E00;padding:6px 12px;margin:8px 0'><b>{}</b> in {} of {} "
-                            "notebooks: their numbers check that the pipeline runs; their intervals are too wide to "
-                            "support a claim.<ul>{}</ul></div>", SMOKE_MARK, len(smoke), len(sections), items)))
+        items = join(
+            html("<li><a href='#{}'>{}</a>: {}</li>", s.anchor, s.anchor, s.smoke or "FASBENCH_SHORT=1") for s in smoke
+        )
+        out.append(
+            str(
+                html(
+                    "<div style='border:2px solid #D55E00;padding:6px 12px;margin:8px 0'><b>{}</b> in {} of {} "
+                    "notebooks: their numbers check that the pipeline runs; their intervals are too wide to "
+                    "support a claim.<ul>{}</ul></div>",
+                    SMOKE_MARK,
+                    len(smoke),
+                    len(sections),
+                    items,
+                )
+            )
+        )
     unshown = [s for s in sections if s.unshown]
     if unshown:
-        items = join(html("<li><a href='#{}'>{}</a>: {}{}</li>", s.anchor, s.anchor, ", ".join(s.unshown[:8]),
-                          " …" if len(s.unshown) > 8 else "") for s in unshown)
-        out.append(str(html("<div style='border:1px solid #999;padding:6px 12px;margin:8px 0'><b>Findings quote "
-                            "numbers no output shows</b> (computed in the findings cell, or hidden in a table above "
-                            "it):<ul>{}</ul></div>", items)))
+        items = join(
+            html(
+                "<li><a href='#{}'>{}</a>: {}{}</li>",
+                s.anchor,
+                s.anchor,
+                ", ".join(s.unshown[:8]),
+                " …" if len(s.unshown) > 8 else "",
+            )
+            for s in unshown
+        )
+        out.append(
+            str(
+                html(
+                    "<div style='border:1px solid #999;padding:6px 12px;margin:8px 0'><b>Findings quote "
+                    "numbers no output shows</b> (computed in the findings cell, or hidden in a table above "
+                    "it):<ul>{}</ul></div>",
+                    items,
+                )
+            )
+        )
     index = []
     for s in sections:
         e = times.get(s.name, {})
         took = f" · {_minutes(e.get('seconds'))}" if e else ""
         tries = f" · {e['tries']} tries" if isinstance(e.get("tries"), int) and e["tries"] > 1 else ""
-        index.append(html("<li><a href='#{}'>{}</a>{}{}{}{}{}</li>", s.anchor, s.anchor,
-                          html(" — {}", s.title) if s.title else "",
-                          html(" (<a href='#{}-findings'>what we found</a>)", s.anchor) if s.has_findings else "",
-                          took, tries, html(" · <b>{}</b>", SMOKE_MARK.lower()) if s in smoke else ""))
+        index.append(
+            html(
+                "<li><a href='#{}'>{}</a>{}{}{}{}{}</li>",
+                s.anchor,
+                s.anchor,
+                html(" — {}", s.title) if s.title else "",
+                html(" (<a href='#{}-findings'>what we found</a>)", s.anchor) if s.has_findings else "",
+                took,
+                tries,
+                html(" · <b>{}</b>", SMOKE_MARK.lower()) if s in smoke else "",
+            )
+        )
     out.append(str(html("<h2>Contents</h2>\n<ol>{}</ol>", join(index))))
     return "\n\n".join(out)
 
@@ -185,5 +234,12 @@ def findings_anchor(anchor: str) -> str:
     return str(html("<a id='{}-findings'></a>", anchor))
 
 
-__all__ = ["Section", "findings_anchor", "header_markdown", "read_run_record", "scrub_notebook", "scrub_value",
-           "section_of"]
+__all__ = [
+    "Section",
+    "findings_anchor",
+    "header_markdown",
+    "read_run_record",
+    "scrub_notebook",
+    "scrub_value",
+    "section_of",
+]

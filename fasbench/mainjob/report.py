@@ -34,11 +34,17 @@ from nbconvert import HTMLExporter
 from traitlets.config import Config
 
 from fasbench.base.contain import PathRefused, read_regular
-from fasbench.stats.figures import find_browser, start_kaleido_server, stop_kaleido_server
 from fasbench.base.markup import html
-from fasbench.mainjob.header import (findings_anchor, header_markdown, read_run_record, scrub_notebook, scrub_value,
-                                     section_of)
+from fasbench.mainjob.header import (
+    findings_anchor,
+    header_markdown,
+    read_run_record,
+    scrub_notebook,
+    scrub_value,
+    section_of,
+)
 from fasbench.replay.static import STATIC_CLASS
+from fasbench.stats.figures import find_browser, start_kaleido_server, stop_kaleido_server
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -55,18 +61,27 @@ def _check_shape(nb) -> str | None:
     if not isinstance(nb.get("cells"), list) or not isinstance(nb.get("metadata"), dict):
         return "no list of cells and metadata object"
     w = nb.metadata.get("widgets", {})
-    if not isinstance(w, dict) or not isinstance(w.get(WIDGET_STATE, {}), dict) \
-            or not isinstance(w.get(WIDGET_STATE, {}).get("state", {}), dict):
+    if (
+        not isinstance(w, dict)
+        or not isinstance(w.get(WIDGET_STATE, {}), dict)
+        or not isinstance(w.get(WIDGET_STATE, {}).get("state", {}), dict)
+    ):
         return "widget state is not an object"
     for i, c in enumerate(nb.cells):
         outs = c.get("outputs", []) if isinstance(c, dict) else None
-        if not isinstance(outs, list) or not all(isinstance(o, dict) and isinstance(o.get("data", {}), dict) for o in outs):
+        if not isinstance(outs, list) or not all(
+            isinstance(o, dict) and isinstance(o.get("data", {}), dict) for o in outs
+        ):
             return f"cell {i}: not a cell with a list of outputs"
         for o in outs:
             if isinstance(o.get("text"), list):
                 o["text"] = "".join(map(str, o["text"]))
             view = o.get("data", {}).get(WIDGET_VIEW, {"model_id": ""})
-            if not isinstance(o.get("text", ""), str) or not isinstance(view, dict) or not isinstance(view.get("model_id"), str):
+            if (
+                not isinstance(o.get("text", ""), str)
+                or not isinstance(view, dict)
+                or not isinstance(view.get("model_id"), str)
+            ):
                 return f"cell {i}: an output's text or widget view is malformed"
     return None
 
@@ -84,7 +99,9 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     except NotebookError:
         raise
     except Exception as e:  # nbformat raises many kinds on a non-notebook (ValidationError, AttributeError, ...)
-        raise NotebookError(f"{path}: not a notebook ({type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''})") from None
+        raise NotebookError(
+            f"{path}: not a notebook ({type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''})"
+        ) from None
     why = _check_shape(nb)
     if why:
         raise NotebookError(f"{path}: not a notebook ({why})")
@@ -110,8 +127,12 @@ _MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})|\"model_id\": \"([0-9a-f]{32}
 def _shown_states(nb: nbformat.NotebookNode, states: dict) -> dict:
     """The saved widget models that the page still shows: those of its widget views and the models
     they refer to (children, layouts, styles, the outputs of Output widgets)."""
-    todo = [o["data"][WIDGET_VIEW]["model_id"] for c in nb.cells for o in c.get("outputs", [])
-            if WIDGET_VIEW in o.get("data", {})]
+    todo = [
+        o["data"][WIDGET_VIEW]["model_id"]
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if WIDGET_VIEW in o.get("data", {})
+    ]
     keep: dict = {}
     while todo:
         mid = todo.pop()
@@ -189,7 +210,9 @@ _NOT_RESULTS = re.compile(
     r"(?<!\d)\d++(?:\.\d++)?%(?=\s+(?:[\w-]+\s+){0,3}(?:intervals?|CIs?|confidence|bootstrap)\b)"
     r"|\b(?:intervals?|CIs?)\W{1,3}\d+(?:\.\d+)?%"
     r"|(?:\bp\s*[<≤>]\s*|\b(?:reject|significant|significance)\s+(?:at|level)\s+(?:p\s*[<≤]\s*)?"
-    r"|(?:α|alpha)\s*=\s*)0?\.\d+", re.IGNORECASE)
+    r"|(?:α|alpha)\s*=\s*)0?\.\d+",
+    re.IGNORECASE,
+)
 
 
 def _numbers(text: str) -> list[tuple[str, float, int, bool]]:
@@ -244,7 +267,7 @@ def unshown_numbers(nb: nbformat.NotebookNode) -> list[str]:
         if abs(s - t) < 1e-12:  # the value itself (0.75 shown for 0.750: trailing zeros trimmed)
             return True
         # else shown with at least the quoted precision, both roundings of one number (9.315 -> 9.32)
-        return ds >= dt and abs(s - t) <= 0.5 * 10 ** -dt + 0.5 * 10 ** -ds + 1e-12
+        return ds >= dt and abs(s - t) <= 0.5 * 10**-dt + 0.5 * 10**-ds + 1e-12
 
     missing = []
     for written, v, dec, pct in quoted:
@@ -264,8 +287,10 @@ def _plotly_outputs_to_html(nb: nbformat.NotebookNode) -> int:
             if PLOTLY in data:
                 try:
                     fig = pio.from_json(json.dumps(data[PLOTLY]))
-                    o["data"] = {"text/html": pio.to_html(fig, full_html=False, include_plotlyjs=n == 0),
-                                 "text/plain": data.get("text/plain", "<plotly figure>")}
+                    o["data"] = {
+                        "text/html": pio.to_html(fig, full_html=False, include_plotlyjs=n == 0),
+                        "text/plain": data.get("text/plain", "<plotly figure>"),
+                    }
                 except Exception as e:  # a malformed figure: plotly raises ValueError, TypeError, ... per field
                     o["data"] = {"text/plain": f"(a plotly figure that could not be rendered: {type(e).__name__})"}
                     continue
@@ -278,8 +303,12 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
     shows images, not the plotly mimetype). Returns the number converted."""
     n = 0
     find_browser()
-    todo = [m for m in states.values() if m.get("model_name") == "OutputModel"
-            and any(PLOTLY in o.get("data", {}) for o in m.get("state", {}).get("outputs", []))]
+    todo = [
+        m
+        for m in states.values()
+        if m.get("model_name") == "OutputModel"
+        and any(PLOTLY in o.get("data", {}) for o in m.get("state", {}).get("outputs", []))
+    ]
     if todo:
         start_kaleido_server()  # one browser for all the images (a Chromium start per figure otherwise)
     for model in todo:
@@ -290,8 +319,9 @@ def _plotly_widget_outputs_to_png(states: dict) -> int:
             if PLOTLY in data:
                 try:
                     fig = pio.from_json(json.dumps(data[PLOTLY]))
-                    png = pio.to_image(fig, format="png", scale=1, width=fig.layout.width or 900,
-                                       height=fig.layout.height or 450)
+                    png = pio.to_image(
+                        fig, format="png", scale=1, width=fig.layout.width or 900, height=fig.layout.height or 450
+                    )
                 except Exception as e:  # a malformed figure (plotly raises many kinds): a note, the rest goes on
                     o["data"] = {"text/plain": f"(a plotly figure that could not be rendered: {type(e).__name__})"}
                     continue
@@ -311,8 +341,11 @@ def combine(paths: list[Path], skipped: list[str] | None = None, record: dict | 
     out = nbformat.v4.new_notebook()
     states: dict = {}
     sections = []
-    extra = ((record["checkout"], "."),) if record and isinstance(record.get("checkout"), str) and \
-        record["checkout"].startswith("/") else ()
+    extra = (
+        ((record["checkout"], "."),)
+        if record and isinstance(record.get("checkout"), str) and record["checkout"].startswith("/")
+        else ()
+    )
     for p in paths:
         try:
             nb = read_notebook(p)
@@ -326,8 +359,9 @@ def combine(paths: list[Path], skipped: list[str] | None = None, record: dict | 
         sec = section_of(nb, anchor, p.name)
         sec.unshown = unshown_numbers(nb)
         sections.append(sec)
-        head = nbformat.v4.new_markdown_cell(str(html("<a id='{}'></a>\n\n---\n\n*Notebook <code>{}</code>*", anchor,
-                                                      p.name)))
+        head = nbformat.v4.new_markdown_cell(
+            str(html("<a id='{}'></a>\n\n---\n\n*Notebook <code>{}</code>*", anchor, p.name))
+        )
         out.cells.append(head)
         for i, c in enumerate(nb.cells):  # cell ids must stay unique in the joined notebook
             if "findings" in c.get("metadata", {}).get("tags", []):
@@ -379,12 +413,16 @@ def vendor_js(js_dir: Path, out_dir: Path) -> bool:
 
 
 def _paths(notebooks: Path | list[Path]) -> list[Path]:
-    return sorted(Path(notebooks).glob("[0-9][0-9]_*.ipynb")) if isinstance(notebooks, (str, Path)) else \
-        [Path(p) for p in notebooks]
+    return (
+        sorted(Path(notebooks).glob("[0-9][0-9]_*.ipynb"))
+        if isinstance(notebooks, (str, Path))
+        else [Path(p) for p in notebooks]
+    )
 
 
-def write_report(notebooks: Path | list[Path], out_dir: Path, js_dir: Path | None = None,
-                 skipped: list[str] | None = None) -> Path:
+def write_report(
+    notebooks: Path | list[Path], out_dir: Path, js_dir: Path | None = None, skipped: list[str] | None = None
+) -> Path:
     """Export the executed notebooks (a folder of ``NN_*.ipynb`` or a list) to ``out_dir/index.html``, with
     the run record ``run.json`` of their folder in its header (:mod:`fasbench.mainjob.header`); ``js_dir`` (see :func:`vendor_js`) makes the page independent of the network; files that are no
     notebook are skipped into ``skipped`` (see :func:`combine`)."""
@@ -419,8 +457,10 @@ def _unshown_note(paths: list[Path]) -> list[str]:
         except NotebookError:
             continue  # skipped already, with its reason
         if missing:
-            out.append(f"note: {p.name}: its findings quote {', '.join(missing[:8])}"
-                       f"{' …' if len(missing) > 8 else ''}, which no output above them shows")
+            out.append(
+                f"note: {p.name}: its findings quote {', '.join(missing[:8])}"
+                f"{' …' if len(missing) > 8 else ''}, which no output above them shows"
+            )
     return out
 
 
@@ -445,7 +485,9 @@ def report_command(notebooks: list[str], out: str = "runs/report", js: str | Non
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m fasbench.mainjob.report ARGS``: an alias of ``fasbench report ARGS``; returns its exit status."""
-    from fasbench.cli import run_command  # local import: the CLI imports this module's command lazily (no cycle at import)
+    from fasbench.cli import (
+        run_command,  # local import: the CLI imports this module's command lazily (no cycle at import)
+    )
 
     return run_command(["report", *(sys.argv[1:] if argv is None else argv)])
 

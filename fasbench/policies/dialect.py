@@ -19,8 +19,16 @@ from fasbench.tools import Calls, Seen, calls_for, observation, toolset_of
 from fasbench.tools.calls import final_answer_text
 from fasbench.tools.contract import cite_ids, contract_of, shown_ids
 
-__all__ = ["Dialect", "assistant_calls", "dialect_for", "final_answer_text", "observations",
-           "tool_outputs", "turn_observations", "user_query"]
+__all__ = [
+    "Dialect",
+    "assistant_calls",
+    "dialect_for",
+    "final_answer_text",
+    "observations",
+    "tool_outputs",
+    "turn_observations",
+    "user_query",
+]
 
 
 @dataclass(frozen=True)

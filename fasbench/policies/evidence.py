@@ -147,7 +147,7 @@ class Evidence:
         present = [t for t in self.weight if len(t) >= 4 and t in text]
         present_w = [w for w in self.words if w in text.lower()]
         if present or present_w:
-            bonus = (sum(self.weight[t] for t in present) + 0.5 * sum(self.words[w] for w in present_w))
+            bonus = sum(self.weight[t] for t in present) + 0.5 * sum(self.words[w] for w in present_w)
             bonus *= 0.3 / max(1.0, math.sqrt(len(self.weight) + len(self.words)))
             self.score[path] += bonus * self._prior(path)
             self.why[path].add(f"{len(present) + len(present_w)} query terms in view")

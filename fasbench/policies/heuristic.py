@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fasbench.harness import Policy
 from fasbench.base.lines import line_set
+from fasbench.harness import Policy
 from fasbench.policies.dialect import Dialect, assistant_calls, dialect_for, observations, turn_observations, user_query
 from fasbench.policies.evidence import Evidence
-from fasbench.policies.terms import WORD, STOP, Term, extract_terms, task_text
+from fasbench.policies.terms import STOP, WORD, Term, extract_terms, task_text
 from fasbench.records import Reply, Turn
 
 __all__ = ["Evidence", "HeuristicPolicy", "Term", "extract_terms", "task_text"]
@@ -78,8 +78,10 @@ class HeuristicPolicy(Policy):
         if last:
             return self._report(d, ev, turn, query)
         if turn == 0:
-            return Reply(text="Searching for the identifiers, names and messages in the issue.",
-                         calls=self._search_calls(d, terms, self._rng(query, turn), query))
+            return Reply(
+                text="Searching for the identifiers, names and messages in the issue.",
+                calls=self._search_calls(d, terms, self._rng(query, turn), query),
+            )
         if turn == 1 and self.turns >= 4:
             calls = self._refine_calls(d, terms, ev)
             if calls:
@@ -96,11 +98,13 @@ class HeuristicPolicy(Policy):
         errors = [t for t in terms if t.kind == "error"]
         words = [t for t in terms if t.kind == "word"]
         if rng is not None:  # sample the order of terms (Gumbel-top-k on log-weights)
+
             def shuffle(ts):
                 if not ts:
                     return ts
                 keys = np.log([t.weight for t in ts]) + rng.gumbel(size=len(ts)) * self.temperature
                 return [ts[i] for i in np.argsort(-keys)]
+
             idents, words, files = shuffle(idents), shuffle(words), shuffle(files)
         n = self.calls
         calls: list = []
@@ -109,7 +113,7 @@ class HeuristicPolicy(Policy):
             return f"c0_{len(calls)}"
 
         # 1. definitions of the identifiers, in groups (one alternation per call)
-        groups = [idents[i:i + 8] for i in range(0, min(len(idents), 16), 8)]
+        groups = [idents[i : i + 8] for i in range(0, min(len(idents), 16), 8)]
         for g in groups:
             alt = "|".join(re.escape(t.text) for t in g)
             calls.append(d.grep(cid(), rf"^\s*(async\s+)?(def|class)\s+({alt})\b|^({alt})\s*="))
@@ -130,17 +134,20 @@ class HeuristicPolicy(Policy):
                 break
             calls.append(d.grep(cid(), rf"\b{re.escape(t.text)}\b"))
         if not calls:  # nothing code-like in the query: grep its longest words
-            longest = sorted({w for w in WORD.findall(query) if len(w) > 5 and w.lower() not in STOP}, key=len,
-                             reverse=True)
+            longest = sorted(
+                {w for w in WORD.findall(query) if len(w) > 5 and w.lower() not in STOP}, key=len, reverse=True
+            )
             calls = [d.grep(f"c0_{i}", rf"\b{re.escape(w)}\b", ignore_case=True) for i, w in enumerate(longest[:n])]
         return calls[:n]
 
-    def _refine_calls(self, d: Dialect, terms: list[Term], ev: "Evidence") -> list:
+    def _refine_calls(self, d: Dialect, terms: list[Term], ev: Evidence) -> list:
         defined = {name for hits in ev.defs.values() for _, name in hits}
         todo = [t.text for t in terms if t.kind == "ident" and t.text not in defined][:16]
         extra = [w for w in ev.nearby_idents if w not in defined][: 8 * self.calls]
         calls = []
-        for names in ([todo[i:i + 8] for i in range(0, len(todo), 8)] + [extra[i:i + 8] for i in range(0, len(extra), 8)]):
+        for names in [todo[i : i + 8] for i in range(0, len(todo), 8)] + [
+            extra[i : i + 8] for i in range(0, len(extra), 8)
+        ]:
             if len(calls) >= self.calls // 2 or not names:
                 break
             alt = "|".join(re.escape(w) for w in names)
@@ -148,7 +155,7 @@ class HeuristicPolicy(Policy):
         calls += self._view_calls(d, ev, None, 1, limit=self.calls - len(calls))
         return calls
 
-    def _view_calls(self, d: Dialect, ev: "Evidence", rng, turn: int, limit: int | None = None) -> list:
+    def _view_calls(self, d: Dialect, ev: Evidence, rng, turn: int, limit: int | None = None) -> list:
         ranked = ev.ranked(rng, self.temperature)
         calls = []
         limit = min(self.view_files, limit if limit is not None else self.view_files)
@@ -181,7 +188,7 @@ class HeuristicPolicy(Policy):
                     ev.add_view(path, [(n, got[n]) for n in sorted(line_set(ranges, max(got, default=0))) if n in got])
         return ev
 
-    def _report(self, d: Dialect, ev: "Evidence", turn: int, query: str) -> Reply:
+    def _report(self, d: Dialect, ev: Evidence, turn: int, query: str) -> Reply:
         ranked = ev.ranked(self._rng(query, 99), self.temperature)
         if not ranked:
             return d.report(f"c{turn}_r", {}, "no candidate file found")
@@ -189,5 +196,9 @@ class HeuristicPolicy(Policy):
         chosen = [(p, s) for p, s in ranked[: self.k] if s >= self.rel_cut * best] or ranked[:1]
         files = {p: ev.ranges(p) for p, _ in chosen}
         why = "; ".join(f"{p}: {', '.join(sorted(ev.why[p])[:4])}" for p, _ in chosen)
-        return d.report(f"c{turn}_r", files, f"Files matching the issue's symbols ({why})"[:1000],
-                        confidence=ev.confidence([p for p, _ in chosen]))
+        return d.report(
+            f"c{turn}_r",
+            files,
+            f"Files matching the issue's symbols ({why})"[:1000],
+            confidence=ev.confidence([p for p, _ in chosen]),
+        )

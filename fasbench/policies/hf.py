@@ -44,8 +44,12 @@ class HFPolicy(Policy):
 
     def _encode(self, messages: list[dict], tools: list[dict]):
         return self.tokenizer.apply_chat_template(
-            to_template_messages(messages), tools=tools or None, add_generation_prompt=True,
-            return_dict=True, return_tensors="pt")
+            to_template_messages(messages),
+            tools=tools or None,
+            add_generation_prompt=True,
+            return_dict=True,
+            return_tensors="pt",
+        )
 
     def _fit(self, messages: list[dict], tools: list[dict]):
         limit = self.max_context or getattr(self.model.config, "max_position_embeddings", 8192)
@@ -58,8 +62,10 @@ class HFPolicy(Policy):
             idx = [i for i, m in enumerate(msgs) if m.get("role") == "tool" and len(m.get("content") or "") > cut_to]
             if not idx:
                 if cut_to <= 200:
-                    raise ValueError(f"prompt of {enc['input_ids'].shape[1]} tokens does not fit the context "
-                                     f"budget of {budget} even with every tool observation cut")
+                    raise ValueError(
+                        f"prompt of {enc['input_ids'].shape[1]} tokens does not fit the context "
+                        f"budget of {budget} even with every tool observation cut"
+                    )
                 cut_to //= 4
                 continue
             m = msgs[idx[0]]
@@ -78,9 +84,12 @@ class HFPolicy(Policy):
         n_prompt = enc["input_ids"].shape[1]
         temperature, top_p, top_k = sampling_for(tools, self.temperature, self.top_p, self.top_k)
         sample = temperature > 0
-        gen_kw: dict[str, Any] = dict(max_new_tokens=self.max_new_tokens, do_sample=sample,
-                                      pad_token_id=self.tokenizer.pad_token_id,
-                                      eos_token_id=self.tokenizer.eos_token_id)
+        gen_kw: dict[str, Any] = dict(
+            max_new_tokens=self.max_new_tokens,
+            do_sample=sample,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=self.tokenizer.eos_token_id,
+        )
         if sample:
             gen_kw.update(temperature=temperature, top_p=1.0 if top_p is None else top_p, top_k=top_k or 0)
         else:

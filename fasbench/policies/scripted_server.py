@@ -53,8 +53,10 @@ _FC = calls_for("fastcontext")
 _FC_SEARCH = _FC.search("x", "x").name  # the explorer's search tool: a request offering it is a FastContext one
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _REPO_PATH = re.compile(r"/repo/[\w./-]+\.\w+")
-DEFAULT_CALLS = tuple({"name": c.name, "arguments": c.arguments} for c in (
-    _RELACE.list_dir("c0", "/repo"), _RELACE.read("c1", "/repo/requests/__init__.py", 1, 40)))
+DEFAULT_CALLS = tuple(
+    {"name": c.name, "arguments": c.arguments}
+    for c in (_RELACE.list_dir("c0", "/repo"), _RELACE.read("c1", "/repo/requests/__init__.py", 1, 40))
+)
 STEER = re.compile(r"\[\[server:(500|sleep=[0-9.]+|flaky=[0-9]+)\]\]")
 TOOL_FORMATS = ("structured", "hermes_json", "qwen3_coder_xml", "prose")
 FORMAT = re.compile(r"\[\[server:format=(\w+)\]\]")
@@ -64,12 +66,17 @@ PROSE = "I would start with requests/sessions.py, where redirects are resolved, 
 def as_text(text: str, calls: list[dict], fmt: str) -> str:
     """``text`` and OpenAI ``tool_calls`` written into one content string in a model's text format."""
     if fmt == "hermes_json":
-        return text + "".join(f"\n<tool_call>\n{json.dumps({'name': c['function']['name'], 'arguments': json.loads(c['function']['arguments'])})}"
-                              "\n</tool_call>" for c in calls)
+        return text + "".join(
+            f"\n<tool_call>\n{json.dumps({'name': c['function']['name'], 'arguments': json.loads(c['function']['arguments'])})}"
+            "\n</tool_call>"
+            for c in calls
+        )
     funcs = []
     for c in calls:  # Qwen3-Coder: one <tool_call> block, a <function=...> element per parallel call
-        params = "".join(f"<parameter={k}>\n{v if isinstance(v, str) else json.dumps(v)}\n</parameter>\n"
-                         for k, v in json.loads(c["function"]["arguments"]).items())
+        params = "".join(
+            f"<parameter={k}>\n{v if isinstance(v, str) else json.dumps(v)}\n</parameter>\n"
+            for k, v in json.loads(c["function"]["arguments"]).items()
+        )
         funcs.append(f"<function={c['function']['name']}>\n{params}</function>\n")
     return f"{text}\n<tool_call>\n{''.join(funcs)}</tool_call>"
 
@@ -83,8 +90,9 @@ _HIT = re.compile(r"(?m)^(?:\./)?([\w./-]+\.\w+):(\d+):")
 def _identifier(text: str) -> str:
     """The word of ``text`` most like a code identifier: one with ``_`` or an inner capital first, then
     the longest."""
-    words = sorted(set(_WORD.findall(text)), key=lambda w: (not ("_" in w or any(c.isupper() for c in w[1:])),
-                                                             -len(w), w))
+    words = sorted(
+        set(_WORD.findall(text)), key=lambda w: (not ("_" in w or any(c.isupper() for c in w[1:])), -len(w), w)
+    )
     return words[0] if words else "def"
 
 
@@ -113,8 +121,16 @@ class ScriptedServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024  # many clients connect at once; the default backlog (5) drops some
 
-    def __init__(self, addr, delay_s: float = 0.25, max_concurrent: int = 32, turns: int = 3,
-                 calls=DEFAULT_CALLS, report_path: str = "requests/sessions.py", tool_format: str = "structured"):
+    def __init__(
+        self,
+        addr,
+        delay_s: float = 0.25,
+        max_concurrent: int = 32,
+        turns: int = 3,
+        calls=DEFAULT_CALLS,
+        report_path: str = "requests/sessions.py",
+        tool_format: str = "structured",
+    ):
         if tool_format not in TOOL_FORMATS:
             raise ValueError(f"tool_format must be one of {', '.join(TOOL_FORMATS)}, got {tool_format!r}")
         super().__init__(addr, Handler)
@@ -156,42 +172,66 @@ class ScriptedServer(ThreadingHTTPServer):
         names = {(t.get("function") or {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         if names == {MAIN_AGENT_SHELL}:  # a main agent's request (mini-swe-agent offers one bash tool)
             cmd = main_agent_command(user, msgs, k)
-            calls = [{"id": f"call_{k}_0", "type": "function",
-                      "function": {"name": MAIN_AGENT_SHELL, "arguments": json.dumps({"command": cmd})}}]
+            calls = [
+                {
+                    "id": f"call_{k}_0",
+                    "type": "function",
+                    "function": {"name": MAIN_AGENT_SHELL, "arguments": json.dumps({"command": cmd})},
+                }
+            ]
             return self._reply(body, key, n_bytes, f"THOUGHT: step {k + 1}.", calls, "tool_calls")
         if offers_subagent(body.get("tools")):
-            first = next((ln.strip() for ln in user.split("</problem_statement>")[0]
-                          .replace("<problem_statement>", "").splitlines() if ln.strip()), "the problem")
+            first = next(
+                (
+                    ln.strip()
+                    for ln in user.split("</problem_statement>")[0].replace("<problem_statement>", "").splitlines()
+                    if ln.strip()
+                ),
+                "the problem",
+            )
             calls = [subagent_call(f"call_{k}_0", "Explore the codebase", f"Find the code involved in: {first[:200]}")]
             return self._reply(body, key, n_bytes, "I will explore first.", calls, "tool_calls")
         if _FC_SEARCH in names:
             if k < self.turns - 1:
-                words = sorted(set(_WORD.findall(user.replace("<query>", " ").replace("</query>", " "))),
-                               key=lambda w: (-len(w), w))
+                words = sorted(
+                    set(_WORD.findall(user.replace("<query>", " ").replace("</query>", " "))),
+                    key=lambda w: (-len(w), w),
+                )
                 c = _FC.search(f"call_{k}_0", words[0] if words else "def", include=None)
-                calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}]
+                calls = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}
+                ]
                 return self._reply(body, key, n_bytes, f"Turn {k + 1}: searching.", calls, "tool_calls")
             seen = [p for m in msgs if m.get("role") == "tool" for p in _REPO_PATH.findall(str(m.get("content") or ""))]
             cite = f"{seen[0] if seen else '/repo/README.md'}:1-20"
             ids = shown_ids(msgs) if contract_of(msgs) == "ids" else {}
             cite = next(iter(ids), cite)  # the ids report contract: the first ID shown
-            return self._reply(body, key, n_bytes, f"Found it.\n\n<final_answer>\n{cite} (scripted)\n</final_answer>",
-                               [], "stop")
+            return self._reply(
+                body, key, n_bytes, f"Found it.\n\n<final_answer>\n{cite} (scripted)\n</final_answer>", [], "stop"
+            )
         if k < self.turns - 1:
-            calls = [{"id": f"call_{k}_{i}", "type": "function",
-                      "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-                     for i, c in enumerate(self.calls)]
+            calls = [
+                {
+                    "id": f"call_{k}_{i}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                }
+                for i, c in enumerate(self.calls)
+            ]
             text = f"Turn {k + 1}: exploring."
         else:
             ids = shown_ids(msgs) if contract_of(msgs) == "ids" else {}
             files = {next(iter(ids)): []} if ids else {self.report_path: [[1, 20]]}  # ids contract: the first ID
             (rep,) = _RELACE.report(f"call_{k}_0", files, "scripted report").calls
-            calls = [{"id": rep.id, "type": "function", "function": {"name": rep.name, "arguments": rep.arguments_json()}}]
+            calls = [
+                {"id": rep.id, "type": "function", "function": {"name": rep.name, "arguments": rep.arguments_json()}}
+            ]
             text = "Reporting."
         return self._reply(body, key, n_bytes, text, calls, "tool_calls", user=user)
 
-    def _reply(self, body: dict, key: str, n_bytes: int, text: str, calls: list, finish: str,
-               user: str | None = None) -> tuple[int, dict]:
+    def _reply(
+        self, body: dict, key: str, n_bytes: int, text: str, calls: list, finish: str, user: str | None = None
+    ) -> tuple[int, dict]:
         """The chat completion; ``user`` (the Relace script's turns) picks the tool-call format: the
         server's ``--tool-format`` or a ``[[server:format=F]]`` in the user message (else structured)."""
         msg = {"role": "assistant", "content": text}
@@ -206,10 +246,14 @@ class ScriptedServer(ThreadingHTTPServer):
                 msg = {"role": "assistant", "content": as_text(text, calls, fmt)}
             finish = "tool_calls" if msg.get("tool_calls") else "stop"
         n_out = len(json.dumps(msg)) // 4
-        return 200, {"id": f"chatcmpl-{key[:12]}", "object": "chat.completion", "created": int(time.time()),
-                     "model": body.get("model", ""), "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
-                     "usage": {"prompt_tokens": n_bytes // 4, "completion_tokens": n_out,
-                               "total_tokens": n_bytes // 4 + n_out}}
+        return 200, {
+            "id": f"chatcmpl-{key[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
+            "usage": {"prompt_tokens": n_bytes // 4, "completion_tokens": n_out, "total_tokens": n_bytes // 4 + n_out},
+        }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -250,8 +294,15 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, obj, {"Retry-After": "0"} if status == 503 else None)
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, delay_s: float = 0.25, max_concurrent: int = 32, turns: int = 3,
-          report_path: str = "requests/sessions.py", tool_format: str = "structured") -> None:
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    delay_s: float = 0.25,
+    max_concurrent: int = 32,
+    turns: int = 3,
+    report_path: str = "requests/sessions.py",
+    tool_format: str = "structured",
+) -> None:
     """``fasbench scripted-server``: listen on ``host:port`` (0: a free port), print ``ready <port>``, serve
     until interrupted. A ``tool_format`` not in :data:`TOOL_FORMATS` is a ValueError naming them."""
     if tool_format not in TOOL_FORMATS:
@@ -267,5 +318,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, delay_s: float = 0.25, max_
 if __name__ == "__main__":  # the module form before `fasbench scripted-server`: one line saying what it is now
     import sys
 
-    sys.exit("error: `python -m fasbench.policies.scripted_server` is now `fasbench scripted-server` "
-             "(`python -m fasbench.cli scripted-server`)")
+    sys.exit(
+        "error: `python -m fasbench.policies.scripted_server` is now `fasbench scripted-server` "
+        "(`python -m fasbench.cli scripted-server`)"
+    )

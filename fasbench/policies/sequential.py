@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fasbench.base.specs import convert
 from fasbench.harness import Policy
 from fasbench.policies.definitions import DefinitionsPolicy
 from fasbench.policies.heuristic import HeuristicPolicy
 from fasbench.records import Reply, ToolCall
-from fasbench.base.specs import convert
 from fasbench.tools import tool_kind, toolset_of
 
 _ID = re.compile(r"^g(\d+):(.*)$", re.S)
@@ -107,12 +107,18 @@ class SequentialPolicy(Policy):
 
     @classmethod
     def spec_parameters(cls, family):
-        return ([("per_turn", "1", "calls a turn"), ("inner", "heuristic", "the wrapped policy: heuristic | definitions")]
-                + HeuristicPolicy.spec_parameters(family))
+        return [
+            ("per_turn", "1", "calls a turn"),
+            ("inner", "heuristic", "the wrapped policy: heuristic | definitions"),
+        ] + HeuristicPolicy.spec_parameters(family)
 
     def _tag(self, k: int, reply: Reply, calls: list[ToolCall], text: str) -> Reply:
-        return Reply(text=text, calls=[ToolCall(f"g{k}:{c.id}", c.name, c.arguments) for c in calls],
-                     prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+        return Reply(
+            text=text,
+            calls=[ToolCall(f"g{k}:{c.id}", c.name, c.arguments) for c in calls],
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+        )
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         conv, n, released = merged(messages)

@@ -10,7 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 # Identifiers too common to say anything about where a bug lives.
-STOP = set("""
+STOP = set(
+    """
 self cls None True False print import from return def class with as for while if else elif try except
 raise assert lambda yield pass break continue and or not is in len str int float list dict set tuple
 type object super init __init__ __call__ __name__ __main__ args kwargs kw arg value values key keys items
@@ -19,7 +20,8 @@ lines code issue bug fix python version expected actual output input return_valu
 true false none this that the and when then there should would could using used use get set
 numpy np pd plt pandas matplotlib array range open append format join split strip isinstance
 getattr setattr hasattr repr string number function method module package class_ obj x y z
-""".split())
+""".split()
+)
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 _FILE = re.compile(r"\b[\w./-]*[\w-]+\.(?:py|pyx|pyi|c|h|cfg|toml|ini|txt|rst|js|html|css|json|yaml|yml)\b")
@@ -36,7 +38,8 @@ class Term:
     weight: float
 
 
-ENGLISH = set("""
+ENGLISH = set(
+    """
 about above after again against also although always another anyone anything because been before being
 below between both cannot could currently does doing done down during each either else even every
 example expected following from further have having here however instead into itself just like made
@@ -50,7 +53,8 @@ changed default time times simple able instead right look looks seem code line l
 tests testing version versions call calls called support supported documentation docs django python
 raise raises raised true false none class method methods function functions object objects type types
 name names data allow allows allowed first second third add added adding remove removed fails failed
-""".split())
+""".split()
+)
 
 
 def _code_words(query: str) -> set[str]:
@@ -81,8 +85,10 @@ def _is_ident_worth(w: str, code: set[str] | None = None) -> bool:
     return code is not None and w in code and (w[0].isupper() or len(w) >= 6) and w.lower() not in ENGLISH
 
 
-_QUERY_TAGS = (("<user_query>\n", "\n</user_query>"),  # Relace's published user prompt
-               ("<query>", "</query>"))  # FastContext's released user message
+_QUERY_TAGS = (
+    ("<user_query>\n", "\n</user_query>"),  # Relace's published user prompt
+    ("<query>", "</query>"),
+)  # FastContext's released user message
 
 
 def task_text(user_message: str) -> str:
@@ -94,7 +100,7 @@ def task_text(user_message: str) -> str:
         if i >= 0:
             j = s.find(end, i + len(start))
             if j >= 0:
-                return s[i + len(start):j]
+                return s[i + len(start) : j]
     if "Task:\n" in s:
         s = s.split("Task:\n", 1)[1]
         cut = s.rfind("\n\nFind the relevant")

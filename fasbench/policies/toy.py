@@ -14,33 +14,48 @@ from fasbench.records import Gold, Task
 
 # (id, query, gold file, gold function) — written like real bug reports.
 ISSUES = [
-    ("toy-encode-params",
-     "Posting a list of tuples as `params` encodes the values wrongly. `RequestEncodingMixin._encode_params` "
-     "should keep the order of the tuples and encode each value; instead repeated keys are dropped.",
-     "requests/models.py", "_encode_params"),
-    ("toy-no-proxy-cidr",
-     "no_proxy with a CIDR block is ignored\n\nSetting NO_PROXY=192.168.0.0/24 still sends requests for "
-     "192.168.0.5 through the proxy. I think `should_bypass_proxies` does not check `address_in_network` "
-     "for IP hosts when the port is given.",
-     "requests/utils.py", "should_bypass_proxies"),
-    ("toy-redirect-loop",
-     "TooManyRedirects is raised too early\n\n```\nTraceback (most recent call last):\n"
-     "  File \"app.py\", line 4, in <module>\n    s.get(url)\n"
-     "  File \"/usr/lib/python3/site-packages/requests/sessions.py\", line 703, in send\n"
-     "    history = [resp for resp in gen]\n"
-     "  File \"/usr/lib/python3/site-packages/requests/sessions.py\", line 191, in resolve_redirects\n"
-     "    raise TooManyRedirects(\n"
-     "requests.exceptions.TooManyRedirects: Exceeded 30 redirects.\n```\n"
-     "The count in resolve_redirects starts at one too many.",
-     "requests/sessions.py", "resolve_redirects"),
-    ("toy-digest-auth",
-     "HTTPDigestAuth fails with qop=auth-int: build_digest_header only handles 'auth' and returns None "
-     "for servers that offer `auth,auth-int`.",
-     "requests/auth.py", "build_digest_header"),
-    ("toy-retry-adapter",
-     "HTTPAdapter ignores max_retries when given an int after pickling: `__setstate__` does not rebuild "
-     "the pool manager with the retry settings, so init_poolmanager gets the defaults.",
-     "requests/adapters.py", "__setstate__"),
+    (
+        "toy-encode-params",
+        "Posting a list of tuples as `params` encodes the values wrongly. `RequestEncodingMixin._encode_params` "
+        "should keep the order of the tuples and encode each value; instead repeated keys are dropped.",
+        "requests/models.py",
+        "_encode_params",
+    ),
+    (
+        "toy-no-proxy-cidr",
+        "no_proxy with a CIDR block is ignored\n\nSetting NO_PROXY=192.168.0.0/24 still sends requests for "
+        "192.168.0.5 through the proxy. I think `should_bypass_proxies` does not check `address_in_network` "
+        "for IP hosts when the port is given.",
+        "requests/utils.py",
+        "should_bypass_proxies",
+    ),
+    (
+        "toy-redirect-loop",
+        "TooManyRedirects is raised too early\n\n```\nTraceback (most recent call last):\n"
+        '  File "app.py", line 4, in <module>\n    s.get(url)\n'
+        '  File "/usr/lib/python3/site-packages/requests/sessions.py", line 703, in send\n'
+        "    history = [resp for resp in gen]\n"
+        '  File "/usr/lib/python3/site-packages/requests/sessions.py", line 191, in resolve_redirects\n'
+        "    raise TooManyRedirects(\n"
+        "requests.exceptions.TooManyRedirects: Exceeded 30 redirects.\n```\n"
+        "The count in resolve_redirects starts at one too many.",
+        "requests/sessions.py",
+        "resolve_redirects",
+    ),
+    (
+        "toy-digest-auth",
+        "HTTPDigestAuth fails with qop=auth-int: build_digest_header only handles 'auth' and returns None "
+        "for servers that offer `auth,auth-int`.",
+        "requests/auth.py",
+        "build_digest_header",
+    ),
+    (
+        "toy-retry-adapter",
+        "HTTPAdapter ignores max_retries when given an int after pickling: `__setstate__` does not rebuild "
+        "the pool manager with the retry settings, so init_poolmanager gets the defaults.",
+        "requests/adapters.py",
+        "__setstate__",
+    ),
 ]
 
 
@@ -70,7 +85,9 @@ def make_corpus(dest: str | Path, name: str = "requests") -> Path:
         (dest / "tests").mkdir(exist_ok=True)
         (dest / "tests" / "test_sessions.py").write_text(
             "from requests.sessions import Session\n\n\ndef test_resolve_redirects():\n"
-            "    s = Session()\n    assert s.max_redirects == 30\n", encoding="utf-8")
+            "    s = Session()\n    assert s.max_redirects == 30\n",
+            encoding="utf-8",
+        )
     return dest
 
 
@@ -79,6 +96,14 @@ def toy_tasks(root: str | Path) -> list[Task]:
     root = Path(root)
     out = []
     for tid, q, f, fn in ISSUES:
-        out.append(Task(id=tid, query=q, repo="psf/requests", root=str(root), split="toy",
-                        gold=Gold(edited={f: [def_range(root / f, fn)]}, source="manual")))
+        out.append(
+            Task(
+                id=tid,
+                query=q,
+                repo="psf/requests",
+                root=str(root),
+                split="toy",
+                gold=Gold(edited={f: [def_range(root / f, fn)]}, source="manual"),
+            )
+        )
     return out

@@ -10,12 +10,58 @@ concept: ``base`` (schema version, range validation), ``task`` (``Gold``, ``Task
 every message the policy saw), and ``fasbench.records.jsonl`` (the JSONL files, and ``read_records`` for a JSON list or JSONL file).
 """
 
-from fasbench.records.jsonl import RecordError, append_jsonl, iter_jsonl, parse_json_or_jsonl, read_records, repair_jsonl
 from fasbench.records.base import SCHEMA_VERSION, Ranges
+from fasbench.records.jsonl import (
+    RecordError,
+    append_jsonl,
+    iter_jsonl,
+    parse_json_or_jsonl,
+    read_records,
+    repair_jsonl,
+)
 from fasbench.records.task import Gold, Task, read_tasks, write_tasks
-from fasbench.records.trace import (STOP_REASONS, Reply, Report, Shown, ToolCall, ToolResult, Trace, Turn, now,
-                                    iter_traces, parse_arguments, parse_confidence, read_traces, turn_messages)
+from fasbench.records.trace import (
+    STOP_REASONS,
+    Reply,
+    Report,
+    Shown,
+    ToolCall,
+    ToolResult,
+    Trace,
+    Turn,
+    iter_traces,
+    now,
+    parse_arguments,
+    parse_confidence,
+    read_traces,
+    turn_messages,
+)
 
-__all__ = ["SCHEMA_VERSION", "STOP_REASONS", "Gold", "Ranges", "RecordError", "Reply", "Report", "Shown", "Task",
-           "ToolCall", "ToolResult", "Trace", "Turn", "append_jsonl", "iter_jsonl", "iter_traces", "now", "parse_arguments",
-           "parse_confidence", "parse_json_or_jsonl", "read_records", "read_tasks", "read_traces", "repair_jsonl", "turn_messages", "write_tasks"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "STOP_REASONS",
+    "Gold",
+    "Ranges",
+    "RecordError",
+    "Reply",
+    "Report",
+    "Shown",
+    "Task",
+    "ToolCall",
+    "ToolResult",
+    "Trace",
+    "Turn",
+    "append_jsonl",
+    "iter_jsonl",
+    "iter_traces",
+    "now",
+    "parse_arguments",
+    "parse_confidence",
+    "parse_json_or_jsonl",
+    "read_records",
+    "read_tasks",
+    "read_traces",
+    "repair_jsonl",
+    "turn_messages",
+    "write_tasks",
+]

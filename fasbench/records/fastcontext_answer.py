@@ -93,7 +93,7 @@ def parse_final_answer_lenient(text: str) -> Report | None:
                 s, e = (nums[0], nums[0]) if len(nums) == 1 else (nums[0], nums[1])
                 s, e = max(1, min(s, e)), max(1, max(s, e))
                 ranges.append([s, e])
-        rest = line[m.end("ranges") if m.group("ranges") else m.end("path"):].strip(" `")
+        rest = line[m.end("ranges") if m.group("ranges") else m.end("path") :].strip(" `")
         if rest:
             reasons.append(f"{path}: {rest.strip('()')}")
     for p in files:  # duplicates dropped and sorted in one pass (a membership test per range was quadratic)

@@ -108,8 +108,9 @@ def record_id(value: Any, where: str = "id") -> str:
     """A safe name for an id (module doc): usable as a file name, never a path."""
     v = text(value, where, MAX_ID)
     if not ID_RE.fullmatch(v):
-        raise RecordError(f"{where}: {show(v)} is not a safe id (letters, digits, _ . @ + = , -; "
-                          "no separator, no leading '.' or '-')")
+        raise RecordError(
+            f"{where}: {show(v)} is not a safe id (letters, digits, _ . @ + = , -; no separator, no leading '.' or '-')"
+        )
     return v
 
 

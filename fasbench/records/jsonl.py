@@ -11,13 +11,15 @@ import json
 import os
 import warnings
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from fasbench.base.contain import NoSuchFile, PathRefused, Unreadable, open_regular, read_regular
 
 MAX_LINE_BYTES = 256 << 20  # one JSONL line (one record) larger than this is refused, never held whole
 MAX_FILE_BYTES = 512 << 20  # a whole JSON/JSONL file read at once (or its gunzipped text) larger than this is refused
+
 
 class RecordError(ValueError):
     """A record could not be built from the given data; the message says which field."""
@@ -50,7 +52,7 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
         if isinstance(e, NoSuchFile):
             raise FileNotFoundError(2, "No such file or directory", str(path)) from None
         raise RecordError(f"{path}: {e.why}") from None
-    with raw, (gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw) as f:
+    with raw, gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw as f:
         i, at = 0, 0
         while True:
             try:
@@ -65,7 +67,9 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise RecordError(f"{path}: not UTF-8 text, not a JSONL file ({e.reason} at byte {at + e.start})") from None
+                raise RecordError(
+                    f"{path}: not UTF-8 text, not a JSONL file ({e.reason} at byte {at + e.start})"
+                ) from None
             at += len(line)
             if not text.strip():
                 continue
@@ -181,5 +185,7 @@ def read_records(path: str | os.PathLike, max_bytes: int = MAX_FILE_BYTES) -> li
     if isinstance(obj, dict) and not jsonl:  # a JSONL file of one line
         return [obj]
     if not isinstance(obj, list):
-        raise RecordError(f"{os.fspath(path)}: expected a JSON list or JSONL of objects, got a JSON {type(obj).__name__}")
+        raise RecordError(
+            f"{os.fspath(path)}: expected a JSON list or JSONL of objects, got a JSON {type(obj).__name__}"
+        )
     return obj

@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from fasbench.records.jsonl import RecordError, append_jsonl, iter_jsonl
 from fasbench.records.base import TASK_SCHEMA_VERSION, Ranges, check_version, file_ranges
 from fasbench.records.fields import check_task
+from fasbench.records.jsonl import RecordError, append_jsonl, iter_jsonl
+
 
 def _entities(value: Any) -> dict[str, list[str]]:
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
-        raise RecordError("gold.entities: expected {level: [\"path:Qual.name\", ...]}")
+        raise RecordError('gold.entities: expected {level: ["path:Qual.name", ...]}')
     return {str(k): [str(x) for x in v] for k, v in value.items()}
 
 
 def _region(r: Any, where: str) -> list:
-    if (not isinstance(r, (list, tuple)) or len(r) != 3 or not isinstance(r[0], str)
-            or not all(isinstance(x, int) and not isinstance(x, bool) for x in r[1:])):
+    if (
+        not isinstance(r, (list, tuple))
+        or len(r) != 3
+        or not isinstance(r[0], str)
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in r[1:])
+    ):
         raise RecordError(f"{where}: each region must be [path, start, end] with integer lines, got {r!r}")
     return [r[0], int(r[1]), int(r[2])]
 
@@ -40,7 +46,9 @@ def _explore(value: Any) -> dict | None:
         out["count_paths"] = [str(p) for p in value["count_paths"]]
     whole = value.get("whole_files")
     if whole is not None:
-        if not isinstance(whole, dict) or not all(isinstance(n, int) and not isinstance(n, bool) for n in whole.values()):
+        if not isinstance(whole, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in whole.values()
+        ):
             raise RecordError("gold.explore.whole_files: expected {path: line count on the record's snapshot}")
         out["whole_files"] = {str(p): int(n) for p, n in whole.items()}
     return out
@@ -99,7 +107,7 @@ class Gold:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Gold":
+    def from_dict(cls, d: dict) -> Gold:
         if not isinstance(d, dict):
             raise RecordError(f"gold: expected an object, got {type(d).__name__}")
         if "edited" not in d:
@@ -118,7 +126,7 @@ class Gold:
             context=_context(d.get("context")),
         )
 
-    def with_variant(self, name: str | None) -> "Gold":
+    def with_variant(self, name: str | None) -> Gold:
         """The same gold with its line ranges taken from variant ``name`` (None = as is)."""
         if not name:
             return self
@@ -149,7 +157,7 @@ class Task:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Task":
+    def from_dict(cls, d: dict) -> Task:
         if not isinstance(d, dict):
             raise RecordError(f"task: expected an object, got {type(d).__name__}")
         check_version(d, "task", TASK_SCHEMA_VERSION)
@@ -163,7 +171,9 @@ class Task:
         except (TypeError, AttributeError, ValueError) as e:  # a field of the wrong shape inside the gold
             if isinstance(e, RecordError):
                 raise
-            raise RecordError(f"task {d.get('id', '?')!r}: gold: a field of the wrong type ({type(e).__name__})") from None
+            raise RecordError(
+                f"task {d.get('id', '?')!r}: gold: a field of the wrong type ({type(e).__name__})"
+            ) from None
         kw["schema_version"] = TASK_SCHEMA_VERSION
         if not isinstance(kw.get("meta", {}), dict):
             raise RecordError(f"task {d.get('id', '?')!r}: meta: expected an object")
@@ -182,7 +192,9 @@ def read_tasks(path: str | os.PathLike, skipped: list[dict] | None = None) -> li
             if skipped is None:
                 raise RecordError(f"{path}: record {i + 1}: {e}") from e
             rid = d.get("id") if isinstance(d, dict) and isinstance(d.get("id"), str) else None
-            skipped.append({"record": i + 1, "id": rid, "reason": str(e).splitlines()[0][:300] if str(e) else "bad record"})
+            skipped.append(
+                {"record": i + 1, "id": rid, "reason": str(e).splitlines()[0][:300] if str(e) else "bad record"}
+            )
     return out
 
 

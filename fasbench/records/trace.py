@@ -8,11 +8,13 @@ import os
 import time
 import uuid
 import warnings
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterator
+from typing import Any
 
-from fasbench.records.jsonl import RecordError, iter_jsonl
 from fasbench.records.base import SCHEMA_VERSION, Ranges, check_version, file_ranges
+from fasbench.records.jsonl import RecordError, iter_jsonl
+
 
 def parse_arguments(args):
     """Tool-call arguments as a dict when they are (a JSON string of) an object; anything else
@@ -34,8 +36,12 @@ _KINDS = {
     "str?": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "int?": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "an integer or null"),
     "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    "num?": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
-                                    and abs(v) != float("inf")), "a finite number or null"),
+    "num?": (
+        lambda v: (
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf"))
+        ),
+        "a finite number or null",
+    ),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "dict": (lambda v: isinstance(v, dict), "an object"),
     "dicts": (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of objects"),
@@ -66,7 +72,7 @@ class ToolCall:
         self.name = self.name if isinstance(self.name, str) else "" if self.name is None else str(self.name)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ToolCall":
+    def from_dict(cls, d: dict) -> ToolCall:
         if not isinstance(d, dict):
             raise RecordError(f"call: expected an object, got {type(d).__name__}")
         return cls(id=str(d.get("id", "")), name=str(d.get("name", "")), arguments=d.get("arguments", {}))
@@ -97,18 +103,27 @@ class Shown:
         return list(out)
 
     def to_dict(self) -> dict:
-        return {"paths": list(self.paths), "ranges": {p: [list(r) for r in rs] for p, rs in self.ranges.items()},
-                "hits": [[str(p), int(n)] for p, n in self.hits]}
+        return {
+            "paths": list(self.paths),
+            "ranges": {p: [list(r) for r in rs] for p, rs in self.ranges.items()},
+            "hits": [[str(p), int(n)] for p, n in self.hits],
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Shown":
+    def from_dict(cls, d: dict) -> Shown:
         if not isinstance(d, dict):
             raise RecordError(f"shown: expected an object, got {type(d).__name__}")
         paths, hits = d.get("paths") or [], d.get("hits") or []
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
             raise RecordError("shown.paths: expected a list of strings")
-        if not isinstance(hits, list) or not all(isinstance(h, list) and len(h) == 2 and isinstance(h[0], str)
-                                                 and isinstance(h[1], int) and not isinstance(h[1], bool) for h in hits):
+        if not isinstance(hits, list) or not all(
+            isinstance(h, list)
+            and len(h) == 2
+            and isinstance(h[0], str)
+            and isinstance(h[1], int)
+            and not isinstance(h[1], bool)
+            for h in hits
+        ):
             raise RecordError("shown.hits: expected a list of [path, line] pairs")
         return cls(paths=list(paths), ranges=file_ranges(d.get("ranges"), "shown.ranges"), hits=[list(h) for h in hits])
 
@@ -136,14 +151,16 @@ class ToolResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ToolResult":
+    def from_dict(cls, d: dict) -> ToolResult:
         if not isinstance(d, dict):
             raise RecordError(f"result: expected an object, got {type(d).__name__}")
         if "call_id" not in d or "output" not in d:
             raise RecordError("result: call_id and output are required")
-        kw = check_types({k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d},
-                         {"call_id": "str", "output": "str", "is_error": "bool", "started_at": "num?",
-                          "ended_at": "num?"}, "result")
+        kw = check_types(
+            {k: d[k] for k in ("call_id", "output", "is_error", "started_at", "ended_at") if k in d},
+            {"call_id": "str", "output": "str", "is_error": "bool", "started_at": "num?", "ended_at": "num?"},
+            "result",
+        )
         if d.get("shown") is not None:
             kw["shown"] = Shown.from_dict(d["shown"])
         return cls(**kw)
@@ -160,9 +177,20 @@ class Reply:
     requests: list[dict] = field(default_factory=list)  # one record per HTTP attempt (remote policies)
 
 
-TURN_TYPES = {"index": "int", "text": "str?", "calls": "dicts", "results": "dicts", "prompt_tokens": "int?",
-              "completion_tokens": "int?", "model_started_at": "num?", "model_ended_at": "num?",
-              "tools_started_at": "num?", "tools_ended_at": "num?", "requests": "dicts", "notes": "dicts"}
+TURN_TYPES = {
+    "index": "int",
+    "text": "str?",
+    "calls": "dicts",
+    "results": "dicts",
+    "prompt_tokens": "int?",
+    "completion_tokens": "int?",
+    "model_started_at": "num?",
+    "model_ended_at": "num?",
+    "tools_started_at": "num?",
+    "tools_ended_at": "num?",
+    "requests": "dicts",
+    "notes": "dicts",
+}
 
 
 @dataclass
@@ -199,7 +227,7 @@ class Turn:
         return self.tools_ended_at - self.tools_started_at
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Turn":
+    def from_dict(cls, d: dict) -> Turn:
         if not isinstance(d, dict):
             raise RecordError(f"turn: expected an object, got {type(d).__name__}")
         if "index" not in d:
@@ -226,11 +254,14 @@ class Report:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Report":
+    def from_dict(cls, d: dict) -> Report:
         if not isinstance(d, dict):
             raise RecordError(f"report: expected an object, got {type(d).__name__}")
-        return cls(files=file_ranges(d.get("files"), "report.files"), explanation=str(d.get("explanation", "")),
-                   confidence=parse_confidence(d.get("confidence")))
+        return cls(
+            files=file_ranges(d.get("files"), "report.files"),
+            explanation=str(d.get("explanation", "")),
+            confidence=parse_confidence(d.get("confidence")),
+        )
 
 
 def parse_confidence(v) -> float | None:
@@ -255,9 +286,20 @@ def parse_confidence(v) -> float | None:
     return x if x <= 1 else None
 
 
-TRACE_TYPES = {"task_id": "str", "policy": "str", "toolset": "str", "turns": "dicts", "stop_reason": "str",
-               "started_at": "num?", "ended_at": "num?", "prompt": "dicts", "error": "str?", "trace_id": "str",
-               "meta": "dict", "tail_notes": "dicts"}
+TRACE_TYPES = {
+    "task_id": "str",
+    "policy": "str",
+    "toolset": "str",
+    "turns": "dicts",
+    "stop_reason": "str",
+    "started_at": "num?",
+    "ended_at": "num?",
+    "prompt": "dicts",
+    "error": "str?",
+    "trace_id": "str",
+    "meta": "dict",
+    "tail_notes": "dicts",
+}
 STOP_REASONS = ("reported", "max_turns", "policy_error", "no_answer")  # no_answer: FastContext's loop (harness)
 
 
@@ -310,7 +352,7 @@ class Trace:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Trace":
+    def from_dict(cls, d: dict) -> Trace:
         if not isinstance(d, dict):
             raise RecordError(f"trace: expected an object, got {type(d).__name__}")
         check_version(d, "trace")
@@ -335,7 +377,8 @@ class Trace:
             return False
         last = len(self.turns) - 1
         return self.meta.get("final_note_turn") is not None or any(
-            not t.calls and (i < last or self.stop_reason == "policy_error") for i, t in enumerate(self.turns))
+            not t.calls and (i < last or self.stop_reason == "policy_error") for i, t in enumerate(self.turns)
+        )
 
     def to_messages(self, include_prompt: bool = True, last_results: bool | None = None) -> list[dict]:
         """The conversation the policy saw, as OpenAI-style chat messages: the prompt, then per turn
@@ -345,8 +388,10 @@ class Trace:
         (``stop_reason == "policy_error"``); ``last_results=True``/``False`` overrides. The harness
         builds each turn's chat from this method, so it is the chat by construction."""
         if self.notes_unrecorded():
-            raise RecordError(f"trace {self.trace_id}: written by schema 1, which did not record the harness's "
-                              "notes; use fasbench.harness.restore_notes(trace) first")
+            raise RecordError(
+                f"trace {self.trace_id}: written by schema 1, which did not record the harness's "
+                "notes; use fasbench.harness.restore_notes(trace) first"
+            )
         if last_results is None:
             last_results = self.stop_reason == "policy_error"
         msgs = [dict(m) for m in self.prompt] if include_prompt else []

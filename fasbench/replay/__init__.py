@@ -29,18 +29,53 @@
 from fasbench.replay.browser import RunsBrowser, frame_html
 from fasbench.replay.demo import demo_episode, demo_turns, symbol_task
 from fasbench.replay.episode_filter import SORT_KEYS, filter_sort
-from fasbench.replay.seen import grep_hits, observe, viewed_ranges
 from fasbench.replay.overlay import FileOverlay, file_overlay, overlay_totals, report_turn
 from fasbench.replay.plots import compare_figure, file_figure, timeline_figure
-from fasbench.replay.run_episodes import (EXAMPLE_RUN, RunEpisodes, example_run, load_run_episodes, pick_episode,
-                                  replay_run)
+from fasbench.replay.run_episodes import (
+    EXAMPLE_RUN,
+    RunEpisodes,
+    example_run,
+    load_run_episodes,
+    pick_episode,
+    replay_run,
+)
+from fasbench.replay.seen import grep_hits, observe, viewed_ranges
 from fasbench.replay.static import replay_html
 from fasbench.replay.timeline import assign_lanes, call_spans, turn_columns, turn_summary
 from fasbench.replay.widgets import Comparison, TraceBrowser, TraceReplay, compare, compare_rows
 
-__all__ = ["EXAMPLE_RUN", "Comparison", "FileOverlay", "RunEpisodes", "RunsBrowser", "TraceBrowser", "TraceReplay",
-           "SORT_KEYS", "assign_lanes", "call_spans", "compare", "compare_figure", "compare_rows", "demo_episode",
-           "demo_turns", "example_run", "file_figure", "file_overlay", "filter_sort", "frame_html",
-           "grep_hits", "load_run_episodes", "observe", "overlay_totals", "pick_episode", "replay_run",
-           "replay_html", "report_turn", "symbol_task", "timeline_figure", "turn_columns", "turn_summary",
-           "viewed_ranges"]
+__all__ = [
+    "EXAMPLE_RUN",
+    "Comparison",
+    "FileOverlay",
+    "RunEpisodes",
+    "RunsBrowser",
+    "TraceBrowser",
+    "TraceReplay",
+    "SORT_KEYS",
+    "assign_lanes",
+    "call_spans",
+    "compare",
+    "compare_figure",
+    "compare_rows",
+    "demo_episode",
+    "demo_turns",
+    "example_run",
+    "file_figure",
+    "file_overlay",
+    "filter_sort",
+    "frame_html",
+    "grep_hits",
+    "load_run_episodes",
+    "observe",
+    "overlay_totals",
+    "pick_episode",
+    "replay_run",
+    "replay_html",
+    "report_turn",
+    "symbol_task",
+    "timeline_figure",
+    "turn_columns",
+    "turn_summary",
+    "viewed_ranges",
+]

@@ -3,14 +3,14 @@ first picked, and open an episode of a picked run in the replay with its gold.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import ipywidgets as W
 import polars as pl
 
-from fasbench.evaluation import runs as R
 from fasbench.base.markup import Markup, html
+from fasbench.evaluation import runs as R
 from fasbench.replay.run_episodes import RunEpisodes, load_run_episodes
 from fasbench.replay.static import display_bundle, runs_html
 from fasbench.replay.widgets import TraceBrowser
@@ -25,8 +25,14 @@ class RunsBrowser:
     State: ``table`` (the runs table), ``picked`` (run names), ``metrics_html``/``compare_html``
     (HTML widgets), ``episodes`` (the open :class:`TraceBrowser` or None), ``run`` (its RunEpisodes)."""
 
-    def __init__(self, paths: Sequence[str | Path] | None = None, metrics: Sequence[str] | None = None,
-                 level: float = 0.95, pick: Sequence[str] = (), max_traces: int = 500):
+    def __init__(
+        self,
+        paths: Sequence[str | Path] | None = None,
+        metrics: Sequence[str] | None = None,
+        level: float = 0.95,
+        pick: Sequence[str] = (),
+        max_traces: int = 500,
+    ):
         self.table = R.runs_table(paths, level=level)
         if not self.table.height:
             raise R.RunError(f"no runs under {', '.join(map(str, paths or R.run_roots())) or 'runs/'}")
@@ -35,16 +41,29 @@ class RunsBrowser:
         unknown = [p for p in pick if p not in names]
         if unknown:
             raise R.RunError(f"unknown run {unknown[0]!r}; runs: {', '.join(names)}")
-        self.select = W.SelectMultiple(options=names, value=tuple(pick or names[:2]), rows=min(8, len(names)),
-                                       description="runs", layout=W.Layout(width="98%"))
+        self.select = W.SelectMultiple(
+            options=names,
+            value=tuple(pick or names[:2]),
+            rows=min(8, len(names)),
+            description="runs",
+            layout=W.Layout(width="98%"),
+        )
         self.open_run = W.Dropdown(description="episodes of", layout=W.Layout(width="60%"))
         self.metrics_html, self.compare_html = W.HTML(), W.HTML()
         self._metrics, self._compare = html(""), html("")  # what the two widgets show, as built markup
         self.detail = W.VBox()
         self.episodes: TraceBrowser | None = None
         self.run: RunEpisodes | None = None
-        self.widget = W.VBox([self.select, W.HTML(html("<b>Metrics</b> (mean [{:.0%} bootstrap interval])", level)),
-                              self.metrics_html, self.compare_html, self.open_run, self.detail])
+        self.widget = W.VBox(
+            [
+                self.select,
+                W.HTML(html("<b>Metrics</b> (mean [{:.0%} bootstrap interval])", level)),
+                self.metrics_html,
+                self.compare_html,
+                self.open_run,
+                self.detail,
+            ]
+        )
         self.widget.add_class("fasbench-runs-browser")
         self.select.observe(self._refresh, "value")
         self.open_run.observe(lambda ch: self.open(ch["new"]), "value")
@@ -64,9 +83,11 @@ class RunsBrowser:
         if len(self.picked) >= 2:
             try:
                 cmp = R.compare_runs([self._path(n) for n in self.picked], self.metrics, level=self.level)
-                self._compare = (html("<b>Paired differences against {}</b> (run − reference, {:.0%} interval, "
-                                      "two-sided p)", self.picked[0], self.level)
-                                 + frame_html(R.display_compare(cmp), "fasbench-runs-compare"))
+                self._compare = html(
+                    "<b>Paired differences against {}</b> (run − reference, {:.0%} interval, two-sided p)",
+                    self.picked[0],
+                    self.level,
+                ) + frame_html(R.display_compare(cmp), "fasbench-runs-compare")
             except R.RunError as e:
                 self._compare = html("<i>{}</i>", str(e))
         self.metrics_html.value, self.compare_html.value = str(self._metrics), str(self._compare)
@@ -82,11 +103,16 @@ class RunsBrowser:
         if self.run is not None and self.run.path == Path(self._path(name)):
             return self.episodes
         self.run = load_run_episodes(self._path(name), max_traces=self.max_traces)
-        gold = (f"gold from {self.run.gold_from}" if self.run.tasks
-                else "no gold found (the run has no tasks.jsonl and no task source)")
+        gold = (
+            f"gold from {self.run.gold_from}"
+            if self.run.tasks
+            else "no gold found (the run has no tasks.jsonl and no task source)"
+        )
         self.episodes = TraceBrowser(self.run.traces, self.run.tasks)
-        self.detail.children = (W.HTML(html("<small>{} episodes of {}; {}</small>", len(self.run.traces), name, gold)),
-                                self.episodes.widget)
+        self.detail.children = (
+            W.HTML(html("<small>{} episodes of {}; {}</small>", len(self.run.traces), name, gold)),
+            self.episodes.widget,
+        )
         if self.open_run.value != name:
             self.open_run.value = name
         return self.episodes
@@ -96,5 +122,6 @@ class RunsBrowser:
 
     def static_html(self) -> Markup:
         """The picked runs' metrics and comparison and the open run's episodes, as HTML that needs no kernel."""
-        return runs_html(self._metrics, self._compare,
-                         self.episodes.static_html() if self.episodes is not None else html(""))
+        return runs_html(
+            self._metrics, self._compare, self.episodes.static_html() if self.episodes is not None else html("")
+        )

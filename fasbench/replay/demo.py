@@ -11,8 +11,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from fasbench.harness import Limits, run_episode
 from fasbench.base.paths import cache_dir, child, data_dir, name_key
+from fasbench.harness import Limits, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Gold, Task, Trace
 from fasbench.replay.subagent_tree import with_episodes
@@ -40,8 +40,13 @@ def symbol_task(package: str, symbol: str) -> Task:
         raise ValueError(f"{package}.{symbol} is defined outside {root} ({src})") from None
     lines, start = inspect.getsourcelines(obj)
     gold = [start, start + len(lines) - 1]
-    return Task(id=f"{package}-{symbol}", query=f"Where is {symbol} defined in {package}, and what does it do?",
-                repo=package, root=str(root), gold=Gold(edited={rel: [gold]}, source="manual"))
+    return Task(
+        id=f"{package}-{symbol}",
+        query=f"Where is {symbol} defined in {package}, and what does it do?",
+        repo=package,
+        root=str(root),
+        gold=Gold(edited={rel: [gold]}, source="manual"),
+    )
 
 
 @lru_cache(maxsize=2)
@@ -71,18 +76,26 @@ def demo_turns(task: Task, toolset: str = "relace", parallel: bool = True) -> li
     script = _script()
     if toolset not in script["toolsets"]:
         raise ValueError(f"unknown tool set {toolset!r}; choose {' or '.join(script['toolsets'])}")
-    (path, ranges), = task.gold.edited.items()
+    ((path, ranges),) = task.gold.edited.items()
     a, b = ranges[0]
-    values = {"symbol": task.id.split("-", 1)[1], "path": path, "a": a, "b": b,
-              "lo": max(1, a - 5), "hi": b + 5, "limit": b - a + 11}
+    values = {
+        "symbol": task.id.split("-", 1)[1],
+        "path": path,
+        "a": a,
+        "b": b,
+        "lo": max(1, a - 5),
+        "hi": b + 5,
+        "limit": b - a + 11,
+    }
     ts = _fill(script["toolsets"][toolset], values)
     if parallel:
         texts = _fill(script["texts"]["parallel"], values)
         return [{"text": t, "calls": calls} for t, calls in zip(texts, ts["batches"])] + [ts["report"]]
     calls = [c for batch in ts["batches"] for c in batch]
     step = script["texts"]["sequential"]
-    return [{"text": step.format(step=i + 1, name=c["name"]), "calls": [c]} for i, c in enumerate(calls)] \
-        + [ts["report"]]
+    return [{"text": step.format(step=i + 1, name=c["name"]), "calls": [c]} for i, c in enumerate(calls)] + [
+        ts["report"]
+    ]
 
 
 def demo_episode(task: Task, toolset: str = "relace", parallel: bool = True) -> Trace:
@@ -102,18 +115,35 @@ def demo_main(tasks: list[Task], episodes: list[Trace]):
         raise ValueError(f"demo_main needs one episode per task (got {len(tasks)} tasks, {len(episodes)} episodes)")
     script = _script(MAIN_SCRIPT)
     package = tasks[0].repo
-    msgs = [{"role": "system", "content": script["system"]},
-            {"role": "user", "content": script["user"].format(package=package, query=" ".join(t.query for t in tasks))}]
+    msgs = [
+        {"role": "system", "content": script["system"]},
+        {"role": "user", "content": script["user"].format(package=package, query=" ".join(t.query for t in tasks))},
+    ]
     for n, (task, ep) in enumerate(zip(tasks, episodes), 1):
-        (path, ranges), = task.gold.edited.items()
+        ((path, ranges),) = task.gold.edited.items()
         a, b = ranges[0]
-        values = {"symbol": task.id.split("-", 1)[1], "path": path, "a": a, "b": b, "n": n, "package": package,
-                  "episode": ep.trace_id}
+        values = {
+            "symbol": task.id.split("-", 1)[1],
+            "path": path,
+            "a": a,
+            "b": b,
+            "n": n,
+            "package": package,
+            "episode": ep.trace_id,
+        }
         msgs += _fill(script["per_task"], values)
     msgs.append({"role": "assistant", "content": script["final"]})
     f = child(cache_dir("demo"), name_key("scripted-main-" + "-".join(t.id for t in tasks)), ".traj.json", "demo")
-    f.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "instance_id": tasks[0].id,
-                             "info": {"mini_version": "scripted-main"}, "messages": msgs}))
+    f.write_text(
+        json.dumps(
+            {
+                "trajectory_format": "mini-swe-agent-1.1",
+                "instance_id": tasks[0].id,
+                "info": {"mini_version": "scripted-main"},
+                "messages": msgs,
+            }
+        )
+    )
     main = parse_file(f).trajectories[0]
     calls = [(t.index, k) for t in main.turns for k, c in enumerate(t.calls) if c.tool == "subagent"]
     return with_episodes(main, delegated=dict(zip(calls, episodes)))

@@ -8,7 +8,7 @@ not show), so they carry the table's columns (``wall_s``, ``tool_s``, ``stop_rea
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from fasbench.evaluation.episodes import TEXT_COLUMNS
 

@@ -34,7 +34,7 @@ def short_path(path: str, n: int = 40) -> str:
     parts = path.split("/")
     if len(parts) == 1:
         k = (n - 1) // 2
-        return path[:k] + "…" + path[-(n - 1 - k):]
+        return path[:k] + "…" + path[-(n - 1 - k) :]
     tail = [parts[-1]]
     for part in reversed(parts[1:-1]):
         if len(parts[0]) + len("/…/") + len("/".join([part] + tail)) > n:

@@ -6,16 +6,18 @@ summed over files it is that module's ``cited_lines_unseen``). What each call sh
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
-from fasbench.replay.linerefs import to_eof
-from fasbench.base.lines import overlap as _inter, total as _n
-from fasbench.stats.metrics import merge_ranges, normalize_path
-from fasbench.scoring.process import cited as cited_lines, shown_before_report
+from fasbench.base.lines import overlap as _inter
+from fasbench.base.lines import total as _n
 from fasbench.records import Ranges, Task, Trace
+from fasbench.replay.linerefs import to_eof
 from fasbench.replay.seen import observe
 from fasbench.replay.timeline import results_by_call
+from fasbench.scoring.process import cited as cited_lines
+from fasbench.scoring.process import shown_before_report
+from fasbench.stats.metrics import merge_ranges, normalize_path
 
 
 @dataclass
@@ -53,8 +55,9 @@ def report_turn(trace: Trace) -> int | None:
     return len(trace.turns) - 1 if trace.report is not None and trace.turns else None
 
 
-def file_overlay(trace: Trace, task: Task | None = None, upto_turn: int | None = None,
-                 root: str | None = None) -> list[FileOverlay]:
+def file_overlay(
+    trace: Trace, task: Task | None = None, upto_turn: int | None = None, root: str | None = None
+) -> list[FileOverlay]:
     """Per touched file (viewed, matched, cited or gold): the overlaid line sets. ``upto_turn``
     (0-based, inclusive) limits viewed/matched lines to the turns so far, and the report's cited lines
     appear from the reporting turn on; gold is always shown. A range end of -1 means the end of the
@@ -98,14 +101,30 @@ def file_overlay(trace: Trace, task: Task | None = None, upto_turn: int | None =
             f = get(q)
             f.gold, f.is_gold = merge_ranges(f.gold + to_eof(rs, root, q)), True
     order = {p: i for i, p in enumerate(files)}
-    return sorted(files.values(), key=lambda f: (not f.is_gold, not f.is_cited,
-                                                 f.first_turn if f.first_turn is not None else 1 << 30, order[f.path]))
+    return sorted(
+        files.values(),
+        key=lambda f: (
+            not f.is_gold,
+            not f.is_cited,
+            f.first_turn if f.first_turn is not None else 1 << 30,
+            order[f.path],
+        ),
+    )
 
 
 def overlay_totals(rows: Iterable[FileOverlay]) -> dict:
     """Line counts summed over files, with the shares of gold lines viewed and cited."""
-    tot = {"files": 0, "viewed": 0, "grep": 0, "cited": 0, "gold": 0, "gold_viewed": 0, "gold_cited": 0,
-           "cited_viewed": 0, "cited_unseen": 0}
+    tot = {
+        "files": 0,
+        "viewed": 0,
+        "grep": 0,
+        "cited": 0,
+        "gold": 0,
+        "gold_viewed": 0,
+        "gold_cited": 0,
+        "cited_viewed": 0,
+        "cited_unseen": 0,
+    }
     for f in rows:
         c = f.counts()
         tot["files"] += 1

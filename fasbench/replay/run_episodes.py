@@ -13,14 +13,14 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from fasbench.base.paths import data_dir
 from fasbench.data.corpus import resolve_root
+from fasbench.data.tasksets import load_task_set
 from fasbench.evaluation.episodes import reward_column
 from fasbench.evaluation.rundir import RunMeta, load_summary, read_run
-from fasbench.base.paths import data_dir
+from fasbench.evaluation.runs import RunError, resolve_run
 from fasbench.records import Task, Trace, read_tasks, read_traces
 from fasbench.replay.widgets import TraceReplay
-from fasbench.evaluation.runs import RunError, resolve_run
-from fasbench.data.tasksets import load_task_set
 
 EXAMPLE_RUN = "examples/heuristic-swebench-lite"  # under data/
 EXAMPLE_TASK = "django__django-15252"  # its episode that views and cites gold lines
@@ -88,8 +88,9 @@ def load_run_episodes(run: str | Path, reward: str = "relace", max_traces: int |
     _rewards_from_summary(p, traces, reward)
     meta = read_run(p)
     kf = _first(p, "tasks.jsonl", "tasks.jsonl.gz")
-    tasks, gold_from = (read_tasks(kf), kf.name) if kf else (_tasks_from_source(meta.task_source),
-                                                            meta.task_source or "")
+    tasks, gold_from = (
+        (read_tasks(kf), kf.name) if kf else (_tasks_from_source(meta.task_source), meta.task_source or "")
+    )
     ids = {t.task_id for t in traces}
     # a shipped run stores corpus roots relative to the corpora cache (no machine's paths in data/)
     by_id = {t.id: replace(t, root=resolve_root(t.root)) for t in tasks if t.id in ids}

@@ -12,8 +12,8 @@ or whose result is an error, showed nothing.
 
 from __future__ import annotations
 
-from fasbench.stats.metrics import merge_ranges, normalize_path
 from fasbench.records import Ranges, Shown, ToolCall, ToolResult
+from fasbench.stats.metrics import merge_ranges, normalize_path
 from fasbench.tools import Seen, observation, tool_kind
 
 
@@ -23,15 +23,17 @@ def observe(toolset: str, call: ToolCall, result: ToolResult | None, root: str |
     s = observation(toolset, call, result, lines=False)
     if not (s.shown.paths or s.shown.ranges or s.shown.hits):
         return s
-    s.shown = Shown(paths=[normalize_path(p, root) + "/" * p.endswith("/") for p in s.shown.paths],
-                    ranges={normalize_path(p, root): merge_ranges([list(r) for r in rs])
-                            for p, rs in s.shown.ranges.items()},
-                    hits=[[normalize_path(p, root), int(n)] for p, n in s.shown.hits])
+    s.shown = Shown(
+        paths=[normalize_path(p, root) + "/" * p.endswith("/") for p in s.shown.paths],
+        ranges={normalize_path(p, root): merge_ranges([list(r) for r in rs]) for p, rs in s.shown.ranges.items()},
+        hits=[[normalize_path(p, root), int(n)] for p, n in s.shown.hits],
+    )
     return s
 
 
-def viewed_ranges(toolset: str, call: ToolCall, result: ToolResult | None,
-                  root: str | None = None) -> tuple[str, Ranges] | None:
+def viewed_ranges(
+    toolset: str, call: ToolCall, result: ToolResult | None, root: str | None = None
+) -> tuple[str, Ranges] | None:
     """The file and line ranges one read call showed the policy; None for other kinds of call, failed
     calls and calls without a result."""
     seen = observe(toolset, call, result, root)
@@ -42,8 +44,7 @@ def viewed_ranges(toolset: str, call: ToolCall, result: ToolResult | None,
     return path, viewed[path]
 
 
-def grep_hits(toolset: str, call: ToolCall, result: ToolResult | None,
-              root: str | None = None) -> dict[str, list[int]]:
+def grep_hits(toolset: str, call: ToolCall, result: ToolResult | None, root: str | None = None) -> dict[str, list[int]]:
     """The match lines (and their context lines) a search call showed, per path, in line order."""
     seen = observe(toolset, call, result, root)
     out: dict[str, list[int]] = {}

@@ -11,22 +11,24 @@ from __future__ import annotations
 import itertools
 import math
 import uuid
-from typing import Sequence
+from collections.abc import Sequence
 
-from fasbench.stats.figures import kind_color
-from fasbench.replay.linerefs import short_path
 from fasbench.base.markup import Markup, html, join
 from fasbench.records import Task, Trace
-from fasbench.replay.seen import call_kind
+from fasbench.replay.linerefs import short_path
 from fasbench.replay.overlay import file_overlay
 from fasbench.replay.panels import call_html, call_label, counts_html, header_html, title_html
+from fasbench.replay.seen import call_kind
 from fasbench.replay.timeline import fmt_s, results_by_call, turn_columns
+from fasbench.stats.figures import kind_color
 
 STATIC_CLASS = "fasbench-static"  # the marker fasbench.mainjob.report looks for
 MODEL_COLOR = "#BBBBBB"
-NOTE = ("<div class='fasbench-static-note' style='font-size:12px;color:#555;margin:2px 0'><i>Static snapshot "
-        "(no kernel): click a turn label or a bar to see that turn and call; run the notebook for the live "
-        "replay (Play, slider, file figure).</i></div>")
+NOTE = (
+    "<div class='fasbench-static-note' style='font-size:12px;color:#555;margin:2px 0'><i>Static snapshot "
+    "(no kernel): click a turn label or a bar to see that turn and call; run the notebook for the live "
+    "replay (Play, slider, file figure).</i></div>"
+)
 _CSS = """<style>
 #{u} .fbs-turn, #{u} .fbs-call {{display:none}}
 #{u} .fbs-bar, #{u} .fbs-tlabel, #{u} .fbs-clabel {{cursor:pointer}}
@@ -42,11 +44,17 @@ _CSS = """<style>
 
 def _turn_rules(u: str, key: str, i: int, j: int) -> str:
     sel = f"#{u}-{key}:checked ~ .fbs-body"
-    out = [f"{sel} .fbs-turn-{i} {{display:block}}", f"{sel} .fbs-col-{i} {{background:rgba(120,120,120,.15)}}",
-           f"{sel} .fbs-col-{i} .fbs-tlabel {{font-weight:bold}}"]
+    out = [
+        f"{sel} .fbs-turn-{i} {{display:block}}",
+        f"{sel} .fbs-col-{i} {{background:rgba(120,120,120,.15)}}",
+        f"{sel} .fbs-col-{i} .fbs-tlabel {{font-weight:bold}}",
+    ]
     if j >= 0:
-        out += [f"{sel} .fbs-call-{i}-{j} {{display:block}}", f"{sel} .fbs-bar-{i}-{j} {{outline:2px solid #000}}",
-                f"{sel} .fbs-clabel-{i}-{j} {{font-weight:bold}}"]
+        out += [
+            f"{sel} .fbs-call-{i}-{j} {{display:block}}",
+            f"{sel} .fbs-bar-{i}-{j} {{outline:2px solid #000}}",
+            f"{sel} .fbs-clabel-{i}-{j} {{font-weight:bold}}",
+        ]
     return "\n".join(out)
 
 
@@ -63,20 +71,49 @@ def _timeline(trace: Trace, u: str, key) -> Markup:
                 pos = f"left:{100 * b.left:.2f}%;width:{100 * b.width:.2f}%"
                 if b.call is None:
                     tip = f"turn {i + 1}: model {fmt_s(trace.turns[i].model_time)}"
-                    bars.append(html("<label for='{}-{}' class='fbs-bar' title='{}' style='{};background-color:{}'>"
-                                     "</label>", u, key(i, -1), tip, pos, MODEL_COLOR))
+                    bars.append(
+                        html(
+                            "<label for='{}-{}' class='fbs-bar' title='{}' style='{};background-color:{}'></label>",
+                            u,
+                            key(i, -1),
+                            tip,
+                            pos,
+                            MODEL_COLOR,
+                        )
+                    )
                     continue
                 c = b.call
                 kind = call_kind(trace.toolset, c.tool)
-                tip = (f"turn {i + 1}, call {c.index + 1}: {c.tool}{f' ({kind})' if kind else ''}"
-                       f"{' · ERROR' if c.is_error else ''} · {c.arguments[:100]}")
-                bars.append(html("<label for='{}-{}' class='fbs-bar fbs-bar-{}-{}{}' title='{}' "
-                                 "style='{};background-color:{}'></label>", u, key(i, c.index), i, c.index,
-                                 " fbs-err" if c.is_error else "", tip, pos, kind_color(kind)))
+                tip = (
+                    f"turn {i + 1}, call {c.index + 1}: {c.tool}{f' ({kind})' if kind else ''}"
+                    f"{' · ERROR' if c.is_error else ''} · {c.arguments[:100]}"
+                )
+                bars.append(
+                    html(
+                        "<label for='{}-{}' class='fbs-bar fbs-bar-{}-{}{}' title='{}' "
+                        "style='{};background-color:{}'></label>",
+                        u,
+                        key(i, c.index),
+                        i,
+                        c.index,
+                        " fbs-err" if c.is_error else "",
+                        tip,
+                        pos,
+                        kind_color(kind),
+                    )
+                )
             rows.append(html("<div style='position:relative;height:18px'>{}</div>", join(bars)))
-        parts.append(html("<div class='fbs-col fbs-col-{0}' style='flex:1 1 0;min-width:0;border-left:1px dotted #888;"
-                          "padding:0 2px'><label for='{1}-{2}' class='fbs-tlabel'>T{3}</label>{4}</div>",
-                          i, u, key(i, -1), i + 1, join(rows)))
+        parts.append(
+            html(
+                "<div class='fbs-col fbs-col-{0}' style='flex:1 1 0;min-width:0;border-left:1px dotted #888;"
+                "padding:0 2px'><label for='{1}-{2}' class='fbs-tlabel'>T{3}</label>{4}</div>",
+                i,
+                u,
+                key(i, -1),
+                i + 1,
+                join(rows),
+            )
+        )
     return html("<div class='fbs-timeline' style='display:flex;width:100%;margin:4px 0'>{}</div>", join(parts))
 
 
@@ -87,7 +124,7 @@ def replay_html(trace: Trace, task: Task | None = None) -> Markup:
     keys: dict[tuple[int, int], str] = {}
     first: dict[int, str] = {}
     for i, t in enumerate(trace.turns):
-        for j in (range(len(t.calls)) if t.calls else [-1]):
+        for j in range(len(t.calls)) if t.calls else [-1]:
             keys[(i, j)] = f"k{len(keys)}"
         first[i] = keys[(i, 0 if t.calls else -1)]
 
@@ -95,26 +132,61 @@ def replay_html(trace: Trace, task: Task | None = None) -> Markup:
         return first[i] if j < 0 else keys[(i, j)]
 
     rules = "\n".join(_turn_rules(u, k, i, j) for (i, j), k in keys.items())
-    radios = join(html("<input type='radio' name='{0}' id='{0}-{1}' style='display:none'{2}>", u, k,
-                       html(" checked") if n == 0 else "") for n, k in enumerate(keys.values()))
+    radios = join(
+        html(
+            "<input type='radio' name='{0}' id='{0}-{1}' style='display:none'{2}>",
+            u,
+            k,
+            html(" checked") if n == 0 else "",
+        )
+        for n, k in enumerate(keys.values())
+    )
     turns = []
     for i, t in enumerate(trace.turns):
         res = results_by_call(t)
-        labels = join(html("<label for='{}-{}' class='fbs-clabel fbs-clabel-{}-{}' title='{}'>{}</label>", u,
-                           keys[(i, j)], i, j, call_label(c, r, j), call_label(c, r, j))
-                      for j, (c, r) in enumerate(zip(t.calls, res)))
-        details = join(html("<div class='fbs-call fbs-call-{}-{}'>{}</div>", i, j, call_html(c, r))
-                       for j, (c, r) in enumerate(zip(t.calls, res)))
+        labels = join(
+            html(
+                "<label for='{}-{}' class='fbs-clabel fbs-clabel-{}-{}' title='{}'>{}</label>",
+                u,
+                keys[(i, j)],
+                i,
+                j,
+                call_label(c, r, j),
+                call_label(c, r, j),
+            )
+            for j, (c, r) in enumerate(zip(t.calls, res))
+        )
+        details = join(
+            html("<div class='fbs-call fbs-call-{}-{}'>{}</div>", i, j, call_html(c, r))
+            for j, (c, r) in enumerate(zip(t.calls, res))
+        )
         counts = counts_html(file_overlay(trace, task, upto_turn=i), task is not None)
-        turns.append(html("<div class='fbs-turn fbs-turn-{}'>{}<div style='display:flex;gap:8px'>"
-                          "<div style='width:46%;min-width:0'><b>Calls of this turn</b>{}{}</div>"
-                          "<div style='width:54%;min-width:0'><b>Files: gold, cited, viewed so far</b>{}</div></div></div>",
-                          i, header_html(trace, i), labels or html("<div>(none)</div>"), details, counts))
+        turns.append(
+            html(
+                "<div class='fbs-turn fbs-turn-{}'>{}<div style='display:flex;gap:8px'>"
+                "<div style='width:46%;min-width:0'><b>Calls of this turn</b>{}{}</div>"
+                "<div style='width:54%;min-width:0'><b>Files: gold, cited, viewed so far</b>{}</div></div></div>",
+                i,
+                header_html(trace, i),
+                labels or html("<div>(none)</div>"),
+                details,
+                counts,
+            )
+        )
     body = title_html(trace, task) + html(NOTE)
-    body += _timeline(trace, u, key) + join(turns) if trace.turns else \
-        html("<div><b>No turns</b> — the episode is empty.</div>")
-    return html("<div class='{}' id='{}'>{}{}<div class='fbs-body'>{}</div></div>",
-                STATIC_CLASS + " fasbench-static-replay", u, html(_CSS, u=u, rules=rules), radios, body)
+    body += (
+        _timeline(trace, u, key) + join(turns)
+        if trace.turns
+        else html("<div><b>No turns</b> — the episode is empty.</div>")
+    )
+    return html(
+        "<div class='{}' id='{}'>{}{}<div class='fbs-body'>{}</div></div>",
+        STATIC_CLASS + " fasbench-static-replay",
+        u,
+        html(_CSS, u=u, rules=rules),
+        radios,
+        body,
+    )
 
 
 def display_bundle(widget, static: str, include=None, exclude=None) -> dict:
@@ -133,27 +205,60 @@ def compare_html(table: Markup, a: Markup, b: Markup) -> Markup:
 
 def browser_html(rows: Sequence[dict], replay: Markup = html(""), max_rows: int = 200) -> Markup:
     """An episode browser: its rows (filtered and sorted as shown) as a table, and the open replay."""
+
     def num(v, f):
         return "nan" if isinstance(v, float) and math.isnan(v) else f.format(v)
 
-    cols = [("task_id", "{}"), ("policy", "{}"), ("reward", "{:.3f}"), ("turns", "{}"), ("calls", "{}"),
-            ("wall_s", "{:.2f}"), ("stop_reason", "{}")]
+    cols = [
+        ("task_id", "{}"),
+        ("policy", "{}"),
+        ("reward", "{:.3f}"),
+        ("turns", "{}"),
+        ("calls", "{}"),
+        ("wall_s", "{:.2f}"),
+        ("stop_reason", "{}"),
+    ]
     th = join(html("<th style='padding:0 8px;text-align:left'>{}</th>", c) for c, _ in cols)
-    trs = join(html("<tr>{}</tr>", join(html("<td style='padding:0 8px' title='{}'>{}</td>", r[c],
-                                              short_path(num(r[c], f), 40)) for c, f in cols))
-               for r in itertools.islice(rows, max_rows))
+    trs = join(
+        html(
+            "<tr>{}</tr>",
+            join(
+                html("<td style='padding:0 8px' title='{}'>{}</td>", r[c], short_path(num(r[c], f), 40))
+                for c, f in cols
+            ),
+        )
+        for r in itertools.islice(rows, max_rows)
+    )
     more = html("<div><i>… {} more episodes</i></div>", len(rows) - max_rows) if len(rows) > max_rows else ""
-    note = html("<div class='fasbench-static-note' style='font-size:12px;color:#555'><i>Static snapshot (no kernel): "
-                "{} episodes; run the notebook to filter, sort and open any of them in the replay{}.</i></div>",
-                len(rows), " (the one opened when it ran is below)" if replay else "")
-    return html("<div class='{} fasbench-static-browser'>{}<div style='overflow:auto;max-height:24em'>"
-                "<table style='font-size:12px;white-space:nowrap'><tr>{}</tr>{}</table></div>{}{}</div>",
-                STATIC_CLASS, note, th, trs, more, replay)
+    note = html(
+        "<div class='fasbench-static-note' style='font-size:12px;color:#555'><i>Static snapshot (no kernel): "
+        "{} episodes; run the notebook to filter, sort and open any of them in the replay{}.</i></div>",
+        len(rows),
+        " (the one opened when it ran is below)" if replay else "",
+    )
+    return html(
+        "<div class='{} fasbench-static-browser'>{}<div style='overflow:auto;max-height:24em'>"
+        "<table style='font-size:12px;white-space:nowrap'><tr>{}</tr>{}</table></div>{}{}</div>",
+        STATIC_CLASS,
+        note,
+        th,
+        trs,
+        more,
+        replay,
+    )
 
 
 def runs_html(metrics: Markup, compare: Markup, episodes: Markup = html("")) -> Markup:
     """A runs browser: the picked runs' metrics and comparison, and the open run's episode browser."""
-    note = html("<div class='fasbench-static-note' style='font-size:12px;color:#555'><i>Static snapshot (no kernel): "
-                "the runs picked when the notebook ran; run it to pick others.</i></div>")
-    return html("<div class='{} fasbench-static-runs'>{}<b>Metrics</b>{}{}{}</div>", STATIC_CLASS, note, metrics,
-                compare, episodes)
+    note = html(
+        "<div class='fasbench-static-note' style='font-size:12px;color:#555'><i>Static snapshot (no kernel): "
+        "the runs picked when the notebook ran; run it to pick others.</i></div>"
+    )
+    return html(
+        "<div class='{} fasbench-static-runs'>{}<b>Metrics</b>{}{}{}</div>",
+        STATIC_CLASS,
+        note,
+        metrics,
+        compare,
+        episodes,
+    )

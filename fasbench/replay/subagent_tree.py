@@ -54,13 +54,21 @@ class AgentNode:
 
 def _via(call) -> str:
     args = call.args if isinstance(call.args, dict) else {}
-    what = args.get("subagent_type") or args.get("agent") or args.get("description") or args.get("prompt") or call.action
+    what = (
+        args.get("subagent_type") or args.get("agent") or args.get("description") or args.get("prompt") or call.action
+    )
     text = f"{call.tool}: {what}" if what else call.tool
     return text if len(text) <= VIA_CHARS else text[: VIA_CHARS - 1] + "…"
 
 
-def agent_tree(traj: Trajectory, traces: dict[str, Trace] | None = None, role: str = "main", via: str = "",
-               turn: int | None = None, call: int | None = None) -> AgentNode:
+def agent_tree(
+    traj: Trajectory,
+    traces: dict[str, Trace] | None = None,
+    role: str = "main",
+    via: str = "",
+    turn: int | None = None,
+    call: int | None = None,
+) -> AgentNode:
     """The tree of ``traj`` (module doc)."""
     traces = traces or {}
     trace = traces.get(traj.trajectory_id) or traces.get(str(traj.meta.get("trace_id") or ""))
@@ -69,12 +77,20 @@ def agent_tree(traj: Trajectory, traces: dict[str, Trace] | None = None, role: s
     src = trace_trajectory(trace) if trace is not None else traj
     wall = src.meta.get("wall_s")
     node = AgentNode(
-        name=traj.agent or traj.trajectory_id, role=role, model=traj.model, turns=len(src.turns),
+        name=traj.agent or traj.trajectory_id,
+        role=role,
+        model=traj.model,
+        turns=len(src.turns),
         calls=sum(len(t.calls) for t in src.turns),
         tokens=int(sum((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in src.turns)),
-        wall_s=float(wall) if isinstance(wall, (int, float)) else None, via=via, turn=turn, call=call,
-        trace=trace, trajectory_id=traj.trajectory_id,
-        estimated=any(t.estimated for t in src.turns))
+        wall_s=float(wall) if isinstance(wall, (int, float)) else None,
+        via=via,
+        turn=turn,
+        call=call,
+        trace=trace,
+        trajectory_id=traj.trajectory_id,
+        estimated=any(t.estimated for t in src.turns),
+    )
     for sub in traj.handed_off:
         node.children.append(agent_tree(sub, traces, "subagent", "hand-off in the task text", 0, None))
     for t in traj.turns:
@@ -84,8 +100,9 @@ def agent_tree(traj: Trajectory, traces: dict[str, Trace] | None = None, role: s
     return node
 
 
-def with_episodes(main: Trajectory, handoffs: list[Trace] = (), delegated: dict[tuple[int, int], Trace] | None = None
-                  ) -> tuple[Trajectory, dict[str, Trace]]:
+def with_episodes(
+    main: Trajectory, handoffs: list[Trace] = (), delegated: dict[tuple[int, int], Trace] | None = None
+) -> tuple[Trajectory, dict[str, Trace]]:
     """``main`` with fasbench search episodes nested: ``handoffs`` before its first turn, ``delegated``
     under the call at (turn index, call index); and the episodes by trajectory id (for
     :func:`agent_tree`). Raises ValueError naming a (turn, call) the trajectory does not have."""
@@ -96,7 +113,9 @@ def with_episodes(main: Trajectory, handoffs: list[Trace] = (), delegated: dict[
     turns = {t.index: t for t in main.turns}
     for (ti, ci), tr in (delegated or {}).items():
         if ti not in turns or not 0 <= ci < len(turns[ti].calls):
-            raise ValueError(f"trajectory {main.trajectory_id} has no call {ci} in turn {ti} to nest episode {tr.trace_id} under")
+            raise ValueError(
+                f"trajectory {main.trajectory_id} has no call {ci} in turn {ti} to nest episode {tr.trace_id} under"
+            )
         turns[ti].calls[ci].subagent = trace_trajectory(tr)
         traces[tr.trace_id] = tr
     return main, traces
@@ -112,9 +131,18 @@ def e2e_tree(out: str | Path, task_id: str) -> AgentNode:
 def e2e_main(out: str | Path, task_id: str) -> tuple[Trajectory, dict[str, Trace]]:
     """:func:`e2e_tree`'s main agent with its hand-off nested, and the episodes by trajectory id."""
     out = Path(out)
-    rec = next((r for r in iter_jsonl(out / "records.jsonl")  # a line that is no object names no task
-                if isinstance(r, dict) and r.get("task_id") == task_id and r.get("arm") == "search"),
-               None) if (out / "records.jsonl").is_file() else None
+    rec = (
+        next(
+            (
+                r
+                for r in iter_jsonl(out / "records.jsonl")  # a line that is no object names no task
+                if isinstance(r, dict) and r.get("task_id") == task_id and r.get("arm") == "search"
+            ),
+            None,
+        )
+        if (out / "records.jsonl").is_file()
+        else None
+    )
     if rec is None:
         raise ValueError(f"{out}: no record of task {task_id!r} in the search arm (records.jsonl)")
     if not isinstance(rec.get("trajectory"), str):
@@ -126,17 +154,36 @@ def e2e_main(out: str | Path, task_id: str) -> tuple[Trajectory, dict[str, Trace
         raise ValueError(f"{out}: the record of {task_id!r} names a trajectory fasbench does not read: {e}") from e
     main = parse_file(path).trajectories[0]
     sid = rec.get("search_trace_id")
-    traces = [tr for tr in iter_traces(out / "search_traces.jsonl")  # a line that is no trace: skipped, said
-              if tr.trace_id == sid] if (out / "search_traces.jsonl").is_file() else []
+    traces = (
+        [
+            tr
+            for tr in iter_traces(out / "search_traces.jsonl")  # a line that is no trace: skipped, said
+            if tr.trace_id == sid
+        ]
+        if (out / "search_traces.jsonl").is_file()
+        else []
+    )
     return with_episodes(main, traces[:1])
 
 
 def tree_rows(node: AgentNode, depth: int = 0) -> list[dict]:
     """One row per node, depth first: depth, name, role, via, turn, call, turns, calls, tokens, wall_s."""
-    rows = [{"depth": depth, "name": node.name, "role": node.role, "via": node.via, "turn": node.turn,
-             "call": node.call, "turns": node.turns, "calls": node.calls, "tokens": node.tokens, "tokens_estimated": node.estimated,
-             "wall_s": node.wall_s,
-             "episode": node.trace.trace_id if node.trace is not None else None}]
+    rows = [
+        {
+            "depth": depth,
+            "name": node.name,
+            "role": node.role,
+            "via": node.via,
+            "turn": node.turn,
+            "call": node.call,
+            "turns": node.turns,
+            "calls": node.calls,
+            "tokens": node.tokens,
+            "tokens_estimated": node.estimated,
+            "wall_s": node.wall_s,
+            "episode": node.trace.trace_id if node.trace is not None else None,
+        }
+    ]
     for ch in node.children:
         rows += tree_rows(ch, depth + 1)
     return rows
@@ -172,14 +219,20 @@ def _node_html(n: AgentNode, episode_html) -> Markup:
     inner = ""
     if n.trace is not None and episode_html is not None:
         # episode_html is a fasbench page builder (the replay's static page): Markup, its values escaped there
-        inner = html("<details><summary>replay of episode {}</summary>{}</details>", n.trace.trace_id,
-                     episode_html(n.trace))
+        inner = html(
+            "<details><summary>replay of episode {}</summary>{}</details>", n.trace.trace_id, episode_html(n.trace)
+        )
     kids = join(html("<li>{}</li>", _node_html(c, episode_html)) for c in n.children)
-    return html("<span class='fasbench-tree-node'>{}</span>{}{}", head, inner, html("<ul>{}</ul>", kids) if kids else "")
+    return html(
+        "<span class='fasbench-tree-node'>{}</span>{}{}", head, inner, html("<ul>{}</ul>", kids) if kids else ""
+    )
 
 
 def tree_html(node: AgentNode, episode_html=None) -> str:
     """The tree as static HTML (nested lists; every value escaped); ``episode_html(trace)``, when
     given, renders each search episode's replay under its node (collapsed)."""
-    return html("<div class='fasbench-static fasbench-static-tree' style='font-size:13px'>"
-                "<ul style='list-style:none;padding-left:0'><li>{}</li></ul></div>", _node_html(node, episode_html))
+    return html(
+        "<div class='fasbench-static fasbench-static-tree' style='font-size:13px'>"
+        "<ul style='list-style:none;padding-left:0'><li>{}</li></ul></div>",
+        _node_html(node, episode_html),
+    )

@@ -13,13 +13,13 @@ import json
 import math
 import textwrap
 
-from fasbench.evaluation.episodes import episode_row, part_columns, reward_column
 from fasbench.base.errors import printable
 from fasbench.base.markup import html, join
-from fasbench.scoring.process import PROCESS_COLUMNS
+from fasbench.evaluation.episodes import episode_row, part_columns, reward_column
 from fasbench.records import Task, Trace
 from fasbench.replay.overlay import file_overlay, overlay_totals
 from fasbench.replay.timeline import fmt_s, results_by_call, turn_summary
+from fasbench.scoring.process import PROCESS_COLUMNS
 from fasbench.stats.tables import text_table
 
 EXCERPT_LINES = 8  # lines of each result shown
@@ -46,39 +46,65 @@ def _num(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-def episode_view(trace: Trace, task: Task | None = None, reward: str = "relace", run: str = "",
-                 lines: int = EXCERPT_LINES) -> dict:
+def episode_view(
+    trace: Trace, task: Task | None = None, reward: str = "relace", run: str = "", lines: int = EXCERPT_LINES
+) -> dict:
     """Everything the text and HTML replays show of one episode, as plain values."""
     turns = []
     for i, t in enumerate(trace.turns):
         s = turn_summary(trace, i)
         calls = []
         for c, r in zip(t.calls, results_by_call(t)):
-            args = ({k: _arg(v) for k, v in c.arguments.items()} if isinstance(c.arguments, dict)
-                    else {"(not a JSON object)": _cut(str(c.arguments), ARG_CHARS)})
+            args = (
+                {k: _arg(v) for k, v in c.arguments.items()}
+                if isinstance(c.arguments, dict)
+                else {"(not a JSON object)": _cut(str(c.arguments), ARG_CHARS)}
+            )
             out, more = _excerpt(r.output, lines) if r is not None else (["(no result)"], 0)
-            calls.append({"id": c.id, "tool": c.name, "args": args, "excerpt": out, "more_lines": more,
-                          "error": bool(r is not None and r.is_error),
-                          "duration": fmt_s(r.duration) if r is not None and r.started_at is not None else ""})
+            calls.append(
+                {
+                    "id": c.id,
+                    "tool": c.name,
+                    "args": args,
+                    "excerpt": out,
+                    "more_lines": more,
+                    "error": bool(r is not None and r.is_error),
+                    "duration": fmt_s(r.duration) if r is not None and r.started_at is not None else "",
+                }
+            )
         turns.append({**s, "calls": calls, "model": fmt_s(s["model_s"]), "tools_time": fmt_s(s["tool_s"])})
     row = episode_row(trace, task, reward, rewards=[reward], localization=False)
     parts = {c.removeprefix(reward_column(reward) + "__"): row[c] for c in part_columns(row, reward)}
-    scores = {k: row[k] for k in ("file_precision", "file_recall", "file_f1", "line_precision", "line_recall",
-                                  "line_f1") if row.get(k) is not None}
+    scores = {
+        k: row[k]
+        for k in ("file_precision", "file_recall", "file_f1", "line_precision", "line_recall", "line_f1")
+        if row.get(k) is not None
+    }
     rep = trace.report
     overlay = file_overlay(trace, task)
     process = {k: row[k] for k in PROCESS_COLUMNS}
     return {
-        "run": run, "task_id": trace.task_id, "trace_id": trace.trace_id, "policy": trace.policy,
-        "toolset": trace.toolset, "stop_reason": trace.stop_reason, "error": trace.error,
+        "run": run,
+        "task_id": trace.task_id,
+        "trace_id": trace.trace_id,
+        "policy": trace.policy,
+        "toolset": trace.toolset,
+        "stop_reason": trace.stop_reason,
+        "error": trace.error,
         "query": task.query if task is not None else None,
         "gold": {p: rs for p, rs in task.gold.edited.items()} if task is not None else None,
         "turns": turns,
         "report": None if rep is None else {"files": rep.files, "explanation": rep.explanation},
-        "reward": {"name": reward, "value": row["reward"], "parts": parts,
-                   "source": "scored against the gold" if task is not None else "recorded in the trace"},
+        "reward": {
+            "name": reward,
+            "value": row["reward"],
+            "parts": parts,
+            "source": "scored against the gold" if task is not None else "recorded in the trace",
+        },
         "scores": scores,
-        "files": [f.counts() for f in overlay], "totals": overlay_totals(overlay), "process": process,
+        "files": [f.counts() for f in overlay],
+        "totals": overlay_totals(overlay),
+        "process": process,
     }
 
 
@@ -122,8 +148,12 @@ def to_text(v: dict, width: int = 100) -> str:
         if len(ls) > most:
             out[-1] = _cut(out[-1], width - 1) + "…" if not out[-1].endswith("…") else out[-1]
 
-    wrapped(f"run {v['run'] or '?'} · task {v['task_id']} · policy {v['policy']} · tool set {v['toolset']} · "
-            f"{len(v['turns'])} turns · stop: {v['stop_reason']}", 0, 3)
+    wrapped(
+        f"run {v['run'] or '?'} · task {v['task_id']} · policy {v['policy']} · tool set {v['toolset']} · "
+        f"{len(v['turns'])} turns · stop: {v['stop_reason']}",
+        0,
+        3,
+    )
     if v["query"] is not None:
         wrapped("query: " + v["query"], 2, 4)
     if v["gold"] is not None:
@@ -131,8 +161,10 @@ def to_text(v: dict, width: int = 100) -> str:
     for t in v["turns"]:
         line()
         err = sum(c["error"] for c in t["calls"])
-        line(f"Turn {t['turn']} / {t['n_turns']} · {_calls_word(t['n_calls'])}{f' ({err} failed)' if err else ''} · "
-             f"model {t['model']} · tools {t['tools_time']} · {_tokens(t)}")
+        line(
+            f"Turn {t['turn']} / {t['n_turns']} · {_calls_word(t['n_calls'])}{f' ({err} failed)' if err else ''} · "
+            f"model {t['model']} · tools {t['tools_time']} · {_tokens(t)}"
+        )
         if t["text"]:
             wrapped(t["text"], 2, 3)
         for j, c in enumerate(t["calls"], 1):
@@ -184,56 +216,115 @@ details{margin:.3em 0 .3em 1em}summary{cursor:pointer;font-family:monospace;font
 def to_html(v: dict) -> str:
     """The episode as one static HTML page: no script, no external file (every call is a <details>);
     every value from the episode escaped by :func:`fasbench.base.markup.html`."""
-    h = [html("<!doctype html><html><head><meta charset='utf-8'><title>{} · {}</title><style>{}</style></head><body>",
-              v["task_id"], v["run"], _CSS),
-         html("<h2>{}</h2><p>run <b>{}</b> · policy <code>{}</code> · tool set {} · {} turns · stop: {}</p>",
-              v["task_id"], v["run"] or "?", v["policy"], v["toolset"], len(v["turns"]), v["stop_reason"])]
+    h = [
+        html(
+            "<!doctype html><html><head><meta charset='utf-8'><title>{} · {}</title><style>{}</style></head><body>",
+            v["task_id"],
+            v["run"],
+            _CSS,
+        ),
+        html(
+            "<h2>{}</h2><p>run <b>{}</b> · policy <code>{}</code> · tool set {} · {} turns · stop: {}</p>",
+            v["task_id"],
+            v["run"] or "?",
+            v["policy"],
+            v["toolset"],
+            len(v["turns"]),
+            v["stop_reason"],
+        ),
+    ]
     if v["query"] is not None:
         h.append(html("<details><summary>query</summary><pre>{}</pre></details>", v["query"]))
     if v["gold"] is not None:
-        h.append(html("<p>gold: {}</p>", join((html("<code>{}</code> {}", p, str(rs)) for p, rs in v["gold"].items()),
-                                               "; ")))
+        h.append(
+            html("<p>gold: {}</p>", join((html("<code>{}</code> {}", p, str(rs)) for p, rs in v["gold"].items()), "; "))
+        )
     for t in v["turns"]:
         err = sum(c["error"] for c in t["calls"])
-        h.append(html("<div class='turn'><b>Turn {} / {}</b> · {}{} · model {} · tools {} · {}", t["turn"],
-                      t["n_turns"], _calls_word(t["n_calls"]), f" ({err} failed)" if err else "", t["model"],
-                      t["tools_time"], _tokens(t)))
+        h.append(
+            html(
+                "<div class='turn'><b>Turn {} / {}</b> · {}{} · model {} · tools {} · {}",
+                t["turn"],
+                t["n_turns"],
+                _calls_word(t["n_calls"]),
+                f" ({err} failed)" if err else "",
+                t["model"],
+                t["tools_time"],
+                _tokens(t),
+            )
+        )
         if t["text"]:
             h.append(html("<pre>{}</pre>", t["text"]))
         for j, c in enumerate(t["calls"], 1):
             args = ", ".join(f"{k}={a}" for k, a in c["args"].items())
             more = f"\n… {c['more_lines']} more lines" if c["more_lines"] else ""
-            h.append(html("<details><summary{}>{}. {}({}) {}{}</summary><pre>{}</pre><pre>{}</pre></details>",
-                          html(" class='err'") if c["error"] else "", j, c["tool"], _cut(args, 160), c["duration"],
-                          " ERROR" if c["error"] else "", "\n".join(f"{k}: {a}" for k, a in c["args"].items()),
-                          "\n".join(c["excerpt"]) + more))
+            h.append(
+                html(
+                    "<details><summary{}>{}. {}({}) {}{}</summary><pre>{}</pre><pre>{}</pre></details>",
+                    html(" class='err'") if c["error"] else "",
+                    j,
+                    c["tool"],
+                    _cut(args, 160),
+                    c["duration"],
+                    " ERROR" if c["error"] else "",
+                    "\n".join(f"{k}: {a}" for k, a in c["args"].items()),
+                    "\n".join(c["excerpt"]) + more,
+                )
+            )
         h.append(html("</div>"))
     rep = v["report"]
     h.append(html("<div class='turn'>"))
     if rep is None:
-        h.append(html("<p><b>No report</b> (stopped: {}{})</p>", v["stop_reason"],
-                      "; " + str(v["error"]) if v["error"] else ""))
+        h.append(
+            html(
+                "<p><b>No report</b> (stopped: {}{})</p>",
+                v["stop_reason"],
+                "; " + str(v["error"]) if v["error"] else "",
+            )
+        )
     else:
-        h.append(html("<p><b>Report</b> ({}):</p><ul>{}</ul>", v["stop_reason"],
-                      join(html("<li><code>{}</code> {}</li>", p, str(rs)) for p, rs in rep["files"].items())))
+        h.append(
+            html(
+                "<p><b>Report</b> ({}):</p><ul>{}</ul>",
+                v["stop_reason"],
+                join(html("<li><code>{}</code> {}</li>", p, str(rs)) for p, rs in rep["files"].items()),
+            )
+        )
         if rep["explanation"]:
             h.append(html("<pre>{}</pre>", rep["explanation"]))
     r = v["reward"]
     parts = join((html("{} {}", k, _num(x)) for k, x in r["parts"].items()), ", ")
-    h.append(html("<p><b>Reward {} = {}</b> ({}){}{}</p>", r["name"], _num(r["value"]), r["source"],
-                  ": " if r["parts"] else "", parts))
+    h.append(
+        html(
+            "<p><b>Reward {} = {}</b> ({}){}{}</p>",
+            r["name"],
+            _num(r["value"]),
+            r["source"],
+            ": " if r["parts"] else "",
+            parts,
+        )
+    )
     if v["scores"]:
-        h.append(html("<p>{}</p>", join((html("{} {}", k.replace("_", " "), _num(x)) for k, x in v["scores"].items()),
-                                         ", ")))
+        h.append(
+            html("<p>{}</p>", join((html("{} {}", k.replace("_", " "), _num(x)) for k, x in v["scores"].items()), ", "))
+        )
     h.append(html("<p>{}</p>", process_line(v["process"])))
     if v["files"]:
         cols = ("viewed", "grep", "cited", "cited_unseen", "gold", "gold_viewed", "gold_cited")
         heads = ("viewed", "grep hits", "cited", "cited, never shown", "gold", "gold ∩ viewed", "gold ∩ cited")
         h.append(html("<table><tr><th>file (lines; ★ gold)</th>{}</tr>", join(html("<th>{}</th>", x) for x in heads)))
         for f in v["files"]:
-            h.append(html("<tr><td><code>{}</code>{}</td>{}</tr>", f["path"], " ★" if f["is_gold"] else "",
-                          join(html("<td>{}</td>", f[k]) for k in cols)))
+            h.append(
+                html(
+                    "<tr><td><code>{}</code>{}</td>{}</tr>",
+                    f["path"],
+                    " ★" if f["is_gold"] else "",
+                    join(html("<td>{}</td>", f[k]) for k in cols),
+                )
+            )
         tot = v["totals"]
-        h.append(html("<tr><td><b>total</b></td>{}</tr></table>", join(html("<td><b>{}</b></td>", tot[k]) for k in cols)))
+        h.append(
+            html("<tr><td><b>total</b></td>{}</tr></table>", join(html("<td><b>{}</b></td>", tot[k]) for k in cols))
+        )
     h.append(html("</div></body></html>"))
     return str(join(h, "\n")) + "\n"

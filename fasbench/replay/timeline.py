@@ -6,8 +6,8 @@ the turn header shows of a turn."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from fasbench.records import ToolResult, Trace, Turn
 
@@ -114,8 +114,9 @@ def call_spans(trace: Trace) -> tuple[list[TurnSpan], list[CallSpan], str]:
             for j, (c, r) in enumerate(zip(t.calls, res)):
                 s = (r.started_at - t0) if r is not None else ts
                 e = (r.ended_at - t0) if r is not None else ts
-                spans.append(CallSpan(t.index, j, c.id, c.name, s, max(s, e), 0,
-                                      bool(r and r.is_error), c.arguments_json()))
+                spans.append(
+                    CallSpan(t.index, j, c.id, c.name, s, max(s, e), 0, bool(r and r.is_error), c.arguments_json())
+                )
         for sp, lane in zip(spans, assign_lanes([(sp.start, sp.end) for sp in spans])):
             sp.lane = lane
         return turns, spans, "s"
@@ -123,8 +124,9 @@ def call_spans(trace: Trace) -> tuple[list[TurnSpan], list[CallSpan], str]:
         res = results_by_call(t)
         turns.append(TurnSpan(t.index, i, i + 0.3, i + 0.35, i + 0.95, len(t.calls)))
         for j, (c, r) in enumerate(zip(t.calls, res)):
-            spans.append(CallSpan(t.index, j, c.id, c.name, i + 0.35, i + 0.95, j,
-                                  bool(r and r.is_error), c.arguments_json()))
+            spans.append(
+                CallSpan(t.index, j, c.id, c.name, i + 0.35, i + 0.95, j, bool(r and r.is_error), c.arguments_json())
+            )
     return turns, spans, "turn"
 
 

@@ -26,11 +26,16 @@ class SubagentTree:
     def __init__(self, node: AgentNode):
         self.node = node
         self.rows = tree_rows(node)
-        self.episodes = {f"{'  ' * d}{n.role} {n.name} ({n.trace.trace_id})": n.trace
-                         for d, n in _nodes(node) if n.trace is not None}
+        self.episodes = {
+            f"{'  ' * d}{n.role} {n.name} ({n.trace.trace_id})": n.trace for d, n in _nodes(node) if n.trace is not None
+        }
         self.tree = W.HTML(tree_html(node))
-        self.picker = W.Dropdown(options=["(pick a search episode)", *self.episodes], description="episode",
-                                 layout=W.Layout(width="98%"), disabled=not self.episodes)
+        self.picker = W.Dropdown(
+            options=["(pick a search episode)", *self.episodes],
+            description="episode",
+            layout=W.Layout(width="98%"),
+            disabled=not self.episodes,
+        )
         self.holder = W.VBox([])
         self.replay: TraceReplay | None = None
         self.picker.observe(lambda ch: self.open(ch["new"]), "value")

@@ -12,25 +12,25 @@ one episode table: rows and columns), :mod:`~fasbench.replay.episode_filter` (th
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import ipywidgets as W
 import plotly.graph_objects as go
 from IPython import get_ipython
 from IPython.display import display
 
-from fasbench.evaluation.episodes import episode_row, episode_rows, task_map
-from fasbench.stats.figures import kind_color
-from fasbench.replay.linerefs import short_path
 from fasbench.base.markup import Markup, html, join
+from fasbench.evaluation.episodes import episode_row, episode_rows, task_map
 from fasbench.records import Task, Trace
 from fasbench.replay.episode_filter import SORT_KEYS, filter_sort
+from fasbench.replay.linerefs import short_path
 from fasbench.replay.overlay import file_overlay, overlay_totals
-from fasbench.replay.seen import call_kind
 from fasbench.replay.panels import call_html, call_label, counts_html, header_html, title_html
 from fasbench.replay.plots import file_figure, timeline_figure
+from fasbench.replay.seen import call_kind
 from fasbench.replay.static import MODEL_COLOR, browser_html, compare_html, display_bundle, replay_html
 from fasbench.replay.timeline import fmt_s, results_by_call, turn_columns
+from fasbench.stats.figures import kind_color
 
 
 def _in_kernel() -> bool:
@@ -68,18 +68,26 @@ class TraceReplay:
     ``calls.options``/``calls.value``, ``call_detail.value``, ``overlay`` (FileOverlay rows so
     far), ``timeline_fig`` and ``file_fig`` (plotly figures)."""
 
-    def __init__(self, trace: Trace, task: Task | None = None, interval_ms: int = 1200,
-                 xrange: tuple[float, float] | None = None, width: str | None = None):
+    def __init__(
+        self,
+        trace: Trace,
+        task: Task | None = None,
+        interval_ms: int = 1200,
+        xrange: tuple[float, float] | None = None,
+        width: str | None = None,
+    ):
         if not isinstance(trace, Trace):
             raise TypeError(f"TraceReplay needs a fasbench.records.Trace, got {type(trace).__name__}")
         if task is not None and task.id != trace.task_id:
             raise ValueError(f"task {task.id!r} does not match the trace's task {trace.task_id!r}")
         self.trace, self.task, self.xrange = trace, task, xrange
         n = max(1, trace.n_turns)
-        self.play = W.Play(value=1, min=1, max=n, step=1, interval=interval_ms, description="play",
-                           disabled=trace.n_turns == 0)
-        self.slider = W.IntSlider(value=1, min=1, max=n, step=1, description="turn",
-                                  disabled=trace.n_turns == 0, continuous_update=False)
+        self.play = W.Play(
+            value=1, min=1, max=n, step=1, interval=interval_ms, description="play", disabled=trace.n_turns == 0
+        )
+        self.slider = W.IntSlider(
+            value=1, min=1, max=n, step=1, description="turn", disabled=trace.n_turns == 0, continuous_update=False
+        )
         self.slider.add_class("fasbench-turn-slider")
         self.link = W.jslink((self.play, "value"), (self.slider, "value"))
         self.header = W.HTML()
@@ -90,12 +98,17 @@ class TraceReplay:
         self.files = W.Output()
         self.file_counts = W.HTML()
         title = title_html(trace, task)
-        call_box = W.VBox([W.HTML("<b>Calls of this turn</b>"), self.calls, self.call_detail],
-                          layout=W.Layout(width="46%"))
-        file_box = W.VBox([W.HTML("<b>Files: gold, cited, viewed so far</b>"), self.files, self.file_counts],
-                          layout=W.Layout(width="54%"))
-        self.widget = W.VBox([W.HTML(title), W.HBox([self.play, self.slider]), self.header, self.timeline,
-                              W.HBox([call_box, file_box])], layout=W.Layout(width=width or "100%"))
+        call_box = W.VBox(
+            [W.HTML("<b>Calls of this turn</b>"), self.calls, self.call_detail], layout=W.Layout(width="46%")
+        )
+        file_box = W.VBox(
+            [W.HTML("<b>Files: gold, cited, viewed so far</b>"), self.files, self.file_counts],
+            layout=W.Layout(width="54%"),
+        )
+        self.widget = W.VBox(
+            [W.HTML(title), W.HBox([self.play, self.slider]), self.header, self.timeline, W.HBox([call_box, file_box])],
+            layout=W.Layout(width=width or "100%"),
+        )
         self.widget.add_class("fasbench-replay")
         self.step = -1
         self.slider.observe(self._on_slider, "value")
@@ -118,12 +131,18 @@ class TraceReplay:
         if self.xrange is not None:  # a comparison: as many columns as the longer episode has turns
             cols = cols + [[] for _ in range(max(0, math.ceil(self.xrange[1]) - len(cols)))]
         names = ["", "model"] + [f"slot {k}" for k in range(1, n_rows)]
-        lanes = W.VBox([W.HTML(html("<small>{}</small>", n), layout=W.Layout(height=ROW_H, margin="0"))
-                        for n in names], layout=W.Layout(width="52px", min_width="52px"))
+        lanes = W.VBox(
+            [W.HTML(html("<small>{}</small>", n), layout=W.Layout(height=ROW_H, margin="0")) for n in names],
+            layout=W.Layout(width="52px", min_width="52px"),
+        )
         self.turn_cols: list[W.VBox] = []
         for k, col in enumerate(cols):
-            label = W.Button(description=f"T{k + 1}" if col else "", tooltip=f"show turn {k + 1}" if col else "",
-                             disabled=not col, layout=W.Layout(width="100%", height=ROW_H, margin="0"))
+            label = W.Button(
+                description=f"T{k + 1}" if col else "",
+                tooltip=f"show turn {k + 1}" if col else "",
+                disabled=not col,
+                layout=W.Layout(width="100%", height=ROW_H, margin="0"),
+            )
             label.add_class("fasbench-turn-label")
             label.on_click(lambda _b, k=k: self.show_turn(k))
             rows = []
@@ -132,30 +151,38 @@ class TraceReplay:
                 for b in sorted((b for b in col if b.row == r), key=lambda b: b.left):
                     items.append(self._bar(b, max(0.0, b.left - right)))
                     right = max(right, b.left + b.width)
-                rows.append(W.HBox(items, layout=W.Layout(height=ROW_H, width="100%", margin="0",
-                                                          overflow="hidden")))
+                rows.append(W.HBox(items, layout=W.Layout(height=ROW_H, width="100%", margin="0", overflow="hidden")))
             c = W.VBox([label] + rows, layout=W.Layout(flex="1 1 0px", min_width="0", padding="0 2px"))
             c.add_class("fasbench-turn-col")
             self.turn_cols.append(c)
-        box = W.HBox([W.HTML(TIMELINE_CSS, layout=W.Layout(width="0", margin="0")), lanes] + self.turn_cols,
-                     layout=W.Layout(width="100%"))
+        box = W.HBox(
+            [W.HTML(TIMELINE_CSS, layout=W.Layout(width="0", margin="0")), lanes] + self.turn_cols,
+            layout=W.Layout(width="100%"),
+        )
         box.add_class("fasbench-timeline")
         return box
 
     def _bar(self, b, gap: float) -> W.Button:
-        lay = W.Layout(width=f"{100 * b.width:.2f}%", margin=f"2px 0 2px {100 * gap:.2f}%", height="14px",
-                       flex="0 0 auto")
+        lay = W.Layout(
+            width=f"{100 * b.width:.2f}%", margin=f"2px 0 2px {100 * gap:.2f}%", height="14px", flex="0 0 auto"
+        )
         if b.call is None:
             t = self.trace.turns[b.turn]
-            btn = W.Button(tooltip=f"turn {b.turn + 1}: model {fmt_s(t.model_time)}", layout=lay,
-                           style=W.ButtonStyle(button_color=MODEL_COLOR))
+            btn = W.Button(
+                tooltip=f"turn {b.turn + 1}: model {fmt_s(t.model_time)}",
+                layout=lay,
+                style=W.ButtonStyle(button_color=MODEL_COLOR),
+            )
             btn.on_click(lambda _b, k=b.turn: self.show_turn(k))
         else:
             c = b.call
             kind = call_kind(self.trace.toolset, c.tool)
-            btn = W.Button(tooltip=f"turn {b.turn + 1}, call {c.index + 1}: {c.tool}{f' ({kind})' if kind else ''}"
-                           f"{' · ERROR' if c.is_error else ''} · {c.arguments[:100]}", layout=lay,
-                           style=W.ButtonStyle(button_color=kind_color(kind)))
+            btn = W.Button(
+                tooltip=f"turn {b.turn + 1}, call {c.index + 1}: {c.tool}{f' ({kind})' if kind else ''}"
+                f"{' · ERROR' if c.is_error else ''} · {c.arguments[:100]}",
+                layout=lay,
+                style=W.ButtonStyle(button_color=kind_color(kind)),
+            )
             if c.is_error:
                 btn.add_class("fasbench-bar-error")
             btn.on_click(lambda _b, k=b.turn, j=c.index: self.select_call(k, j))
@@ -228,22 +255,36 @@ class Comparison:
 
     def __init__(self, trace_a: Trace, trace_b: Trace, task: Task | None = None, reward: str = "relace"):
         if trace_a.task_id != trace_b.task_id:
-            raise ValueError(f"compare needs two episodes of one task, got {trace_a.task_id!r} and "
-                             f"{trace_b.task_id!r}")
+            raise ValueError(f"compare needs two episodes of one task, got {trace_a.task_id!r} and {trace_b.task_id!r}")
         self.rows = compare_rows([trace_a, trace_b], task, reward)
         xr = (0.0, float(max(trace_a.n_turns, trace_b.n_turns, 1)))  # turn columns of one width in both
         self.a = TraceReplay(trace_a, task, xrange=xr)
         self.b = TraceReplay(trace_b, task, xrange=xr)
-        cols = [("policy", "{}"), ("reward", "{:.3f}"), ("turns", "{}"), ("calls", "{}"), ("max_parallel", "{}"),
-                ("wall_s", "{:.3f}"), ("lines_viewed", "{}"), ("lines_cited", "{}"), ("lines_cited_unseen", "{}"),
-                ("calls_nothing_new", "{}")]
+        cols = [
+            ("policy", "{}"),
+            ("reward", "{:.3f}"),
+            ("turns", "{}"),
+            ("calls", "{}"),
+            ("max_parallel", "{}"),
+            ("wall_s", "{:.3f}"),
+            ("lines_viewed", "{}"),
+            ("lines_cited", "{}"),
+            ("lines_cited_unseen", "{}"),
+            ("calls_nothing_new", "{}"),
+        ]
         if task is not None:
             cols += [("lines_gold_viewed", "{}"), ("lines_gold_cited", "{}")]
         th = join(html("<th style='padding:0 8px'>{}</th>", c) for c, _ in cols)
-        trs = join(html("<tr>{}</tr>", join(html("<td style='padding:0 8px'>{}</td>", f.format(r[c])) for c, f in cols))
-                   for r in self.rows)  # a trace's policy string was put in the page unescaped (issue 36)
-        self.table_html = html("<div style='overflow-x:auto;max-width:100%'><table class='fasbench-compare' "
-                               "style='font-size:12px;white-space:nowrap'><tr>{}</tr>{}</table></div>", th, trs)
+        trs = join(
+            html("<tr>{}</tr>", join(html("<td style='padding:0 8px'>{}</td>", f.format(r[c])) for c, f in cols))
+            for r in self.rows
+        )  # a trace's policy string was put in the page unescaped (issue 36)
+        self.table_html = html(
+            "<div style='overflow-x:auto;max-width:100%'><table class='fasbench-compare' "
+            "style='font-size:12px;white-space:nowrap'><tr>{}</tr>{}</table></div>",
+            th,
+            trs,
+        )
         self.table = W.HTML(self.table_html)
         # one replay above the other, each at full width and on one time axis: side by side at half
         # width their labels collided, their legends scrolled and the table was cut off
@@ -286,12 +327,29 @@ class TraceBrowser:
         self.count = W.HTML()
         self.detail = W.VBox()
         self.replay: TraceReplay | None = None
-        head = self._fmt({"task_id": "task", "policy": "policy", "reward": "reward", "turns": "turns",
-                          "calls": "calls", "wall_s": "wall_s", "stop_reason": "stop_reason"}, header=True)
-        style = ("<style>.fasbench-browser-table select{font-family:monospace;font-size:12px}</style>")
-        self.widget = W.VBox([W.HTML(style), W.HBox([self.filter, self.sort_by, self.descending]), self.count,
-                              W.HTML(html("<pre style='margin:0;font-size:12px'>{}</pre>", head)),
-                              self.table, self.detail])
+        head = self._fmt(
+            {
+                "task_id": "task",
+                "policy": "policy",
+                "reward": "reward",
+                "turns": "turns",
+                "calls": "calls",
+                "wall_s": "wall_s",
+                "stop_reason": "stop_reason",
+            },
+            header=True,
+        )
+        style = "<style>.fasbench-browser-table select{font-family:monospace;font-size:12px}</style>"
+        self.widget = W.VBox(
+            [
+                W.HTML(style),
+                W.HBox([self.filter, self.sort_by, self.descending]),
+                self.count,
+                W.HTML(html("<pre style='margin:0;font-size:12px'>{}</pre>", head)),
+                self.table,
+                self.detail,
+            ]
+        )
         for w in (self.filter, self.sort_by, self.descending):
             w.observe(self._refresh, "value")
         self.table.observe(self._on_select, "value")
@@ -302,9 +360,11 @@ class TraceBrowser:
         def num(v, f):
             return str(v) if header else ("nan" if isinstance(v, float) and math.isnan(v) else f.format(v))
 
-        return (f"{short_path(str(r['task_id']), 30):30} {short_path(str(r['policy']), 16):16} "
-                f"{num(r['reward'], '{:.3f}'):>7} {num(r['turns'], '{}'):>5} {num(r['calls'], '{}'):>5} "
-                f"{num(r['wall_s'], '{:.2f}'):>7} {r['stop_reason']}")
+        return (
+            f"{short_path(str(r['task_id']), 30):30} {short_path(str(r['policy']), 16):16} "
+            f"{num(r['reward'], '{:.3f}'):>7} {num(r['turns'], '{}'):>5} {num(r['calls'], '{}'):>5} "
+            f"{num(r['wall_s'], '{:.2f}'):>7} {r['stop_reason']}"
+        )
 
     def _refresh(self, change=None) -> None:
         self.shown = filter_sort(self.rows, self.filter.value, self.sort_by.value, self.descending.value)

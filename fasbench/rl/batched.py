@@ -42,15 +42,16 @@ class Convo:
     text: str = ""
 
     def render(self, msgs: list[dict], gen: bool) -> str:
-        return self.tok.apply_chat_template(to_template_messages(msgs), tools=self.tools or None,
-                                            add_generation_prompt=gen, tokenize=False)
+        return self.tok.apply_chat_template(
+            to_template_messages(msgs), tools=self.tools or None, add_generation_prompt=gen, tokenize=False
+        )
 
     def add_env(self, new: list[dict]) -> None:
         """Append harness messages (system/user/tool) and the next reply's generation prompt."""
         full = self.render(self.msgs + new, True)
         if not full.startswith(self.text):
             raise ValueError("chat template: the conversation's rendering is not a prefix of the next one")
-        delta = full[len(self.text):]
+        delta = full[len(self.text) :]
         ids = self.tok(delta, add_special_tokens=False)["input_ids"]
         self.ids += ids
         self.mask += [0] * len(ids)
@@ -125,17 +126,25 @@ class Batcher:
         ids = torch.full((len(keys), n), pad, dtype=torch.long)
         att = torch.zeros((len(keys), n), dtype=torch.long)
         for i, k in enumerate(keys):  # left padding
-            ids[i, n - len(batch[k]):] = torch.tensor(batch[k])
-            att[i, n - len(batch[k]):] = 1
+            ids[i, n - len(batch[k]) :] = torch.tensor(batch[k])
+            att[i, n - len(batch[k]) :] = 1
         sample = self.temperature > 0
         kw = dict(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0) if sample else dict(do_sample=False)
         torch.manual_seed(self.seed * 100_003 + self.round)
         self.round += 1
         t0 = time.time()
         with torch.inference_mode():
-            out = self.model.generate(input_ids=ids, attention_mask=att, max_new_tokens=self.max_new_tokens,
-                                      eos_token_id=end, pad_token_id=pad, use_cache=True, output_scores=True,
-                                      return_dict_in_generate=True, **kw)
+            out = self.model.generate(
+                input_ids=ids,
+                attention_mask=att,
+                max_new_tokens=self.max_new_tokens,
+                eos_token_id=end,
+                pad_token_id=pad,
+                use_cache=True,
+                output_scores=True,
+                return_dict_in_generate=True,
+                **kw,
+            )
             # the sampled tokens' log-probabilities under the sampling distribution (temperature applied)
             steps = torch.stack(out.scores, 1).float()  # batch x new x vocab
             seq = out.sequences[:, n:]
@@ -165,7 +174,7 @@ class TokenPolicy(Policy):
         self.seen = 0
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
-        new = [m for m in messages[self.seen:] if m.get("role") != "assistant"]  # our reply is in convo
+        new = [m for m in messages[self.seen :] if m.get("role") != "assistant"]  # our reply is in convo
         self.seen = len(messages) + 1  # the reply below comes next
         self.convo.add_env(new)
         n_prompt = len(self.convo.ids)
@@ -193,8 +202,17 @@ class EpisodeTokens:
         return len(self.trace.turns[0].calls) if self.trace.turns else 0
 
 
-def run_batched(model, tok, tasks: list[Task], *, toolset: str, limits: Limits, temperature: float,
-                max_new_tokens: int, seed: int = 0) -> tuple[list[EpisodeTokens], dict]:
+def run_batched(
+    model,
+    tok,
+    tasks: list[Task],
+    *,
+    toolset: str,
+    limits: Limits,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int = 0,
+) -> tuple[list[EpisodeTokens], dict]:
     """One episode per task in ``tasks`` (repeat a task for k samples), all replies batched; returns
     the rollouts in task order and the batcher's statistics (rounds, new tokens, capped replies)."""
     batcher = Batcher(model, tok, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
@@ -239,15 +257,20 @@ class ScriptedTokens(Policy):
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         reply = self.inner.act(messages, tools, final=final)
-        new = [m for m in messages[self.seen:] if m.get("role") != "assistant"]
+        new = [m for m in messages[self.seen :] if m.get("role") != "assistant"]
         self.seen = len(messages) + 1
         self.convo.add_env(new)
-        msg = {"role": "assistant", "content": reply.text or "",
-               "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                              for c in reply.calls]}
+        msg = {
+            "role": "assistant",
+            "content": reply.text or "",
+            "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in reply.calls
+            ],
+        }
         full = self.convo.render(self.convo.msgs + [msg], False)
         head = self.convo.text
-        raw = full[len(head):].rstrip("\n")
+        raw = full[len(head) :].rstrip("\n")
         raw = raw[: -len(END)] if raw.endswith(END) else raw
         ids = self.convo.tok(raw, add_special_tokens=False)["input_ids"] + [self.convo.tok.convert_tokens_to_ids(END)]
         self.convo.add_reply(ids, True)

@@ -6,13 +6,11 @@ errors with exit status 2 (``fasbench.base.errors.CliGroup``)."""
 from __future__ import annotations
 
 import json
-from typing import List, Optional
 
 import typer
 
-from fasbench.training import profile_help
-
 from fasbench.base.errors import UserError
+from fasbench.training import profile_help
 from fasbench.training.log import read_log
 
 PROFILE_HELP = profile_help("rl")
@@ -25,9 +23,9 @@ def register(app: typer.Typer) -> None:
     @rl.command("train")
     def train_cmd(
         config: str = typer.Option(..., "--config", help=PROFILE_HELP),
-        set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
-        max_steps: Optional[int] = typer.Option(None, "--max-steps", help="override max_steps"),
-        output_dir: Optional[str] = typer.Option(None, "--output-dir", help="override output_dir"),
+        set_: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+        max_steps: int | None = typer.Option(None, "--max-steps", help="override max_steps"),
+        output_dir: str | None = typer.Option(None, "--output-dir", help="override output_dir"),
     ):
         """Train with GRPO; resumes from the last checkpoint in the output dir. Prints the summary."""
         # local import: fasbench.rl.config and .train import the harness and tools (heavy),
@@ -43,14 +41,14 @@ def register(app: typer.Typer) -> None:
     @rl.command("config")
     def config_cmd(
         config: str = typer.Argument(..., help=PROFILE_HELP),
-        set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+        set_: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     ):
         """Print the resolved config (the model it would start from, and the tokens of a first turn
         under its prompt with that model's tokenizer) as JSON."""
         # local import: fasbench.rl.config imports the harness and tools (heavy)
+        from fasbench.models import load_tokenizer  # local import: as above
         from fasbench.rl.config import load_config, resolve_model_spec
         from fasbench.rl.protocol import first_turn_tokens  # local import: as above
-        from fasbench.models import load_tokenizer  # local import: as above
 
         cfg = load_config(config, sets=set_ or ())
         model = resolve_model_spec(cfg)
@@ -58,8 +56,12 @@ def register(app: typer.Typer) -> None:
             n = first_turn_tokens(load_tokenizer(model), cfg.toolset, cfg.limits)
         except (OSError, ValueError, RuntimeError) as e:  # no tokenizer here (a hub id offline): say why
             n = f"not counted: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        typer.echo(json.dumps({**cfg.to_dict(), "resolved_model": model, "resolved_output_dir": str(cfg.out),
-                               "first_turn_tokens": n}, indent=1))
+        typer.echo(
+            json.dumps(
+                {**cfg.to_dict(), "resolved_model": model, "resolved_output_dir": str(cfg.out), "first_turn_tokens": n},
+                indent=1,
+            )
+        )
 
     @rl.command("log")
     def log_cmd(run: str = typer.Argument(..., help="output dir of a run")):
@@ -71,9 +73,11 @@ def register(app: typer.Typer) -> None:
         if not rows:
             raise UserError(f"no step log in {run}")
         for r in rows:
-            typer.echo(f"step {r['step']:>4}  loss {r.get('loss', float('nan')):+.4f}  "
-                       f"reward {r.get('episode/reward/mean', float('nan')):.3f}±{r.get('episode/reward/std', float('nan')):.3f}  "
-                       f"turns {r.get('episode/turns/mean', float('nan')):.2f}  "
-                       f"calls/turn {r.get('episode/calls_per_turn/mean', float('nan')):.2f}")
+            typer.echo(
+                f"step {r['step']:>4}  loss {r.get('loss', float('nan')):+.4f}  "
+                f"reward {r.get('episode/reward/mean', float('nan')):.3f}±{r.get('episode/reward/std', float('nan')):.3f}  "
+                f"turns {r.get('episode/turns/mean', float('nan')):.2f}  "
+                f"calls/turn {r.get('episode/calls_per_turn/mean', float('nan')):.2f}"
+            )
 
     app.add_typer(rl, name="rl")

@@ -5,9 +5,10 @@ run writes in its output folder."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 from fasbench.data.splits import SPLITS
 from fasbench.harness import Limits
@@ -30,21 +31,25 @@ class RLConfig:
     # -- model
     model: str = "tiny"  # models.resolve_model name: tiny | smollm2-offline | a checkpoint dir | a hub id
     init_from: list[str] = field(default_factory=list)  # checkpoints tried first, in order ({cache} = cache dir)
-    dtype: Optional[str] = None  # float32 on CPU, bfloat16 on GPU when None
+    dtype: str | None = None  # float32 on CPU, bfloat16 on GPU when None
     lora: bool = False  # train a LoRA adapter instead of all weights
     lora_r: int = 16  # LoRA rank
     lora_alpha: int = 32  # LoRA scale (alpha / r multiplies the update); was 2 * lora_r, hard-coded
     # -- tasks
-    tasks: str = "swebench-lite"  # a task-set name (fasbench.data.tasksets): SOURCE[:SPLIT] | a Task .jsonl[.gz] | git:PATH
-    split: Optional[str] = "train"  # task split (train/dev/test); None = all; a split in `tasks` wins
-    n_tasks: Optional[int] = 4  # first n tasks whose corpus materialises (skips: OUT/skipped_tasks.jsonl); None = all
-    task_ids: Optional[list[str]] = None  # exactly these tasks (overrides split/n_tasks)
-    corpus_mode: Optional[str] = None  # offline | online | None (each task's default; fasbench.data.corpora)
+    tasks: str = (
+        "swebench-lite"  # a task-set name (fasbench.data.tasksets): SOURCE[:SPLIT] | a Task .jsonl[.gz] | git:PATH
+    )
+    split: str | None = "train"  # task split (train/dev/test); None = all; a split in `tasks` wins
+    n_tasks: int | None = 4  # first n tasks whose corpus materialises (skips: OUT/skipped_tasks.jsonl); None = all
+    task_ids: list[str] | None = None  # exactly these tasks (overrides split/n_tasks)
+    corpus_mode: str | None = None  # offline | online | None (each task's default; fasbench.data.corpora)
     # -- episode: the same limits evaluation uses
     toolset: str = "relace"  # a name of fasbench.tools.TOOLSETS
     prompt: str = "published"  # published | compact: the protocol shown (fasbench.tools.compact; relace only)
     reward: str = DEFAULT_REWARD  # a name in fasbench.scoring.reward.REWARDS
-    judge: str = ""  # a judged reward (fastcontext): its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)
+    judge: str = (
+        ""  # a judged reward (fastcontext): its LLM judge, openai:model=NAME,base_url=URL ("" = quality term 0)
+    )
     max_turns: int = 4  # turn limit as harness.Limits (FastContext: +1 extra last turn; TRL: rl.train.tool_rounds)
     max_calls_per_turn: int = 8  # parallel calls per turn; extra calls get the harness's error
     tool_timeout_s: float = 10.0  # wall-clock limit of one tool call
@@ -67,7 +72,7 @@ class RLConfig:
     advantage: str = "grpo"
     temperature: float = 1.0  # sampling temperature of rollouts
     seed: int = 0
-    torch_threads: Optional[int] = None  # CPU threads for torch (1 is much faster on a busy shared CPU); None = torch's
+    torch_threads: int | None = None  # CPU threads for torch (1 is much faster on a busy shared CPU); None = torch's
     gradient_checkpointing: bool = False
     bf16: bool = False
     use_vllm: bool = False  # generate with vLLM (GPU)
@@ -78,7 +83,9 @@ class RLConfig:
     save_steps: int = 2  # checkpoint every n steps (resume picks the last)
     save_total_limit: int = 2
     logging_steps: int = 1
-    report_to: str | list[str] | None = "tensorboard"  # TRL's trackers: tensorboard | trackio | wandb | none | auto | a list
+    report_to: str | list[str] | None = (
+        "tensorboard"  # TRL's trackers: tensorboard | trackio | wandb | none | auto | a list
+    )
     resume: bool = True  # continue from the last checkpoint in output_dir when there is one
     log_rollouts: bool = True  # write every rollout as a Trace to rollouts.jsonl
     track_weights: bool = True  # keep a copy of the initial weights and report how far training moved them
@@ -90,7 +97,9 @@ class RLConfig:
         if self.reward not in REWARDS:
             raise ValueError(f"rl config: reward {self.reward!r} unknown; choose one of {', '.join(REWARDS)}")
         if self.split is not None and self.split not in SPLITS:
-            raise ValueError(f"rl config: split {self.split!r} unknown; choose one of {', '.join(SPLITS)} (or null: all)")
+            raise ValueError(
+                f"rl config: split {self.split!r} unknown; choose one of {', '.join(SPLITS)} (or null: all)"
+            )
         if self.prompt not in PROMPTS:
             raise ValueError(f"rl config: prompt {self.prompt!r} unknown; choose one of {', '.join(PROMPTS)}")
         if self.advantage not in ("grpo", "raw"):
@@ -99,8 +108,9 @@ class RLConfig:
             raise ValueError(f"rl config: corpus_mode {self.corpus_mode!r} unknown; choose offline, online or null")
         if self.judge:
             if not REWARDS[self.reward].judged:
-                raise ValueError(f"rl config: judge applies to the {', '.join(judged_rewards())} rewards, "
-                                 f"not {self.reward!r}")
+                raise ValueError(
+                    f"rl config: judge applies to the {', '.join(judged_rewards())} rewards, not {self.reward!r}"
+                )
             make_judge(self.judge)  # a bad spec fails here, not at the first reward
         for k in ("max_turns", "max_calls_per_turn", "num_generations", "max_completion_length", "max_steps"):
             if int(getattr(self, k)) < 1:
@@ -110,10 +120,17 @@ class RLConfig:
 
     @property
     def limits(self) -> Limits:
-        return Limits(max_turns=self.max_turns, max_calls_per_turn=self.max_calls_per_turn,
-                      report_contract=self.report_contract,
-                      tool=ToolLimits(timeout_s=self.tool_timeout_s, max_output_chars=self.max_output_chars,
-                                      max_calls_per_turn=self.max_calls_per_turn, prompt=self.prompt))
+        return Limits(
+            max_turns=self.max_turns,
+            max_calls_per_turn=self.max_calls_per_turn,
+            report_contract=self.report_contract,
+            tool=ToolLimits(
+                timeout_s=self.tool_timeout_s,
+                max_output_chars=self.max_output_chars,
+                max_calls_per_turn=self.max_calls_per_turn,
+                prompt=self.prompt,
+            ),
+        )
 
     @property
     def out(self) -> Path:
@@ -126,8 +143,9 @@ class RLConfig:
 KIND = Kind("rl", {"": RLConfig})
 
 
-def load_config(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
-                sets: Sequence[str] = ()) -> RLConfig:
+def load_config(
+    name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()
+) -> RLConfig:
     """An :class:`RLConfig` from a profile name (``tiny`` -> ``fasbench/configs/rl_tiny.yaml``) or a
     YAML file; ``overrides`` (``{field: value}``) then ``sets`` (``["field=value"]``, ``--set``) win.
     Unknown fields and values of the wrong type are one-line errors (fasbench.training.profiles)."""

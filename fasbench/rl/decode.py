@@ -36,13 +36,13 @@ class GrowLayer(DynamicLayer):
             k = key_states.new_empty((*key_states.shape[:-2], cap, key_states.shape[-1]))
             v = value_states.new_empty((*value_states.shape[:-2], cap, value_states.shape[-1]))
             if self.n:
-                k[..., :self.n, :] = self._k[..., :self.n, :]
-                v[..., :self.n, :] = self._v[..., :self.n, :]
+                k[..., : self.n, :] = self._k[..., : self.n, :]
+                v[..., : self.n, :] = self._v[..., : self.n, :]
             self._k, self._v = k, v
-        self._k[..., self.n:self.n + q, :] = key_states
-        self._v[..., self.n:self.n + q, :] = value_states
+        self._k[..., self.n : self.n + q, :] = key_states
+        self._v[..., self.n : self.n + q, :] = value_states
         self.n += q
-        self.keys, self.values = self._k[..., :self.n, :], self._v[..., :self.n, :]
+        self.keys, self.values = self._k[..., : self.n, :], self._v[..., : self.n, :]
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
@@ -51,12 +51,12 @@ class GrowLayer(DynamicLayer):
     def batch_repeat_interleave(self, repeats: int) -> None:
         if self.get_seq_length() > 0:
             self._k, self._v = self._k.repeat_interleave(repeats, dim=0), self._v.repeat_interleave(repeats, dim=0)
-            self.keys, self.values = self._k[..., :self.n, :], self._v[..., :self.n, :]
+            self.keys, self.values = self._k[..., : self.n, :], self._v[..., : self.n, :]
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         if self.get_seq_length() > 0:
             self._k, self._v = self._k[indices], self._v[indices]
-            self.keys, self.values = self._k[..., :self.n, :], self._v[..., :self.n, :]
+            self.keys, self.values = self._k[..., : self.n, :], self._v[..., : self.n, :]
 
 
 def grow_cache() -> Cache:
@@ -68,8 +68,15 @@ class BatchDecoder:
     reply per row (until its end-of-turn token or the cap), ``keep_rows`` drops finished rows, ``extend``
     appends each row's next segment."""
 
-    def __init__(self, model, eos_id: int | list[int], pad_id: int | None, temperature: float = 1.0,
-                 top_p: float = 1.0, top_k: int = 0):
+    def __init__(
+        self,
+        model,
+        eos_id: int | list[int],
+        pad_id: int | None,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+    ):
         stops = [int(eos_id)] if isinstance(eos_id, int) else [int(x) for x in eos_id]  # tokens that end a reply
         self.model, self.stops = model, set(stops)
         self.pad = int(pad_id if pad_id is not None else stops[0])
@@ -88,8 +95,14 @@ class BatchDecoder:
     def _forward(self, ids: torch.Tensor, seg_mask: torch.Tensor) -> None:
         pos = (self.npos[:, None] + torch.cumsum(seg_mask, dim=1) - 1).clamp(min=0)
         self.mask = torch.cat([self.mask, seg_mask], dim=1) if self.mask.numel() else seg_mask
-        out = self.model(input_ids=ids, attention_mask=self.mask, position_ids=pos, cache=self.cache,
-                         use_cache=True, logits_to_keep=1)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=self.mask,
+            position_ids=pos,
+            cache=self.cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         self.npos = self.npos + seg_mask.sum(dim=1)
         self.next_logits = out.logits[:, -1, :].float()
         self.steps += 1
@@ -103,8 +116,8 @@ class BatchDecoder:
         for b, s in enumerate(seqs):
             if not s:
                 raise ValueError("rollouts: a row has nothing to read before its next reply")
-            ids[b, t - len(s):] = torch.tensor(s, dtype=torch.long)
-            seg[b, t - len(s):] = 1
+            ids[b, t - len(s) :] = torch.tensor(s, dtype=torch.long)
+            seg[b, t - len(s) :] = 1
         self._forward(ids.to(self.device), seg.to(self.device))
 
     def prefill(self, seqs: list[list[int]], gens: list[torch.Generator]) -> None:
@@ -117,8 +130,10 @@ class BatchDecoder:
         if lcp:
             self.npos = torch.zeros(1, dtype=torch.long, device=self.device)
             self.unfed = [[]]
-            self._forward(torch.tensor([seqs[0][:lcp]], device=self.device),
-                          torch.ones((1, lcp), dtype=torch.long, device=self.device))
+            self._forward(
+                torch.tensor([seqs[0][:lcp]], device=self.device),
+                torch.ones((1, lcp), dtype=torch.long, device=self.device),
+            )
             self.cache.batch_repeat_interleave(len(seqs))
             self.mask = self.mask.repeat(len(seqs), 1)
             self.npos = self.npos.repeat(len(seqs))
@@ -166,7 +181,7 @@ class BatchDecoder:
         lps = lp.gather(1, torch.tensor(toks, device=lp.device)[:, None]).squeeze(1).tolist()
         return toks, lps
 
-    def _subset(self, rows: list[int]) -> "BatchDecoder":
+    def _subset(self, rows: list[int]) -> BatchDecoder:
         """A decoder of some rows only: their cache, mask, positions and generators copied (the narrowing of
         a turn in which most rows have ended their reply: the others stop costing compute)."""
         child = BatchDecoder.__new__(BatchDecoder)
@@ -176,19 +191,19 @@ class BatchDecoder:
         for layer in self.cache.layers:
             new = GrowLayer()
             if layer.get_seq_length() > 0:
-                new.update(layer._k[idx, :, :layer.n], layer._v[idx, :, :layer.n])
+                new.update(layer._k[idx, :, : layer.n], layer._v[idx, :, : layer.n])
             child.cache.layers.append(new)
         child.mask, child.npos, child.next_logits = self.mask[idx], self.npos[idx], self.next_logits[idx]
         child.gens, child.unfed, child.steps = [self.gens[i] for i in rows], [self.unfed[i] for i in rows], 0
         return child
 
-    def _merge(self, child: "BatchDecoder", rows: list[int], old: int) -> None:
+    def _merge(self, child: BatchDecoder, rows: list[int], old: int) -> None:
         """Take back the columns ``child`` (of ``rows``) added after column ``old``; the other rows get holes."""
         idx = torch.tensor(rows, dtype=torch.long, device=self.device)
         n = self.mask.shape[0]
         for layer, c in zip(self.cache.layers, child.cache.layers):
             if c.get_seq_length() > old:
-                k, v = c._k[:, :, old:c.n], c._v[:, :, old:c.n]
+                k, v = c._k[:, :, old : c.n], c._v[:, :, old : c.n]
                 nk = k.new_zeros((n, *k.shape[1:]))
                 nv = v.new_zeros((n, *v.shape[1:]))
                 nk[idx], nv[idx] = k, v
@@ -242,5 +257,7 @@ class BatchDecoder:
             parent, keep, old = stack.pop()
             parent._merge(cur, keep, old)
             cur = parent
-        return [(toks[r], lps[r], bool(toks[r]) and toks[r][-1] not in self.stops and len(toks[r]) >= max_new_tokens)
-                for r in range(n)]
+        return [
+            (toks[r], lps[r], bool(toks[r]) and toks[r][-1] not in self.stops and len(toks[r]) >= max_new_tokens)
+            for r in range(n)
+        ]

@@ -133,8 +133,11 @@ class HarnessEnv:
         """The harness's last-turn note when the turn whose results were just returned is the one
         before the last allowed turn (run_episode appends it as a user message there); None
         otherwise, or once the search has ended with a report."""
-        if (self._toolset is None or self._reported_turn is not None
-                or self._turn != turn_budget(self._toolset, self._limits) - 2):
+        if (
+            self._toolset is None
+            or self._reported_turn is not None
+            or self._turn != turn_budget(self._toolset, self._limits) - 2
+        ):
             return None
         self._note_turn = self._turn + 1
         return self._toolset.final_turn_note() + (final_note_addendum() if self._ledger is not None else "")
@@ -147,8 +150,13 @@ class HarnessEnv:
         self._in_turn += 1
         if self._reported_turn is not None and turn > self._reported_turn:  # run_episode would have stopped
             t = time.time()
-            res = ToolResult(call.id, f"Error: the search already ended with {self._toolset.answer_tool}; "
-                                      f"call {name} was not run", True, t, t)
+            res = ToolResult(
+                call.id,
+                f"Error: the search already ended with {self._toolset.answer_tool}; call {name} was not run",
+                True,
+                t,
+                t,
+            )
         elif self._in_turn > self._limits.max_calls_per_turn:
             res = too_many_calls(call, self._limits.max_calls_per_turn)
         else:
@@ -167,8 +175,13 @@ class HarnessEnv:
         message the trainer inserted (the last-turn note) is a note of the turn that follows, so
         ``trace.to_messages()`` is the rollout's chat up to the reply that ends the episode."""
         ts, task = self._toolset, self._task
-        trace = Trace(task_id=task.id, policy=policy, toolset=ts.name, stop_reason="max_turns",
-                      prompt=[dict(m) for m in prompt or [] if isinstance(m, dict)])
+        trace = Trace(
+            task_id=task.id,
+            policy=policy,
+            toolset=ts.name,
+            stop_reason="max_turns",
+            prompt=[dict(m) for m in prompt or [] if isinstance(m, dict)],
+        )
         # The query this rollout's explorer was given (build_dataset's prompt: a FastContext generated query
         # where the task has one), recorded as run_episode records it: the judge is asked about it, as the
         # release's judge is asked about the rollout's own <query> message.
@@ -191,14 +204,16 @@ class HarnessEnv:
             calls = []
             for k, c in enumerate(m.get("tool_calls") or []):
                 fn = c.get("function", c)
-                calls.append(ToolCall(id=f"call_{i}_{k}", name=str(fn.get("name", "")), arguments=fn.get("arguments", {})))
+                calls.append(
+                    ToolCall(id=f"call_{i}_{k}", name=str(fn.get("name", "")), arguments=fn.get("arguments", {}))
+                )
             text = m.get("content") or ""
             if not isinstance(text, str):
                 text = " ".join(p.get("text", "") for p in text if isinstance(p, dict))
             turn = Turn(index=i, text=text, calls=calls, results=results_by_turn.get(i, []), notes=notes)
             notes = []
             trace.turns.append(turn)
-            report = ts.parse_report(text, calls[:self._limits.max_calls_per_turn])  # refused calls never answer
+            report = ts.parse_report(text, calls[: self._limits.max_calls_per_turn])  # refused calls never answer
             if report is not None and ledger is not None:  # fasbench renders the paths from the IDs
                 report, trace.meta["citation"] = ledger.render(answer_cites(report, text, ts.answer_tool), i, report)
             if report is not None:
@@ -224,4 +239,3 @@ def environment_class(toolset: str, limits: Limits) -> type:
 def harness_schemas(toolset: str, limits: Limits) -> list[dict]:
     with tempfile.TemporaryDirectory() as d:
         return make_toolset(toolset, d, limits.tool).schemas
-

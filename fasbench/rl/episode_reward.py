@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fasbench.records import append_jsonl
-from fasbench.scoring.reward import Score, judge_requests, reward_named, score_episode
 from fasbench.rl.config import ROLLOUT_FILE
+from fasbench.scoring.reward import Score, judge_requests, reward_named, score_episode
+
 
 @dataclass
 class RolloutScore:
@@ -49,9 +50,13 @@ class EpisodeReward:
         values, self.batch, traces = [], [], []
         # non-conversational completions: the whole text is one turn
         prompts = prompts if prompts is not None else [None] * len(completions)
-        trs = [env._episode([{"role": "assistant", "content": c}] if isinstance(c, str) else c,
-                            prompt=p if isinstance(p, list) else None)
-               for p, c, env in zip(prompts, completions, environments)]
+        trs = [
+            env._episode(
+                [{"role": "assistant", "content": c}] if isinstance(c, str) else c,
+                prompt=p if isinstance(p, list) else None,
+            )
+            for p, c, env in zip(prompts, completions, environments)
+        ]
         if self.judge is not None:  # the batch's judge calls at once, concurrently
             self.judge.score_many(judge_requests((tr, env._task) for tr, env in zip(trs, environments)))
         for tr, env in zip(trs, environments):
@@ -59,9 +64,19 @@ class EpisodeReward:
             env._score = s
             values.append(float(s.value))
             cpt = (tr.n_calls / tr.n_turns) if tr.n_turns else 0.0
-            self.batch.append(RolloutScore(tr.task_id, float(s.value), {k: float(v) for k, v in s.parts.items()},
-                                           tr.n_turns, tr.n_calls, cpt, tr.report is not None,
-                                           int(tr.meta["tool_errors"]), s.reason))
+            self.batch.append(
+                RolloutScore(
+                    tr.task_id,
+                    float(s.value),
+                    {k: float(v) for k, v in s.parts.items()},
+                    tr.n_turns,
+                    tr.n_calls,
+                    cpt,
+                    tr.report is not None,
+                    int(tr.meta["tool_errors"]),
+                    s.reason,
+                )
+            )
             tr.meta.update(step=self.step, reward=self.reward, score=s.to_dict())
             traces.append(tr)
         if self.log_rollouts and self.out is not None:  # one file per process (rank 0: rollouts.jsonl)
@@ -80,12 +95,14 @@ def mean_std(xs: list[float]) -> tuple[float, float]:
 
 def rollout_stats(batch: list[RolloutScore]) -> dict[str, float]:
     """Mean and std over a batch of rollouts of the reward, each part, turns, calls and errors."""
-    cols: dict[str, list[float]] = {"episode/reward": [r.reward for r in batch],
-                                    "episode/turns": [r.turns for r in batch],
-                                    "episode/calls": [r.calls for r in batch],
-                                    "episode/calls_per_turn": [r.calls_per_turn for r in batch],
-                                    "episode/reported": [float(r.reported) for r in batch],
-                                    "episode/tool_errors": [r.tool_errors for r in batch]}
+    cols: dict[str, list[float]] = {
+        "episode/reward": [r.reward for r in batch],
+        "episode/turns": [r.turns for r in batch],
+        "episode/calls": [r.calls for r in batch],
+        "episode/calls_per_turn": [r.calls_per_turn for r in batch],
+        "episode/reported": [float(r.reported) for r in batch],
+        "episode/tool_errors": [r.tool_errors for r in batch],
+    }
     for r in batch:
         for k, v in r.parts.items():
             cols.setdefault(f"reward_parts/{k}", []).append(v)
@@ -93,4 +110,3 @@ def rollout_stats(batch: list[RolloutScore]) -> dict[str, float]:
     for k, xs in cols.items():
         out[f"{k}/mean"], out[f"{k}/std"] = mean_std([float(x) for x in xs])
     return out
-

@@ -23,8 +23,7 @@ _MARK = "\u2063ROLLOUT-REPLY\u2063"  # a reply text no template rewrites: the ha
 class EpisodeState:
     """The state of one rollout: its trace, its token ids, the generated-token mask and log-probs."""
 
-    def __init__(self, task: Task, toolset: str, limits: Limits, tokenizer, label: str, sample: int = 0,
-                 seed: int = 0):
+    def __init__(self, task: Task, toolset: str, limits: Limits, tokenizer, label: str, sample: int = 0, seed: int = 0):
         # local import: torch is heavy to import; only generation needs it
         import torch
 
@@ -34,8 +33,14 @@ class EpisodeState:
         self.ts = make_toolset(toolset, task.root, limits.tool)
         self.schemas = self.ts.schemas
         query, source = self.ts.episode_query(task)
-        self.trace = Trace(task_id=task.id, policy=label, toolset=self.ts.name, stop_reason="max_turns",
-                           prompt=initial_messages(self.ts, query, limits), started_at=time.time())
+        self.trace = Trace(
+            task_id=task.id,
+            policy=label,
+            toolset=self.ts.name,
+            stop_reason="max_turns",
+            prompt=initial_messages(self.ts, query, limits),
+            started_at=time.time(),
+        )
         self.trace.meta["query_source"] = source
         if query != task.query:
             self.trace.meta["query"] = query
@@ -63,8 +68,9 @@ class EpisodeState:
 
     # -- the text between replies
     def _render(self, messages: list[dict], generation: bool = True) -> str:
-        return self.tok.apply_chat_template(to_template_messages(messages), tools=self.schemas or None,
-                                            add_generation_prompt=generation, tokenize=False)
+        return self.tok.apply_chat_template(
+            to_template_messages(messages), tools=self.schemas or None, add_generation_prompt=generation, tokenize=False
+        )
 
     def _encode(self, text: str) -> list[int]:
         return self.tok(text, add_special_tokens=False)["input_ids"]
@@ -83,10 +89,10 @@ class EpisodeState:
         new = turn_messages(self.trace.turns[-1])[1:] + self.notes
         base = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _MARK}]
         text = self._render(base + new)
-        text = text[text.index(_MARK) + len(_MARK):]
+        text = text[text.index(_MARK) + len(_MARK) :]
         eos = self.tok.eos_token
         if self._ended_eos and text.startswith(eos):  # the reply's own end-of-turn token is in the cache
-            text = text[len(eos):]
+            text = text[len(eos) :]
         self.pending = self._encode(text)
 
     def consume_pending(self) -> None:
@@ -110,9 +116,16 @@ class EpisodeState:
         final = i == self.budget - 1
         text = self.tok.decode(tokens, skip_special_tokens=True)
         rest, calls, _ = parse_tool_calls(text, self.schemas, id_prefix=f"call_{i}")
-        turn = Turn(index=i, text=rest, calls=list(calls), notes=self.notes,
-                    prompt_tokens=len(self.ids) - len(tokens), completion_tokens=len(tokens),
-                    model_started_at=self._t0, model_ended_at=t1)
+        turn = Turn(
+            index=i,
+            text=rest,
+            calls=list(calls),
+            notes=self.notes,
+            prompt_tokens=len(self.ids) - len(tokens),
+            completion_tokens=len(tokens),
+            model_started_at=self._t0,
+            model_ended_at=t1,
+        )
         if capped:
             self.capped_turns.append(i)
         self.notes = []
@@ -120,7 +133,7 @@ class EpisodeState:
         turn.results = execute_calls(self.ts, turn.calls, self.limits.max_calls_per_turn)
         turn.tools_ended_at = time.time()
         self.trace.turns.append(turn)
-        report = self.ts.parse_report(turn.text, turn.calls[:self.limits.max_calls_per_turn])
+        report = self.ts.parse_report(turn.text, turn.calls[: self.limits.max_calls_per_turn])
         if report is not None:
             self.trace.report, self.trace.stop_reason = report, "reported"
             self.done = True
@@ -134,15 +147,21 @@ class EpisodeState:
     def stop_context(self, limit: int) -> None:
         """The next turn would not fit ``limit`` tokens: end as the ``hf:`` policy's context error does."""
         self.trace.stop_reason = "policy_error"
-        self.trace.error = (f"ValueError: the conversation ({len(self.ids) + len(self.pending)} tokens) and a reply "
-                            f"do not fit the context budget of {limit} tokens")
+        self.trace.error = (
+            f"ValueError: the conversation ({len(self.ids) + len(self.pending)} tokens) and a reply "
+            f"do not fit the context budget of {limit} tokens"
+        )
         self.trace.tail_notes, self.notes, self.pending, self.done = self.notes, [], [], True
 
     def finish(self) -> Trace:
         tr = self.trace
         if tr.turns and not parsable_calls(tr):
             tr.meta["no_tool_call"] = True
-        tr.meta["rollout"] = {"sample": self.sample, "new_tokens": self.new_tokens, "capped": self.capped,
-                              "capped_turns": list(self.capped_turns)}
+        tr.meta["rollout"] = {
+            "sample": self.sample,
+            "new_tokens": self.new_tokens,
+            "capped": self.capped,
+            "capped_turns": list(self.capped_turns),
+        }
         tr.ended_at = time.time()
         return tr

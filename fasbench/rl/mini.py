@@ -21,17 +21,22 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from fasbench.evaluation.episodes import column_bounds
+from fasbench.evaluation.runs import paired_diff
+from fasbench.rl.turn_curves import RELACE_FINDING
 from fasbench.stats.figures import PALETTE
 from fasbench.stats.findings import Findings, ci_of
-from fasbench.evaluation.episodes import column_bounds
 from fasbench.stats.metrics import mean_ci
-from fasbench.rl.turn_curves import RELACE_FINDING
-from fasbench.evaluation.runs import paired_diff
 
 #: The measures compared (episode-table columns), with their labels. ``file_f2`` is Relace's A2
 #: (F2 over files), the accuracy part of its reward.
-MEASURES = {"turns": "mean turns", "calls_per_turn": "calls per turn", "file_f2": "file-level accuracy (F2)",
-            "file_recall": "file recall", "reward": "reward"}
+MEASURES = {
+    "turns": "mean turns",
+    "calls_per_turn": "calls per turn",
+    "file_f2": "file-level accuracy (F2)",
+    "file_recall": "file recall",
+    "reward": "reward",
+}
 
 
 def before_after_table(before: pl.DataFrame, after: pl.DataFrame, measures=MEASURES, seed: int = 0) -> pl.DataFrame:
@@ -47,10 +52,26 @@ def before_after_table(before: pl.DataFrame, after: pl.DataFrame, measures=MEASU
         bnd = column_bounds(m)
         (ma, la, ha), (mb, lb, hb) = mean_ci(x, seed=seed, bounds=bnd), mean_ci(y, seed=seed, bounds=bnd)
         d = paired_diff(x, y, seed=seed)
-        rows.append({"measure": m, "label": label, "n": j.height, "before": ma, "before_lo": la, "before_hi": ha,
-                     "after": mb, "after_lo": lb, "after_hi": hb, "diff": d["diff"], "diff_lo": d["lo"],
-                     "diff_hi": d["hi"], "p": d["p"], "test": d["test"], "ci": d["ci"],
-                     "change": (mb - ma) / ma if ma else float("nan")})
+        rows.append(
+            {
+                "measure": m,
+                "label": label,
+                "n": j.height,
+                "before": ma,
+                "before_lo": la,
+                "before_hi": ha,
+                "after": mb,
+                "after_lo": lb,
+                "after_hi": hb,
+                "diff": d["diff"],
+                "diff_lo": d["lo"],
+                "diff_hi": d["hi"],
+                "p": d["p"],
+                "test": d["test"],
+                "ci": d["ci"],
+                "change": (mb - ma) / ma if ma else float("nan"),
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -59,10 +80,12 @@ def acceptance(table: pl.DataFrame) -> dict[str, bool]:
     turn rise (paired interval above 0), file-level accuracy not lower by more than 2 points (paired
     interval's lower end ≥ −0.02) and the reward rises (paired interval above 0)."""
     r = {row["measure"]: row for row in table.iter_rows(named=True)}
-    return {"turns fall >= 40%": r["turns"]["change"] <= -0.4,
-            "calls per turn rise": r["calls_per_turn"]["diff_lo"] > 0,
-            "accuracy within 2 points": r["file_f2"]["diff_lo"] >= -0.02,
-            "reward rises": r["reward"]["diff_lo"] > 0}
+    return {
+        "turns fall >= 40%": r["turns"]["change"] <= -0.4,
+        "calls per turn rise": r["calls_per_turn"]["diff_lo"] > 0,
+        "accuracy within 2 points": r["file_f2"]["diff_lo"] >= -0.02,
+        "reward rises": r["reward"]["diff_lo"] > 0,
+    }
 
 
 @contextmanager
@@ -76,32 +99,60 @@ def cost(into: dict, what: str):
     finally:
         r1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
         cpu = sum((b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime) for a, b in zip(r0, r1))
-        into[what] = {"wall_s": time.time() - t0, "cpu_s": cpu, "idle_2core_s": cpu / 2,
-                      "load_before": l0, "load_after": os.getloadavg()[0]}
+        into[what] = {
+            "wall_s": time.time() - t0,
+            "cpu_s": cpu,
+            "idle_2core_s": cpu / 2,
+            "load_before": l0,
+            "load_after": os.getloadavg()[0],
+        }
 
 
 def table_block(out: Findings, t: pl.DataFrame, title: str, measures=MEASURES) -> dict:
     """Add a before/after table (:func:`before_after_table`'s rows) to ``out`` under ``title``: each measure's
     before, after and paired difference with intervals and the sign-flip p. Returns the rows by measure."""
     r = {row["measure"]: row for row in t.iter_rows(named=True)}
-    out.table(["measure", "before", "after", "after − before", "p"],
-              [[r[m]["label"], ci_of(r[m], "before"), ci_of(r[m], "after"),
-                ci_of(r[m], "diff", 3, signed=True), f"{r[m]['p']:.3g}"]
-               for m in measures],
-              intro=f"**{title}** (n = {r['turns']['n']} held-out tasks; mean [95% interval]; "
-                    "paired after − before [95% interval], sign-flip p):")
+    out.table(
+        ["measure", "before", "after", "after − before", "p"],
+        [
+            [
+                r[m]["label"],
+                ci_of(r[m], "before"),
+                ci_of(r[m], "after"),
+                ci_of(r[m], "diff", 3, signed=True),
+                f"{r[m]['p']:.3g}",
+            ]
+            for m in measures
+        ],
+        intro=f"**{title}** (n = {r['turns']['n']} held-out tasks; mean [95% interval]; "
+        "paired after − before [95% interval], sign-flip p):",
+    )
     return r
 
 
 def relace_beside(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Relace's turns before → after RL beside the miniature's (one row per run)."""
-    rows = [{"run": f"Relace, {k}", "turns before": float(a), "turns after": float(b), "change": (b - a) / a,
-             "accuracy": "similar (as reported)"} for k, (a, b) in RELACE_FINDING.items()]
+    rows = [
+        {
+            "run": f"Relace, {k}",
+            "turns before": float(a),
+            "turns after": float(b),
+            "change": (b - a) / a,
+            "accuracy": "similar (as reported)",
+        }
+        for k, (a, b) in RELACE_FINDING.items()
+    ]
     for name, t in tables.items():
         r = {row["measure"]: row for row in t.iter_rows(named=True)}
-        rows.append({"run": name, "turns before": r["turns"]["before"], "turns after": r["turns"]["after"],
-                     "change": r["turns"]["change"],
-                     "accuracy": f"{r['file_f2']['diff']:+.3f} F2 [{r['file_f2']['diff_lo']:+.3f}, {r['file_f2']['diff_hi']:+.3f}]"})
+        rows.append(
+            {
+                "run": name,
+                "turns before": r["turns"]["before"],
+                "turns after": r["turns"]["after"],
+                "change": r["turns"]["change"],
+                "accuracy": f"{r['file_f2']['diff']:+.3f} F2 [{r['file_f2']['diff_lo']:+.3f}, {r['file_f2']['diff_hi']:+.3f}]",
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -111,25 +162,37 @@ def findings(tables: dict[str, pl.DataFrame], costs: dict, setup: dict, short: b
     and what this does not show."""
     out = Findings("RL miniature")
     if short:
-        out.text("**Shortened parameter set** (`short=True`, as `make test` runs it): too few SFT and GRPO "
-                 "steps for the model to learn; the numbers below check that the pipeline runs, not the effect.")
+        out.text(
+            "**Shortened parameter set** (`short=True`, as `make test` runs it): too few SFT and GRPO "
+            "steps for the model to learn; the numbers below check that the pipeline runs, not the effect."
+        )
     out.text(f"Setup: {setup.get('what', '')}")
     for name, t in tables.items():
         acc = acceptance(t)
         r = table_block(out, t, name)
-        out.text("Acceptance: " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in acc.items())
-                 + f" (turns {100 * r['turns']['change']:+.0f}%).")
+        out.text(
+            "Acceptance: "
+            + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in acc.items())
+            + f" (turns {100 * r['turns']['change']:+.0f}%)."
+        )
     if costs:
         cpu = sum(c["cpu_s"] for k, c in costs.items() if k.startswith(("sft", "rl")))
-        out.text("Cost (CPU seconds of the process and its children; the ≤ 15 min target is for an idle "
-                 "2-core machine, estimated as CPU seconds / 2): " + "; ".join(
-                     f"{k}: {c['cpu_s']:.0f} CPU-s ({c['wall_s']:.0f} s wall at load {c['load_before']:.1f}–"
-                     f"{c['load_after']:.1f})" for k, c in costs.items())
-                 + f". SFT + RL: {cpu:.0f} CPU-s ≈ {cpu / 120:.1f} min on an idle 2-core machine.")
-    out.text("Relace (seed 000): RL cut turns " + ", ".join(f"{a} → {b} ({100 * (b - a) / a:+.0f}%) on its {k}"
-                                                           for k, (a, b) in RELACE_FINDING.items())
-             + " at similar accuracy, from the turn penalty and parallel calls, with a strong base model, "
-               "an 8×H200 node and 3 epochs over 3,200 prompts.")
+        out.text(
+            "Cost (CPU seconds of the process and its children; the ≤ 15 min target is for an idle "
+            "2-core machine, estimated as CPU seconds / 2): "
+            + "; ".join(
+                f"{k}: {c['cpu_s']:.0f} CPU-s ({c['wall_s']:.0f} s wall at load {c['load_before']:.1f}–"
+                f"{c['load_after']:.1f})"
+                for k, c in costs.items()
+            )
+            + f". SFT + RL: {cpu:.0f} CPU-s ≈ {cpu / 120:.1f} min on an idle 2-core machine."
+        )
+    out.text(
+        "Relace (seed 000): RL cut turns "
+        + ", ".join(f"{a} → {b} ({100 * (b - a) / a:+.0f}%) on its {k}" for k, (a, b) in RELACE_FINDING.items())
+        + " at similar accuracy, from the turn penalty and parallel calls, with a strong base model, "
+        "an 8×H200 node and 3 epochs over 3,200 prompts."
+    )
     out.caveat("What the miniature shows and does not: " + setup.get("limits", ""))
     return out
 
@@ -143,9 +206,24 @@ def before_after_figure(tables: dict[str, pl.DataFrame], title: str = "before vs
         for c, m in enumerate(shown, start=1):
             row = r[m]
             ys = [row["before"], row["after"]]
-            err = dict(type="data", symmetric=False, array=[row["before_hi"] - ys[0], row["after_hi"] - ys[1]],
-                       arrayminus=[ys[0] - row["before_lo"], ys[1] - row["after_lo"]])
-            fig.add_trace(go.Bar(x=["before", "after"], y=ys, error_y=err, name=name, legendgroup=name,
-                                 marker_color=PALETTE[i % len(PALETTE)], showlegend=c == 1), row=1, col=c)
+            err = dict(
+                type="data",
+                symmetric=False,
+                array=[row["before_hi"] - ys[0], row["after_hi"] - ys[1]],
+                arrayminus=[ys[0] - row["before_lo"], ys[1] - row["after_lo"]],
+            )
+            fig.add_trace(
+                go.Bar(
+                    x=["before", "after"],
+                    y=ys,
+                    error_y=err,
+                    name=name,
+                    legendgroup=name,
+                    marker_color=PALETTE[i % len(PALETTE)],
+                    showlegend=c == 1,
+                ),
+                row=1,
+                col=c,
+            )
     fig.update_layout(title=title, barmode="group", width=1000, height=380, legend=dict(orientation="h", y=-0.15))
     return fig

@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import tempfile
 
-from fasbench.data.symbols import K, QUERY
+from fasbench.data.symbols import QUERY, K
 from fasbench.harness import Limits, initial_messages
 from fasbench.models import to_template_messages
 from fasbench.tools import make_toolset
 
 #: The query the count is made with when none is given: a ``symbols`` task's query with six names of
 #: typical length (the miniature's task family; fasbench.data.symbols).
-SAMPLE_QUERY = QUERY.format(k=K, names=", ".join(["parse_header", "RequestContext", "build_response",
-                                                  "iter_chunks", "HTTPAdapter", "get_encoding"]))
+SAMPLE_QUERY = QUERY.format(
+    k=K,
+    names=", ".join(["parse_header", "RequestContext", "build_response", "iter_chunks", "HTTPAdapter", "get_encoding"]),
+)
 
 
-def first_turn(toolset: str = "relace", limits: Limits | None = None, query: str | None = None) -> tuple[list[dict], list[dict]]:
+def first_turn(
+    toolset: str = "relace", limits: Limits | None = None, query: str | None = None
+) -> tuple[list[dict], list[dict]]:
     """(messages, tool schemas) of the first turn under ``limits`` (its ``tool.prompt`` picks the protocol)."""
     limits = limits or Limits()
     with tempfile.TemporaryDirectory() as d:
@@ -30,9 +34,12 @@ def first_turn(toolset: str = "relace", limits: Limits | None = None, query: str
         return initial_messages(ts, query or SAMPLE_QUERY, limits), ts.schemas
 
 
-def first_turn_tokens(tokenizer, toolset: str = "relace", limits: Limits | None = None, query: str | None = None) -> int:
+def first_turn_tokens(
+    tokenizer, toolset: str = "relace", limits: Limits | None = None, query: str | None = None
+) -> int:
     """Tokens of the first turn's rendered prompt (chat template with the tools, generation prompt added)."""
     messages, tools = first_turn(toolset, limits, query)
-    ids = tokenizer.apply_chat_template(to_template_messages(messages), tools=tools, add_generation_prompt=True,
-                                        tokenize=True, return_dict=True)["input_ids"]
+    ids = tokenizer.apply_chat_template(
+        to_template_messages(messages), tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
+    )["input_ids"]
     return len(ids)

@@ -39,13 +39,14 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from fasbench.harness import Limits
 from fasbench.records import Task, Trace
-from fasbench.scoring.reward import Score, score_episode
 from fasbench.rl.episode_state import EpisodeState
+from fasbench.scoring.reward import Score, score_episode
 
 
 @dataclass
@@ -117,11 +118,28 @@ class RolloutEngine:
         if k < 1:
             raise ValueError(f"rollouts: k must be >= 1, got {k}")
         t0 = time.time()
-        states = [EpisodeState(task, self.toolset, self.limits, self.tokenizer, self.label, sample=j,
-                               seed=rollout_seed(self.seed, task.id, j)) for task in tasks for j in range(k)]
+        states = [
+            EpisodeState(
+                task,
+                self.toolset,
+                self.limits,
+                self.tokenizer,
+                self.label,
+                sample=j,
+                seed=rollout_seed(self.seed, task.id, j),
+            )
+            for task in tasks
+            for j in range(k)
+        ]
         limit = self.max_context or int(getattr(self.model.config, "max_position_embeddings", 8192))
-        dec = BatchDecoder(self.model, self.tokenizer.eos_token_id, self.tokenizer.pad_token_id,
-                           temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
+        dec = BatchDecoder(
+            self.model,
+            self.tokenizer.eos_token_id,
+            self.tokenizer.pad_token_id,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+        )
         live = [s for s in states if not s.done]
         if not live:
             return []
@@ -154,17 +172,54 @@ class RolloutEngine:
             tr = s.finish()
             score = score_episode(self.reward, tr, s.task)
             tr.meta["reward"], tr.meta["score"] = self.reward, {"score": float(score.value), "parts": dict(score.parts)}
-            out.append(GroupRollout(task_id=s.task.id, sample=s.sample, trace=tr, ids=s.ids, gen_mask=s.gen_mask,
-                               logprobs=s.logprobs, prompt_len=s.prompt_len,
-                               calls_per_turn=[len(t.calls) for t in tr.turns], new_tokens=s.new_tokens,
-                               capped=s.capped, score=score, wall_s=s.wall_s or time.time() - t0))
+            out.append(
+                GroupRollout(
+                    task_id=s.task.id,
+                    sample=s.sample,
+                    trace=tr,
+                    ids=s.ids,
+                    gen_mask=s.gen_mask,
+                    logprobs=s.logprobs,
+                    prompt_len=s.prompt_len,
+                    calls_per_turn=[len(t.calls) for t in tr.turns],
+                    new_tokens=s.new_tokens,
+                    capped=s.capped,
+                    score=score,
+                    wall_s=s.wall_s or time.time() - t0,
+                )
+            )
         return out
 
 
-def rollout_group(model, tokenizer, tasks: Sequence[Task], k: int = 8, *, toolset: str = "relace",
-                  limits: Limits | None = None, reward: str = "relace", max_new_tokens: int = 160,
-                  temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-                  max_context: int | None = None, label: str = "rollout") -> list[GroupRollout]:
+def rollout_group(
+    model,
+    tokenizer,
+    tasks: Sequence[Task],
+    k: int = 8,
+    *,
+    toolset: str = "relace",
+    limits: Limits | None = None,
+    reward: str = "relace",
+    max_new_tokens: int = 160,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    top_k: int = 0,
+    seed: int = 0,
+    max_context: int | None = None,
+    label: str = "rollout",
+) -> list[GroupRollout]:
     """``k`` rollouts of each task, generated together (:class:`RolloutEngine`)."""
-    return RolloutEngine(model, tokenizer, toolset, limits or Limits(), reward, max_new_tokens, temperature,
-                         top_p, top_k, seed, max_context, label).run(tasks, k)
+    return RolloutEngine(
+        model,
+        tokenizer,
+        toolset,
+        limits or Limits(),
+        reward,
+        max_new_tokens,
+        temperature,
+        top_p,
+        top_k,
+        seed,
+        max_context,
+        label,
+    ).run(tasks, k)

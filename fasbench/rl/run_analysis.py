@@ -28,9 +28,15 @@ def read_rollouts(out: str | Path) -> list[Trace]:
     return read_traces(p) if p.exists() else []
 
 
-def incentive_landscape(tasks: list[Task], toolset: str = "relace", reward: str = "relace",
-                        turns: tuple[int, ...] = (2, 3, 4, 6), calls: tuple[int, ...] = (1, 2, 4, 8),
-                        max_turns: int | None = None, progress: bool = True) -> pl.DataFrame:
+def incentive_landscape(
+    tasks: list[Task],
+    toolset: str = "relace",
+    reward: str = "relace",
+    turns: tuple[int, ...] = (2, 3, 4, 6),
+    calls: tuple[int, ...] = (1, 2, 4, 8),
+    max_turns: int | None = None,
+    progress: bool = True,
+) -> pl.DataFrame:
     """The heuristic policy swept over planned turns × parallel calls per search turn, each episode
     run through the harness and scored under ``reward``: what the reward pays for.
     Returns a polars frame: ``plan_turns`` and ``plan_calls`` (the grid), then the episode table's
@@ -45,6 +51,7 @@ def incentive_landscape(tasks: list[Task], toolset: str = "relace", reward: str 
         pol = HeuristicPolicy(turns=nt, calls=nc)
         for t in tasks:
             tr = run_episode(t, pol, toolset, lim)
-            rows.append({"plan_turns": nt, "plan_calls": nc,
-                         **episode_row(tr, t, reward, rewards=[reward], localization=False)})
+            rows.append(
+                {"plan_turns": nt, "plan_calls": nc, **episode_row(tr, t, reward, rewards=[reward], localization=False)}
+            )
     return pl.DataFrame(rows, infer_schema_length=None)

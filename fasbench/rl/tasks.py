@@ -13,9 +13,9 @@ corpus materialises (the others are skipped, with their reason in ``OUT/skipped_
 from __future__ import annotations
 
 from fasbench.data.corpora import with_corpora
+from fasbench.data.tasksets import load_task_set, parse_task_set
 from fasbench.records import Task
 from fasbench.rl.config import SKIPPED_FILE, RLConfig
-from fasbench.data.tasksets import load_task_set, parse_task_set
 
 
 def load_rl_tasks(cfg: RLConfig, progress: bool = True) -> list[Task]:
@@ -23,9 +23,15 @@ def load_rl_tasks(cfg: RLConfig, progress: bool = True) -> list[Task]:
     ts = parse_task_set(cfg.tasks)
     split = None if cfg.task_ids or ts.kind == "git" or ts.split else cfg.split
     tasks = load_task_set(ts, split=split, ids=cfg.task_ids)
-    got = with_corpora(tasks, cfg.corpus_mode, limit=None if cfg.task_ids else cfg.n_tasks,
-                       skipped=cfg.out / SKIPPED_FILE, progress=progress, desc="rl corpora",
-                       strict=bool(cfg.task_ids))
+    got = with_corpora(
+        tasks,
+        cfg.corpus_mode,
+        limit=None if cfg.task_ids else cfg.n_tasks,
+        skipped=cfg.out / SKIPPED_FILE,
+        progress=progress,
+        desc="rl corpora",
+        strict=bool(cfg.task_ids),
+    )
     if not got.tasks:
         why = "; ".join(f"{n} {r}" for r, n in got.reasons().items()) or "the task set is empty"
         raise ValueError(f"rl config: no usable task from {cfg.tasks!r} (split {split!r}, ids {cfg.task_ids}): {why}")

@@ -25,7 +25,6 @@ from typing import Any
 
 from fasbench.chat_families import check_parallel, template_family
 from fasbench.harness import initial_messages
-from fasbench.scoring.judge import make_judge
 from fasbench.models import load_model, load_tokenizer, resolve_model
 from fasbench.records import Task
 from fasbench.rl.config import LOG_FILE, SUMMARY_FILE, RLConfig, resolve_model_spec
@@ -33,10 +32,11 @@ from fasbench.rl.env import environment_class, harness_schemas
 from fasbench.rl.episode_reward import EpisodeReward, mean_std, rollout_stats
 from fasbench.rl.tasks import load_rl_tasks
 from fasbench.rl.trl_compat import check_env_tools, check_grpo_trainer
+from fasbench.scoring.judge import make_judge
 from fasbench.tools import make_toolset, toolset_class
 from fasbench.tools.fastcontext_query import query_note
-from fasbench.training.profiles import check_report_to, device_args, report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
+from fasbench.training.profiles import check_report_to, device_args, report_to_list
 
 # The function-local imports below are the heavy training libraries (torch, transformers, datasets,
 # trl; their measured import costs are in benchmarks/README.md), which `fasbench rl config|log` and
@@ -69,8 +69,14 @@ def _trainer_class():
         ``advantage="raw"`` uses each rollout's reward as its advantage (slime's
         ``--disable-rewards-normalization``; TRL itself always subtracts the group mean)."""
 
-        def __init__(self, *args, harness_tool_schemas: list[dict], episode_reward: EpisodeReward,
-                     raw_advantages: bool = False, **kw):
+        def __init__(
+            self,
+            *args,
+            harness_tool_schemas: list[dict],
+            episode_reward: EpisodeReward,
+            raw_advantages: bool = False,
+            **kw,
+        ):
             super().__init__(*args, **kw)
             self._raw_advantages = raw_advantages
             check_env_tools(self)
@@ -110,7 +116,8 @@ def _trainer_class():
             model_mask = mask * out["tool_mask"] if out.get("tool_mask") is not None else mask
             stats["episode/tokens/mean"], stats["episode/tokens/std"] = mean_std(mask.sum(1).float().tolist())
             stats["episode/model_tokens/mean"], stats["episode/model_tokens/std"] = mean_std(
-                model_mask.sum(1).float().tolist())
+                model_mask.sum(1).float().tolist()
+            )
             for k, v in stats.items():
                 self._metrics[mode][k].append(v)
             return out
@@ -144,8 +151,14 @@ def prepare_tokenizer(tok):
     try:
         return ctu.add_response_schema(tok)
     except ValueError:
-        qwen_training = [getattr(ctu, n, None) for n in ("qwen2_5_training_chat_template", "qwen3_training_chat_template",
-                                                         "qwen3_instruct_2507_training_chat_template")]
+        qwen_training = [
+            getattr(ctu, n, None)
+            for n in (
+                "qwen2_5_training_chat_template",
+                "qwen3_training_chat_template",
+                "qwen3_instruct_2507_training_chat_template",
+            )
+        ]
         if tok.chat_template in qwen_training:
             if ctu._SUPPORTS_RESPONSE_TEMPLATE:
                 tok.response_template = ctu.qwen3_template
@@ -171,16 +184,32 @@ def grpo_args(cfg: RLConfig, use_cpu: bool | None = None):
     extra = dict(cfg.grpo or {})
     checkpointing = extra.pop("gradient_checkpointing", cfg.gradient_checkpointing)  # the old name in cfg.grpo
     return GRPOConfig(
-        output_dir=str(cfg.out), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
+        output_dir=str(cfg.out),
+        max_steps=cfg.max_steps,
+        learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, num_generations=cfg.num_generations,
-        max_completion_length=cfg.max_completion_length, max_tool_calling_iterations=tool_rounds(cfg),
-        epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, beta=cfg.beta, loss_type=cfg.loss_type,
-        temperature=cfg.temperature, seed=cfg.seed, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit, report_to=report_to_list(cfg.report_to), bf16=cfg.bf16,
-        use_vllm=cfg.use_vllm, vllm_mode=cfg.vllm_mode,
-        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization, use_cpu=use_cpu,
-        remove_unused_columns=False, **{**device_args(checkpointing, use_cpu), **extra})
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        num_generations=cfg.num_generations,
+        max_completion_length=cfg.max_completion_length,
+        max_tool_calling_iterations=tool_rounds(cfg),
+        epsilon=cfg.epsilon,
+        epsilon_high=cfg.epsilon_high,
+        beta=cfg.beta,
+        loss_type=cfg.loss_type,
+        temperature=cfg.temperature,
+        seed=cfg.seed,
+        logging_steps=cfg.logging_steps,
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        report_to=report_to_list(cfg.report_to),
+        bf16=cfg.bf16,
+        use_vllm=cfg.use_vllm,
+        vllm_mode=cfg.vllm_mode,
+        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+        use_cpu=use_cpu,
+        remove_unused_columns=False,
+        **{**device_args(checkpointing, use_cpu), **extra},
+    )
 
 
 def build_dataset(tasks: list[Task], cfg: RLConfig):
@@ -197,7 +226,6 @@ def build_dataset(tasks: list[Task], cfg: RLConfig):
     if note:
         print(f"rl: {note}")
     return Dataset.from_list(rows)
-
 
 
 def peft_config(cfg: RLConfig):
@@ -235,9 +263,11 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     try:
         prepare_tokenizer(tok)
     except ValueError as e:  # TRL has no tool-call parser for the template ("Unrecognized chat template")
-        raise ValueError(f"grpo: TRL's tool loop has no tool-call parser for the {template_family(tok.chat_template)} "
-                         f"chat template ({str(e).splitlines()[0][:80]}); use a Qwen2.5/Qwen3 tool template "
-                         "(fasbench.models.tool_chat_template())") from None
+        raise ValueError(
+            f"grpo: TRL's tool loop has no tool-call parser for the {template_family(tok.chat_template)} "
+            f"chat template ({str(e).splitlines()[0][:80]}); use a Qwen2.5/Qwen3 tool template "
+            "(fasbench.models.tool_chat_template())"
+        ) from None
     check_parallel(tok, "grpo")  # TRL's parser must give back every parallel call, in order
     args = grpo_args(cfg, use_cpu=not cuda)
     # TRL's generation helpers (trl.models.utils) read model.is_gradient_checkpointing, which transformers
@@ -247,10 +277,18 @@ def make_trainer(cfg: RLConfig, tasks: list[Task] | None = None):
     limits = cfg.limits
     env_cls = environment_class(cfg.toolset, limits)
     trainer = _trainer_class()(
-        model=model, reward_funcs=[reward], args=args, train_dataset=build_dataset(tasks, cfg),
-        processing_class=tok, environment_factory=env_cls, peft_config=peft_config(cfg),
-        callbacks=[step_log(out / LOG_FILE), save_at_end()], harness_tool_schemas=harness_schemas(cfg.toolset, limits),
-        episode_reward=reward, raw_advantages=cfg.advantage == "raw")
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=build_dataset(tasks, cfg),
+        processing_class=tok,
+        environment_factory=env_cls,
+        peft_config=peft_config(cfg),
+        callbacks=[step_log(out / LOG_FILE), save_at_end()],
+        harness_tool_schemas=harness_schemas(cfg.toolset, limits),
+        episode_reward=reward,
+        raw_advantages=cfg.advantage == "raw",
+    )
     return trainer, tasks
 
 
@@ -268,15 +306,22 @@ def train(cfg: RLConfig, tasks: list[Task] | None = None) -> dict:
     if resume and (out / "config.json").exists():
         before = json.loads((out / "config.json").read_text()).get("resolved_model")
         if before is not None and before != start:
-            raise ValueError(f"{out} holds a run that started from {before!r}, but this config starts from "
-                             f"{start!r}; use another output_dir (or delete {out}) to train from it")
+            raise ValueError(
+                f"{out} holds a run that started from {before!r}, but this config starts from "
+                f"{start!r}; use another output_dir (or delete {out}) to train from it"
+            )
     start_step = checkpoint_step(resume)
     if resume and cfg.max_steps > 0 and start_step >= cfg.max_steps and (out / "final").is_dir():
         old = json.loads((out / SUMMARY_FILE).read_text()) if (out / SUMMARY_FILE).exists() else {}
-        summary = {**old, "resumed_from": resume, "global_step": start_step, "steps_this_call": 0,
-                   "steps_resumed": start_step,  # the other numbers are the earlier call's (the model in final/)
-                   "note": f"resumed at step {start_step} >= max_steps={cfg.max_steps}: no step in this call; "
-                           f"the numbers are those of the earlier call that trained final/"}
+        summary = {
+            **old,
+            "resumed_from": resume,
+            "global_step": start_step,
+            "steps_this_call": 0,
+            "steps_resumed": start_step,  # the other numbers are the earlier call's (the model in final/)
+            "note": f"resumed at step {start_step} >= max_steps={cfg.max_steps}: no step in this call; "
+            f"the numbers are those of the earlier call that trained final/",
+        }
         (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, default=str))
         print(resume_line("RL", out, start_step, 0, cfg.max_steps))
         return summary
@@ -290,17 +335,23 @@ def train(cfg: RLConfig, tasks: list[Task] | None = None) -> dict:
     wall = time.time() - t0
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
-    summary: dict[str, Any] = {"config": cfg.to_dict(), "model": resolve_model_spec(cfg), "n_tasks": len(tasks),
-                               "task_ids": [t.id for t in tasks], "resumed_from": resume,
-                               "global_step": trainer.state.global_step, "train_loss": result.training_loss,
-                               "wall_s": wall}
+    summary: dict[str, Any] = {
+        "config": cfg.to_dict(),
+        "model": resolve_model_spec(cfg),
+        "n_tasks": len(tasks),
+        "task_ids": [t.id for t in tasks],
+        "resumed_from": resume,
+        "global_step": trainer.state.global_step,
+        "train_loss": result.training_loss,
+        "wall_s": wall,
+    }
     if init is not None:
         # Against the weights at the start of this call (the resumed checkpoint's, when resuming).
         sq = diff = 0.0
         with torch.no_grad():
             for k, v in trainer.model.named_parameters():
                 if k in init:
-                    d = (v.detach().float().cpu() - init[k].float())
+                    d = v.detach().float().cpu() - init[k].float()
                     diff += float(d.pow(2).sum())
                     sq += float(init[k].float().pow(2).sum())
         summary["weight_delta_l2"] = math.sqrt(diff)
@@ -316,4 +367,3 @@ def train(cfg: RLConfig, tasks: list[Task] | None = None) -> dict:
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, default=str))
     print(resume_line("RL", out, start_step, summary["steps_this_call"], cfg.max_steps))
     return summary
-

@@ -19,15 +19,20 @@ one message naming the range, not deep inside a training step.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version as installed_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed_version
 
 # packaging is a dependency of TRL itself (Requires-Dist: packaging), so it is there whenever TRL is.
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 SUPPORTED = ">=1.16,<2"
-PRIVATE_METHODS = ("_generate_single_turn", "_tool_call_loop", "_get_tool_suffix_ids",
-                   "_generate_and_score_completions")
+PRIVATE_METHODS = (
+    "_generate_single_turn",
+    "_tool_call_loop",
+    "_get_tool_suffix_ids",
+    "_generate_and_score_completions",
+)
 
 
 class TRLVersionError(ImportError):
@@ -39,8 +44,9 @@ def trl_version() -> str:
     try:
         return installed_version("trl")
     except PackageNotFoundError as e:
-        raise TRLVersionError(f"TRL is not installed; fasbench's GRPO needs trl{SUPPORTED} "
-                              f"(pip install 'trl{SUPPORTED}')") from e
+        raise TRLVersionError(
+            f"TRL is not installed; fasbench's GRPO needs trl{SUPPORTED} (pip install 'trl{SUPPORTED}')"
+        ) from e
 
 
 def check_version(v: str) -> None:
@@ -50,8 +56,10 @@ def check_version(v: str) -> None:
     except InvalidVersion:
         ok = False
     if not ok:
-        raise TRLVersionError(f"TRL {v} is installed; fasbench's GRPO supports trl{SUPPORTED} (it overrides "
-                              f"private GRPOTrainer methods of those releases): pip install 'trl{SUPPORTED}'")
+        raise TRLVersionError(
+            f"TRL {v} is installed; fasbench's GRPO supports trl{SUPPORTED} (it overrides "
+            f"private GRPOTrainer methods of those releases): pip install 'trl{SUPPORTED}'"
+        )
 
 
 def check_grpo_trainer(trainer_cls: type, v: str | None = None) -> None:
@@ -61,12 +69,16 @@ def check_grpo_trainer(trainer_cls: type, v: str | None = None) -> None:
     check_version(v)
     missing = [m for m in PRIVATE_METHODS if not callable(getattr(trainer_cls, m, None))]
     if missing:
-        raise TRLVersionError(f"TRL {v}: GRPOTrainer has no {', '.join(missing)}, which fasbench's GRPO "
-                              f"overrides; supported: trl{SUPPORTED}")
+        raise TRLVersionError(
+            f"TRL {v}: GRPOTrainer has no {', '.join(missing)}, which fasbench's GRPO "
+            f"overrides; supported: trl{SUPPORTED}"
+        )
 
 
 def check_env_tools(trainer) -> None:
     """After construction: ``_env_tools`` must be TRL's ``{environment name: tools}`` dict."""
     if not isinstance(getattr(trainer, "_env_tools", None), dict):
-        raise TRLVersionError(f"TRL {trl_version()}: GRPOTrainer._env_tools is not a {{environment: tools}} dict, "
-                              f"as fasbench's GRPO expects; supported: trl{SUPPORTED}")
+        raise TRLVersionError(
+            f"TRL {trl_version()}: GRPOTrainer._env_tools is not a {{environment: tools}} dict, "
+            f"as fasbench's GRPO expects; supported: trl{SUPPORTED}"
+        )

@@ -36,9 +36,9 @@ from fasbench.base.paths import child
 from fasbench.harness import Limits
 from fasbench.models import load_model
 from fasbench.records import Task
-from fasbench.scoring.reward import score_episode
 from fasbench.rl.batched import EpisodeTokens, run_batched
 from fasbench.rl.protocol import first_turn
+from fasbench.scoring.reward import score_episode
 from fasbench.tools import ToolLimits
 
 STEP_LOG = "steps.jsonl"
@@ -72,8 +72,11 @@ class MiniConfig:
     threads: int = 2
 
     def limits(self) -> Limits:
-        return Limits(max_turns=self.max_turns, max_calls_per_turn=self.max_calls_per_turn,
-                      tool=ToolLimits(max_output_chars=self.max_output_chars, prompt=self.prompt))
+        return Limits(
+            max_turns=self.max_turns,
+            max_calls_per_turn=self.max_calls_per_turn,
+            tool=ToolLimits(max_output_chars=self.max_output_chars, prompt=self.prompt),
+        )
 
 
 def score(rollouts: list[EpisodeTokens], reward: str) -> None:
@@ -87,11 +90,20 @@ def rollout_row(r: EpisodeTokens, **extra) -> dict:
     """One rollout's measures (evaluation rows, the rollout log)."""
     tr = r.trace
     n = tr.n_turns
-    return {"task_id": r.task.id, "turns": n, "calls": tr.n_calls, "calls_per_turn": tr.n_calls / n if n else 0.0,
-            "first_calls": r.first_calls, "first_parallel": float(r.first_calls >= 2),
-            "reported": float(tr.report is not None), "reward": r.reward,
-            "file_f2": r.parts.get("accuracy", float("nan")), "turn_penalty": r.parts.get("turn_penalty", float("nan")),
-            "new_tokens": sum(r.mask), **extra}
+    return {
+        "task_id": r.task.id,
+        "turns": n,
+        "calls": tr.n_calls,
+        "calls_per_turn": tr.n_calls / n if n else 0.0,
+        "first_calls": r.first_calls,
+        "first_parallel": float(r.first_calls >= 2),
+        "reported": float(tr.report is not None),
+        "reward": r.reward,
+        "file_f2": r.parts.get("accuracy", float("nan")),
+        "turn_penalty": r.parts.get("turn_penalty", float("nan")),
+        "new_tokens": sum(r.mask),
+        **extra,
+    }
 
 
 def zero_variance(rewards: list[float]) -> bool:
@@ -136,8 +148,16 @@ class BatchedRollouts:
 
     def draw(self, tasks: list[Task], seed: int) -> list[EpisodeTokens]:
         cfg = self.cfg
-        rolls, st = run_batched(self.gen, self.tok, tasks, toolset=cfg.toolset, limits=cfg.limits(),
-                                temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=seed)
+        rolls, st = run_batched(
+            self.gen,
+            self.tok,
+            tasks,
+            toolset=cfg.toolset,
+            limits=cfg.limits(),
+            temperature=cfg.temperature,
+            max_new_tokens=cfg.max_new_tokens,
+            seed=seed,
+        )
         if len(rolls) != len(tasks):
             raise RuntimeError(f"rollout_func: {len(tasks) - len(rolls)} episodes failed: {st['errors'][:3]}")
         score(rolls, cfg.reward)
@@ -156,23 +176,40 @@ class BatchedRollouts:
         tasks = [self._task(p) for p in prompts]
         rolls = self.draw(tasks, seed=cfg.seed * 100_003 + step * 101)
         starts = list(range(0, len(tasks), cfg.k))
-        first_zero = [zero_variance([r.reward for r in rolls[s:s + cfg.k]]) for s in starts]
+        first_zero = [zero_variance([r.reward for r in rolls[s : s + cfg.k]]) for s in starts]
         drawn = len(rolls)
         for attempt in range(cfg.resample):
-            redo = [s for s in starts if zero_variance([r.reward for r in rolls[s:s + cfg.k]])]
+            redo = [s for s in starts if zero_variance([r.reward for r in rolls[s : s + cfg.k]])]
             if not redo:
                 break
-            new = self.draw([tasks[s] for s in redo for _ in range(cfg.k)], seed=cfg.seed * 100_003 + step * 101 + attempt + 1)
+            new = self.draw(
+                [tasks[s] for s in redo for _ in range(cfg.k)], seed=cfg.seed * 100_003 + step * 101 + attempt + 1
+            )
             drawn += len(new)
             for j, s in enumerate(redo):
-                rolls[s:s + cfg.k] = new[j * cfg.k:(j + 1) * cfg.k]
-        final_zero = [zero_variance([r.reward for r in rolls[s:s + cfg.k]]) for s in starts]
+                rolls[s : s + cfg.k] = new[j * cfg.k : (j + 1) * cfg.k]
+        final_zero = [zero_variance([r.reward for r in rolls[s : s + cfg.k]]) for s in starts]
         rows = [rollout_row(r, step=step, group=i // cfg.k) for i, r in enumerate(rolls)]
         n = len(rows)
-        rec = {"step": step, "groups": len(starts), "rollouts_drawn": drawn, "zero_var_share_first": sum(first_zero) / len(starts),
-               "zero_var_share": sum(final_zero) / len(starts), "rollout_s": time.time() - t0,
-               "capped_replies": self.pending.pop("capped", 0)}
-        for k in ("reward", "file_f2", "turn_penalty", "turns", "calls_per_turn", "first_parallel", "reported", "new_tokens"):
+        rec = {
+            "step": step,
+            "groups": len(starts),
+            "rollouts_drawn": drawn,
+            "zero_var_share_first": sum(first_zero) / len(starts),
+            "zero_var_share": sum(final_zero) / len(starts),
+            "rollout_s": time.time() - t0,
+            "capped_replies": self.pending.pop("capped", 0),
+        }
+        for k in (
+            "reward",
+            "file_f2",
+            "turn_penalty",
+            "turns",
+            "calls_per_turn",
+            "first_parallel",
+            "reported",
+            "new_tokens",
+        ):
             rec[k] = sum(r[k] for r in rows) / n
         out = Path(cfg.out)
         with (out / STEP_LOG).open("a") as fh:
@@ -180,11 +217,13 @@ class BatchedRollouts:
         with (out / ROLLOUT_LOG).open("a") as fh:
             for r in rows:
                 fh.write(json.dumps(r) + "\n")
-        return {"prompt_ids": [r.ids[:r.prompt_len] for r in rolls],
-                "completion_ids": [r.ids[r.prompt_len:] for r in rolls],
-                "logprobs": [r.logps[r.prompt_len:] for r in rolls],
-                "env_mask": [r.mask[r.prompt_len:] for r in rolls],
-                "rollout_reward": [r.reward for r in rolls]}
+        return {
+            "prompt_ids": [r.ids[: r.prompt_len] for r in rolls],
+            "completion_ids": [r.ids[r.prompt_len :] for r in rolls],
+            "logprobs": [r.logps[r.prompt_len :] for r in rolls],
+            "env_mask": [r.mask[r.prompt_len :] for r in rolls],
+            "rollout_reward": [r.reward for r in rolls],
+        }
 
 
 def rollout_reward(prompts, completions, rollout_reward=None, **_) -> list[float]:
@@ -206,16 +245,40 @@ def make_trainer(cfg: MiniConfig, tasks: list[Task]):
     tok.padding_side = "left"
     rows = [{"prompt": first_turn(cfg.toolset, cfg.limits(), t.query)[0]} for t in tasks]
     per_step = cfg.groups * cfg.k
-    args = GRPOConfig(output_dir=cfg.out, max_steps=cfg.steps, learning_rate=cfg.lr, lr_scheduler_type="constant",
-                      per_device_train_batch_size=cfg.micro_batch, gradient_accumulation_steps=per_step // cfg.micro_batch,
-                      num_generations=cfg.k, max_completion_length=4096, loss_type=cfg.loss_type, beta=0.0,
-                      epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, temperature=cfg.temperature, seed=cfg.seed,
-                      logging_steps=1, save_steps=1, save_total_limit=1, report_to=[], use_cpu=True, bf16=False,
-                      remove_unused_columns=False, log_completions=False, shuffle_dataset=True,
-                      dataloader_num_workers=0)
-    trainer = GRPOTrainer(model=model, reward_funcs=[rollout_reward], args=args,
-                          train_dataset=Dataset.from_list(rows), processing_class=tok,
-                          rollout_func=BatchedRollouts(cfg, tasks, tok))
+    args = GRPOConfig(
+        output_dir=cfg.out,
+        max_steps=cfg.steps,
+        learning_rate=cfg.lr,
+        lr_scheduler_type="constant",
+        per_device_train_batch_size=cfg.micro_batch,
+        gradient_accumulation_steps=per_step // cfg.micro_batch,
+        num_generations=cfg.k,
+        max_completion_length=4096,
+        loss_type=cfg.loss_type,
+        beta=0.0,
+        epsilon=cfg.epsilon,
+        epsilon_high=cfg.epsilon_high,
+        temperature=cfg.temperature,
+        seed=cfg.seed,
+        logging_steps=1,
+        save_steps=1,
+        save_total_limit=1,
+        report_to=[],
+        use_cpu=True,
+        bf16=False,
+        remove_unused_columns=False,
+        log_completions=False,
+        shuffle_dataset=True,
+        dataloader_num_workers=0,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[rollout_reward],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        rollout_func=BatchedRollouts(cfg, tasks, tok),
+    )
     return trainer
 
 
@@ -238,10 +301,16 @@ def train(cfg: MiniConfig, tasks: list[Task]) -> dict:
     trainer.save_model(str(final))
     trainer.processing_class.save_pretrained(str(final))
     losses = [h.get("loss") for h in trainer.state.log_history if "loss" in h]
-    summary = {"steps": cfg.steps, "global_step": trainer.state.global_step, "resumed_from": last,
-               "wall_s": time.time() - t0, "losses": losses,
-               "frac_reward_zero_std": [h.get("frac_reward_zero_std") for h in trainer.state.log_history
-                                        if "frac_reward_zero_std" in h]}
+    summary = {
+        "steps": cfg.steps,
+        "global_step": trainer.state.global_step,
+        "resumed_from": last,
+        "wall_s": time.time() - t0,
+        "losses": losses,
+        "frac_reward_zero_std": [
+            h.get("frac_reward_zero_std") for h in trainer.state.log_history if "frac_reward_zero_std" in h
+        ],
+    }
     summary_file.write_text(json.dumps(summary, indent=1))
     return summary
 
@@ -274,13 +343,29 @@ def evaluate(model_path: str, tasks: list[Task], cfg: MiniConfig, k: int, label:
     for mode, temp, kk in (("sampled", cfg.temperature, k), ("greedy", 0.0, 1)):
         batch = [t for t in tasks for _ in range(kk)]
         t0 = time.time()
-        rolls, st = run_batched(model, tok, batch, toolset=cfg.toolset, limits=cfg.limits(), temperature=temp,
-                                max_new_tokens=cfg.max_new_tokens, seed=10_000 + cfg.seed)
+        rolls, st = run_batched(
+            model,
+            tok,
+            batch,
+            toolset=cfg.toolset,
+            limits=cfg.limits(),
+            temperature=temp,
+            max_new_tokens=cfg.max_new_tokens,
+            seed=10_000 + cfg.seed,
+        )
         score(rolls, cfg.reward)
-        rows += [rollout_row(r, mode=mode, label=label, sample=i % kk, batch_s=time.time() - t0,
-                             model_s=sum(t.model_time for t in r.trace.turns),
-                             tools_s=sum((t.tools_ended_at or 0) - (t.tools_started_at or 0) for t in r.trace.turns))
-                 for i, r in enumerate(rolls)]
+        rows += [
+            rollout_row(
+                r,
+                mode=mode,
+                label=label,
+                sample=i % kk,
+                batch_s=time.time() - t0,
+                model_s=sum(t.model_time for t in r.trace.turns),
+                tools_s=sum((t.tools_ended_at or 0) - (t.tools_started_at or 0) for t in r.trace.turns),
+            )
+            for i, r in enumerate(rolls)
+        ]
     Path(out).mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows

@@ -41,42 +41,83 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Mapping
 
 from fasbench.base.contain import PathRefused, file_key, read_bytes
 from fasbench.base.entities import parse_python
 from fasbench.base.lines import file_lines, line_set
-from fasbench.stats.metrics import NONNEGATIVE, UNIT, Bounds, normalize_path
-from fasbench.scoring.process import call_lines
 from fasbench.records import Trace
+from fasbench.scoring.process import call_lines
+from fasbench.stats.metrics import NONNEGATIVE, UNIT, Bounds, normalize_path
 from fasbench.tools import tool_kind
 
 #: Extensions ContextBench's tree-sitter parses (extractors/treesitter.py ``LANG_MAP``).
-TS_EXTENSIONS = (".py", ".js", ".jsx", ".ts", ".tsx", ".java", ".go", ".rs", ".c", ".h", ".cpp", ".cc", ".hpp",
-                 ".cs", ".php", ".rb", ".swift", ".kt", ".scala")
+TS_EXTENSIONS = (
+    ".py",
+    ".js",
+    ".jsx",
+    ".ts",
+    ".tsx",
+    ".java",
+    ".go",
+    ".rs",
+    ".c",
+    ".h",
+    ".cpp",
+    ".cc",
+    ".hpp",
+    ".cs",
+    ".php",
+    ".rb",
+    ".swift",
+    ".kt",
+    ".scala",
+)
 LEVELS = ("file", "block", "line")
 
 _SRC = "anonymousUser2026/ContextBench @2e37285, Context-Bench/contextbench/"
 #: Every ContextBench column, its definition and source (null = not defined for the episode).
 CONTEXTBENCH_COLUMNS: dict[str, str] = {
-    **{f"cb_{lv}_{m}": d.format(lv=lv) for lv in LEVELS for m, d in (
-        ("recall", "ContextBench coverage at {lv} level: |final ∩ gold| / |gold|, 1.0 when the gold is empty "
-                   f"({_SRC}metrics/compute.py::coverage_precision); null when the report names no corpus file "
-                   "(evaluate.py's no_context_extracted: the instance is left out of its averages)"),
-        ("precision", "ContextBench precision at {lv} level: |final ∩ gold| / |final|, 1.0 when the final context "
-                      "is empty at this level (coverage_precision); null as recall"),
-        ("f1", "2PR/(P+R) of the two above, 0 when both are 0 (ContextBench's metrics page; evaluate.py writes no F1)"))},
-    **{f"cb_efficiency_{lv}": (f"ContextBench AUC-Coverage at {lv} level (the paper's efficiency): the mean over "
-                               "steps of the coverage of the union of the steps so far (metrics/compute.py::"
-                               "compute_trajectory_metrics); 0.0 without steps" +
-                               ("; line coverage is 0.0 when the gold has no line (as written there)" if lv == "line"
-                                else "")) for lv in LEVELS},
-    "cb_evidence_drop": ("ContextBench evidence drop (retrieval ≠ use), line level: 1 − |final ∩ G_seen| / |G_seen|, "
-                         "G_seen = gold lines any step showed; 1.0 when G_seen is empty (scripts/"
-                         "calculate_evidence_drop_laststep_to_final.py, union-drop)"),
-    "cb_evidence_drop_last": ("the same with G_seen = gold lines shown by the steps of the last turn that has "
-                              "steps (that script's last-step-drop: the blocks of the last assistant message)"),
+    **{
+        f"cb_{lv}_{m}": d.format(lv=lv)
+        for lv in LEVELS
+        for m, d in (
+            (
+                "recall",
+                "ContextBench coverage at {lv} level: |final ∩ gold| / |gold|, 1.0 when the gold is empty "
+                f"({_SRC}metrics/compute.py::coverage_precision); null when the report names no corpus file "
+                "(evaluate.py's no_context_extracted: the instance is left out of its averages)",
+            ),
+            (
+                "precision",
+                "ContextBench precision at {lv} level: |final ∩ gold| / |final|, 1.0 when the final context "
+                "is empty at this level (coverage_precision); null as recall",
+            ),
+            (
+                "f1",
+                "2PR/(P+R) of the two above, 0 when both are 0 (ContextBench's metrics page; evaluate.py writes no F1)",
+            ),
+        )
+    },
+    **{
+        f"cb_efficiency_{lv}": (
+            f"ContextBench AUC-Coverage at {lv} level (the paper's efficiency): the mean over "
+            "steps of the coverage of the union of the steps so far (metrics/compute.py::"
+            "compute_trajectory_metrics); 0.0 without steps"
+            + ("; line coverage is 0.0 when the gold has no line (as written there)" if lv == "line" else "")
+        )
+        for lv in LEVELS
+    },
+    "cb_evidence_drop": (
+        "ContextBench evidence drop (retrieval ≠ use), line level: 1 − |final ∩ G_seen| / |G_seen|, "
+        "G_seen = gold lines any step showed; 1.0 when G_seen is empty (scripts/"
+        "calculate_evidence_drop_laststep_to_final.py, union-drop)"
+    ),
+    "cb_evidence_drop_last": (
+        "the same with G_seen = gold lines shown by the steps of the last turn that has "
+        "steps (that script's last-step-drop: the blocks of the last assistant message)"
+    ),
     "cb_gold_lines": "lines of the gold context (merged per file, as annotated)",
     "cb_gold_seen_lines": "|G_seen|: gold lines some step showed",
 }
@@ -119,11 +160,15 @@ def _defs_cached(root: str, path: str, key: tuple) -> tuple:
     if tree is None:
         return ()  # deviation: ContextBench's tree-sitter extract_defs recovers definitions from a file with
         # syntax errors (the ones before the error, or around it); Python's ast gives none for it
-    kinds = {ast.FunctionDef: "function_definition", ast.AsyncFunctionDef: "function_definition",
-             ast.ClassDef: "class_definition"}
+    kinds = {
+        ast.FunctionDef: "function_definition",
+        ast.AsyncFunctionDef: "function_definition",
+        ast.ClassDef: "class_definition",
+    }
     lines = _LINE_END.split(data.decode("utf-8", "replace"))
-    return tuple((path, kinds[type(n)], n.lineno, n.col_offset, _block_end(lines, n)) for n in ast.walk(tree)
-                 if type(n) in kinds)
+    return tuple(
+        (path, kinds[type(n)], n.lineno, n.col_offset, _block_end(lines, n)) for n in ast.walk(tree) if type(n) in kinds
+    )
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -238,7 +283,7 @@ def final_context(trace: Trace, root: str | None) -> tuple[set[str], dict[str, l
             continue
         files.add(q)
         n = file_lines(root, q) if root else None
-        for r in (rs or ([[1, n]] if n else [])):
+        for r in rs or ([[1, n]] if n else []):
             s, e = int(r[0]), int(r[1])
             if e == -1 and n:
                 e = n

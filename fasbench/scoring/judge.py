@@ -39,19 +39,19 @@ import io
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
 from fasbench.base import contain
-from fasbench.stats.metrics import normalize_path
 from fasbench.base.paths import cache_dir
-from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.base.specs import build, parse_spec
+from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
 from fasbench.records.fastcontext_answer import RELEASED_BLOCK, RELEASED_LINE, WORK_DIR
+from fasbench.stats.metrics import normalize_path
 
 MAX_LINES = 500  # read_citations_content: lines per citation
 MAX_LINE_LENGTH = 500  # read_citations_content: characters per line
@@ -153,7 +153,7 @@ class _Limited(io.RawIOBase):
             return 0
         data = self.f.read(min(len(b), self.budget[0], 1 << 20))
         self.budget[0] -= len(data)
-        b[:len(data)] = data
+        b[: len(data)] = data
         return len(data)
 
 
@@ -166,7 +166,7 @@ def _released_rel(path: str) -> str:
     pre = WORK_DIR.rstrip("/") + "/"
     if not path.startswith(pre):
         return ""
-    rel = path[len(pre):]
+    rel = path[len(pre) :]
     parts = rel.split("/")
     return "" if ".." in parts or not rel else rel
 
@@ -202,8 +202,9 @@ def citation_list(files: Mapping[str, Sequence[Sequence[int]]] | Sequence[Citati
     return list(files)
 
 
-def citation_contents(files: Mapping[str, Sequence[Sequence[int]]] | Sequence[Citation], root: str | Path | None,
-                      released: bool = False) -> str:
+def citation_contents(
+    files: Mapping[str, Sequence[Sequence[int]]] | Sequence[Citation], root: str | Path | None, released: bool = False
+) -> str:
     """The cited lines, as ``read_citations_content`` lays them out. ``files``: the answer's citations
     (:func:`released_citations`: in answer order, each range as written, as released) or a
     path -> ranges mapping (:func:`citation_list`). ``released``: paths are opened as
@@ -248,8 +249,10 @@ def citation_contents(files: Mapping[str, Sequence[Sequence[int]]] | Sequence[Ci
 
 def judge_messages(query: str, contents: str) -> list[dict]:
     """``JudgeAgent.judge``'s messages; ``query`` is the episode's query message (``<query>…</query>``)."""
-    return [{"role": "system", "content": JUDGE_PROMPT},
-            {"role": "user", "content": f"{query}\n\n<final_answer>\n{contents}\n</final_answer>"}]
+    return [
+        {"role": "system", "content": JUDGE_PROMPT},
+        {"role": "user", "content": f"{query}\n\n<final_answer>\n{contents}\n</final_answer>"},
+    ]
 
 
 def parse_judge_result(text: str) -> tuple[float, str]:
@@ -274,7 +277,7 @@ def parse_judge_result(text: str) -> tuple[float, str]:
 
 def _short(n: int) -> str:
     """An integer for a reason line, at most 24 characters (a reply may hold a 4,000-digit score)."""
-    s = str(n) if abs(n) < 10 ** 20 else f"{'-' if n < 0 else ''}~1e{len(str(abs(n))) - 1}"
+    s = str(n) if abs(n) < 10**20 else f"{'-' if n < 0 else ''}~1e{len(str(abs(n))) - 1}"
     return s[:24]
 
 
@@ -289,8 +292,14 @@ class Verdict:
 class Judge:
     """An OpenAI-compatible judge; build one with :func:`make_judge`."""
 
-    def __init__(self, client: OpenAIPolicy, workers: int = 8, cache: str | Path | None = None, spec: str = "",
-                 strict: bool = False):
+    def __init__(
+        self,
+        client: OpenAIPolicy,
+        workers: int = 8,
+        cache: str | Path | None = None,
+        spec: str = "",
+        strict: bool = False,
+    ):
         if workers < 1:
             raise ValueError("judge: workers must be >= 1")
         self.client = client
@@ -320,8 +329,12 @@ class Judge:
 
     def judge(self, query: str, contents: str) -> Verdict:
         """One verdict for the query message and the cited contents (cached)."""
-        body = {"model": self.client.model, "messages": judge_messages(query, contents),
-                "max_completion_tokens": MAX_COMPLETION_TOKENS, "stream": False}
+        body = {
+            "model": self.client.model,
+            "messages": judge_messages(query, contents),
+            "max_completion_tokens": MAX_COMPLETION_TOKENS,
+            "stream": False,
+        }
         key = self._key(body)
         if key in self._memo:
             return self._memo[key]
@@ -349,6 +362,7 @@ class Judge:
         :meth:`judge` calls with the same pair reuse them (evaluation and RL prefetch a batch this way)."""
         items = list(items)
         with tqdm(total=len(items), desc="judge", unit="call", disable=len(items) < 2 or not progress) as bar:
+
             def one(qc):
                 v = self.judge(*qc)
                 bar.update()

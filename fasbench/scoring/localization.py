@@ -41,11 +41,12 @@ Sources and definitions (per task; the summary averages over tasks = macro, with
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from fasbench.base.contain import PathRefused, read_bytes
 from fasbench.base.entities import entities_at, file_entities
-from fasbench.base.lines import merge_ranges, overlap as line_overlap, total
+from fasbench.base.lines import merge_ranges, total
+from fasbench.base.lines import overlap as line_overlap
 from fasbench.stats.metrics import NONNEGATIVE, UNIT, Bounds, normalize_path
 
 KS = (1, 3, 5, 10)  # the k of every @k metric (LocAgent's Acc@k, the episode table's all-gold@k, recall@k)
@@ -186,8 +187,9 @@ def explore_line_counts(explore: Mapping, root: str | None) -> dict[str, int]:
     return out
 
 
-def explore_metrics(preds: Sequence[Region], explore: Mapping, n_lines: Mapping[str, int],
-                    top_k: int | None = EXPLORE_TOP_K) -> dict[str, float]:
+def explore_metrics(
+    preds: Sequence[Region], explore: Mapping, n_lines: Mapping[str, int], top_k: int | None = EXPLORE_TOP_K
+) -> dict[str, float]:
     """SWE-Explore's per-instance metrics of the top ``top_k`` regions (all when None)."""
     preds = list(preds)[:top_k] if top_k else list(preds)
     core_r = [tuple(r) for r in explore.get("core_regions") or []]
@@ -211,13 +213,20 @@ def explore_metrics(preds: Sequence[Region], explore: Mapping, n_lines: Mapping[
         "explore_line_f1": 2 * p * r / (p + r) if p + r else 0.0,
         "explore_hit_file_rate": len(visited & core_f) / len(core_f) if core_f else 0.0,
         "explore_noise_file_rate": len(visited - core_f - opt_f) / len(visited) if visited else 0.0,
-        "explore_hit_region_rate": (sum(any(overlap(c, x) for x in preds) for c in core_r) / len(core_r)
-                                    if core_r else 0.0),
+        "explore_hit_region_rate": (
+            sum(any(overlap(c, x) for x in preds) for c in core_r) / len(core_r) if core_r else 0.0
+        ),
     }
 
 
-EXPLORE_COLUMNS = ("explore_line_precision", "explore_line_recall", "explore_line_f1", "explore_hit_file_rate",
-                   "explore_noise_file_rate", "explore_hit_region_rate")
+EXPLORE_COLUMNS = (
+    "explore_line_precision",
+    "explore_line_recall",
+    "explore_line_f1",
+    "explore_hit_file_rate",
+    "explore_noise_file_rate",
+    "explore_hit_region_rate",
+)
 
 
 # ---------------------------------------------------------------- one summary row
@@ -236,7 +245,9 @@ def localization_row(task, trace) -> dict:
     for lv in ("file",) + ENTITY_LEVELS:
         ranked = ranked_items(regions, lv, root)
         has = lv == "file" or bool(gold_ents)
-        if lv != "file":  # file P/R/F are the episode table's file_precision/recall/f1 (fasbench.scoring.reward.report_files_prf)
+        if (
+            lv != "file"
+        ):  # file P/R/F are the episode table's file_precision/recall/f1 (fasbench.scoring.reward.report_files_prf)
             prf = set_prf(ranked, gold[lv]) if has else None
             for name, i in (("precision", 0), ("recall", 1), ("f1", 2)):
                 row[f"{lv}_{name}"] = prf[i] if prf else None
@@ -255,7 +266,11 @@ def localization_row(task, trace) -> dict:
 def localization_columns(df) -> list[str]:
     """The metric columns of this module present in a summary frame (for aggregate()), with
     ContextBench's ``cb_*`` (fasbench.scoring.contextbench)."""
-    names = [c for c in df.columns if c.startswith(("explore_", "cb_")) or c.split("_")[0] in ("file", "module", "class", "function")]
+    names = [
+        c
+        for c in df.columns
+        if c.startswith(("explore_", "cb_")) or c.split("_")[0] in ("file", "module", "class", "function")
+    ]
     return [c for c in names if df[c].dtype.is_numeric() or str(df[c].dtype) == "Null"]
 
 
@@ -333,9 +348,18 @@ def fc_scores(gold: Sequence[Region], citations: Sequence[Region]) -> dict[str, 
     tl, pl = _fc_lines(gold), _fc_lines(citations)
     n_t, n_p = sum(total(v) for v in tl.values()), sum(total(v) for v in pl.values())
     lp, lr, lf = _fc_prf(sum(line_overlap(v, tl[k]) for k, v in pl.items() if k in tl), n_p, n_t)
-    return {"fc_file_precision": fp, "fc_file_recall": fr, "fc_file_f1": ff, "fc_n_citation_files": len(pred_f),
-            "fc_n_patch_files": len(true_f), "fc_line_precision": lp, "fc_line_recall": lr, "fc_line_f1": lf,
-            "fc_n_citation_lines": n_p, "fc_n_patch_lines": n_t}
+    return {
+        "fc_file_precision": fp,
+        "fc_file_recall": fr,
+        "fc_file_f1": ff,
+        "fc_n_citation_files": len(pred_f),
+        "fc_n_patch_files": len(true_f),
+        "fc_line_precision": lp,
+        "fc_line_recall": lr,
+        "fc_line_f1": lf,
+        "fc_n_citation_lines": n_p,
+        "fc_n_patch_lines": n_t,
+    }
 
 
 def fc_citations(files: Mapping[str, Sequence[Sequence[int]]] | None, root: str | None = None) -> list[Region]:
@@ -360,12 +384,20 @@ def fastcontext_row(task, trace, file_types: Sequence[str] | None = FC_FILE_TYPE
     if patch:
         gold, source = fc_parse_patch(patch, file_types), "patch"
     else:
-        gold = [(normalize_path(p), int(a), int(b)) for p, rs in task.gold.edited.items()
-                if file_types is None or any(p.endswith(ft) for ft in file_types) for a, b in rs or []]
+        gold = [
+            (normalize_path(p), int(a), int(b))
+            for p, rs in task.gold.edited.items()
+            if file_types is None or any(p.endswith(ft) for ft in file_types)
+            for a, b in rs or []
+        ]
         source = "gold"
     cites = fc_citations(trace.report.files if trace.report is not None else {}, task.root)
-    return {**fc_scores(gold, cites), "fc_no_citation": not cites, "fc_gold": source,
-            "fc_filter": "release" if file_types == FC_FILE_TYPES else ("none" if file_types is None else "custom")}
+    return {
+        **fc_scores(gold, cites),
+        "fc_no_citation": not cites,
+        "fc_gold": source,
+        "fc_filter": "release" if file_types == FC_FILE_TYPES else ("none" if file_types is None else "custom"),
+    }
 
 
 def fastcontext_warning(df, scoring: str) -> str | None:
@@ -376,35 +408,57 @@ def fastcontext_warning(df, scoring: str) -> str | None:
     empty = int((df["fc_n_patch_files"].fill_null(0) == 0).sum())
     if not empty:
         return None
-    return (f"warning: --scoring fastcontext kept no gold file in {empty} of {df.height} episodes: the release's "
-            f"FILE_TYPES filter ({' '.join(FC_FILE_TYPES)}) has no .py, so these score 0; "
-            f"--scoring fastcontext-all scores every file")
+    return (
+        f"warning: --scoring fastcontext kept no gold file in {empty} of {df.height} episodes: the release's "
+        f"FILE_TYPES filter ({' '.join(FC_FILE_TYPES)}) has no .py, so these score 0; "
+        f"--scoring fastcontext-all scores every file"
+    )
 
 
 def fastcontext_summary(df) -> dict:
     """run_score.py's printed result (lines 57-78) from the ``fc_*`` columns of a summary frame: macro
     means over its rows and ``n_no_citation``."""
+
     def mean(c):
         return float(df[c].mean()) if df.height else 0.0
-    return {"score_file": {k: mean(f"fc_{c}") for k, c in (("precision", "file_precision"), ("recall", "file_recall"),
-                                                            ("f1", "file_f1"), ("n_citation_files", "n_citation_files"),
-                                                            ("n_patch_files", "n_patch_files"))},
-            "score_line": {k: mean(f"fc_{c}") for k, c in (("precision", "line_precision"), ("recall", "line_recall"),
-                                                            ("f1", "line_f1"), ("n_citation_lines", "n_citation_lines"),
-                                                            ("n_patch_lines", "n_patch_lines"))},
-            "n_no_citation": int(df["fc_no_citation"].sum()) if df.height else 0}
+
+    return {
+        "score_file": {
+            k: mean(f"fc_{c}")
+            for k, c in (
+                ("precision", "file_precision"),
+                ("recall", "file_recall"),
+                ("f1", "file_f1"),
+                ("n_citation_files", "n_citation_files"),
+                ("n_patch_files", "n_patch_files"),
+            )
+        },
+        "score_line": {
+            k: mean(f"fc_{c}")
+            for k, c in (
+                ("precision", "line_precision"),
+                ("recall", "line_recall"),
+                ("f1", "line_f1"),
+                ("n_citation_lines", "n_citation_lines"),
+                ("n_patch_lines", "n_patch_lines"),
+            )
+        },
+        "n_no_citation": int(df["fc_no_citation"].sum()) if df.height else 0,
+    }
 
 
 #: The range of each numeric column of :func:`localization_row` and :func:`fastcontext_row` (their
 #: intervals are clipped to it): shares, scores and hit rates in [0, 1], counts never below 0.
 LOCALIZATION_BOUNDS: dict[str, Bounds] = {
-    "entity_gold": UNIT, "n_regions_reported": NONNEGATIVE,
+    "entity_gold": UNIT,
+    "n_regions_reported": NONNEGATIVE,
     **{f"{lv}_{m}": UNIT for lv in ENTITY_LEVELS for m in ("precision", "recall", "f1")},
     **{f"{lv}_top1": UNIT for lv in ("file",) + ENTITY_LEVELS},
     **{f"{lv}_acc_at_{k}": UNIT for lv in ACC_LEVELS for k in KS},
     **dict.fromkeys(EXPLORE_COLUMNS, UNIT),
     **{f"fc_{lv}_{m}": UNIT for lv in ("file", "line") for m in ("precision", "recall", "f1")},
-    **dict.fromkeys(("fc_n_citation_files", "fc_n_patch_files", "fc_n_citation_lines", "fc_n_patch_lines"),
-                    NONNEGATIVE),
+    **dict.fromkeys(
+        ("fc_n_citation_files", "fc_n_patch_files", "fc_n_citation_lines", "fc_n_patch_lines"), NONNEGATIVE
+    ),
     "fc_no_citation": UNIT,
 }

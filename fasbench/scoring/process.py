@@ -29,13 +29,13 @@ its evaluator (see :func:`context_efficiency`). Where fasbench makes a choice th
 from __future__ import annotations
 
 import json
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from fasbench.base.contain import file_key
 from fasbench.base.lines import file_lines, line_set, merge_ranges, overlap, total
+from fasbench.records import Report, Trace
 from fasbench.scoring.localization import explore_line_counts, explore_metrics, ranked_regions
 from fasbench.stats.metrics import NONNEGATIVE, UNIT, Bounds, normalize_files, normalize_path
-from fasbench.records import Report, Trace
 from fasbench.tools import observation, tool_kind
 
 Lines = dict[str, list[list[int]]]  # path -> merged 1-based inclusive ranges
@@ -44,50 +44,61 @@ Lines = dict[str, list[list[int]]]  # path -> merged 1-based inclusive ranges
 PROCESS_COLUMNS: dict[str, str] = {
     "search_calls": "calls other than the answer call (the calls that can show something)",
     "lines_shown": "distinct file lines (path, line) the episode's calls showed: content ranges and search "
-                   "match lines; listings show paths, not lines",
+    "match lines; listings show paths, not lines",
     "new_lines_per_call": "tool efficiency: lines_shown / search_calls, the new lines a call showed on average "
-                          "(FuseSearch's novel information per invocation, ACL Findings 2026; information "
-                          "counted as file lines: fasbench's own); null without search calls",
+    "(FuseSearch's novel information per invocation, ACL Findings 2026; information "
+    "counted as file lines: fasbench's own); null without search calls",
     "calls_nothing_new": "redundancy: search calls that showed no file line an earlier call had not shown "
-                         "(FuseSearch's calls that yield no novel information, counted in lines: fasbench's own; "
-                         "a listing of new paths shows no line)",
+    "(FuseSearch's calls that yield no novel information, counted in lines: fasbench's own; "
+    "a listing of new paths shows no line)",
     "calls_nothing_new_share": "calls_nothing_new / search_calls (FuseSearch reports 34.9% for fixed-breadth "
-                               "parallel calls); null without search calls",
+    "parallel calls); null without search calls",
     "duplicate_calls": "search calls with the same tool and the same arguments (as JSON, keys sorted) as an "
-                       "earlier call of the episode (fasbench's own)",
+    "earlier call of the episode (fasbench's own)",
     "context_redundancy": "ContextBench's redundancy (arXiv 2602.05892) at line level, one step per call: "
-                       "sum over calls of the lines already shown by earlier calls / sum of the lines each call "
-                       "showed; null when no call showed a line",
+    "sum over calls of the lines already shown by earlier calls / sum of the lines each call "
+    "showed; null when no call showed a line",
     "cited_lines": "lines the report cites, clipped to the file (a file cited without ranges counts all its "
-                   "lines when the workspace is known); 0 without a report",
+    "lines when the workspace is known); 0 without a report",
     "cited_lines_unseen": "grounding: cited lines never shown to the searcher before its report (fasbench's own)",
     "unseen_cited_share": "cited_lines_unseen / cited_lines; null when nothing is cited",
     "cited_ids_dropped": "under the ids report contract (fasbench.tools.contract, fasbench's extension): cited IDs "
-                         "(or narrowings) dropped by the renderer: unknown, not shown before the answer, a path "
-                         "written instead of an ID, lines wholly outside the ID's range; null under free citation",
+    "(or narrowings) dropped by the renderer: unknown, not shown before the answer, a path "
+    "written instead of an ID, lines wholly outside the ID's range; null under free citation",
     "cited_paths_missing": "grounding: cited paths that are not a file of the workspace (invented paths, "
-                           "directories); null without the workspace",
+    "directories); null without the workspace",
     "reported_without_calls": "grounding: a report was parsed after zero search calls (fasbench's own)",
     "calls_lost": "tool-call blocks (<tool_call>) left in the recorded reply text: calls the model wrote that "
-                  "the policy's parser did not turn into calls (fasbench's own; a malformed call that was "
-                  "parsed is counted by wellformed_calls instead)",
+    "the policy's parser did not turn into calls (fasbench's own; a malformed call that was "
+    "parsed is counted by wellformed_calls instead)",
     "explore_context_efficiency": "SWE-Explore's context efficiency on the top EXPLORE_TOP_K regions: "
-                                  "|predicted lines ∩ (core ∪ optional lines)| / |predicted lines|, 0 without "
-                                  "predicted lines (eval.py::ExploreEvaluator.evaluate_context_efficiency, "
-                                  "Last-Humans-Coding-Under-White-Nights/SWE-Explore-Bench @ab8d6b8); null "
-                                  "without SWE-Explore gold",
+    "|predicted lines ∩ (core ∪ optional lines)| / |predicted lines|, 0 without "
+    "predicted lines (eval.py::ExploreEvaluator.evaluate_context_efficiency, "
+    "Last-Humans-Coding-Under-White-Nights/SWE-Explore-Bench @ab8d6b8); null "
+    "without SWE-Explore gold",
 }
 
-_INT = ("search_calls", "lines_shown", "calls_nothing_new", "duplicate_calls", "cited_lines", "cited_lines_unseen",
-        "cited_ids_dropped", "cited_paths_missing", "calls_lost")
+_INT = (
+    "search_calls",
+    "lines_shown",
+    "calls_nothing_new",
+    "duplicate_calls",
+    "cited_lines",
+    "cited_lines_unseen",
+    "cited_ids_dropped",
+    "cited_paths_missing",
+    "calls_lost",
+)
 _BOOL = ("reported_without_calls",)
 
 #: The range of each process column (its interval is clipped to it): counts and per-call rates are
 #: never below 0, shares and ratios are in [0, 1].
 PROCESS_BOUNDS: dict[str, Bounds] = {
     **dict.fromkeys(_INT + ("new_lines_per_call",), NONNEGATIVE),
-    **dict.fromkeys(_BOOL + ("calls_nothing_new_share", "context_redundancy", "unseen_cited_share",
-                             "explore_context_efficiency"), UNIT),
+    **dict.fromkeys(
+        _BOOL + ("calls_nothing_new_share", "context_redundancy", "unseen_cited_share", "explore_context_efficiency"),
+        UNIT,
+    ),
 }
 
 
@@ -168,8 +179,9 @@ def _intersect(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]]) -> list[l
     return out
 
 
-def ground_report(report: Report | None, shown_lines: Mapping[str, Sequence[Sequence[int]]],
-                  root: str | None = None) -> Report | None:
+def ground_report(
+    report: Report | None, shown_lines: Mapping[str, Sequence[Sequence[int]]], root: str | None = None
+) -> Report | None:
     """The report with only its citations the searcher was shown (fasbench's own rule, for the grounded
     rewards): each cited file keeps the cited lines that were shown (a file cited whole keeps the lines of
     it that were shown); a file none of whose cited lines was shown is dropped. Paths stay as the report
@@ -202,7 +214,10 @@ def context_efficiency(trace: Trace, explore: Mapping | None, root: str | None) 
     ported precision (``localization.explore_metrics``: same region resolution, same line counts)."""
     if not explore or not explore.get("core_regions"):
         return None
-    union = {**explore, "core_regions": list(explore.get("core_regions") or []) + list(explore.get("optional_regions") or [])}
+    union = {
+        **explore,
+        "core_regions": list(explore.get("core_regions") or []) + list(explore.get("optional_regions") or []),
+    }
     regions = ranked_regions(trace.report.files if trace.report is not None else {}, root)
     return explore_metrics(regions, union, explore_line_counts(explore, root))["explore_line_precision"]
 
@@ -242,20 +257,23 @@ def process_row(trace: Trace, task=None) -> dict:
     n_cited = sum(total(rs) for rs in cit.values())
     n_seen = sum(overlap(rs, before[p]) for p, rs in cit.items() if p in before)
     row = {
-        "search_calls": n_calls, "lines_shown": n_shown,
+        "search_calls": n_calls,
+        "lines_shown": n_shown,
         "new_lines_per_call": n_shown / n_calls if n_calls else None,
         "calls_nothing_new": nothing_new,
         "calls_nothing_new_share": nothing_new / n_calls if n_calls else None,
         "duplicate_calls": dup,
         "context_redundancy": repeat / sizes if sizes else None,
-        "cited_lines": n_cited, "cited_lines_unseen": n_cited - n_seen,
+        "cited_lines": n_cited,
+        "cited_lines_unseen": n_cited - n_seen,
         "unseen_cited_share": (n_cited - n_seen) / n_cited if n_cited else None,
         "cited_ids_dropped": ids_dropped(trace),
         "cited_paths_missing": (sum(file_key(root, p) is None for p in cit) if root else None),
         "reported_without_calls": trace.report is not None and n_calls == 0,
         "calls_lost": sum(t.text.count("<tool_call>") for t in trace.turns if t.text),
-        "explore_context_efficiency": (context_efficiency(trace, task.gold.explore, root)
-                                       if task is not None else None),
+        "explore_context_efficiency": (
+            context_efficiency(trace, task.gold.explore, root) if task is not None else None
+        ),
     }
     return row
 

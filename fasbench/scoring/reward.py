@@ -33,16 +33,25 @@ file's last line and every range is clipped to the file's length; without it the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
-from fasbench.scoring.judge import citation_contents, query_message, released_citations
 from fasbench.base.lines import LINE_CAP, capped_ranges
-from fasbench.stats.metrics import (NONNEGATIVE, PRF, UNIT, Bounds, fbeta, file_prf, line_prf, normalize_files,
-                                   normalize_path)
-from fasbench.scoring.process import ground_report, shown_before_report
 from fasbench.records import Gold, Report
 from fasbench.records.fastcontext_answer import WORK_DIR, parse_final_answer_lenient
+from fasbench.scoring.judge import citation_contents, query_message, released_citations
+from fasbench.scoring.process import ground_report, shown_before_report
+from fasbench.stats.metrics import (
+    NONNEGATIVE,
+    PRF,
+    UNIT,
+    Bounds,
+    fbeta,
+    file_prf,
+    line_prf,
+    normalize_files,
+    normalize_path,
+)
 
 
 @dataclass
@@ -92,21 +101,32 @@ MINI_TURNS = (2, 14)
 MINI3_TURNS = (2, 6)
 
 
-def relace_f2(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
-              free: int = 4, zero: int = 24, **_) -> Score:
+def relace_f2(
+    gold: Gold,
+    report: Report | None,
+    *,
+    turns: int | None = None,
+    root: str | None = None,
+    free: int = 4,
+    zero: int = 24,
+    **_,
+) -> Score:
     """Relace A2 (F2 over edited files) times the turn penalty (``free``/``zero``: its n ≤ 4 and 24)."""
     prf = report_files_prf(gold, report, root)
     a = fbeta(prf.precision, prf.recall, 2.0)
     p = turn_penalty(turns, free, zero)
-    reason = (f"{prf.n_hit}/{prf.n_gold} edited files found among {prf.n_pred} cited; "
-              f"F2={a:.3f}; turns={turns if turns is not None else 'n/a'} -> penalty {p:.2f}")
+    reason = (
+        f"{prf.n_hit}/{prf.n_gold} edited files found among {prf.n_pred} cited; "
+        f"F2={a:.3f}; turns={turns if turns is not None else 'n/a'} -> penalty {p:.2f}"
+    )
     if report is None:
         reason = "no report; " + reason
     return Score(a * p, {"accuracy": a, "precision": prf.precision, "recall": prf.recall, "turn_penalty": p}, reason)
 
 
-def relace_hybrid(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
-                  **_) -> Score:
+def relace_hybrid(
+    gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None, **_
+) -> Score:
     """Relace A1: soft precision against viewed files (a cited file counts when the reference
     agent viewed or edited it), hard recall against edited files; times the turn penalty.
     Without viewed gold it falls back to precision against edited files, and says so."""
@@ -118,8 +138,10 @@ def relace_hybrid(gold: Gold, report: Report | None, *, turns: int | None = None
     a = 2 * ps * r / (ps + r) if ps + r > 0 else 0.0
     p = turn_penalty(turns)
     note = "" if gold.viewed is not None else "gold has no viewed files: soft precision = precision vs edited; "
-    reason = (f"{note}soft precision {soft.n_hit}/{soft.n_pred}, recall {hard.n_hit}/{hard.n_gold}; "
-              f"A1={a:.3f}; penalty {p:.2f}")
+    reason = (
+        f"{note}soft precision {soft.n_hit}/{soft.n_pred}, recall {hard.n_hit}/{hard.n_gold}; "
+        f"A1={a:.3f}; penalty {p:.2f}"
+    )
     return Score(a * p, {"accuracy": a, "soft_precision": ps, "recall": r, "turn_penalty": p}, reason)
 
 
@@ -141,7 +163,7 @@ def _released_files(cited: dict, gold: Gold) -> tuple[float, float, int, int, in
     """``calculate_score_file`` @5fb8c1d on path sets: (precision, recall, n_pred, n_gold, n_hit),
     the cited paths with the shown workspace (``drop_prefix``) stripped and compared exactly."""
     pre = WORK_DIR.rstrip("/") + "/"
-    pred = {p[len(pre):] if p.startswith(pre) else p for p in cited}
+    pred = {p[len(pre) :] if p.startswith(pre) else p for p in cited}
     true = set(gold.edited)
     hit = len(pred & true)
     return (hit / len(pred) if pred else 0.0), (hit / len(true) if true else 0.0), len(pred), len(true), hit
@@ -150,9 +172,20 @@ def _released_files(cited: dict, gold: Gold) -> tuple[float, float, int, int, in
 _EPISODE = object()  # fastcontext's finish_reason when not given: the episode's (None is a given value)
 
 
-def fastcontext(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
-                trace=None, query: str | None = None, judge=None, finish_reason: str | None | object = _EPISODE,
-                lenient: bool = False, answer: str | None | object = _EPISODE, **_) -> Score:
+def fastcontext(
+    gold: Gold,
+    report: Report | None,
+    *,
+    turns: int | None = None,
+    root: str | None = None,
+    trace=None,
+    query: str | None = None,
+    judge=None,
+    finish_reason: str | None | object = _EPISODE,
+    lenient: bool = False,
+    answer: str | None | object = _EPISODE,
+    **_,
+) -> Score:
     """FastContext's RL reward as released (``generate_with_fastcontext.py`` ``reward_func``, scores
     from ``utils.py``):
 
@@ -180,16 +213,18 @@ def fastcontext(gold: Gold, report: Report | None, *, turns: int | None = None, 
         answer = episode_answer(trace)
     if lenient and answer is not None:
         report = parse_final_answer_lenient(answer)
-    parts = {"cited": 0.0, "score_file": 0.0, "f0.5": 0.0, "over_penalty": 0.0, "quality": 0.0,
-             "judged": 0.0}
+    parts = {"cited": 0.0, "score_file": 0.0, "f0.5": 0.0, "over_penalty": 0.0, "quality": 0.0, "judged": 0.0}
     status = _status(finish_reason)
     if status == "failed":
         return Score(0.0, parts, f"episode failed (finish reason {finish_reason!r}): 0 outright")
     cited = {p: rs for p, rs in (report.files.items() if report is not None else ()) if rs}
     n_cit = sum(len(rs) for rs in cited.values())
     if n_cit < 1:
-        return Score(0.0, parts, "no citation with a line range in the answer: 0"
-                     + ("" if report is not None else " (no answer)"))
+        return Score(
+            0.0,
+            parts,
+            "no citation with a line range in the answer: 0" + ("" if report is not None else " (no answer)"),
+        )
     parts["cited"] = 1.0
     if lenient:
         prf = report_files_prf(gold, Report(files=cited), root)
@@ -214,8 +249,10 @@ def fastcontext(gold: Gold, report: Report | None, *, turns: int | None = None, 
         parts["quality"], parts["judged"] = v.quality, 1.0
         judge_note = f"judge {v.quality * 10:.0f}/10" + (f" ({v.reason})" if v.reason else "")
     value = 1.0 + parts["score_file"] + 2.0 * parts["quality"]
-    reason = (f"{n_cit} citations in {n_pred} files ({n_hit}/{n_gold} gold files); {file_note}; "
-              f"{judge_note}; 1 + {parts['score_file']:.3f} + 2·{parts['quality']:.2f} = {value:.3f}")
+    reason = (
+        f"{n_cit} citations in {n_pred} files ({n_hit}/{n_gold} gold files); {file_note}; "
+        f"{judge_note}; 1 + {parts['score_file']:.3f} + 2·{parts['quality']:.2f} = {value:.3f}"
+    )
     return Score(value, parts, reason)
 
 
@@ -228,8 +265,9 @@ def judge_requests(episodes) -> list[tuple[str, str]]:
         report, query = trace.report, episode_query(trace, task.query)
         cited = {p: rs for p, rs in (report.files.items() if report is not None else ()) if rs}
         if cited and query and _status(episode_finish_reason(trace)) != "failed":
-            out.append((query_message(query), citation_contents(judge_citations(trace, cited), task.root,
-                                                                released=True)))
+            out.append(
+                (query_message(query), citation_contents(judge_citations(trace, cited), task.root, released=True))
+            )
     return out
 
 
@@ -292,20 +330,22 @@ def line_f1(gold: Gold, report: Report | None, *, root: str | None = None, **_) 
     reason = f"{prf.n_hit} of {prf.n_gold} gold lines among {prf.n_pred} cited; F1={v:.3f}"
     capped = capped_ranges(report.files, root, lambda p: normalize_path(p, root)) if report is not None else 0
     if capped:
-        reason += (f"; note: {capped} range(s) end at -1 (end of file) or past line {LINE_CAP} in files of "
-                   f"unknown length (no workspace root, or the file is not in it): counted up to line "
-                   f"{LINE_CAP}; give the workspace root (--root) to resolve them")
+        reason += (
+            f"; note: {capped} range(s) end at -1 (end of file) or past line {LINE_CAP} in files of "
+            f"unknown length (no workspace root, or the file is not in it): counted up to line "
+            f"{LINE_CAP}; give the workspace root (--root) to resolve them"
+        )
     return Score(v, {"precision": prf.precision, "recall": prf.recall}, reason)
 
 
-def relace_mini(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
-                **_) -> Score:
+def relace_mini(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None, **_) -> Score:
     """Relace's A2 reward with the turn penalty of the RL miniature (:data:`MINI_TURNS`)."""
     return relace_f2(gold, report, turns=turns, root=root, free=MINI_TURNS[0], zero=MINI_TURNS[1])
 
 
-def relace_mini_k3(gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None,
-                   **_) -> Score:
+def relace_mini_k3(
+    gold: Gold, report: Report | None, *, turns: int | None = None, root: str | None = None, **_
+) -> Score:
     """Relace's A2 reward with the turn penalty of the 3-symbol miniature (:data:`MINI3_TURNS`)."""
     return relace_f2(gold, report, turns=turns, root=root, free=MINI3_TURNS[0], zero=MINI3_TURNS[1])
 
@@ -353,8 +393,14 @@ class Reward:
 #: The parts of the Relace rewards (all in [0, 1]), of FastContext's (1 + score_file + 2·quality: score_file
 #: is F0.5 minus an unbounded over-citation penalty) and of the F-scores.
 RELACE_PARTS = dict.fromkeys(("accuracy", "precision", "soft_precision", "recall", "turn_penalty"), UNIT)
-FASTCONTEXT_PARTS = {"cited": UNIT, "score_file": (-float("inf"), 1.0), "f0.5": UNIT, "over_penalty": NONNEGATIVE,
-                     "quality": UNIT, "judged": UNIT}
+FASTCONTEXT_PARTS = {
+    "cited": UNIT,
+    "score_file": (-float("inf"), 1.0),
+    "f0.5": UNIT,
+    "over_penalty": NONNEGATIVE,
+    "quality": UNIT,
+    "judged": UNIT,
+}
 PR_PARTS = {"precision": UNIT, "recall": UNIT}
 
 #: The one reward registry: name → :class:`Reward`. A new reward is one function and one entry here;
@@ -363,15 +409,31 @@ PR_PARTS = {"precision": UNIT, "recall": UNIT}
 #: (``reward:``), SFT filtering, best-of-N and ``fasbench score`` take it by name.
 REWARDS: dict[str, Reward] = {
     "relace": Reward(relace, bounds=UNIT, parts=RELACE_PARTS),
-    "relace-f2": Reward(relace_f2, bounds=UNIT, parts=RELACE_PARTS, summary=True, label="F2 (Relace A2)", view=True,
-                        view_part="accuracy", audit=True),
-    "relace-hybrid": Reward(relace_hybrid, bounds=UNIT, parts=RELACE_PARTS, label="hybrid F1 (Relace A1)", view=True,
-                            view_part="accuracy", audit=True),
+    "relace-f2": Reward(
+        relace_f2,
+        bounds=UNIT,
+        parts=RELACE_PARTS,
+        summary=True,
+        label="F2 (Relace A2)",
+        view=True,
+        view_part="accuracy",
+        audit=True,
+    ),
+    "relace-hybrid": Reward(
+        relace_hybrid,
+        bounds=UNIT,
+        parts=RELACE_PARTS,
+        label="hybrid F1 (Relace A1)",
+        view=True,
+        view_part="accuracy",
+        audit=True,
+    ),
     "relace-mini": Reward(relace_mini, bounds=UNIT, parts=RELACE_PARTS),
     "relace-mini-k3": Reward(relace_mini_k3, bounds=UNIT, parts=RELACE_PARTS),
     "fastcontext": Reward(fastcontext, judged=True, bounds=(-float("inf"), 3.0), parts=FASTCONTEXT_PARTS, audit=True),
-    "fastcontext-lenient": Reward(fastcontext_lenient, judged=True, reads_answer=True, bounds=(-float("inf"), 3.0),
-                                  parts=FASTCONTEXT_PARTS),
+    "fastcontext-lenient": Reward(
+        fastcontext_lenient, judged=True, reads_answer=True, bounds=(-float("inf"), 3.0), parts=FASTCONTEXT_PARTS
+    ),
     "f0.5": Reward(f05, bounds=UNIT, parts=PR_PARTS, label="F0.5 (Cognition)", view=True, audit=True),
     "file-f1": Reward(file_f1, bounds=UNIT, parts=PR_PARTS),
     "line-f1": Reward(line_f1, bounds=UNIT, parts=PR_PARTS, audit=True),
@@ -411,8 +473,9 @@ def view_rewards() -> list[str]:
 def score_episode(name: str, trace, task, judge=None) -> Score:
     """Score one episode (a :class:`~fasbench.records.Trace` of ``task``) under reward ``name``: the
     one scoring of an episode, used by the episode table, the RL reward function and the golden traces."""
-    return reward_named(name)(task.gold, trace.report, turns=trace.n_turns, root=task.root, trace=trace,
-                              query=task.query, judge=judge)
+    return reward_named(name)(
+        task.gold, trace.report, turns=trace.n_turns, root=task.root, trace=trace, query=task.query, judge=judge
+    )
 
 
 GROUNDED = "grounded-"
@@ -425,27 +488,50 @@ def grounded(name: str, audit: bool = False) -> Reward:
     cannot be computed and says so (a ValueError naming it)."""
     base = REWARDS[name]
 
-    def reward(gold: Gold, report: Report | None, *, trace=None, root: str | None = None, shown=None,
-               answer=_EPISODE, **episode) -> Score:
+    def reward(
+        gold: Gold,
+        report: Report | None,
+        *,
+        trace=None,
+        root: str | None = None,
+        shown=None,
+        answer=_EPISODE,
+        **episode,
+    ) -> Score:
         if shown is None and trace is not None:
             shown = shown_before_report(trace)
         if shown is None:
-            raise ValueError(f"reward {GROUNDED}{name} needs the episode's observations (shown=); "
-                             "score a whole episode (fasbench eval / episodes.episode_row), not a bare report")
+            raise ValueError(
+                f"reward {GROUNDED}{name} needs the episode's observations (shown=); "
+                "score a whole episode (fasbench eval / episodes.episode_row), not a bare report"
+            )
         if base.reads_answer:  # the lenient reading re-parses the answer: ground that report
             answer = episode_answer(trace) if answer is _EPISODE else answer
             if answer is not None:
                 report = parse_final_answer_lenient(answer)
         kept = ground_report(report, shown, root)
         s = base(gold, kept, trace=trace, root=root, answer=None, **episode)
-        n = (sum(len(rs) for rs in report.files.values()), sum(len(rs) for rs in kept.files.values())) \
-            if report is not None else (0, 0)
-        return Score(s.value, s.parts, f"grounded: {len(kept.files) if kept else 0} of "
-                     f"{len(report.files) if report else 0} cited files kept ({n[1]} ranges of {n[0]}); {s.reason}")
+        n = (
+            (sum(len(rs) for rs in report.files.values()), sum(len(rs) for rs in kept.files.values()))
+            if report is not None
+            else (0, 0)
+        )
+        return Score(
+            s.value,
+            s.parts,
+            f"grounded: {len(kept.files) if kept else 0} of "
+            f"{len(report.files) if report else 0} cited files kept ({n[1]} ranges of {n[0]}); {s.reason}",
+        )
 
     reward.__doc__ = f"{GROUNDED}{name}: {name} over the citations the searcher was shown (fasbench's own)."
-    return Reward(reward, judged=base.judged, bounds=base.bounds, parts=base.parts, audit=audit,
-                  label=f"grounded {base.label or name}")
+    return Reward(
+        reward,
+        judged=base.judged,
+        bounds=base.bounds,
+        parts=base.parts,
+        audit=audit,
+        label=f"grounded {base.label or name}",
+    )
 
 
 #: The grounded variants the reward-hacking audit scores (beside the audited rewards themselves).
@@ -453,15 +539,17 @@ AUDITED_GROUNDED = ("relace-f2", "fastcontext")
 REWARDS.update({GROUNDED + n: grounded(n, audit=n in AUDITED_GROUNDED) for n in list(REWARDS)})
 
 
-def score_report(name: str, gold: Gold, report: Report | None, turns: int | None = None,
-                 root: str | None = None, **episode) -> Score:
+def score_report(
+    name: str, gold: Gold, report: Report | None, turns: int | None = None, root: str | None = None, **episode
+) -> Score:
     """Score a bare report (no episode) under reward ``name``; ``episode`` may give the other facts
     (``query``, ``judge``, ``finish_reason``, ``trace``)."""
     return reward_named(name)(gold, report, turns=turns, root=root, **episode)
 
 
-def score_batch(name: str, golds: Sequence[Gold], reports: Sequence[Report | None],
-                turns: Sequence[int | None] | None = None, **kw) -> list[Score]:
+def score_batch(
+    name: str, golds: Sequence[Gold], reports: Sequence[Report | None], turns: Sequence[int | None] | None = None, **kw
+) -> list[Score]:
     """Score many reports at once (the batched form TRL reward functions use)."""
     if len(golds) != len(reports):
         raise ValueError(f"{len(golds)} golds for {len(reports)} reports")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import polars as pl
 
-from fasbench.evaluation.checkpoints import evaluate_checkpoint
 from fasbench.data.corpora import with_corpora
+from fasbench.data.tasksets import load_task_set
+from fasbench.evaluation.checkpoints import evaluate_checkpoint
 from fasbench.records import Task
 from fasbench.sft.data import limits
 from fasbench.sft.train import example_tokens
-from fasbench.data.tasksets import load_task_set
 
 #: The per-episode measures :func:`summary` averages (columns of the episode table).
 SUMMARY_KEYS = ("wellformed", "any_wellformed", "reported", "report_wellformed", "calls_per_turn", "turns", "reward")
@@ -35,9 +35,17 @@ def evaluate(model: str, tasks: list[Task], profile, label: str, out: str | Path
     set, limits, generation settings and reward (``fasbench.evaluation.checkpoints.evaluate_checkpoint``);
     ``out`` is the run directory (resumes; None = not kept). Returns one episode row per task."""
     ev = profile.eval
-    df = evaluate_checkpoint(model, tasks, out, toolset=profile.build.toolset,
-                             limits=limits(profile.build, max_turns=ev.max_turns), reward=ev.reward, label=label,
-                             max_new_tokens=ev.max_new_tokens, temperature=ev.temperature)
+    df = evaluate_checkpoint(
+        model,
+        tasks,
+        out,
+        toolset=profile.build.toolset,
+        limits=limits(profile.build, max_turns=ev.max_turns),
+        reward=ev.reward,
+        label=label,
+        max_new_tokens=ev.max_new_tokens,
+        temperature=ev.temperature,
+    )
     return df.to_dicts()
 
 
@@ -54,17 +62,39 @@ def dataset_frame(dataset, tokenizer):
     rows = []
     for split in dataset:
         for ex in dataset[split]:
-            rows.append({"split": split, "source": ex["source"], "turns": ex["n_turns"], "calls": ex["n_calls"],
-                         "calls_per_turn": ex["n_calls"] / max(1, ex["n_turns"]),
-                         "tokens": example_tokens(ex, tokenizer)})
-    return pl.DataFrame(rows, schema={"split": pl.Utf8, "source": pl.Utf8, "turns": pl.Int64, "calls": pl.Int64,
-                                      "calls_per_turn": pl.Float64, "tokens": pl.Int64})
+            rows.append(
+                {
+                    "split": split,
+                    "source": ex["source"],
+                    "turns": ex["n_turns"],
+                    "calls": ex["n_calls"],
+                    "calls_per_turn": ex["n_calls"] / max(1, ex["n_turns"]),
+                    "tokens": example_tokens(ex, tokenizer),
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "split": pl.Utf8,
+            "source": pl.Utf8,
+            "turns": pl.Int64,
+            "calls": pl.Int64,
+            "calls_per_turn": pl.Float64,
+            "tokens": pl.Int64,
+        },
+    )
 
 
 def dataset_stats(frame):
     """Per split and source: examples, mean turns, calls per turn, mean and max tokens."""
-    return (frame.group_by("split", "source").agg(
-        pl.len().alias("examples"), pl.col("turns").mean().round(2).alias("turns"),
-        pl.col("calls_per_turn").mean().round(2).alias("calls_per_turn"),
-        pl.col("tokens").mean().round(0).alias("tokens_mean"), pl.col("tokens").max().alias("tokens_max"))
-        .sort("split", "source"))
+    return (
+        frame.group_by("split", "source")
+        .agg(
+            pl.len().alias("examples"),
+            pl.col("turns").mean().round(2).alias("turns"),
+            pl.col("calls_per_turn").mean().round(2).alias("calls_per_turn"),
+            pl.col("tokens").mean().round(0).alias("tokens_mean"),
+            pl.col("tokens").max().alias("tokens_max"),
+        )
+        .sort("split", "source")
+    )

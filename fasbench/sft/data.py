@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 
 from fasbench.base import contain
 from fasbench.data.corpora import with_corpora
+from fasbench.data.tasksets import load_task_set
 from fasbench.harness import Limits, initial_messages, restore_notes, run_episode
 from fasbench.models import to_template_messages
 from fasbench.policies import make_policy
@@ -54,10 +55,9 @@ from fasbench.records import Reply, Task, Trace, Turn, append_jsonl, iter_jsonl,
 from fasbench.scoring.reward import score_report
 from fasbench.sft.reference import convert_actions, trajectory_actions
 from fasbench.sft.release_formats import linerange_messages, numbered_lines, synthesis_messages
-from fasbench.data.tasksets import load_task_set
 from fasbench.tools import ToolLimits, calls_for, make_toolset
-from fasbench.tools.contract import check_contract, contract_of
 from fasbench.tools.base import PROMPTS
+from fasbench.tools.contract import check_contract, contract_of
 from fasbench.tools.fastcontext_published import WORK_DIR
 
 
@@ -71,8 +71,11 @@ def episode_query(toolset, task: Task) -> str:
 def workspace_ls(root: str | Path) -> str:
     """``cd WORKSPACE && ls`` as the release records it (``get_workspace_ls.py`` @0dc077f): the names
     of the root, hidden ones left out, one a line, sorted byte-wise (the C locale)."""
-    return "\n".join(sorted((n for n in os.listdir(root) if not n.startswith(".")),
-                            key=lambda n: n.encode("utf-8", "surrogateescape")))
+    return "\n".join(
+        sorted(
+            (n for n in os.listdir(root) if not n.startswith(".")), key=lambda n: n.encode("utf-8", "surrogateescape")
+        )
+    )
 
 
 SOURCES = ("multiturn_traj", "reference_traj", "parallel_toolcalls", "linerange")
@@ -85,7 +88,9 @@ class BuildConfig:
     out: str = ""  # output folder; "" = cache_dir("sft", <profile name>)
     toolset: str = "relace"  # the tool set the student will use (a name of fasbench.tools.TOOLSETS)
     prompt: str = "published"  # published | compact: the protocol of the traces (fasbench.tools.compact; relace only)
-    task_source: str = "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.data.tasksets)
+    task_source: str = (
+        "swebench-verified"  # tasks for multiturn_traj / linerange (a task-set name: fasbench.data.tasksets)
+    )
     reference_runs: list[str] = field(default_factory=lambda: ["gemini-3-pro", "deepseek-chat"])  # agent runs
     policy: str = "heuristic"  # reference policy spec for multiturn_traj (fasbench.policies.make_policy)
     extra_policy: str = ""  # another reference policy, run instead of `policy` on a share of the tasks
@@ -103,7 +108,9 @@ class BuildConfig:
     max_calls_per_turn: int = 6  # parallel calls per turn (and the parallel_toolcalls cap)
     max_output_chars: int = 4000  # observation cap (evaluation must use the same)
     linerange_context: int = 15  # lines viewed around each gold range in linerange examples
-    parallel_teacher: str = ""  # parallel_toolcalls: a policy spec given the release's synthesis prompt; "" = first turns
+    parallel_teacher: str = (
+        ""  # parallel_toolcalls: a policy spec given the release's synthesis prompt; "" = first turns
+    )
     seed: int = 0  # sampling of the mix
     report_contract: str = "free"  # free (published) | ids: the episodes' shown ranges carry IDs and their answers
     # cite IDs (fasbench.tools.contract, fasbench's extension); each example records it
@@ -116,10 +123,14 @@ class BuildConfig:
 
 def limits(cfg: BuildConfig, max_turns: int | None = None):
     """The harness limits of the build's episodes (``max_turns`` overrides ``cfg.max_turns``)."""
-    return Limits(max_turns=max_turns or cfg.max_turns, max_calls_per_turn=cfg.max_calls_per_turn,
-                  report_contract=cfg.report_contract,
-                  tool=ToolLimits(max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn,
-                                  prompt=cfg.prompt))
+    return Limits(
+        max_turns=max_turns or cfg.max_turns,
+        max_calls_per_turn=cfg.max_calls_per_turn,
+        report_contract=cfg.report_contract,
+        tool=ToolLimits(
+            max_output_chars=cfg.max_output_chars, max_calls_per_turn=cfg.max_calls_per_turn, prompt=cfg.prompt
+        ),
+    )
 
 
 # ---------------------------------------------------------------- traces → messages
@@ -128,10 +139,17 @@ def limits(cfg: BuildConfig, max_turns: int | None = None):
 def _example(msgs: list[dict], tools: list[dict], source: str, task: Task, trace: Trace | None) -> dict:
     msgs = to_template_messages(msgs)
     n_asst = [m for m in msgs if m["role"] == "assistant"]
-    return {"messages": msgs, "tools": tools, "source": source, "task_id": task.id, "split": task.split or "",
-            "n_turns": len(n_asst), "n_calls": sum(len(m.get("tool_calls") or []) for m in n_asst),
-            "trace_id": trace.trace_id if trace else "",
-            "report_contract": contract_of(msgs)}  # ids when the prompt carries the ids contract
+    return {
+        "messages": msgs,
+        "tools": tools,
+        "source": source,
+        "task_id": task.id,
+        "split": task.split or "",
+        "n_turns": len(n_asst),
+        "n_calls": sum(len(m.get("tool_calls") or []) for m in n_asst),
+        "trace_id": trace.trace_id if trace else "",
+        "report_contract": contract_of(msgs),
+    }  # ids when the prompt carries the ids contract
 
 
 def trace_example(trace: Trace, tools: list[dict], task: Task, source: str = "multiturn_traj") -> dict:
@@ -154,8 +172,13 @@ def first_turn_example(trace: Trace, tools: list[dict], task: Task, max_calls: i
             calls.append(c)
     if not 1 <= len(calls) <= max_calls:
         return None
-    first = Trace(task_id=trace.task_id, policy=trace.policy, toolset=trace.toolset, prompt=trace.prompt,
-                  turns=[Turn(index=0, text=t0.text, calls=calls, notes=t0.notes)])
+    first = Trace(
+        task_id=trace.task_id,
+        policy=trace.policy,
+        toolset=trace.toolset,
+        prompt=trace.prompt,
+        turns=[Turn(index=0, text=t0.text, calls=calls, notes=t0.notes)],
+    )
     return _example(first.to_messages(), tools, "parallel_toolcalls", task, trace)
 
 
@@ -166,9 +189,13 @@ def synthesized_example(task: Task, toolset, limits_, reply: Reply, source: str 
     calls = [c for c in reply.calls if isinstance(c.arguments, dict)]
     if not calls or len(calls) != len(reply.calls):
         return None
-    tr = Trace(task_id=task.id, policy="teacher", toolset=toolset.name,
-               prompt=initial_messages(toolset, episode_query(toolset, task), limits_),
-               turns=[Turn(index=0, text="", calls=calls)])
+    tr = Trace(
+        task_id=task.id,
+        policy="teacher",
+        toolset=toolset.name,
+        prompt=initial_messages(toolset, episode_query(toolset, task), limits_),
+        turns=[Turn(index=0, text="", calls=calls)],
+    )
     return _example(tr.to_messages(), toolset.schemas, source, task, tr)
 
 
@@ -197,8 +224,17 @@ def linerange_example(task: Task, cfg: BuildConfig, work_dir: str = WORK_DIR) ->
     if not files:
         return None
     msgs = linerange_messages(files, answer)
-    return {"messages": msgs, "tools": [], "source": "linerange", "task_id": task.id, "split": task.split or "",
-            "n_turns": 1, "n_calls": 0, "trace_id": "", "report_contract": "free"}
+    return {
+        "messages": msgs,
+        "tools": [],
+        "source": "linerange",
+        "task_id": task.id,
+        "split": task.split or "",
+        "n_turns": 1,
+        "n_calls": 0,
+        "trace_id": "",
+        "report_contract": "free",
+    }
 
 
 # ---------------------------------------------------------------- episodes per source
@@ -211,17 +247,22 @@ def _dialect(toolset: str):
 def reference_episode(task: Task, cfg: BuildConfig) -> tuple[Trace | None, dict]:
     """A real trajectory's exploration re-executed in the harness on ``task.root``; returns the
     trace (None when nothing converted) and conversion counts."""
-    conv = convert_actions(trajectory_actions(task), cfg.toolset, task.query, Path(task.root),
-                           cfg.max_calls_per_turn)
-    info = {"n_actions": conv.n_actions, "n_converted": conv.n_converted,
-            "unconvertible": dict(conv.unconvertible), "n_turns_converted": len(conv.turns)}
+    conv = convert_actions(trajectory_actions(task), cfg.toolset, task.query, Path(task.root), cfg.max_calls_per_turn)
+    info = {
+        "n_actions": conv.n_actions,
+        "n_converted": conv.n_converted,
+        "unconvertible": dict(conv.unconvertible),
+        "n_turns_converted": len(conv.turns),
+    }
     if not conv.turns:
         return None, info
     turns = [{"text": "", "calls": g} for g in conv.turns[: cfg.reference_max_turns - 1]]
-    turns.append(lambda msgs, tools: dialect_for(tools, msgs).report(  # cites IDs under the ids contract
-        "report", task.gold.edited, "Files the task's fix changes, with the relevant line ranges."))
-    tr = run_episode(task, ScriptedPolicy(turns, name="reference"), cfg.toolset,
-                     limits(cfg, max_turns=len(turns)))
+    turns.append(
+        lambda msgs, tools: dialect_for(tools, msgs).report(  # cites IDs under the ids contract
+            "report", task.gold.edited, "Files the task's fix changes, with the relevant line ranges."
+        )
+    )
+    tr = run_episode(task, ScriptedPolicy(turns, name="reference"), cfg.toolset, limits(cfg, max_turns=len(turns)))
     tr.meta.update(info)
     return tr, info
 
@@ -232,8 +273,14 @@ def teacher_trace(teacher, task: Task, cfg: BuildConfig) -> Trace:
     ts = make_toolset(cfg.toolset, task.root, limits(cfg).tool)
     msgs = synthesis_messages(episode_query(ts, task), WORK_DIR, workspace_ls(task.root))
     reply = teacher.act(msgs, ts.schemas, final=False)
-    return Trace(task_id=task.id, policy=teacher.name, toolset=ts.name, prompt=msgs,
-                 turns=[Turn(index=0, text=reply.text, calls=list(reply.calls))], stop_reason="max_turns")  # one turn, no answer asked for
+    return Trace(
+        task_id=task.id,
+        policy=teacher.name,
+        toolset=ts.name,
+        prompt=msgs,
+        turns=[Turn(index=0, text=reply.text, calls=list(reply.calls))],
+        stop_reason="max_turns",
+    )  # one turn, no answer asked for
 
 
 def linerange_episode(task: Task, cfg: BuildConfig) -> Trace | None:
@@ -247,14 +294,16 @@ def linerange_episode(task: Task, cfg: BuildConfig) -> Trace | None:
     if not calls or not files or len(calls) > cfg.max_calls_per_turn:
         return None
 
-    turns = [Reply(text="", calls=calls),
-             lambda msgs, tools: dialect_for(tools, msgs).report("report", files, "The exact lines that need to change.")]
+    turns = [
+        Reply(text="", calls=calls),
+        lambda msgs, tools: dialect_for(tools, msgs).report("report", files, "The exact lines that need to change."),
+    ]
     return run_episode(task, ScriptedPolicy(turns, name="linerange"), cfg.toolset, limits(cfg, max_turns=3))
 
 
 def _share(task_id: str) -> float:
     """A number in [0, 1) fixed by the task id (which tasks get ``extra_policy``)."""
-    return int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) / 16 ** 8
+    return int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) / 16**8
 
 
 def released_keeps(trace: Trace) -> bool:
@@ -298,16 +347,27 @@ def build(cfg: BuildConfig, out: str | Path) -> dict:
     log = out / "episodes.jsonl"
     repair_jsonl(log)
     done = {(r["kind"], r["task_id"]) for r in iter_jsonl(log)} if log.exists() else set()
-    stats: dict[str, Any] = {"config": asdict(cfg), "unconvertible": Counter(), "episodes": Counter(),
-                             "dropped": Counter(), "query_sources": Counter()}  # what the explorer is given
+    stats: dict[str, Any] = {
+        "config": asdict(cfg),
+        "unconvertible": Counter(),
+        "episodes": Counter(),
+        "dropped": Counter(),
+        "query_sources": Counter(),
+    }  # what the explorer is given
     policy = make_policy(cfg.policy) if "multiturn_traj" in cfg.mix else None
     extra = make_policy(cfg.extra_policy) if cfg.extra_policy and cfg.extra_share > 0 and policy is not None else None
-    teacher = make_policy(cfg.parallel_teacher) if cfg.parallel_teacher and cfg.mix.get("parallel_toolcalls", 0) > 0 else None
+    teacher = (
+        make_policy(cfg.parallel_teacher) if cfg.parallel_teacher and cfg.mix.get("parallel_toolcalls", 0) > 0 else None
+    )
     # the release's tool-free linerange (relace, and the ids contract, whose answers cite shown IDs: fasbench's)
     release_linerange = cfg.toolset == "fastcontext" and cfg.report_contract == "free"
     for split, limit in cfg.max_tasks.items():
         jobs = []
-        if cfg.mix.get("multiturn_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0 or cfg.mix.get("linerange", 0) > 0:
+        if (
+            cfg.mix.get("multiturn_traj", 0) > 0
+            or cfg.mix.get("parallel_toolcalls", 0) > 0
+            or cfg.mix.get("linerange", 0) > 0
+        ):
             for t in _materialized(_tasks(cfg, "policy", split), limit, f"{split} corpora"):
                 stats["query_sources"][make_toolset(cfg.toolset, t.root).episode_query(t)[1]] += 1
                 if cfg.mix.get("multiturn_traj", 0) > 0 or cfg.mix.get("parallel_toolcalls", 0) > 0:
@@ -421,12 +481,27 @@ def save_dataset(splits: dict[str, list[dict]], path: str | Path):
     # local import: datasets is heavy to import, only paid when a data set is saved
     from datasets import Dataset, DatasetDict, Features, Json, List, Value
 
-    feats = Features({"messages": List(Json()), "tools": List(Json()), "source": Value("string"),
-                      "task_id": Value("string"), "split": Value("string"), "n_turns": Value("int32"),
-                      "n_calls": Value("int32"), "trace_id": Value("string"), "report_contract": Value("string")})
+    feats = Features(
+        {
+            "messages": List(Json()),
+            "tools": List(Json()),
+            "source": Value("string"),
+            "task_id": Value("string"),
+            "split": Value("string"),
+            "n_turns": Value("int32"),
+            "n_calls": Value("int32"),
+            "trace_id": Value("string"),
+            "report_contract": Value("string"),
+        }
+    )
     # empty splits are left out (datasets cannot load an empty saved split back)
-    dd = DatasetDict({s: Dataset.from_list([{"report_contract": "free", **r} for r in rows], features=feats)
-                      for s, rows in splits.items() if rows})  # rows built before report_contract: free
+    dd = DatasetDict(
+        {
+            s: Dataset.from_list([{"report_contract": "free", **r} for r in rows], features=feats)
+            for s, rows in splits.items()
+            if rows
+        }
+    )  # rows built before report_contract: free
     dd.save_to_disk(str(path))
     return dd
 

@@ -14,8 +14,8 @@ import sys
 
 from fasbench.sft.data import load_dataset
 from fasbench.sft.train import Profile, load_profile, sft_config, train
-from fasbench.training.profiles import report_to_list
 from fasbench.training.log import checkpoint_step, last_checkpoint
+from fasbench.training.profiles import report_to_list
 
 
 def _data(profile: Profile, name: str):
@@ -23,8 +23,10 @@ def _data(profile: Profile, name: str):
     try:
         return load_dataset(profile.data_dir)
     except FileNotFoundError:
-        raise ValueError(f"no SFT data set at {profile.data_dir}: build it once before the launch, with "
-                         f"`fasbench sft build --config {name}` and the same --set overrides (docs/scale.md)") from None
+        raise ValueError(
+            f"no SFT data set at {profile.data_dir}: build it once before the launch, with "
+            f"`fasbench sft build --config {name}` and the same --set overrides (docs/scale.md)"
+        ) from None
 
 
 def dry_run_info(profile: Profile, name: str) -> dict:
@@ -33,25 +35,51 @@ def dry_run_info(profile: Profile, name: str) -> dict:
 
     ds = _data(profile, name)
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    args = sft_config(profile.train, profile.run_dir, "dev" in ds and len(ds["dev"]) > 0,
-                      use_cpu=not torch.cuda.is_available())
+    args = sft_config(
+        profile.train, profile.run_dir, "dev" in ds and len(ds["dev"]) > 0, use_cpu=not torch.cuda.is_available()
+    )
     ckpt = last_checkpoint(profile.run_dir)
     trackers = report_to_list(profile.train.report_to)
     return {
-        "profile": profile.name, "model": profile.train.model, "data": str(profile.data_dir),
-        "examples": {split: len(ds[split]) for split in ds}, "run_dir": str(profile.run_dir),
-        "resumes_from": ckpt, "resumed_step": checkpoint_step(ckpt), "world_size": world,
+        "profile": profile.name,
+        "model": profile.train.model,
+        "data": str(profile.data_dir),
+        "examples": {split: len(ds[split]) for split in ds},
+        "run_dir": str(profile.run_dir),
+        "resumes_from": ckpt,
+        "resumed_step": checkpoint_step(ckpt),
+        "world_size": world,
         "global_batch": args.per_device_train_batch_size * args.gradient_accumulation_steps * world,
-        "distributed": next((k.removeprefix("ACCELERATE_USE_").lower() for k in ("ACCELERATE_USE_FSDP",
-                             "ACCELERATE_USE_DEEPSPEED") if os.environ.get(k, "").lower() == "true"), None),
+        "distributed": next(
+            (
+                k.removeprefix("ACCELERATE_USE_").lower()
+                for k in ("ACCELERATE_USE_FSDP", "ACCELERATE_USE_DEEPSPEED")
+                if os.environ.get(k, "").lower() == "true"
+            ),
+            None,
+        ),
         "report_to": trackers,
         "tensorboard_dir": (os.environ.get("TENSORBOARD_LOGGING_DIR") or str(profile.run_dir / "runs"))
-        if "tensorboard" in trackers else None,
+        if "tensorboard" in trackers
+        else None,
         "step_log": str(profile.run_dir / "log.jsonl"),
-        "args": {k: getattr(args, k) for k in ("max_steps", "num_train_epochs", "learning_rate", "lr_scheduler_type",
-                                                "warmup_steps", "per_device_train_batch_size",
-                                                "gradient_accumulation_steps", "max_length", "bf16",
-                                                "gradient_checkpointing", "save_steps", "use_cpu")},
+        "args": {
+            k: getattr(args, k)
+            for k in (
+                "max_steps",
+                "num_train_epochs",
+                "learning_rate",
+                "lr_scheduler_type",
+                "warmup_steps",
+                "per_device_train_batch_size",
+                "gradient_accumulation_steps",
+                "max_length",
+                "bf16",
+                "gradient_checkpointing",
+                "save_steps",
+                "use_cpu",
+            )
+        },
     }
 
 
@@ -70,5 +98,7 @@ def launch(config: str, sets=(), dry_run: bool = False) -> None:
 
 
 if __name__ == "__main__":  # the module form before `fasbench sft launch`: refused, never a launch that does nothing
-    sys.exit("error: `python -m fasbench.sft.launch` is now `fasbench sft launch` (under accelerate: "
-             "`accelerate launch ... -m fasbench.cli sft launch PROFILE`, docs/scale.md)")
+    sys.exit(
+        "error: `python -m fasbench.sft.launch` is now `fasbench sft launch` (under accelerate: "
+        "`accelerate launch ... -m fasbench.cli sft launch PROFILE`, docs/scale.md)"
+    )

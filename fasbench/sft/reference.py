@@ -33,8 +33,8 @@ from pathlib import Path
 from fasbench import shell
 from fasbench.base import contain
 from fasbench.data.agent_traces import RUNS, trajectory_dir
-from fasbench.shell import options
 from fasbench.records import ToolCall
+from fasbench.shell import options
 from fasbench.tools import calls_for
 from fasbench.trajectories.agent_paths import ROOT, agent_path
 from fasbench.trajectories.raw import load_json, read_actions
@@ -55,10 +55,18 @@ class Conversion:
 # ---------------------------------------------------------------- shell parsing
 
 # Compound constructs whose commands a tool call cannot express (named in ``unconvertible``).
-_CONSTRUCTS = {"for_statement": "for", "c_style_for_statement": "for", "while_statement": "while",
-               "if_statement": "if", "case_statement": "case", "subshell": "(subshell)",
-               "compound_statement": "{ group }", "command_substitution": "$(...)",
-               "process_substitution": "<(...)", "function_definition": "function"}
+_CONSTRUCTS = {
+    "for_statement": "for",
+    "c_style_for_statement": "for",
+    "while_statement": "while",
+    "if_statement": "if",
+    "case_statement": "case",
+    "subshell": "(subshell)",
+    "compound_statement": "{ group }",
+    "command_substitution": "$(...)",
+    "process_substitution": "<(...)",
+    "function_definition": "function",
+}
 _DROPPED_TARGETS = ("/dev/null", "1", "2")
 
 
@@ -120,14 +128,22 @@ def _grep_calls(words: list[str], cwd: str, toolset: str) -> list[dict]:
     args = words[1:]
     if prog == "git":
         args = args[1:]
-    opts, ops = options(args, {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude", "-g", "-t",
-                             "--exclude-dir", "--glob", "--type"})
+    opts, ops = options(
+        args,
+        {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude", "-g", "-t", "--exclude-dir", "--glob", "--type"},
+    )
     pat = opts.get("-e")
     if not isinstance(pat, str):
         if not ops:
             raise Unconvertible(prog)
         pat, ops = ops[0], ops[1:]
-    mode = "fixed" if opts.get("-F") or prog == "fgrep" else "ere" if opts.get("-E") or prog in ("egrep", "rg") or opts.get("-P") else "bre"
+    mode = (
+        "fixed"
+        if opts.get("-F") or prog == "fgrep"
+        else "ere"
+        if opts.get("-E") or prog in ("egrep", "rg") or opts.get("-P")
+        else "bre"
+    )
     if prog == "git" and not opts.get("-E") and not opts.get("-F"):
         mode = "bre"
     pattern = bre_to_rust(pat, mode)
@@ -140,8 +156,14 @@ def _grep_calls(words: list[str], cwd: str, toolset: str) -> list[dict]:
     if any(p is None for p in paths):
         raise Unconvertible(prog + " (outside the repository)")
     context = {k: int(opts[k]) for k in ("-A", "-B", "-C") if isinstance(opts.get(k), str) and opts[k].isdigit()}
-    return [_call(calls_for(toolset).search("", pattern, include, ignore, path=p, files_only=bool(opts.get("-l")),
-                                            context=context)) for p in paths]
+    return [
+        _call(
+            calls_for(toolset).search(
+                "", pattern, include, ignore, path=p, files_only=bool(opts.get("-l")), context=context
+            )
+        )
+        for p in paths
+    ]
 
 
 def _call(c: ToolCall) -> dict:
@@ -258,8 +280,9 @@ def _target(call: dict) -> str:
     return str(a.get("path") or a.get("query") or a.get("pattern") or a.get("command") or "")
 
 
-def convert_actions(actions: list, toolset: str, query: str = "", root: Path | None = None,
-                    max_calls_per_turn: int = 6) -> Conversion:
+def convert_actions(
+    actions: list, toolset: str, query: str = "", root: Path | None = None, max_calls_per_turn: int = 6
+) -> Conversion:
     """Tool-call turns from (command, output) actions (``fasbench.data.agent_traces.Action``)."""
     conv = Conversion(n_actions=len(actions))
     cwd = ROOT

@@ -55,7 +55,9 @@ ${WORK_DIR_LS}
 """
 
 #: gen_parallel_toolcalls_1turn.py @0dc077f lines 61-65: after ``<query>{query}</query>`` and a newline.
-PARALLEL_SYNTHESIS_USER_SUFFIX = "Now, let's generate parallel tool calls to explore the codebase based on the above query."
+PARALLEL_SYNTHESIS_USER_SUFFIX = (
+    "Now, let's generate parallel tool calls to explore the codebase based on the above query."
+)
 
 #: gen_linerange.py @0dc077f lines 4-24 (``system``, not stripped).
 LINERANGE_SYSTEM = """
@@ -99,10 +101,15 @@ def query_message(query: str) -> str:
 
 def synthesis_messages(query: str, workspace: str, workspace_ls: str) -> list[dict]:
     """The teacher's prompt for a first turn of parallel calls (``prepare_samples_message``, lines 48-72)."""
-    system = (PARALLEL_SYNTHESIS_SYSTEM + "\n\n"
-              + WORK_ENV_TEMPLATE.replace("${WORK_DIR}", workspace).replace("${WORK_DIR_LS}", workspace_ls))
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": query_message(query) + "\n" + PARALLEL_SYNTHESIS_USER_SUFFIX}]
+    system = (
+        PARALLEL_SYNTHESIS_SYSTEM
+        + "\n\n"
+        + WORK_ENV_TEMPLATE.replace("${WORK_DIR}", workspace).replace("${WORK_DIR_LS}", workspace_ls)
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": query_message(query) + "\n" + PARALLEL_SYNTHESIS_USER_SUFFIX},
+    ]
 
 
 def numbered_lines(lines: list[str], start: int, end: int) -> str:
@@ -126,6 +133,8 @@ def linerange_messages(files: list[tuple[str, int, int, str]], answer: list[tupl
         file_content += f"\n```{fpath}:{start}-{end}\n{content}\n```"
     file_content = f"<files>\n{file_content}\n</files>"
     final = "\n".join(f"{p}:{a}-{b}" for p, a, b in answer)
-    return [{"role": "system", "content": LINERANGE_SYSTEM},
-            {"role": "user", "content": file_content + "\n\n" + LINERANGE_TASK_PROMPT},
-            {"role": "assistant", "content": "<final_answer>\n" + final + "\n</final_answer>"}]
+    return [
+        {"role": "system", "content": LINERANGE_SYSTEM},
+        {"role": "user", "content": file_content + "\n\n" + LINERANGE_TASK_PROMPT},
+        {"role": "assistant", "content": "<final_answer>\n" + final + "\n</final_answer>"},
+    ]

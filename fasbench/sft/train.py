@@ -9,20 +9,38 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from fasbench.chat_families import check_parallel
-from fasbench.models import load_model, to_template_messages
 from fasbench.base.paths import cache_dir, safe_name
 from fasbench.base.provenance import timestamp
+from fasbench.chat_families import check_parallel
+from fasbench.models import load_model, to_template_messages
 from fasbench.sft.data import BuildConfig, load_dataset
+from fasbench.training.log import (
+    LOG_FILE,
+    checkpoint_step,
+    last_checkpoint,
+    read_log,
+    resume_line,
+    save_at_end,
+    step_log,
+)
 from fasbench.training.profiles import Kind, check_report_to, device_args, expand, load, report_to_list
-from fasbench.training.log import LOG_FILE, checkpoint_step, last_checkpoint, read_log, resume_line, save_at_end, step_log
 
-__all__ = ["TrainConfig", "EvalConfig", "Profile", "load_profile", "train", "make_trainer", "read_log",
-           "last_checkpoint", "read_state"]
+__all__ = [
+    "TrainConfig",
+    "EvalConfig",
+    "Profile",
+    "load_profile",
+    "train",
+    "make_trainer",
+    "read_log",
+    "last_checkpoint",
+    "read_state",
+]
 
 
 @dataclass
@@ -87,11 +105,17 @@ class Profile:
 
     @property
     def data_dir(self) -> Path:
-        return Path(expand(self.build.out)) if self.build.out else cache_dir("sft", safe_name(self.name, "profile name"))
+        return (
+            Path(expand(self.build.out)) if self.build.out else cache_dir("sft", safe_name(self.name, "profile name"))
+        )
 
     @property
     def run_dir(self) -> Path:
-        return Path(expand(self.train.output_dir)) if self.train.output_dir else cache_dir("runs", safe_name(f"sft-{self.name}", "profile name"))
+        return (
+            Path(expand(self.train.output_dir))
+            if self.train.output_dir
+            else cache_dir("runs", safe_name(f"sft-{self.name}", "profile name"))
+        )
 
     def to_dict(self) -> dict:
         return {"name": self.name, "build": asdict(self.build), "train": asdict(self.train), "eval": asdict(self.eval)}
@@ -100,8 +124,9 @@ class Profile:
 KIND = Kind("sft", {"build": BuildConfig, "train": TrainConfig, "eval": EvalConfig}, extra=("name",))
 
 
-def load_profile(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
-                 sets: Sequence[str] = ()) -> Profile:
+def load_profile(
+    name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()
+) -> Profile:
     """A profile by name (``tiny`` -> ``fasbench/configs/sft_tiny.yaml``) or path; ``overrides``
     (``{field or section.field: value}``, e.g. ``{"max_steps": 8, "eval.max_turns": 2}``) then
     ``sets`` (``["field=value"]``, ``--set``) win. Unknown fields and values of the wrong type are
@@ -116,17 +141,32 @@ def sft_config(tc: TrainConfig, output_dir: Path, has_eval: bool, use_cpu: bool 
     from trl import SFTConfig  # local import: trl and torch are heavy
 
     kw: dict[str, Any] = dict(
-        output_dir=str(output_dir), max_steps=tc.max_steps, num_train_epochs=tc.num_train_epochs,
-        learning_rate=tc.learning_rate, lr_scheduler_type=tc.lr_scheduler_type, warmup_steps=float(tc.warmup_ratio),
+        output_dir=str(output_dir),
+        max_steps=tc.max_steps,
+        num_train_epochs=tc.num_train_epochs,
+        learning_rate=tc.learning_rate,
+        lr_scheduler_type=tc.lr_scheduler_type,
+        warmup_steps=float(tc.warmup_ratio),
         per_device_train_batch_size=tc.per_device_train_batch_size,
-        gradient_accumulation_steps=tc.gradient_accumulation_steps, max_length=tc.max_length,
+        gradient_accumulation_steps=tc.gradient_accumulation_steps,
+        max_length=tc.max_length,
         assistant_only_loss=tc.assistant_only_loss,
-        bf16=tc.bf16, logging_steps=tc.logging_steps, save_steps=tc.save_steps,
-        save_total_limit=tc.save_total_limit, seed=tc.seed, report_to=report_to_list(tc.report_to),
-        dataloader_num_workers=tc.dataloader_num_workers, packing=False, dataset_num_proc=None,
-        eval_strategy="steps" if (tc.eval_steps and has_eval) else "no", eval_steps=tc.eval_steps,
-        per_device_eval_batch_size=tc.per_device_train_batch_size, use_cpu=use_cpu,
-        weight_decay=tc.weight_decay, adam_beta1=tc.adam_beta1, adam_beta2=tc.adam_beta2,
+        bf16=tc.bf16,
+        logging_steps=tc.logging_steps,
+        save_steps=tc.save_steps,
+        save_total_limit=tc.save_total_limit,
+        seed=tc.seed,
+        report_to=report_to_list(tc.report_to),
+        dataloader_num_workers=tc.dataloader_num_workers,
+        packing=False,
+        dataset_num_proc=None,
+        eval_strategy="steps" if (tc.eval_steps and has_eval) else "no",
+        eval_steps=tc.eval_steps,
+        per_device_eval_batch_size=tc.per_device_train_batch_size,
+        use_cpu=use_cpu,
+        weight_decay=tc.weight_decay,
+        adam_beta1=tc.adam_beta1,
+        adam_beta2=tc.adam_beta2,
         **device_args(tc.gradient_checkpointing, use_cpu),
     )
     if tc.lr_scheduler_type == "cosine_with_min_lr":
@@ -139,14 +179,20 @@ def peft_config(tc: TrainConfig):
         return None
     from peft import LoraConfig  # local import: peft and torch are heavy
 
-    return LoraConfig(r=tc.lora_r, lora_alpha=tc.lora_alpha, lora_dropout=tc.lora_dropout,
-                      target_modules=tc.lora_target_modules, task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=tc.lora_r,
+        lora_alpha=tc.lora_alpha,
+        lora_dropout=tc.lora_dropout,
+        target_modules=tc.lora_target_modules,
+        task_type="CAUSAL_LM",
+    )
 
 
 def example_tokens(example: dict, tokenizer) -> int:
     """Tokens of one conversational example rendered with the tokenizer's (tool) chat template."""
-    ids = tokenizer.apply_chat_template(to_template_messages(example["messages"]), tools=example["tools"],
-                                        tokenize=True)
+    ids = tokenizer.apply_chat_template(
+        to_template_messages(example["messages"]), tools=example["tools"], tokenize=True
+    )
     ids = ids["input_ids"] if hasattr(ids, "keys") else ids
     return len(ids)
 
@@ -173,31 +219,45 @@ def make_trainer(profile: Profile, dataset=None, model=None, tokenizer=None):
         check_parallel(tokenizer, "sft")
     keep = ["messages", "tools"]
     if "train" not in dataset:
-        raise ValueError(f"the SFT data set at {profile.data_dir} has no train examples; build with more tasks "
-                         "or a lower min_reward")
+        raise ValueError(
+            f"the SFT data set at {profile.data_dir} has no train examples; build with more tasks or a lower min_reward"
+        )
     train = dataset["train"].select_columns(keep)
     if len(train) == 0:
-        raise ValueError(f"the SFT train split at {profile.data_dir} is empty; build with more tasks or a lower min_reward")
+        raise ValueError(
+            f"the SFT train split at {profile.data_dir} is empty; build with more tasks or a lower min_reward"
+        )
     dev = dataset["dev"].select_columns(keep) if "dev" in dataset and len(dataset["dev"]) else None
     if tc.over_length == "drop" and tc.max_length:
         n0 = len(train)
         train = drop_long(train, tokenizer, tc.max_length)
-        print(f"SFT: {n0 - len(train)} of {n0} train examples are longer than max_length={tc.max_length} "
-              "tokens and were left out (train.over_length: drop)")
+        print(
+            f"SFT: {n0 - len(train)} of {n0} train examples are longer than max_length={tc.max_length} "
+            "tokens and were left out (train.over_length: drop)"
+        )
         if len(train) == 0:
-            raise ValueError(f"every SFT train example is longer than max_length={tc.max_length}; raise it or lower "
-                             "build.max_output_chars / build.max_turns")
+            raise ValueError(
+                f"every SFT train example is longer than max_length={tc.max_length}; raise it or lower "
+                "build.max_output_chars / build.max_turns"
+            )
         if dev is not None:
             dev = drop_long(dev, tokenizer, tc.max_length)
             dev = dev if len(dev) else None
     args = sft_config(tc, profile.run_dir, dev is not None)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train,
-                         eval_dataset=dev if args.eval_strategy != "no" else None,
-                         processing_class=tokenizer, peft_config=peft_config(tc),
-                         callbacks=[step_log(profile.run_dir / LOG_FILE), save_at_end()])
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=train,
+        eval_dataset=dev if args.eval_strategy != "no" else None,
+        processing_class=tokenizer,
+        peft_config=peft_config(tc),
+        callbacks=[step_log(profile.run_dir / LOG_FILE), save_at_end()],
+    )
     if len(trainer.train_dataset) == 0:
-        raise ValueError(f"all {len(train)} SFT examples lost their assistant tokens to truncation at max_length="
-                         f"{tc.max_length}; raise train.max_length or lower build.max_output_chars")
+        raise ValueError(
+            f"all {len(train)} SFT examples lost their assistant tokens to truncation at max_length="
+            f"{tc.max_length}; raise train.max_length or lower build.max_output_chars"
+        )
     return trainer
 
 
@@ -237,9 +297,20 @@ def train(profile: Profile, resume: bool = True) -> Path:
 
 def _write_state(run_dir: Path, step: int, this_call: int, resumed: int, ckpt, target: int, final_written: bool):
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / STATE_FILE).write_text(json.dumps(
-        {"global_step": step, "max_steps": target, "steps_this_call": this_call, "steps_resumed": resumed,
-         "resumed_from": str(ckpt) if ckpt else None, "final_written": final_written, "at": timestamp()}, indent=1))
+    (run_dir / STATE_FILE).write_text(
+        json.dumps(
+            {
+                "global_step": step,
+                "max_steps": target,
+                "steps_this_call": this_call,
+                "steps_resumed": resumed,
+                "resumed_from": str(ckpt) if ckpt else None,
+                "final_written": final_written,
+                "at": timestamp(),
+            },
+            indent=1,
+        )
+    )
 
 
 def read_state(run_dir: str | Path) -> dict:

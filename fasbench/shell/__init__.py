@@ -86,5 +86,17 @@ def walk(text: str, cwd: str) -> Iterator[tuple[Simple, str]]:
         yield s, cwd
 
 
-__all__ = ["PARSERS", "WRITE_OPS", "Parsed", "Simple", "operands", "options", "parse", "pipelines",
-           "simple_commands", "unquote", "unwrap", "walk"]
+__all__ = [
+    "PARSERS",
+    "WRITE_OPS",
+    "Parsed",
+    "Simple",
+    "operands",
+    "options",
+    "parse",
+    "pipelines",
+    "simple_commands",
+    "unquote",
+    "unwrap",
+    "walk",
+]

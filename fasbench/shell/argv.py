@@ -56,7 +56,7 @@ def options(words: list[str], with_value: set[str]) -> tuple[dict[str, str | boo
     while i < len(words):
         w = words[i]
         if w == "--":
-            ops += words[i + 1:]
+            ops += words[i + 1 :]
             break
         if w.startswith("--") and "=" in w:
             k, v = w.split("=", 1)
@@ -79,10 +79,15 @@ def options(words: list[str], with_value: set[str]) -> tuple[dict[str, str | boo
 
 
 # Options that take a value, per display/search program.
-VALUE_OPTS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"},
-              "grep": {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude"},
-              "rg": {"-e", "-g", "-t", "-m", "-A", "-B", "-C"}, "awk": {"-F", "-v"}, "sed": {"-e", "-f"},
-              "nl": {"-b", "-s", "-w"}}
+VALUE_OPTS = {
+    "head": {"-n", "-c"},
+    "tail": {"-n", "-c"},
+    "grep": {"-e", "-f", "-m", "-A", "-B", "-C", "--include", "--exclude"},
+    "rg": {"-e", "-g", "-t", "-m", "-A", "-B", "-C"},
+    "awk": {"-F", "-v"},
+    "sed": {"-e", "-f"},
+    "nl": {"-b", "-s", "-w"},
+}
 SCRIPT_FIRST = ("sed", "awk", "grep", "egrep", "rg")  # the first operand is a script or pattern
 
 

@@ -15,8 +15,14 @@ class Simple:
 
     __slots__ = ("words", "redirects", "heredoc", "pipeline", "inside")
 
-    def __init__(self, words: list[str], redirects: list[tuple[str, str]] | None = None,
-                 heredoc: str | None = None, pipeline: int = 0, inside: str | None = None):
+    def __init__(
+        self,
+        words: list[str],
+        redirects: list[tuple[str, str]] | None = None,
+        heredoc: str | None = None,
+        pipeline: int = 0,
+        inside: str | None = None,
+    ):
         self.words = words
         self.redirects = redirects if redirects is not None else []
         self.heredoc = heredoc
@@ -37,8 +43,10 @@ class Simple:
         return isinstance(other, Simple) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
     def __repr__(self) -> str:
-        return (f"Simple({self.words!r}, {self.redirects!r}, heredoc={self.heredoc!r}, pipeline={self.pipeline}, "
-                f"inside={self.inside!r})")
+        return (
+            f"Simple({self.words!r}, {self.redirects!r}, heredoc={self.heredoc!r}, pipeline={self.pipeline}, "
+            f"inside={self.inside!r})"
+        )
 
 
 WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})

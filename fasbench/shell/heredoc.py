@@ -44,16 +44,16 @@ def cut_heredocs(text: str, keep_end: bool = True) -> tuple[str, list[str] | Non
         eol = text.find("\n", m.end())
         if eol < 0:
             return text, None
-        parts.append(text[pos:eol + 1])
+        parts.append(text[pos : eol + 1])
         cur = eol + 1
         for h in START.finditer(text, m.start(), eol):  # several heredocs may start on one line
             span = terminator(text, h.group(3), cur, bool(h.group(1)))
             if span is None:  # bash reads an unterminated heredoc to the end of the input
                 bodies.append(text[cur:])
                 return "".join(parts), bodies
-            bodies.append(text[cur:span[0]])
+            bodies.append(text[cur : span[0]])
             if keep_end:  # tree-sitter wants the delimiter line; the lexer does not
-                parts.append(text[span[0]:span[1]])
+                parts.append(text[span[0] : span[1]])
             cur = span[1]
         pos = cur
         m = START.search(text, pos)

@@ -21,15 +21,40 @@ _REDIR_RE = r"""\d?(?:>>|>\||&>>|&>|>&|>)|<<-?(?!<)|<(?![<(])"""
 _TOKENS = re.compile(f"({_OP_RE})|({_REDIR_RE})|({_WORD_RE})")
 # no capturing groups here: 3.11's possessive repeats mis-track them
 _REGULAR = re.compile(f"[ \\t]*(?:(?:{_OP_RE}|{_REDIR_RE}|{_WORD_RE})[ \\t]*)*+")
-RESERVED = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
-            "function", "select", "time", "coproc", "!", "[[", "]]"}
+RESERVED = {
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "for",
+    "while",
+    "until",
+    "do",
+    "done",
+    "case",
+    "esac",
+    "in",
+    "function",
+    "select",
+    "time",
+    "coproc",
+    "!",
+    "[[",
+    "]]",
+}
 
 
 def feed_cat_heredoc(cmds: list[Simple]) -> None:
     """``cat <<EOF | python``: the command after the pipe reads the heredoc's text."""
     for c, d in zip(cmds, cmds[1:]):
-        if (c.heredoc is not None and c.words[:1] == ["cat"] and not c.redirects and d.pipeline == c.pipeline
-                and d.heredoc is None):
+        if (
+            c.heredoc is not None
+            and c.words[:1] == ["cat"]
+            and not c.redirects
+            and d.pipeline == c.pipeline
+            and d.heredoc is None
+        ):
             d.heredoc = c.heredoc
 
 
@@ -102,7 +127,7 @@ def tolerant(text: str) -> list[Simple]:
         m = _TOKEN.match(src, pos)
         if not m or m.end() == pos:
             if src[pos:].strip():
-                raise ValueError(f"cannot tokenise at {pos}: {src[pos:pos + 20]!r}")
+                raise ValueError(f"cannot tokenise at {pos}: {src[pos : pos + 20]!r}")
             break
         pos = m.end()
         if m.group("op"):

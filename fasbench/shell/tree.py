@@ -176,8 +176,11 @@ def parse(text: str) -> list[Simple]:
     raw = src.encode("utf-8")
     pipe = 0
     for i, c in enumerate(w.out):  # the grammar's pipeline nodes are unreliable (a | b | c && d)
-        if i and not (c.inside == w.out[i - 1].inside and w.spans[i - 1][1] <= w.spans[i][0]
-                      and _piped(raw[w.spans[i - 1][1]:w.spans[i][0]])):
+        if i and not (
+            c.inside == w.out[i - 1].inside
+            and w.spans[i - 1][1] <= w.spans[i][0]
+            and _piped(raw[w.spans[i - 1][1] : w.spans[i][0]])
+        ):
             pipe += 1
         c.pipeline = pipe
     feed_cat_heredoc(w.out)

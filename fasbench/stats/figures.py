@@ -44,8 +44,15 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 # figures (fasbench.trajectories: read/search/edit/test/other) share it, so that orange never means
 # "edit" in one figure and a search tool in another. Both tool sets share it: search blue, read light
 # blue, list green, report purple; edit vermillion, test orange, other grey.
-KIND_COLORS = {"search": "#0072B2", "read": "#56B4E9", "list": "#009E73", "report": "#CC79A7",
-               "edit": "#D55E00", "test": "#E69F00", "other": "#999999"}
+KIND_COLORS = {
+    "search": "#0072B2",
+    "read": "#56B4E9",
+    "list": "#009E73",
+    "report": "#CC79A7",
+    "edit": "#D55E00",
+    "test": "#E69F00",
+    "other": "#999999",
+}
 # Outcome colours: none of them is a colour of a trajectory category (edit's vermillion against
 # "unresolved" was read as the same thing); green/purple are told apart with red-green colour
 # blindness too. (They are the list/report colours, kinds no trajectory figure shows.)
@@ -57,17 +64,21 @@ def kind_color(kind: str | None, fallback: str = "#999999") -> str:
     """The figure colour of a kind (``fallback`` for None: a tool of no known tool set)."""
     return KIND_COLORS.get(kind or "", fallback)
 
+
 WIDTH, HEIGHT = 700, 420  # pixels at scale 1 (≈ a single-column figure at 3x)
 
 # Column-width presets for a paper (``save(..., preset=)`` or ``FASBENCH_FIGURE_PRESET``): the page size in
 # inches (the PDF is printed at 96 px per inch, so these are the printed sizes) and the font in points.
-PRESETS = {"single": {"width_in": 3.3, "height_in": 2.4, "font_pt": 8.0},
-           "double": {"width_in": 6.9, "height_in": 3.2, "font_pt": 9.0}}
+PRESETS = {
+    "single": {"width_in": 3.3, "height_in": 2.4, "font_pt": 8.0},
+    "double": {"width_in": 6.9, "height_in": 3.2, "font_pt": 9.0},
+}
 PX_PER_IN = 96
 
 
-def paper_layout(fig: go.Figure, preset: str | None = None, title: bool = True, width: int | None = None,
-                 height: int | None = None) -> tuple[go.Figure, int, int]:
+def paper_layout(
+    fig: go.Figure, preset: str | None = None, title: bool = True, width: int | None = None, height: int | None = None
+) -> tuple[go.Figure, int, int]:
     """A copy of ``fig`` laid out for export and its width and height in pixels: at a column-width
     :data:`PRESETS` entry (its size, a font in points, tighter margins) when ``preset`` names one, and
     without its baked-in title (the caption says it in a paper) when ``title`` is False."""
@@ -78,14 +89,23 @@ def paper_layout(fig: go.Figure, preset: str | None = None, title: bool = True, 
         p = PRESETS[preset]
         px = round(p["font_pt"] * PX_PER_IN / 72, 1)
         width, height = width or round(p["width_in"] * PX_PER_IN), height or round(p["height_in"] * PX_PER_IN)
-        out.update_layout(font_size=px, title_font_size=round(px * 1.1, 1), legend_font_size=px,
-                          margin=dict(l=round(px * 4), r=round(px), t=round(px * (4 if title and out.layout.title.text else 1.5)),
-                                      b=round(px * 3.5)))
+        out.update_layout(
+            font_size=px,
+            title_font_size=round(px * 1.1, 1),
+            legend_font_size=px,
+            margin=dict(
+                l=round(px * 4),
+                r=round(px),
+                t=round(px * (4 if title and out.layout.title.text else 1.5)),
+                b=round(px * 3.5),
+            ),
+        )
         out.update_annotations(font_size=px)
     if not title:
         out.layout.title.text = None
         out.update_layout(margin_t=round((out.layout.font.size or 13) * 1.5))
     return out, width or fig.layout.width or WIDTH, height or fig.layout.height or HEIGHT
+
 
 pio.templates["paper"] = go.layout.Template(
     layout=dict(
@@ -97,10 +117,24 @@ pio.templates["paper"] = go.layout.Template(
         margin=dict(l=60, r=20, t=50, b=50),
         # automargin: tick labels and axis titles grow the margins instead of being cut at the figure's
         # edge (the margins above are minimums; a fresh Template does not inherit plotly's automargin).
-        xaxis=dict(showline=True, linecolor="#444", ticks="outside", gridcolor="#eee", zeroline=False,
-                   automargin=True, title=dict(standoff=12)),
-        yaxis=dict(showline=True, linecolor="#444", ticks="outside", gridcolor="#eee", zeroline=False,
-                   automargin=True, title=dict(standoff=12)),
+        xaxis=dict(
+            showline=True,
+            linecolor="#444",
+            ticks="outside",
+            gridcolor="#eee",
+            zeroline=False,
+            automargin=True,
+            title=dict(standoff=12),
+        ),
+        yaxis=dict(
+            showline=True,
+            linecolor="#444",
+            ticks="outside",
+            gridcolor="#eee",
+            zeroline=False,
+            automargin=True,
+            title=dict(standoff=12),
+        ),
         legend=dict(bgcolor="rgba(255,255,255,0.8)", borderwidth=0),
     )
 )
@@ -145,31 +179,41 @@ def set_context(notebook: str, parameters: dict | None = None, inputs=None) -> d
         frame = inspect.currentframe().f_back
         parameters = notebook_parameters(notebook, frame.f_globals if frame else {})
     _CONTEXT.clear()
-    _CONTEXT.update(notebook=notebook, parameters={k: _jsonable(v) for k, v in parameters.items()},
-                    inputs=[str(i) for i in (inputs or [])])
+    _CONTEXT.update(
+        notebook=notebook,
+        parameters={k: _jsonable(v) for k, v in parameters.items()},
+        inputs=[str(i) for i in (inputs or [])],
+    )
     return dict(_CONTEXT)
 
 
 def figure_provenance(name: str, inputs=None, extra: dict | None = None) -> dict:
     """What a figure saved now records: code version, notebook (or script), parameters, inputs, time."""
     script = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else None
-    return {"figure": name, "code_version": code_version(), "notebook": _CONTEXT.get("notebook"),
-            "script": None if _CONTEXT.get("notebook") else script,
-            "parameters": _CONTEXT.get("parameters", {}),
-            "inputs": list(dict.fromkeys(_CONTEXT.get("inputs", []) + [str(i) for i in (inputs or [])])),
-            **(extra or {}), "created": timestamp()}
+    return {
+        "figure": name,
+        "code_version": code_version(),
+        "notebook": _CONTEXT.get("notebook"),
+        "script": None if _CONTEXT.get("notebook") else script,
+        "parameters": _CONTEXT.get("parameters", {}),
+        "inputs": list(dict.fromkeys(_CONTEXT.get("inputs", []) + [str(i) for i in (inputs or [])])),
+        **(extra or {}),
+        "created": timestamp(),
+    }
 
 
 def _stamp_pdf(path: Path, prov: dict) -> None:
     """Write the provenance into the PDF's document information (rewritten in place)."""
     reader = PdfReader(str(path))
     writer = PdfWriter(clone_from=reader)
-    writer.add_metadata({
-        "/Title": prov["figure"],
-        "/Subject": f"{prov.get('notebook') or prov.get('script') or ''} @ {prov['code_version']['describe']}",
-        "/Creator": "fasbench.stats.figures.save (plotly + kaleido)",
-        PDF_KEY: json.dumps(prov, sort_keys=True),
-    })
+    writer.add_metadata(
+        {
+            "/Title": prov["figure"],
+            "/Subject": f"{prov.get('notebook') or prov.get('script') or ''} @ {prov['code_version']['describe']}",
+            "/Creator": "fasbench.stats.figures.save (plotly + kaleido)",
+            PDF_KEY: json.dumps(prov, sort_keys=True),
+        }
+    )
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         writer.write(f)
@@ -195,9 +239,18 @@ def find_browser() -> None:
             return
 
 
-def save(fig: go.Figure, name: str, formats=FORMATS, width: int | None = None, height: int | None = None,
-         directory: str | Path | None = None, inputs=None, provenance: dict | None = None,
-         preset: str | None = None, title: bool | None = None) -> list[Path]:
+def save(
+    fig: go.Figure,
+    name: str,
+    formats=FORMATS,
+    width: int | None = None,
+    height: int | None = None,
+    directory: str | Path | None = None,
+    inputs=None,
+    provenance: dict | None = None,
+    preset: str | None = None,
+    title: bool | None = None,
+) -> list[Path]:
     """Write ``figures/<name>.{pdf,svg,png}`` (and the plotly JSON beside them, with the provenance)
     and return the image paths. ``name`` is a file stem; ``inputs`` the runs or files it was made from;
     ``provenance`` a record to keep instead of a new one (re-export). ``preset``: ``"single"`` (3.3 in)
@@ -239,8 +292,12 @@ def _wrap(text: str, size: float, room: float) -> str:
     lines = text.split("<br>")
     subs = [ln.startswith("<sup>") and ln.endswith("</sup>") and "<" not in ln[5:-6] for ln in lines]
     if any(sub for sub in subs):
-        return "<br>".join("<br>".join(f"<sup>{piece}</sup>" for piece in _wrap(ln[5:-6], size * SUP, room).split("<br>"))
-                           if sub else _wrap(ln, size, room) for ln, sub in zip(lines, subs))
+        return "<br>".join(
+            "<br>".join(f"<sup>{piece}</sup>" for piece in _wrap(ln[5:-6], size * SUP, room).split("<br>"))
+            if sub
+            else _wrap(ln, size, room)
+            for ln, sub in zip(lines, subs)
+        )
     if "<" in text.replace("<br>", ""):
         return text  # other markup: a break could fall inside a tag
     per_line = max(8, int(room / (EM * size)))
@@ -262,8 +319,10 @@ def _wrap_titles(fig: go.Figure, w: int, h: int) -> go.Figure:
     plotly never wraps text, so a title wider than the figure is cut at its edge in every format."""
     full = fig.layout.template.layout if fig.layout.template else go.Layout()
     base = fig.layout.font.size or full.font.size or 12
-    margin = {k: next((v for v in (getattr(fig.layout.margin, k), getattr(full.margin, k)) if v is not None), 80)
-              for k in "lrtb"}
+    margin = {
+        k: next((v for v in (getattr(fig.layout.margin, k), getattr(full.margin, k)) if v is not None), 80)
+        for k in "lrtb"
+    }
     out = go.Figure(fig)
     t = out.layout.title
     if t.text:
@@ -291,8 +350,15 @@ def _wrap_titles(fig: go.Figure, w: int, h: int) -> go.Figure:
 # with 0.1-inch print margins: Chromium then shrinks the figure by 19.2 px to the printable width and
 # cuts off the bottom ~8 px (legends and axis titles under the plot). Printed without margins, the
 # page holds the figure at 1:1, the picture of the SVG and the PNG.
-_PDF_PRINT = {"printBackground": True, "preferCSSPageSize": True, "pageRanges": "1",
-              "marginTop": 0, "marginBottom": 0, "marginLeft": 0, "marginRight": 0}
+_PDF_PRINT = {
+    "printBackground": True,
+    "preferCSSPageSize": True,
+    "pageRanges": "1",
+    "marginTop": 0,
+    "marginBottom": 0,
+    "marginLeft": 0,
+    "marginRight": 0,
+}
 
 
 def _whole_pdf_pages() -> None:
@@ -302,8 +368,11 @@ def _whole_pdf_pages() -> None:
     except ImportError:
         dt = None
     if dt is None or not callable(getattr(dt, "print_pdf", None)) or not callable(getattr(dt, "_raise_error", None)):
-        warnings.warn("this kaleido has no _kaleido_tab._devtools_utils.print_pdf: its PDFs keep the print "
-                      "margins that cut the figure's bottom (tests/test_figures.py checks this)", stacklevel=3)
+        warnings.warn(
+            "this kaleido has no _kaleido_tab._devtools_utils.print_pdf: its PDFs keep the print "
+            "margins that cut the figure's bottom (tests/test_figures.py checks this)",
+            stacklevel=3,
+        )
         return
     if getattr(dt.print_pdf, "fasbench_whole", False):
         return
@@ -338,7 +407,9 @@ def _write_images(fig: go.Figure, paths: list[Path], formats, w: int, h: int) ->
         if not p.is_file() or p.stat().st_size == 0:
             pio.write_image(fig, p, format=fmt, width=w, height=h, scale=sc)
         if not p.is_file() or p.stat().st_size == 0:
-            raise RuntimeError(f"kaleido wrote no {fmt.upper()} for {p.name} (Chromium: {os.environ.get('BROWSER_PATH')})")
+            raise RuntimeError(
+                f"kaleido wrote no {fmt.upper()} for {p.name} (Chromium: {os.environ.get('BROWSER_PATH')})"
+            )
 
 
 def _in_kernel() -> bool:

@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from fasbench.base.markup import markdown_text
 from fasbench.stats.metrics import SMALL_N, fmt_p, paired_differs, paired_words
-
 
 SMOKE_MARK = "Smoke settings"  # the words the report looks for in a findings output (its banner)
 
@@ -102,16 +101,26 @@ def paired_sentence(what: str, rows: Sequence[dict], name: str = "run", digits: 
     sig = [r for r in rows if paired_differs(r, alpha)]
     rest = [r for r in rows if not paired_differs(r, alpha)]
     level = rows[0].get("level", 1 - alpha) if rows else 1 - alpha
-    out = (f"{what}: {len(sig)} of {len(rows)} differ at p < {alpha:g} with a {level:.0%} interval excluding 0 "
-           "(two-sided sign-flip test over the tasks each pair shares)")
+    out = (
+        f"{what}: {len(sig)} of {len(rows)} differ at p < {alpha:g} with a {level:.0%} interval excluding 0 "
+        "(two-sided sign-flip test over the tasks each pair shares)"
+    )
     if sig:
-        out += ": " + "; ".join(f"{r[name]} {ci(r['diff'], r['lo'], r['hi'], digits, signed=True)} "
-                                f"({fmt_p(r['p'])}, n = {r['n']})" for r in sig)
+        out += ": " + "; ".join(
+            f"{r[name]} {ci(r['diff'], r['lo'], r['hi'], digits, signed=True)} ({fmt_p(r['p'])}, n = {r['n']})"
+            for r in sig
+        )
     if rest:
         out += ". No difference detectable for " + "; ".join(
             f"{r[name]} ({fmt_p(r.get('p'))}, n = {r.get('n', 0)}"
-            + (f", smallest attainable p = {r['p_min']:.3g}" if not _bad(r.get("p_min")) and r["p_min"] >= alpha else "")
-            + ")" for r in rest)
+            + (
+                f", smallest attainable p = {r['p_min']:.3g}"
+                if not _bad(r.get("p_min")) and r["p_min"] >= alpha
+                else ""
+            )
+            + ")"
+            for r in rest
+        )
     return out + "."
 
 
@@ -124,9 +133,16 @@ def _resumed_parts(state, name: str = "") -> list[str]:
         if state.get("note"):
             return [pre + str(state["note"])]
         total = state.get("max_steps") or state.get("global_step")
-        return [pre + f"resumed at step {done}" + (f" of {total}" if total else "") + (
-            "; no step trained in this call (the model is the earlier call's)" if this == 0
-            else f"; {this} steps trained in this call")]
+        return [
+            pre
+            + f"resumed at step {done}"
+            + (f" of {total}" if total else "")
+            + (
+                "; no step trained in this call (the model is the earlier call's)"
+                if this == 0
+                else f"; {this} steps trained in this call"
+            )
+        ]
     if isinstance(state, dict):
         return [p for k, v in state.items() for p in _resumed_parts(v, str(k))]
     if isinstance(state, bool) or state is None or (isinstance(state, float) and math.isnan(state)):
@@ -164,7 +180,7 @@ class Findings:
         if self.smoke is None:
             self.smoke = os.environ.get("FASBENCH_SHORT") == "1"
 
-    def study_size(self, n: int, study_n: int, unit: str = "tasks") -> "Findings":
+    def study_size(self, n: int, study_n: int, unit: str = "tasks") -> Findings:
         """Mark the run as smoke-sized when ``n`` (e.g. the tasks drawn) is below ``study_n``, the study's
         size (for a notebook whose ``n`` counts something else, e.g. episodes)."""
         if n < study_n:
@@ -176,56 +192,88 @@ class Findings:
         """The line every findings under smoke settings shows (empty otherwise): why, and what it means."""
         if not self.smoke:
             return ""
-        why = (["FASBENCH_SHORT=1 (the shortened parameter set)"] if os.environ.get("FASBENCH_SHORT") == "1" else []) \
-            + self._small
-        return (f"**{SMOKE_MARK}**: {'; '.join(why) or 'set by the notebook'}. This run checks that the pipeline works; "
-                "its intervals are too wide to support a claim.")
+        why = (
+            ["FASBENCH_SHORT=1 (the shortened parameter set)"] if os.environ.get("FASBENCH_SHORT") == "1" else []
+        ) + self._small
+        return (
+            f"**{SMOKE_MARK}**: {'; '.join(why) or 'set by the notebook'}. This run checks that the pipeline works; "
+            "its intervals are too wide to support a claim."
+        )
 
-    def add(self, sentence: str) -> "Findings":
+    def add(self, sentence: str) -> Findings:
         """A finding in words (built with f-strings from computed values): one bullet."""
         self.sentences.append(sentence)
         self.blocks.append(("item", sentence))
         return self
 
-    def text(self, markdown: str) -> "Findings":
+    def text(self, markdown: str) -> Findings:
         """A paragraph (or a sub-heading) of its own, in order among the bullets."""
         self.blocks.append(("text", markdown))
         return self
 
-    def table(self, header: Sequence[str], rows: Sequence[Sequence], intro: str = "") -> "Findings":
+    def table(self, header: Sequence[str], rows: Sequence[Sequence], intro: str = "") -> Findings:
         """A table of a study's own columns (cells already formatted), after an optional sentence."""
         t = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
         t += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
         return self.text((intro + "\n\n" if intro else "") + "\n".join(t))
 
-    def paired(self, what: str, res: dict, digits: int = 3, alpha: float = 0.05) -> "Findings":
+    def paired(self, what: str, res: dict, digits: int = 3, alpha: float = 0.05) -> Findings:
         """A paired difference in words that follow the test (:func:`paired_phrase`), always with n."""
         self.paired_tests = True
         return self.add(f"{what}: {paired_phrase(res, digits, alpha)}.")
 
-    def compared(self, what: str, rows: Sequence[dict], name: str = "run", digits: int = 3,
-                 alpha: float = 0.05) -> "Findings":
+    def compared(
+        self, what: str, rows: Sequence[dict], name: str = "run", digits: int = 3, alpha: float = 0.05
+    ) -> Findings:
         """Several paired comparisons against one reference in one sentence (:func:`paired_sentence`)."""
         self.paired_tests = True
         return self.add(paired_sentence(what, rows, name, digits, alpha))
 
-    def metric(self, label: str, mean, lo=None, hi=None, n: int | None = None, digits: int = 2, pct: bool = False,
-               signed: bool = False, seed=None, seed_source: str = "", seed_note: str = "") -> "Findings":
+    def metric(
+        self,
+        label: str,
+        mean,
+        lo=None,
+        hi=None,
+        n: int | None = None,
+        digits: int = 2,
+        pct: bool = False,
+        signed: bool = False,
+        seed=None,
+        seed_source: str = "",
+        seed_note: str = "",
+    ) -> Findings:
         """A measured value with its interval and n, and optionally the published (seed) value."""
         ours = ci(mean, lo, hi, digits, pct, signed)
-        self.rows.append({"label": label, "ours": ours, "has_ci": not (_bad(mean) or _bad(lo) or _bad(hi)),
-                          "n": "–" if n is None else f"{n:,}",
-                          "seed": "–" if _bad(seed) else (num(seed, digits, pct, signed) if not isinstance(seed, str)
-                                                          else seed),
-                          "source": " ".join(x for x in (seed_source, seed_note) if x) or "–"})
+        self.rows.append(
+            {
+                "label": label,
+                "ours": ours,
+                "has_ci": not (_bad(mean) or _bad(lo) or _bad(hi)),
+                "n": "–" if n is None else f"{n:,}",
+                "seed": "–" if _bad(seed) else (num(seed, digits, pct, signed) if not isinstance(seed, str) else seed),
+                "source": " ".join(x for x in (seed_source, seed_note) if x) or "–",
+            }
+        )
         return self
 
-    def seed(self, label: str, ours, seed, source: str, n: int | None = None, lo=None, hi=None, digits: int = 2,
-             pct: bool = False, note: str = "") -> "Findings":
+    def seed(
+        self,
+        label: str,
+        ours,
+        seed,
+        source: str,
+        n: int | None = None,
+        lo=None,
+        hi=None,
+        digits: int = 2,
+        pct: bool = False,
+        note: str = "",
+    ) -> Findings:
         """A published number beside ours (same as :meth:`metric` with a seed)."""
         return self.metric(label, ours, lo, hi, n, digits, pct, seed=seed, seed_source=source, seed_note=note)
 
-    def resumed(self, what: str, state) -> "Findings":
+    def resumed(self, what: str, state) -> Findings:
         """A line saying that ``what`` was (partly) read from an earlier call of its run rather than computed
         in this one; nothing when it was not. ``state``: a count of resumed episodes; a note
         (``rundir.resume_note``, the ``resumed`` column of ``runs_table``); a training state
@@ -233,11 +281,13 @@ class Findings:
         mapping of names (policies, runs) to any of these."""
         parts = _resumed_parts(state)
         if parts:
-            self.add(f"**Resumed, not computed in this run**: {what}: {'; '.join(parts)} (a new run name or an "
-                     "empty run folder computes it afresh).")
+            self.add(
+                f"**Resumed, not computed in this run**: {what}: {'; '.join(parts)} (a new run name or an "
+                "empty run folder computes it afresh)."
+            )
         return self
 
-    def caveat(self, text: str) -> "Findings":
+    def caveat(self, text: str) -> Findings:
         """A limit of what was measured: the population, the corpus kind, CPU defaults vs full runs."""
         self.caveats.append(text)
         return self
@@ -247,11 +297,15 @@ class Findings:
         if self.n is not None:
             head += f"\n\n*Measured on n = {self.n:,} {self.unit}"
             if any(r["has_ci"] for r in self.rows) or any("[" in x for x in self.sentences):
-                head += (f"; intervals [lo, hi] are {self.level:.0%} intervals over {self.unit} (percentile bootstrap; "
-                         f"Student t below {SMALL_N} {self.unit}, none for one)")
+                head += (
+                    f"; intervals [lo, hi] are {self.level:.0%} intervals over {self.unit} (percentile bootstrap; "
+                    f"Student t below {SMALL_N} {self.unit}, none for one)"
+                )
             if self.paired_tests:
-                head += ("; paired differences: two-sided sign-flip test (exact up to 20 differing tasks) and its "
-                         "exact interval (percentile bootstrap above 20 tasks)")
+                head += (
+                    "; paired differences: two-sided sign-flip test (exact up to 20 differing tasks) and its "
+                    "exact interval (percentile bootstrap above 20 tasks)"
+                )
             head += ".*"
         parts = [head] + ([self.smoke_line()] if self.smoke else [])
         last = None
@@ -263,8 +317,10 @@ class Findings:
             last = kind
         if self.rows:
             t = ["| measure | ours: mean [CI] | n | seed value | seed source |", "|---|---|---|---|---|"]
-            t += [f"| {_cell(r['label'])} | {_cell(r['ours'])} | {r['n']} | {_cell(r['seed'])} | {_cell(r['source'])} |"
-                  for r in self.rows]
+            t += [
+                f"| {_cell(r['label'])} | {_cell(r['ours'])} | {r['n']} | {_cell(r['seed'])} | {_cell(r['source'])} |"
+                for r in self.rows
+            ]
             parts.append("\n".join(t))
         if self.caveats:
             parts.append("**Caveats**\n\n" + "\n".join(f"- {c}" for c in self.caveats))

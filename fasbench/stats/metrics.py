@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import lru_cache
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -29,7 +29,11 @@ def normalize_path(path: str, root: str | None = None) -> str:
     """A workspace-relative path with ``/`` separators, whatever prefix the answer used:
     leading ``/``, ``./``, ``/repo/``, ``/testbed/``, or the workspace's absolute root."""
     path, root = str(path), str(root) if root else None
-    if _PLAIN.fullmatch(path) and not path.startswith(_PREFIXES) and not (root and path.startswith(root.rstrip("/") + "/")):
+    if (
+        _PLAIN.fullmatch(path)
+        and not path.startswith(_PREFIXES)
+        and not (root and path.startswith(root.rstrip("/") + "/"))
+    ):
         return path  # already workspace-relative and clean (most paths): no cache entry, no rewriting
     return _normalize_path(path, root)
 
@@ -43,17 +47,19 @@ def _normalize_path(path: str, root: str | None) -> str:
     if root:
         r = str(root).rstrip("/") + "/"
         if p.startswith(r):
-            p = p[len(r):]
+            p = p[len(r) :]
     for pre in _PREFIXES:
         if p.startswith(pre):
-            p = p[len(pre):]
+            p = p[len(pre) :]
             break
     p = re.sub(r"/+", "/", p)
     parts = [s for s in p.split("/") if s not in ("", ".")]
     return "/".join(parts)
 
 
-def normalize_files(files: Mapping[str, Sequence[Sequence[int]]], root: str | None = None) -> dict[str, list[list[int]]]:
+def normalize_files(
+    files: Mapping[str, Sequence[Sequence[int]]], root: str | None = None
+) -> dict[str, list[list[int]]]:
     """Normalise the paths of a file → ranges mapping, merging duplicates. Ranges are clipped to
     the file's length when ``root`` is an existing workspace holding the file (``[s, -1]`` = to its
     last line), else to ``lines.LINE_CAP`` (see ``fasbench.base.lines``)."""
@@ -120,8 +126,9 @@ def file_prf(pred: Mapping[str, object], gold: Mapping[str, object], root: str |
     return set_prf({normalize_path(p, root) for p in pred} - {""}, {normalize_path(p, root) for p in gold} - {""})
 
 
-def line_prf(pred: Mapping[str, Sequence[Sequence[int]]], gold: Mapping[str, Sequence[Sequence[int]]],
-             root: str | None = None) -> PRF:
+def line_prf(
+    pred: Mapping[str, Sequence[Sequence[int]]], gold: Mapping[str, Sequence[Sequence[int]]], root: str | None = None
+) -> PRF:
     """Precision/recall over (path, line) pairs; gold files without line ranges do not count.
     Computed on intervals (``fasbench.base.lines``): linear in the number of ranges, whatever their size."""
     p, g = normalize_files(pred, root), normalize_files(gold, root)
@@ -147,7 +154,9 @@ def recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     return len(g & top) / len(g) if g else 0.0
 
 
-def bootstrap_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
+def bootstrap_ci(
+    values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float, float]:
     """Macro mean and its percentile bootstrap (1 − alpha) interval (at any n; for a table of means use
     :func:`mean_ci`, which is valid below :data:`SMALL_N` values too)."""
     x = np.asarray(values, dtype=float)
@@ -206,8 +215,13 @@ UNIT: Bounds = (0.0, 1.0)
 NONNEGATIVE: Bounds = (0.0, math.inf)
 
 
-def mean_ci(values: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0,
-            bounds: tuple[float, float] | None = None) -> tuple[float, float, float]:
+def mean_ci(
+    values: Sequence[float],
+    n: int = 2000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    bounds: tuple[float, float] | None = None,
+) -> tuple[float, float, float]:
     """Macro mean and its (1 − alpha) interval, valid at every n: the percentile bootstrap
     (:func:`bootstrap_ci`, ``n`` resamples) from :data:`SMALL_N` values on, Student's t interval
     (mean ± t·s/√k) below, and no interval (nan bounds: "n too small") for one value. ``bounds``
@@ -262,7 +276,7 @@ def sign_flip_p(d: Sequence[float], n_flips: int = N_FLIPS, seed: int = 0) -> tu
     if m <= EXACT_MAX_N:
         sums, _ = _subset_sums(x)
         hits = int((np.abs(x.sum() - 2 * sums) >= obs - tol).sum())
-        return hits / 2.0 ** m, f"exact sign-flip (all 2^{m} flips)", min(1.0, 2.0 ** (1 - m))
+        return hits / 2.0**m, f"exact sign-flip (all 2^{m} flips)", min(1.0, 2.0 ** (1 - m))
     rng = np.random.default_rng(seed)
     b, left = 0, n_flips
     while left:
@@ -295,8 +309,14 @@ def sign_flip_ci(d: Sequence[float], level: float = 0.95) -> tuple[float, float]
     return float(lo), float(hi)
 
 
-def paired_test(x: Sequence[float], y: Sequence[float], level: float = 0.95, n_boot: int = 2000,
-                n_flips: int = N_FLIPS, seed: int = 0) -> dict:
+def paired_test(
+    x: Sequence[float],
+    y: Sequence[float],
+    level: float = 0.95,
+    n_boot: int = 2000,
+    n_flips: int = N_FLIPS,
+    seed: int = 0,
+) -> dict:
     """THE paired comparison (every paired p-value and interval in fasbench comes from here): the mean
     of ``x − y`` over paired tasks, its ``level`` interval, and the two-sided sign-flip p-value.
 
@@ -316,8 +336,18 @@ def paired_test(x: Sequence[float], y: Sequence[float], level: float = 0.95, n_b
     d = a - b
     nan = math.nan
     if d.size == 0:
-        return {"diff": nan, "lo": nan, "hi": nan, "p": nan, "n": 0, "n_nonzero": 0, "p_min": nan,
-                "test": "none (no paired task)", "ci": "none", "level": level}
+        return {
+            "diff": nan,
+            "lo": nan,
+            "hi": nan,
+            "p": nan,
+            "n": 0,
+            "n_nonzero": 0,
+            "p_min": nan,
+            "test": "none (no paired task)",
+            "ci": "none",
+            "level": level,
+        }
     p, test, p_min = sign_flip_p(d, n_flips, seed)
     if d.size <= EXACT_MAX_N:
         (lo, hi), how = sign_flip_ci(d, level), "exact sign-flip"
@@ -326,8 +356,18 @@ def paired_test(x: Sequence[float], y: Sequence[float], level: float = 0.95, n_b
     else:
         _, lo, hi = bootstrap_ci(d, n=n_boot, alpha=1 - level, seed=seed)
         how = f"percentile bootstrap ({n_boot} resamples)"
-    return {"diff": float(d.mean()), "lo": lo, "hi": hi, "p": p, "n": int(d.size), "n_nonzero": int((d != 0).sum()),
-            "p_min": p_min, "test": test, "ci": how, "level": level}
+    return {
+        "diff": float(d.mean()),
+        "lo": lo,
+        "hi": hi,
+        "p": p,
+        "n": int(d.size),
+        "n_nonzero": int((d != 0).sum()),
+        "p_min": p_min,
+        "test": test,
+        "ci": how,
+        "level": level,
+    }
 
 
 def paired_differs(res: dict, alpha: float = 0.05) -> bool:
@@ -362,15 +402,17 @@ def paired_words(res: dict, alpha: float = 0.05) -> str:
     out = f"no difference detectable with n = {n} ({fmt_p(res.get('p'))}, {short}"
     m, p_min = res.get("n_nonzero", 0), res.get("p_min")
     if how.startswith("exact") and p_min is not None and not math.isnan(p_min) and p_min >= alpha / 10:
-        out += (f"; the smallest p {m} nonzero difference{'s' if m != 1 else ''} can give is "
-                f"2/2^{m} = {p_min:.3g}" if m else "; every difference is 0")
+        out += (
+            f"; the smallest p {m} nonzero difference{'s' if m != 1 else ''} can give is 2/2^{m} = {p_min:.3g}"
+            if m
+            else "; every difference is 0"
+        )
     elif res.get("p", 1) < alpha:
         out += "; the interval includes 0"
     return out + ")"
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = 2000, alpha: float = 0.05,
-                     seed: int = 0) -> dict:
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
     """:func:`paired_test` of ``a − b`` under its older name (the audit and e2e comparisons call it):
     the same keys, plus ``p_value`` = ``p`` (two-sided sign-flip; it was a one-sided bootstrap share,
     0 whenever every task moved the same way, whatever n)."""

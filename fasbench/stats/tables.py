@@ -24,12 +24,30 @@ from rich.console import Console
 from rich.table import Table
 
 from fasbench.base.errors import printable
-
 from fasbench.base.markup import Markup, html, join
 
-_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "−": "$-$",
-            "…": r"\ldots{}", "·": r"$\cdot$", "≥": r"$\geq$", "≤": r"$\leq$", "±": r"$\pm$", "×": r"$\times$", "\n": " ", "\r": " "}
+_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "–": "--",
+    "−": "$-$",
+    "…": r"\ldots{}",
+    "·": r"$\cdot$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "±": r"$\pm$",
+    "×": r"$\times$",
+    "\n": " ",
+    "\r": " ",
+}
 _ESCAPE = re.compile("|".join(re.escape(k) for k in _SPECIAL))
 _NUMERIC = re.compile(r"^[-+−]?(\d[\d,]*(\.\d+)?|\.\d+|n/a|–)(%)?( \[.*\])?$")
 
@@ -39,22 +57,37 @@ _NUMERIC = re.compile(r"^[-+−]?(\d[\d,]*(\.\d+)?|\.\d+|n/a|–)(%)?( \[.*\])?$
 _RULE = box.Box("    \n    \n -  \n    \n    \n    \n    \n    \n", ascii=True)
 
 
-def text_table(columns: Sequence[str], rows: Iterable[Sequence[object]], right: Collection[str] = (),
-               rule: bool = True) -> str:
+def text_table(
+    columns: Sequence[str], rows: Iterable[Sequence[object]], right: Collection[str] = (), rule: bool = True
+) -> str:
     """Aligned plain text of a table: a header line, a rule of dashes under it (``rule``), one line per
     row; columns two spaces apart, those named in ``right`` right-aligned, the others left-aligned.
     Cells are shown as ``str`` of them, whole (no truncation, no wrapping), through
     :func:`fasbench.base.errors.printable` (a control character, a line break included, as its escape),
     never read as markup; no line ends in a space."""
-    t = Table(box=_RULE if rule else None, show_edge=False, pad_edge=False, padding=(0, 1 if rule else 2, 0, 0),
-              show_header=True, header_style=None)
+    t = Table(
+        box=_RULE if rule else None,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1 if rule else 2, 0, 0),
+        show_header=True,
+        header_style=None,
+    )
     for c in columns:
         t.add_column(str(c), justify="right" if c in right else "left", no_wrap=True)
     for r in rows:
         t.add_row(*(printable(v) for v in r))
     out = io.StringIO()
-    Console(file=out, width=1 << 20, color_system=None, markup=False, emoji=False, highlight=False,
-            force_terminal=False, legacy_windows=False).print(t)
+    Console(
+        file=out,
+        width=1 << 20,
+        color_system=None,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        force_terminal=False,
+        legacy_windows=False,
+    ).print(t)
     return "\n".join(ln.rstrip() for ln in out.getvalue().splitlines())
 
 
@@ -78,8 +111,15 @@ def to_latex(df: pl.DataFrame, caption: str = "", label: str = "", columns: Sequ
         raise ValueError(f"latex table: no column {', '.join(map(repr, missing))} (columns: {', '.join(df.columns)})")
     cells = [["–" if v is None else str(v) for v in row] for row in df.select(cols).iter_rows()]
     align = "".join("r" if _numeric([r[i] for r in cells]) else "l" for i in range(len(cols)))
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{align}}}", r"\toprule",
-             " & ".join(latex_escape(c) for c in cols) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        rf"\begin{{tabular}}{{{align}}}",
+        r"\toprule",
+        " & ".join(latex_escape(c) for c in cols) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(latex_escape(v) for v in row) + r" \\" for row in cells]
     lines += [r"\bottomrule", r"\end{tabular}"]
     if caption:
@@ -124,16 +164,40 @@ def frame_html(df: pl.DataFrame | pl.Series, cls: str = "fasbench-table", max_ro
         df = df.to_frame()
     cells = [[cell_text(v) for v in row] for row in df.head(max_rows).iter_rows()]
     right = [_numeric([r[i] for r in cells]) for i in range(df.width)]
-    th = join(html("<th style='padding:2px 8px;text-align:{}'>{}</th>", "right" if r else "left", c)
-              for c, r in zip(df.columns, right))
-    trs = join(html("<tr>{}</tr>", join(html("<td style='padding:2px 8px;white-space:nowrap;text-align:{}'>{}</td>",
-                                             "right" if r else "left", v) for v, r in zip(row, right)))
-               for row in cells)
-    more = (html("<div style='font-size:11px;color:#666'>{:,} more rows not shown (first {:,} of {:,})</div>",
-                 df.height - max_rows, max_rows, df.height) if df.height > max_rows else html(""))
-    return html("<div style='overflow-x:auto;max-width:100%'><table class='{}' style='font-size:12px;"
-                "border-collapse:collapse'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}</div>",
-                cls, th, trs, more)
+    th = join(
+        html("<th style='padding:2px 8px;text-align:{}'>{}</th>", "right" if r else "left", c)
+        for c, r in zip(df.columns, right)
+    )
+    trs = join(
+        html(
+            "<tr>{}</tr>",
+            join(
+                html(
+                    "<td style='padding:2px 8px;white-space:nowrap;text-align:{}'>{}</td>", "right" if r else "left", v
+                )
+                for v, r in zip(row, right)
+            ),
+        )
+        for row in cells
+    )
+    more = (
+        html(
+            "<div style='font-size:11px;color:#666'>{:,} more rows not shown (first {:,} of {:,})</div>",
+            df.height - max_rows,
+            max_rows,
+            df.height,
+        )
+        if df.height > max_rows
+        else html("")
+    )
+    return html(
+        "<div style='overflow-x:auto;max-width:100%'><table class='{}' style='font-size:12px;"
+        "border-collapse:collapse'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}</div>",
+        cls,
+        th,
+        trs,
+        more,
+    )
 
 
 def notebook_tables() -> bool:

@@ -27,23 +27,34 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Sequence
 
 import polars as pl
 
-from fasbench.harness import Limits, Policy, run_episode
 from fasbench.base.lines import file_lines
-from fasbench.stats.metrics import file_prf, normalize_files, paired_bootstrap, paired_differs
+from fasbench.harness import Limits, Policy, run_episode
 from fasbench.policies.dialect import dialect_for
 from fasbench.records import Reply, Report, Task, ToolCall, ToolResult, Trace, Turn
 from fasbench.scoring.process import shown_before_report, shown_lines
 from fasbench.scoring.reward import audit_rewards, score_report
+from fasbench.stats.metrics import file_prf, normalize_files, paired_bootstrap, paired_differs
 from fasbench.tools import make_toolset, shown, tool_kind
 
-CHEATS = ("all-seen", "whole-files", "nothing", "top50", "mangled", "nonexistent", "directory", "zero-calls",
-          "unseen-lines", "invented-no-calls", "text-tool-calls")
+CHEATS = (
+    "all-seen",
+    "whole-files",
+    "nothing",
+    "top50",
+    "mangled",
+    "nonexistent",
+    "directory",
+    "zero-calls",
+    "unseen-lines",
+    "invented-no-calls",
+    "text-tool-calls",
+)
 #: cheats whose episode ran no tool call: nothing was shown to them (the grounded rewards read that)
 UNSHOWN = ("zero-calls", "invented-no-calls", "text-tool-calls")
 _QUOTED = re.compile(r"`([^`\n]{1,120})`")
@@ -126,16 +137,30 @@ def invented_report(query: str, repo: str = "") -> Report:
 def text_calls(trace: Trace | None, honest: Report | None) -> str:
     """``text-tool-calls``: the episode's tool calls written out as text, each with an invented output
     (the honest report's citations, claimed as what the call returned); none of them is run."""
-    claim = "; ".join(f"{p}:{a}-{b}" for p, rs in (honest.files if honest is not None else {}).items()
-                      for a, b in (rs or [[1, 1]])) or "no match"
-    calls = [c for t in (trace.turns if trace is not None else []) for c in t.calls
-             if tool_kind(trace.toolset, c.name) != "report"]  # the search calls; the report stays a real call
-    return "\n".join(f"<tool_call>{c.name} {json.dumps(c.arguments, ensure_ascii=False)}</tool_call>\n"
-                     f"<tool_output>{claim}</tool_output>" for c in calls)
+    claim = (
+        "; ".join(
+            f"{p}:{a}-{b}"
+            for p, rs in (honest.files if honest is not None else {}).items()
+            for a, b in (rs or [[1, 1]])
+        )
+        or "no match"
+    )
+    calls = [
+        c
+        for t in (trace.turns if trace is not None else [])
+        for c in t.calls
+        if tool_kind(trace.toolset, c.name) != "report"
+    ]  # the search calls; the report stays a real call
+    return "\n".join(
+        f"<tool_call>{c.name} {json.dumps(c.arguments, ensure_ascii=False)}</tool_call>\n"
+        f"<tool_output>{claim}</tool_output>"
+        for c in calls
+    )
 
 
-def cheat_report(kind: str, honest: Report | None, trace: Trace | None, root: str | Path,
-                 task: Task | None = None) -> Report:
+def cheat_report(
+    kind: str, honest: Report | None, trace: Trace | None, root: str | Path, task: Task | None = None
+) -> Report:
     """The report the cheat ``kind`` makes from an honest report of the same episode (``zero-calls``:
     the honest report itself; the cheat is in the episode, which makes no call)."""
     if kind not in CHEATS:
@@ -179,8 +204,9 @@ def cheat_report(kind: str, honest: Report | None, trace: Trace | None, root: st
     return Report({(d if d != "." else "") + "/": [[1, 1]] for d in dirs}, why)
 
 
-def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence[str] = CHEATS,
-                rewards: Sequence[str] | None = None):
+def audit_frame(
+    tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence[str] = CHEATS, rewards: Sequence[str] | None = None
+):
     """Long frame: one row per (task, policy ∈ {honest, cheats}, reward) with the score; ``rewards``
     None: those the registry marks ``audit`` (``fasbench.scoring.reward.audit_rewards``)."""
     rewards = audit_rewards() if rewards is None else list(rewards)
@@ -194,14 +220,24 @@ def audit_frame(tasks: Sequence[Task], traces: Sequence[Trace], cheats: Sequence
         # (report, turns, lines shown) per policy: a zero-calls or invented-no-calls cheat answers on its first
         # turn; it and text-tool-calls (its calls only written as text, with the honest turns) were shown nothing
         reports = {"honest": (tr.report, tr.n_turns, seen)}
-        reports.update({c: (cheat_report(c, tr.report, tr, task.root, task),
-                            1 if c in ("zero-calls", "invented-no-calls") else tr.n_turns,
-                            {} if c in UNSHOWN else seen) for c in cheats})
+        reports.update(
+            {
+                c: (
+                    cheat_report(c, tr.report, tr, task.root, task),
+                    1 if c in ("zero-calls", "invented-no-calls") else tr.n_turns,
+                    {} if c in UNSHOWN else seen,
+                )
+                for c in cheats
+            }
+        )
         for who, (rep, turns, lines_shown) in reports.items():
             for rw in rewards:
-                s = score_report(rw, task.gold, rep, turns, root=task.root, shown=lines_shown)  # grounded ones read shown
-                hit = bool(file_prf(normalize_files(rep.files, task.root) if rep else {}, task.gold.edited,
-                                    task.root).n_hit)
+                s = score_report(
+                    rw, task.gold, rep, turns, root=task.root, shown=lines_shown
+                )  # grounded ones read shown
+                hit = bool(
+                    file_prf(normalize_files(rep.files, task.root) if rep else {}, task.gold.edited, task.root).n_hit
+                )
                 rows.append({"task_id": tr.task_id, "policy": who, "reward": rw, "score": float(s.value), "hit": hit})
     return pl.DataFrame(rows)
 
@@ -214,16 +250,30 @@ def audit_table(frame, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
     that pays a wrong answer can be farmed)."""
     rows = []
     honest = frame.filter(pl.col("policy") == "honest")
-    for (cheat, rw), g in frame.filter(pl.col("policy") != "honest").group_by(["policy", "reward"], maintain_order=True):
+    for (cheat, rw), g in frame.filter(pl.col("policy") != "honest").group_by(
+        ["policy", "reward"], maintain_order=True
+    ):
         h = honest.filter(pl.col("reward") == rw).select("task_id", pl.col("score").alias("h"))
         j = g.select("task_id", "score").join(h, on="task_id")
         res = paired_bootstrap(j["score"].to_list(), j["h"].to_list(), n=n_boot, alpha=1 - level, seed=seed)
         seen = paired_differs(res, alpha=1 - level)  # p < 1 - level and the interval excludes 0
         verdict = "blind" if not seen else ("gamed" if res["diff"] > 0 else "penalised")
         wrong = g.filter(~pl.col("hit"))["score"]
-        rows.append({"cheat": cheat, "reward": rw, "honest": float(j["h"].mean()), "cheat_score": float(j["score"].mean()),
-                     "diff": res["diff"], "lo": res["lo"], "hi": res["hi"], "p": res["p"], "verdict": verdict,
-                     "paid_when_wrong": float(wrong.mean()) if wrong.len() else 0.0, "n": j.height})
+        rows.append(
+            {
+                "cheat": cheat,
+                "reward": rw,
+                "honest": float(j["h"].mean()),
+                "cheat_score": float(j["score"].mean()),
+                "diff": res["diff"],
+                "lo": res["lo"],
+                "hi": res["hi"],
+                "p": res["p"],
+                "verdict": verdict,
+                "paid_when_wrong": float(wrong.mean()) if wrong.len() else 0.0,
+                "n": j.height,
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -245,7 +295,7 @@ class CheatPolicy(Policy):
             raise ValueError(f"unknown cheat {self.cheat!r}; choose one of {', '.join(CHEATS)}")
         self.name = self.name or f"cheat:{self.cheat}"
 
-    def bind(self, task: Task) -> "CheatPolicy":
+    def bind(self, task: Task) -> CheatPolicy:
         return CheatPolicy(self.base.bind(task), self.cheat, self.name, str(task.root), task=task)
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:

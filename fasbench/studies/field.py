@@ -12,7 +12,7 @@ SWE-Explore file).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 import polars as pl
@@ -20,9 +20,9 @@ from plotly.subplots import make_subplots
 
 from fasbench.data.locations import find_data
 from fasbench.evaluation.evaluate import aggregate
+from fasbench.scoring.localization import EXPLORE_TOP_K
 from fasbench.stats.figures import PALETTE
 from fasbench.stats.findings import Findings
-from fasbench.scoring.localization import EXPLORE_TOP_K
 from fasbench.stats.metrics import fmt_p, paired_differs, paired_test
 
 GOLDS = {  # label -> (summary column, what the gold is)
@@ -55,7 +55,7 @@ def gold_kind(task, column: str) -> str:
 
 
 def corpus_kind(tasks) -> str:
-    """"offline: Django==4.0 (n), …" or "online: exact commit" — what the runs searched."""
+    """ "offline: Django==4.0 (n), …" or "online: exact commit" — what the runs searched."""
     c: dict[str, int] = {}
     for t in tasks:
         m = t.meta.get("corpus") or {}
@@ -68,9 +68,22 @@ def corpus_kind(tasks) -> str:
 
 def _budget(col: str, df: pl.DataFrame) -> str:
     """fasbench's budget for ``col``: the regions or items scored, and the turns the runs used."""
-    k = f"top {EXPLORE_TOP_K} regions" if col.startswith("explore_") else (
-        f"top {col.rsplit('_', 1)[1]}" if "_acc_at_" in col else "top 1" if col.endswith("_top1") else "every cited item")
-    turns = f", {df['turns'].mean():.1f} turns (mean, max {df['turns'].max()})" if "turns" in df.columns and df.height else ""
+    k = (
+        f"top {EXPLORE_TOP_K} regions"
+        if col.startswith("explore_")
+        else (
+            f"top {col.rsplit('_', 1)[1]}"
+            if "_acc_at_" in col
+            else "top 1"
+            if col.endswith("_top1")
+            else "every cited item"
+        )
+    )
+    turns = (
+        f", {df['turns'].mean():.1f} turns (mean, max {df['turns'].max()})"
+        if "turns" in df.columns and df.height
+        else ""
+    )
     return k + turns
 
 
@@ -80,8 +93,11 @@ def beside(df: pl.DataFrame, tasks, n_boot: int = 2000) -> pl.DataFrame:
     Lite row only on the Lite tasks), with both n and both budgets. ``comparable`` is False, and
     ``why`` says why in a sentence, when the gold kinds differ (or the row is secondary)."""
     by_id = {t.id: t for t in tasks}
-    pub = published().filter(pl.col("fasbench_column").is_in(df.columns) & pl.col("status").is_in(["valid", "secondary"])
-                             & pl.col("value").is_not_null())
+    pub = published().filter(
+        pl.col("fasbench_column").is_in(df.columns)
+        & pl.col("status").is_in(["valid", "secondary"])
+        & pl.col("value").is_not_null()
+    )
     rows = []
     for p in pub.iter_rows(named=True):
         col = p["fasbench_column"]
@@ -98,20 +114,38 @@ def beside(df: pl.DataFrame, tasks, n_boot: int = 2000) -> pl.DataFrame:
         agg = aggregate(sub, [col], n_boot=n_boot)
         for a in agg.iter_rows(named=True):
             mine = sub.filter(pl.col("policy") == a["policy"])
-            rows.append({"metric": col, "benchmark": p["benchmark"], "published_system": p["model"],
-                         "published": p["value"], "published_n": p["n_tasks"], "published_budget": p["budget"],
-                         "status": p["status"], "fasbench_policy": a["policy"],
-                         "fasbench": round(100 * a[col], 1), "ci_lo": round(100 * a[f"{col}_lo"], 1),
-                         "ci_hi": round(100 * a[f"{col}_hi"], 1), "fasbench_n": a["n"],
-                         "fasbench_budget": _budget(col, mine), "gold": p["gold"], "fasbench_gold": " / ".join(kinds),
-                         "comparable": not why, "why": ("not comparable: " + "; ".join(why) + ".") if why else ""})
+            rows.append(
+                {
+                    "metric": col,
+                    "benchmark": p["benchmark"],
+                    "published_system": p["model"],
+                    "published": p["value"],
+                    "published_n": p["n_tasks"],
+                    "published_budget": p["budget"],
+                    "status": p["status"],
+                    "fasbench_policy": a["policy"],
+                    "fasbench": round(100 * a[col], 1),
+                    "ci_lo": round(100 * a[f"{col}_lo"], 1),
+                    "ci_hi": round(100 * a[f"{col}_hi"], 1),
+                    "fasbench_n": a["n"],
+                    "fasbench_budget": _budget(col, mine),
+                    "gold": p["gold"],
+                    "fasbench_gold": " / ".join(kinds),
+                    "comparable": not why,
+                    "why": ("not comparable: " + "; ".join(why) + ".") if why else "",
+                }
+            )
     return pl.DataFrame(rows)
 
 
 def caveats(tasks, df: pl.DataFrame) -> list[str]:
     """What differs between the fasbench numbers and the published ones, computed from the run and
     the gold its tasks carry."""
-    n_read = df.filter(pl.col("explore_line_f1").is_not_null())["task_id"].n_unique() if "explore_line_f1" in df.columns else 0
+    n_read = (
+        df.filter(pl.col("explore_line_f1").is_not_null())["task_id"].n_unique()
+        if "explore_line_f1" in df.columns
+        else 0
+    )
     n_fn = df.filter(pl.col("function_f1").is_not_null())["task_id"].n_unique() if "function_f1" in df.columns else 0
     subsets = {b: sum(b in task_benchmarks([t]) for t in tasks) for b in sorted(task_benchmarks(tasks))}
     read = [t for t in tasks if t.gold.explore is not None]
@@ -124,7 +158,8 @@ def caveats(tasks, df: pl.DataFrame) -> list[str]:
     where = "; ".join(f"{k} ({n})" for k, n in sorted(kinds.items())) or "none"
     return [
         f"tasks: {len(tasks)} SWE-bench instances the offline corpus serves (not the full benchmark: "
-        + ", ".join(f"{n} in {b}" for b, n in subsets.items()) + "; a published row is compared on its subset only); "
+        + ", ".join(f"{n} in {b}" for b, n in subsets.items())
+        + "; a published row is compared on its subset only); "
         f"{n_fn} have a function-level gold (module-level-only edits are left out, as LocAgent does)",
         f"corpus: {corpus_kind(tasks)}",
         "entities: Python ast on the corpus (LocAgent/CodeScout use their own parsers); a whole-file citation names no entity",
@@ -149,8 +184,17 @@ def gold_ranks(df: pl.DataFrame, golds: dict = GOLDS, n_boot: int = 2000) -> pl.
             continue
         agg = aggregate(sub, [col], n_boot=n_boot)
         for a in agg.iter_rows(named=True):
-            rows.append({"gold": label, "metric": col, "policy": a["policy"], "value": a[col], "lo": a[f"{col}_lo"],
-                         "hi": a[f"{col}_hi"], "n": a["n"]})
+            rows.append(
+                {
+                    "gold": label,
+                    "metric": col,
+                    "policy": a["policy"],
+                    "value": a[col],
+                    "lo": a[f"{col}_lo"],
+                    "hi": a[f"{col}_hi"],
+                    "n": a["n"],
+                }
+            )
     out = pl.DataFrame(rows)
     out = out.with_columns(pl.col("value").rank("min", descending=True).over("gold").cast(pl.Int64).alias("rank"))
     return _vs_top(out, df, n_boot)
@@ -165,17 +209,27 @@ def _vs_top(ranks: pl.DataFrame, df: pl.DataFrame, n_boot: int) -> pl.DataFrame:
     for g in ranks["gold"].unique(maintain_order=True).to_list():
         r = ranks.filter(pl.col("gold") == g).sort("rank")
         col, top = r["metric"][0], r["policy"][0]
-        mine = df.filter((pl.col("policy") == top) & pl.col(col).is_not_null()).select("task_id", pl.col(col).alias("t"))
+        mine = df.filter((pl.col("policy") == top) & pl.col(col).is_not_null()).select(
+            "task_id", pl.col(col).alias("t")
+        )
         for p in r["policy"].to_list():
             e = {"gold": g, "policy": p, "top": top, **{f"vs_top_{k}": None for k in _VS}}
             if p != top:
-                j = mine.join(df.filter((pl.col("policy") == p) & pl.col(col).is_not_null())
-                              .select("task_id", pl.col(col).alias("o")), on="task_id")
+                j = mine.join(
+                    df.filter((pl.col("policy") == p) & pl.col(col).is_not_null()).select(
+                        "task_id", pl.col(col).alias("o")
+                    ),
+                    on="task_id",
+                )
                 res = paired_test(j["t"].cast(pl.Float64).to_list(), j["o"].cast(pl.Float64).to_list(), n_boot=n_boot)
                 e.update({f"vs_top_{k}": res[k] for k in _VS})
             extra.append(e)
-    schema = {"gold": pl.Utf8, "policy": pl.Utf8, "top": pl.Utf8,
-              **{f"vs_top_{k}": (pl.Int64 if k == "n" else pl.Float64) for k in _VS}}
+    schema = {
+        "gold": pl.Utf8,
+        "policy": pl.Utf8,
+        "top": pl.Utf8,
+        **{f"vs_top_{k}": (pl.Int64 if k == "n" else pl.Float64) for k in _VS},
+    }
     return ranks.join(pl.DataFrame(extra, schema=schema), on=["gold", "policy"], how="left")
 
 
@@ -188,23 +242,59 @@ def rank_figure(ranks: pl.DataFrame, policies: Sequence[str] | None = None) -> g
     """Left: each policy's score under each gold definition (95% CI); right: its rank (bump chart)."""
     golds = ranks["gold"].unique(maintain_order=True).to_list()
     policies = list(policies or ranks["policy"].unique(maintain_order=True).to_list())
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("score under each gold (macro mean, 95% CI)",
-                                                        "rank of the policy (1 = best)"), horizontal_spacing=0.12)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("score under each gold (macro mean, 95% CI)", "rank of the policy (1 = best)"),
+        horizontal_spacing=0.12,
+    )
     for i, p in enumerate(policies):
         s = ranks.filter(pl.col("policy") == p)
         s = s.join(pl.DataFrame({"gold": golds, "_o": list(range(len(golds)))}), on="gold").sort("_o")
         c = PALETTE[i % len(PALETTE)]
-        fig.add_trace(go.Scatter(x=s["gold"], y=s["value"], mode="markers+lines", name=p, legendgroup=p,
-                                 marker=dict(color=c, size=9), line=dict(color=c, width=1, dash="dot"),
-                                 error_y=dict(type="data", symmetric=False, array=(s["hi"] - s["value"]).to_list(),
-                                              arrayminus=(s["value"] - s["lo"]).to_list(), color=c)), row=1, col=1)
-        fig.add_trace(go.Scatter(x=s["gold"], y=s["rank"], mode="markers+lines", name=p, legendgroup=p,
-                                 showlegend=False, marker=dict(color=c, size=11), line=dict(color=c, width=2)),
-                      row=1, col=2)
+        fig.add_trace(
+            go.Scatter(
+                x=s["gold"],
+                y=s["value"],
+                mode="markers+lines",
+                name=p,
+                legendgroup=p,
+                marker=dict(color=c, size=9),
+                line=dict(color=c, width=1, dash="dot"),
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=(s["hi"] - s["value"]).to_list(),
+                    arrayminus=(s["value"] - s["lo"]).to_list(),
+                    color=c,
+                ),
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=s["gold"],
+                y=s["rank"],
+                mode="markers+lines",
+                name=p,
+                legendgroup=p,
+                showlegend=False,
+                marker=dict(color=c, size=11),
+                line=dict(color=c, width=2),
+            ),
+            row=1,
+            col=2,
+        )
     fig.update_yaxes(title_text="F1", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="rank", autorange="reversed", dtick=1, row=1, col=2)
-    fig.update_layout(title="Policy ranking across gold definitions", width=1000, height=460,
-                      margin=dict(t=95), legend=dict(orientation="h", y=-0.18))
+    fig.update_layout(
+        title="Policy ranking across gold definitions",
+        width=1000,
+        height=460,
+        margin=dict(t=95),
+        legend=dict(orientation="h", y=-0.18),
+    )
     return fig
 
 
@@ -225,42 +315,57 @@ def top_sentence(ranks: pl.DataFrame, alpha: float = 0.05) -> str:
 
     def said(g, p):
         r = vs(g, p)
-        return (f"under {g}, {tops[g]} − {p} = {r['diff']:+.3f}, {fmt_p(r['p'])}, n = {r['n']}"
-                + (f" (smallest attainable p = {r['p_min']:.3g})" if r["p_min"] is not None and r["p_min"] >= alpha else ""))
+        return f"under {g}, {tops[g]} − {p} = {r['diff']:+.3f}, {fmt_p(r['p'])}, n = {r['n']}" + (
+            f" (smallest attainable p = {r['p_min']:.3g})" if r["p_min"] is not None and r["p_min"] >= alpha else ""
+        )
 
-    pairs = [(g1, g2) for i, g1 in enumerate(golds) for g2 in golds[i + 1:] if tops[g1] != tops[g2]]
+    pairs = [(g1, g2) for i, g1 in enumerate(golds) for g2 in golds[i + 1 :] if tops[g1] != tops[g2]]
     for g1, g2 in pairs:
         a, b = vs(g1, tops[g2]), vs(g2, tops[g1])
         if paired_differs(a, alpha) and paired_differs(b, alpha) and a["diff"] > 0 and b["diff"] > 0:
-            return (f"The top policy changes across the gold definitions ({listed}); paired tests support it: "
-                    f"{said(g1, tops[g2])}; {said(g2, tops[g1])} (each p < {alpha:g} with its interval above 0).")
+            return (
+                f"The top policy changes across the gold definitions ({listed}); paired tests support it: "
+                f"{said(g1, tops[g2])}; {said(g2, tops[g1])} (each p < {alpha:g} with its interval above 0)."
+            )
     why = "; ".join(dict.fromkeys(x for g1, g2 in pairs for x in (said(g1, tops[g2]), said(g2, tops[g1]))))
-    return (f"The point-estimate top policy differs across the {len(golds)} gold definitions ({listed}), but the paired "
-            f"tests do not show that the ranking changes (a change needs each top ahead of the other under its own gold "
-            f"at p < {alpha:g} with the interval excluding 0): {why}.")
+    return (
+        f"The point-estimate top policy differs across the {len(golds)} gold definitions ({listed}), but the paired "
+        f"tests do not show that the ranking changes (a change needs each top ahead of the other under its own gold "
+        f"at p < {alpha:g} with the interval excluding 0): {why}."
+    )
 
 
 def findings(ranks: pl.DataFrame, side: pl.DataFrame, n_tasks: int) -> Findings:
     """The notebook's closing "What we found" (a :class:`fasbench.stats.findings.Findings`), written from the
     computed frames."""
     f = Findings("the field's golds")
-    order = {g: ranks.filter(pl.col("gold") == g).sort("rank")["policy"].to_list() for g in
-             ranks["gold"].unique(maintain_order=True)}
+    order = {
+        g: ranks.filter(pl.col("gold") == g).sort("rank")["policy"].to_list()
+        for g in ranks["gold"].unique(maintain_order=True)
+    }
     for g, pols in order.items():
         r = ranks.filter(pl.col("gold") == g).sort("rank")
         best = r.row(0, named=True)
-        f.add(f"**{g}** (`{best['metric']}`, n = {best['n']}): best {best['policy']} "
-              f"{best['value']:.3f} [{best['lo']:.3f}, {best['hi']:.3f}]; order: {' > '.join(pols)}.")
+        f.add(
+            f"**{g}** (`{best['metric']}`, n = {best['n']}): best {best['policy']} "
+            f"{best['value']:.3f} [{best['lo']:.3f}, {best['hi']:.3f}]; order: {' > '.join(pols)}."
+        )
     f.add(top_sentence(ranks))
     if side.height:
         for col in side["metric"].unique(maintain_order=True):
             s = side.filter(pl.col("metric") == col)
             for r in s.unique(["published_system", "benchmark"], maintain_order=True).iter_rows(named=True):
-                best = s.filter(pl.col("benchmark") == r["benchmark"]).sort("fasbench", descending=True).row(0, named=True)
+                best = (
+                    s.filter(pl.col("benchmark") == r["benchmark"]).sort("fasbench", descending=True).row(0, named=True)
+                )
                 n_pub = f"n = {r['published_n']}" if r["published_n"] is not None else "n not given"
-                f.add(f"`{col}` on {r['benchmark']}: fasbench's best {best['fasbench_policy']} {best['fasbench']} "
-                      f"[{best['ci_lo']}, {best['ci_hi']}] (n = {best['fasbench_n']}, {best['fasbench_budget']}) vs "
-                      f"{r['published_system']} {r['published']} ({n_pub}, {r['published_budget']})"
-                      + (f"; {r['why']}" if r["why"] else "."))
-    return f.add(f"These are {n_tasks} offline-usable tasks with LLM-free baselines: read the caveats above before "
-                 "putting a fasbench number beside a published one.")
+                f.add(
+                    f"`{col}` on {r['benchmark']}: fasbench's best {best['fasbench_policy']} {best['fasbench']} "
+                    f"[{best['ci_lo']}, {best['ci_hi']}] (n = {best['fasbench_n']}, {best['fasbench_budget']}) vs "
+                    f"{r['published_system']} {r['published']} ({n_pub}, {r['published_budget']})"
+                    + (f"; {r['why']}" if r["why"] else ".")
+                )
+    return f.add(
+        f"These are {n_tasks} offline-usable tasks with LLM-free baselines: read the caveats above before "
+        "putting a fasbench number beside a published one."
+    )

@@ -30,15 +30,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import polars as pl
 
 from fasbench.base import contain
-from fasbench.stats.metrics import normalize_files
 from fasbench.models import OFFLINE, load_tokenizer
 from fasbench.records import Task, ToolCall, ToolResult, Trace
+from fasbench.stats.metrics import normalize_files
 from fasbench.tools import shown, tool_kind
 
 FORMATS = ("citations", "code", "code+search")
@@ -46,8 +46,10 @@ DOCUMENTED = ("relace-docs",)  # renderings a system's documentation gives, verb
 #: docs.relace.ai/docs/fast-agentic-search/integration, "Subagent Formatting", step 3 "Inject into
 #: context": the template literal ``contextWithSearch``, with ${userQuery} and
 #: ${formatResultsForLLM(searchResults)} as {query} and {results}.
-RELACE_SUBAGENT_TEMPLATE = ("\n  User Query: {query}\n\n  [System Note: Automated Search Results]\n"
-                            "  Fast Agentic Search found the following relevant code:\n  {results}\n")
+RELACE_SUBAGENT_TEMPLATE = (
+    "\n  User Query: {query}\n\n  [System Note: Automated Search Results]\n"
+    "  Fast Agentic Search found the following relevant code:\n  {results}\n"
+)
 MAX_RANGE_LINES = 120  # lines of code shown per cited range
 MAX_LINE_CHARS = 2000  # longer lines are cut (as the tools' file views cut them)
 
@@ -94,8 +96,9 @@ def _shown_lines(root: str, path: str, wanted: Sequence[Sequence[int]]) -> tuple
                 text = raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace")
                 shown[n] = text[:MAX_LINE_CHARS] + " …[line cut]" if len(text) > MAX_LINE_CHARS else text
         n += reader.count_rest()
-    note = (f"\n      [only the first {contain.MAX_READ_BYTES >> 20} MiB of the file were read]"
-            if reader.exhausted else "")
+    note = (
+        f"\n      [only the first {contain.MAX_READ_BYTES >> 20} MiB of the file were read]" if reader.exhausted else ""
+    )
     return shown, n, note
 
 
@@ -117,7 +120,7 @@ def cited_code(trace: Trace, root: str | Path, max_lines: int = MAX_RANGE_LINES)
         except contain.PathRefused as e:
             out.append(f"## {p}\n(not shown: {e.why})")
             continue
-        for a, b in (rs or [[1, n]]):
+        for a, b in rs or [[1, n]]:
             b = min(b, n)
             cut = min(b, a + max_lines - 1)
             body = "\n".join(f"{i:>5} {shown.get(i, '')}" for i in range(a, cut + 1))
@@ -201,8 +204,13 @@ def reasoning_of(trace: Trace, max_reasoning_chars: int | None = None) -> list[s
     return [r for r in (reasoning(t.text, max_reasoning_chars) for t in trace.turns) if r]
 
 
-def render(trace: Trace, root: str | Path | None, fmt: str = "code+search",
-           max_reasoning_chars: int | None = None, query: str | None = None) -> str:
+def render(
+    trace: Trace,
+    root: str | Path | None,
+    fmt: str = "code+search",
+    max_reasoning_chars: int | None = None,
+    query: str | None = None,
+) -> str:
     """The handoff message in one of ``FORMATS`` or ``DOCUMENTED`` (``max_reasoning_chars``: cap per
     turn of the searcher's reasoning in ``code+search``; None keeps it whole; ``query``: the user's
     query, which ``relace-docs`` shows)."""
@@ -236,8 +244,9 @@ def token_counter(tokenizer=None) -> Callable[[str], int]:
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
 
 
-def handoff_tokens(traces: Sequence[Trace], tasks: Sequence[Task], tokenizer=None,
-                   max_reasoning_chars: int | None = None):
+def handoff_tokens(
+    traces: Sequence[Trace], tasks: Sequence[Task], tokenizer=None, max_reasoning_chars: int | None = None
+):
     """A frame with one row per (trace, format): tokens and characters of the rendering, and the
     tokens and turns of the searcher's reasoning it carries (only ``code+search`` carries any)."""
     count = token_counter(tokenizer)
@@ -252,7 +261,15 @@ def handoff_tokens(traces: Sequence[Trace], tasks: Sequence[Task], tokenizer=Non
         for fmt in FORMATS:
             text = render(tr, task.root, fmt, max_reasoning_chars)
             keeps = fmt == "code+search"
-            rows.append({"task_id": tr.task_id, "policy": tr.policy, "format": fmt, "tokens": count(text),
-                         "chars": len(text), "reasoning_tokens": r_tokens if keeps else 0,
-                         "reasoning_turns": len(steps) if keeps else 0})
+            rows.append(
+                {
+                    "task_id": tr.task_id,
+                    "policy": tr.policy,
+                    "format": fmt,
+                    "tokens": count(text),
+                    "chars": len(text),
+                    "reasoning_tokens": r_tokens if keeps else 0,
+                    "reasoning_turns": len(steps) if keeps else 0,
+                }
+            )
     return pl.DataFrame(rows)

@@ -6,31 +6,37 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import plotly.graph_objects as go
 import polars as pl
 
+from fasbench.base.markup import html
+from fasbench.base.paths import cache_dir
 from fasbench.data.corpora import with_corpora
 from fasbench.data.corpus import pick_for, root_dir
+from fasbench.data.tasksets import corpus_kind_of, load_task_set, task_set_label
 from fasbench.evaluation.episodes import view_columns
 from fasbench.evaluation.evaluate import aggregate, compare, run_eval
 from fasbench.evaluation.rundir import run_name
-from fasbench.base.markup import html
-from fasbench.stats.figures import PALETTE
 from fasbench.harness import Limits
-from fasbench.base.paths import cache_dir
 from fasbench.policies.rag import corpus_files
 from fasbench.policies.toy import ISSUES, make_corpus, toy_tasks
 from fasbench.records import Task
 from fasbench.scoring.reward import turn_penalty
-from fasbench.data.tasksets import corpus_kind_of, load_task_set, task_set_label
+from fasbench.stats.figures import PALETTE
 
 
-def study_tasks(n: int, split: str = "test", sources: Sequence[str] = ("swebench-lite", "swebench-verified"),
-                per_repo: int | None = None, seed: int = 0, download: bool = False,
-                max_corpora: int | None = None) -> list[Task]:
+def study_tasks(
+    n: int,
+    split: str = "test",
+    sources: Sequence[str] = ("swebench-lite", "swebench-verified"),
+    per_repo: int | None = None,
+    seed: int = 0,
+    download: bool = False,
+    max_corpora: int | None = None,
+) -> list[Task]:
     """Up to ``n`` tasks of ``split`` with their offline corpus (``fasbench.data.corpora``), drawn at random
     (fixed ``seed``) and balanced over repositories (at most ``per_repo`` each). Without
     ``download`` only corpora already in the cache are used, so a CPU smoke run does not fetch;
@@ -87,9 +93,16 @@ def study_run_name(notebook: str, tasks: Sequence[Task], **params) -> str:
     return run_name(notebook, {**params, "tasks": sorted(t.id for t in tasks)})
 
 
-def run_grid(tasks: Sequence[Task], specs: Sequence[str], out_root: str | Path, toolset: str = "relace",
-             max_turns: int = 6, workers: int | None = None, task_limits: dict[str, int] | None = None,
-             turn_limits: dict[str, int] | None = None) -> pl.DataFrame:
+def run_grid(
+    tasks: Sequence[Task],
+    specs: Sequence[str],
+    out_root: str | Path,
+    toolset: str = "relace",
+    max_turns: int = 6,
+    workers: int | None = None,
+    task_limits: dict[str, int] | None = None,
+    turn_limits: dict[str, int] | None = None,
+) -> pl.DataFrame:
     """Run every policy spec (resuming), return all summaries stacked. ``task_limits`` caps the
     number of tasks and ``turn_limits`` the episode turns for slow policies (e.g. ``{"hf": 3}``).
     Each run records its task source (:func:`task_source_of`) and corpus kind; a spec folder that
@@ -104,8 +117,9 @@ def run_grid(tasks: Sequence[Task], specs: Sequence[str], out_root: str | Path, 
         d = run_dir(out_root, spec)
         turns = (turn_limits or {}).get(name, max_turns)
         src = task_source_of(ts, f"capped at {len(ts)} of {len(tasks)} for {name}" if len(ts) < len(tasks) else "")
-        df = run_eval(ts, spec, toolset, d, Limits(max_turns=turns), workers=workers, task_source=src,
-                      corpus=corpus_kind_of(ts))
+        df = run_eval(
+            ts, spec, toolset, d, Limits(max_turns=turns), workers=workers, task_source=src, corpus=corpus_kind_of(ts)
+        )
         frames.append(df)
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
 
@@ -125,8 +139,20 @@ def family(policy: str) -> str:
     return policy.split(":", 1)[0]
 
 
-def results_table(df: pl.DataFrame, metrics=("file_f2", "file_recall", "file_precision", "line_f1", "all_gold_at_5",
-                                              "reward_relace_f2", "turns", "calls_per_turn", "wall_s")) -> pl.DataFrame:
+def results_table(
+    df: pl.DataFrame,
+    metrics=(
+        "file_f2",
+        "file_recall",
+        "file_precision",
+        "line_f1",
+        "all_gold_at_5",
+        "reward_relace_f2",
+        "turns",
+        "calls_per_turn",
+        "wall_s",
+    ),
+) -> pl.DataFrame:
     """Macro means with 95% intervals per policy, the median episode time and ``resumed``: how many of
     the policy's episodes the last run call found on disk (run by an earlier call) rather than ran."""
     agg = aggregate(df, metrics)
@@ -155,18 +181,32 @@ def acceptance(df: pl.DataFrame, max_turns: int = 4, margin: float = 0.10, bm25:
     heur = [p for p in heur if df.filter(pl.col("policy") == p)["turns"].max() <= max_turns]
     if not heur or bm25 not in df["policy"].to_list():
         raise ValueError(f"acceptance needs a heuristic run in <= {max_turns} turns and a {bm25!r} run")
-    best = max(heur, key=lambda p: (round(df.filter(pl.col("policy") == p)["file_f2"].mean(), 9),
-                                     -df.filter(pl.col("policy") == p)["turns"].mean()))  # ties: fewer turns
+    best = max(
+        heur,
+        key=lambda p: (
+            round(df.filter(pl.col("policy") == p)["file_f2"].mean(), 9),
+            -df.filter(pl.col("policy") == p)["turns"].mean(),
+        ),
+    )  # ties: fewer turns
     top = round(df.filter(pl.col("policy") == best)["file_f2"].mean(), 9)
     tied = sorted(p for p in heur if p != best and round(df.filter(pl.col("policy") == p)["file_f2"].mean(), 9) == top)
     a, b = df.filter(pl.col("policy") == best), df.filter(pl.col("policy") == bm25)
     c = compare(a, b, "file_f2")
     med = float(a["wall_s"].median())
-    return {"heuristic": best, "tied": tied, "n_tasks": c["n"], "f2_heuristic": float(a["file_f2"].mean()),
-            "f2_bm25": float(b["file_f2"].mean()), "diff": c["diff"], "diff_lo": c["lo"], "diff_hi": c["hi"],
-            "p": c["p"], "paired": {k: c[k] for k in ("diff", "lo", "hi", "p", "n", "n_nonzero", "p_min", "test", "ci",
-                                                      "level")},
-            "median_wall_s": med, "passes": bool(c["diff"] >= margin and med < 2.0)}
+    return {
+        "heuristic": best,
+        "tied": tied,
+        "n_tasks": c["n"],
+        "f2_heuristic": float(a["file_f2"].mean()),
+        "f2_bm25": float(b["file_f2"].mean()),
+        "diff": c["diff"],
+        "diff_lo": c["lo"],
+        "diff_hi": c["hi"],
+        "p": c["p"],
+        "paired": {k: c[k] for k in ("diff", "lo", "hi", "p", "n", "n_nonzero", "p_min", "test", "ci", "level")},
+        "median_wall_s": med,
+        "passes": bool(c["diff"] >= margin and med < 2.0),
+    }
 
 
 def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = "", tasks: str = ""):
@@ -177,17 +217,31 @@ def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = 
     fams = sorted({family(p) for p in table["policy"]})
     for i, fam in enumerate(fams):
         sub = table.filter(pl.col("policy").map_elements(family, return_dtype=pl.Utf8) == fam).sort(x)
-        fig.add_trace(go.Scatter(
-            x=sub[x].to_list(), y=sub[y].to_list(), name=fam, mode="lines+markers+text" if sub.height > 1 else "markers+text",
-            text=[p.split("turns=", 1)[1].split(",")[0] + "t" if "turns=" in p else "" for p in sub["policy"]],
-            textposition="bottom right", hovertext=sub["policy"].to_list(),
-            marker=dict(size=10, color=PALETTE[i % len(PALETTE)]),
-            error_y=dict(type="data", symmetric=False, array=(sub[f"{y}_hi"] - sub[y]).to_list(),
-                         arrayminus=(sub[y] - sub[f"{y}_lo"]).to_list())))
+        fig.add_trace(
+            go.Scatter(
+                x=sub[x].to_list(),
+                y=sub[y].to_list(),
+                name=fam,
+                mode="lines+markers+text" if sub.height > 1 else "markers+text",
+                text=[p.split("turns=", 1)[1].split(",")[0] + "t" if "turns=" in p else "" for p in sub["policy"]],
+                textposition="bottom right",
+                hovertext=sub["policy"].to_list(),
+                marker=dict(size=10, color=PALETTE[i % len(PALETTE)]),
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=(sub[f"{y}_hi"] - sub[y]).to_list(),
+                    arrayminus=(sub[y] - sub[f"{y}_lo"]).to_list(),
+                ),
+            )
+        )
     if tasks:
         title = html("{}<br><sup>{}</sup>", title, tasks) if title else tasks
-    fig.update_layout(title=title, xaxis_title={"wall_s": "mean episode wall time (s)", "turns": "turns"}.get(x, x),
-                      yaxis_title={"file_f2": "file-level F2"}.get(y, y))
+    fig.update_layout(
+        title=title,
+        xaxis_title={"wall_s": "mean episode wall time (s)", "turns": "turns"}.get(x, x),
+        yaxis_title={"file_f2": "file-level F2"}.get(y, y),
+    )
     if x == "wall_s":
         fig.update_xaxes(type="log")
     return fig
@@ -207,5 +261,10 @@ def reward_views(df: pl.DataFrame) -> pl.DataFrame:
     """The same reports under the rewards the registry marks ``view`` (F2 (Relace A2), hybrid F1 (Relace
     A1) and F0.5: ``fasbench.evaluation.episodes.view_columns``), one row per episode, a column per
     reward named by its label."""
-    return df.select("task_id", "policy", *(pl.col(c).alias(label) for label, c in view_columns().items()),
-                     "n_files_reported", "gold_files")
+    return df.select(
+        "task_id",
+        "policy",
+        *(pl.col(c).alias(label) for label, c in view_columns().items()),
+        "n_files_reported",
+        "gold_files",
+    )

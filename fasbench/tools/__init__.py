@@ -33,8 +33,8 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from fasbench.records import Shown, ToolCall, ToolResult
 from fasbench.tools.base import ToolError, ToolLimits, Toolset
@@ -192,6 +192,24 @@ def shown(toolset: str, call: ToolCall, result: ToolResult) -> Shown:
     return seen(toolset, call, result).shown
 
 
-__all__ = ["KINDS", "MAIN_AGENT_SHELL", "TOOLSETS", "Calls", "Seen", "ToolError", "ToolLimits", "Toolset", "answer_tool", "calls_for",
-           "make_toolset", "observation", "seen", "shell_command", "shown", "tool_kind", "tool_names", "toolset_class",
-           "toolset_of"]
+__all__ = [
+    "KINDS",
+    "MAIN_AGENT_SHELL",
+    "TOOLSETS",
+    "Calls",
+    "Seen",
+    "ToolError",
+    "ToolLimits",
+    "Toolset",
+    "answer_tool",
+    "calls_for",
+    "make_toolset",
+    "observation",
+    "seen",
+    "shell_command",
+    "shown",
+    "tool_kind",
+    "tool_names",
+    "toolset_class",
+    "toolset_of",
+]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from fasbench.records import Report, Shown, ToolCall, ToolResult
 from fasbench.tools.calls import Calls
@@ -125,8 +126,10 @@ class Toolset:
     def __init__(self, root: str | Path, limits: ToolLimits | None = None):
         self.ws = Workspace(Path(root), limits or ToolLimits())
         if self.ws.limits.prompt not in self.prompts:
-            raise ValueError(f"tool set {self.name}: prompt {self.ws.limits.prompt!r} is not available; it has "
-                             f"{', '.join(self.prompts)}")
+            raise ValueError(
+                f"tool set {self.name}: prompt {self.ws.limits.prompt!r} is not available; it has "
+                f"{', '.join(self.prompts)}"
+            )
         self.tools: dict[str, Tool] = {t.name: t for t in self.make_tools()}
 
     # -- to override

@@ -30,8 +30,16 @@ class Calls:
 
     name: str
 
-    def search(self, cid: str, pattern: str, include: str | None = "*.py", ignore_case: bool = False,
-               path: str | None = None, files_only: bool = False, context: dict[str, int] | None = None) -> ToolCall:
+    def search(
+        self,
+        cid: str,
+        pattern: str,
+        include: str | None = "*.py",
+        ignore_case: bool = False,
+        path: str | None = None,
+        files_only: bool = False,
+        context: dict[str, int] | None = None,
+    ) -> ToolCall:
         """Match lines of the Rust regex ``pattern`` in files matching the glob ``include``, under
         ``path`` (a file or a folder; None: the whole workspace). ``files_only`` and ``context``
         (``{"-A"|"-B"|"-C": n}``, n <= 100) are kept where the tool set has them (FastContext's Grep)
@@ -64,16 +72,18 @@ class Calls:
         """A call of ``kind`` ("search", "read" or "list") with the arguments of that builder."""
         builders = {"search": self.search, "read": self.read, "list": self.list_dir}
         if kind not in builders:
-            raise ValueError(f"no call builder for kind {kind!r}; choose one of {', '.join(builders)} "
-                             "(the answer: report)")
+            raise ValueError(
+                f"no call builder for kind {kind!r}; choose one of {', '.join(builders)} (the answer: report)"
+            )
         return builders[kind](cid, **args)
 
     def report(self, cid: str, files: dict[str, Ranges], explanation: str, confidence: float | None = None) -> Reply:
         """The final answer citing ``files`` (paths and line ranges), with an optional self-confidence in [0, 1]."""
         raise NotImplementedError(f"tool set {self.name}: no report")
 
-    def report_ids(self, cid: str, cites: dict[str, Ranges], explanation: str,
-                   confidence: float | None = None) -> Reply:
+    def report_ids(
+        self, cid: str, cites: dict[str, Ranges], explanation: str, confidence: float | None = None
+    ) -> Reply:
         """The final answer under the ``ids`` report contract: ``cites`` maps a shown range's ID to its
         narrowings (``[]``: the whole range), as :func:`fasbench.tools.contract.cite_ids` gives them."""
         raise NotImplementedError(f"tool set {self.name}: no report under the ids contract")
@@ -84,15 +94,27 @@ class RelaceCalls(Calls):
     """Relace's call shapes: ``grep_search``, ``view_file``, ``view_directory``, its read-only ``bash``
     for finding files, and the ``report_back`` call."""
 
-    def search(self, cid: str, pattern: str, include: str | None = "*.py", ignore_case: bool = False,
-               path: str | None = None, files_only: bool = False, context: dict[str, int] | None = None) -> ToolCall:
+    def search(
+        self,
+        cid: str,
+        pattern: str,
+        include: str | None = "*.py",
+        ignore_case: bool = False,
+        path: str | None = None,
+        files_only: bool = False,
+        context: dict[str, int] | None = None,
+    ) -> ToolCall:
         glob = include
         if path not in (None, "."):
             is_file = "." in posixpath.basename(path) and not path.endswith("/")
             glob = path if is_file else path.rstrip("/") + "/**" + ("/" + include if include else "")
         # every field, as the published strict schema requires
-        args: dict = {"query": pattern, "case_sensitive": not ignore_case, "exclude_pattern": None,
-                      "include_pattern": glob or None}
+        args: dict = {
+            "query": pattern,
+            "case_sensitive": not ignore_case,
+            "exclude_pattern": None,
+            "include_pattern": glob or None,
+        }
         return ToolCall(cid, "grep_search", args)
 
     def find(self, cid: str, name: str, directory: str | None = None) -> ToolCall:
@@ -125,8 +147,9 @@ class RelaceCalls(Calls):
             args["confidence"] = round(float(confidence), 4)
         return Reply(text="", calls=[ToolCall(cid, "report_back", args)])
 
-    def report_ids(self, cid: str, cites: dict[str, Ranges], explanation: str,
-                   confidence: float | None = None) -> Reply:
+    def report_ids(
+        self, cid: str, cites: dict[str, Ranges], explanation: str, confidence: float | None = None
+    ) -> Reply:
         """A ``report_back`` call whose ``files`` keys are the IDs."""
         return self.report(cid, cites, explanation, confidence)
 
@@ -136,8 +159,16 @@ class FastContextCalls(Calls):
     """FastContext's call shapes (the release's and the fork's): ``Grep``, ``Read``, ``Glob`` and the
     ``<final_answer>`` block."""
 
-    def search(self, cid: str, pattern: str, include: str | None = "*.py", ignore_case: bool = False,
-               path: str | None = None, files_only: bool = False, context: dict[str, int] | None = None) -> ToolCall:
+    def search(
+        self,
+        cid: str,
+        pattern: str,
+        include: str | None = "*.py",
+        ignore_case: bool = False,
+        path: str | None = None,
+        files_only: bool = False,
+        context: dict[str, int] | None = None,
+    ) -> ToolCall:
         args: dict = {"pattern": pattern}
         if path is not None:
             args["path"] = path
@@ -181,11 +212,15 @@ class FastContextCalls(Calls):
         """A ``<final_answer>`` block."""
         return Reply(text=final_answer_text(files, explanation, confidence))
 
-    def report_ids(self, cid: str, cites: dict[str, Ranges], explanation: str,
-                   confidence: float | None = None) -> Reply:
+    def report_ids(
+        self, cid: str, cites: dict[str, Ranges], explanation: str, confidence: float | None = None
+    ) -> Reply:
         """A ``<final_answer>`` block of ``ID[:A-B] (reason)`` lines."""
-        rows = [f"{i}" + (f":{a}-{b}" if rs else "") + f" ({explanation[:80] or 'relevant'})"
-                for i, rs in cites.items() for a, b in (rs or [[0, 0]])]
+        rows = [
+            f"{i}" + (f":{a}-{b}" if rs else "") + f" ({explanation[:80] or 'relevant'})"
+            for i, rs in cites.items()
+            for a, b in (rs or [[0, 0]])
+        ]
         rows += [f"confidence: {float(confidence):.4f}"] if confidence is not None else []
         return Reply(text="<final_answer>\n" + "\n".join(rows) + "\n</final_answer>")
 
@@ -195,7 +230,7 @@ def final_answer_text(files: dict[str, Ranges], explanation: str = "", confidenc
     addition, an optional ``confidence: X`` line)."""
     lines = []
     for p, rs in files.items():
-        for a, b in (rs or [[1, 1]]):
+        for a, b in rs or [[1, 1]]:
             lines.append(f"{p}:{a}-{b} ({explanation[:80] or 'relevant'})")
     if confidence is not None:
         lines.append(f"confidence: {float(confidence):.4f}")

@@ -35,17 +35,41 @@ def user_prompt(query: str, repo_root: str = "/repo") -> str:
 #: unshown (view_directory's include_hidden, grep_search's case_sensitive and exclude_pattern) keep their
 #: published defaults and are still accepted.
 SCHEMAS: list[dict] = [
-    {"name": "view_file", "description": "Show numbered lines of a file; view_range [start, end], end -1 = to the end.",
-     "parameters": {"type": "object", "required": ["path"],
-                    "properties": {"path": {"type": "string"}, "view_range": {"type": "array", "items": {"type": "integer"}}}}},
-    {"name": "view_directory", "description": "List a directory recursively.",
-     "parameters": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}},
-    {"name": "grep_search", "description": "Regex search: path:line:text lines.",
-     "parameters": {"type": "object", "required": ["query"],
-                    "properties": {"query": {"type": "string"}, "include_pattern": {"type": "string"}}}},
-    {"name": "bash", "description": "Run a read-only bash command.",
-     "parameters": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}}},
-    {"name": "report_back", "description": "Answer: files maps each path to its line ranges [[start, end]].",
-     "parameters": {"type": "object", "required": ["explanation", "files"],
-                    "properties": {"explanation": {"type": "string"}, "files": {"type": "object"}}}},
+    {
+        "name": "view_file",
+        "description": "Show numbered lines of a file; view_range [start, end], end -1 = to the end.",
+        "parameters": {
+            "type": "object",
+            "required": ["path"],
+            "properties": {"path": {"type": "string"}, "view_range": {"type": "array", "items": {"type": "integer"}}},
+        },
+    },
+    {
+        "name": "view_directory",
+        "description": "List a directory recursively.",
+        "parameters": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}},
+    },
+    {
+        "name": "grep_search",
+        "description": "Regex search: path:line:text lines.",
+        "parameters": {
+            "type": "object",
+            "required": ["query"],
+            "properties": {"query": {"type": "string"}, "include_pattern": {"type": "string"}},
+        },
+    },
+    {
+        "name": "bash",
+        "description": "Run a read-only bash command.",
+        "parameters": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}},
+    },
+    {
+        "name": "report_back",
+        "description": "Answer: files maps each path to its line ranges [[start, end]].",
+        "parameters": {
+            "type": "object",
+            "required": ["explanation", "files"],
+            "properties": {"explanation": {"type": "string"}, "files": {"type": "object"}},
+        },
+    },
 ]

@@ -46,14 +46,18 @@ def check_contract(name: str) -> str:
 
 def prompt_addendum(answer_tool: str | None) -> str:
     """The paragraph appended to the tool set's system prompt under ``ids`` (fasbench's own text)."""
-    how = (f"In {answer_tool}, the keys of `files` are IDs instead of paths, e.g. {{\"r7\": [], \"r9\": [[15, 20]]}}: "
-           "an empty list cites the whole range of the ID, a line range narrows it."
-           if answer_tool else
-           "In <final_answer>, write one ID per line instead of a path: `r7` cites its whole range, `r9:15-20` "
-           "narrows it; a reason in parentheses may follow.")
-    return (f"\n\n{IDS_MARKER} Every file range a tool result shows you is listed under the result after "
-            f"`{IDS_HEADER}` as `[r7] path:12-40`. Your answer cites these IDs, never paths: {how} The paths and "
-            "line ranges are written from the IDs; an ID you were not shown, or lines outside its range, are dropped.")
+    how = (
+        f'In {answer_tool}, the keys of `files` are IDs instead of paths, e.g. {{"r7": [], "r9": [[15, 20]]}}: '
+        "an empty list cites the whole range of the ID, a line range narrows it."
+        if answer_tool
+        else "In <final_answer>, write one ID per line instead of a path: `r7` cites its whole range, `r9:15-20` "
+        "narrows it; a reason in parentheses may follow."
+    )
+    return (
+        f"\n\n{IDS_MARKER} Every file range a tool result shows you is listed under the result after "
+        f"`{IDS_HEADER}` as `[r7] path:12-40`. Your answer cites these IDs, never paths: {how} The paths and "
+        "line ranges are written from the IDs; an ID you were not shown, or lines outside its range, are dropped."
+    )
 
 
 def final_note_addendum() -> str:
@@ -108,8 +112,11 @@ def shown_ids(messages: list[dict]) -> dict[str, tuple[str, int, int]]:
 
 def contract_of(messages: list[dict]) -> str:
     """The contract a chat was run under: ``ids`` when a system message holds :data:`IDS_MARKER`."""
-    return "ids" if any(m.get("role") == "system" and IDS_MARKER in str(m.get("content") or "")
-                        for m in messages) else "free"
+    return (
+        "ids"
+        if any(m.get("role") == "system" and IDS_MARKER in str(m.get("content") or "") for m in messages)
+        else "free"
+    )
 
 
 def cite_ids(files: dict[str, Ranges], ids: dict[str, tuple[str, int, int]]) -> dict[str, Ranges]:
@@ -182,8 +189,10 @@ class IdLedger:
                 kept.append(m.group(1))
                 files.setdefault(p, []).extend(narrowed)
         merged = {p: _merge(rs) for p, rs in files.items()}
-        return (Report(merged, report.explanation, report.confidence),
-                {"cited": kept, "dropped": dropped, "clipped": clipped})
+        return (
+            Report(merged, report.explanation, report.confidence),
+            {"cited": kept, "dropped": dropped, "clipped": clipped},
+        )
 
 
 def _merge(rs: list[list[int]]) -> list[list[int]]:
@@ -204,7 +213,7 @@ def answer_cites(report: Report, text: str, answer_tool: str | None) -> list[tup
         return list(report.files.items())
     m = _BLOCK.search(text or "")
     out = []
-    for row in (m.group(1).strip().splitlines() if m else []):
+    for row in m.group(1).strip().splitlines() if m else []:
         k = _KEY.match(row)
         if not k:
             continue

@@ -60,16 +60,28 @@ from fasbench.base.contain import is_inside
 from fasbench.records import Report, Shown, ToolCall
 from fasbench.records.fastcontext_answer import parse_final_answer
 from fasbench.tools.base import Tool, ToolError, ToolLimits, Toolset, ToolText, Workspace
+from fasbench.tools.bash.pipeline import Stage, run_pipeline
 from fasbench.tools.calls import FastContextCalls
 from fasbench.tools.fastcontext_published import (
-    FINAL_TURN_MESSAGE, GLOB_DESCRIPTION, GLOB_LIMIT, GLOB_PARAMETERS, GREP_CONTEXT, GREP_DESCRIPTION, GREP_HEAD,
-    GREP_PARAMETERS, READ_DESCRIPTION, READ_MAX_LINE_LENGTH, READ_MAX_LINES, READ_PARAMETERS, WORK_DIR,
-    system_prompt, user_prompt,
+    FINAL_TURN_MESSAGE,
+    GLOB_DESCRIPTION,
+    GLOB_LIMIT,
+    GLOB_PARAMETERS,
+    GREP_CONTEXT,
+    GREP_DESCRIPTION,
+    GREP_HEAD,
+    GREP_PARAMETERS,
+    READ_DESCRIPTION,
+    READ_MAX_LINE_LENGTH,
+    READ_MAX_LINES,
+    READ_PARAMETERS,
+    WORK_DIR,
+    system_prompt,
+    user_prompt,
 )
 from fasbench.tools.fastcontext_query import FC_QUERY, FC_QUERY_SOURCE, PROBLEM_STATEMENT
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rg import ignore_flags, rg_binary
-from fasbench.tools.bash.pipeline import Stage, run_pipeline
 
 #: Characters one observation may reach (a memory bound, not the release's: its tools print at most
 #: 2000 lines of at most 2000 characters from Read, 100 lines or ``head_limit`` from Grep, 100 paths
@@ -108,7 +120,7 @@ def _place(ws: Workspace, path: str) -> tuple[Path, str, tuple[str, str] | None]
     rel, target, spell = path, path, None
     for p in (WORK_DIR, str(ws.root)):
         if path == p or path.startswith(p + "/"):
-            rel, target, spell = path[len(p):].lstrip("/"), "." + path[len(p):], (".", p)
+            rel, target, spell = path[len(p) :].lstrip("/"), "." + path[len(p) :], (".", p)
             break
     else:
         if path.startswith("/"):
@@ -137,7 +149,8 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
     if os.path.isfile(real) and os.path.getsize(real) > ws.limits.max_read_bytes:
         raise ToolError(  # fasbench: the release read the whole file into memory
             f"{file_path} has {os.path.getsize(real)} bytes, more than the {ws.limits.max_read_bytes / 2**20:g} MiB "
-            "one Read looks at; search it with Grep")
+            "one Read looks at; search it with Grep"
+        )
     if os.path.isdir(real):  # as released: open() of a directory, [Errno 21] with the path as written
         raise ToolText(f"[Errno 21] Is a directory: {file_path!r}")
     try:  # fasbench: opened through the containment rule, so a file swapped for a symlink out (or a
@@ -148,8 +161,10 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
     try:
         with raw:
             if os.fstat(raw.fileno()).st_size > ws.limits.max_read_bytes:
-                raise ToolError(f"{file_path} has more than the {ws.limits.max_read_bytes / 2**20:g} MiB one Read "
-                                "looks at; search it with Grep")
+                raise ToolError(
+                    f"{file_path} has more than the {ws.limits.max_read_bytes / 2**20:g} MiB one Read "
+                    "looks at; search it with Grep"
+                )
             # aiofiles.open(file_path, mode="r").readlines(): text mode, universal newlines, strict
             # decoding (the locale's encoding: UTF-8 assumed)
             with io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8") as f:
@@ -177,7 +192,7 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
                 line = raw_lines[i][:READ_MAX_LINE_LENGTH] + "...\n"
             else:
                 line = raw_lines[i]
-            lines.append(f"{i+1}|{line}")
+            lines.append(f"{i + 1}|{line}")
         if total_read_lines > READ_MAX_LINES:
             lines.append("...")
     except Exception as e:  # noqa: BLE001 — tool.py @5fb8c1d shows any exception as str(e)
@@ -189,8 +204,12 @@ def read(ws: Workspace, path: str, offset=None, limit=None, **_ignored) -> str:
 def _run(ws: Workspace, tool: str, args: list[str]) -> tuple[str, bool]:
     """``rg args`` in the workspace root as ``subprocess.run(..., text=True)`` gives it: (stdout if the
     exit status is 0 else stderr, decoded strictly with universal newlines; whether it was stderr)."""
-    r = run_pipeline(ws, [Stage([rg_binary(), "--no-config", *ignore_flags(ws.root), "--sort=path", *args])],
-                     max_lines=None, max_bytes=_MAX_GREP_BYTES)
+    r = run_pipeline(
+        ws,
+        [Stage([rg_binary(), "--no-config", *ignore_flags(ws.root), "--sort=path", *args])],
+        max_lines=None,
+        max_bytes=_MAX_GREP_BYTES,
+    )
     if r.timed_out:  # tool.py @5fb8c1d's timeout text (glob.py's own reads the same)
         raise ToolText(f"Tool `{tool}` timed out after {ws.limits.timeout_s:g}s.")
     err = not r.cut and r.returncode != 0
@@ -204,7 +223,7 @@ def _run(ws: Workspace, tool: str, args: list[str]) -> tuple[str, bool]:
 
 def _unprefix(line: str, spell: tuple[str, str] | None) -> str:
     """A path rg printed, spelled from the path the model wrote (see :func:`_place`)."""
-    return spell[1] + line[len(spell[0]):] if spell and line.startswith(spell[0]) else line
+    return spell[1] + line[len(spell[0]) :] if spell and line.startswith(spell[0]) else line
 
 
 def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) -> str:
@@ -218,8 +237,10 @@ def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) 
     matched_files = [ln if err else _unprefix(ln, spell) for ln in output.splitlines()]
     if len(matched_files) > GLOB_LIMIT:
         matched_files = matched_files[:GLOB_LIMIT]
-        matched_files.append(f"Results are truncated: showing first {GLOB_LIMIT} results. "
-                             "Consider using a more specific path or pattern.")
+        matched_files.append(
+            f"Results are truncated: showing first {GLOB_LIMIT} results. "
+            "Consider using a more specific path or pattern."
+        )
     if not matched_files:
         return "No files found"
     if err:  # rg's error text (a bad glob): the release returned it as the observation
@@ -249,15 +270,26 @@ def rg_match_args(pattern: str, glob: str | None, ignore_case: bool, type: str |
     return args
 
 
-def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None = None,
-         output_mode: str | None = None, head_limit=None, type: str | None = None, multiline=None,
-         **flags) -> str:
+def grep(
+    ws: Workspace,
+    pattern: str,
+    path: str | None = None,
+    glob: str | None = None,
+    output_mode: str | None = None,
+    head_limit=None,
+    type: str | None = None,
+    multiline=None,
+    **flags,
+) -> str:
     """grep.py @5fb8c1d ``GrepTool.call`` and ``run_rg``."""
     path = WORK_DIR if path is None else path
     real, target, spell = _place(ws, path)
     if not os.path.exists(real):  # rg's own message for a missing path (exit status 2)
-        return _limited(f"rg: {path}: IO error for operation on {path}: No such file or directory (os error 2)\n",
-                        head_limit, err=True)
+        return _limited(
+            f"rg: {path}: IO error for operation on {path}: No such file or directory (os error 2)\n",
+            head_limit,
+            err=True,
+        )
     context = flags.get("-C", GREP_CONTEXT)
     # the release's argv order, every value attached or after its flag and the path after `--`: no
     # pattern or path can be read as an option (the release passed the pattern bare: '-x' was a flag)
@@ -319,8 +351,9 @@ def observe(name: str, args: dict, text: str, canon: Canon = norm, is_file=_look
     seen = Seen()
     rows = [r for r in text.split("\n") if not r.startswith(_NOTES)]
     if name == "Read" and text.startswith("```"):
-        seen.view(canon(str(args.get("path", ""))),
-                  [(n, t) for n, t in numbered(text, _READ_LINE, skip_first=True) if n >= 1])
+        seen.view(
+            canon(str(args.get("path", ""))), [(n, t) for n, t in numbered(text, _READ_LINE, skip_first=True) if n >= 1]
+        )
     elif name == "Glob":
         seen.listed([canon(r) for r in rows if r])
     elif name == "Grep":
@@ -353,6 +386,7 @@ def observe(name: str, args: dict, text: str, canon: Canon = norm, is_file=_look
 
 
 # ---------------------------------------------------------------- the tool set
+
 
 class FastContextToolset(Toolset):
     """The loop rules are the release's (``src/fastcontext/agent/agent.py`` ``_agent_loop`` @5fb8c1d,
@@ -398,8 +432,12 @@ class FastContextToolset(Toolset):
     def workspace_listing(self) -> str:
         """``ls`` of the workspace root, as the release puts in the prompt (``cd WORKSPACE && ls``):
         names one per line, sorted byte-wise (the C locale), hidden names left out."""
-        return "\n".join(sorted((n for n in os.listdir(self.root) if not n.startswith(".")),
-                                key=lambda n: n.encode("utf-8", "surrogateescape")))
+        return "\n".join(
+            sorted(
+                (n for n in os.listdir(self.root) if not n.startswith(".")),
+                key=lambda n: n.encode("utf-8", "surrogateescape"),
+            )
+        )
 
     def system_prompt(self, max_turns: int, max_calls: int) -> str:
         """The released system.md with the workspace at ``/repo`` and its listing; it names no

@@ -37,15 +37,24 @@ import time
 
 from fasbench.records import Shown
 from fasbench.tools.base import Tool, ToolError, Workspace
+from fasbench.tools.bash.pipeline import Stage, decode, display, read_lines, resolve, run_pipeline
 from fasbench.tools.fastcontext import FastContextToolset, rg_match_args
 from fasbench.tools.fastcontext_published import (
-    FORK_GLOB_DESCRIPTION, FORK_GLOB_PARAMETERS, FORK_GREP_DESCRIPTION, FORK_GREP_PARAMETERS, FORK_READ_DESCRIPTION,
-    FORK_READ_MAX_LINE_LENGTH, FORK_READ_PARAMETERS, GLOB_LIMIT, GREP_HEAD, READ_MAX_LINES, WORK_DIR,
+    FORK_GLOB_DESCRIPTION,
+    FORK_GLOB_PARAMETERS,
+    FORK_GREP_DESCRIPTION,
+    FORK_GREP_PARAMETERS,
+    FORK_READ_DESCRIPTION,
+    FORK_READ_MAX_LINE_LENGTH,
+    FORK_READ_PARAMETERS,
+    GLOB_LIMIT,
+    GREP_HEAD,
+    READ_MAX_LINES,
+    WORK_DIR,
 )
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
 from fasbench.tools.rg import ignore_flags, rg_argv
 from fasbench.tools.rgsearch import run_rg
-from fasbench.tools.bash.pipeline import Stage, decode, display, read_lines, resolve, run_pipeline
 
 READ_MAX_LINE_LENGTH = FORK_READ_MAX_LINE_LENGTH
 
@@ -115,8 +124,13 @@ def read(ws: Workspace, path: str, offset: int = 1, limit: int | None = None, **
 def _rg(ws: Workspace, args: list[str], max_lines: int | None, cwd=None) -> tuple[list[str], bool]:
     """Lines of ``rg args`` in rg's own order (Glob's ``--sort modified``; at most ``max_lines``,
     ``cut`` when there were more), run in the workspace with the harness's fixed flags and ignore rules."""
-    r = run_pipeline(ws, [Stage(rg_argv(*ignore_flags(ws.root), *args))],
-                     max_lines=None if max_lines is None else max_lines + 1, max_bytes=16 * 2**20, cwd=cwd)
+    r = run_pipeline(
+        ws,
+        [Stage(rg_argv(*ignore_flags(ws.root), *args))],
+        max_lines=None if max_lines is None else max_lines + 1,
+        max_bytes=16 * 2**20,
+        cwd=cwd,
+    )
     if r.timed_out:
         raise ToolError(f"search timed out after {ws.limits.timeout_s:g}s; narrow the pattern or the path")
     if not r.cut and r.returncode not in (0, 1):
@@ -143,14 +157,24 @@ def glob(ws: Workspace, pattern: str, directory: str | None = None, **_ignored) 
         return "No files found"
     files = [_abs(f[2:] if base == "." else f"{base}/{f[2:]}") if f.startswith("./") else _abs(f) for f in files]
     if cut:
-        files.append(f"Results are truncated: showing first {GLOB_LIMIT} results. "
-                     "Consider using a more specific path or pattern.")
+        files.append(
+            f"Results are truncated: showing first {GLOB_LIMIT} results. "
+            "Consider using a more specific path or pattern."
+        )
     return "\n".join(files)
 
 
-def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None = None,
-         output_mode: str = "content", head_limit: float | None = None, type: str | None = None,
-         multiline: bool | None = None, **flags) -> str:
+def grep(
+    ws: Workspace,
+    pattern: str,
+    path: str | None = None,
+    glob: str | None = None,
+    output_mode: str = "content",
+    head_limit: float | None = None,
+    type: str | None = None,
+    multiline: bool | None = None,
+    **flags,
+) -> str:
     if not pattern:
         raise ToolError("pattern must not be empty")
     real = resolve(ws, path if path is not None else ".")
@@ -171,8 +195,13 @@ def grep(ws: Workspace, pattern: str, path: str | None = None, glob: str | None 
     args += ["--with-filename", "--", "./" if target == "." else "./" + target]
     limit = int(head_limit) if head_limit is not None and head_limit > 0 else GREP_HEAD
     # sorted by path (run_rg: a parallel pass sorted here, or a sorted pass when the output is big)
-    lines, cut = run_rg(ws, args, max_lines=limit, paths_only=output_mode == "files_with_matches",
-                        heading=_abs if output_mode == "content" else None)
+    lines, cut = run_rg(
+        ws,
+        args,
+        max_lines=limit,
+        paths_only=output_mode == "files_with_matches",
+        heading=_abs if output_mode == "content" else None,
+    )
     if output_mode == "files_with_matches":
         lines = [_abs(ln) for ln in lines]
     elif output_mode == "count":

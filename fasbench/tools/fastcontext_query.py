@@ -40,9 +40,12 @@ def query_note(sources: dict[str, int]) -> str | None:
     n, total = sources.get(PROBLEM_STATEMENT, 0), sum(sources.values())
     if not n:
         return None
-    return (f"{n} of {total} tasks have no FastContext generated query: their explorer is given the problem "
-            "statement, not the release's query (`fasbench data fc-queries --tasks SET --endpoint openai:model=…,"
-            "base_url=… --out QUERIES.jsonl --tasks-out TASKS.jsonl`, then use TASKS.jsonl as the task set)")
+    return (
+        f"{n} of {total} tasks have no FastContext generated query: their explorer is given the problem "
+        "statement, not the release's query (`fasbench data fc-queries --tasks SET --endpoint openai:model=…,"
+        "base_url=… --out QUERIES.jsonl --tasks-out TASKS.jsonl`, then use TASKS.jsonl as the task set)"
+    )
+
 
 FASTCONTEXT_DESC = """
 Fast agent specialized for exploring codebases. Use this when you need to quickly find files by patterns (eg. "src/components/**/*.tsx"), search code for keywords (eg. "API endpoints"), or answer questions about the codebase (eg. "how do API endpoints work?").
@@ -106,7 +109,10 @@ def messages(problem_statement: str) -> list[dict]:
     """``get_subagent_tool_call``'s messages for one problem statement."""
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": f"<problem_statement>\n{problem_statement.strip()}\n</problem_statement>\n{TASK_PROMPT}"},
+        {
+            "role": "user",
+            "content": f"<problem_statement>\n{problem_statement.strip()}\n</problem_statement>\n{TASK_PROMPT}",
+        },
     ]
 
 
@@ -117,8 +123,11 @@ def offers_subagent(tools) -> bool:
 
 def subagent_call(call_id: str, description: str, prompt: str) -> dict:
     """An OpenAI-style ``subagent`` tool call (what a main agent's reply holds)."""
-    return {"id": call_id, "type": "function",
-            "function": {"name": SUBAGENT, "arguments": json.dumps({"description": description, "prompt": prompt})}}
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": SUBAGENT, "arguments": json.dumps({"description": description, "prompt": prompt})},
+    }
 
 
 def query_of(message: dict) -> tuple[str | None, str]:

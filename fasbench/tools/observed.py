@@ -16,8 +16,8 @@ This module holds what the parsers share; it knows no tool name.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from fasbench.base.lines import line_set
 from fasbench.records import Ranges, Shown, ToolCall
@@ -44,11 +44,13 @@ Canon = Callable[[str], str]  # a written path → the root-relative path it nam
 def workspace_canon(ws: Workspace) -> Canon:
     """Paths as the workspace resolves them (``a/../b.py`` → ``b.py``, a symlink → its target); a
     path that does not resolve inside the root is only normalised."""
+
     def canon(path: str) -> str:
         try:
             return display(ws, resolve(ws, path))
         except ToolError:
             return norm(path)
+
     return canon
 
 
@@ -79,8 +81,9 @@ class Seen:
         result without matches."""
         if not self.shown.hits:
             return []
-        return ([(p, int(n)) for p, n in self.shown.hits]
-                + [(p, n) for p, rs in self.shown.ranges.items() for n in sorted(line_set(rs))])
+        return [(p, int(n)) for p, n in self.shown.hits] + [
+            (p, n) for p, rs in self.shown.ranges.items() for n in sorted(line_set(rs))
+        ]
 
     def view(self, path: str, lines: Iterable[tuple[int, str]]) -> None:
         """Numbered lines of ``path`` shown in order: their ranges (consecutive lines merged) and text."""
@@ -112,7 +115,7 @@ def numbered(text: str, line_re: re.Pattern, skip_first: bool = False) -> list[t
     one header line with ``skip_first``), each number one more than the one before; notes after it
     are not lines of the file."""
     out: list[tuple[int, str]] = []
-    rows = text.split("\n")[1 if skip_first else 0:]
+    rows = text.split("\n")[1 if skip_first else 0 :]
     for row in rows:
         m = line_re.match(row)
         if not m or (out and int(m.group("n")) != out[-1][0] + 1):

@@ -17,31 +17,43 @@ import os
 import re
 from collections import deque
 
-
 from fasbench.base.contain import is_inside, root_path
 from fasbench.records import Report, Shown, ToolCall, parse_confidence
 from fasbench.tools.base import Tool, ToolError, Toolset, Workspace
-from fasbench.tools.calls import RelaceCalls
+from fasbench.tools.bash.pipeline import display, read_lines, resolve
 from fasbench.tools.bash.readonly import run_bash
 from fasbench.tools.bash.shown import bash_seen
-from fasbench.tools.compact import SCHEMAS as COMPACT_SCHEMAS, SYSTEM_PROMPT as COMPACT_SYSTEM_PROMPT
+from fasbench.tools.calls import RelaceCalls
+from fasbench.tools.compact import SCHEMAS as COMPACT_SCHEMAS
+from fasbench.tools.compact import SYSTEM_PROMPT as COMPACT_SYSTEM_PROMPT
 from fasbench.tools.compact import user_prompt as compact_user_prompt
-from fasbench.tools.relace_published import (
-    DIR_LIMIT, GREP_LIMIT, SCHEMAS, SYSTEM_PROMPT, TRUNCATED_NOTE, VIEW_DEFAULT, user_prompt,
-)
 from fasbench.tools.observed import Canon, Seen, norm, numbered, workspace_canon
+from fasbench.tools.relace_published import (
+    DIR_LIMIT,
+    GREP_LIMIT,
+    SCHEMAS,
+    SYSTEM_PROMPT,
+    TRUNCATED_NOTE,
+    VIEW_DEFAULT,
+    user_prompt,
+)
 from fasbench.tools.rgsearch import run_rg
 from fasbench.tools.schema import SchemaError, validate
-from fasbench.tools.bash.pipeline import display, read_lines, resolve
 
 #: Each tool's kind (fasbench.tools.KINDS). ``bash`` is "search": Relace gives it for read-only
 #: exploration (finding files, grepping); what one bash call showed (file content, matches, paths)
 #: is in its result's ``shown``, parsed from the commands it ran (fasbench.tools.bash.shown).
-KINDS = {"view_file": "read", "view_directory": "list", "grep_search": "search", "bash": "search",
-         "report_back": "report"}
+KINDS = {
+    "view_file": "read",
+    "view_directory": "list",
+    "grep_search": "search",
+    "bash": "search",
+    "report_back": "report",
+}
 
 
 # ---------------------------------------------------------------- tools
+
 
 def view_file(ws: Workspace, path: str, view_range: list[int] | None = None) -> str:
     start, end = view_range or VIEW_DEFAULT
@@ -128,9 +140,7 @@ def view_directory(ws: Workspace, path: str, include_hidden: bool = False) -> st
         return f"{label}/ is empty" + ("" if include_hidden else " (hidden entries not shown)")
     out = "\n".join(entries)
     if cut:
-        out += (
-            f"\n[listing cut at {DIR_LIMIT} entries (breadth-first); view a subdirectory to see more]"
-        )
+        out += f"\n[listing cut at {DIR_LIMIT} entries (breadth-first); view a subdirectory to see more]"
     return out
 
 
@@ -152,9 +162,7 @@ def grep_search(
     args += [f"--regexp={query}", "--", "./"]
     lines, cut = run_rg(ws, args, max_lines=GREP_LIMIT)
     if not lines:
-        where = "".join(
-            f", {k} {v!r}" for k, v in (("include", include_pattern), ("exclude", exclude_pattern)) if v
-        )
+        where = "".join(f", {k} {v!r}" for k, v in (("include", include_pattern), ("exclude", exclude_pattern)) if v)
         return f"No matches found for {query!r} (case {'sensitive' if case_sensitive else 'insensitive'}{where})"
     out = "\n".join(lines)
     if cut:
@@ -218,6 +226,7 @@ def observe(name: str, args: dict, text: str, canon: Canon = norm) -> Seen:
 
 # ---------------------------------------------------------------- the tool set
 
+
 def _lenient(schema: dict) -> dict:
     """The published parameters as fasbench validates them: the same properties and types, but a
     field that has a default may be left out (it takes the default). The published schemas are
@@ -225,8 +234,12 @@ def _lenient(schema: dict) -> dict:
     SFT data, scripted policies and non-strict servers do. ``view_range`` must hold two numbers."""
     out = json.loads(json.dumps(schema))
     props = out["properties"]
-    out["required"] = [k for k in out["required"] if "default" not in props[k] and "null" not in
-                       (props[k].get("type") if isinstance(props[k].get("type"), list) else [])]
+    out["required"] = [
+        k
+        for k in out["required"]
+        if "default" not in props[k]
+        and "null" not in (props[k].get("type") if isinstance(props[k].get("type"), list) else [])
+    ]
     if "view_range" in props:
         props["view_range"].update(minItems=2, maxItems=2)
     return out
@@ -263,9 +276,16 @@ class RelaceToolset(Toolset):
         return observe(name, args, text, workspace_canon(self.ws)).shown
 
     def make_tools(self) -> list[Tool]:
-        fns = {"view_file": view_file, "view_directory": view_directory, "grep_search": grep_search,
-               "bash": bash, "report_back": report_back}
-        compact = {s["name"]: s for s in COMPACT_SCHEMAS} if self is not None and self.compact else {}  # self None: _templates
+        fns = {
+            "view_file": view_file,
+            "view_directory": view_directory,
+            "grep_search": grep_search,
+            "bash": bash,
+            "report_back": report_back,
+        }
+        compact = (
+            {s["name"]: s for s in COMPACT_SCHEMAS} if self is not None and self.compact else {}
+        )  # self None: _templates
         tools = [PublishedTool(s["name"], fns[s["name"]], s, compact.get(s["name"])) for s in SCHEMAS]
         for t in tools:
             if t.name == "report_back":

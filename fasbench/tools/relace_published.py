@@ -132,7 +132,7 @@ SCHEMAS: list[dict] = [
         "description": "Tool for viewing/exploring the contents of existing files\n\nLine numbers are included in the "
         "output, indexing at 1. If the output does not include the end of the file, it will be noted after the "
         "final output line.\n\nExample (viewing the first 2 lines of a file):\n1   def my_function():\n2       "
-        "print(\"Hello, World!\")\n... rest of file truncated ...",
+        'print("Hello, World!")\n... rest of file truncated ...',
         "parameters": {
             "type": "object",
             "required": ["path", "view_range"],

@@ -44,9 +44,7 @@ def rg_binary() -> str:
     found = shutil.which("rg")
     if found:
         return found
-    raise ToolError(
-        "ripgrep (rg) is not installed; install it with `pip install --only-binary=ripgrep ripgrep`"
-    )
+    raise ToolError("ripgrep (rg) is not installed; install it with `pip install --only-binary=ripgrep ripgrep`")
 
 
 def rg_argv(*args: str) -> list[str]:

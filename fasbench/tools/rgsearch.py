@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from fasbench.tools.base import ToolError
-from fasbench.tools.rg import ignore_flags, rg_argv
 from fasbench.tools.bash.pipeline import Stage, decode, run_pipeline
+from fasbench.tools.rg import ignore_flags, rg_argv
 
 #: Output lines the first, parallel pass may produce before it gives up and reruns sorted:
 #: PARALLEL_FACTOR times the lines wanted, at least PARALLEL_MIN. Once the output is known to be
@@ -76,8 +76,9 @@ def _arrange(text: str, paths_only: bool, heading=None) -> list[str]:
     return out
 
 
-def run_rg(ws, args: list[str], max_lines: int | None = None, cwd=None, paths_only: bool = False,
-           heading=None) -> tuple[list[str], bool]:
+def run_rg(
+    ws, args: list[str], max_lines: int | None = None, cwd=None, paths_only: bool = False, heading=None
+) -> tuple[list[str], bool]:
     """Run ``rg args`` in the workspace root (or ``cwd``); returns (lines, cut): the output
     sorted by path, at most ``max_lines`` lines, ``cut`` when there were more. ``paths_only``:
     the output is one path a line (``--files``, ``--files-with-matches``); otherwise the
@@ -92,8 +93,9 @@ def run_rg(ws, args: list[str], max_lines: int | None = None, cwd=None, paths_on
     ignore = ignore_flags(ws.root)
 
     def run(extra: list[str], limit: int | None):
-        r = run_pipeline(ws, [Stage(rg_argv(*ignore, *extra, *null, *args))], max_lines=limit,
-                         max_bytes=16 * 2**20, cwd=cwd)
+        r = run_pipeline(
+            ws, [Stage(rg_argv(*ignore, *extra, *null, *args))], max_lines=limit, max_bytes=16 * 2**20, cwd=cwd
+        )
         if r.timed_out:
             raise ToolError(f"search timed out after {ws.limits.timeout_s:g}s; narrow the pattern or the path")
         if not r.cut and r.returncode not in (0, 1):

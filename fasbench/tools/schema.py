@@ -12,19 +12,34 @@ with a keyword outside :data:`KEYWORDS` is refused when checked (:func:`check_ke
 from __future__ import annotations
 
 import numbers
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 # keywords that validate, and annotations that do not
-KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "prefixItems",
-                      "minItems", "maxItems", "minimum", "maximum", "enum"})
+KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "enum",
+    }
+)
 ANNOTATIONS = frozenset({"description", "default", "title", "examples"})
 
 
 class SchemaError(Exception):
     """The arguments do not match the schema: ``message`` as jsonschema words it, at ``path``."""
 
-    def __init__(self, message: str, path: tuple = (), keyword: str | None = None, schema: Any = None,
-                 instance: Any = None):
+    def __init__(
+        self, message: str, path: tuple = (), keyword: str | None = None, schema: Any = None, instance: Any = None
+    ):
         super().__init__(message)
         self.message, self.path, self.keyword, self.schema, self.instance = message, path, keyword, schema, instance
 
@@ -109,14 +124,18 @@ def _errors(instance: Any, schema: Any, path: tuple) -> Iterator[SchemaError]:
                     yield from _errors(instance[extra], value, path + (extra,))
             elif not value and extras:
                 extras = sorted(extras, key=str)
-                msg = (f"Additional properties are not allowed ({', '.join(repr(e) for e in extras)} "
-                       f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+                msg = (
+                    f"Additional properties are not allowed ({', '.join(repr(e) for e in extras)} "
+                    f"{'was' if len(extras) == 1 else 'were'} unexpected)"
+                )
         elif key == "items" and isinstance(instance, list):
             prefix = len(schema.get("prefixItems", []))
             if value is False and len(instance) > prefix:
                 extra = len(instance) - prefix
                 rest = instance[prefix:] if extra != 1 else instance[prefix]
-                msg = f"Expected at most {prefix} {'items' if prefix != 1 else 'item'} but found {extra} extra: {rest!r}"
+                msg = (
+                    f"Expected at most {prefix} {'items' if prefix != 1 else 'item'} but found {extra} extra: {rest!r}"
+                )
             else:
                 for i in range(prefix, len(instance)):
                     yield from _errors(instance[i], value, path + (i,))

@@ -8,5 +8,7 @@ from pathlib import Path
 def profile_help(prefix: str) -> str:
     """The ``--config`` help of ``fasbench sft`` / ``fasbench rl``: every shipped ``<prefix>_*.yaml``
     profile by name (read from the folder, so a new profile is listed without an edit here)."""
-    names = sorted(p.stem[len(prefix) + 1:] for p in (Path(__file__).resolve().parents[1] / "configs").glob(f"{prefix}_*.yaml"))
+    names = sorted(
+        p.stem[len(prefix) + 1 :] for p in (Path(__file__).resolve().parents[1] / "configs").glob(f"{prefix}_*.yaml")
+    )
     return f"profile ({' | '.join(names)}) or a YAML config file"

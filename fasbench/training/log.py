@@ -100,8 +100,10 @@ def resume_line(kind: str, run_dir: str | Path, done_before: int, this_call: int
     total = done_before + this_call
     of = f" of max_steps={target}" if target and target > 0 else ""
     if this_call == 0 and done_before:
-        return (f"{kind}: resumed at step {done_before}{of} from {run_dir}: no step in this call "
-                f"(max_steps is a total; raise it to train more), final/ kept")
+        return (
+            f"{kind}: resumed at step {done_before}{of} from {run_dir}: no step in this call "
+            f"(max_steps is a total; raise it to train more), final/ kept"
+        )
     if done_before:
         return f"{kind}: {this_call} steps in this call (steps {done_before + 1}-{total}{of}), {done_before} resumed from {run_dir}"
     return f"{kind}: {this_call} steps in this call (steps 1-{total}{of}), none resumed"

@@ -41,9 +41,10 @@ import importlib.util
 import os
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Annotated, Any, Mapping, Sequence
+from typing import Annotated, Any
 
 import pydantic
 import yaml
@@ -57,10 +58,19 @@ CONFIGS_DIR = Path(__file__).resolve().parents[1] / "configs"
 # The first three are installed by fasbench's `track` extra (tensorboard is also a dependency: the
 # shipped profiles' default); the others are transformers' remaining integrations, passed through.
 TRACKERS: dict[str, tuple[str, ...]] = {
-    "tensorboard": ("tensorboard", "tensorboardX"), "trackio": ("trackio",), "wandb": ("wandb",),
-    "mlflow": ("mlflow",), "comet_ml": ("comet_ml",), "clearml": ("clearml",), "neptune": ("neptune",),
-    "swanlab": ("swanlab",), "dvclive": ("dvclive",), "codecarbon": ("codecarbon",), "azure_ml": ("azureml",),
-    "dagshub": ("dagshub",), "flyte": ("flytekit",),
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "trackio": ("trackio",),
+    "wandb": ("wandb",),
+    "mlflow": ("mlflow",),
+    "comet_ml": ("comet_ml",),
+    "clearml": ("clearml",),
+    "neptune": ("neptune",),
+    "swanlab": ("swanlab",),
+    "dvclive": ("dvclive",),
+    "codecarbon": ("codecarbon",),
+    "azure_ml": ("azureml",),
+    "dagshub": ("dagshub",),
+    "flyte": ("flytekit",),
 }
 TRACK_EXTRA = ("tensorboard", "trackio", "wandb")  # pyproject.toml: [project.optional-dependencies] track
 
@@ -91,7 +101,7 @@ def expand(p: str | os.PathLike) -> str:
 
 def profiles(kind: Kind) -> list[str]:
     """The names of the shipped profiles of ``kind``."""
-    return sorted(p.stem[len(kind.prefix) + 1:] for p in CONFIGS_DIR.glob(f"{kind.prefix}_*.yaml"))
+    return sorted(p.stem[len(kind.prefix) + 1 :] for p in CONFIGS_DIR.glob(f"{kind.prefix}_*.yaml"))
 
 
 def profile_path(kind: Kind, name_or_path: str | os.PathLike) -> Path:
@@ -102,8 +112,10 @@ def profile_path(kind: Kind, name_or_path: str | os.PathLike) -> Path:
     cand = CONFIGS_DIR / f"{kind.prefix}_{name_or_path}.yaml"
     if cand.is_file():
         return cand
-    raise UserError(f"{kind.prefix} profile {str(name_or_path)!r}: no such file and no shipped profile of that "
-                    f"name (profiles: {', '.join(profiles(kind))})")
+    raise UserError(
+        f"{kind.prefix} profile {str(name_or_path)!r}: no such file and no shipped profile of that "
+        f"name (profiles: {', '.join(profiles(kind))})"
+    )
 
 
 def read_mapping(path: Path) -> dict:
@@ -122,6 +134,7 @@ def read_mapping(path: Path) -> dict:
 
 
 # ---------------------------------------------------------------- fields, as pydantic models
+
 
 def _is_union(hint) -> bool:
     return typing.get_origin(hint) in (typing.Union, types.UnionType)
@@ -171,9 +184,18 @@ def model_of(cls: type) -> type[pydantic.BaseModel]:
     """The pydantic model of a flat dataclass's fields: strict types, no other key."""
     hints = typing.get_type_hints(cls)
     return pydantic.create_model(
-        f"{cls.__name__}Fields", __config__=pydantic.ConfigDict(extra="forbid", strict=True),
-        **{f.name: (_field_type(hints[f.name]), pydantic.Field(default=f.default) if f.default is not MISSING
-                    else pydantic.Field(default_factory=f.default_factory)) for f in fields(cls)})
+        f"{cls.__name__}Fields",
+        __config__=pydantic.ConfigDict(extra="forbid", strict=True),
+        **{
+            f.name: (
+                _field_type(hints[f.name]),
+                pydantic.Field(default=f.default)
+                if f.default is not MISSING
+                else pydantic.Field(default_factory=f.default_factory),
+            )
+            for f in fields(cls)
+        },
+    )
 
 
 def _error(e: pydantic.ValidationError, cls: type, values: Mapping, where: str) -> UserError:
@@ -215,6 +237,7 @@ def parse_value(text: str, cls: type, name: str) -> Any:
 
 # ---------------------------------------------------------------- loading
 
+
 def _suggest(key: str, known) -> str:
     close = difflib.get_close_matches(key, list(known), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -228,15 +251,19 @@ def resolve_key(kind: Kind, key: str) -> tuple[str, str]:
     sec, dot, name = key.rpartition(".")
     if dot:
         if sec not in secs or not sec:
-            raise UserError(f"{kind.prefix} config: no section {sec!r} in {key!r} "
-                            f"(sections: {', '.join(s for s in secs if s) or 'none; use the bare field name'})")
+            raise UserError(
+                f"{kind.prefix} config: no section {sec!r} in {key!r} "
+                f"(sections: {', '.join(s for s in secs if s) or 'none; use the bare field name'})"
+            )
         if name not in secs[sec]:
             raise UserError(f"{kind.prefix} config: {sec} has no field {name!r}{_suggest(name, secs[sec])}")
         return sec, name
     holders = [s for s, names in secs.items() if key in names]
     if len(holders) > 1:
-        raise UserError(f"{kind.prefix} config: field {key!r} is in several sections; write "
-                        + " or ".join(f"{s}.{key}" for s in holders))
+        raise UserError(
+            f"{kind.prefix} config: field {key!r} is in several sections; write "
+            + " or ".join(f"{s}.{key}" for s in holders)
+        )
     if not holders:
         known = set().union(*secs.values())
         raise UserError(f"{kind.prefix} config: unknown field {key!r}{_suggest(key, known)}")
@@ -263,8 +290,9 @@ def parse_sets(kind: Kind, pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
-         sets: Sequence[str] = ()) -> Loaded:
+def load(
+    kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()
+) -> Loaded:
     """Read a profile, apply ``overrides`` (``{key or section.key: value}``) then ``sets``
     (``["key=value"]``), check every key and value, and build one dataclass per section."""
     path = profile_path(kind, name_or_path)
@@ -288,8 +316,10 @@ def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, An
             homes = [s for s, c in kind.sections.items() if k in {f.name for f in fields(c)}]
             if homes:
                 raise UserError(f"{where}: {k!r} is a field of the {' or '.join(homes)} section; write it there")
-            raise UserError(f"{where}: unknown key {k!r}{_suggest(str(k), [*kind.sections, *kind.extra])} "
-                            f"(a {kind.prefix} profile has {', '.join([*kind.extra, *kind.sections])})")
+            raise UserError(
+                f"{where}: unknown key {k!r}{_suggest(str(k), [*kind.sections, *kind.extra])} "
+                f"(a {kind.prefix} profile has {', '.join([*kind.extra, *kind.sections])})"
+            )
     over = dict(overrides or {})
     over.update(parse_sets(kind, sets))
     for k, v in over.items():
@@ -308,6 +338,7 @@ def load(kind: Kind, name_or_path: str | os.PathLike, overrides: Mapping[str, An
 
 
 # ---------------------------------------------------------------- experiment trackers (report_to)
+
 
 def _installed(modules: Sequence[str]) -> bool:
     return any(importlib.util.find_spec(m) is not None for m in modules)
@@ -330,19 +361,26 @@ def report_to_list(value: Any) -> list[str]:
 def check_report_to(value: Any, where: str = "config") -> list[str]:
     """The trackers of ``value`` (:func:`report_to_list`), each known and installed; else a one-line
     ``UserError`` naming the package and the extra that installs it. Fast (``find_spec``, no import)."""
-    if not (value is None or isinstance(value, str) or
-            (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))):
+    if not (
+        value is None
+        or isinstance(value, str)
+        or (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+    ):
         raise UserError(f"{where}: report_to expects a tracker name or a list of them, got {value!r}")
     names = report_to_list(value)
     for n in names:
         if n not in TRACKERS:
-            raise UserError(f"{where}: report_to {n!r} is not a tracker{_suggest(n, TRACKERS)} "
-                            f"(choose {', '.join(TRACK_EXTRA)}, none, auto, or another transformers "
-                            f"integration: {', '.join(k for k in TRACKERS if k not in TRACK_EXTRA)})")
+            raise UserError(
+                f"{where}: report_to {n!r} is not a tracker{_suggest(n, TRACKERS)} "
+                f"(choose {', '.join(TRACK_EXTRA)}, none, auto, or another transformers "
+                f"integration: {', '.join(k for k in TRACKERS if k not in TRACK_EXTRA)})"
+            )
         if not _installed(TRACKERS[n]):
             how = "pip install 'fasbench[track]'" if n in TRACK_EXTRA else f"pip install {TRACKERS[n][0]}"
-            raise UserError(f"{where}: report_to {n!r} needs the {TRACKERS[n][0]} package, which is not "
-                            f"installed: {how} (or set report_to: none)")
+            raise UserError(
+                f"{where}: report_to {n!r} needs the {TRACKERS[n][0]} package, which is not "
+                f"installed: {how} (or set report_to: none)"
+            )
     return names
 
 

@@ -31,7 +31,7 @@ def agent_path(path: str, cwd: str = ROOT, kind: str = "file") -> str | None:
     if kind == "text":
         p = path.strip().strip("'\"")
         if p.startswith(ROOT + "/"):
-            p = p[len(ROOT) + 1:]
+            p = p[len(ROOT) + 1 :]
         while p.startswith("./"):
             p = p[2:]
         return p
@@ -39,7 +39,7 @@ def agent_path(path: str, cwd: str = ROOT, kind: str = "file") -> str | None:
         full = posixpath.normpath(posixpath.join(cwd, path))
         if full == ROOT:
             return "."
-        return full[len(ROOT) + 1:] if full.startswith(ROOT + "/") else None
+        return full[len(ROOT) + 1 :] if full.startswith(ROOT + "/") else None
     if kind != "file":
         raise ValueError(f"agent_path: unknown kind {kind!r}; choose from {', '.join(KINDS)}")
     path = path.strip().strip("'\"`,;")
@@ -48,7 +48,7 @@ def agent_path(path: str, cwd: str = ROOT, kind: str = "file") -> str | None:
     full = posixpath.normpath(posixpath.join(cwd, path))
     if not (full == ROOT or full.startswith(ROOT + "/")):
         return None
-    rel = full[len(ROOT) + 1:]
+    rel = full[len(ROOT) + 1 :]
     if not rel or rel.startswith(".") and not rel.startswith(".github"):
         return None
     base = posixpath.basename(rel)

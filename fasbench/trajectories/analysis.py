@@ -30,20 +30,22 @@ import gc
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import polars as pl
 from tqdm.auto import tqdm
 
 from fasbench.trajectories.classify import CATEGORIES_PLOT_ORDER, SHELL_TOOLS, Action, analyze, analyze_call
-from fasbench.trajectories.trajectory_files import FileReport, discover, load_labels
 from fasbench.trajectories.first_edit import edits_submission, submission_files
 from fasbench.trajectories.guard import check_parsed, unparsable
 from fasbench.trajectories.parsers import Trajectory, TrajectoryError, parse_file
-from fasbench.trajectories.relace_measures import RELACE_SEEDS, measures as relace_measures, measures_by as relace_measures_by
+from fasbench.trajectories.relace_measures import RELACE_SEEDS
+from fasbench.trajectories.relace_measures import measures as relace_measures
+from fasbench.trajectories.relace_measures import measures_by as relace_measures_by
 from fasbench.trajectories.tokens import TOKENIZER_NAME
+from fasbench.trajectories.trajectory_files import FileReport, discover, load_labels
 
 EXPLORE = ("read", "search")
 # the subagent's work counted as search: its rows are kept and the delegation call counts as search
@@ -65,6 +67,7 @@ SEEDS = {
     "relace": RELACE_SEEDS,  # 56.6% on ~1,200 real agent traces; ~12% on SWE-bench Verified (see relace_measures)
 }
 
+
 def _repo(instance_id: str) -> str:
     m = re.match(r"^(.+?)__(.+)-\d+$", instance_id)
     return f"{m.group(1)}/{m.group(2)}" if m else ""
@@ -73,10 +76,37 @@ def _repo(instance_id: str) -> str:
 # ------------------------------------------------------------------ frames
 
 STEP_COLUMNS = (
-    "dataset", "trajectory_id", "instance_id", "repo", "agent", "model", "format", "turn", "call", "n_calls",
-    "tool", "action", "category", "parser", "is_call", "weight", "prompt_tokens", "completion_tokens",
-    "reasoning_tokens", "obs_tokens", "call_tokens", "call_obs_tokens", "tokens_estimated", "resolved",
-    "edits_submission", "first_edit_turn", "before_first_edit", "agent_role", "subagent_id", "depth", "sub_turn",
+    "dataset",
+    "trajectory_id",
+    "instance_id",
+    "repo",
+    "agent",
+    "model",
+    "format",
+    "turn",
+    "call",
+    "n_calls",
+    "tool",
+    "action",
+    "category",
+    "parser",
+    "is_call",
+    "weight",
+    "prompt_tokens",
+    "completion_tokens",
+    "reasoning_tokens",
+    "obs_tokens",
+    "call_tokens",
+    "call_obs_tokens",
+    "tokens_estimated",
+    "resolved",
+    "edits_submission",
+    "first_edit_turn",
+    "before_first_edit",
+    "agent_role",
+    "subagent_id",
+    "depth",
+    "sub_turn",
 )
 
 
@@ -87,13 +117,34 @@ def classify_call(tool: str, action: str, args) -> Action:
     return analyze_call(tool, args)
 
 
-_ROW = ("turn", "call", "n_calls", "tool", "action", "category", "parser", "is_call", "weight", "prompt_tokens",
-        "completion_tokens", "reasoning_tokens", "obs_tokens", "call_tokens", "call_obs_tokens", "tokens_estimated",
-        "edits_submission", "agent_role", "subagent_id", "depth", "sub_turn")
+_ROW = (
+    "turn",
+    "call",
+    "n_calls",
+    "tool",
+    "action",
+    "category",
+    "parser",
+    "is_call",
+    "weight",
+    "prompt_tokens",
+    "completion_tokens",
+    "reasoning_tokens",
+    "obs_tokens",
+    "call_tokens",
+    "call_obs_tokens",
+    "tokens_estimated",
+    "edits_submission",
+    "agent_role",
+    "subagent_id",
+    "depth",
+    "sub_turn",
+)
 
 
-def _agent_rows(traj: Trajectory, rows: list, subs: set, scripts: set, state: dict, depth: int = 0,
-                parent_turn: int | None = None) -> None:
+def _agent_rows(
+    traj: Trajectory, rows: list, subs: set, scripts: set, state: dict, depth: int = 0, parent_turn: int | None = None
+) -> None:
     """The rows of one agent's turns; a delegation call's subagent follows its row (depth first),
     numbered by the delegating main turn (``turn``) with its own turn in ``sub_turn``. The first edit
     is the main agent's (``state["first_edit"]``)."""
@@ -113,8 +164,28 @@ def _agent_rows(traj: Trajectory, rows: list, subs: set, scripts: set, state: di
         tail = (role, sid, depth, sub_turn)
         k = len(t.calls)
         if not k:
-            rows.append((turn, 0, 0, None, None, "none", "empty", False, 1.0, p, c, r, obs, float(total),
-                         obs, t.estimated, False, *tail))
+            rows.append(
+                (
+                    turn,
+                    0,
+                    0,
+                    None,
+                    None,
+                    "none",
+                    "empty",
+                    False,
+                    1.0,
+                    p,
+                    c,
+                    r,
+                    obs,
+                    float(total),
+                    obs,
+                    t.estimated,
+                    False,
+                    *tail,
+                )
+            )
             continue
         w = 1.0 / k
         for ci, call in enumerate(t.calls):
@@ -126,8 +197,28 @@ def _agent_rows(traj: Trajectory, rows: list, subs: set, scripts: set, state: di
             if hit and depth == 0 and state["first_edit"] is None:
                 state["first_edit"] = t.index
             category = "delegate" if call.subagent is not None else a.category
-            rows.append((turn, ci, k, call.tool, call.action, category, a.parser, True, w, p, c, r, obs,
-                         total * w, obs * w if obs is not None else None, t.estimated, hit, *tail))
+            rows.append(
+                (
+                    turn,
+                    ci,
+                    k,
+                    call.tool,
+                    call.action,
+                    category,
+                    a.parser,
+                    True,
+                    w,
+                    p,
+                    c,
+                    r,
+                    obs,
+                    total * w,
+                    obs * w if obs is not None else None,
+                    t.estimated,
+                    hit,
+                    *tail,
+                )
+            )
             if call.subagent is not None:
                 _agent_rows(call.subagent, rows, subs, scripts, state, depth + 1, turn)
 
@@ -144,9 +235,17 @@ def _rows(traj: Trajectory, dataset: str, cols: dict[str, list]) -> None:
         return
     for name, values in zip(_ROW, zip(*rows)):
         cols[name].extend(values)
-    for name, value in (("dataset", dataset), ("trajectory_id", traj.trajectory_id), ("instance_id", traj.instance_id),
-                        ("repo", _repo(traj.instance_id)), ("agent", traj.agent), ("model", traj.model),
-                        ("format", traj.format), ("resolved", traj.resolved), ("first_edit_turn", first_edit)):
+    for name, value in (
+        ("dataset", dataset),
+        ("trajectory_id", traj.trajectory_id),
+        ("instance_id", traj.instance_id),
+        ("repo", _repo(traj.instance_id)),
+        ("agent", traj.agent),
+        ("model", traj.model),
+        ("format", traj.format),
+        ("resolved", traj.resolved),
+        ("first_edit_turn", first_edit),
+    ):
         cols[name].extend([value] * n)
     cols["before_first_edit"].extend([None] * n if first_edit is None else [row[0] < first_edit for row in rows])
 
@@ -175,11 +274,24 @@ class StepSink:
     def _flush(self) -> None:
 
         schema = {
-            "turn": pl.Int32, "call": pl.Int32, "n_calls": pl.Int32, "prompt_tokens": pl.Int64,
-            "completion_tokens": pl.Int64, "reasoning_tokens": pl.Int64, "obs_tokens": pl.Int64,
-            "call_tokens": pl.Float64, "call_obs_tokens": pl.Float64, "weight": pl.Float64, "resolved": pl.Boolean,
-            "first_edit_turn": pl.Int32, "before_first_edit": pl.Boolean, "is_call": pl.Boolean,
-            "edits_submission": pl.Boolean, "tokens_estimated": pl.Boolean, "depth": pl.Int32, "sub_turn": pl.Int32,
+            "turn": pl.Int32,
+            "call": pl.Int32,
+            "n_calls": pl.Int32,
+            "prompt_tokens": pl.Int64,
+            "completion_tokens": pl.Int64,
+            "reasoning_tokens": pl.Int64,
+            "obs_tokens": pl.Int64,
+            "call_tokens": pl.Float64,
+            "call_obs_tokens": pl.Float64,
+            "weight": pl.Float64,
+            "resolved": pl.Boolean,
+            "first_edit_turn": pl.Int32,
+            "before_first_edit": pl.Boolean,
+            "is_call": pl.Boolean,
+            "edits_submission": pl.Boolean,
+            "tokens_estimated": pl.Boolean,
+            "depth": pl.Int32,
+            "sub_turn": pl.Int32,
         }
         cols = self.cols
         self._new()
@@ -222,10 +334,16 @@ def trajectory_frame(steps):
     explore = pl.col("category").is_in(EXPLORE) & MAIN
     before = pl.col("before_first_edit").fill_null(False)
     return (  # lazy: only the columns used are read (an eager group-by copies every column of a chunked frame)
-        steps.lazy().group_by(["dataset", "trajectory_id"], maintain_order=True)
+        steps.lazy()
+        .group_by(["dataset", "trajectory_id"], maintain_order=True)
         .agg(
-            pl.first("instance_id"), pl.first("repo"), pl.first("agent"), pl.first("model"), pl.first("format"),
-            pl.first("resolved"), pl.first("first_edit_turn"),
+            pl.first("instance_id"),
+            pl.first("repo"),
+            pl.first("agent"),
+            pl.first("model"),
+            pl.first("format"),
+            pl.first("resolved"),
+            pl.first("first_edit_turn"),
             pl.col("turn").filter(MAIN).n_unique().alias("n_turns"),
             pl.col("turn").filter(pl.col("is_call") & MAIN).n_unique().alias("n_tool_turns"),
             (pl.col("is_call") & MAIN).sum().alias("n_calls"),
@@ -240,9 +358,13 @@ def trajectory_frame(steps):
             pl.col("call_tokens").filter(explore & before).sum().alias("handoff_tokens"),
         )
         .with_columns(
-            pl.when(pl.col("first_edit_turn").is_null()).then(None).otherwise(pl.col("explore_turns_before"))
+            pl.when(pl.col("first_edit_turn").is_null())
+            .then(None)
+            .otherwise(pl.col("explore_turns_before"))
             .alias("explore_turns_before"),
-            pl.when(pl.col("first_edit_turn").is_null()).then(None).otherwise(pl.col("explore_calls_before"))
+            pl.when(pl.col("first_edit_turn").is_null())
+            .then(None)
+            .otherwise(pl.col("explore_calls_before"))
             .alias("explore_calls_before"),
         )
         .collect()
@@ -250,6 +372,7 @@ def trajectory_frame(steps):
 
 
 # ------------------------------------------------------------------ summary
+
 
 def _f(x) -> float | None:
     if x is None:
@@ -273,8 +396,11 @@ def _shares_by(steps, key: str | None, subagents: bool = False) -> dict:
     explore = EXPLORE_WITH_SUBAGENTS if subagents else EXPLORE
     calls = lazy.filter(pl.col("is_call"))
     per = {}
-    for (measure, frame, col) in (("turn_share", calls, "weight"), ("token_share", lazy, "call_tokens"),
-                                  ("obs_token_share", lazy, "call_obs_tokens")):
+    for measure, frame, col in (
+        ("turn_share", calls, "weight"),
+        ("token_share", lazy, "call_tokens"),
+        ("obs_token_share", lazy, "call_obs_tokens"),
+    ):
         g = frame.group_by([*keys, "category"], maintain_order=True).agg(pl.col(col).sum().alias("v")).collect()
         for row in g.iter_rows():
             k = row[0] if key else None
@@ -285,10 +411,15 @@ def _shares_by(steps, key: str | None, subagents: bool = False) -> dict:
         for measure in ("turn_share", "token_share", "obs_token_share"):
             vals = d.get(measure, {})
             tot = sum(vals.values())
-            cats = list(CATEGORIES_PLOT_ORDER) + [c for c in ("delegate", "none") if c in vals and (c != "none" or measure != "turn_share")]
+            cats = list(CATEGORIES_PLOT_ORDER) + [
+                c for c in ("delegate", "none") if c in vals and (c != "none" or measure != "turn_share")
+            ]
             res[measure] = {c: _f(vals.get(c, 0.0) / tot) if tot else None for c in cats}
-        for name, src in (("read_search_turn_share", "turn_share"), ("read_search_token_share", "token_share"),
-                          ("read_search_obs_token_share", "obs_token_share")):
+        for name, src in (
+            ("read_search_turn_share", "turn_share"),
+            ("read_search_token_share", "token_share"),
+            ("read_search_obs_token_share", "obs_token_share"),
+        ):
             v = [res[src].get(c, 0.0) for c in explore]
             res[name] = _f(sum(v)) if all(x is not None for x in v) else None
         out[k] = res
@@ -324,23 +455,35 @@ def _blocks(steps, trajs, key: str | None) -> dict:
     sub = _shares_by(steps, key, subagents=True) if has_delegation(steps) else sh
     fe = _first_edit_by(trajs, key)
     lazy = steps.lazy()
-    aggs = [(pl.col("is_call") & MAIN).sum().alias("calls"), pl.col("call_tokens").filter(MAIN).sum().alias("t"),
-            pl.col("is_call").sum().alias("calls_all"), pl.col("call_tokens").sum().alias("t_all"),
-            (pl.col("category") == "delegate").sum().alias("delegations")]
+    aggs = [
+        (pl.col("is_call") & MAIN).sum().alias("calls"),
+        pl.col("call_tokens").filter(MAIN).sum().alias("t"),
+        pl.col("is_call").sum().alias("calls_all"),
+        pl.col("call_tokens").sum().alias("t_all"),
+        (pl.col("category") == "delegate").sum().alias("delegations"),
+    ]
     size = (lazy.group_by(keys, maintain_order=True).agg(aggs) if key else lazy.select(aggs)).collect()
     sizes = {(r[0] if key else None): r[-5:] for r in size.iter_rows()}
     out = {}
     for k in fe:
         calls, tokens, calls_all, tokens_all, delegations = sizes.get(k, (0, 0.0, 0, 0.0, 0))
         w = sub.get(k, {})
-        out[k] = {**sh.get(k, {}), **fe[k], "calls": int(calls), "tokens": _f(tokens), "delegations": int(delegations),
-                  "with_subagents": {**w, "calls": int(calls_all), "tokens": _f(tokens_all)}}
+        out[k] = {
+            **sh.get(k, {}),
+            **fe[k],
+            "calls": int(calls),
+            "tokens": _f(tokens),
+            "delegations": int(delegations),
+            "with_subagents": {**w, "calls": int(calls_all), "tokens": _f(tokens_all)},
+        }
     return out
 
 
 def has_delegation(steps) -> bool:
     """Whether any step is a delegation call or a subagent's."""
-    return bool(steps.lazy().select(((pl.col("depth") > 0) | (pl.col("category") == "delegate")).any()).collect().item())
+    return bool(
+        steps.lazy().select(((pl.col("depth") > 0) | (pl.col("category") == "delegate")).any()).collect().item()
+    )
 
 
 def block(steps, trajs) -> dict:
@@ -350,8 +493,7 @@ def block(steps, trajs) -> dict:
 
 def _split(steps, trajs, col: str) -> dict:
     out = _blocks(steps, trajs, col)
-    return {("unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)): v
-            for k, v in out.items()}
+    return {("unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)): v for k, v in out.items()}
 
 
 def shares(steps) -> dict:
@@ -373,8 +515,9 @@ class Analysis:
     def summary(self) -> dict:
 
         s, t = self.steps, self.trajectories
-        parsers = dict(s.lazy().filter(pl.col("is_call")).group_by("parser", maintain_order=True).len()
-                       .collect().iter_rows())
+        parsers = dict(
+            s.lazy().filter(pl.col("is_call")).group_by("parser", maintain_order=True).len().collect().iter_rows()
+        )
         out = {
             "files": self.files.to_dict(),
             "trajectories": t.height,
@@ -403,8 +546,13 @@ class Analysis:
         return out / "steps.parquet", out / "summary.json"
 
 
-def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = None, progress: bool = True,
-                limit: int | None = None, sink=None) -> tuple[list[tuple[Trajectory, str]], FileReport]:
+def parse_paths(
+    paths: Iterable[str | Path],
+    labels: dict[str, bool] | None = None,
+    progress: bool = True,
+    limit: int | None = None,
+    sink=None,
+) -> tuple[list[tuple[Trajectory, str]], FileReport]:
     """Parse every trajectory under ``paths``; bad files are skipped and recorded with their reason.
     ``limit`` keeps the first N files of each path (for smoke runs). The (trajectory, data set) pairs
     go to ``sink.append`` as each file is parsed (default: a list, returned)."""
@@ -445,8 +593,9 @@ def parse_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = No
     return out, report
 
 
-def analyze_paths(paths: Iterable[str | Path], labels: dict[str, bool] | None = None, progress: bool = True,
-                  limit: int | None = None) -> Analysis:
+def analyze_paths(
+    paths: Iterable[str | Path], labels: dict[str, bool] | None = None, progress: bool = True, limit: int | None = None
+) -> Analysis:
     """Parse, classify and measure every trajectory under ``paths`` (files or folders)."""
 
     enabled = gc.isenabled()

@@ -40,8 +40,11 @@ _AGENT_ONLY = ("model_name", "reasoning_effort", "reasoning_content", "tool_call
 
 def is_atif(obj: Any) -> bool:
     """An ATIF trajectory: a JSON object with an ``ATIF-…`` schema_version, or steps and an agent."""
-    return isinstance(obj, dict) and (str(obj.get("schema_version", "")).startswith("ATIF")
-                                      or isinstance(obj.get("steps"), list) and isinstance(obj.get("agent"), dict))
+    return isinstance(obj, dict) and (
+        str(obj.get("schema_version", "")).startswith("ATIF")
+        or isinstance(obj.get("steps"), list)
+        and isinstance(obj.get("agent"), dict)
+    )
 
 
 @lru_cache(maxsize=1)
@@ -125,8 +128,9 @@ def text(content: Any) -> str:
 def _call(tc: dict) -> Call:
     args = tc.get("arguments") if isinstance(tc.get("arguments"), dict) else {}
     action = args.get("command", args.get("cmd"))
-    return Call(str(tc["function_name"]), str(action) if action is not None else json.dumps(args, ensure_ascii=False),
-                args)
+    return Call(
+        str(tc["function_name"]), str(action) if action is not None else json.dumps(args, ensure_ascii=False), args
+    )
 
 
 def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> tuple[Trajectory, dict[str, Call]]:
@@ -134,9 +138,11 @@ def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> tu
     agent = d["agent"]
     delegated: dict[str, Call | None] = {}  # None: referred to from a step without a call (a hand-off)
     steps = d["steps"]
-    texts = [text(s.get("message")) + "".join(f"\n{tc['function_name']} {json.dumps(tc.get('arguments'))}"
-                                              for tc in s.get("tool_calls") or [])
-             for s in steps]
+    texts = [
+        text(s.get("message"))
+        + "".join(f"\n{tc['function_name']} {json.dumps(tc.get('arguments'))}" for tc in s.get("tool_calls") or [])
+        for s in steps
+    ]
     sizes = None
     turns, refs, model = [], [], agent.get("model_name") or ""
     for i, s in enumerate(steps):
@@ -154,8 +160,18 @@ def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> tu
             t.prompt_tokens, t.completion_tokens = m.get("prompt_tokens"), m.get("completion_tokens")
             if t.prompt_tokens is None or t.completion_tokens is None:
                 if sizes is None:  # the step texts and observations, once: prompt = all before the step
-                    sizes = count_tokens_batch([x for j, st in enumerate(steps) for x in (texts[j], "\n".join(
-                        text(r.get("content")) for r in (st.get("observation") or {}).get("results") or []))])
+                    sizes = count_tokens_batch(
+                        [
+                            x
+                            for j, st in enumerate(steps)
+                            for x in (
+                                texts[j],
+                                "\n".join(
+                                    text(r.get("content")) for r in (st.get("observation") or {}).get("results") or []
+                                ),
+                            )
+                        ]
+                    )
                 t.prompt_tokens, t.completion_tokens, t.estimated = sum(sizes[: 2 * i]), sizes[2 * i], True
             model = model or str(s.get("model_name") or "")
             turns.append(t)
@@ -170,11 +186,22 @@ def _one(d: dict, path: Path, tid: str, parent: str | None, instance: str) -> tu
         ts = [datetime.fromisoformat(x.replace("Z", "+00:00")).timestamp() for x in stamps]
         wall = max(ts) - min(ts)
     return Trajectory(
-        trajectory_id=tid, instance_id=instance, agent=f"{agent['name']} {agent.get('version', '')}".strip(),
-        model=model, format="atif", turns=turns, path=str(path),
-        meta={"atif_version": d.get("schema_version", "ATIF-v1.8"), "role": "subagent" if parent else "main",
-              "parent": parent, "session_id": d.get("session_id"), "final_metrics": d.get("final_metrics"),
-              "subagent_refs": [r for r in refs if r.get("trajectory_path")], "wall_s": wall},
+        trajectory_id=tid,
+        instance_id=instance,
+        agent=f"{agent['name']} {agent.get('version', '')}".strip(),
+        model=model,
+        format="atif",
+        turns=turns,
+        path=str(path),
+        meta={
+            "atif_version": d.get("schema_version", "ATIF-v1.8"),
+            "role": "subagent" if parent else "main",
+            "parent": parent,
+            "session_id": d.get("session_id"),
+            "final_metrics": d.get("final_metrics"),
+            "subagent_refs": [r for r in refs if r.get("trajectory_path")],
+            "wall_s": wall,
+        },
     ), delegated
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from fasbench import __version__
@@ -30,12 +30,22 @@ from fasbench.tools import TOOLSETS, make_toolset
 from fasbench.trajectories.atif import WRITE_VERSION, check
 
 KEY = "fasbench"
-_TRACE_KEYS = ("task_id", "trace_id", "policy", "toolset", "stop_reason", "started_at", "ended_at", "error", "meta",
-               "schema_version")
+_TRACE_KEYS = (
+    "task_id",
+    "trace_id",
+    "policy",
+    "toolset",
+    "stop_reason",
+    "started_at",
+    "ended_at",
+    "error",
+    "meta",
+    "schema_version",
+)
 
 
 def _iso(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, tz=timezone.utc).isoformat()
+    return None if t is None else datetime.fromtimestamp(t, tz=UTC).isoformat()
 
 
 def _message_step(m: dict, kind: str, turn: int | None = None) -> dict:
@@ -47,21 +57,31 @@ def _message_step(m: dict, kind: str, turn: int | None = None) -> dict:
         ex["turn"] = turn
     if not plain:
         ex["message"] = m
-    return {"source": m.get("role") if m.get("role") in ("system", "user") else "user",
-            "message": m.get("content") if isinstance(m.get("content"), str) else "", "extra": {KEY: ex}}
+    return {
+        "source": m.get("role") if m.get("role") in ("system", "user") else "user",
+        "message": m.get("content") if isinstance(m.get("content"), str) else "",
+        "extra": {KEY: ex},
+    }
 
 
 def _tool_call(c: ToolCall) -> dict:
-    d: dict[str, Any] = {"tool_call_id": c.id, "function_name": c.name,
-                         "arguments": c.arguments if isinstance(c.arguments, dict) else {}}
+    d: dict[str, Any] = {
+        "tool_call_id": c.id,
+        "function_name": c.name,
+        "arguments": c.arguments if isinstance(c.arguments, dict) else {},
+    }
     if not isinstance(c.arguments, dict):
         d["extra"] = {KEY: {"raw_arguments": c.arguments}}
     return d
 
 
 def _result(r: ToolResult, ids: set[str]) -> dict:
-    ex: dict[str, Any] = {"call_id": r.call_id, "is_error": r.is_error, "started_at": r.started_at,
-                          "ended_at": r.ended_at}
+    ex: dict[str, Any] = {
+        "call_id": r.call_id,
+        "is_error": r.is_error,
+        "started_at": r.started_at,
+        "ended_at": r.ended_at,
+    }
     if r.shown is not None:
         ex["shown"] = r.shown.to_dict()
     return {"source_call_id": r.call_id if r.call_id in ids else None, "content": r.output, "extra": {KEY: ex}}
@@ -78,13 +98,22 @@ def _agent_step(t: Turn, model: str | None) -> dict:
     if t.results:
         ids = {c.id for c in t.calls}
         s["observation"] = {"results": [_result(r, ids) for r in t.results]}
-    m = {k: v for k, v in (("prompt_tokens", t.prompt_tokens), ("completion_tokens", t.completion_tokens)) if v is not None}
+    m = {
+        k: v
+        for k, v in (("prompt_tokens", t.prompt_tokens), ("completion_tokens", t.completion_tokens))
+        if v is not None
+    }
     if m:
         s["metrics"] = m
     s["llm_call_count"] = 1
-    s["extra"] = {KEY: {"kind": "turn", "index": t.index, **{k: getattr(t, k) for k in (
-        "model_started_at", "model_ended_at", "tools_started_at", "tools_ended_at")},
-        **({"requests": t.requests} if t.requests else {})}}
+    s["extra"] = {
+        KEY: {
+            "kind": "turn",
+            "index": t.index,
+            **{k: getattr(t, k) for k in ("model_started_at", "model_ended_at", "tools_started_at", "tools_ended_at")},
+            **({"requests": t.requests} if t.requests else {}),
+        }
+    }
     return s
 
 
@@ -121,10 +150,16 @@ def to_atif(trace: Trace) -> dict:
         fm["total_completion_tokens"] = sum(ct)
     root_extra = {k: copy.deepcopy(getattr(trace, k)) for k in _TRACE_KEYS}
     root_extra["report"] = trace.report.to_dict() if trace.report is not None else None
-    out = {"schema_version": WRITE_VERSION, "session_id": trace.trace_id, "trajectory_id": trace.trace_id,
-           "agent": agent, "steps": steps, "final_metrics": fm,
-           "notes": f"fasbench {__version__} trace of task {trace.task_id} (fasbench trajectories export-atif)",
-           "extra": {KEY: root_extra}}
+    out = {
+        "schema_version": WRITE_VERSION,
+        "session_id": trace.trace_id,
+        "trajectory_id": trace.trace_id,
+        "agent": agent,
+        "steps": steps,
+        "final_metrics": fm,
+        "notes": f"fasbench {__version__} trace of task {trace.task_id} (fasbench trajectories export-atif)",
+        "extra": {KEY: root_extra},
+    }
     check(out)
     return out
 
@@ -154,19 +189,36 @@ def from_atif(obj: Any) -> Trace | None:
             tr.tail_notes.append(_message(s))
         elif kind == "turn":
             m = s.get("metrics") or {}
-            t = Turn(index=ex["index"], text=s.get("message") or "", notes=notes,
-                     prompt_tokens=m.get("prompt_tokens"), completion_tokens=m.get("completion_tokens"),
-                     requests=copy.deepcopy(ex.get("requests") or []),
-                     **{k: ex.get(k) for k in ("model_started_at", "model_ended_at", "tools_started_at", "tools_ended_at")})
+            t = Turn(
+                index=ex["index"],
+                text=s.get("message") or "",
+                notes=notes,
+                prompt_tokens=m.get("prompt_tokens"),
+                completion_tokens=m.get("completion_tokens"),
+                requests=copy.deepcopy(ex.get("requests") or []),
+                **{k: ex.get(k) for k in ("model_started_at", "model_ended_at", "tools_started_at", "tools_ended_at")},
+            )
             notes = []
             for tc in s.get("tool_calls") or []:
                 raw = ((tc.get("extra") or {}).get(KEY) or {}).get("raw_arguments")
-                t.calls.append(ToolCall(tc["tool_call_id"], tc["function_name"],
-                                        raw if raw is not None else copy.deepcopy(tc["arguments"])))
+                t.calls.append(
+                    ToolCall(
+                        tc["tool_call_id"],
+                        tc["function_name"],
+                        raw if raw is not None else copy.deepcopy(tc["arguments"]),
+                    )
+                )
             for r in (s.get("observation") or {}).get("results") or []:
                 rx = (r.get("extra") or {}).get(KEY) or {}
-                t.results.append(ToolResult(rx.get("call_id", r.get("source_call_id") or ""), r.get("content") or "",
-                                            bool(rx.get("is_error")), rx.get("started_at"), rx.get("ended_at"),
-                                            Shown.from_dict(rx["shown"]) if rx.get("shown") is not None else None))
+                t.results.append(
+                    ToolResult(
+                        rx.get("call_id", r.get("source_call_id") or ""),
+                        r.get("content") or "",
+                        bool(rx.get("is_error")),
+                        rx.get("started_at"),
+                        rx.get("ended_at"),
+                        Shown.from_dict(rx["shown"]) if rx.get("shown") is not None else None,
+                    )
+                )
             tr.turns.append(t)
     return tr

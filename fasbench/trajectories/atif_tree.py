@@ -42,23 +42,40 @@ def _doc(traj: Trajectory, traces: dict[str, Trace]) -> dict:
         handoff_refs.append({"trajectory_id": sid})
     user: dict[str, Any] = {"source": "user", "message": f"task {traj.instance_id}"}
     if handoff_refs:
-        user["observation"] = {"results": [{"content": "hand-off: the subagent's report in the task text",
-                                            "subagent_trajectory_ref": handoff_refs}]}
+        user["observation"] = {
+            "results": [
+                {"content": "hand-off: the subagent's report in the task text", "subagent_trajectory_ref": handoff_refs}
+            ]
+        }
     steps: list[dict] = [user]
     for t in traj.turns:
         calls, results = [], []
         for k, c in enumerate(t.calls):
             cid = f"call_{t.index}_{k}"
-            calls.append({"tool_call_id": cid, "function_name": c.tool,
-                          "arguments": c.args if isinstance(c.args, dict) else {"command": c.action}})
+            calls.append(
+                {
+                    "tool_call_id": cid,
+                    "function_name": c.tool,
+                    "arguments": c.args if isinstance(c.args, dict) else {"command": c.action},
+                }
+            )
             if c.subagent is not None:
                 sid = f"subagent-{len(subs) + 1}"
                 subs.append(_sub(c.subagent, sid, traces))
-                results.append({"source_call_id": cid, "content": "", "subagent_trajectory_ref": [{"trajectory_id": sid}]})
-        step: dict[str, Any] = {"source": "agent", "message": "", "tool_calls": calls,
-                                "extra": {KEY: {"turn": t.index, "estimated": t.estimated}}}
-        m = {k: v for k, v in (("prompt_tokens", t.prompt_tokens), ("completion_tokens", t.completion_tokens))
-             if v is not None}
+                results.append(
+                    {"source_call_id": cid, "content": "", "subagent_trajectory_ref": [{"trajectory_id": sid}]}
+                )
+        step: dict[str, Any] = {
+            "source": "agent",
+            "message": "",
+            "tool_calls": calls,
+            "extra": {KEY: {"turn": t.index, "estimated": t.estimated}},
+        }
+        m = {
+            k: v
+            for k, v in (("prompt_tokens", t.prompt_tokens), ("completion_tokens", t.completion_tokens))
+            if v is not None
+        }
         if m:
             step["metrics"] = m
         if results:
@@ -67,11 +84,14 @@ def _doc(traj: Trajectory, traces: dict[str, Trace]) -> dict:
     for i, s in enumerate(steps):
         s["step_id"] = i + 1
     doc: dict[str, Any] = {
-        "schema_version": WRITE_VERSION, "session_id": traj.instance_id or traj.trajectory_id,
+        "schema_version": WRITE_VERSION,
+        "session_id": traj.instance_id or traj.trajectory_id,
         "trajectory_id": traj.trajectory_id,
         # the reader keeps name and version as one string (``atif._one``): written whole as the name
         "agent": {"name": traj.agent or "agent", "version": "", "model_name": traj.model or None},
-        "steps": steps, "extra": {KEY: {"format": traj.format, "wall_s": traj.meta.get("wall_s")}}}
+        "steps": steps,
+        "extra": {KEY: {"format": traj.format, "wall_s": traj.meta.get("wall_s")}},
+    }
     if not doc["agent"]["model_name"]:
         doc["agent"].pop("model_name")
     if subs:

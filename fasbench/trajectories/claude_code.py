@@ -107,7 +107,11 @@ def _agent(lines: list[dict]) -> tuple[list[AgentTurn], dict[str, Call], str, fl
             t.completion_tokens = max(t.completion_tokens or 0, _int(u.get("output_tokens")))
     for t in turns:
         if t.prompt_tokens is None:
-            t.prompt_tokens, t.completion_tokens, t.estimated = 0, count_tokens(" ".join(c.action for c in t.calls)), True
+            t.prompt_tokens, t.completion_tokens, t.estimated = (
+                0,
+                count_tokens(" ".join(c.action for c in t.calls)),
+                True,
+            )
     return turns, calls, model, (max(times) - min(times)) if times else None
 
 
@@ -188,11 +192,29 @@ def parse(lines: list[dict], path: Path, stem: str, subagent_files: list[list[di
             free.append(g)  # a subagent that never answered: its lines are left out, counted
             continue
         c.subagent = Trajectory(
-            trajectory_id=f"{root}/{aid or f'subagent-{k + 1}'}", instance_id=session or stem,
-            agent=f"claude-code {(c.args or {}).get('subagent_type') or 'subagent'}", model=sub_model,
-            format="claude-code", turns=sub_turns, path=str(path),
-            meta={"role": "subagent", "parent": root, "agent_id": aid, "wall_s": sub_wall,
-                  "subagent_type": (c.args or {}).get("subagent_type")})
-    traj = Trajectory(trajectory_id=root, instance_id=session or stem, agent="claude-code", model=model,
-                      format="claude-code", turns=turns, path=str(path), meta={"role": "main", "wall_s": wall})
+            trajectory_id=f"{root}/{aid or f'subagent-{k + 1}'}",
+            instance_id=session or stem,
+            agent=f"claude-code {(c.args or {}).get('subagent_type') or 'subagent'}",
+            model=sub_model,
+            format="claude-code",
+            turns=sub_turns,
+            path=str(path),
+            meta={
+                "role": "subagent",
+                "parent": root,
+                "agent_id": aid,
+                "wall_s": sub_wall,
+                "subagent_type": (c.args or {}).get("subagent_type"),
+            },
+        )
+    traj = Trajectory(
+        trajectory_id=root,
+        instance_id=session or stem,
+        agent="claude-code",
+        model=model,
+        format="claude-code",
+        turns=turns,
+        path=str(path),
+        meta={"role": "main", "wall_s": wall},
+    )
     return traj, sum(len(g) for g in free)

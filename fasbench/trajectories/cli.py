@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -29,11 +28,11 @@ def classify_cmd(
     """Read actions from stdin, one JSON-encoded string per line; print one category per line."""
     for i, line in enumerate(sys.stdin, 1):
         if not line.strip():
-            _fail(f"stdin line {i}: empty; expected a JSON-encoded string such as \"ls -la\"")
+            _fail(f'stdin line {i}: empty; expected a JSON-encoded string such as "ls -la"')
         try:
             action = json.loads(line)
         except json.JSONDecodeError as e:
-            _fail(f"stdin line {i}: not JSON ({e}); expected a JSON-encoded string such as \"ls -la\"")
+            _fail(f'stdin line {i}: not JSON ({e}); expected a JSON-encoded string such as "ls -la"')
         if not isinstance(action, str):
             _fail(f"stdin line {i}: expected a JSON string, got {type(action).__name__}")
         a = analyze(action)
@@ -41,11 +40,15 @@ def classify_cmd(
 
 
 def analyze_cmd(
-    paths: List[Path] = typer.Argument(..., help="trajectory files or folders (gzip or plain; formats detected)"),
+    paths: list[Path] = typer.Argument(..., help="trajectory files or folders (gzip or plain; formats detected)"),
     out: Path = typer.Option(..., "--out", help="folder for steps.parquet and summary.json"),
-    labels: Optional[Path] = typer.Option(None, "--labels", help="{instance_id: resolved} JSON[.gz] (default: found "
-                                          "beside the trajectories: resolved.json[.gz], eval_reports/, sb-cli-report.json)"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N files of each path (smoke runs)"),
+    labels: Path | None = typer.Option(
+        None,
+        "--labels",
+        help="{instance_id: resolved} JSON[.gz] (default: found "
+        "beside the trajectories: resolved.json[.gz], eval_reports/, sb-cli-report.json)",
+    ),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="first N files of each path (smoke runs)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ):
     """Parse, classify and measure trajectories; write OUT/steps.parquet, OUT/summary.json and
@@ -86,34 +89,43 @@ def analyze_cmd(
     s = json.loads(summary.read_text(encoding="utf-8"))
     f = s["files"]
     o = s["overall"]
-    typer.echo(f"parsed {f['parsed']} files ({s['trajectories']} trajectories, {s['actions']} actions); "
-               f"skipped {f['skipped']}" + (f" {f['skipped_by_reason']}" if f["skipped"] else ""))
+    typer.echo(
+        f"parsed {f['parsed']} files ({s['trajectories']} trajectories, {s['actions']} actions); "
+        f"skipped {f['skipped']}" + (f" {f['skipped_by_reason']}" if f["skipped"] else "")
+    )
     _show_skipped(a.files.skipped, skipped)
     if o and o.get("read_search_turn_share") is None:  # trajectories without a tool call: no shares
         typer.echo(f"read+search: no tool calls in the {s['trajectories']} trajectories (no shares)")
     elif o:
-        typer.echo(f"read+search: {o['read_search_turn_share']:.3f} of tool turns, {o['read_search_token_share']:.3f} "
-                   f"of tokens; first edit turn mean " + ("n/a (no edit)" if o.get("first_edit_turn_mean") is None
-                                                       else f"{o['first_edit_turn_mean']:.2f}"))
+        typer.echo(
+            f"read+search: {o['read_search_turn_share']:.3f} of tool turns, {o['read_search_token_share']:.3f} "
+            f"of tokens; first edit turn mean "
+            + ("n/a (no edit)" if o.get("first_edit_turn_mean") is None else f"{o['first_edit_turn_mean']:.2f}")
+        )
     r = s.get("relace") or {}
     if r.get("search_phase_share"):
         sp, ini = r["search_phase_share"], r["initial_search_share"]
-        typer.echo(f"tokens before the first non-search call: {sp['value']:.3f} mean per trajectory "
-                   f"[{sp['ci'][0]:.3f}, {sp['ci'][1]:.3f}] (Relace: {sp['seed']} on ~1,200 real agent traces, not "
-                   f"SWE-bench); {ini['value']:.3f} pooled [{ini['ci'][0]:.3f}, {ini['ci'][1]:.3f}] (Relace's initial "
-                   f"search: ~{ini['seed']} on SWE-bench Verified); n={r['n']}")
+        typer.echo(
+            f"tokens before the first non-search call: {sp['value']:.3f} mean per trajectory "
+            f"[{sp['ci'][0]:.3f}, {sp['ci'][1]:.3f}] (Relace: {sp['seed']} on ~1,200 real agent traces, not "
+            f"SWE-bench); {ini['value']:.3f} pooled [{ini['ci'][0]:.3f}, {ini['ci'][1]:.3f}] (Relace's initial "
+            f"search: ~{ini['seed']} on SWE-bench Verified); n={r['n']}"
+        )
     sub = r.get("subagents_counted") or {}
     if o and o.get("delegations") and sub.get("search_phase_share"):
         w, ssp, sini = o["with_subagents"], sub["search_phase_share"], sub["initial_search_share"]
-        typer.echo(f"{o['delegations']} delegation calls: subagents' work left out (above) | counted as search: "
-                   f"read+search {w['read_search_turn_share']:.3f} of tool turns, {w['read_search_token_share']:.3f} "
-                   f"of tokens; tokens before the first non-search call {ssp['value']:.3f} mean "
-                   f"[{ssp['ci'][0]:.3f}, {ssp['ci'][1]:.3f}], {sini['value']:.3f} pooled")
+        typer.echo(
+            f"{o['delegations']} delegation calls: subagents' work left out (above) | counted as search: "
+            f"read+search {w['read_search_turn_share']:.3f} of tool turns, {w['read_search_token_share']:.3f} "
+            f"of tokens; tokens before the first non-search call {ssp['value']:.3f} mean "
+            f"[{ssp['ci'][0]:.3f}, {ssp['ci'][1]:.3f}], {sini['value']:.3f} pooled"
+        )
     typer.echo(f"wrote {steps}, {summary} and {skipped}")
 
 
 analyze_cmd.__doc__ = analyze_cmd.__doc__.replace(
-    "{formats}", "\n    ".join(f"{k}: {v}" for k, v in FORMAT_NAMES.items()))
+    "{formats}", "\n    ".join(f"{k}: {v}" for k, v in FORMAT_NAMES.items())
+)
 
 
 def export_atif_cmd(
@@ -172,8 +184,13 @@ def _export_e2e(src: Path, out: Path) -> None:
     if out.exists() and not out.is_dir():
         _fail(f"--out {out} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
-    ids = list(dict.fromkeys(r.get("task_id") for r in iter_jsonl(src / "records.jsonl")
-                             if r.get("arm") == "search" and isinstance(r.get("task_id"), str)))
+    ids = list(
+        dict.fromkeys(
+            r.get("task_id")
+            for r in iter_jsonl(src / "records.jsonl")
+            if r.get("arm") == "search" and isinstance(r.get("task_id"), str)
+        )
+    )
     n = 0
     for tid in ids:
         try:
@@ -191,8 +208,9 @@ def _write_skipped(out: Path, skipped: list[tuple[str, str]]) -> Path:
     """OUT/skipped.jsonl: one {"path", "reason"} per file that was not read (nothing is lost)."""
     out.mkdir(parents=True, exist_ok=True)
     p = out / "skipped.jsonl"
-    p.write_text("".join(json.dumps({"path": f, "reason": r}, ensure_ascii=False) + "\n" for f, r in skipped),
-                 encoding="utf-8")
+    p.write_text(
+        "".join(json.dumps({"path": f, "reason": r}, ensure_ascii=False) + "\n" for f, r in skipped), encoding="utf-8"
+    )
     return p
 
 
@@ -205,20 +223,28 @@ def _show_skipped(skipped: list[tuple[str, str]], listed: Path, formats: bool = 
         typer.echo(f"  {SUPPORTED}")
 
 
-def _nothing_parsed(paths: List[Path], files, listed: Path) -> None:
+def _nothing_parsed(paths: list[Path], files, listed: Path) -> None:
     """No file was read: one error line naming the file, the reason and the formats; exit 2."""
     bad = [(f, r) for f, r in files.skipped if not r.startswith("labels unreadable")]
     where = ", ".join(map(str, paths))
     if not bad:
-        ign = f" ({len(files.ignored)} other files ignored, e.g. {files.ignored[0][0]}: {files.ignored[0][1]})" \
-            if files.ignored else ""
-        _fail(f"no trajectory files under {where}: names must end in .traj, .json or .jsonl (.gz allowed){ign}; "
-              f"{SUPPORTED}")
+        ign = (
+            f" ({len(files.ignored)} other files ignored, e.g. {files.ignored[0][0]}: {files.ignored[0][1]})"
+            if files.ignored
+            else ""
+        )
+        _fail(
+            f"no trajectory files under {where}: names must end in .traj, .json or .jsonl (.gz allowed){ign}; "
+            f"{SUPPORTED}"
+        )
     if len(bad) > 1:
         _show_skipped(bad, listed, formats=False)
     f, r = bad[0]
-    head = f"{f}: {r}" if len(bad) == 1 else f"none of the {len(bad)} trajectory files parsed (first: {f}: {r}; " \
-        f"all in {listed})"
+    head = (
+        f"{f}: {r}"
+        if len(bad) == 1
+        else f"none of the {len(bad)} trajectory files parsed (first: {f}: {r}; all in {listed})"
+    )
     _fail(f"{head}; {SUPPORTED}")
 
 

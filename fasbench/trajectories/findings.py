@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from fasbench.trajectories.analysis import EXPLORE, SEEDS, Analysis
 from fasbench.stats.findings import Findings
+from fasbench.trajectories.analysis import EXPLORE, SEEDS, Analysis
 from fasbench.trajectories.relace_measures import bootstrap_interval, relace_findings
 
 FC = SEEDS["fastcontext"]
@@ -17,8 +17,13 @@ FC = SEEDS["fastcontext"]
 
 def _ratio_ci(steps: pl.DataFrame, value: str, filt: pl.Expr, n_boot: int, seed: int) -> tuple[float, float, float]:
     """sum(value where filt) / sum(value), pooled over trajectories, with its bootstrap interval."""
-    t = steps.group_by(["dataset", "trajectory_id"], maintain_order=True).agg(  # order fixed: the bootstrap resamples by position
-        pl.col(value).filter(filt).sum().alias("num"), pl.col(value).sum().alias("den")).filter(pl.col("den") > 0)
+    t = (
+        steps.group_by(["dataset", "trajectory_id"], maintain_order=True)
+        .agg(  # order fixed: the bootstrap resamples by position
+            pl.col(value).filter(filt).sum().alias("num"), pl.col(value).sum().alias("den")
+        )
+        .filter(pl.col("den") > 0)
+    )
     num, den = t["num"].to_numpy().astype(float), t["den"].to_numpy().astype(float)
     if not num.size:
         return float("nan"), float("nan"), float("nan")
@@ -51,12 +56,23 @@ def findings(runs: dict[str, Analysis], summaries: dict[str, dict], n_boot: int 
     f.text("Data:")
     for name, a in runs.items():
         who = a.trajectories.group_by("agent", "model").len().sort("len", descending=True)
-        f.add(f"{name}: " + "; ".join(f"{r['len']} of {r['agent'] or 'an unnamed agent'}"
-                                      + (f" with {r['model']}" if r["model"] else "")
-                                      for r in who.iter_rows(named=True)))
-    rows = [["FastContext (seed)", 300, _fmt(FC["read_search_turn_share"], True), _fmt(FC["read_search_token_share"], True),
-             f"{FC['first_edit_turn_mean']:.2f}",
-             f"{FC['explore_turns_before_mean_unresolved']:.2f} / {FC['explore_turns_before_mean_resolved']:.2f}"]]
+        f.add(
+            f"{name}: "
+            + "; ".join(
+                f"{r['len']} of {r['agent'] or 'an unnamed agent'}" + (f" with {r['model']}" if r["model"] else "")
+                for r in who.iter_rows(named=True)
+            )
+        )
+    rows = [
+        [
+            "FastContext (seed)",
+            300,
+            _fmt(FC["read_search_turn_share"], True),
+            _fmt(FC["read_search_token_share"], True),
+            f"{FC['first_edit_turn_mean']:.2f}",
+            f"{FC['explore_turns_before_mean_unresolved']:.2f} / {FC['explore_turns_before_mean_resolved']:.2f}",
+        ]
+    ]
     explore = pl.col("category").is_in(EXPLORE)
     notes, fc_gap = [], FC["explore_turns_before_mean_unresolved"] - FC["explore_turns_before_mean_resolved"]
     for name, a in runs.items():
@@ -64,26 +80,51 @@ def findings(runs: dict[str, Analysis], summaries: dict[str, dict], n_boot: int 
         turns = _ratio_ci(s.filter(pl.col("is_call")), "weight", explore, n_boot, seed)
         tokens = _ratio_ci(s, "call_tokens", explore, n_boot, seed)
         fe = _mean_ci(t["first_edit_turn"], n_boot, seed)
-        by = {r: _mean_ci(t.filter(pl.col("resolved") == r)["explore_turns_before"], n_boot, seed) for r in (False, True)}
-        rows.append([name, t.height, _cell(turns, True), _cell(tokens, True), f"{_cell(fe)} ({fe[3]})",
-                     f"{_cell(by[False])} (n={by[False][3]}) / {_cell(by[True])} (n={by[True][3]})"])
+        by = {
+            r: _mean_ci(t.filter(pl.col("resolved") == r)["explore_turns_before"], n_boot, seed) for r in (False, True)
+        }
+        rows.append(
+            [
+                name,
+                t.height,
+                _cell(turns, True),
+                _cell(tokens, True),
+                f"{_cell(fe)} ({fe[3]})",
+                f"{_cell(by[False])} (n={by[False][3]}) / {_cell(by[True])} (n={by[True][3]})",
+            ]
+        )
         gap = by[False][0] - by[True][0]
         if not np.isnan(gap):
-            notes.append(f"{name}: unresolved runs explore {gap:+.2f} turns more before their first edit than "
-                         f"resolved ones (FastContext: {fc_gap:+.2f}).")
-    f.table(["data set", "n", "read+search share of tool-use turns", "of tokens", "first edit turn, mean (n)",
-             "explore turns before it, mean: unresolved / resolved"], rows,
-            intro=f"FastContext's measures (its population: {FC['source'].split(', ', 1)[1]}) on ours; "
-                  "value [95% percentile bootstrap interval over trajectories]:")
+            notes.append(
+                f"{name}: unresolved runs explore {gap:+.2f} turns more before their first edit than "
+                f"resolved ones (FastContext: {fc_gap:+.2f})."
+            )
+    f.table(
+        [
+            "data set",
+            "n",
+            "read+search share of tool-use turns",
+            "of tokens",
+            "first edit turn, mean (n)",
+            "explore turns before it, mean: unresolved / resolved",
+        ],
+        rows,
+        intro=f"FastContext's measures (its population: {FC['source'].split(', ', 1)[1]}) on ours; "
+        "value [95% percentile bootstrap interval over trajectories]:",
+    )
     for name, s in summaries.items():
         h = (s.get("overall") or {}).get("handoff_share")
         if h is not None:
-            notes.append(f"{name}: with the boundary at the first edit of a file the submission changes, and reads and "
-                         f"searches only (our handoff share; no seed measure), {100 * h:.1f}% of consumed tokens.")
+            notes.append(
+                f"{name}: with the boundary at the first edit of a file the submission changes, and reads and "
+                f"searches only (our handoff share; no seed measure), {100 * h:.1f}% of consumed tokens."
+            )
     for note in notes:
         f.add(note)
     relace_findings(f, {n: s["relace"] for n, s in summaries.items() if s.get("relace")})
-    return f.caveat("(all) the agents, models and benchmarks differ from the seeds' (FastContext: GPT-5.4 "
-                    "mini-swe-agent runs; Relace: its own agent); our categories come from a rubric over shell commands "
-                    "and tool names; token counts are the agents' own usage where recorded (otherwise estimated with "
-                    "SmolLM2's tokenizer); intervals cover the sampling of trajectories, not the choice of rubric or agent.")
+    return f.caveat(
+        "(all) the agents, models and benchmarks differ from the seeds' (FastContext: GPT-5.4 "
+        "mini-swe-agent runs; Relace: its own agent); our categories come from a rubric over shell commands "
+        "and tool names; token counts are the agents' own usage where recorded (otherwise estimated with "
+        "SmolLM2's tokenizer); intervals cover the sampling of trajectories, not the choice of rubric or agent."
+    )

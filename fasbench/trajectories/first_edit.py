@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from fasbench.shell import simple_commands
-from fasbench.trajectories.classify import Action, code_writes
 from fasbench.trajectories.agent_paths import ROOT, agent_path
+from fasbench.trajectories.classify import Action, code_writes
 from fasbench.trajectories.raw import ShellCall
 
 _DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
@@ -36,7 +36,7 @@ def submission_files(diff: str | None) -> list[str]:
     modified, added = [], []
     for i, m in enumerate(heads):
         end = heads[i + 1].start() if i + 1 < len(heads) else len(diff)
-        header = diff[m.end(): diff.find("@@", m.end(), end) if "@@" in diff[m.end():end] else end]
+        header = diff[m.end() : diff.find("@@", m.end(), end) if "@@" in diff[m.end() : end] else end]
         (added if "new file mode" in header else modified).append(m.group(2))
     return list(dict.fromkeys(modified or added))
 
@@ -57,7 +57,9 @@ def _mentions(text: str, subs: list[str]) -> bool:
 
 
 def _temp_only(targets: tuple[str, ...]) -> bool:
-    return bool(targets) and all(agent_path(t, kind="text").startswith(("/tmp/", "/dev/", "/var/tmp/")) for t in targets)
+    return bool(targets) and all(
+        agent_path(t, kind="text").startswith(("/tmp/", "/dev/", "/var/tmp/")) for t in targets
+    )
 
 
 def edits_submission(a: Action, call_text: str, subs: list[str], scripts: set[str]) -> bool:
@@ -93,7 +95,11 @@ def edits_files(a: ShellCall, edited: set[str], scripts: dict[str, str], cwd: st
         for op, target in s.redirects:
             if op in (">", ">>") and agent_path(target, cwd) in edited:
                 return True
-        if s.words and posixpath.basename(s.words[0]) == "tee" and any(agent_path(w, cwd) in edited for w in s.words[1:]):
+        if (
+            s.words
+            and posixpath.basename(s.words[0]) == "tee"
+            and any(agent_path(w, cwd) in edited for w in s.words[1:])
+        ):
             return True
         if s.words and posixpath.basename(s.words[0]).startswith("python"):
             for w in s.words[1:]:

@@ -22,8 +22,13 @@ from fasbench.trajectories.trajectory import subagents
 # A model call's tokens above this are not a real count (context windows are ~10^6 tokens).
 MAX_TOKENS = 10**9
 _TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "obs_tokens")
-_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
-          stat.S_IFBLK: "a block device", stat.S_IFDIR: "a folder"}
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a folder",
+}
 
 
 def not_regular(path: str | os.PathLike) -> str | None:
@@ -48,12 +53,18 @@ def check_parsed(parsed: ParsedFile) -> ParsedFile:
                 v = getattr(turn, name)
                 if v is None:
                     continue
-                ok = (isinstance(v, (int, float)) and not isinstance(v, bool)
-                      and math.isfinite(v) and 0 <= v <= MAX_TOKENS)
+                ok = (
+                    isinstance(v, (int, float))
+                    and not isinstance(v, bool)
+                    and math.isfinite(v)
+                    and 0 <= v <= MAX_TOKENS
+                )
                 if not ok:
                     shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
-                    raise TrajectoryError(f"implausible token count ({tr.trajectory_id} turn {turn.index}: "
-                                          f"{name}={shown}; expected a number in [0, {MAX_TOKENS:.0e}])")
+                    raise TrajectoryError(
+                        f"implausible token count ({tr.trajectory_id} turn {turn.index}: "
+                        f"{name}={shown}; expected a number in [0, {MAX_TOKENS:.0e}])"
+                    )
     return parsed
 
 

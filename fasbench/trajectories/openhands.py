@@ -38,15 +38,25 @@ from fasbench.trajectories.trajectory import AgentTurn, Call, Trajectory, Trajec
 
 EDITOR = "str_replace_editor"  # OpenHands' file tool (CodeActAgent); ``file_editor`` in newer versions
 #: tool of an action without tool_call_metadata, by action type
-ACTION_TOOLS = {"run": "execute_bash", "run_ipython": "execute_ipython_cell", "read": EDITOR, "edit": EDITOR,
-                "write": EDITOR, "browse": "browser", "browse_interactive": "browser"}
+ACTION_TOOLS = {
+    "run": "execute_bash",
+    "run_ipython": "execute_ipython_cell",
+    "read": EDITOR,
+    "edit": EDITOR,
+    "write": EDITOR,
+    "browse": "browser",
+    "browse_interactive": "browser",
+}
 NOT_TURNS = {"system", "recall", "change_agent_state", "condensation", "condensation_request", "null"}
 
 
 def is_event(o: Any) -> bool:
     """An OpenHands event dict (an action or an observation with its source)."""
-    return isinstance(o, dict) and "source" in o and (isinstance(o.get("action"), str)
-                                                     or isinstance(o.get("observation"), str))
+    return (
+        isinstance(o, dict)
+        and "source" in o
+        and (isinstance(o.get("action"), str) or isinstance(o.get("observation"), str))
+    )
 
 
 def is_history(o: Any) -> bool:
@@ -93,11 +103,19 @@ def _args_of(action: str, args: dict) -> dict:
         return {"command": "create", "path": args.get("path", ""), "file_text": args.get("content", "")}
     if action == "edit":
         out = {"command": args.get("command") or "edit", "path": args.get("path", "")}
-        out.update({k: args[k] for k in ("old_str", "new_str", "file_text", "insert_line", "content")
-                    if args.get(k) not in (None, "")})
+        out.update(
+            {
+                k: args[k]
+                for k in ("old_str", "new_str", "file_text", "insert_line", "content")
+                if args.get(k) not in (None, "")
+            }
+        )
         return out
-    return {k: v for k, v in args.items() if k not in ("thought", "security_risk", "confirmation_state",
-                                                       "impl_source", "is_input", "blocking", "hidden")}
+    return {
+        k: v
+        for k, v in args.items()
+        if k not in ("thought", "security_risk", "confirmation_state", "impl_source", "is_input", "blocking", "hidden")
+    }
 
 
 def _call(e: dict) -> Call:
@@ -203,7 +221,9 @@ def _trajectory(events: list, path: Path, stem: str, row: dict, depth: int = 0) 
             if pos in delegated and depth < 8:  # a delegate's own events, nested under this call
                 try:
                     c.subagent = _trajectory(delegated[pos], path, f"{stem}/delegate-{pos}", {}, depth + 1)
-                    c.subagent.meta.update(role="subagent", parent=stem, delegate=str((e.get("args") or {}).get("agent") or ""))
+                    c.subagent.meta.update(
+                        role="subagent", parent=stem, delegate=str((e.get("args") or {}).get("agent") or "")
+                    )
                 except TrajectoryError:  # a delegate that took no action
                     pass
             texts[k][0] += "\n" + c.tool + " " + c.action
@@ -223,11 +243,16 @@ def _trajectory(events: list, path: Path, stem: str, row: dict, depth: int = 0) 
     report = test.get("report") if isinstance(test.get("report"), dict) else {}
     iid = str(row.get("instance_id") or stem)
     return Trajectory(
-        trajectory_id=iid if row else stem, instance_id=iid, agent=str((row.get("metadata") or {}).get("agent_class")
-                                                                       or "openhands") if row else "openhands",
-        model=model or str(cfg.get("model") or ""), format="openhands", turns=turns,
-        submission=test.get("git_patch"), resolved=report.get("resolved") if isinstance(report.get("resolved"), bool)
-        else None, exit_status=str(row.get("error") or state or "") or None, path=str(path),
+        trajectory_id=iid if row else stem,
+        instance_id=iid,
+        agent=str((row.get("metadata") or {}).get("agent_class") or "openhands") if row else "openhands",
+        model=model or str(cfg.get("model") or ""),
+        format="openhands",
+        turns=turns,
+        submission=test.get("git_patch"),
+        resolved=report.get("resolved") if isinstance(report.get("resolved"), bool) else None,
+        exit_status=str(row.get("error") or state or "") or None,
+        path=str(path),
     )
 
 
@@ -241,7 +266,7 @@ def _estimate(turns: list[AgentTurn], texts: list[list[str]], prefix: list[str])
     prompt = sum(sizes[: len(prefix)])
     i = len(prefix)
     for t, ts in zip(turns, texts):
-        comp, obs = sizes[i], sum(sizes[i + 1: i + len(ts)])
+        comp, obs = sizes[i], sum(sizes[i + 1 : i + len(ts)])
         i += len(ts)
         if t.prompt_tokens is None or t.completion_tokens is None:
             t.prompt_tokens, t.completion_tokens, t.obs_tokens, t.estimated = prompt, comp, obs, True

@@ -43,12 +43,19 @@ from fasbench.tools import shell_command
 from fasbench.trajectories import atif, atif_trace, claude_code, openhands
 from fasbench.trajectories.raw import bash_blocks, cap_fields, message_text, read_text
 from fasbench.trajectories.tokens import count_tokens_batch
-from fasbench.trajectories.trajectory import (FORMAT_NAMES, FORMATS, SUPPORTED, AgentTurn, Call, ParsedFile,  # noqa: F401
-                                        Trajectory, TrajectoryError)
-
-
+from fasbench.trajectories.trajectory import (  # noqa: F401
+    FORMAT_NAMES,
+    FORMATS,
+    SUPPORTED,
+    AgentTurn,
+    Call,
+    ParsedFile,
+    Trajectory,
+    TrajectoryError,
+)
 
 # ------------------------------------------------------------------ reading
+
 
 def load(path: str | Path) -> tuple[Any, str | None]:
     """(object or list of JSONL objects, partial-reason). Raises TrajectoryError."""
@@ -91,8 +98,9 @@ def seen(obj: Any, jsonl: bool = False) -> str:
 def _refused(obj: Any) -> str | None:
     """Why a recognised format that is not read yet is refused (None for the others)."""
     events = obj.get("history") if isinstance(obj, dict) else obj
-    if isinstance(events, list) and any(isinstance(e, dict) and str(e.get("kind", "")).endswith("Event")
-                                        for e in events[:50]):
+    if isinstance(events, list) and any(
+        isinstance(e, dict) and str(e.get("kind", "")).endswith("Event") for e in events[:50]
+    ):
         return "OpenHands V1 SDK events (`kind`: ActionEvent, ObservationEvent, …): not read yet"
     return None
 
@@ -261,31 +269,56 @@ def _mini_tools(d: dict, path: Path) -> Trajectory:
             raw = fn.get("arguments", {})
             args = parse_arguments(raw)
             action = args.get("command", args.get("cmd")) if isinstance(args, dict) else None
-            t.calls.append(Call(name, str(action) if action is not None else (
-                raw if isinstance(raw, str) else json.dumps(raw)), args if isinstance(args, dict) else None))
+            t.calls.append(
+                Call(
+                    name,
+                    str(action) if action is not None else (raw if isinstance(raw, str) else json.dumps(raw)),
+                    args if isinstance(args, dict) else None,
+                )
+            )
         _apply_usage(t, _usage(m))
         turns.append(t)
         idx.append(i)
     return _mini_trajectory(d, path, turns, idx, "mini-swe-agent-tools", submission, "chat")
 
 
-def _mini_trajectory(d: dict, path: Path, turns: list[AgentTurn], idx: list[int], fmt: str, submission,
-                     agent_without_info: str) -> Trajectory:
+def _mini_trajectory(
+    d: dict, path: Path, turns: list[AgentTurn], idx: list[int], fmt: str, submission, agent_without_info: str
+) -> Trajectory:
     """The Trajectory of a mini-swe-agent file (either format) from its parsed turns; ``idx`` are the
     message indices of the turns (for the token estimates of turns without usage);
     ``agent_without_info`` names the agent of a file with no ``info`` block."""
     info, msgs = d.get("info") or {}, d["messages"]
     _estimate_chat(turns, msgs, idx)
     return Trajectory(
-        trajectory_id=_stem(path), instance_id=str(d.get("instance_id") or _stem(path)),
+        trajectory_id=_stem(path),
+        instance_id=str(d.get("instance_id") or _stem(path)),
         agent=f"mini-swe-agent {info.get('mini_version', '')}".strip() if info else agent_without_info,
-        model=_model_of(info, msgs), format=fmt, turns=turns, submission=submission,
-        exit_status=info.get("exit_status"), path=str(path),
+        model=_model_of(info, msgs),
+        format=fmt,
+        turns=turns,
+        submission=submission,
+        exit_status=info.get("exit_status"),
+        path=str(path),
     )
 
 
-SWE_AGENT_TOOLS = {"open", "goto", "scroll_up", "scroll_down", "search_dir", "search_file", "find_file", "edit",
-                   "create", "insert", "append", "submit", "str_replace_editor", "filemap"}
+SWE_AGENT_TOOLS = {
+    "open",
+    "goto",
+    "scroll_up",
+    "scroll_down",
+    "search_dir",
+    "search_file",
+    "find_file",
+    "edit",
+    "create",
+    "insert",
+    "append",
+    "submit",
+    "str_replace_editor",
+    "filemap",
+}
 
 
 def _swe_agent(d: dict, path: Path) -> Trajectory:
@@ -303,7 +336,7 @@ def _swe_agent(d: dict, path: Path) -> Trajectory:
         texts.append(str(s.get("observation") or ""))
     sizes = count_tokens_batch(prefix_texts + texts)
     prompt = sum(sizes[: len(prefix_texts)])
-    sizes = sizes[len(prefix_texts):]
+    sizes = sizes[len(prefix_texts) :]
     turns = []
     open_file = None
     for i, s in enumerate(steps):
@@ -323,8 +356,15 @@ def _swe_agent(d: dict, path: Path) -> Trajectory:
     if isinstance(rc, dict):
         model = str(((rc.get("agent") or {}).get("model") or {}).get("name", ""))
     return Trajectory(
-        trajectory_id=_stem(path), instance_id=_stem(path), agent="swe-agent", model=model, format="swe-agent",
-        turns=turns, submission=info.get("submission"), exit_status=info.get("exit_status"), path=str(path),
+        trajectory_id=_stem(path),
+        instance_id=_stem(path),
+        agent="swe-agent",
+        model=model,
+        format="swe-agent",
+        turns=turns,
+        submission=info.get("submission"),
+        exit_status=info.get("exit_status"),
+        path=str(path),
         meta={"model_stats": info.get("model_stats")},
     )
 
@@ -365,11 +405,19 @@ def _fasbench(objs: list[dict], path: Path, fmt: str = "fasbench-trace") -> list
             msgs = tr.to_messages()
             idx = [i for i, m in enumerate(msgs) if m.get("role") == "assistant"]
             _estimate_chat(turns, msgs, idx)
-        out.append(Trajectory(
-            trajectory_id=tr.trace_id, instance_id=tr.task_id, agent=tr.policy, model=str(tr.meta.get("model", "")),
-            format=fmt, turns=turns, path=str(path), exit_status=tr.stop_reason,
-            meta={"toolset": tr.toolset},
-        ))
+        out.append(
+            Trajectory(
+                trajectory_id=tr.trace_id,
+                instance_id=tr.task_id,
+                agent=tr.policy,
+                model=str(tr.meta.get("model", "")),
+                format=fmt,
+                turns=turns,
+                path=str(path),
+                exit_status=tr.stop_reason,
+                meta={"toolset": tr.toolset},
+            )
+        )
     return out
 
 

@@ -30,8 +30,9 @@ from fasbench.records import RecordError, parse_arguments
 from fasbench.records.jsonl import read_json_text
 from fasbench.trajectories.trajectory import TrajectoryError
 
-
-MAX_FILE_BYTES = 512 << 20  # a trajectory file, or its gunzipped text, larger than this is refused (as records.jsonl.MAX_FILE_BYTES)
+MAX_FILE_BYTES = (
+    512 << 20
+)  # a trajectory file, or its gunzipped text, larger than this is refused (as records.jsonl.MAX_FILE_BYTES)
 MAX_FIELD_CHARS = 1 << 20  # longer strings of a trajectory are cut (cap_fields)
 
 
@@ -48,6 +49,7 @@ def read_text(path: str | Path) -> str:
 def cap_fields(obj: Any, max_chars: int = MAX_FIELD_CHARS) -> Any:
     """``obj`` with every string longer than ``max_chars`` (values and keys' values, at any depth) cut
     to ``max_chars`` and a note of what was cut; walked without recursion, changed in place."""
+
     def cut(s: str) -> str:
         return s[:max_chars] + f"\n[... {len(s) - max_chars} characters cut by fasbench]"
 
@@ -118,7 +120,7 @@ def bash_blocks(text: str) -> list[str]:
         if found is None:
             i = text.find("```bash", i + 1)
             continue
-        out.append(text[found[0]:found[1]])
+        out.append(text[found[0] : found[1]])
         i = text.find("```bash", found[1] + 4)
     return out
 
@@ -137,7 +139,7 @@ class ShellCall:
 def _following(msgs: list, i: int) -> list[dict]:
     """The user/tool messages after assistant message ``i``, up to the next assistant message."""
     out = []
-    for n in msgs[i + 1:]:
+    for n in msgs[i + 1 :]:
         if not isinstance(n, dict) or n.get("role") == "assistant":
             break
         if n.get("role") in ("user", "tool"):
@@ -199,7 +201,7 @@ def read_actions(traj: dict) -> list[ShellCall]:
             content = m.get("content") if isinstance(m.get("content"), str) else ""
             cmds = bash_blocks(content)[:1]
         obs = []
-        for n in msgs[i + 1:]:
+        for n in msgs[i + 1 :]:
             if n.get("role") == "assistant":
                 break
             if n.get("role") in ("user", "tool") and isinstance(n.get("content"), str):

@@ -53,8 +53,10 @@ POPULATIONS = {
     "search_phase_share": "Relace: ~1,200 real 'vibe-coding' agent traces (production prompts; not SWE-bench)",
     "initial_search_share": "Relace: SWE-bench Verified traces of its main ('Oracle') agent, 500 tasks",
 }
-POPULATIONS_SHORT = {"search_phase_share": "~1,200 real agent traces<br>(not SWE-bench)",
-                     "initial_search_share": "SWE-bench Verified<br>(Relace's Oracle agent)"}
+POPULATIONS_SHORT = {
+    "search_phase_share": "~1,200 real agent traces<br>(not SWE-bench)",
+    "initial_search_share": "SWE-bench Verified<br>(Relace's Oracle agent)",
+}
 # The seed's numbers with their populations (quoted from seed 000, not computed here).
 RELACE_SEEDS = {
     "search_phase_share": 0.566,
@@ -74,8 +76,13 @@ def _content_tokens() -> pl.Expr:
     return own.cast(pl.Float64) * pl.col("weight")
 
 
-def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", extra: tuple[str, ...] = (),
-                   chunk_rows: int = 200_000, subagents: bool = False) -> pl.DataFrame:
+def per_trajectory(
+    steps: pl.DataFrame | pl.LazyFrame,
+    basis: str = "consumed",
+    extra: tuple[str, ...] = (),
+    chunk_rows: int = 200_000,
+    subagents: bool = False,
+) -> pl.DataFrame:
     """One row per trajectory (see :func:`_per_trajectory`), computed over slices of about
     ``chunk_rows`` steps that never split a trajectory (slices are views; the scratch columns of one
     slice at a time is what keeps the 50k-trajectory peak small). ``subagents``: the delegated
@@ -101,8 +108,9 @@ def per_trajectory(steps: pl.DataFrame | pl.LazyFrame, basis: str = "consumed", 
     return pl.concat(parts)
 
 
-def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[str, ...] = (),
-                    search: tuple[str, ...] = SEARCH) -> pl.DataFrame:
+def _per_trajectory(
+    steps: pl.DataFrame, basis: str = "consumed", extra: tuple[str, ...] = (), search: tuple[str, ...] = SEARCH
+) -> pl.DataFrame:
     """One row per trajectory: ``tokens``, ``search_tokens`` (before the first non-search call),
     ``share``, the first non-search call's ``turn``/``category``/``action``, and ``has_non_search``
     (plus the first value of each column in ``extra``, e.g. a grouping key). ``steps`` is the
@@ -116,19 +124,28 @@ def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[s
     non_search = (pl.col("is_call") & ~pl.col("category").is_in(search)).cast(pl.Int32)
     # trajectory number from runs of equal keys (rows are grouped by trajectory): no hashing or
     # shifted copies of the string columns
-    runs = [pl.col(k).rle_id() for k in _KEY]  # per key: a new id where the value changes (a struct would be row-encoded)
+    runs = [
+        pl.col(k).rle_id() for k in _KEY
+    ]  # per key: a new id where the value changes (a struct would be row-encoded)
     tid = pl.any_horizontal([r.ne_missing(r.shift(1)) for r in runs]).cast(pl.UInt32).cum_sum().alias("_tid")
     start = pl.col("_tid").ne_missing(pl.col("_tid").shift(1))
     keep = list(dict.fromkeys([*_KEY, "resolved", "first_edit_turn", "turn", "category", *extra]))
-    lf = (steps.lazy().with_row_index("_row")
-          .select("_row", *keep, tid, non_search.alias("_ns"), tok.alias("_tok"))
-          .with_columns(start.alias("_start"), pl.col("_ns").cum_sum().alias("_cs")))
+    lf = (
+        steps.lazy()
+        .with_row_index("_row")
+        .select("_row", *keep, tid, non_search.alias("_ns"), tok.alias("_tok"))
+        .with_columns(start.alias("_start"), pl.col("_ns").cum_sum().alias("_cs"))
+    )
     # non-search calls of this trajectory up to and including the row: the running count minus its
     # value just before the trajectory's first row
-    lf = lf.with_columns((pl.col("_cs") - pl.when(pl.col("_start")).then(pl.col("_cs") - pl.col("_ns"))
-                          .otherwise(None).forward_fill()).alias("_seen"))
-    lf = lf.with_columns((pl.col("_seen") == 0).alias("_before"),
-                         ((pl.col("_ns") == 1) & (pl.col("_seen") == 1)).alias("_first"))
+    lf = lf.with_columns(
+        (
+            pl.col("_cs") - pl.when(pl.col("_start")).then(pl.col("_cs") - pl.col("_ns")).otherwise(None).forward_fill()
+        ).alias("_seen")
+    )
+    lf = lf.with_columns(
+        (pl.col("_seen") == 0).alias("_before"), ((pl.col("_ns") == 1) & (pl.col("_seen") == 1)).alias("_first")
+    )
     agg = lf.group_by("_tid", maintain_order=True).agg(
         *[pl.first(k) for k in keep if k not in ("turn", "category")],
         pl.col("_tok").sum().alias("tokens"),
@@ -136,17 +153,22 @@ def _per_trajectory(steps: pl.DataFrame, basis: str = "consumed", extra: tuple[s
         pl.col("_first").any().alias("has_non_search"),
     )
     firsts = lf.filter(pl.col("_first")).select(
-        "_tid", "_row", pl.col("turn").alias("first_non_search_turn"),
-        pl.col("category").alias("first_non_search_category"))
+        "_tid",
+        "_row",
+        pl.col("turn").alias("first_non_search_turn"),
+        pl.col("category").alias("first_non_search_category"),
+    )
     t = agg.join(firsts, on="_tid", how="left", maintain_order="left").collect()
     # the first non-search call's text, gathered by row from the steps frame (null where there is none)
     t = t.with_columns(first_non_search_action=steps.get_column("action").gather(t["_row"]))
     return t.drop("_tid", "_row").with_columns(
-        pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share"))
+        pl.when(pl.col("tokens") > 0).then(pl.col("search_tokens") / pl.col("tokens")).otherwise(None).alias("share")
+    )
 
 
-def bootstrap_interval(num: np.ndarray, den: np.ndarray | None, n: int, alpha: float, seed: int,
-               chunk: int | None = None) -> tuple[float, float]:
+def bootstrap_interval(
+    num: np.ndarray, den: np.ndarray | None, n: int, alpha: float, seed: int, chunk: int | None = None
+) -> tuple[float, float]:
     """Percentile interval of mean(num) (den None) or sum(num)/sum(den), resampling trajectories;
     resamples are drawn ``chunk`` at a time (default: up to 100, fewer so that a chunk holds at most
     ~2M draws, 16 MB) so memory stays bounded at any number of trajectories."""
@@ -175,14 +197,16 @@ def measures(steps: pl.DataFrame, n_boot: int = 2000, alpha: float = 0.05, seed:
     t, c = per_trajectory(steps), per_trajectory(steps, "content")
     out = _measures(t, c, n_boot, alpha, seed)
     same = not _delegates(steps)  # without any delegation both views are the same tables
-    return _with_subagents(out, lambda b: per_trajectory(steps, b, subagents=True), None, same,
-                           n_boot=n_boot, alpha=alpha, seed=seed)
+    return _with_subagents(
+        out, lambda b: per_trajectory(steps, b, subagents=True), None, same, n_boot=n_boot, alpha=alpha, seed=seed
+    )
 
 
 def _delegates(steps) -> bool:
     frame = steps.lazy()
-    return "depth" in frame.collect_schema().names() and bool(frame.select(
-        ((pl.col("depth") > 0) | (pl.col("category") == "delegate")).any()).collect().item())
+    return "depth" in frame.collect_schema().names() and bool(
+        frame.select(((pl.col("depth") > 0) | (pl.col("category") == "delegate")).any()).collect().item()
+    )
 
 
 def _with_subagents(out: dict, table, pick, same: bool = False, **kw) -> dict:
@@ -196,8 +220,15 @@ def _with_subagents(out: dict, table, pick, same: bool = False, **kw) -> dict:
         if pick is not None:
             t, c = t.filter(pick), c.filter(pick)
         w = _measures(t, c, **kw)
-    keep = ("n", "search_phase_share", "initial_search_share", "content_basis", "without_non_search",
-            "first_non_search_category", "ends_before_first_edit")
+    keep = (
+        "n",
+        "search_phase_share",
+        "initial_search_share",
+        "content_basis",
+        "without_non_search",
+        "first_non_search_category",
+        "ends_before_first_edit",
+    )
     out["search_categories_left_out"] = list(SEARCH)
     out["subagents_counted"] = {"search_categories": list(SEARCH_WITH_SUBAGENTS), **{k: w.get(k) for k in keep}}
     return out
@@ -207,8 +238,13 @@ def _measures(t: pl.DataFrame, content: pl.DataFrame, n_boot: int = 2000, alpha:
     """:func:`measures` from the per-trajectory tables of both token bases."""
     t = t.filter(pl.col("share").is_not_null())
     n = t.height
-    out: dict = {"n": n, "tokens": "prompt + completion tokens of each model call (1/k per call)",
-                 "search_categories": list(SEARCH), "population": OURS, "seed": RELACE_SEEDS}
+    out: dict = {
+        "n": n,
+        "tokens": "prompt + completion tokens of each model call (1/k per call)",
+        "search_categories": list(SEARCH),
+        "population": OURS,
+        "seed": RELACE_SEEDS,
+    }
     if not n:
         return {**out, "search_phase_share": None, "initial_search_share": None}
     share = t["share"].to_numpy().astype(float)
@@ -218,23 +254,40 @@ def _measures(t: pl.DataFrame, content: pl.DataFrame, n_boot: int = 2000, alpha:
     p_lo, p_hi = bootstrap_interval(num, den, n_boot, alpha, seed)
     with_ns = t.filter(pl.col("has_non_search"))
     cats = with_ns["first_non_search_category"].value_counts(sort=True)
-    out.update({
-        "search_phase_share": {"value": _r(mean), "ci": [_r(m_lo), _r(m_hi)], "aggregation": "mean over trajectories",
-                               "pooled": _r(pooled), "median": _r(float(np.median(share))),
-                               "seed": RELACE_SEEDS["search_phase_share"],
-                               "seed_population": POPULATIONS["search_phase_share"]},
-        "initial_search_share": {"value": _r(pooled), "ci": [_r(p_lo), _r(p_hi)],
-                                 "aggregation": "pooled: sum over trajectories / sum of all tokens",
-                                 "mean": _r(mean), "seed": RELACE_SEEDS["initial_search_share"],
-                                 "seed_population": POPULATIONS["initial_search_share"]},
-        "content_basis": _content(content),
-        "alpha": alpha,
-        "without_non_search": n - with_ns.height,
-        "first_non_search_turn_median": _r(with_ns["first_non_search_turn"].median()) if with_ns.height else None,
-        "ends_before_first_edit": int(with_ns.filter(
-            pl.col("first_edit_turn").is_not_null() & (pl.col("first_non_search_turn") < pl.col("first_edit_turn"))).height),
-        "first_non_search_category": dict(zip(cats["first_non_search_category"].to_list(), cats["count"].to_list())),
-    })
+    out.update(
+        {
+            "search_phase_share": {
+                "value": _r(mean),
+                "ci": [_r(m_lo), _r(m_hi)],
+                "aggregation": "mean over trajectories",
+                "pooled": _r(pooled),
+                "median": _r(float(np.median(share))),
+                "seed": RELACE_SEEDS["search_phase_share"],
+                "seed_population": POPULATIONS["search_phase_share"],
+            },
+            "initial_search_share": {
+                "value": _r(pooled),
+                "ci": [_r(p_lo), _r(p_hi)],
+                "aggregation": "pooled: sum over trajectories / sum of all tokens",
+                "mean": _r(mean),
+                "seed": RELACE_SEEDS["initial_search_share"],
+                "seed_population": POPULATIONS["initial_search_share"],
+            },
+            "content_basis": _content(content),
+            "alpha": alpha,
+            "without_non_search": n - with_ns.height,
+            "first_non_search_turn_median": _r(with_ns["first_non_search_turn"].median()) if with_ns.height else None,
+            "ends_before_first_edit": int(
+                with_ns.filter(
+                    pl.col("first_edit_turn").is_not_null()
+                    & (pl.col("first_non_search_turn") < pl.col("first_edit_turn"))
+                ).height
+            ),
+            "first_non_search_category": dict(
+                zip(cats["first_non_search_category"].to_list(), cats["count"].to_list())
+            ),
+        }
+    )
     return out
 
 
@@ -245,8 +298,10 @@ def _content(t: pl.DataFrame) -> dict:
     t = t.filter(pl.col("share").is_not_null())
     if not t.height:
         return {"search_phase_share": None, "initial_search_share": None}
-    return {"search_phase_share": _r(t["share"].mean()),
-            "initial_search_share": _r(t["search_tokens"].sum() / t["tokens"].sum())}
+    return {
+        "search_phase_share": _r(t["share"].mean()),
+        "initial_search_share": _r(t["search_tokens"].sum() / t["tokens"].sum()),
+    }
 
 
 def measures_by(steps: pl.DataFrame, key: str, **kw) -> dict:
@@ -260,8 +315,9 @@ def measures_by(steps: pl.DataFrame, key: str, **kw) -> dict:
     for k in t.get_column(key).unique(maintain_order=True).to_list():
         pick = pl.col(key).is_null() if k is None else pl.col(key) == k
         name = "unknown" if k is None else str(k).lower() if isinstance(k, bool) else str(k)
-        out[name] = _with_subagents(_measures(t.filter(pick), c.filter(pick), **kw),
-                                    lambda b: ts if b == "consumed" else cs, pick, same, **kw)
+        out[name] = _with_subagents(
+            _measures(t.filter(pick), c.filter(pick), **kw), lambda b: ts if b == "consumed" else cs, pick, same, **kw
+        )
     return out
 
 
@@ -280,17 +336,39 @@ def relace_findings(f: Findings, results: dict[str, dict]) -> Findings:
             rows.append([name, m["n"], "n/a", "n/a", "n/a", "n/a", "n/a"])
             continue
         top = ", ".join(f"{c} {v}" for c, v in list(m["first_non_search_category"].items())[:3])
-        rows.append([name, m["n"], f"{_pct(sp['value'])} [{_pct(sp['ci'][0])}, {_pct(sp['ci'][1])}]", _pct(sp["pooled"]),
-                     f"{_pct(ini['value'])} [{_pct(ini['ci'][0])}, {_pct(ini['ci'][1])}]", m["without_non_search"],
-                     f"{m['first_non_search_turn_median']}; {top}"])
-    f.table(["data set", "n", "search-phase share (mean) [CI]", "pooled", "initial-search share (pooled) [CI]",
-             "no non-search call", "first non-search call: turn (median), category"], rows,
-            intro="Relace's two token measures, computed on our trajectories (intervals: 95% percentile bootstrap "
-                  "over trajectories), beside the seed's values and populations:")
-    f.add(f"Relace, **{_pct(RELACE_SEEDS['search_phase_share'])}** of tokens before the first non-search "
-          f"call, on average per trace — {POPULATIONS['search_phase_share']}.")
-    f.add(f"Relace, **~{_pct(RELACE_SEEDS['initial_search_share'])}** of tokens in the initial search — "
-          f"{POPULATIONS['initial_search_share']}.")
+        rows.append(
+            [
+                name,
+                m["n"],
+                f"{_pct(sp['value'])} [{_pct(sp['ci'][0])}, {_pct(sp['ci'][1])}]",
+                _pct(sp["pooled"]),
+                f"{_pct(ini['value'])} [{_pct(ini['ci'][0])}, {_pct(ini['ci'][1])}]",
+                m["without_non_search"],
+                f"{m['first_non_search_turn_median']}; {top}",
+            ]
+        )
+    f.table(
+        [
+            "data set",
+            "n",
+            "search-phase share (mean) [CI]",
+            "pooled",
+            "initial-search share (pooled) [CI]",
+            "no non-search call",
+            "first non-search call: turn (median), category",
+        ],
+        rows,
+        intro="Relace's two token measures, computed on our trajectories (intervals: 95% percentile bootstrap "
+        "over trajectories), beside the seed's values and populations:",
+    )
+    f.add(
+        f"Relace, **{_pct(RELACE_SEEDS['search_phase_share'])}** of tokens before the first non-search "
+        f"call, on average per trace — {POPULATIONS['search_phase_share']}."
+    )
+    f.add(
+        f"Relace, **~{_pct(RELACE_SEEDS['initial_search_share'])}** of tokens in the initial search — "
+        f"{POPULATIONS['initial_search_share']}."
+    )
     seed = RELACE_SEEDS["initial_search_share"]
     for name, m in results.items():
         ini = m.get("initial_search_share")
@@ -300,16 +378,22 @@ def relace_findings(f: Findings, results: dict[str, dict]) -> Findings:
         where = "below" if hi < seed else "above" if lo > seed else "consistent with"
         c = m.get("content_basis") or {}
         if m.get("ends_before_first_edit") is not None:
-            f.add(f"{name}: in {m['ends_before_first_edit']} of {m['n']} trajectories the search phase ends "
-                  "before the first edit of a file the submission changes (the agent first writes or runs "
-                  "something else, e.g. a reproduction script).")
-        f.add(f"{name}: the initial search takes {_pct(ini['value'])} of the tokens the model consumed, "
-              f"{where} Relace's ~12% on SWE-bench (the population nearest ours); counting each completion "
-              f"and observation token once instead, {_pct(c.get('initial_search_share'))} (pooled) and "
-              f"{_pct(c.get('search_phase_share'))} (mean per trajectory).")
+            f.add(
+                f"{name}: in {m['ends_before_first_edit']} of {m['n']} trajectories the search phase ends "
+                "before the first edit of a file the submission changes (the agent first writes or runs "
+                "something else, e.g. a reproduction script)."
+            )
+        f.add(
+            f"{name}: the initial search takes {_pct(ini['value'])} of the tokens the model consumed, "
+            f"{where} Relace's ~12% on SWE-bench (the population nearest ours); counting each completion "
+            f"and observation token once instead, {_pct(c.get('initial_search_share'))} (pooled) and "
+            f"{_pct(c.get('search_phase_share'))} (mean per trajectory)."
+        )
     f.add("The 56.6% comes from vague real-user prompts, not SWE-bench, and is no target for these runs.")
-    return f.caveat("(Relace) the agents and token counts here are not Relace's; consumed tokens weight late "
-                    "turns (whose prompts hold the whole history) far more than the early search turns; the rubric "
-                    "decides what counts as search (reading and searching commands), and Relace does not say how it "
-                    "classified calls, how it averaged, or whether reasoning tokens count; a trajectory that writes a "
-                    "reproduction script early ends its search phase there, as Relace's \"bash script for testing\" would.")
+    return f.caveat(
+        "(Relace) the agents and token counts here are not Relace's; consumed tokens weight late "
+        "turns (whose prompts hold the whole history) far more than the early search turns; the rubric "
+        "decides what counts as search (reading and searching commands), and Relace does not say how it "
+        "classified calls, how it averaged, or whether reasoning tokens count; a trajectory that writes a "
+        'reproduction script early ends its search phase there, as Relace\'s "bash script for testing" would.'
+    )

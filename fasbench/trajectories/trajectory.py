@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-
 #: format name → what it is, for error messages and --help (here, not in parsers: the CLI's help
 #: must not load the tokenizer that parsers imports)
 FORMAT_NAMES = {

@@ -7,16 +7,18 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from fasbench.trajectories.guard import label_file, not_regular
 from fasbench.trajectories.raw import read_text
 
 TRAJ_SUFFIXES = (".traj", ".json", ".jsonl")
 LABEL_NAMES = ("resolved.json", "resolved.json.gz")
-METADATA = re.compile(r"^(?:preds\.json|sb-cli-report\.json|results\.json|SOURCE\.md)(?:\.gz)?$|\.report\.json(?:\.gz)?$")
+METADATA = re.compile(
+    r"^(?:preds\.json|sb-cli-report\.json|results\.json|SOURCE\.md)(?:\.gz)?$|\.report\.json(?:\.gz)?$"
+)
 
 
 @dataclass

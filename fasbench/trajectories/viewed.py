@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from fasbench import shell
 from fasbench.shell import Simple, operands
-from fasbench.trajectories.first_edit import edits_files
 from fasbench.trajectories.agent_paths import ROOT, agent_path
+from fasbench.trajectories.first_edit import edits_files
 from fasbench.trajectories.raw import ShellCall, output_text
 
 DISPLAY = {"cat", "head", "tail", "nl", "less", "more", "sed", "awk", "grep", "egrep", "rg", "wc", "view", "bat"}
@@ -52,7 +52,7 @@ def search_paths(s: Simple, output: str, cwd: str) -> set[str]:
                 cur = line[:-1]
                 continue
             tok = line.split()[-1]
-            for cand in ((tok,) if "/" in tok else (posixpath.join(cur, tok), tok)):
+            for cand in (tok,) if "/" in tok else (posixpath.join(cur, tok), tok):
                 p = agent_path(cand, cwd)
                 if p:
                     found.add(p)
@@ -91,8 +91,14 @@ def _is_shell_script(path: str, text: str) -> bool:
 def _script_writes(script: str, cwd: str) -> set[str]:
     """Files a shell script the agent wrote (``cat <<EOF > x.sh``) writes by redirection when run
     from ``cwd``: files the agent made, not files it found."""
-    return {p for s, d in shell.walk(script, cwd) for op, t in s.redirects if op in (">", ">>")
-            for p in (agent_path(t, d),) if p}
+    return {
+        p
+        for s, d in shell.walk(script, cwd)
+        for op, t in s.redirects
+        if op in (">", ">>")
+        for p in (agent_path(t, d),)
+        if p
+    }
 
 
 def viewing(actions: list[ShellCall], edited: set[str]) -> Viewing:

@@ -35,15 +35,29 @@ SPECS: dict[str, Spec] = {
         "s|size i|inode n|numeric-uid-gid g o G|no-group Q|quote-name N|literal m x C b|escape q|hide-control-chars "
         "k|kibibytes c u f B|ignore-backups color:: group-directories-first full-time si sort: time: "
         "indicator-style: I|ignore: hide: w|width: T|tabsize: block-size: time-style: quoting-style: format: author",
-        refused={"L": _FOLLOW, "dereference": _FOLLOW, "H": _FOLLOW, "dereference-command-line": _FOLLOW,
-                 "dereference-command-line-symlink-to-dir": _FOLLOW},
+        refused={
+            "L": _FOLLOW,
+            "dereference": _FOLLOW,
+            "H": _FOLLOW,
+            "dereference-command-line": _FOLLOW,
+            "dereference-command-line-symlink-to-dir": _FOLLOW,
+        },
     ),
-    "cat": spec("n|number b|number-nonblank s|squeeze-blank A|show-all E|show-ends T|show-tabs v|show-nonprinting e t u"),
+    "cat": spec(
+        "n|number b|number-nonblank s|squeeze-blank A|show-all E|show-ends T|show-tabs v|show-nonprinting e t u"
+    ),
     "head": spec("n|lines: c|bytes: q|quiet|silent v|verbose z|zero-terminated"),
     "tail": spec(
         "n|lines: c|bytes: q|quiet|silent v|verbose z|zero-terminated",
-        refused={"f": _WAITS, "F": _WAITS, "follow": _WAITS, "pid": _WAITS, "retry": _WAITS,
-                 "s": _WAITS, "sleep-interval": _WAITS},
+        refused={
+            "f": _WAITS,
+            "F": _WAITS,
+            "follow": _WAITS,
+            "pid": _WAITS,
+            "retry": _WAITS,
+            "s": _WAITS,
+            "sleep-interval": _WAITS,
+        },
     ),
     "grep": spec(
         "i|ignore-case no-ignore-case y v|invert-match w|word-regexp x|line-regexp c|count l|files-with-matches "
@@ -68,8 +82,17 @@ SPECS: dict[str, Spec] = {
         "block-buffered one-file-system p|pretty glob-case-insensitive include-zero no-unicode "
         "auto-hybrid-regex no-require-git debug",
         abbrev=False,
-        refused={"pre": _EXEC, "pre-glob": _EXEC, "z": _EXEC, "search-zip": _EXEC, "hostname-bin": _EXEC,
-                 "L": _FOLLOW, "follow": _FOLLOW, "ignore-file": _READS, "type-add": "it changes file types"},
+        refused={
+            "pre": _EXEC,
+            "pre-glob": _EXEC,
+            "z": _EXEC,
+            "search-zip": _EXEC,
+            "hostname-bin": _EXEC,
+            "L": _FOLLOW,
+            "follow": _FOLLOW,
+            "ignore-file": _READS,
+            "type-add": "it changes file types",
+        },
     ),
     "wc": spec("c|bytes m|chars l|lines L|max-line-length w|words total:", refused={"files0-from": _NAMES}),
     "sort": spec(
@@ -77,18 +100,29 @@ SPECS: dict[str, Spec] = {
         "i|ignore-nonprinting M|month-sort n|numeric-sort R|random-sort r|reverse V|version-sort c check:: "
         "C s|stable u|unique z|zero-terminated m|merge k|key: t|field-separator: S|buffer-size: parallel: "
         "sort: debug",
-        refused={"o": _WRITES, "output": _WRITES, "T": _WRITES, "temporary-directory": _WRITES,
-                 "compress-program": _EXEC, "files0-from": _NAMES, "random-source": _READS},
+        refused={
+            "o": _WRITES,
+            "output": _WRITES,
+            "T": _WRITES,
+            "temporary-directory": _WRITES,
+            "compress-program": _EXEC,
+            "files0-from": _NAMES,
+            "random-source": _READS,
+        },
     ),
     "uniq": spec(
         "c|count d|repeated D all-repeated:: f|skip-fields: i|ignore-case s|skip-chars: u|unique "
         "z|zero-terminated w|check-chars: group::"
     ),
-    "cut": spec("b|bytes: c|characters: d|delimiter: f|fields: n complement s|only-delimited output-delimiter: "
-                "z|zero-terminated"),
-    "nl": spec("b|body-numbering: d|section-delimiter: f|footer-numbering: h|header-numbering: i|line-increment: "
-               "l|join-blank-lines: n|number-format: p|no-renumber s|number-separator: v|starting-line-number: "
-               "w|number-width:"),
+    "cut": spec(
+        "b|bytes: c|characters: d|delimiter: f|fields: n complement s|only-delimited output-delimiter: "
+        "z|zero-terminated"
+    ),
+    "nl": spec(
+        "b|body-numbering: d|section-delimiter: f|footer-numbering: h|header-numbering: i|line-increment: "
+        "l|join-blank-lines: n|number-format: p|no-renumber s|number-separator: v|starting-line-number: "
+        "w|number-width:"
+    ),
     "tree": spec(
         "a d f i x P: I: prune noreport L: filelimit: s h si du D F C n N Q p u g r t c U v dirsfirst "
         "charset: J X timefmt: matchdirs ignore-case gitignore",
@@ -98,19 +132,40 @@ SPECS: dict[str, Spec] = {
     "file": spec(
         "b|brief i|mime mime-type mime-encoding k|keep-going h|no-dereference N|no-pad r|raw 0|print0 "
         "s|special-files E e|exclude: P|parameter: n|no-buffer F|separator: extension apple",
-        refused={"m": _READS, "magic-file": _READS, "f": _NAMES, "files-from": _NAMES, "C": _WRITES,
-                 "compile": _WRITES, "z": _EXEC, "uncompress": _EXEC, "Z": _EXEC, "uncompress-noreport": _EXEC,
-                 "L": _FOLLOW, "dereference": _FOLLOW, "p": _WRITES, "preserve-date": _WRITES,
-                 "S": "it turns off file's own sandbox", "no-sandbox": "it turns off file's own sandbox"},
+        refused={
+            "m": _READS,
+            "magic-file": _READS,
+            "f": _NAMES,
+            "files-from": _NAMES,
+            "C": _WRITES,
+            "compile": _WRITES,
+            "z": _EXEC,
+            "uncompress": _EXEC,
+            "Z": _EXEC,
+            "uncompress-noreport": _EXEC,
+            "L": _FOLLOW,
+            "dereference": _FOLLOW,
+            "p": _WRITES,
+            "preserve-date": _WRITES,
+            "S": "it turns off file's own sandbox",
+            "no-sandbox": "it turns off file's own sandbox",
+        },
     ),
-    "stat": spec("f|file-system c|format: printf: t|terse cached:",
-                 refused={"L": _FOLLOW, "dereference": _FOLLOW}),
+    "stat": spec("f|file-system c|format: printf: t|terse cached:", refused={"L": _FOLLOW, "dereference": _FOLLOW}),
     "du": spec(
         "a|all s|summarize h|human-readable c|total d|max-depth: b|bytes k m B|block-size: apparent-size "
         "x|one-file-system exclude: inodes 0|null S|separate-dirs si t|threshold: time:: time-style: "
         "l|count-links P|no-dereference",
-        refused={"L": _FOLLOW, "dereference": _FOLLOW, "D": _FOLLOW, "H": _FOLLOW, "dereference-args": _FOLLOW,
-                 "X": _READS, "exclude-from": _READS, "files0-from": _NAMES},
+        refused={
+            "L": _FOLLOW,
+            "dereference": _FOLLOW,
+            "D": _FOLLOW,
+            "H": _FOLLOW,
+            "dereference-args": _FOLLOW,
+            "X": _READS,
+            "exclude-from": _READS,
+            "files0-from": _NAMES,
+        },
     ),
     "pwd": spec("L|logical P|physical"),
     "basename": spec("a|multiple s|suffix: z|zero"),

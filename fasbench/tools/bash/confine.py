@@ -186,6 +186,7 @@ def _ruleset(read_dirs: list[str], exec_paths: list[str]) -> int | None:
 
 # ---------------------------------------------------------------- git
 
+
 def git_dir(root: Path) -> Path | None:
     """The workspace's own git directory, ``<root>/.git``, when git may run on it: a real
     directory (not a symlink, not a ``gitdir:`` file), with no ``commondir`` and no object
@@ -302,6 +303,7 @@ def reaper_paths() -> list[str]:
 
 # ---------------------------------------------------------------- the child
 
+
 @dataclass
 class ChildLimits:
     """The rlimits of one call's child processes (``harness.Limits`` are an episode's)."""
@@ -315,7 +317,9 @@ class Confinement:
     """What to apply in one call's children; build it in the parent, pass ``preexec`` to Popen,
     call ``close`` after the processes started."""
 
-    def __init__(self, root: Path, limits: ChildLimits, exec_paths: list[str], landlock: bool = True, seccomp: bool = True):
+    def __init__(
+        self, root: Path, limits: ChildLimits, exec_paths: list[str], landlock: bool = True, seccomp: bool = True
+    ):
         self.limits = limits
         self.fprog = _bpf_program() if seccomp else None
         #: without the seccomp filter a child can fork and setsid: every command runs under REAPER

@@ -39,7 +39,8 @@ from fasbench.tools.bash.pipeline import Stage, run_pipeline
 
 #: Repository config keys that name no program and no file (section.key, or section.*.key for
 #: keys under a subsection), as ``git config --list`` spells them (section and key lowercased).
-SAFE_KEYS = frozenset("""
+SAFE_KEYS = frozenset(
+    """
 core.repositoryformatversion core.filemode core.bare core.logallrefupdates core.ignorecase
 core.precomposeunicode core.symlinks core.autocrlf core.eol core.safecrlf core.checkstat core.trustctime
 core.abbrev core.quotepath core.commitgraph core.multipackindex core.splitindex core.sparsecheckout
@@ -49,7 +50,8 @@ extensions.objectformat extensions.refstorage extensions.noop
 user.name user.email init.defaultbranch pull.rebase pull.ff fetch.prune lfs.repositoryformatversion
 remote.*.url remote.*.fetch remote.*.tagopt remote.*.mirror remote.*.prune
 branch.*.remote branch.*.merge branch.*.rebase submodule.*.url submodule.*.active
-""".split())
+""".split()
+)
 
 MAX_GIT_ENTRIES = 200_000  # entries of .git looked at for symlinks leading out (then refused)
 
@@ -94,8 +96,10 @@ def refusal(ws: Workspace) -> str | None:
         if not os.path.lexists(dot):
             return "this workspace has no git repository (no .git directory in its root)"
         if dot.is_symlink() or not dot.is_dir():
-            return (".git in this workspace is a file or a symlink (a worktree, a submodule, or a pointer "
-                    "elsewhere); git runs only on a .git directory inside the workspace")
+            return (
+                ".git in this workspace is a file or a symlink (a worktree, a submodule, or a pointer "
+                "elsewhere); git runs only on a .git directory inside the workspace"
+            )
         return ".git in this workspace borrows another repository (commondir or objects/info/alternates)"
     try:
         st, cst = gd.stat(), os.lstat(gd / "config")
@@ -121,7 +125,10 @@ def _check(ws: Workspace, gd: Path) -> tuple[str | None, bool]:
     """(:func:`refusal` past the layout checks, whether the verdict may be kept)."""
     out = _symlink_out(ws.root, gd)
     if out == "…":
-        return f"this workspace's .git has more than {MAX_GIT_ENTRIES} entries to check; git is not available here", True
+        return (
+            f"this workspace's .git has more than {MAX_GIT_ENTRIES} entries to check; git is not available here",
+            True,
+        )
     if out is not None:
         return f"this workspace's .git holds a symlink leading outside the workspace ({out})", True
     git = shutil.which("git", path="/usr/local/bin:/usr/bin:/bin")
@@ -129,8 +136,11 @@ def _check(ws: Workspace, gd: Path) -> tuple[str | None, bool]:
         return "git is not installed on this machine", False
     # the file on standard input, no repository set up (GIT_DIR names nothing): git reads that
     # one file and follows no include
-    cfg = Stage([git, "config", "--file", "-", "--no-includes", "--list", "-z"], stdin_path=gd / "config",
-                env={"GIT_DIR": "/nonexistent/no-git-repository"})
+    cfg = Stage(
+        [git, "config", "--file", "-", "--no-includes", "--list", "-z"],
+        stdin_path=gd / "config",
+        env={"GIT_DIR": "/nonexistent/no-git-repository"},
+    )
     r = run_pipeline(ws, [cfg], max_bytes=1 << 20)
     if r.returncode != 0:
         why = r.stderr.decode(errors="replace").strip().splitlines()
@@ -139,6 +149,8 @@ def _check(ws: Workspace, gd: Path) -> tuple[str | None, bool]:
         key = entry.split("\n", 1)[0]
         if key and not _key_allowed(key):
             shown = re.sub(r"[^\w.*-]", "?", key)[:80]
-            return (f"this workspace's .git/config sets {shown}, which may run a program or read a file "
-                    "git would obey; git runs only on repositories whose config names neither"), True
+            return (
+                f"this workspace's .git/config sets {shown}, which may run a program or read a file "
+                "git would obey; git runs only on repositories whose config names neither"
+            ), True
     return None, True

@@ -70,7 +70,7 @@ def confined_real(root: str, rel: str) -> str | None:
         if target.startswith("/"):
             if not is_inside(root, target.rstrip("/") or "/"):
                 return None
-            cur, target = root, target[len(root):]
+            cur, target = root, target[len(root) :]
         todo.extend(q for q in reversed(target.split("/")) if q not in ("", "."))
     return cur
 
@@ -186,7 +186,9 @@ def expand_glob(ws: Workspace, word: str, budget: GlobBudget) -> list[str]:
                             r = confined_real(root, os.path.relpath(path, root))
                             if r is None:
                                 if last:
-                                    _refuse(f"glob {word!r} matches {pre + e.name!r}, which leads outside the workspace")
+                                    _refuse(
+                                        f"glob {word!r} matches {pre + e.name!r}, which leads outside the workspace"
+                                    )
                                 continue  # a symlink out: never entered
                             is_dir = os.path.isdir(r)
                         else:

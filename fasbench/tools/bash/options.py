@@ -97,7 +97,10 @@ def _short(cmd: str, sp: Spec, ch: str) -> Opt:
     o = sp.short.get(ch)
     if o is None:
         why = sp.refused.get(ch)
-        _refuse(f"{cmd} -{ch} is not allowed" + (f" ({why})" if why else " here (unknown, or it writes, executes or reads other files)"))
+        _refuse(
+            f"{cmd} -{ch} is not allowed"
+            + (f" ({why})" if why else " here (unknown, or it writes, executes or reads other files)")
+        )
     return o
 
 

@@ -79,6 +79,7 @@ def display(ws: Workspace, real: Path) -> str:
 
 # ---------------------------------------------------------------- reading files
 
+
 @dataclass
 class Lines:
     """Some lines of a file: ``lines`` are (number, text) pairs."""
@@ -315,13 +316,22 @@ def run_pipeline(
                     if conf.reaper and shutil.which(st.argv[0], path=env["PATH"]) is None:
                         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
                     p = subprocess.Popen(
-                        conf.argv(st.argv), cwd=cwd or ws.root, env={**env, **(st.env or {})}, stdin=stdin, stdout=stdout,
-                        stderr=stderr, start_new_session=True, close_fds=True, preexec_fn=conf.preexec,
+                        conf.argv(st.argv),
+                        cwd=cwd or ws.root,
+                        env={**env, **(st.env or {})},
+                        stdin=stdin,
+                        stdout=stdout,
+                        stderr=stderr,
+                        start_new_session=True,
+                        close_fds=True,
+                        preexec_fn=conf.preexec,
                         pass_fds=conf.pass_fds(),
                     )
                     p.reaper = conf.reaper
                 except (OSError, subprocess.SubprocessError) as e:
-                    raise ToolError(f"could not start {os.path.basename(st.argv[0])}: {getattr(e, 'strerror', None) or e}") from e
+                    raise ToolError(
+                        f"could not start {os.path.basename(st.argv[0])}: {getattr(e, 'strerror', None) or e}"
+                    ) from e
                 finally:
                     if opened is not None:
                         opened.close()
@@ -340,7 +350,11 @@ def run_pipeline(
         state = {"cut": False}
         readers = [threading.Thread(target=_drain, args=(errf, ebuf, max_bytes, None, state, procs), daemon=True)]
         if last_proc.stdout is not None:
-            readers.append(threading.Thread(target=_drain, args=(last_proc.stdout, buf, max_bytes, max_lines, state, procs), daemon=True))
+            readers.append(
+                threading.Thread(
+                    target=_drain, args=(last_proc.stdout, buf, max_bytes, max_lines, state, procs), daemon=True
+                )
+            )
         for t in readers:
             t.start()
         for t in readers:

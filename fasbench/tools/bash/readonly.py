@@ -29,17 +29,24 @@ import re
 import shutil
 import time
 
-
 from fasbench.tools.base import ToolError, Workspace
-from fasbench.tools.bash.glob_paths import GlobBudget, contain, expand_glob
 from fasbench.tools.bash.commands import (
-    FIND_PRIMARIES, FIND_REFUSED, GIT_EXTRA, GIT_SPECS, GIT_SUBCOMMANDS, NO_DASHDASH, OPERANDS, PATTERN_OPTS, SPECS,
+    FIND_PRIMARIES,
+    FIND_REFUSED,
+    GIT_EXTRA,
+    GIT_SPECS,
+    GIT_SUBCOMMANDS,
+    NO_DASHDASH,
+    OPERANDS,
+    PATTERN_OPTS,
+    SPECS,
     sed_script_ok,
 )  # fmt: skip
 from fasbench.tools.bash.gitwall import refusal as git_refusal
+from fasbench.tools.bash.glob_paths import GlobBudget, contain, expand_glob
 from fasbench.tools.bash.options import PATH, emit, parse
-from fasbench.tools.rg import ignore_flags, rg_binary
 from fasbench.tools.bash.pipeline import Stage, decode, resolve, run_pipeline
+from fasbench.tools.rg import ignore_flags, rg_binary
 
 # ---------------------------------------------------------------- the allowlist
 
@@ -58,6 +65,7 @@ def _refuse(msg: str):
 
 
 # ---------------------------------------------------------------- per-command checks
+
 
 def _check_sed_script(s: str) -> None:
     if not sed_script_ok(s):
@@ -161,7 +169,7 @@ def _check_git(ws: Workspace, args: list[str]) -> list[str]:
         i += 1
     if i >= len(args):
         _refuse("git needs a subcommand")
-    sub, rest = args[i], args[i + 1:]
+    sub, rest = args[i], args[i + 1 :]
     if sub not in GIT_SUBCOMMANDS:
         _refuse(f"git {sub} is not allowed; read-only subcommands: {', '.join(GIT_SUBCOMMANDS)}")
     if sub in ("log", "show", "grep"):  # -NUM: the number of commits, or grep's context lines
@@ -199,6 +207,7 @@ def _check_git(ws: Workspace, args: list[str]) -> list[str]:
 
 # ---------------------------------------------------------------- parsing
 
+
 class _Cmd:
     def __init__(self, argv, stdin_path=None, stdout="out", stderr="err"):
         self.argv, self.stdin_path, self.stdout, self.stderr = argv, stdin_path, stdout, stderr
@@ -215,7 +224,7 @@ def _words(ws: Workspace, command: str, node, budget: GlobBudget) -> tuple[list[
         if kind == "word":
             for sub in getattr(part, "parts", []) or []:
                 _check_word_part(sub)
-            raw = command[part.pos[0]:part.pos[1]]
+            raw = command[part.pos[0] : part.pos[1]]
             if any(ch in raw for ch in "*?[") and not any(q in raw for q in "'\"\\") and argv:
                 argv.extend(expand_glob(ws, part.word, budget))
             else:
@@ -304,9 +313,7 @@ def _pipeline(ws: Workspace, command: str, node, budget: GlobBudget) -> list[_Cm
 def _check_command(ws: Workspace, argv: list[str]) -> list[str]:
     name, args = argv[0], argv[1:]
     if name not in ALLOWED:
-        _refuse(
-            f"{name!r} is not an allowed command; allowed (read-only): {', '.join(ALLOWED)}"
-        )
+        _refuse(f"{name!r} is not an allowed command; allowed (read-only): {', '.join(ALLOWED)}")
     if len(args) > MAX_ARGS:
         _refuse(f"{name} has more than {MAX_ARGS} arguments; narrow the globs")
     for a in args:

@@ -59,10 +59,30 @@ def _pipelines(command: str) -> list[list[list[str]]] | None:
 
 _TAKES = {  # options that take the next word as their value, per command
     "grep": {"-e", "-f", "-m", "-A", "-B", "-C", "--regexp", "--file", "--max-count", "--include", "--exclude"},
-    "rg": {"-e", "-f", "-m", "-A", "-B", "-C", "-g", "-t", "-T", "-M", "--regexp", "--glob", "--type",
-           "--type-not", "--max-count", "--max-columns"},
-    "git": {"-e", "-C"}, "head": {"-n", "-c", "--lines", "--bytes"}, "tail": {"-n", "-c", "--lines", "--bytes"},
-    "sed": {"-e", "--expression"}, "cut": {"-d", "-f", "-c", "-b"}, "sort": {"-k", "-t"},
+    "rg": {
+        "-e",
+        "-f",
+        "-m",
+        "-A",
+        "-B",
+        "-C",
+        "-g",
+        "-t",
+        "-T",
+        "-M",
+        "--regexp",
+        "--glob",
+        "--type",
+        "--type-not",
+        "--max-count",
+        "--max-columns",
+    },
+    "git": {"-e", "-C"},
+    "head": {"-n", "-c", "--lines", "--bytes"},
+    "tail": {"-n", "-c", "--lines", "--bytes"},
+    "sed": {"-e", "--expression"},
+    "cut": {"-d", "-f", "-c", "-b"},
+    "sort": {"-k", "-t"},
 }
 
 
@@ -157,9 +177,14 @@ def bash_seen(command: str, text: str) -> Seen:
     elif kind == "hits":
         # one file searched prints `N:text`; a directory (or -H) prints `path:N:text` under it
         op = norm(files[0]) if len(files) == 1 else None
-        one = op is not None and not _split(argv)[0] & {"-H", "--with-filename"} and not any(
-            (m := _HIT.match(r)) and (op == "." or (norm(m.group("path")) + "/").startswith(op.rstrip("/") + "/"))
-            for r in rows)
+        one = (
+            op is not None
+            and not _split(argv)[0] & {"-H", "--with-filename"}
+            and not any(
+                (m := _HIT.match(r)) and (op == "." or (norm(m.group("path")) + "/").startswith(op.rstrip("/") + "/"))
+                for r in rows
+            )
+        )
         context = []
         for r in rows:
             m = (_LINE_HIT if one else _HIT).match(r)

@@ -21,14 +21,13 @@ src, commit, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 sys.path.insert(0, src)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/ for the cases
 
-from fastcontext_release_cases import CASES, build  # noqa: E402
-
 from fastcontext.agent.llm import FunctionCall, Message  # noqa: E402
 from fastcontext.agent.tool import grep as grep_mod  # noqa: E402
 from fastcontext.agent.tool.glob import GlobTool  # noqa: E402
 from fastcontext.agent.tool.grep import GrepTool  # noqa: E402
 from fastcontext.agent.tool.read import ReadTool  # noqa: E402
 from fastcontext.agent.tool.tool import ToolSet  # noqa: E402
+from fastcontext_release_cases import CASES, build  # noqa: E402
 
 rg = shutil.which("rg")
 if hasattr(GrepTool, "_rg_path"):
@@ -44,7 +43,9 @@ toolset = ToolSet([ReadTool(), GlobTool(), GrepTool()], work_dir=str(root))
 
 def call(tool, args):
     real = json.loads(json.dumps(args).replace('"/repo', json.dumps(str(root))[:-1]))
-    msg = Message(role="assistant", content="", tool_calls=[FunctionCall(id="c", name=tool, arguments=json.dumps(real))])
+    msg = Message(
+        role="assistant", content="", tool_calls=[FunctionCall(id="c", name=tool, arguments=json.dumps(real))]
+    )
     [res] = asyncio.run(toolset.call(msg))
     return res.content.replace(str(root), "/repo")
 

@@ -38,7 +38,7 @@ FILES = {
     "shop/cart.py": (
         "from .pricing import price_with_discount\n\n\n"
         "class Cart:\n"
-        "    \"\"\"A shopping cart of (item, price) pairs.\"\"\"\n\n"
+        '    """A shopping cart of (item, price) pairs."""\n\n'
         "    def __init__(self):\n"
         "        self.items = []\n\n"
         "    def add(self, item, price):\n"
@@ -48,13 +48,13 @@ FILES = {
         "        return price_with_discount(subtotal, discount_code)\n"
     ),
     "shop/pricing.py": (
-        "DISCOUNTS = {\"SPRING\": 0.1, \"VIP\": 0.25}\n\n\n"
+        'DISCOUNTS = {"SPRING": 0.1, "VIP": 0.25}\n\n\n'
         "def price_with_discount(amount, code=None):\n"
-        "    \"\"\"Apply a discount code to an amount; unknown codes are ignored.\"\"\"\n"
+        '    """Apply a discount code to an amount; unknown codes are ignored."""\n'
         "    rate = DISCOUNTS.get(code, 0.0)\n"
         "    return round(amount * (1 - rate), 2)\n\n\n"
-        "def format_price(amount, currency=\"EUR\"):\n"
-        "    return f\"{amount:.2f} {currency}\"\n"
+        'def format_price(amount, currency="EUR"):\n'
+        '    return f"{amount:.2f} {currency}"\n'
     ),
     "shop/inventory.py": (
         "class Inventory:\n"
@@ -64,25 +64,34 @@ FILES = {
         "        self.stock[item] = self.stock.get(item, 0) + count\n\n"
         "    def take(self, item):\n"
         "        if self.stock.get(item, 0) <= 0:\n"
-        "            raise KeyError(f\"{item} is out of stock\")\n"
+        '            raise KeyError(f"{item} is out of stock")\n'
         "        self.stock[item] -= 1\n"
     ),
     "tests/test_cart.py": (
         "from shop import Cart\n\n\n"
         "def test_total_with_discount():\n"
         "    c = Cart()\n"
-        "    c.add(\"pen\", 10.0)\n"
-        "    assert c.total(\"SPRING\") == 9.0\n"
+        '    c.add("pen", 10.0)\n'
+        '    assert c.total("SPRING") == 9.0\n'
     ),
 }
 
 TASKS = [
-    ("discount", "The VIP discount code is applied wrongly in price_with_discount; fix the discount rate lookup.",
-     {"shop/pricing.py": [[1, 7]]}),
-    ("stock", "Inventory.take raises KeyError with a confusing message when an item is out of stock.",
-     {"shop/inventory.py": [[8, 11]]}),
-    ("cart-total", "Cart.total should sum the item prices before applying the discount code.",
-     {"shop/cart.py": [[13, 15]], "shop/pricing.py": [[4, 7]]}),
+    (
+        "discount",
+        "The VIP discount code is applied wrongly in price_with_discount; fix the discount rate lookup.",
+        {"shop/pricing.py": [[1, 7]]},
+    ),
+    (
+        "stock",
+        "Inventory.take raises KeyError with a confusing message when an item is out of stock.",
+        {"shop/inventory.py": [[8, 11]]},
+    ),
+    (
+        "cart-total",
+        "Cart.total should sum the item prices before applying the discount code.",
+        {"shop/cart.py": [[13, 15]], "shop/pricing.py": [[4, 7]]},
+    ),
 ]
 
 
@@ -128,17 +137,40 @@ def episode_record(task: Task, trace: Trace) -> dict:
     for name in REWARDS:
         s = score_episode(name, trace, task)
         rewards[name] = {"score": s.value, "parts": s.parts, "reason": s.reason}
-    turns = [{"notes": [m["content"] for m in t.notes],  # what the harness told the policy before this reply
-              "text": t.text,
-              "calls": [{"name": c.name, "arguments": c.arguments} for c in t.calls],
-              "results": [{"output": r.output, "is_error": r.is_error,
-                           **({"shown": r.shown.to_dict()} if r.shown is not None else {})} for r in t.results]}
-             for t in trace.turns]
-    return _norm({"task_id": task.id, "max_turns": trace.meta.get("max_turns"), "query": task.query, "gold": task.gold.edited, "toolset": trace.toolset,
-                  "policy": trace.policy, "prompt": trace.prompt, "turns": turns,
-                  "report": trace.report.to_dict() if trace.report is not None else None,
-                  "stop_reason": trace.stop_reason, "error": trace.error,
-                  "final_note_turn": trace.meta.get("final_note_turn"), "rewards": rewards}, root)
+    turns = [
+        {
+            "notes": [m["content"] for m in t.notes],  # what the harness told the policy before this reply
+            "text": t.text,
+            "calls": [{"name": c.name, "arguments": c.arguments} for c in t.calls],
+            "results": [
+                {
+                    "output": r.output,
+                    "is_error": r.is_error,
+                    **({"shown": r.shown.to_dict()} if r.shown is not None else {}),
+                }
+                for r in t.results
+            ],
+        }
+        for t in trace.turns
+    ]
+    return _norm(
+        {
+            "task_id": task.id,
+            "max_turns": trace.meta.get("max_turns"),
+            "query": task.query,
+            "gold": task.gold.edited,
+            "toolset": trace.toolset,
+            "policy": trace.policy,
+            "prompt": trace.prompt,
+            "turns": turns,
+            "report": trace.report.to_dict() if trace.report is not None else None,
+            "stop_reason": trace.stop_reason,
+            "error": trace.error,
+            "final_note_turn": trace.meta.get("final_note_turn"),
+            "rewards": rewards,
+        },
+        root,
+    )
 
 
 def record(root: Path, toolset: str) -> list[dict]:
@@ -146,7 +178,7 @@ def record(root: Path, toolset: str) -> list[dict]:
     by_id = {t.id: t for t in tasks(root)}
     out = []
     for task_id, policy, max_turns in RUNS:
-        for spec in ([policy] if policy != "sequential" else [f"sequential:per_turn={n}" for n in PER_TURN]):
+        for spec in [policy] if policy != "sequential" else [f"sequential:per_turn={n}" for n in PER_TURN]:
             trace = run_episode(by_id[task_id], make_policy(spec), toolset, Limits(max_turns=max_turns, **LIMITS))
             if trace.meta.get("final_note_turn") is not None:
                 break
@@ -176,9 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         root = build_repo(Path(d))
         for ts in names:
             eps = write(root, ts)
-            print(f"{golden_path(ts)}: {len(eps)} episodes, "
-                  f"{sum(len(e['turns']) for e in eps)} turns, "
-                  f"{sum(len(t['calls']) for e in eps for t in e['turns'])} calls")
+            print(
+                f"{golden_path(ts)}: {len(eps)} episodes, "
+                f"{sum(len(e['turns']) for e in eps)} turns, "
+                f"{sum(len(t['calls']) for e in eps for t in e['turns'])} calls"
+            )
     return 0
 
 
