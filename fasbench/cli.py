@@ -197,6 +197,14 @@ def scripted_server(
 ):
     """A local OpenAI-compatible server answering scripted tool calls after a fixed delay (benchmarks,
     failure tests); prints `ready PORT` once it listens, serves until interrupted."""
+    for name, ok, want in (
+        ("--port", 0 <= port <= 65535, "0-65535"),
+        ("--delay-s", delay_s >= 0, ">= 0"),
+        ("--max-concurrent", max_concurrent >= 1, ">= 1"),
+        ("--turns", turns >= 1, ">= 1"),
+    ):
+        if not ok:
+            raise typer.BadParameter(f"must be {want}", param_hint=name)
     # local import: the server loads the tool sets, which no other command of this module needs
     from fasbench.policies.scripted_server import serve
 

@@ -154,6 +154,15 @@ def cases(b):
             ["nonexistent-format", F, "--out", out],
             ["swe-explore", F, "--out", D],
         ],
+        "report": [[D, "--out", out], [B, "--out", out], [F, "--out", out]],
+        "scripted-server": [
+            ["--tool-format", "nope", "--port", "0"],
+            ["--port", "-5"],
+            ["--max-concurrent", "0", "--port", "0"],
+            ["--turns", "0", "--port", "0"],
+            ["--delay-s", "-1", "--port", "0"],
+        ],
+        "sft launch": [[D, "--dry-run"], [B, "--dry-run"], *[["tiny", "--dry-run", *s] for s in SET_SFT]],
         "e2e": [
             ["--tasks", D, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", out],
             ["--tasks", B, "--main", "openai:model=m,base_url=http://127.0.0.1:9/v1", "--search", "none", "--out", out],

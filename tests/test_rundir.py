@@ -10,7 +10,7 @@ import shutil
 
 import polars as pl
 import pytest
-from eval_fixtures import own_cache, toy_copies  # noqa: F401 (own_cache: an autouse fixture)
+from eval_fixtures import toy_copies
 from typer.testing import CliRunner
 
 from fasbench.cli import app
@@ -19,6 +19,8 @@ from fasbench.evaluation.plan import plan_run
 from fasbench.evaluation.rundir import LAYOUT, RunMeta, load_summary, migrate, read_run
 from fasbench.records import iter_jsonl, write_tasks
 from fasbench.replay import example_run, load_run_episodes
+
+pytestmark = pytest.mark.usefixtures("own_cache")  # no run resumed from another test's cache
 
 
 @pytest.fixture

@@ -309,10 +309,11 @@ def check_config(out: Path, cfg) -> dict:
     return meta
 
 
-def load_summary(out: str | Path):
+def load_summary(out: str | Path, key: str = "task_id"):
     """A run's ``summary.parquet``, older layouts read as the current one (``acc_at_k`` columns as
     ``all_gold_at_k``; no ``failed`` column: the episodes whose ``stop_reason`` is ``policy_error``); one-line
-    errors for a missing, unreadable or foreign file."""
+    errors for a missing, unreadable or foreign file, or one without the ``key`` column its reader joins on
+    (the replay joins on ``trace_id``)."""
     p = Path(out) / "summary.parquet"
     if not p.exists():
         raise FileNotFoundError(f"{p} not found; run `fasbench eval --out {out}` first")
@@ -323,8 +324,8 @@ def load_summary(out: str | Path):
             f"{p} is not a readable summary ({type(e).__name__}: {e}); it is rebuilt from "
             f"traces.jsonl by rerunning `fasbench eval --out {out}` with the same options"
         ) from None
-    if "task_id" not in df.columns:
-        raise ValueError(f"{p} has no task_id column; not a fasbench eval summary")
+    if key not in df.columns:
+        raise ValueError(f"{p} has no {key} column; not a fasbench eval summary")
     # summaries written before the all-gold@k columns had their own name called them acc_at_k
     legacy = {c: "all_gold" + c[3:] for c in df.columns if re.fullmatch(r"acc_at_\d+", c)}
     df = df.rename({c: n for c, n in legacy.items() if n not in df.columns})

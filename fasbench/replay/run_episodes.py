@@ -52,7 +52,7 @@ def _rewards_from_summary(path: Path, traces: list[Trace], reward: str) -> None:
     if not (path / "summary.parquet").exists():
         return
     try:  # the one contained reader (a FIFO is refused, never waited on); unreadable: the browser shows no rewards from it
-        df = load_summary(path)
+        df = load_summary(path, key="trace_id")
     except (ValueError, OSError):
         return
     if col in df.columns and "trace_id" in df.columns:
