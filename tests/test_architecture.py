@@ -429,6 +429,33 @@ def check_cycles() -> dict[str, list[str]]:
     return out
 
 
+#: Top-level rooms of the package (its modules and sub-packages beside ``__init__.py``), at most (issue 37).
+MAX_ROOMS = 25
+
+
+def room(module: str) -> str:
+    """The top-level room of a module: ``fasbench.evaluation.runs`` → ``evaluation``, ``fasbench.cli`` → ``cli``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def room_graph(g: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+    """The import graph between rooms (every import, function-local ones included)."""
+    out: dict[str, set[str]] = {}
+    for src, dsts in (g if g is not None else graph()).items():
+        out.setdefault(room(src), set()).update(room(d) for d in dsts if room(d) != room(src))
+    return out
+
+
+def check_rooms(g: dict[str, set[str]] | None = None) -> dict[str, list[str]]:
+    rg = room_graph(g)
+    out = {"fasbench": [f"cycle of rooms: {' <-> '.join(c)}" for c in cycles(rg)]}
+    rooms = {room(m) for m in source_files()} - {"fasbench"}
+    if len(rooms) > MAX_ROOMS:
+        out["fasbench"].append(f"{len(rooms)} top-level rooms > {MAX_ROOMS}: {sorted(rooms)}")
+    return {k: v for k, v in out.items() if v}
+
+
 def check_layers() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     files = source_files()
@@ -519,6 +546,15 @@ def test_tool_names_only_in_tools():
 
 def test_no_import_cycle():
     expect_clean(check_cycles(), "import cycles (move the shared code down a layer, docs/design.md section 2)")
+
+
+def test_rooms_few_and_acyclic():
+    expect_clean(check_rooms(), "top-level rooms of fasbench/ (a folder or module beside __init__.py)")
+
+
+def test_room_rule_catches_a_cycle():
+    g = {"fasbench.e2e.runner": {"fasbench.trajectories.parsers"}, "fasbench.trajectories.cli": {"fasbench.e2e.runner"}}
+    assert check_rooms(g) == {"fasbench": ["cycle of rooms: e2e <-> trajectories"]}
 
 
 def test_imports_follow_the_layers():

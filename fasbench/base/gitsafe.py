@@ -8,7 +8,7 @@ record): their config, attributes and layout may name programs. :func:`run` ther
 
 - puts every operand after ``--end-of-options`` (revisions) or ``--`` (paths, a clone's URL and
   folder), refuses an operand that starts with ``-`` all the same, and checks a URL with
-  :func:`fasbench.records.fields.clone_url` (https, ``file:///``, an absolute path; no ``::``
+  :func:`url_problem` (https, ``file:///``, an absolute path; no ``::``
   transport such as ``ext::``, no ``--upload-pack=``);
 - fixes the repository: ``--git-dir`` and ``--work-tree`` given (git discovers nothing and follows
   no ``.git`` file, ``core.worktree`` or parent folder; ``init`` and ``clone``, which make a
@@ -34,12 +34,36 @@ with system and global config off.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-from fasbench.records.fields import RecordError, clone_url
+_HOST = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?(?::[0-9]{1,5})?"
+#: An https clone URL: a host (and port), then a path without white space.
+HTTPS_RE = re.compile(rf"https://{_HOST}/[^\s]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def url_problem(url: str) -> str | None:
+    """Why git may not clone ``url`` (None when it may): an option spelt as a URL, a transport (``ext::``), a
+    control character, a ``..`` component, anything but https://HOST/PATH, file:///PATH or an absolute local
+    path. The record boundary (:func:`fasbench.records.fields.clone_url`) and :func:`clone` both ask it."""
+    if url.startswith("-"):
+        return "starts with '-' (git would read it as an option)"
+    if "::" in url:
+        return "names a git transport ('::', e.g. ext::)"
+    if _CONTROL.search(url):
+        return "holds a control character"
+    if any(part == ".." for part in url.split("/")):
+        return "has a '..' component"
+    if not (
+        HTTPS_RE.fullmatch(url) or url.startswith("file:///") or (url.startswith("/") and not url.startswith("//"))
+    ):
+        return "is neither https://HOST/PATH, file:///PATH nor an absolute local path"
+    return None
+
 
 #: git configuration above every config file of every git fasbench runs (no program the repository
 #: could name runs; no network transport unless a call allows it).
@@ -192,13 +216,12 @@ def run(
 
 
 def clone(url: str, dest: str | Path, *options: str, local: bool = False, timeout: float = 3600) -> None:
-    """``git clone <options> -- URL DEST``: ``url`` checked first (:func:`fasbench.records.fields.clone_url`,
-    :class:`GitError` with its reason when refused); https and file transports only (file only with
-    ``local``: a clone of a clone fasbench made)."""
-    try:
-        url = clone_url(url, "clone URL")
-    except RecordError as e:
-        raise GitError(str(e)) from None
+    """``git clone <options> -- URL DEST``: ``url`` checked first (:func:`url_problem`, :class:`GitError` with
+    its reason when refused); https and file transports only (file only with ``local``: a clone of a clone
+    fasbench made)."""
+    why = "is not a string" if not isinstance(url, str) else url_problem(url)
+    if why:
+        raise GitError(f"clone URL: {url!r:.80} {why}")
     run(
         "clone",
         *options,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fasbench.base.gitsafe import url_problem
 from fasbench.records.jsonl import RecordError
 
 MAX_LINE = 10_000_000  # no source file of a benchmark has more lines; a larger number is refused
@@ -40,8 +41,6 @@ _PART = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}"
 REPO_RE = re.compile(rf"{_PART}(?:/{_PART}|==[A-Za-z0-9][A-Za-z0-9.+!_-]{{0,63}})?")
 COMMIT_RE = re.compile(r"[0-9a-f]{7,40}|[0-9a-f]{64}")
 ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+=,-]*")
-_HOST = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?(?::[0-9]{1,5})?"
-HTTPS_RE = re.compile(rf"https://{_HOST}/[^\s]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -88,17 +87,7 @@ def commit(value: Any, where: str = "base_commit") -> str:
 def clone_url(value: Any, where: str = "clone_url") -> str:
     """A clone URL of an allowed form: https to a host, file:///PATH or /PATH (module doc)."""
     v = text(value, where, MAX_URL)
-    why = None
-    if v.startswith("-"):
-        why = "starts with '-' (git would read it as an option)"
-    elif "::" in v:
-        why = "names a git transport ('::', e.g. ext::)"
-    elif _CONTROL.search(v):
-        why = "holds a control character"
-    elif any(part == ".." for part in v.split("/")):
-        why = "has a '..' component"
-    elif not (HTTPS_RE.fullmatch(v) or v.startswith("file:///") or (v.startswith("/") and not v.startswith("//"))):
-        why = "is neither https://HOST/PATH, file:///PATH nor an absolute local path"
+    why = url_problem(v)
     if why:
         raise RecordError(f"{where}: {show(v)} {why}")
     return v

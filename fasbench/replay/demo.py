@@ -15,7 +15,7 @@ from fasbench.base.paths import cache_dir, child, data_dir, name_key
 from fasbench.harness import Limits, run_episode
 from fasbench.policies.scripted import ScriptedPolicy
 from fasbench.records import Gold, Task, Trace
-from fasbench.replay.subagent_tree import with_episodes
+from fasbench.trajectories.e2e_runs import with_episodes
 from fasbench.trajectories.parsers import parse_file
 
 SCRIPT = Path("demo") / "scripted_search.json"  # under data/

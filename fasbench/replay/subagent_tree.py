@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fasbench.base import contain
 from fasbench.base.markup import Markup, html, join
-from fasbench.records import Trace, iter_jsonl, iter_traces
+from fasbench.records import Trace
 from fasbench.replay.timeline import fmt_s
-from fasbench.trajectories.parsers import parse_file, trace_trajectory
+from fasbench.trajectories.e2e_runs import e2e_main, with_episodes  # noqa: F401 (with_episodes: part of the tree API here)
+from fasbench.trajectories.parsers import trace_trajectory
 from fasbench.trajectories.trajectory import Trajectory
 
 VIA_CHARS = 80
@@ -100,70 +100,11 @@ def agent_tree(
     return node
 
 
-def with_episodes(
-    main: Trajectory, handoffs: list[Trace] = (), delegated: dict[tuple[int, int], Trace] | None = None
-) -> tuple[Trajectory, dict[str, Trace]]:
-    """``main`` with fasbench search episodes nested: ``handoffs`` before its first turn, ``delegated``
-    under the call at (turn index, call index); and the episodes by trajectory id (for
-    :func:`agent_tree`). Raises ValueError naming a (turn, call) the trajectory does not have."""
-    traces: dict[str, Trace] = {}
-    for tr in handoffs:
-        main.handed_off.append(trace_trajectory(tr))
-        traces[tr.trace_id] = tr
-    turns = {t.index: t for t in main.turns}
-    for (ti, ci), tr in (delegated or {}).items():
-        if ti not in turns or not 0 <= ci < len(turns[ti].calls):
-            raise ValueError(
-                f"trajectory {main.trajectory_id} has no call {ci} in turn {ti} to nest episode {tr.trace_id} under"
-            )
-        turns[ti].calls[ci].subagent = trace_trajectory(tr)
-        traces[tr.trace_id] = tr
-    return main, traces
-
-
 def e2e_tree(out: str | Path, task_id: str) -> AgentNode:
     """The live e2e main agent of ``task_id`` (arm ``search``) with its search episode (module doc).
     Raises ValueError naming what is missing."""
     main, traces = e2e_main(out, task_id)
     return agent_tree(main, traces)
-
-
-def e2e_main(out: str | Path, task_id: str) -> tuple[Trajectory, dict[str, Trace]]:
-    """:func:`e2e_tree`'s main agent with its hand-off nested, and the episodes by trajectory id."""
-    out = Path(out)
-    rec = (
-        next(
-            (
-                r
-                for r in iter_jsonl(out / "records.jsonl")  # a line that is no object names no task
-                if isinstance(r, dict) and r.get("task_id") == task_id and r.get("arm") == "search"
-            ),
-            None,
-        )
-        if (out / "records.jsonl").is_file()
-        else None
-    )
-    if rec is None:
-        raise ValueError(f"{out}: no record of task {task_id!r} in the search arm (records.jsonl)")
-    if not isinstance(rec.get("trajectory"), str):
-        raise ValueError(f"{out}: the record of {task_id!r} names no trajectory file")
-    try:  # a path from the data: inside the run folder, a regular file (checked by opening it there)
-        path = contain.real_path(out, rec["trajectory"])
-        contain.open_file(out, rec["trajectory"]).close()
-    except contain.PathRefused as e:
-        raise ValueError(f"{out}: the record of {task_id!r} names a trajectory fasbench does not read: {e}") from e
-    main = parse_file(path).trajectories[0]
-    sid = rec.get("search_trace_id")
-    traces = (
-        [
-            tr
-            for tr in iter_traces(out / "search_traces.jsonl")  # a line that is no trace: skipped, said
-            if tr.trace_id == sid
-        ]
-        if (out / "search_traces.jsonl").is_file()
-        else []
-    )
-    return with_episodes(main, traces[:1])
 
 
 def tree_rows(node: AgentNode, depth: int = 0) -> list[dict]:

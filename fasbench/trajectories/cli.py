@@ -176,10 +176,10 @@ def _export_e2e(src: Path, out: Path) -> None:
     ``subagent_trajectories``), one file per task; a task that cannot be read is named and skipped."""
     # local import: the replay tree imports the trajectory parsers and jsonschema (heavy,
     # python -X importtime), paid only by this command
-    from fasbench.e2e.runner import task_key
+    from fasbench.base.paths import name_key
     from fasbench.records import iter_jsonl
-    from fasbench.replay.subagent_tree import e2e_main
     from fasbench.trajectories.atif_tree import tree_to_atif
+    from fasbench.trajectories.e2e_runs import e2e_main
 
     if out.exists() and not out.is_dir():
         _fail(f"--out {out} exists and is not a folder")
@@ -199,7 +199,9 @@ def _export_e2e(src: Path, out: Path) -> None:
         except (ValueError, OSError) as e:
             typer.echo(f"  skipped task {tid}: {e}")
             continue
-        child(out, task_key(tid), ".json", "task key").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        child(out, name_key(tid, "e2e task id"), ".json", "task key").write_text(
+            json.dumps(doc, ensure_ascii=False), encoding="utf-8"
+        )
         n += 1
     typer.echo(f"wrote {n} ATIF trajectories (main agent with its search episode) to {out}")
 
