@@ -252,6 +252,9 @@ def test_make_handoff_moves_lines_by_the_gold_offset(tmp_path):
     assert h.files == {"src/calc.py": [[1, 30]], "other.py": [[1, 1]]}
     assert h.line_map == {"src/calc.py": "gold-offset", "other.py": "unshifted"}
     assert h.tokens["citations"] < h.tokens["code"] and set(h.tokens) == set(FORMATS)
+    # grounding (the trace showed nothing: all 30 + 1 cited lines unseen) and the file-level score vs src/calc.py
+    assert (h.contract, h.cited_lines, h.unseen_lines) == ("free", 31, 31)
+    assert (h.file_precision, h.file_recall, h.file_f1) == (0.5, 1.0, pytest.approx(2 / 3))
 
 
 def test_totals_have_intervals(toyset):

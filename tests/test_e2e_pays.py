@@ -7,7 +7,7 @@ import pytest
 
 from fasbench.e2e.counterfactual import TurnTokens, counterfactual_frame
 from fasbench.e2e.looked import Look
-from fasbench.e2e.pays import arm_columns, arm_tokens, arms_table, replaced_by, reread_share
+from fasbench.e2e.pays import GROUNDING, arm_columns, arm_tokens, arms_table, replaced_by, reread_share
 from fasbench.trajectories.analysis import parse_paths, steps_frame
 from tests.test_e2e_counterfactual import HAND, v1_trajectory
 
@@ -53,6 +53,58 @@ def test_arm_columns_on_a_real_trajectory(tmp_path):
     assert r["citations_reread_share"] == 1.0  # the sed of lines 1-40 is still made: all 30 handed lines again
     assert r["code_reread_share"] == 0.0  # only README.md is read
     assert r["code_input"] < r["citations_input"] < r["none_input"] + 6 * 20
+
+
+def test_ids_arm_on_a_real_trajectory(tmp_path):
+    """The ID-grounded arm on the counterfactual path: the ids run's hand-off (matched by search task id)
+    replaces like citations with its own ranges and tokens; grounding and file score per hand-off."""
+    from dataclasses import replace
+
+    from fasbench.e2e import study
+
+    d = tmp_path / "toyset" / "trajs"
+    d.mkdir(parents=True)
+    (d / "demo__calc-1.traj.json").write_text(json.dumps(v1_trajectory()))
+    free = replace(HAND, task_id="demo__calc-1@x", cited_lines=30, unseen_lines=12, file_f1=0.5)
+    ids = replace(
+        HAND,
+        files={"src/calc.py": [[5, 12]]},
+        tokens={"citations": 15, "code": 40, "code+search": 60},
+        task_id="demo__calc-1@x",
+        contract="ids",
+        cited_lines=8,
+        unseen_lines=0,
+        file_f1=1.0,
+    )
+    df, _ = study.frame([tmp_path / "toyset"], {("*", "demo__calc-1"): free}, progress=False, ids={("x", "y"): ids})
+    r = df.row(0, named=True)
+    # the grep hit on calc.py:10 falls in r[5, 12]: replaced as under citations; the sed of 1-40 stays and re-reads 5-12
+    assert r["ids_turns_to_edit"] == r["citations_turns_to_edit"] == 2 and r["ids_reread_share"] == 1.0
+    assert r["ids_input"] == pytest.approx(r["citations_input"] - 5 * (20 - 15))  # 5 kept prompts, 5 fewer tokens each
+    assert (r["citations_unseen_share"], r["ids_unseen_share"]) == (0.4, 0.0)
+    assert (r["citations_file_f1"], r["ids_file_f1"]) == (0.5, 1.0)
+    alone, _ = study.frame([tmp_path / "toyset"], {("*", "demo__calc-1"): free}, progress=False)
+    assert "ids_input" not in alone.columns  # no ids run: no ids arm
+
+
+def test_grounding_table_pairs_ids_with_free_citation():
+    df = pl.DataFrame(
+        {
+            "dataset": ["d"] * 4,
+            "has_search": [True] * 4,
+            "citations_unseen_share": [0.5, 0.25, None, 0.0],
+            "ids_unseen_share": [0.0, 0.0, 0.0, 0.0],
+            "citations_file_f1": [0.5, 0.0, 1.0, 0.5],
+            "ids_file_f1": [1.0, 0.0, 1.0, 0.0],
+        }
+    )
+    t = arms_table(df, n_boot=200, arms=("citations", "ids"), measures=GROUNDING, base="citations")
+    u = t.filter((pl.col("arm") == "ids") & (pl.col("measure") == "unseen_share")).row(0, named=True)
+    assert u["mean"] == 0.0 and u["n"] == 4 and u["diff"] == pytest.approx(-0.25)  # paired over the 3 with both
+    f = t.filter((pl.col("arm") == "ids") & (pl.col("measure") == "file_f1")).row(0, named=True)
+    assert f["diff"] == pytest.approx(0.0) and f["n"] == 4
+    c = t.filter((pl.col("arm") == "citations") & (pl.col("measure") == "file_f1")).row(0, named=True)
+    assert c["mean"] == 0.5 and c["diff"] is None
 
 
 def test_arms_table_pairs_each_arm_with_none():

@@ -44,6 +44,8 @@ from fasbench.base.lines import clamp, merge_ranges, overlap, total
 from fasbench.data.agent_traces import RUNS
 from fasbench.e2e.looked import Look, call_looks
 from fasbench.records import Task, Trace
+from fasbench.scoring.process import process_row
+from fasbench.scoring.reward import report_files_prf
 from fasbench.stats.metrics import normalize_files
 from fasbench.studies.handoff import FORMATS, render
 from fasbench.trajectories.analysis import EXPLORE
@@ -86,6 +88,12 @@ class Handoff:
     search_turns: int = 0
     search_wall_s: float = 0.0
     task_id: str = ""
+    contract: str = "free"  # the search run's report contract (fasbench.tools.contract): free | ids
+    cited_lines: int | None = None  # lines the report cites (scoring.process); None: not recorded (older files)
+    unseen_lines: int | None = None  # of those, lines never shown to the searcher before its report
+    file_precision: float | None = None  # the report's files against the task's edited files
+    file_recall: float | None = None
+    file_f1: float | None = None
 
 
 def _offset(offsets: Sequence[int | None]) -> int | None:
@@ -110,7 +118,23 @@ def make_handoff(trace: Trace, task: Task, count) -> Handoff:
     tokens = {fmt: count(render(trace, task.root, fmt)) for fmt in FORMATS}
     st = sum((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in trace.turns)
     wall = (trace.ended_at - trace.started_at) if trace.ended_at and trace.started_at else 0.0
-    return Handoff(moved, tokens, how, st, len(trace.turns), wall, trace.task_id)
+    grounding = process_row(trace, task)
+    prf = report_files_prf(task.gold, trace.report, task.root)
+    return Handoff(
+        moved,
+        tokens,
+        how,
+        st,
+        len(trace.turns),
+        wall,
+        trace.task_id,
+        contract=str(trace.meta.get("report_contract") or "free"),
+        cited_lines=grounding["cited_lines"],
+        unseen_lines=grounding["cited_lines_unseen"],
+        file_precision=prf.precision,
+        file_recall=prf.recall,
+        file_f1=prf.f(),
+    )
 
 
 def pair_key(task: Task) -> tuple[str, str]:

@@ -7,6 +7,10 @@ Arms (one column group each, ``ARMS``):
 - ``citations``: the free-form hand-off (paths and ranges, ``fasbench.studies.handoff`` ``citations``). The
   main agent still has to read the cited code, so only a pre-edit call whose looks are all *search*
   looks (``search-hit`` / ``search-file``) and all covered is replaced; a covered display is read again.
+- ``ids``: the ID-grounded hand-off: the ``citations`` rendering of a search run under the ``ids``
+  report contract (``fasbench.tools.contract``: the searcher names IDs of ranges it was shown and
+  fasbench writes the paths and ranges, so no handed-off line is unseen), replaced as ``citations``.
+  Measured where the study has an ids run's hand-off for the trajectory (``ids_handoff``).
 - ``code``: the hand-off with the cited code (``handoff.py``'s ``code`` rendering): every covered call is
   replaced (the ``strict`` rule of ``counterfactual.py``).
 
@@ -23,6 +27,12 @@ Measures per arm (hand-worked in tests/test_e2e_pays.py):
   prompt: cached_t = (1 − w_t)·p'_{t⁻} where t⁻ is the previous turn the arm keeps (the first prompt
   is uncached; a partly removed turn, 0 < w < 1, counts as kept: an approximation).
 - ``turns_to_edit`` / ``tokens_to_edit``: turns, and prompt + completion tokens, before the first edit.
+
+Per hand-off (``citations``: the free-form search run, ``ids``: the ids run; ``GROUNDING``):
+``unseen_share``, the share of the cited lines never shown to the searcher before its report
+(``scoring.process``'s ``cited_lines_unseen``; 0 by construction under ``ids``), and ``file_f1``, the
+report's file-level F1 against the task's edited files; compared ids − citations on the same tasks
+(``arms_table(..., base="citations")``).
 
 Resolution is the real run's (``resolved``): the counterfactual does not rerun the agent, so it cannot
 change it (stated). The live path (``runner.py``) measures its own arms end to end.
@@ -42,16 +52,19 @@ from fasbench.stats.metrics import mean_ci
 from fasbench.trajectories.agent_paths import ROOT
 from fasbench.trajectories.raw import shell_calls
 
-ARMS = ("none", "citations", "code")
+ARMS = ("none", "citations", "ids", "code")
 MEASURES = ("reread_share", "input", "cache_share", "turns_to_edit", "tokens_to_edit")
 SEARCH_LOOKS = ("search-hit", "search-file")
+RULE = {"citations": "citations", "ids": "citations", "code": "code"}  # how an arm's hand-off replaces calls
+RENDERING = {"citations": "citations", "ids": "citations", "code": "code"}  # the hand-off's rendering (tokens)
+GROUNDING = ("unseen_share", "file_f1")  # per hand-off: citations (the free run) and ids (the ids run)
 
 
 def replaced_by(arm: str, looks: Sequence[Look], files: Mapping[str, Sequence[Sequence[int]]] | None) -> bool:
     """Whether ``arm``'s hand-off replaces a call with these looks (see the module doc)."""
     if arm == "none" or files is None or not looks:
         return False
-    if arm == "citations" and any(lk.how not in SEARCH_LOOKS for lk in looks):
+    if RULE.get(arm, arm) == "citations" and any(lk.how not in SEARCH_LOOKS for lk in looks):
         return False
     return all(covered(lk, files) for lk in looks)
 
@@ -109,16 +122,20 @@ def arm_columns(
     looks_by_call: Mapping[tuple[int, int], Sequence[Look]],
     weight: Mapping[tuple[int, int], float],
     handoff: Handoff | None,
+    ids_handoff: Handoff | None = None,
 ) -> dict:
-    """One trajectory's ``<arm>_<measure>`` columns (``none`` always; the hand-off arms with a report);
-    the ``extra`` of :func:`fasbench.e2e.counterfactual.trajectory_row`."""
-    files = handoff.files if handoff is not None else None
-    handoff_tokens = handoff.tokens if handoff is not None else {}
+    """One trajectory's ``<arm>_<measure>`` columns (``none`` always; ``citations`` and ``code`` with a
+    report, ``ids`` with ``ids_handoff``, the ids run's report on the same task) and the hand-offs'
+    ``<arm>_<grounding>`` columns; the ``extra`` of :func:`fasbench.e2e.counterfactual.trajectory_row`."""
     before = sum(1 for t in turn_ids if t < first_edit)
     row = {}
     for arm in ARMS:
-        if arm != "none" and files is None:
+        h_arm = ids_handoff if arm == "ids" else handoff
+        if arm != "none" and h_arm is None:
             continue
+        files = h_arm.files if h_arm is not None else None
+        if arm == "none":  # the agent's own reading of the free-form report's lines
+            files = handoff.files if handoff is not None else None
         w = dict.fromkeys(turn_ids, 0.0)
         kept: list[Look] = []
         for key, lks in looks_by_call.items():
@@ -126,11 +143,23 @@ def arm_columns(
                 w[key[0]] += weight[key]
             else:
                 kept.extend(lks)
-        h = 0.0 if arm == "none" else float(handoff_tokens[arm])
+        h = 0.0 if arm == "none" else float(h_arm.tokens[RENDERING[arm]])
         m = arm_tokens(turns, [w[t] for t in turn_ids], h, before)
         m["reread_share"] = reread_share(kept, files) if files is not None else None
         row.update({f"{arm}_{k}": v for k, v in m.items()})
+    for arm, h_arm in (("citations", handoff), ("ids", ids_handoff)):
+        if h_arm is not None:
+            row.update({f"{arm}_{k}": v for k, v in grounding(h_arm).items()})
     return row
+
+
+def grounding(h: Handoff) -> dict:
+    """A hand-off's ``GROUNDING`` measures (None where its file did not record them)."""
+    n, unseen = h.cited_lines, h.unseen_lines
+    return {
+        "unseen_share": unseen / n if n and unseen is not None else None,
+        "file_f1": h.file_f1,
+    }
 
 
 def arms_table(
@@ -139,12 +168,14 @@ def arms_table(
     n_boot: int = 2000,
     arms: Sequence[str] = ARMS,
     measures: Sequence[str] = MEASURES,
+    base: str = "none",
 ) -> pl.DataFrame:
     """Per group, arm and measure: the mean over trajectories with a report and its 95% interval
-    (``metrics.mean_ci``), and the paired difference arm − none (``runs.paired_diff``)."""
+    (``metrics.mean_ci``), and the paired difference arm − ``base`` (``runs.paired_diff``); the
+    hand-offs' grounding: ``arms_table(df, arms=("citations", "ids"), measures=GROUNDING, base="citations")``."""
     d = df.filter(pl.col("has_search")) if "has_search" in df.columns else df
     rows = []
-    if d.height == 0 or f"none_{measures[0]}" not in d.columns and "none_input" not in d.columns:
+    if d.height == 0 or not any(f"{a}_{m}" in d.columns for a in arms for m in measures):
         return pl.DataFrame()
     for key, g in d.group_by(list(by), maintain_order=True):
         for arm in arms:
@@ -168,9 +199,9 @@ def arms_table(
                     "diff_hi": None,
                     "p": None,
                 }
-                if arm != "none" and f"none_{m}" in g.columns:
+                if arm != base and f"{base}_{m}" in g.columns:
                     j = g.select(
-                        pl.col(c).cast(pl.Float64).alias("a"), pl.col(f"none_{m}").cast(pl.Float64).alias("b")
+                        pl.col(c).cast(pl.Float64).alias("a"), pl.col(f"{base}_{m}").cast(pl.Float64).alias("b")
                     ).drop_nulls()
                     if j.height:
                         pd = paired_diff(j["b"].to_list(), j["a"].to_list(), n_boot=n_boot)

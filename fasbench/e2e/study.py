@@ -48,11 +48,19 @@ def search_tasks(datasets: Sequence[str] | None = None, limit: int | None = None
 
 
 def run_search(
-    tasks: Sequence[Task], policy: str, toolset: str, out: str | Path, max_turns: int = 6, progress: bool = True
+    tasks: Sequence[Task],
+    policy: str,
+    toolset: str,
+    out: str | Path,
+    max_turns: int = 6,
+    progress: bool = True,
+    report_contract: str = "free",
 ):
-    """``run_eval`` of ``policy`` on ``tasks`` (resumable); returns (traces, materialised tasks)."""
+    """``run_eval`` of ``policy`` on ``tasks`` (resumable) under ``report_contract`` (``free`` | ``ids``:
+    ``fasbench.tools.contract``); returns (traces, materialised tasks)."""
     out = Path(out)
-    run_eval(tasks, policy, toolset, out, limits=Limits(max_turns=max_turns), progress=progress)
+    limits = Limits(max_turns=max_turns, report_contract=report_contract)
+    run_eval(tasks, policy, toolset, out, limits=limits, progress=progress)
     want = {t.id for t in tasks}
     traces = [tr for tr in read_traces(out / "traces.jsonl") if tr.task_id in want]  # the file may hold more
     done = {tr.task_id for tr in traces}
@@ -90,12 +98,22 @@ def load_handoffs(path: str | Path) -> dict[tuple[str, str], Handoff]:
     return out
 
 
-def frame(paths: Sequence[str | Path], hand: dict, progress: bool = True) -> tuple[pl.DataFrame, dict]:
+def frame(
+    paths: Sequence[str | Path], hand: dict, progress: bool = True, ids: dict | None = None
+) -> tuple[pl.DataFrame, dict]:
     """The per-trajectory counterfactual frame for the trajectories under ``paths`` and the parse report;
-    with the hand-off arms' columns (``pays.arm_columns``)."""
+    with the hand-off arms' columns (``pays.arm_columns``). ``hand``: the free-form search run's handoffs
+    (the ``citations`` and ``code`` arms); ``ids``: the handoffs of a search run under the ids report
+    contract on the same tasks (the ``ids`` arm), matched to ``hand``'s by search task id."""
     trajs, report = parse_paths(paths, progress=progress)
     steps = steps_frame(trajs)
-    return counterfactual_frame(trajs, steps, hand, progress=progress, extra=arm_columns), report.to_dict()
+    by_task = {h.task_id: h for h in (ids or {}).values()}
+
+    def extra(turns, turn_ids, first_edit, looks_by_call, weight, handoff):
+        other = by_task.get(handoff.task_id) if handoff is not None else None
+        return arm_columns(turns, turn_ids, first_edit, looks_by_call, weight, handoff, ids_handoff=other)
+
+    return counterfactual_frame(trajs, steps, hand, progress=progress, extra=extra), report.to_dict()
 
 
 # ---------------------------------------------------------------- totals with intervals
