@@ -288,6 +288,11 @@ def test_shipped_handoffs_load_and_round_trip(tmp_path):
     assert set(h.tokens) == {"citations", "code", "code+search"} and h.tokens["citations"] < h.tokens["code"]
     again = study.load_handoffs(study.save_handoffs(hand, tmp_path / "h.jsonl.gz"))
     assert again == hand
+    # the same search under the ids report contract (the ID-grounded arm): the same tasks, no unseen line
+    ids = study.load_handoffs(data_dir() / "e2e" / "handoffs_heuristic-turns-3_relace_t6_ids.jsonl.gz")
+    assert set(ids) == set(hand) and {h.contract for h in ids.values()} == {"ids"}
+    assert all(h.unseen_lines == 0 and h.cited_lines for h in ids.values())
+    assert {h.contract for h in hand.values()} == {"free"} and sum(h.unseen_lines for h in hand.values()) > 0
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(ValueError, match="no handoff"):
         study.load_handoffs(tmp_path / "empty.jsonl")

@@ -176,3 +176,23 @@ def test_live_measures_by_hand():
     assert got == {"input_tokens": 420, "cache_share": pytest.approx(250 / 420), "reread_share": 0.5}
     assert live_measures(raw, None, w)["reread_share"] is None
     assert live_measures(raw, {"src/calc.py": [[1, 40]]})["reread_share"] == 0.0  # the workdir not mapped: no look
+
+
+def test_grounding_sentence_puts_ids_beside_free_citation():
+    from fasbench.e2e.findings import grounding_sentence
+
+    df = pl.DataFrame(
+        {
+            "dataset": ["d"] * 8,
+            "has_search": [True] * 8,
+            "citations_unseen_share": [0.5] * 4 + [0.25] * 4,
+            "ids_unseen_share": [0.0] * 8,
+            "citations_file_f1": [0.5] * 8,
+            "ids_file_f1": [0.5] * 6 + [1.0] * 2,
+        }
+    )
+    g = arms_table(df, n_boot=200, arms=("citations", "ids"), measures=GROUNDING, base="citations")
+    s = grounding_sentence(g, "toy")
+    assert "n = 8" in s and "free 37.5% [" in s and "ids 0.0%" in s
+    assert "file-level F1 free 0.500" in s and "ids − free +0.125 [" in s
+    assert "no ids search run" in grounding_sentence(g.filter(pl.col("arm") == "citations"), "toy")

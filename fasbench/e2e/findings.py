@@ -31,11 +31,13 @@ def findings(
     live_arms: pl.DataFrame | None = None,
     live_main: str = "",
     live_arm: str = "search",
+    grounding: pl.DataFrame | None = None,
 ) -> Findings:
     """``tot``/``by_res``: ``study.totals`` by data set (and outcome), ``ub``: ``study.upper_bound`` by
     data set, ``live``: ``runner.compare_arms`` rows or None, ``arms``: ``pays.arms_table`` by data set,
     ``live_arms``: ``pays.live_arms_table`` of the live records (``live_main``: who the main model was;
-    ``live_arm``: the arm ``live`` compares with none)."""
+    ``live_arm``: the arm ``live`` compares with none), ``grounding``: ``pays.arms_table`` of the hand-offs'
+    ``GROUNDING`` by data set with ``base="citations"`` (the ids run against the free-form one)."""
     f = Findings("does search help the main agent?")
     for ds in datasets:
         t = tot.filter(pl.col("dataset") == ds) if tot.height else tot
@@ -79,6 +81,10 @@ def findings(
         f.add(item)
         if arms is not None and arms.height:
             f.add(pays_sentence(arms.filter(pl.col("dataset") == ds), short[ds]))
+        if grounding is not None and grounding.height:
+            g_ds = grounding.filter(pl.col("dataset") == ds)
+            if g_ds.height:
+                f.add(grounding_sentence(g_ds, short[ds]))
     fc, rl = SEEDS_E2E["fastcontext"], SEEDS_E2E["relace"]
     f.text(
         f"Seeds, end to end and in other setups: FastContext {fc['resolve_rate_points']} resolve-rate points and "
@@ -128,7 +134,7 @@ def pays_sentence(a: pl.DataFrame, name: str) -> str:
     if base is None:
         return f"**{name}**, delegation: no arm measured."
     parts = []
-    for arm in ("citations", "code"):
+    for arm in ("citations", "ids", "code"):
         i, rr, c, te = get(arm, "input"), get(arm, "reread_share"), get(arm, "cache_share"), get(arm, "turns_to_edit")
         if i is None:
             continue
@@ -142,6 +148,38 @@ def pays_sentence(a: pl.DataFrame, name: str) -> str:
         f"**{name}**, does delegating pay (counterfactual, n = {base['n']}; no subagent: "
         f"{ci(base['mean'], base['lo'], base['hi'], 0)} main-model input tokens per run, "
         f"{ci(base_c['mean'], base_c['lo'], base_c['hi'], 3, pct=True)} prefix-cacheable): " + "; ".join(parts) + "."
+    )
+
+
+def grounding_sentence(a: pl.DataFrame, name: str) -> str:
+    """The hand-offs' grounding on one data set (``pays.arms_table`` rows of ``GROUNDING``, base
+    ``citations``): the share of cited lines the searcher was never shown, and the file-level F1, for the
+    free-form and the ID-grounded search run on the same tasks, ids − free paired."""
+
+    def get(arm: str, m: str) -> dict | None:
+        r = a.filter((pl.col("arm") == arm) & (pl.col("measure") == m))
+        return r.row(0, named=True) if r.height and r.row(0, named=True)["n"] else None
+
+    cu, iu, cf, idf = get("citations", "unseen_share"), get("ids", "unseen_share"), get("citations", "file_f1"), get("ids", "file_f1")
+    if idf is None or cf is None:
+        return f"**{name}**, ID-grounded hand-off: no ids search run paired."
+    unseen = (
+        f"cited lines never shown to the searcher: free {ci(cu['mean'], cu['lo'], cu['hi'], 3, pct=True)} per task, "
+        f"ids {ci(iu['mean'], iu['lo'], iu['hi'], 3, pct=True)}; "
+        if cu is not None and iu is not None
+        else ""
+    )
+    diff = (
+        f", ids − free {ci(idf['diff'], idf['diff_lo'], idf['diff_hi'], 3, signed=True)} paired"
+        if idf["diff"] is not None
+        else ""
+    )
+    return (
+        f"**{name}**, ID-grounded vs free-form hand-off (the same searcher on the same tasks, n = {idf['n']}): "
+        + unseen
+        + f"file-level F1 free {ci(cf['mean'], cf['lo'], cf['hi'], 3)}, ids {ci(idf['mean'], idf['lo'], idf['hi'], 3)}"
+        + diff
+        + "."
     )
 
 
