@@ -160,7 +160,12 @@ def grounding_sentence(a: pl.DataFrame, name: str) -> str:
         r = a.filter((pl.col("arm") == arm) & (pl.col("measure") == m))
         return r.row(0, named=True) if r.height and r.row(0, named=True)["n"] else None
 
-    cu, iu, cf, idf = get("citations", "unseen_share"), get("ids", "unseen_share"), get("citations", "file_f1"), get("ids", "file_f1")
+    cu, iu, cf, idf = (
+        get("citations", "unseen_share"),
+        get("ids", "unseen_share"),
+        get("citations", "file_f1"),
+        get("ids", "file_f1"),
+    )
     if idf is None or cf is None:
         return f"**{name}**, ID-grounded hand-off: no ids search run paired."
     unseen = (
