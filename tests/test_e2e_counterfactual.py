@@ -255,6 +255,8 @@ def test_make_handoff_moves_lines_by_the_gold_offset(tmp_path):
     # grounding (the trace showed nothing: all 30 + 1 cited lines unseen) and the file-level score vs src/calc.py
     assert (h.contract, h.cited_lines, h.unseen_lines) == ("free", 31, 31)
     assert (h.file_precision, h.file_recall, h.file_f1) == (0.5, 1.0, pytest.approx(2 / 3))
+    # lines: 31 cited (6-35 and 1 of other.py) against the edited 15-16: both hit, precision 2/31
+    assert (h.line_precision, h.line_recall) == (pytest.approx(2 / 31), 1.0)
 
 
 def test_totals_have_intervals(toyset):

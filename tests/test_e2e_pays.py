@@ -189,10 +189,13 @@ def test_grounding_sentence_puts_ids_beside_free_citation():
             "ids_unseen_share": [0.0] * 8,
             "citations_file_f1": [0.5] * 8,
             "ids_file_f1": [0.5] * 6 + [1.0] * 2,
+            "citations_line_f1": [0.1] * 8,
+            "ids_line_f1": [0.2] * 8,
         }
     )
     g = arms_table(df, n_boot=200, arms=("citations", "ids"), measures=GROUNDING, base="citations")
     s = grounding_sentence(g, "toy")
     assert "n = 8" in s and "free 37.5% [" in s and "ids 0.0%" in s
     assert "file-level F1 free 0.500" in s and "ids − free +0.125 [" in s
+    assert "line-level F1 free 0.100" in s and "ids 0.200" in s and "ids − free +0.100" in s
     assert "no ids search run" in grounding_sentence(g.filter(pl.col("arm") == "citations"), "toy")

@@ -45,7 +45,7 @@ from fasbench.data.agent_traces import RUNS
 from fasbench.e2e.looked import Look, call_looks
 from fasbench.records import Task, Trace
 from fasbench.scoring.process import process_row
-from fasbench.scoring.reward import report_files_prf
+from fasbench.scoring.reward import report_files_prf, report_lines_prf
 from fasbench.stats.metrics import normalize_files
 from fasbench.studies.handoff import FORMATS, render
 from fasbench.trajectories.analysis import EXPLORE
@@ -94,6 +94,9 @@ class Handoff:
     file_precision: float | None = None  # the report's files against the task's edited files
     file_recall: float | None = None
     file_f1: float | None = None
+    line_precision: float | None = None  # the report's (path, line) pairs against the edited lines
+    line_recall: float | None = None
+    line_f1: float | None = None
 
 
 def _offset(offsets: Sequence[int | None]) -> int | None:
@@ -120,6 +123,7 @@ def make_handoff(trace: Trace, task: Task, count) -> Handoff:
     wall = (trace.ended_at - trace.started_at) if trace.ended_at and trace.started_at else 0.0
     grounding = process_row(trace, task)
     prf = report_files_prf(task.gold, trace.report, task.root)
+    lprf = report_lines_prf(task.gold, trace.report, task.root)
     return Handoff(
         moved,
         tokens,
@@ -134,6 +138,9 @@ def make_handoff(trace: Trace, task: Task, count) -> Handoff:
         file_precision=prf.precision,
         file_recall=prf.recall,
         file_f1=prf.f(),
+        line_precision=lprf.precision,
+        line_recall=lprf.recall,
+        line_f1=lprf.f(),
     )
 
 

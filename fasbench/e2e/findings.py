@@ -153,8 +153,9 @@ def pays_sentence(a: pl.DataFrame, name: str) -> str:
 
 def grounding_sentence(a: pl.DataFrame, name: str) -> str:
     """The hand-offs' grounding on one data set (``pays.arms_table`` rows of ``GROUNDING``, base
-    ``citations``): the share of cited lines the searcher was never shown, and the file-level F1, for the
-    free-form and the ID-grounded search run on the same tasks, ids − free paired."""
+        ``citations``): the share of cited lines the searcher was never shown, and the file-level F1, for the
+        free-form and the ID-grounded search run on the same tasks, ids − free paired; the line-level F1 beside
+    where the table has it."""
 
     def get(arm: str, m: str) -> dict | None:
         r = a.filter((pl.col("arm") == arm) & (pl.col("measure") == m))
@@ -179,11 +180,23 @@ def grounding_sentence(a: pl.DataFrame, name: str) -> str:
         if idf["diff"] is not None
         else ""
     )
+    cl, il = get("citations", "line_f1"), get("ids", "line_f1")
+    line = (
+        f"; line-level F1 free {ci(cl['mean'], cl['lo'], cl['hi'], 3)}, ids {ci(il['mean'], il['lo'], il['hi'], 3)}"
+        + (
+            f", ids − free {ci(il['diff'], il['diff_lo'], il['diff_hi'], 3, signed=True)}"
+            if il["diff"] is not None
+            else ""
+        )
+        if cl is not None and il is not None
+        else ""
+    )
     return (
         f"**{name}**, ID-grounded vs free-form hand-off (the same searcher on the same tasks, n = {idf['n']}): "
         + unseen
         + f"file-level F1 free {ci(cf['mean'], cf['lo'], cf['hi'], 3)}, ids {ci(idf['mean'], idf['lo'], idf['hi'], 3)}"
         + diff
+        + line
         + "."
     )
 

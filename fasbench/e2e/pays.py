@@ -30,8 +30,8 @@ Measures per arm (hand-worked in tests/test_e2e_pays.py):
 
 Per hand-off (``citations``: the free-form search run, ``ids``: the ids run; ``GROUNDING``):
 ``unseen_share``, the share of the cited lines never shown to the searcher before its report
-(``scoring.process``'s ``cited_lines_unseen``; 0 by construction under ``ids``), and ``file_f1``, the
-report's file-level F1 against the task's edited files; compared ids − citations on the same tasks
+(``scoring.process``'s ``cited_lines_unseen``; 0 by construction under ``ids``), ``file_f1`` and
+``line_f1``, the report's file- and line-level F1 against the task's edited files and lines; compared ids − citations on the same tasks
 (``arms_table(..., base="citations")``).
 
 Resolution is the real run's (``resolved``): the counterfactual does not rerun the agent, so it cannot
@@ -57,7 +57,7 @@ MEASURES = ("reread_share", "input", "cache_share", "turns_to_edit", "tokens_to_
 SEARCH_LOOKS = ("search-hit", "search-file")
 RULE = {"citations": "citations", "ids": "citations", "code": "code"}  # how an arm's hand-off replaces calls
 RENDERING = {"citations": "citations", "ids": "citations", "code": "code"}  # the hand-off's rendering (tokens)
-GROUNDING = ("unseen_share", "file_f1")  # per hand-off: citations (the free run) and ids (the ids run)
+GROUNDING = ("unseen_share", "file_f1", "line_f1")  # per hand-off: citations (the free run) and ids (the ids run)
 
 
 def replaced_by(arm: str, looks: Sequence[Look], files: Mapping[str, Sequence[Sequence[int]]] | None) -> bool:
@@ -159,6 +159,7 @@ def grounding(h: Handoff) -> dict:
     return {
         "unseen_share": unseen / n if n and unseen is not None else None,
         "file_f1": h.file_f1,
+        "line_f1": h.line_f1,
     }
 
 
