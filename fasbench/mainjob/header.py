@@ -156,8 +156,9 @@ def header_markdown(sections: list[Section], record: dict | None, built: str | N
             str(
                 html(
                     "<div style='border:2px solid #D55E00;padding:6px 12px;margin:8px 0'><b>{}</b> in {} of {} "
-                    "notebooks: their numbers check that the pipeline runs; their intervals are too wide to "
-                    "support a claim.<ul>{}</ul></div>",
+                    "notebooks: they ran shortened or below their study size (each listed with why); read each number "
+                    "with its n: those below the study size check that the pipeline runs and support no claim."
+                    "<ul>{}</ul></div>",
                     SMOKE_MARK,
                     len(smoke),
                     len(sections),

@@ -195,10 +195,12 @@ class Findings:
         why = (
             ["FASBENCH_SHORT=1 (the shortened parameter set)"] if os.environ.get("FASBENCH_SHORT") == "1" else []
         ) + self._small
-        return (
-            f"**{SMOKE_MARK}**: {'; '.join(why) or 'set by the notebook'}. This run checks that the pipeline works; "
-            "its intervals are too wide to support a claim."
+        what = (
+            "This run checks that the pipeline works; below the study size its intervals are too wide to support a claim."
+            if self._small
+            else "Parts of this notebook ran shortened: read each number with its n (`make run` runs the study sizes)."
         )
+        return f"**{SMOKE_MARK}**: {'; '.join(why) or 'set by the notebook'}. {what}"
 
     def add(self, sentence: str) -> Findings:
         """A finding in words (built with f-strings from computed values): one bullet."""
