@@ -41,7 +41,6 @@ _PART = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}"
 REPO_RE = re.compile(rf"{_PART}(?:/{_PART}|==[A-Za-z0-9][A-Za-z0-9.+!_-]{{0,63}})?")
 COMMIT_RE = re.compile(r"[0-9a-f]{7,40}|[0-9a-f]{64}")
 ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+=,-]*")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def show(value: Any, n: int = 60) -> str:
