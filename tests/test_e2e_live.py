@@ -161,7 +161,7 @@ def test_e2e_cli_errors(tmp_path):
         [
             "e2e",
             "--tasks",
-            "swebench-lite:test",
+            "swebench-lite:fasbench-test",
             "--main",
             "heuristic",
             "--search",

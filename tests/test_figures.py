@@ -64,7 +64,7 @@ def _notebook_figures() -> dict[str, go.Figure]:
     figs["long_xtitle"] = fig.update_layout(
         title="A long x-axis title",
         xaxis_tickangle=-45,
-        xaxis_title="a long x-axis title that names the unit, the task set and its size (swebench-lite:test, n=98)",
+        xaxis_title="a long x-axis title that names the unit, the task set and its size (swebench-lite:fasbench-test, n=98)",
     )
     fig = make_subplots(rows=3, cols=2, subplot_titles=[f"panel {i}" for i in range(6)])
     for r in range(1, 4):
@@ -209,7 +209,7 @@ def test_a_subtitle_under_the_title_is_wrapped_at_its_own_size():
     from fasbench.stats.figures import _wrap
 
     label = (
-        "swebench-lite+swebench-verified:test (fasbench test split, 98 of Lite's 300 test tasks, "
+        "swebench-lite+swebench-verified:fasbench-test (fasbench's own test split, 98 of Lite's 300 test tasks, "
         "145 of Verified's 500 test tasks, 7 drawn; offline sdist corpora)"
     )
     out = _wrap(f"File-level F2 vs turns<br><sup>{label}</sup>", 16, 600)

@@ -48,7 +48,7 @@ def test_gold_is_the_ast_definition_and_splits_are_disjoint(family):
 
 @pytest.mark.slow
 def test_task_set_name_and_query(family):
-    assert parse_task_set("symbols:test").kind == "symbols"
+    assert parse_task_set("symbols:fasbench-test").kind == "symbols"
     t = family[0]
     assert t.query.startswith("Find the files that define these 6 symbols: ")
     assert t.query.rstrip(".").split(": ", 1)[1].split(", ") == t.meta["symbols"]

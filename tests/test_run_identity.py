@@ -113,15 +113,17 @@ def test_limit_says_how_many_ran_and_why_fewer(tasks, tmp_path):
 
 
 def test_task_set_labels_name_split_count_and_corpus():
-    assert task_set_label("swebench-lite:test", "offline") == (
-        "swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks; offline sdist corpora)"
+    assert task_set_label("swebench-lite:fasbench-test", "offline") == (
+        "swebench-lite:fasbench-test (fasbench's own split, 98 of Lite's 300 test tasks; offline sdist corpora)"
     )
+    # a name recorded by an older run (the bare alias) is labelled in the canonical spelling
     assert task_set_label("swebench-lite:test (first 10)", "offline") == (
-        "swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks, first 10; offline sdist corpora)"
+        "swebench-lite:fasbench-test (fasbench's own split, 98 of Lite's 300 test tasks, first 10; offline sdist corpora)"
     )
-    assert "fasbench dev split, 35 of Lite's 300 test tasks, 57 of Verified's 500 test tasks" in task_set_label(
-        "swebench-lite+swebench-verified:dev (8 drawn)", "offline"
+    assert "fasbench's own dev split, 35 of Lite's 300 test tasks, 57 of Verified's 500 test tasks" in task_set_label(
+        "swebench-lite+swebench-verified:fasbench-dev (8 drawn)", "offline"
     )
+    assert task_set_label("swebench-lite") == "swebench-lite (all of Lite's 300 test tasks)"
     assert task_set_label("git:/x", "local") == "git:/x (mined from git history; local corpora)"
     assert task_set_label(None) == "tasks of the run"
 
@@ -152,6 +154,6 @@ def test_runs_table_shows_the_label_and_the_resume(tasks, tmp_path):
     )
     row = R.runs_table([out]).row(0, named=True)
     assert row["task_source"] == (
-        "swebench-lite:test (fasbench split, 98 of Lite's 300 test tasks, first 2; offline sdist corpora)"
+        "swebench-lite:fasbench-test (fasbench's own split, 98 of Lite's 300 test tasks, first 2; offline sdist corpora)"
     )
     assert row["resumed"].startswith("resumed: 2 of 2 episodes from an earlier run (")

@@ -45,6 +45,29 @@ def test_source_with_and_without_split():
         load_task_set("swebench-lite:dev", split="test")
 
 
+def test_fasbench_splits_are_named_as_such_and_the_bare_names_are_noted_aliases(capsys, monkeypatch):
+    from fasbench.data import tasksets as T
+
+    monkeypatch.setattr(T, "_NOTED", set())
+    ts = parse_task_set("swebench-lite:fasbench-test")
+    assert (ts.kind, ts.target, ts.split, ts.spec) == ("source", "swebench-lite", "test", "swebench-lite:fasbench-test")
+    assert capsys.readouterr().err == ""  # the canonical name says nothing
+    alias = parse_task_set("swebench-lite:test")
+    assert (alias.split, alias.spec) == ("test", "swebench-lite:fasbench-test")  # recorded canonically
+    parse_task_set("swebench-verified:test")
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "fasbench's own split" in err[0] and "`swebench-lite` (no split)" in err[0]
+    assert [t.id for t in load_task_set("swebench-lite:test")] == [t.id for t in load_task_set(ts)]
+    assert len(load_task_set("swebench-lite")) == 300  # the official Lite test set, whole
+    assert len(load_task_set("swebench-lite", split="fasbench-dev")) == len(load_task_set("swebench-lite:dev"))
+    assert T.canonical_name("swebench-lite+swebench-verified:dev (8 drawn)") == (
+        "swebench-lite+swebench-verified:fasbench-dev (8 drawn)"
+    )
+    assert T.canonical_name("git:/x:test") == "git:/x:test"
+    with pytest.raises(TaskSetError, match="choose one of fasbench-test, fasbench-dev, fasbench-train"):
+        parse_task_set("swebench-lite:official")
+
+
 def test_file_with_split_and_ids(task_file):
     p, tasks = task_file
     assert [t.id for t in load_task_set(str(p))] == [t.id for t in tasks]
@@ -116,7 +139,7 @@ def test_every_command_taking_tasks_says_one_line(tmp_path, task_file):
         text=True,
     )
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        "error: task set 'swebench-verified:tset': unknown split 'tset'; choose one of test, dev, train"
+        "error: task set 'swebench-verified:tset': unknown split 'tset'; choose one of fasbench-test, fasbench-dev, fasbench-train"
     ]
 
 

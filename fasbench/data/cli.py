@@ -35,7 +35,11 @@ def register(app: typer.Typer) -> None:
             "agent-traces), a Task JSONL file[:SPLIT], or git:PATH",
         ),
         out: Path = typer.Option(..., "--out", help="output JSONL (.gz accepted by readers)"),
-        split: str | None = typer.Option(None, "--split", help="train | dev | test (default: all)"),
+        split: str | None = typer.Option(
+            None,
+            "--split",
+            help="fasbench's own split: fasbench-train | fasbench-dev | fasbench-test (bare train | dev | test also accepted; default: all)",
+        ),
         rebuild: bool = typer.Option(False, "--rebuild", help="build a SOURCE from the raw data, not data/tasks/"),
     ):
         """Write the Task records of a task set, one JSON per line."""

@@ -3,8 +3,12 @@
 A task set is named by one string:
 
 - ``SOURCE[:SPLIT]`` — a shipped task source (``fasbench.data.SOURCES``: swebench-lite,
-  swebench-verified, agent-traces), optionally one split (train | dev | test), e.g.
-  ``swebench-verified:test``;
+  swebench-verified, agent-traces), optionally one of fasbench's own splits (``fasbench-train`` |
+  ``fasbench-dev`` | ``fasbench-test``, :mod:`fasbench.data.splits`), e.g. ``swebench-verified:fasbench-test``.
+  A split is never the official one: ``swebench-lite`` (no split) is the official SWE-bench Lite test set
+  (all 300 tasks), ``swebench-verified`` all 500 of Verified. The bare ``train`` | ``dev`` | ``test`` are
+  accepted as aliases of the fasbench splits, with a one-line note on standard error (once), because
+  ``swebench-lite:test`` reads like Lite's official 300-task test split and is not it;
 - ``PATH[:SPLIT]`` — a Task JSONL file (``.jsonl`` or ``.jsonl.gz``, as ``fasbench data tasks``,
   ``data import`` or ``data mine-git`` write it); with ``:SPLIT`` the tasks of that split (tasks
   that carry no split are kept);
@@ -21,8 +25,9 @@ SFT profiles). :func:`parse_task_set` checks a name and says in one line what is
 one; :func:`load_task_set` returns its tasks (optionally one split, chosen ids, the first N).
 :func:`task_set_label` is the one label of a task set in tables and figures: the name, whose split it
 is (fasbench's own deterministic split, ``fasbench.data.splits``, not the upstream one), how many of
-the upstream tasks it holds and the corpus kind, e.g. ``swebench-lite:test (fasbench split, 98 of
-Lite's 300 test tasks; offline sdist corpora)``; :func:`corpus_kind_of` names the corpus kind of tasks.
+the upstream tasks it holds and the corpus kind, e.g. ``swebench-lite:fasbench-test (fasbench's own split,
+98 of Lite's 300 test tasks; offline sdist corpora)``; names recorded with an alias (older runs) are
+labelled with the canonical spelling (:func:`canonical_name`); :func:`corpus_kind_of` names the corpus kind of tasks.
 """
 
 from __future__ import annotations
@@ -46,6 +51,41 @@ FORMS = (
     "SOURCE[:SPLIT] (SOURCE: {}; SPLIT: {}), swebench-lite:locagent, symbols[:SPLIT], a Task JSONL "
     "file[:SPLIT], or git:PATH"
 )
+#: The canonical spelling of each fasbench split in a task-set name -> the split a task carries.
+SPLIT_NAMES = {f"fasbench-{s}": s for s in SPLITS}
+_NOTED: set[str] = set()  # the aliases already noted on standard error (once each per process)
+
+
+def split_name(name: str | None, note: bool = True) -> str | None:
+    """The split (``train`` | ``dev`` | ``test``, as :mod:`fasbench.data.splits` assigns it) a split
+    name stands for: the canonical ``fasbench-train`` | ``fasbench-dev`` | ``fasbench-test``, or the bare
+    alias, which prints one note on standard error (once per alias) unless ``note`` is False. None for a
+    name that is neither."""
+    if name in SPLIT_NAMES:
+        return SPLIT_NAMES[name]
+    if name in SPLITS:
+        if note and name not in _NOTED:
+            _NOTED.add(name)
+            print(
+                f"note: split {name!r} is fasbench's own split (fasbench-{name}, by instance-id hash), not the "
+                "official one; the official SWE-bench Lite test set is `swebench-lite` (no split)",
+                file=sys.stderr,
+            )
+        return name
+    return None
+
+
+def canonical_name(name: str) -> str:
+    """A task-set name with its split spelled canonically (``swebench-lite:test`` ->
+    ``swebench-lite:fasbench-test``; a trailing `` (first N)`` note kept); other names unchanged. No note
+    printed: for names recorded by older runs."""
+    m = re.match(r"^(.*?)((?:\s+\(.*\))?)$", str(name).strip())
+    base, extra = m.group(1), m.group(2)
+    head, sep, split = base.rpartition(":")
+    if sep and split in SPLITS and head and not base.startswith("git:"):
+        return f"{head}:fasbench-{split}{extra}"
+    return str(name).strip()
+
 
 #: The SWE-bench Lite tasks LocAgent's evaluation leaves out: the first 26 ids of ``filtered_instances``
 #: in ``utils/eval_metric.py`` of github.com/gersteinlab/LocAgent (commit 074ccf6e, lines 14-39, the
@@ -114,7 +154,7 @@ def expand(path: str) -> str:
 
 
 def _forms() -> str:
-    return FORMS.format(", ".join(SOURCES), "/".join(SPLITS))
+    return FORMS.format(", ".join(SOURCES), "/".join(SPLIT_NAMES))
 
 
 def parse_task_set(spec: str) -> TaskSet:
@@ -134,8 +174,11 @@ def parse_task_set(spec: str) -> TaskSet:
         if base != SELECTIONS[split][0]:
             raise TaskSetError(f"task set {spec!r}: selection {split!r} is of {SELECTIONS[split][0]} only")
         return TaskSet("source", base, None, spec, split)
-    if not sep or split not in SPLITS:
-        base, split = spec, None
+    split = split_name(split) if sep else None
+    if split is None:
+        base = spec
+    else:
+        spec = f"{base}:fasbench-{split}"  # recorded (run.json, labels) in the canonical spelling
     if base in SOURCES:
         return TaskSet("source", base, split, spec)
     if base == "symbols":
@@ -149,21 +192,24 @@ def parse_task_set(spec: str) -> TaskSet:
         raise TaskSetError(f"task set {spec!r}: file {path} does not exist (a task set is {_forms()})")
     src, _, sp = spec.partition(":")
     if src in SOURCES:
-        raise TaskSetError(f"task set {spec!r}: unknown split {sp!r}; choose one of {', '.join(SPLITS)}")
+        raise TaskSetError(f"task set {spec!r}: unknown split {sp!r}; choose one of {', '.join(SPLIT_NAMES)}")
     raise TaskSetError(f"task set {spec!r} is neither an existing JSONL file, nor {_forms()}")
 
 
 def load_task_set(
     spec: str | TaskSet, limit: int | None = None, split: str | None = None, ids: Sequence[str] | None = None
 ) -> list[Task]:
-    """The tasks of a task set. ``split`` (train | dev | test) filters like ``:SPLIT`` (giving both
+    """The tasks of a task set. ``split`` (fasbench-train | fasbench-dev | fasbench-test, or the bare
+    train | dev | test) filters like ``:SPLIT`` (giving both
     with different values is an error); ``ids`` keeps exactly these tasks in the order given (an
     unknown id is an error naming it); ``limit`` keeps the first N. A record of a Task JSONL file
     that fails the record boundary (:func:`fasbench.records.fields.check_task`) is skipped with one
     line on standard error naming it and why."""
     ts = spec if isinstance(spec, TaskSet) else parse_task_set(spec)
-    if split is not None and split not in SPLITS:
-        raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    if split is not None:
+        if split_name(split, note=False) is None:
+            raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLIT_NAMES)}")
+        split = split_name(split, note=False)
     if split and ts.split and split != ts.split:
         raise TaskSetError(f"task set {ts.spec!r} names split {ts.split!r} but split {split!r} was asked for")
     want = split or ts.split
@@ -245,9 +291,10 @@ def task_set_label(name: str | None, corpus: str | None = None) -> str:
     corpus_txt = CORPUS_KINDS.get(corpus, corpus) if corpus else None
     if not name:
         return f"tasks of the run ({corpus_txt})" if corpus_txt else "tasks of the run"
-    m = re.match(r"^(.*?)((?:\s+\(.*\))?)$", str(name).strip())
+    m = re.match(r"^(.*?)((?:\s+\(.*\))?)$", canonical_name(name))
     base, extra = m.group(1), m.group(2).strip()[1:-1] if m.group(2).strip() else ""
     head, sep, split = base.rpartition(":")
+    split = SPLIT_NAMES.get(split, split)
     if sep and split in SELECTIONS and head == SELECTIONS[split][0]:
         what_sel = SELECTIONS[split][2]
         label = "; ".join(x for x in (what_sel, extra, corpus_txt) if x)
@@ -263,13 +310,13 @@ def task_set_label(name: str | None, corpus: str | None = None) -> str:
             counts = []
         if counts and split:
             of = ", ".join(f"{k} of {UPSTREAM[p].format(n=n)}" for p, k, n in counts)
-            what.append(f"fasbench {split} split, {of}" if len(counts) > 1 else f"fasbench split, {of}")
+            what.append(f"fasbench's own {split} split, {of}" if len(counts) > 1 else f"fasbench's own split, {of}")
         elif counts:
             what.append(", ".join(f"all of {UPSTREAM[p].format(n=n)}" for p, k, n in counts))
     elif head == "symbols":
-        what.append("definition-finding tasks in installed packages" + (f", {split} split" if split else ""))
+        what.append("definition-finding tasks in installed packages" + (f", fasbench's {split} split" if split else ""))
     elif base.startswith("git:"):
-        what.append("mined from git history" + (f", fasbench {split} split" if split else ""))
+        what.append("mined from git history" + (f", fasbench's {split} split" if split else ""))
     elif split:
         what.append(f"task file, {split} split")
     if extra:
@@ -289,7 +336,7 @@ def task_set_tasks(spec: str, split: str | None = None, rebuild: bool = False) -
         return load_task_set(name, split=split)
     if name.kind != "source":
         raise TaskSetError(f"--rebuild builds a shipped SOURCE ({', '.join(SOURCES)}), not {spec!r}")
-    if split and split not in SPLITS:
-        raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-    want = split or name.split
+    if split and split_name(split, note=False) is None:
+        raise TaskSetError(f"unknown split {split!r}; choose one of {', '.join(SPLIT_NAMES)}")
+    want = split_name(split, note=False) or name.split
     return [t for t in build_tasks(name.target) if not want or t.split == want]

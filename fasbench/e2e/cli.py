@@ -18,7 +18,7 @@ def register(app) -> None:
         tasks: str = typer.Option(
             ...,
             "--tasks",
-            help="a task set: SOURCE[:SPLIT] (e.g. swebench-lite:test), a Task "
+            help="a task set: SOURCE[:SPLIT] (e.g. swebench-lite:fasbench-test), a Task "
             "JSONL file[:SPLIT] or git:PATH (fasbench.data.tasksets)",
         ),
         main: str = typer.Option(..., "--main", help="the main agent: openai:model=NAME,base_url=URL[,step_limit=N,…]"),

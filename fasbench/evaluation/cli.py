@@ -27,7 +27,7 @@ def register(app) -> None:
         tasks: str = typer.Option(
             ...,
             "--tasks",
-            help="task set: SOURCE[:SPLIT] e.g. swebench-verified:test, a Task "
+            help="task set: SOURCE[:SPLIT] e.g. swebench-verified:fasbench-test, a Task "
             "JSONL file[:SPLIT], or git:PATH (fasbench.data.tasksets)",
         ),
         policy: str = typer.Option(

@@ -99,10 +99,10 @@ def plan_run(
         name = parse_task_set(tasks)
         ts = load_task_set(name)
         source = task_source or (
-            f"{name.target}:{name.split}"
+            f"{name.target}:fasbench-{name.split}"
             if name.kind == "file" and name.split
-            else (name.target if name.kind == "file" else tasks)
-        )  # a file by its absolute path
+            else (name.target if name.kind == "file" else name.spec)
+        )  # a file by its absolute path; a split in its canonical spelling (fasbench-test, not test)
     else:
         ts = list(tasks)
         source = task_source or f"{len(ts)} tasks"

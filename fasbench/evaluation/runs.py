@@ -39,7 +39,7 @@ import polars as pl
 
 from fasbench.base.errors import printable
 from fasbench.base.paths import repo_root
-from fasbench.data.tasksets import task_set_label
+from fasbench.data.tasksets import canonical_name, task_set_label
 from fasbench.evaluation.episodes import column_bounds, reward_column
 from fasbench.evaluation.evaluate import split_failed
 from fasbench.evaluation.rundir import RunMeta, load_summary, read_run
@@ -314,7 +314,10 @@ def policy_key(meta: RunMeta) -> tuple:
     """What makes two runs runs of one policy: the policy spec without its ``seed=`` parameter, the tool
     set, the task source, the turn and call limits and the report contract (``run.json``)."""
     spec = _SEED.sub("", str(meta.policy or "")).rstrip(",:")
-    return (spec, meta.toolset, meta.task_source, meta.max_turns, meta.max_calls, meta.report_contract)
+    source = (
+        canonical_name(meta.task_source) if meta.task_source else meta.task_source
+    )  # old `:test` = `:fasbench-test`
+    return (spec, meta.toolset, source, meta.max_turns, meta.max_calls, meta.report_contract)
 
 
 def run_key(d: Path) -> tuple | None:

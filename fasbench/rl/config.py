@@ -39,7 +39,9 @@ class RLConfig:
     tasks: str = (
         "swebench-lite"  # a task-set name (fasbench.data.tasksets): SOURCE[:SPLIT] | a Task .jsonl[.gz] | git:PATH
     )
-    split: str | None = "train"  # task split (train/dev/test); None = all; a split in `tasks` wins
+    split: str | None = (
+        "train"  # fasbench's own split (train/dev/test = fasbench-train/...); None = all; a split in `tasks` wins
+    )
     n_tasks: int | None = 4  # first n tasks whose corpus materialises (skips: OUT/skipped_tasks.jsonl); None = all
     task_ids: list[str] | None = None  # exactly these tasks (overrides split/n_tasks)
     corpus_mode: str | None = None  # offline | online | None (each task's default; fasbench.data.corpora)
@@ -96,9 +98,10 @@ class RLConfig:
             raise ValueError(f"rl config: toolset {self.toolset!r} unknown; choose one of {', '.join(TOOLSETS)}")
         if self.reward not in REWARDS:
             raise ValueError(f"rl config: reward {self.reward!r} unknown; choose one of {', '.join(REWARDS)}")
-        if self.split is not None and self.split not in SPLITS:
+        if self.split is not None and self.split not in (*SPLITS, *(f"fasbench-{s}" for s in SPLITS)):
             raise ValueError(
-                f"rl config: split {self.split!r} unknown; choose one of {', '.join(SPLITS)} (or null: all)"
+                f"rl config: split {self.split!r} unknown; choose one of fasbench's own splits "
+                f"{', '.join(SPLITS)} (or fasbench-{'/fasbench-'.join(SPLITS)}; null: all)"
             )
         if self.prompt not in PROMPTS:
             raise ValueError(f"rl config: prompt {self.prompt!r} unknown; choose one of {', '.join(PROMPTS)}")

@@ -70,14 +70,14 @@ def study_tasks(
 
 
 def task_source_of(tasks: Sequence[Task], note: str = "") -> str:
-    """The task-set name of drawn study tasks, e.g. ``swebench-lite+swebench-verified:test (8 drawn)``
+    """The task-set name of drawn study tasks, e.g. ``swebench-lite+swebench-verified:fasbench-test (8 drawn)``
     (the SWE-bench sets they belong to and their split), or ``toy corpus (5 tasks)``."""
     sets = sorted({f"swebench-{s}" for t in tasks for s in t.meta.get("sets", [])})
     splits = {t.split for t in tasks}
     note = f", {note}" if note else ""
     if not sets:
         return f"toy corpus ({len(tasks)} tasks{note})"
-    sp = f":{splits.pop()}" if len(splits) == 1 and None not in splits else ""
+    sp = f":fasbench-{splits.pop()}" if len(splits) == 1 and None not in splits else ""
     return f"{'+'.join(sets)}{sp} ({len(tasks)} drawn{note})"
 
 
