@@ -148,3 +148,22 @@ def test_data_tasks_writes_a_task_set(tmp_path, task_file):
     r = CliRunner().invoke(app, ["data", "tasks", "--source", f"{p}:dev", "--out", str(tmp_path / "dev.jsonl")])
     assert r.exit_code == 0, r.output
     assert [t.id for t in read_tasks(tmp_path / "dev.jsonl")] == [t.id for t in tasks if t.split in ("dev", None)]
+
+
+def test_the_canonical_split_names_reach_records_labels_and_configs():
+    """run.json records the canonical name, an older run's alias groups with it, drawn study tasks
+    are named canonically and the RL config's split takes both spellings."""
+    from fasbench.evaluation.rundir import RunMeta
+    from fasbench.evaluation.runs import policy_key
+    from fasbench.rl.config import RLConfig
+    from fasbench.studies.search_study import task_source_of
+
+    old = RunMeta(policy="bm25", toolset="relace", task_source="swebench-lite:test (first 2)")
+    new = RunMeta(policy="bm25", toolset="relace", task_source="swebench-lite:fasbench-test (first 2)")
+    assert policy_key(old) == policy_key(new)
+    drawn = load_task_set("swebench-lite:fasbench-dev", limit=2)
+    assert task_source_of(drawn).endswith(":fasbench-dev (2 drawn)")
+    for split in ("train", "fasbench-train"):
+        assert RLConfig(split=split).split == split
+    with pytest.raises(ValueError, match="fasbench's own splits"):
+        RLConfig(split="official")
