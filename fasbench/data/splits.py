@@ -5,7 +5,9 @@ id): ``u = int(sha256("fasbench-split-v1:" + instance_id)[:16], 16) / 2**64``; t
 ``u < 0.3``, dev if ``u < 0.4``, else train. So the split never depends on which other tasks exist,
 an instance is in the same split in every source (Lite, Verified, each agent run), and no task is
 in two splits. Repositories are shared across splits (by design, as in SWE-bench-style training);
-the test split is what every evaluation reports on.
+the test split is what every evaluation reports on. These are fasbench's splits, not SWE-bench's: in a
+task-set name they are spelled ``fasbench-test`` | ``fasbench-dev`` | ``fasbench-train``
+(:mod:`fasbench.data.tasksets`), while ``task.split`` holds ``test`` | ``dev`` | ``train``.
 """
 
 from __future__ import annotations
