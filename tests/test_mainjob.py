@@ -4,6 +4,8 @@ stopped, however long it takes. Real papermill, real kernels; small limits so th
 
 from __future__ import annotations
 
+import json
+
 import nbformat
 import pytest
 
@@ -50,3 +52,13 @@ def test_a_failing_notebook_reports_its_error_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "ValueError: the parameter N_TASKS must be positive" in err and "Traceback" not in err
     assert (tmp_path / "out" / "bad.log").read_text()  # the whole log is kept beside the notebook
+
+
+@pytest.mark.slow
+def test_a_failed_notebook_does_not_stop_the_ones_after_it(tmp_path, capsys):
+    bad = _notebook(tmp_path / "a_bad.ipynb", "raise RuntimeError('broken')")
+    good = _notebook(tmp_path / "b_good.ipynb", "x = 1")
+    assert mainjob.run_all(tmp_path / "out", [bad, good], idle_s=60, tries=1) == 1
+    rec = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert [(e["notebook"], e["ok"]) for e in rec["notebooks"]] == [("a_bad.ipynb", False), ("b_good.ipynb", True)]
+    assert "1 of 2 notebooks failed: a_bad.ipynb" in capsys.readouterr().err

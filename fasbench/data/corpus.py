@@ -36,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from functools import lru_cache
 from pathlib import Path
@@ -64,6 +65,7 @@ DROP_REASONS = (
     "io-error",  # the file system failed while building the corpus (try_materialize)
     "bad-task",  # the task's patch or gold cannot be read, or its repository or base commit is not one (try_materialize)
     "bad-archive",  # the sdist is refused: not an archive, a member escapes or is special, over the size limits
+    "offline",  # the sdist is not cached and PyPI cannot be reached (not remembered: tried again next time)
 )
 PYPI_SIMPLE = os.environ.get("FASBENCH_PYPI_SIMPLE", "https://pypi.org/simple")
 PIP_TIMEOUT = int(os.environ.get("FASBENCH_PIP_TIMEOUT", "300"))  # seconds for one pip download
@@ -149,6 +151,10 @@ def _pip_download(name: str, release: str, dest: Path) -> tuple[bool, str]:
     return False, " | ".join(err[-3:])[:500]
 
 
+def _reason(e: BaseException) -> str:
+    return str(getattr(e, "reason", None) or e)[:200]
+
+
 def _direct_download(name: str, release: str, dest: Path) -> str:
     """Fetch the sdist file from PyPI's simple API (PEP 691 JSON) without building anything."""
     norm = name.lower().replace("_", "-").replace(".", "-")
@@ -215,6 +221,12 @@ def sdist_tree(name: str, release: str, method: str = "auto") -> Path:
                 try:
                     _direct_download(name, release, dl)
                     info["method"], ok = "direct", True
+                except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+                    if not isinstance(e, urllib.error.HTTPError):  # no answer at all: offline, not a missing sdist
+                        raise CorpusError(
+                            "offline", f"PyPI cannot be reached ({_reason(e)}); {name}=={release} is not cached"
+                        ) from None
+                    info["error"] = f"direct download: {e}"
                 except (CorpusError, OSError, ValueError, KeyError) as e:
                     info["error"] = f"direct download: {e}"
             if not ok and method in ("auto", "pip"):

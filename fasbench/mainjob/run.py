@@ -148,8 +148,9 @@ def write_run_record(out_dir: Path, record: dict) -> Path:
 
 
 def run_all(out_dir: Path, notebooks: list[Path], *, idle_s: float = IDLE_S, tries: int = 2) -> int:
-    """Run each notebook in order (each up to ``tries`` times); 0 when all passed, else 1 at the first
-    notebook that failed every try. ``out_dir/run.json`` records the run (see the module's docstring)."""
+    """Run each notebook in order (each up to ``tries`` times); 0 when all passed, else 1. A notebook that
+    failed every try does not stop the others (its line names it; a last line lists every failure).
+    ``out_dir/run.json`` records the run (see the module's docstring)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     record = {
@@ -183,8 +184,11 @@ def run_all(out_dir: Path, notebooks: list[Path], *, idle_s: float = IDLE_S, tri
             status = 1
         record.update(finished=_now(), total_s=round(time.monotonic() - start, 1))
         write_run_record(out_dir, record)
-        if status:
-            break
+    failed = [e["notebook"] for e in record["notebooks"] if not e["ok"]]
+    if failed:
+        print(
+            f"== {len(failed)} of {len(notebooks)} notebooks failed: {', '.join(failed)}", file=sys.stderr, flush=True
+        )
     return status
 
 

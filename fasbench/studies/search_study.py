@@ -11,6 +11,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 import polars as pl
+from tqdm.auto import tqdm
 
 from fasbench.base.markup import html
 from fasbench.base.paths import cache_dir
@@ -40,7 +41,8 @@ def study_tasks(
     """Up to ``n`` tasks of ``split`` with their offline corpus (``fasbench.data.corpora``), drawn at random
     (fixed ``seed``) and balanced over repositories (at most ``per_repo`` each). Without
     ``download`` only corpora already in the cache are used, so a CPU smoke run does not fetch;
-    ``max_corpora`` keeps the tasks of at most that many corpora (fewer indexes to build on CPU)."""
+    ``max_corpora`` keeps the tasks of at most that many corpora (fewer indexes to build on CPU). Offline
+    (PyPI unreachable) a ``download`` draw goes on with the cached corpora, saying so in one line."""
     have = {p.name.lower() for p in (root_dir() / "sdist").iterdir()} if (root_dir() / "sdist").exists() else set()
     pool, seen = [], set()
     for s in sources:
@@ -51,6 +53,7 @@ def study_tasks(
                 pool.append(t)
     random.Random(seed).shuffle(pool)
     out, count, corpora = [], defaultdict(int), set()
+    bar = tqdm(total=n, desc="study tasks (corpora fetched from PyPI)" if download else "study tasks", unit="task")
     for t in pool:
         if len(out) >= n:
             break
@@ -61,11 +64,19 @@ def study_tasks(
             continue
         if max_corpora and pk not in corpora and len(corpora) >= max_corpora:
             continue
-        got = with_corpora([t], "offline", progress=False).tasks  # one at a time: the caps count usable tasks
-        if got:
-            out.append(got[0])
+        got = with_corpora([t], "offline", progress=False)  # one at a time: the caps count usable tasks
+        if got.tasks:
+            out.append(got.tasks[0])
             count[t.repo] += 1
             corpora.add(pk)
+            bar.update(1)
+            bar.set_postfix(corpora=len(corpora), refresh=False)
+        elif download and any(r.get("reason") == "offline" for r in got.skipped):
+            download = False  # PyPI cannot be reached: the rest of the draw uses the cached corpora only
+            bar.write(
+                f"{got.skipped[0].get('detail', 'PyPI cannot be reached')[:160]}: the draw goes on with cached corpora only"
+            )
+    bar.close()
     return out
 
 
