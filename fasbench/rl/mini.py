@@ -241,6 +241,7 @@ def before_after_figure(tables: dict[str, pl.DataFrame], title: str = "before vs
         barmode="group",
         width=1000,
         height=600,
+        margin=dict(t=90),
         legend=dict(orientation="h", xref="container", x=0, yref="container", y=0, yanchor="bottom"),
         meta={HEIGHT_META: {"single": 3.6, "double": 3.6}},
     )

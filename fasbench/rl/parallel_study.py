@@ -96,6 +96,7 @@ def step_curves(runs: dict[str, list[dict]], title: str = "variance-aware GRPO, 
         title=title,
         width=1000,
         height=620,
+        margin=dict(t=90),
         legend=dict(x=1, xanchor="right", y=0, yanchor="bottom", xref="paper", yref="paper"),
         meta={HEIGHT_META: {"single": 4.4, "double": 4.2}},
     )
