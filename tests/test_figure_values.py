@@ -19,6 +19,8 @@ import polars as pl
 import pytest
 from PIL import Image
 
+from fasbench.rl.mini import before_after_figure
+from fasbench.rl.parallel_study import step_curves
 from fasbench.stats.figures import stop_kaleido_server
 from fasbench.studies.contamination import paired_figure, scores_figure
 from fasbench.studies.reward_plots import audit_heatmap
@@ -56,7 +58,7 @@ def _is_log(fig, a: str) -> bool:
 def _ticks(svg: str, a: str) -> list[tuple[float, float]]:
     """(absolute px along the axis, value its label reads) of every numeric tick label of axis ``a``."""
     return [
-        (float((x, y)[a == "y"]), float(t.replace("\u2212", "-")))
+        (float((x, y)[a.startswith("y")]), float(t.replace("\u2212", "-")))
         for x, y, t in re.findall(_TICK.format(a=a), svg)
         if re.fullmatch(r"[-\u2212]?[\d.]+", t)
     ]
@@ -101,6 +103,41 @@ def drawn_markers(fig, value_axis: str) -> list[float]:
     k, off = (0, left) if value_axis == "x" else (1, top)
     vals = [a + b * (float(xy[k]) + off) for xy in _POINT.findall(svg)]
     return [10**v for v in vals] if _is_log(fig, value_axis) else vals
+
+
+_PANEL = re.compile(r'<g class="x(\d*)y\1" transform="translate\(([-\d.e]+),([-\d.e]+)\)')
+
+
+def drawn_panels(fig, bars: bool = False) -> dict[str, list[float]]:
+    """Per subplot ('' for the first, '2', ...): the y value of every drawn marker (or the height of every
+    drawn bar), read through that subplot's own y tick labels."""
+    svg = _svg(fig)
+    over = svg[svg.index('class="overplot"') :]
+    found = list(_PANEL.finditer(over))
+    out = {}
+    for i, m in enumerate(found):
+        n, top = m.group(1), float(m.group(3))
+        part = over[m.end() : found[i + 1].start() if i + 1 < len(found) else len(over)]
+        ticks = _ticks(svg, f"y{n}")
+        (p0, v0), (p1, v1) = ticks[0], ticks[-1]
+        b = (v1 - v0) / (p1 - p0)
+        if bars:
+            out[n] = [b * (float(y1) - float(y0)) for _x0, y0, y1, _x1 in _BAR.findall(part)]
+        else:
+            out[n] = [v0 + b * (float(y) + top - p0) for _x, y in _POINT.findall(part)]
+    return out
+
+
+def data_panels(fig) -> dict[str, list[float]]:
+    out = {}
+    for tr in fig.data:
+        n = (tr.yaxis or "y")[1:]
+        out.setdefault(n, []).extend(float(v) for v in tr.y if v is not None)
+    return out
+
+
+def panels_close(drawn, data, tol) -> bool:
+    return sorted(drawn) == sorted(data) and all(close(drawn[n], data[n], tol) for n in data)
 
 
 _IMAGE = re.compile(r'<image[^>]*?height="([\d.]+)" width="([\d.]+)"[^>]*?href="data:image/png;base64,([^"]+)"')
@@ -257,3 +294,57 @@ def test_the_check_sees_a_wrong_verdict_colour():
     fig.data[1].colorscale = fig.data[2].colorscale
     want = {(r["cheat"], r["reward"]): _MEANS[r["verdict"]] for r in tab.iter_rows(named=True)}
     assert drawn_cell_colours(fig) != want
+
+
+def _steps():
+    return {
+        f"seed {s}": [
+            {
+                "step": i,
+                "reward": 0.1 * i + 0.05 * s,
+                "turns": 5 - 0.4 * i,
+                "calls_per_turn": 1 + 0.25 * i,
+                "first_parallel": 0.15 * i,
+                "zero_var_share": 0.6 - 0.1 * i + 0.02 * s,
+            }
+            for i in range(1, 6)
+        ]
+        for s in (0, 1)
+    }
+
+
+@pytest.mark.slow
+def test_rl_step_curves_draw_each_value_in_its_panel():
+    """notebook 06's rl_par_curves (two rows of panels): each marker at its value in its own panel."""
+    fig = step_curves(_steps())
+    assert panels_close(drawn_panels(fig), data_panels(fig), 0.01)
+
+
+@pytest.mark.slow
+def test_the_panel_check_sees_a_panel_whose_labels_lie():
+    """The check fails where a panel's tick labels do not read the drawn values."""
+    fig = step_curves(_steps())
+    fig.update_yaxes(tickvals=[0, 0.5, 1], ticktext=["0", "5", "10"], row=1, col=1)
+    assert not panels_close(drawn_panels(fig), data_panels(fig), 0.01)
+
+
+def _before_after():
+    rows = []
+    for m, (b, a) in {
+        "turns": (4.0, 2.5),
+        "calls_per_turn": (1.2, 2.0),
+        "file_f2": (0.6, 0.55),
+        "reward": (0.3, 0.5),
+    }.items():
+        rows.append(
+            {"measure": m, "before": b, "before_lo": 0.8 * b, "before_hi": 1.2 * b}
+            | {"after": a, "after_lo": 0.8 * a, "after_hi": 1.2 * a}
+        )
+    return pl.DataFrame(rows)
+
+
+@pytest.mark.slow
+def test_rl_before_after_bars_are_drawn_at_their_height_in_each_panel():
+    t = _before_after()
+    fig = before_after_figure({"seed 0": t, "seed 1": t.with_columns(pl.col("after") * 0.9)})
+    assert panels_close(drawn_panels(fig, bars=True), data_panels(fig), 0.01)
