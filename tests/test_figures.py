@@ -246,3 +246,22 @@ def test_column_presets_and_titles_dropped(tmp_path, monkeypatch):
         "width_px": 317,
         "height_px": 230,
     }
+
+
+def test_a_figure_asks_for_its_height_at_a_preset():
+    """``layout.meta["fasbench_height_in"]`` (a number, or per preset) sets the exported height at a
+    column preset; without it, or at a preset it does not name, the preset's own height holds."""
+    tall = go.Figure(layout=dict(meta={figures.HEIGHT_META: {"single": 4.0}}))
+    assert figures.paper_layout(tall, "single")[1:] == (round(3.3 * 96), round(4.0 * 96))
+    assert figures.paper_layout(tall, "double")[2] == round(3.2 * 96)
+    assert figures.paper_layout(go.Figure(layout=dict(meta={figures.HEIGHT_META: 3})), "double")[2] == 3 * 96
+    assert figures.paper_layout(go.Figure(), "single")[2] == round(2.4 * 96)
+    assert figures.paper_layout(tall, "single", height=200)[2] == 200  # save(..., height=) still wins
+
+
+def test_log_axis_labels_decades_only():
+    fig = figures.log_axis(go.Figure(go.Scatter(x=[0.002, 50], y=[1, 2])), "x")
+    assert (fig.layout.xaxis.type, fig.layout.xaxis.dtick, fig.layout.xaxis.exponentformat) == ("log", 1, "none")
+    assert fig.layout.yaxis.type is None
+    with pytest.raises(ValueError, match="'z'"):
+        figures.log_axis(fig, "z")

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from fasbench.rl.mini import acceptance, before_after_table, table_block
 from fasbench.rl.turn_curves import RELACE_FINDING
 from fasbench.rl.vgrpo import per_task, read_steps, share_ci
-from fasbench.stats.figures import PALETTE
+from fasbench.stats.figures import HEIGHT_META, PALETTE
 from fasbench.stats.findings import Findings
 
 #: The measures of the before/after tables (per-task means of the rollouts).
@@ -30,9 +30,11 @@ CURVES = (
     ("reward", "reward"),
     ("turns", "turns"),
     ("calls_per_turn", "calls per turn"),
-    ("first_parallel", "sampled two-call share (turn 1)"),
-    ("zero_var_share", "zero-variance share of groups"),
+    ("first_parallel", "two-call share<br>(turn 1)"),
+    ("zero_var_share", "zero-variance<br>groups"),
 )
+#: Measures bounded to [0, 1] (shares, and the relace-mini-k3 reward): their panels show the whole range.
+UNIT_RANGE = ("reward", "first_parallel", "zero_var_share")
 
 
 def start_share(rows: list[dict]) -> dict:
@@ -53,11 +55,21 @@ def tables(before: list[dict], after: list[dict], seed: int = 0) -> dict[str, pl
 
 
 def step_curves(runs: dict[str, list[dict]], title: str = "variance-aware GRPO, per step") -> go.Figure:
-    """One panel per logged measure, one line per run (seed)."""
-    fig = make_subplots(rows=1, cols=len(CURVES), subplot_titles=[c[1] for c in CURVES], horizontal_spacing=0.05)
+    """One panel per logged measure, one line per run (seed): two rows of three panels (five titles in one
+    row of a 6.9-inch figure ran into each other), short titles, the legend in the sixth place, bounded
+    measures on [0, 1] and counts from 0, so that a panel's slope is not magnified by its own y range."""
+    cols = 3
+    rows = -(-len(CURVES) // cols)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=[c[1] for c in CURVES],
+        horizontal_spacing=0.1,
+        vertical_spacing=0.2,
+    )
     for i, (name, steps) in enumerate(runs.items()):
         x = [s["step"] for s in steps]
-        for c, (k, _) in enumerate(CURVES, start=1):
+        for c, (k, _) in enumerate(CURVES):
             fig.add_trace(
                 go.Scatter(
                     x=x,
@@ -65,17 +77,29 @@ def step_curves(runs: dict[str, list[dict]], title: str = "variance-aware GRPO, 
                     mode="lines+markers",
                     name=name,
                     legendgroup=name,
-                    line=dict(color=PALETTE[i % len(PALETTE)]),
-                    showlegend=c == 1,
+                    line=dict(color=PALETTE[i % len(PALETTE)], width=1.5),
+                    marker=dict(size=5),
+                    showlegend=c == 0,
                 ),
-                row=1,
-                col=c,
+                row=c // cols + 1,
+                col=c % cols + 1,
             )
-    fig.update_xaxes(title_text="step")
-    for c, (k, _) in enumerate(CURVES, start=1):
-        if k in ("first_parallel", "zero_var_share"):  # shares
-            fig.update_yaxes(range=[-0.02, 1.02], row=1, col=c)
-    fig.update_layout(title=title, width=1400, height=380, margin=dict(t=90), legend=dict(orientation="h", y=-0.2))
+    for c, (k, _) in enumerate(CURVES):
+        r, col = c // cols + 1, c % cols + 1
+        below = c + cols >= len(CURVES)  # no panel under it: its x axis is titled
+        fig.update_xaxes(title_text="step" if below else None, rangemode="tozero", row=r, col=col)
+        if k in UNIT_RANGE:
+            fig.update_yaxes(range=[-0.03, 1.03], row=r, col=col)
+        else:
+            fig.update_yaxes(rangemode="tozero", row=r, col=col)
+    fig.update_layout(
+        title=title,
+        width=1000,
+        height=620,
+        margin=dict(t=90),
+        legend=dict(x=1, xanchor="right", y=0, yanchor="bottom", xref="paper", yref="paper"),
+        meta={HEIGHT_META: {"single": 4.4, "double": 4.2}},
+    )
     return fig
 
 

@@ -65,6 +65,17 @@ def kind_color(kind: str | None, fallback: str = "#999999") -> str:
     return KIND_COLORS.get(kind or "", fallback)
 
 
+def log_axis(fig: go.Figure, axis: str = "x", **where) -> go.Figure:
+    """Make ``axis`` ('x' or 'y'; every such axis of a faceted figure, or those ``where`` selects: ``row=``,
+    ``col=``) logarithmic with a tick label at each decade only, written out (0.01, 1, 100): plotly's default
+    log axis also labels 2 and 5 between decades, small digits that read as values on the axis."""
+    if axis not in ("x", "y"):
+        raise ValueError(f"log_axis: axis {axis!r} is not 'x' or 'y'")
+    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    update(type="log", dtick=1, exponentformat="none", minor=dict(ticks="outside", ticklen=2, dtick="D1"), **where)
+    return fig
+
+
 WIDTH, HEIGHT = 700, 420  # pixels at scale 1 (≈ a single-column figure at 3x)
 
 # Column-width presets for a paper (``save(..., preset=)`` or ``FASBENCH_FIGURE_PRESET``): the page size in
@@ -76,11 +87,25 @@ PRESETS = {
 PX_PER_IN = 96
 
 
+HEIGHT_META = "fasbench_height_in"
+
+
+def preset_height(fig: go.Figure, preset: str) -> float | None:
+    """The height in inches a figure asks for at ``preset`` (``fig.layout.meta["fasbench_height_in"]``:
+    a number or ``{preset: inches}``), for a figure that needs more than the preset's height (a heatmap
+    of many rows, a legend under the plot); None when it asks for none."""
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    ask = meta.get(HEIGHT_META)
+    ask = ask.get(preset) if isinstance(ask, dict) else ask
+    return float(ask) if isinstance(ask, (int, float)) and 0 < ask <= 9 else None
+
+
 def paper_layout(
     fig: go.Figure, preset: str | None = None, title: bool = True, width: int | None = None, height: int | None = None
 ) -> tuple[go.Figure, int, int]:
     """A copy of ``fig`` laid out for export and its width and height in pixels: at a column-width
-    :data:`PRESETS` entry (its size, a font in points, tighter margins) when ``preset`` names one, and
+    :data:`PRESETS` entry (its size, a font in points, tighter margins; the height the figure asks for with
+    :func:`preset_height`, if any) when ``preset`` names one, and
     without its baked-in title (the caption says it in a paper) when ``title`` is False."""
     out = go.Figure(fig)
     if preset:
@@ -88,7 +113,8 @@ def paper_layout(
             raise ValueError(f"figure preset {preset!r}: not one of {', '.join(PRESETS)}")
         p = PRESETS[preset]
         px = round(p["font_pt"] * PX_PER_IN / 72, 1)
-        width, height = width or round(p["width_in"] * PX_PER_IN), height or round(p["height_in"] * PX_PER_IN)
+        tall = preset_height(fig, preset) or p["height_in"]
+        width, height = width or round(p["width_in"] * PX_PER_IN), height or round(tall * PX_PER_IN)
         out.update_layout(
             font_size=px,
             title_font_size=round(px * 1.1, 1),

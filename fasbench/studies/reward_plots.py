@@ -1,10 +1,12 @@
 """Figures of notebook 04: the reward-hacking audit heatmap and one report under three rewards.
 
 - :func:`audit_heatmap` — cheat − honest (one sign convention: positive = the cheat gains) per cheat
-  and reward. The rewards have different ranges (FastContext's penalties reach −19 where the F-scores
-  stay in [−1, 1]), so the colour is a symmetric log scale, ``sign(d)·log10(1 + |d| / 0.01)``, over
-  the whole range of the values (nothing clipped), its colour bar labelled in reward points; each
-  cell prints the difference and its verdict.
+  and reward, coloured by the verdict: red where the cheat games the reward, blue where the reward
+  penalises it, grey where it is blind (no evidence either way: not red, which would read as gaming).
+  The rewards have different ranges (FastContext's penalties reach −19 where the F-scores stay in
+  [−1, 1]), so the shade is a log scale of ``|d|``, ``log10(1 + |d| / 0.01)``; each cell prints the
+  difference in at most 4 characters (``-14``, ``-.36``) so that it fits a single-column cell, and the
+  legend names the verdicts (colour bars took a third of a single column).
 - :func:`reward_views_figure` — the same episodes under pairs of rewards. Episodes with the same pair
   of values are one marker whose area and label give their count (on few tasks most fall on a handful
   of points), and no panel plots a reward against itself; the dotted line is where both rewards agree.
@@ -21,7 +23,7 @@ from plotly.subplots import make_subplots
 
 from fasbench.base.markup import html
 from fasbench.evaluation.episodes import view_columns
-from fasbench.stats.figures import PALETTE
+from fasbench.stats.figures import HEIGHT_META, PALETTE
 
 _SCALE = 0.01  # |differences| below this are near-white on the audit's colour scale
 
@@ -30,51 +32,120 @@ def _symlog(d: float) -> float:
     return math.copysign(math.log10(1 + abs(d) / _SCALE), d)
 
 
+#: The audit's colours by verdict: red where the cheat games the reward (the finding that matters), blue
+#: where the reward penalises it, grey where the data show neither (blind: no evidence of gaming).
+GAMED_SCALE = [[0.0, "#fddbc7"], [1.0, "#b2182b"]]
+PENALISED_SCALE = [[0.0, "#d1e5f0"], [1.0, "#2166ac"]]
+BLIND_COLOR = "#e6e6e6"
+
+
+def _short(d: float) -> str:
+    """A difference in at most 4 characters, so that a cell of a single-column figure holds it: ``-14``,
+    ``+1.2``, ``-.36``, ``0``."""
+    if abs(d) < 0.005:
+        return "0"
+    if abs(d) >= 9.95:
+        return f"{d:+.0f}"
+    if abs(d) >= 0.995:
+        return f"{d:+.1f}"
+    return f"{d:+.2f}".replace("0.", ".", 1)
+
+
+def _wrap_name(name: str, width: int = 11) -> str:
+    """A long hyphenated label broken after its first hyphen (``grounded-<br>fastcontext``)."""
+    if len(name) <= width or "-" not in name:
+        return name
+    head, tail = name.split("-", 1)
+    return html("{}-<br>{}", head, tail)
+
+
 def audit_heatmap(tab: pl.DataFrame, title: str = "Cheat − honest, by reward") -> go.Figure:
-    """Heatmap of ``diff`` (cheat − honest) from :func:`fasbench.studies.audit.audit_table`."""
+    """Heatmap of :func:`fasbench.studies.audit.audit_table`: a cell per cheat and reward, coloured by
+    its verdict (red: gamed, blue: penalised, grey: blind; the shade of red or blue is
+    ``|cheat − honest|`` on the symmetric log scale), printing the difference in reward points."""
     cheats = list(dict.fromkeys(tab["cheat"].to_list()))
     rewards = list(dict.fromkeys(tab["reward"].to_list()))
     cell = {(r["cheat"], r["reward"]): r for r in tab.iter_rows(named=True)}
-    z, text = [], []
+    layers = {v: ([], []) for v in ("blind", "penalised", "gamed")}  # z, text per verdict
     for c in cheats:
-        zr, tr = [], []
+        for z, text in layers.values():
+            z.append([])
+            text.append([])
         for rw in rewards:
             r = cell.get((c, rw))
-            zr.append(None if r is None else _symlog(r["diff"]))
-            tr.append(
-                "" if r is None else html("{:+.2f}<br><span style='font-size:9px'>{}</span>", r["diff"], r["verdict"])
-            )
-        z.append(zr)
-        text.append(tr)
-    m = max([abs(v) for row in z for v in row if v is not None] + [_symlog(1.0)])
-    ticks = [v for v in (-100, -10, -1, -0.1, 0, 0.1, 1, 10, 100) if abs(_symlog(v)) <= m + 1e-9]
-    fig = go.Figure(
+            v = None if r is None else (r["verdict"] if r["verdict"] in ("gamed", "penalised") else "blind")
+            for k, (z, text) in layers.items():
+                mine = v == k
+                z[-1].append((0.0 if k == "blind" else abs(_symlog(r["diff"]))) if mine else None)
+                text[-1].append(_short(r["diff"]) if mine else "")
+    m = max([v for k in ("penalised", "gamed") for row in layers[k][0] for v in row if v is not None] + [_symlog(1.0)])
+    x = [_wrap_name(r) for r in rewards]
+    fig = go.Figure()
+    fig.add_trace(
         go.Heatmap(
-            z=z,
-            x=rewards,
+            z=layers["blind"][0],
+            x=x,
             y=cheats,
-            text=text,
+            text=layers["blind"][1],
             texttemplate="%{text}",
-            textfont=dict(size=11),
-            colorscale="RdBu",
-            zmid=0,
-            zmin=-m,
-            zmax=m,
+            textfont=dict(color="#555"),
+            colorscale=[[0, BLIND_COLOR], [1, BLIND_COLOR]],
+            showscale=False,
+            name="blind",
             hoverinfo="skip",
-            colorbar=dict(
-                title=dict(text="cheat − honest<br>(reward points,<br>log scale)", side="top"),
-                tickvals=[_symlog(v) for v in ticks],
-                ticktext=[f"{v:+g}" if v else "0" for v in ticks],
-            ),
+            xgap=1,
+            ygap=1,
         )
     )
+    for k, scale in (("penalised", PENALISED_SCALE), ("gamed", GAMED_SCALE)):
+        fig.add_trace(
+            go.Heatmap(
+                z=layers[k][0],
+                x=x,
+                y=cheats,
+                text=layers[k][1],
+                texttemplate="%{text}",
+                colorscale=scale,
+                zmin=0,
+                zmax=m,
+                showscale=False,
+                name=k,
+                hoverinfo="skip",
+                xgap=1,
+                ygap=1,
+            )
+        )
+    # The key: a legend entry per verdict (no colour bars: they took a third of a single column's width).
+    for k, colour in (("gamed", GAMED_SCALE[1][1]), ("penalised", PENALISED_SCALE[1][1]), ("blind", BLIND_COLOR)):
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=k,
+                marker=dict(symbol="square", size=11, color=colour, line=dict(color="#999", width=0.5)),
+                hoverinfo="skip",
+            )
+        )
     fig.update_layout(
-        title=f"{title} (red: the cheat loses, blue: it gains)",
-        xaxis=dict(title="reward", side="bottom", automargin=True, tickangle=0),
-        yaxis=dict(title=None, automargin=True, autorange="reversed", ticksuffix=" "),
+        title=title,
+        xaxis=dict(title=None, automargin=True, showgrid=False, showline=False, ticks=""),
+        yaxis=dict(title=None, automargin=True, autorange="reversed", showgrid=False, showline=False, ticks=""),
+        plot_bgcolor="white",
+        legend=dict(
+            title=dict(text="cell: cheat − honest (reward points)", side="top"),
+            orientation="h",
+            itemwidth=30,
+            xref="container",
+            x=0,
+            yref="container",
+            y=0,
+            yanchor="bottom",
+        ),
         width=900,
-        height=140 + 52 * len(cheats),
+        height=160 + 52 * len(cheats),
         margin=dict(l=20, r=20, t=60, b=60),
+        meta={HEIGHT_META: {"single": 1.6 + 0.2 * len(cheats), "double": 1.5 + 0.22 * len(cheats)}},
     )
     return fig
 

@@ -26,7 +26,7 @@ from fasbench.policies.rag import corpus_files
 from fasbench.policies.toy import ISSUES, make_corpus, toy_tasks
 from fasbench.records import Task
 from fasbench.scoring.reward import turn_penalty
-from fasbench.stats.figures import PALETTE
+from fasbench.stats.figures import HEIGHT_META, PALETTE, log_axis
 
 
 def study_tasks(
@@ -220,12 +220,30 @@ def acceptance(df: pl.DataFrame, max_turns: int = 4, margin: float = 0.10, bm25:
     }
 
 
+#: Marker symbols of the points of a policy's sweep (one per setting, e.g. the heuristic's turn budget).
+SWEEP_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon", "star", "hexagon")
+
+
+def _setting(policy: str) -> str:
+    """The turn budget in a policy's name (``heuristic:turns=4`` → ``4 turns``), else ``""``."""
+    if "turns=" not in policy:
+        return ""
+    n = policy.split("turns=", 1)[1].split(",")[0]
+    return f"{n} turn" + ("" if n == "1" else "s")
+
+
 def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = "", tasks: str = ""):
     """Relace Fig. 1 style: accuracy (with its 95% interval) against latency or turns, one point per
     policy, the heuristic's turn sweep joined by a line. ``tasks``: the task-set label
-    (:func:`tasks_label`), shown under the title."""
+    (:func:`tasks_label`), shown under the title.
+
+    No text on the points (labels of close points overprinted each other and the markers): a family is a
+    colour, and the points of a sweep (turn budgets) are told apart by their marker symbol, named in the
+    legend under the plot (grey entries; not on the turns axis, where x says it)."""
     fig = go.Figure()
     fams = sorted({family(p) for p in table["policy"]})
+    settings = sorted({_setting(p) for p in table["policy"]} - {""}, key=lambda s: int(s.split()[0]))
+    symbol = {s: SWEEP_SYMBOLS[i % len(SWEEP_SYMBOLS)] for i, s in enumerate(settings)}
     for i, fam in enumerate(fams):
         sub = table.filter(pl.col("policy").map_elements(family, return_dtype=pl.Utf8) == fam).sort(x)
         fig.add_trace(
@@ -233,17 +251,35 @@ def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = 
                 x=sub[x].to_list(),
                 y=sub[y].to_list(),
                 name=fam,
-                mode="lines+markers+text" if sub.height > 1 else "markers+text",
-                text=[p.split("turns=", 1)[1].split(",")[0] + "t" if "turns=" in p else "" for p in sub["policy"]],
-                textposition="bottom right",
+                mode="lines+markers" if sub.height > 1 else "markers",
                 hovertext=sub["policy"].to_list(),
-                marker=dict(size=10, color=PALETTE[i % len(PALETTE)]),
+                marker=dict(
+                    size=9,
+                    color=PALETTE[i % len(PALETTE)],
+                    symbol=[symbol.get(_setting(p), "circle") if x != "turns" else "circle" for p in sub["policy"]],
+                    line=dict(color="white", width=0.5),
+                ),
+                line=dict(width=1.5),
                 error_y=dict(
                     type="data",
                     symmetric=False,
                     array=(sub[f"{y}_hi"] - sub[y]).to_list(),
                     arrayminus=(sub[y] - sub[f"{y}_lo"]).to_list(),
+                    thickness=1.2,
+                    width=3,
                 ),
+            )
+        )
+    for s in settings if x != "turns" else []:  # on the turns axis the x value says it already
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=s.split()[0],
+                legend="legend2",
+                marker=dict(size=9, color="#777", symbol=symbol[s]),
+                hoverinfo="skip",
             )
         )
     if tasks:
@@ -252,9 +288,21 @@ def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = 
         title=title,
         xaxis_title={"wall_s": "mean episode wall time (s)", "turns": "turns"}.get(x, x),
         yaxis_title={"file_f2": "file-level F2"}.get(y, y),
+        legend=dict(itemwidth=30),
+        meta={HEIGHT_META: {"single": 3.0}},  # room for both legends beside and under a narrow plot
+        legend2=dict(
+            title=dict(text="heuristic turns:", side="left"),
+            orientation="h",
+            itemwidth=30,
+            xref="container",
+            x=0,
+            yref="container",
+            y=0,
+            yanchor="bottom",
+        ),
     )
     if x == "wall_s":
-        fig.update_xaxes(type="log")
+        log_axis(fig, "x")
     return fig
 
 
