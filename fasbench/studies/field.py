@@ -138,6 +138,28 @@ def beside(df: pl.DataFrame, tasks, n_boot: int = 2000) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def beside_display(side: pl.DataFrame) -> pl.DataFrame:
+    """:func:`beside` as display strings for a paper table (``fasbench.stats.tables.write_latex``): the
+    published number with its n and budget, fasbench's mean [95% CI] with its n and budget, and whether
+    they are comparable (the reason when not)."""
+    rows = [
+        {
+            "metric": r["metric"],
+            "benchmark": r["benchmark"],
+            "published system": r["published_system"],
+            "published": f"{r['published']:.1f}",
+            "n (pub.)": str(r["published_n"]) if r["published_n"] is not None else None,
+            "fasbench policy": r["fasbench_policy"],
+            "fasbench": f"{r['fasbench']:.1f} [{r['ci_lo']:.1f}, {r['ci_hi']:.1f}]",
+            "n": str(r["fasbench_n"]),
+            "comparable": "yes" if r["comparable"] else r["why"].removeprefix("not comparable: ").rstrip("."),
+        }
+        for r in side.iter_rows(named=True)
+    ]
+    cols = ["metric", "benchmark", "published system", "published", "n (pub.)", "fasbench policy", "fasbench", "n"]
+    return pl.DataFrame(rows, schema=[*cols, "comparable"]) if rows else pl.DataFrame(schema=[*cols, "comparable"])
+
+
 def caveats(tasks, df: pl.DataFrame) -> list[str]:
     """What differs between the fasbench numbers and the published ones, computed from the run and
     the gold its tasks carry."""
