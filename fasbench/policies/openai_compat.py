@@ -123,10 +123,8 @@ class OpenAIPolicy(Policy):
     max_tokens: int = 1024  # completion tokens per turn
     parallel_tool_calls: bool = True
     tool_choice: str = "auto"  # auto | required | none ("none" on the final turn is not forced)
-    timeout_s: float = (
-        60.0  # total wall time of one request (connect, send, the whole reply), per attempt; the first reply's deadline
-    )
-    timeout_scale: float = 4.0  # later deadlines: max(timeout_s, this x slowest s/completion token so far x max_tokens); 0 = timeout_s always
+    timeout_s: float = 60.0  # deadline of one request (its whole wall time) until a reply was measured; the least after
+    timeout_scale: float = 4.0  # later deadlines: this x slowest s per completion token x max_tokens; 0 = timeout_s
     timeout_max_s: float = 1800.0  # the most a deadline sized from measured replies may be
     retries: int = 3  # extra attempts on retryable errors
     backoff_s: float = 1.0  # first backoff; doubles per retry, with jitter
