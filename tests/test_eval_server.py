@@ -120,8 +120,11 @@ def test_deadline_is_timeout_s_until_a_reply_then_sized_from_the_slowest_pace(se
     with pytest.raises(EndpointError, match=r"3\.0 s, sized from the replies so far; timeout_s=0\.5"):
         sized.complete(_body("slower [[server:sleep=6]]"), log)
     assert 2.9 <= log[0]["latency_s"] < 5.5
-    with pytest.raises(ValueError, match="timeout_max_s"):
-        OpenAIPolicy(model="m", timeout_s=100, timeout_max_s=10)
+    long = OpenAIPolicy(model="m", timeout_s=100, timeout_max_s=10)  # a cap below timeout_s: timeout_s wins
+    long._measured(50.0, 10)
+    assert long.deadline() == 100.0
+    with pytest.raises(ValueError, match="timeout_scale must be >= 0"):
+        OpenAIPolicy(model="m", timeout_scale=-1)
 
 
 def test_eval_of_an_openai_policy_runs_one_episode_at_a_time_unless_told(tmp_path, server_url, capsys):

@@ -125,7 +125,7 @@ class OpenAIPolicy(Policy):
     tool_choice: str = "auto"  # auto | required | none ("none" on the final turn is not forced)
     timeout_s: float = 60.0  # deadline of one request (its whole wall time) until a reply was measured; the least after
     timeout_scale: float = 4.0  # later deadlines: this x slowest s per completion token x max_tokens; 0 = timeout_s
-    timeout_max_s: float = 1800.0  # the most a deadline sized from measured replies may be
+    timeout_max_s: float = 1800.0  # the most a sized deadline may be (timeout_s if that is more)
     retries: int = 3  # extra attempts on retryable errors
     backoff_s: float = 1.0  # first backoff; doubles per retry, with jitter
     seed: int | None = None
@@ -152,8 +152,8 @@ class OpenAIPolicy(Policy):
             raise ValueError(
                 "openai policy: timeout_s and max_reply_bytes must be > 0, retries and max_reply_chars >= 0"
             )
-        if self.timeout_scale < 0 or self.timeout_max_s < self.timeout_s:
-            raise ValueError("openai policy: timeout_scale must be >= 0 and timeout_max_s >= timeout_s")
+        if self.timeout_scale < 0 or self.timeout_max_s <= 0:
+            raise ValueError("openai policy: timeout_scale must be >= 0 and timeout_max_s > 0")
         self._client = None
         self._s_per_token = 0.0  # slowest seconds per completion token of any reply so far (0: none yet)
         self._lock = threading.Lock()
@@ -168,12 +168,12 @@ class OpenAIPolicy(Policy):
         """The total deadline of the next request: ``timeout_s`` until a reply has been measured; then
         ``timeout_scale`` x the slowest seconds per completion token seen so far x ``max_tokens`` (a
         longest reply at the slowest pace seen, with room for longer prompts and more load), never
-        below ``timeout_s`` nor above ``timeout_max_s``."""
+        above ``timeout_max_s`` (unless ``timeout_s`` is more) nor below ``timeout_s``."""
         with self._lock:
             rate = self._s_per_token
         if not self.timeout_scale or not rate:
             return float(self.timeout_s)
-        return float(min(self.timeout_max_s, max(self.timeout_s, self.timeout_scale * rate * self.max_tokens)))
+        return float(max(self.timeout_s, min(self.timeout_max_s, self.timeout_scale * rate * self.max_tokens)))
 
     def _measured(self, latency_s: float, completion_tokens) -> None:
         """Note a complete reply's pace (its whole latency, prompt processing and queueing included,
