@@ -56,6 +56,8 @@ class Policy:
     - ``backend`` (default ``process``): how ``fasbench eval`` runs many episodes of it by default:
       ``thread`` (one shared object: HTTP pools, loaded indexes, ripgrep-bound work), ``serial`` (a
       local model), ``process`` (a worker pool, each worker builds its own).
+    - ``default_workers`` (default 0 = the CPU count): episodes ``fasbench eval`` runs at once when
+      ``--workers`` is not given (``openai``: 1, a server may generate one request at a time).
     - ``bind(task) -> Policy`` (default: itself): the policy for one task (the RAG baselines read the
       task's corpus and query); every workflow calls it before ``run_episode``.
     - ``prepare(tasks)`` (default: nothing): build or load what the tasks need (a corpus index), called
@@ -67,6 +69,7 @@ class Policy:
     name: str = "policy"
     observes_turns: bool = False
     backend: str = "process"
+    default_workers: int = 0
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         raise NotImplementedError(f"{type(self).__name__} does not define act(messages, tools, *, final)")

@@ -25,7 +25,10 @@ def test_server_errors_and_timeouts_fail_episodes_not_the_run(tmp_path, server_u
     base = toy_tasks(make_corpus(tmp_path / "corpus"))
     steer = {0: "", 1: "[[server:500]]", 2: "[[server:sleep=6]]", 3: "[[server:flaky=1]]", 4: ""}
     tasks = [replace(t, query=t.query + ("\n" + steer[i] if steer[i] else "")) for i, t in enumerate(base)]
-    spec = f"openai:model=scripted,base_url={server_url},timeout_s=2,retries=1,backoff_s=0.01,api_key_env="
+    # timeout_scale=0: every deadline is timeout_s (the fast episodes would widen the sized one past 6 s)
+    spec = (
+        f"openai:model=scripted,base_url={server_url},timeout_s=2,timeout_scale=0,retries=1,backoff_s=0.01,api_key_env="
+    )
     df = run_eval(tasks, spec, "relace", tmp_path / "run", Limits(max_turns=2), workers=5, progress=False)
     assert df.height == 5  # every episode has its row: the run completed
     rows = {r["task_id"]: r for r in df.iter_rows(named=True)}
@@ -77,3 +80,66 @@ def test_scripted_server_is_a_fasbench_command_naming_every_tool_format():
     assert r.exit_code == 0 and all(f in r.stdout for f in TOOL_FORMATS), r.stdout
     r = CliRunner().invoke(app, ["scripted-server", "--tool-format", "nope"])
     assert r.exit_code == 2 and "choose one of structured, hermes_json" in r.stderr
+
+
+def _body(query: str) -> dict:
+    return {"model": "scripted", "messages": [{"role": "user", "content": query}], "stream": False}
+
+
+def test_deadline_is_timeout_s_until_a_reply_then_sized_from_the_slowest_pace(server_url):
+    """A slow server (a CPU model, a busy machine): the first reply's deadline is timeout_s; later ones
+    are timeout_scale x the slowest seconds per completion token so far x max_tokens, within
+    [timeout_s, timeout_max_s]; giving up says which deadline passed."""
+    from fasbench.policies.openai_compat import EndpointError, OpenAIPolicy
+
+    def policy(scale: float) -> OpenAIPolicy:
+        return OpenAIPolicy(
+            model="scripted",
+            base_url=server_url,
+            api_key_env="",
+            retries=0,
+            timeout_s=0.5,
+            timeout_scale=scale,
+            timeout_max_s=3.0,
+            max_tokens=100_000,  # a longest reply at the measured pace would take minutes: the cap applies
+        )
+
+    fixed, sized = policy(0.0), policy(4.0)
+    for p in (fixed, sized):
+        assert p.deadline() == 0.5  # nothing measured yet
+        log: list[dict] = []
+        p.complete(_body("first"), log)  # the server's 0.05 s
+        assert log[0]["deadline_s"] == 0.5 and log[0]["completion_tokens"] > 0
+    assert fixed.deadline() == 0.5 and sized.deadline() == 3.0
+    log = []
+    sized.complete(_body("slow [[server:sleep=1.2]]"), log)  # past timeout_s, within the sized deadline
+    assert log[0]["status"] == 200 and log[0]["latency_s"] >= 1.2 and log[0]["deadline_s"] == 3.0
+    with pytest.raises(EndpointError, match=r"timeout_s=0\.5"):
+        fixed.complete(_body("slow [[server:sleep=1.2]]"))  # the fixed deadline gives up
+    log = []
+    with pytest.raises(EndpointError, match=r"3\.0 s, sized from the replies so far; timeout_s=0\.5"):
+        sized.complete(_body("slower [[server:sleep=6]]"), log)
+    assert 2.9 <= log[0]["latency_s"] < 5.5
+    long = OpenAIPolicy(model="m", timeout_s=100, timeout_max_s=10)  # a cap below timeout_s: timeout_s wins
+    long._measured(50.0, 10)
+    assert long.deadline() == 100.0
+    with pytest.raises(ValueError, match="timeout_scale must be >= 0"):
+        OpenAIPolicy(model="m", timeout_scale=-1)
+
+
+def test_eval_of_an_openai_policy_runs_one_episode_at_a_time_unless_told(tmp_path, server_url, capsys):
+    """transformers serve generates one request at a time: concurrent episodes would wait on each
+    other past their deadlines, so without ``workers`` an openai eval runs them one by one, and says so."""
+    tasks = toy_tasks(make_corpus(tmp_path / "corpus"))[:3]
+    spec = f"openai:model=scripted,base_url={server_url},api_key_env="
+    run_eval(tasks, spec, "relace", tmp_path / "one", Limits(max_turns=2), progress=False)
+    assert "openai: 1 episode(s) at a time, the policy's default" in capsys.readouterr().out
+    spans = sorted(
+        (r["started_at"], r["started_at"] + r["latency_s"])
+        for t in read_traces(tmp_path / "one" / "traces.jsonl")
+        for turn in t.turns
+        for r in turn.requests
+    )
+    assert len(spans) == 6 and all(a[1] <= b[0] + 0.01 for a, b in zip(spans, spans[1:])), spans  # never overlap
+    run_eval(tasks, spec, "relace", tmp_path / "three", Limits(max_turns=2), workers=3, progress=False)
+    assert "at a time" not in capsys.readouterr().out  # told: no note

@@ -115,3 +115,37 @@ def test_parallel_tool_calls_retries_and_errors(toy, http_server):
         )
     with pytest.raises(ValueError, match="model=NAME"):
         make_policy("openai")
+
+
+def test_giving_up_on_a_request_closes_its_connection():
+    """transformers serve stops generating a request whose client left (docs/own_model.md §2, measured):
+    when its deadline passes, the policy must close the connection, not keep it open in its pool."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    left = threading.Event()
+
+    def never_answer():
+        conn, _ = listener.accept()
+        conn.settimeout(20)
+        try:
+            while conn.recv(65536):  # the request, then nothing until the client leaves (EOF)
+                pass
+            left.set()
+        except ConnectionResetError:
+            left.set()
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    threading.Thread(target=never_answer, daemon=True).start()
+    pol = OpenAIPolicy(model="m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env="", timeout_s=0.5, retries=0)
+    try:
+        with pytest.raises(EndpointError, match="total deadline"):
+            pol.complete({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        assert left.wait(5), "the connection stayed open after the deadline: the server would go on generating"
+    finally:
+        listener.close()

@@ -65,7 +65,11 @@ def register(app) -> None:
             "published: paths and line ranges as written) | ids (fasbench's "
             "extension: IDs of the ranges shown, rendered into paths by fasbench)",
         ),
-        workers: int = typer.Option(0, "--workers", help="parallel episodes (0 = CPU count)"),
+        workers: int = typer.Option(
+            0,
+            "--workers",
+            help="parallel episodes (0 = the policy's default: 1 for openai, whose server may generate one request at a time, as transformers serve does; else the CPU count). Against vLLM or SGLang, which batch, pass e.g. --workers 32",
+        ),
         backend: str = typer.Option("", "--backend", help="process | thread | serial (default by policy)"),
         limit: int = typer.Option(
             0, "--limit", min=0, help="first N tasks only (0 = all); the run says how many ran and why fewer"

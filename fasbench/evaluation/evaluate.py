@@ -185,7 +185,8 @@ def run_eval(
     :func:`tool_call_warnings` (episodes without a parsable tool call, calls read from reply text) are
     kept in that call's record (``warnings``) and printed last unless ``warn`` is False (the CLI prints
     them at its own end).
-    ``backend`` (process | thread | serial) defaults to the policy's own (``Policy.backend``).
+    ``backend`` (process | thread | serial) defaults to the policy's own (``Policy.backend``), ``workers``
+    to the policy's ``default_workers`` (``openai``: 1, printed) or else the CPU count.
     ``scoring`` (``fastcontext`` | ``fastcontext-all``) adds FastContext's run_score.py columns ``fc_*``
     (fasbench.scoring.localization.fastcontext_row); it changes the summary only, not the run."""
     if toolset not in TOOLSETS:
@@ -228,6 +229,12 @@ def run_eval(
     if note:  # e.g. "bm25: 2 of 6 corpus indexes cached under …"
         print(note)
     backend = backend or (main_policy.backend if main_policy is not None else "serial")  # the policy's own
+    if not workers and main_policy is not None and main_policy.default_workers and len(todo) > 1:
+        workers = main_policy.default_workers  # e.g. openai: a CPU server generates one request at a time
+        print(
+            f"{policy.split(':', 1)[0]}: {workers} episode(s) at a time, the policy's default "
+            "(workers=N / --workers N for a server that batches: vLLM, SGLang)"
+        )
     workers = max(1, workers or os.cpu_count() or 1)
     if backend not in ("process", "thread", "serial"):
         raise ValueError(f"backend must be process, thread or serial, got {backend!r}")

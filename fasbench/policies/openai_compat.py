@@ -4,8 +4,11 @@ Relace, ``transformers serve``), with tool calling and parallel calls, timeouts 
 One ``POST {base_url}/chat/completions`` per turn with the conversation, the tool schemas and
 ``parallel_tool_calls``. ``tool_calls`` in the answer become ``ToolCall`` records (arguments parsed
 from their JSON string; kept as the raw string when it is not JSON, which the harness answers with an
-error observation). Each request goes through :mod:`fasbench.base.endpoint`: ``timeout_s`` is its total
-wall time (a server that drips its reply is cut off), a body over ``max_reply_bytes`` is refused, and
+error observation). Each request goes through :mod:`fasbench.base.endpoint` with a total wall-time
+deadline (a server that drips its reply is cut off): ``timeout_s`` until one reply has come back, then
+sized from the slowest pace measured (:meth:`OpenAIPolicy.deadline`: a CPU server's replies take
+minutes, and one busy machine is slower than another); giving up closes the connection (a server
+that notices, as ``transformers serve`` does, stops generating), a body over ``max_reply_bytes`` is refused, and
 the reply is parsed with bounded depth and checked against the chat-completions shape, an answer
 longer than ``max_reply_chars`` refused; each failure is one named ``EndpointError`` line, which the
 harness records as the episode's ``policy_error``. Connection errors, timeouts, 408/409/429 and 5xx are
@@ -120,7 +123,9 @@ class OpenAIPolicy(Policy):
     max_tokens: int = 1024  # completion tokens per turn
     parallel_tool_calls: bool = True
     tool_choice: str = "auto"  # auto | required | none ("none" on the final turn is not forced)
-    timeout_s: float = 60.0  # total wall time of one request (connect, send, the whole reply), per attempt
+    timeout_s: float = 60.0  # deadline of one request (its whole wall time) until a reply was measured; the least after
+    timeout_scale: float = 4.0  # later deadlines: this x slowest s per completion token x max_tokens; 0 = timeout_s
+    timeout_max_s: float = 1800.0  # the most a sized deadline may be (timeout_s if that is more)
     retries: int = 3  # extra attempts on retryable errors
     backoff_s: float = 1.0  # first backoff; doubles per retry, with jitter
     seed: int | None = None
@@ -131,6 +136,9 @@ class OpenAIPolicy(Policy):
     max_reply_chars: int = 0  # content + tool calls of one reply; 0 = 32 x max_tokens, at least 65536
     text_tool_calls: bool = True  # no structured tool_calls: read calls written in the content (<tool_call>, XML, JSON)
     backend = "thread"  # one object, one HTTP connection pool for every concurrent episode
+    default_workers = (
+        1  # fasbench eval without --workers: one episode at a time (transformers serve generates one request at a time)
+    )
 
     @classmethod
     def spec_parameters(cls, family):
@@ -144,7 +152,10 @@ class OpenAIPolicy(Policy):
             raise ValueError(
                 "openai policy: timeout_s and max_reply_bytes must be > 0, retries and max_reply_chars >= 0"
             )
+        if self.timeout_scale < 0 or self.timeout_max_s <= 0:
+            raise ValueError("openai policy: timeout_scale must be >= 0 and timeout_max_s > 0")
         self._client = None
+        self._s_per_token = 0.0  # slowest seconds per completion token of any reply so far (0: none yet)
         self._lock = threading.Lock()
 
     def _http(self):
@@ -152,6 +163,24 @@ class OpenAIPolicy(Policy):
             if self._client is None:
                 self._client = bounded_client(self.base_url, self.timeout_s, self.max_reply_bytes, self.max_connections)
             return self._client
+
+    def deadline(self) -> float:
+        """The total deadline of the next request: ``timeout_s`` until a reply has been measured; then
+        ``timeout_scale`` x the slowest seconds per completion token seen so far x ``max_tokens`` (a
+        longest reply at the slowest pace seen, with room for longer prompts and more load), never
+        above ``timeout_max_s`` (unless ``timeout_s`` is more) nor below ``timeout_s``."""
+        with self._lock:
+            rate = self._s_per_token
+        if not self.timeout_scale or not rate:
+            return float(self.timeout_s)
+        return float(max(self.timeout_s, min(self.timeout_max_s, self.timeout_scale * rate * self.max_tokens)))
+
+    def _measured(self, latency_s: float, completion_tokens) -> None:
+        """Note a complete reply's pace (its whole latency, prompt processing and queueing included,
+        over its completion tokens; a reply without ``usage`` counts as ``max_tokens`` long)."""
+        n = completion_tokens if isinstance(completion_tokens, int) and completion_tokens > 0 else self.max_tokens
+        with self._lock:
+            self._s_per_token = max(self._s_per_token, latency_s / max(1, n))
 
     @property
     def reply_chars(self) -> int:
@@ -200,16 +229,19 @@ class OpenAIPolicy(Policy):
         last = ""
         for attempt in range(self.retries + 1):
             wait = self.backoff_s * (2**attempt) * (0.5 + random.random() / 2)
-            rec: dict = {"attempt": attempt, "started_at": time.time()}
+            deadline = self.deadline()
+            rec: dict = {"attempt": attempt, "started_at": time.time(), "deadline_s": round(deadline, 3)}
             log.append(rec)
             t0 = time.perf_counter()
             try:
-                status, headers, data = post_json(self._http(), url, body, self._headers(), self.timeout_s)
+                # giving up closes the connection: transformers serve then stops generating (docs/own_model.md)
+                status, headers, data = post_json(self._http(), url, body, self._headers(), deadline)
             except httpx.HTTPError as e:
                 rec["latency_s"] = round(time.perf_counter() - t0, 6)
                 last = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                 if isinstance(e, httpx.TimeoutException):
-                    last = f"no complete reply within the total deadline (timeout_s={float(self.timeout_s)}): {last}"
+                    sized = "" if deadline == self.timeout_s else f"{deadline:.1f} s, sized from the replies so far; "
+                    last = f"no complete reply within the total deadline ({sized}timeout_s={float(self.timeout_s)}): {last}"
                 rec["status"], rec["error"] = None, one_line(last, 200)
                 if str(e).startswith(TOO_LARGE) or isinstance(e, httpx.DecodingError):
                     raise EndpointError(f"{url}: {last}", log) from None  # the same reply again will not fit
@@ -229,6 +261,7 @@ class OpenAIPolicy(Policy):
                         usage.get("prompt_tokens"),
                         usage.get("completion_tokens"),
                     )
+                    self._measured(rec["latency_s"], rec["completion_tokens"])
                     return reply
                 last = f"HTTP {status}: {one_line(data.decode('utf-8', 'replace'), 300)}"
                 rec["error"] = last[:200]
