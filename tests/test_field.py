@@ -4,6 +4,7 @@ import polars as pl
 
 from fasbench.records import Gold, Task
 from fasbench.stats.findings import Findings
+from fasbench.stats.tables import to_latex
 from fasbench.studies import field
 
 
@@ -97,6 +98,18 @@ def test_beside_compares_on_the_same_subset_and_gold_and_shows_n_and_budget():
     ).markdown()
     assert "`file_acc_at_5` on SWE-bench Lite: fasbench's best a 100.0" in text and "(n = 1, top 5, 3.0 turns" in text
     assert "not comparable: " in text and "n not given" in text
+    shown = field.beside_display(side)  # the paper table: display strings, one row per beside row
+    assert shown.height == side.height and all(dt == pl.String for dt in shown.dtypes)
+    row = shown.filter((pl.col("metric") == "function_top1") & (pl.col("benchmark") == "SWE-bench Verified")).row(
+        0, named=True
+    )
+    assert row["published"] == "44.6" and row["n"] == "6" and row["comparable"] == "yes"
+    assert row["fasbench"] == "100.0 [100.0, 100.0]"
+    lite = shown.filter(pl.col("metric") == "file_acc_at_5").row(0, named=True)
+    assert lite["comparable"].startswith("the published number is secondary")
+    tex = to_latex(shown, caption="c", label="tab:field")
+    assert "\\toprule" in tex and "100.0 [100.0, 100.0]" in tex and tex.count("\\\\") == shown.height + 1
+    assert field.beside_display(side.clear()).columns == shown.columns  # nothing beside: an empty table, same columns
 
 
 def test_caveats_name_the_read_region_gold_actually_used():

@@ -157,7 +157,7 @@ def beside_display(side: pl.DataFrame) -> pl.DataFrame:
         for r in side.iter_rows(named=True)
     ]
     cols = ["metric", "benchmark", "published system", "published", "n (pub.)", "fasbench policy", "fasbench", "n"]
-    return pl.DataFrame(rows, schema=[*cols, "comparable"]) if rows else pl.DataFrame(schema=[*cols, "comparable"])
+    return pl.DataFrame(rows, schema=dict.fromkeys([*cols, "comparable"], pl.String))
 
 
 def caveats(tasks, df: pl.DataFrame) -> list[str]:
