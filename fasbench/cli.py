@@ -162,6 +162,13 @@ def score(
     judged = reward_named(reward).judged  # an unknown name: a ValueError naming the choices (one line, exit 2)
     g = Gold.from_dict(_load_json_arg(gold, "--gold"))
     r = Report.from_dict(_load_json_arg(report, "--report"))
+    for what, files in (("--gold edited", g.edited), ("--report files", r.files)):
+        for path, ranges in files.items():
+            for s, e in ranges:  # [s, -1]: to the file's last line
+                if s < 1 or (e != -1 and e < s):
+                    _fail(
+                        f"{what}: {path!r} has the range [{s}, {e}]: lines are 1-based and a range's end is >= its start (or -1)"
+                    )
     if turns is not None and turns < 0:
         _fail("--turns must be >= 0")
     if root is not None and not root.is_dir():

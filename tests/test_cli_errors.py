@@ -77,6 +77,8 @@ def cases(b):
             ["--gold", '{"edited": {}}', "--report", B],
             ["--gold", DEEP, "--report", "{}"],
             ["--gold", '{"edited": {}}', "--report", '{"files": {}}', "--root", F],
+            ["--gold", '{"edited": {"a.py": [[1, 2]]}}', "--report", '{"files": {"a.py": [[30, 5]]}}'],  # reversed
+            ["--gold", '{"edited": {"a.py": [[0, 2]]}}', "--report", '{"files": {}}'],  # line 0
         ],
         "eval": [
             ["--tasks", D, "--policy", "heuristic", "--out", out],
