@@ -167,3 +167,31 @@ def test_cli_says_failed_before_the_table_exits_3_and_runs_shows_it(tmp_path, mo
     assert r.exit_code == 0 and "3 episodes run in this call, 0 of 3 resumed" in r.output, r.output
     r = cli.invoke(app, ["compare", str(ok), str(out), "--metric", "file_f2"])
     assert r.exit_code == 0 and "failed episodes" not in r.output, r.output
+
+
+def test_eval_merge_says_failed_and_leaves_them_out_of_the_means(tmp_path, monkeypatch):
+    """`fasbench eval-merge` prints the summary `fasbench eval` prints: failed episodes counted, not averaged as 0."""
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    tf = tmp_path / "tasks.jsonl"
+    write_tasks(tf, toy_tasks(make_corpus(tmp_path / "corpus"))[:3])
+    port, cli = free_port(), CliRunner()
+    for i in (0, 1):  # the server is down: every episode fails
+        args = [
+            "eval",
+            "--tasks",
+            str(tf),
+            "--policy",
+            _spec(port),
+            "--max-turns",
+            "2",
+            "--out",
+            str(tmp_path / f"s{i}"),
+        ]
+        r = cli.invoke(app, [*args, "--workers", "1", "--backend", "serial", "--shard", f"{i}/2"])
+        assert r.exit_code == 3, r.output
+    r = cli.invoke(app, ["eval-merge", str(tmp_path / "m"), str(tmp_path / "s0"), str(tmp_path / "s1")])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert any("3 of 3 episodes FAILED" in ln and "leave them out" in ln for ln in lines), r.output
+    table = next(ln for ln in lines if ln.startswith("file_f2 "))
+    assert table.split()[1] == "n/a", table  # no mean of 0.000 over episodes that never ran

@@ -252,12 +252,20 @@ def register(app) -> None:
     ):
         """Merge the shards of one run into one run directory (traces, summary sorted by task id)."""
         # local import: fasbench.evaluation.evaluate is heavy to import (module docstring)
-        from fasbench.evaluation.evaluate import aggregate
+        from fasbench.evaluation.evaluate import split_failed
+        from fasbench.evaluation.rundir import read_run
         from fasbench.evaluation.shards import merge_shards
 
         df = merge_shards(shards, out)
+        failed = split_failed(df)[1]
+        if failed:  # as `fasbench eval` says it: the means leave them out
+            typer.echo(
+                f"{failed} of {df.height} episodes FAILED (model server or policy error; summary column `error`): "
+                "the means below leave them out",
+                err=True,
+            )
         if df.height:
-            typer.echo(aggregate(df).to_pandas().to_string(index=False))
+            typer.echo(summary_text(df, out, reward=read_run(out).reward))
         typer.echo(f"{len(shards)} shards, {df.height} episodes merged into {out / 'summary.parquet'}")
 
     @app.command("compare")
