@@ -237,3 +237,34 @@ def test_long_policy_specs_are_shortened_in_the_runs_table_only():
     short = R.shorten(spec)
     assert len(short) == R.SPEC_WIDTH and short.startswith("openai:base_url=") and short.endswith("timeout_s=900")
     assert "…" in short and R.shorten("heuristic:turns=3") == "heuristic:turns=3"
+
+
+def test_compare_leaves_out_a_run_sharing_no_task_and_labels_each_run_by_its_own_setup(runs, tmp_path):
+    """A run that shares no task with the reference is left out in one line and the others are compared;
+    each header line is that run's own setup (the names were once paired with the arguments by position);
+    with no run left, a one-line error (it was an internal ColumnNotFoundError)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from fasbench.cli import app
+
+    def part(src, dst, keep):
+        shutil.copytree(src, dst)
+        df = R.load_summary(src)
+        df.filter(pl.col("task_id").is_in(keep)).write_parquet(dst / "summary.parquet")
+        return dst
+
+    a = [t.id for t in runs["tasks"][:3]]
+    b = [t.id for t in runs["tasks"][3:]]
+    ref = part(runs["dir"] / "heur", tmp_path / "ref", a)
+    lone = part(runs["dir"] / "heur", tmp_path / "lone", b)
+    cli = CliRunner()
+    r = cli.invoke(app, ["compare", str(ref), str(lone), str(runs["dir"] / "bm25"), "--metric", "file_f2"])
+    assert r.exit_code == 0, r.output
+    assert "lone shares no task with the reference ref: left out" in r.output
+    heads = [ln for ln in r.output.splitlines() if ": tasks " in ln]
+    assert [h.split(":")[0] for h in heads] == ["ref", "bm25"], heads
+    assert "toy (6 tasks" in heads[0] and "toy (6 tasks" not in heads[1]  # bm25's run has no task_source label
+    r = cli.invoke(app, ["compare", str(ref), str(lone)])
+    assert r.exit_code == 2 and "lone shares no task with the reference ref" in r.output and "internal" not in r.output

@@ -78,6 +78,9 @@ def test_runs_and_compare_write_latex(tmp_path):
     assert r.returncode == 0, r.stderr[-1500:]
     tex = (tmp_path / "runs.tex").read_text()
     assert r"\begin{tabular}" in tex and r"\caption{" in tex and "LaTeX table:" in r.stdout
+    # a paper table keeps the task set whole (the terminal's cut in the middle dropped "fasbench's own split"),
+    # and leaves bookkeeping columns out
+    assert "fasbench's own split" in tex and "first 8" in tex and "…" not in tex and "created" not in tex
     r = subprocess.run(
         [sys.executable, "-m", "fasbench.cli", "compare", ex, ex, "--latex", str(tmp_path / "cmp.tex")],
         capture_output=True,
@@ -85,7 +88,8 @@ def test_runs_and_compare_write_latex(tmp_path):
         timeout=600,
     )
     assert r.returncode == 0, r.stderr[-1500:]
-    assert r"\midrule" in (tmp_path / "cmp.tex").read_text()
+    cmp = (tmp_path / "cmp.tex").read_text()
+    assert r"\midrule" in cmp and r"\caption{Tasks: swebench-lite:fasbench-test" in cmp
 
 
 def test_text_table_aligns_and_shows_cells_whole():

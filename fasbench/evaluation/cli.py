@@ -241,7 +241,16 @@ def register(app) -> None:
             from fasbench.stats.tables import write_latex  # local import: polars, heavy; only --latex needs it
 
             typer.echo(
-                f"LaTeX table: {write_latex(R.display_runs(table, metrics), latex, caption=table['interval'][0])}"
+                "LaTeX table: "
+                + str(
+                    write_latex(
+                        R.paper_runs(table, metrics),
+                        latex,
+                        caption=f"Mean [{level:.0%} interval over tasks: "
+                        + "; ".join(sorted(set(table["interval"].drop_nulls().to_list())))
+                        + "]",
+                    )
+                )
             )
         typer.echo(R.noise_text(noise))
 
@@ -288,18 +297,26 @@ def register(app) -> None:
 
         metrics = _metrics(metric, ()) or None  # None: the default metrics every run has
         _check_level(level)
-        table = R.compare_runs(runs, metrics, level=level, n_boot=n_boot)
+        with warnings.catch_warnings(record=True) as left_out:  # a run sharing no task: one line, the rest goes on
+            warnings.simplefilter("always")
+            table = R.compare_runs(runs, metrics, level=level, n_boot=n_boot)
+        for w in left_out:
+            typer.echo(f"warning: {w.message}", err=True)
         if as_json:
             for r in table.iter_rows(named=True):
                 typer.echo(json.dumps(r))
             return
-        setups = {}
-        for name, run in zip(dict.fromkeys([table["reference"][0], *table["run"].to_list()]), runs):
-            meta = R.read_run(R.resolve_run(run))
+        setups, labels = {}, {}
+        dirs = [R.resolve_run(r) for r in runs]
+        shown = {table["reference"][0], *table["run"].to_list()}
+        for name, d in zip(R.run_names(dirs), dirs):  # each run's own setup, by its own name
+            if name not in shown:
+                continue
+            meta = R.read_run(d)
             setups[name] = (meta.toolset, meta.limits_label())
+            labels[name] = task_set_label(meta.task_source, meta.corpus)
             typer.echo(
-                f"{name}: tasks {task_set_label(meta.task_source, meta.corpus)} · tool set "
-                f"{meta.toolset or '–'} · limits {meta.limits_label() or '–'}"
+                f"{name}: tasks {labels[name]} · tool set {meta.toolset or '–'} · limits {meta.limits_label() or '–'}"
             )
         if len(set(setups.values())) > 1:
             typer.echo(
@@ -318,7 +335,15 @@ def register(app) -> None:
             from fasbench.stats.tables import write_latex  # local import: polars, heavy; only --latex needs it
 
             typer.echo(
-                f"LaTeX table: {write_latex(R.display_compare(table), latex, caption=R.compare_note(table, level))}"
+                "LaTeX table: "
+                + str(
+                    write_latex(
+                        R.display_compare(table),
+                        latex,
+                        caption=f"Tasks: {'; '.join(dict.fromkeys(labels.values()))}. "
+                        + R.compare_note(table, level).replace("\n", ". "),
+                    )
+                )
             )
 
 

@@ -257,6 +257,8 @@ def compare_runs(
     keys = [run_key(d) for d in dirs]
     rows = []
     for name, df, key in zip(names[1:], frames[1:], keys[1:]):
+        if ref_df.join(df, on="task_id", how="semi").height == 0:
+            continue  # no shared task at all: left out below, in one line
         for m in metrics:
             j = ref_df.select("task_id", m).join(df.select("task_id", m), on="task_id", suffix="_b").drop_nulls()
             if j.height == 0 and defaulted:  # e.g. a retrieval run has no calls, so no share of them
@@ -284,6 +286,14 @@ def compare_runs(
                     "noise_pairs": sum(n for _, n in fl) if fl else 0,
                 }
             )
+    alone = [n for n in names[1:] if not any(r["run"] == n for r in rows)]
+    if alone and len(alone) == len(names) - 1:
+        raise RunError(f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}")
+    if alone:  # one run without shared tasks does not stop the others' comparison: said in one line
+        warnings.warn(
+            f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}: left out",
+            stacklevel=2,
+        )
     return pl.DataFrame(rows, schema_overrides={"noise_floor": pl.Float64})
 
 
@@ -456,13 +466,15 @@ def shorten(text: str, width: int = SPEC_WIDTH) -> str:
     return text[: width - tail - 1] + "…" + text[-tail:]
 
 
-def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digits: int = 3) -> pl.DataFrame:
+def display_runs(
+    table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, width: int | None = SPEC_WIDTH
+) -> pl.DataFrame:
     """The runs table as strings: ``mean [lo, hi]`` per metric, date without seconds, long names and
-    specs shortened in their middle (:func:`shorten`)."""
+    specs shortened in their middle to ``width`` (:func:`shorten`; None: whole, as a paper table needs them)."""
     rows = []
     for r in table.iter_rows(named=True):
         row = {
-            k: (shorten(r[k]) if k in ("run", "policy", "task_source") and r[k] is not None else r[k])
+            k: (shorten(r[k], width) if width and k in ("run", "policy", "task_source") and r[k] is not None else r[k])
             for k in (
                 "run",
                 "policy",
@@ -484,6 +496,17 @@ def display_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS, digi
         row["code"] = r["code"] or "–"
         rows.append({k: ("–" if v is None else str(v)) for k, v in row.items()})
     return pl.DataFrame(rows) if rows else pl.DataFrame({"run": []})
+
+
+#: The runs table's columns a paper table keeps (the rest, e.g. ``created``, ``code``, are bookkeeping).
+PAPER_DROP = ("created", "code", "resumed", "query_source", "interval")
+
+
+def paper_runs(table: pl.DataFrame, metrics: Sequence[str] = RUN_METRICS) -> pl.DataFrame:
+    """:func:`display_runs` for a paper (``fasbench runs --latex``): names, specs and task sets whole, without
+    the bookkeeping columns (:data:`PAPER_DROP`; the interval method goes in the caption)."""
+    df = display_runs(table, metrics, width=None)
+    return df.drop([c for c in PAPER_DROP if c in df.columns])
 
 
 def display_compare(table: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
