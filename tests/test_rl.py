@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -34,8 +35,14 @@ from fasbench.training.log import read_log
 # ---------------------------------------------------------------- a real small corpus
 
 
+# fixed commit dates: the commit hashes (in the task ids, hence the order and sampling of the GRPO rollouts)
+# are the same in every run; with the clock's dates a run now and then drew groups without reward variance
+# (no gradient, "GRPO did not change the weights")
+_GIT_DATES = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+
 def _git(root, *a):
-    subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True, env={**os.environ, **_GIT_DATES})
 
 
 def make_repo(root: Path) -> Path:
