@@ -101,6 +101,12 @@ def test_limit_says_how_many_ran_and_why_fewer(tasks, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     line = f"ran 3 of the 7 asked: 4 not usable on the offline corpus (no-pick 4; reasons in {out / 'excluded.jsonl'})"
     assert line in r.stderr and line in r.stdout
+    # the recorded task source says how many were usable: a label never reads as the whole set
+    assert json.loads((out / "run.json").read_text())["task_source"].endswith("(first 7, 3 usable)")
+    r5 = subprocess.run(cmd + ["--out", str(tmp_path / "r5")], env=env, capture_output=True, text=True, timeout=600)
+    assert r5.returncode == 0, r5.stderr[-2000:]
+    src = json.loads((tmp_path / "r5" / "run.json").read_text())["task_source"]
+    assert src.endswith("(4 usable)") and "4 usable" in task_set_label(src, "offline"), src
     r = subprocess.run(
         cmd + ["--out", str(tmp_path / "r2"), "--limit", "20"], env=env, capture_output=True, text=True, timeout=600
     )

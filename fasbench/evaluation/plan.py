@@ -149,6 +149,7 @@ def plan_run(
     count = describe_run_count(len(ts), limit or None, available, excluded, corpus, out / "excluded.jsonl")
     if not ts:
         raise ValueError(f"no task left to run ({count})")
+    usable_n = record["tasks_before_sharding"] if record else len(ts)  # a shard: the usable tasks of the whole run
     narrowed = bool(limit or excluded or shard)
     if narrowed:
         say(count)
@@ -159,10 +160,17 @@ def plan_run(
         toolset,
         limits,
         reward,
-        source + (f" (first {limit})" if limit else "") + (f" [{perturb}]" if perturb else ""),
+        source + _subset(limit, usable_n, excluded) + (f" [{perturb}]" if perturb else ""),
         corpus or corpus_kind_of(ts) or "default",
         excluded,
         record,
         count,
         narrowed,
     )
+
+
+def _subset(limit: int | None, usable_n: int, excluded: list) -> str:
+    """The recorded task source's subset note: ``(first N)`` for ``--limit``; ``(K usable)`` when tasks were
+    excluded as not usable (so that a label never reads "all of Lite's 300" over the 215 that ran)."""
+    parts = ([f"first {limit}"] if limit else []) + ([f"{usable_n} usable"] if excluded else [])
+    return f" ({', '.join(parts)})" if parts else ""
