@@ -239,3 +239,18 @@ def test_unexpected_errors_are_one_line_and_debuggable(monkeypatch):
     monkeypatch.setenv("FASBENCH_DEBUG", "1")
     r = CliRunner().invoke(t, ["x", "boom"])
     assert isinstance(r.exception, KeyError)
+
+
+def test_a_bad_policy_or_tool_set_fails_before_any_corpus_is_prepared(tmp_path, monkeypatch):
+    """An unknown policy, policy parameter or tool set is the first and only line: no corpus prepared, no
+    run folder made (it once came after 46 s of corpora and ~90 exclusion lines, leaving excluded.jsonl)."""
+    monkeypatch.setenv("FASBENCH_CACHE", str(tmp_path / "cache"))
+    for args, want in (
+        (["--policy", "bogus"], "unknown policy 'bogus'"),
+        (["--policy", "heuristic:turnz=3"], "unknown parameter turnz"),
+        (["--policy", "heuristic", "--toolset", "nope"], "unknown tool set 'nope'"),
+    ):
+        out = tmp_path / "out"
+        r = CliRunner().invoke(app, ["eval", "--tasks", "swebench-lite", "--out", str(out), *args])
+        assert r.exit_code == 2 and want in r.output, r.output
+        assert not out.exists() and not (tmp_path / "cache" / "corpora").exists()

@@ -26,8 +26,10 @@ from fasbench.evaluation.evaluate import run_eval
 from fasbench.evaluation.rundir import run_name
 from fasbench.evaluation.shards import parse_shard, select_shard, shard_record
 from fasbench.harness import Limits
+from fasbench.policies import check_policy_spec
 from fasbench.records import Task, write_tasks
 from fasbench.scoring.reward import DEFAULT_REWARD
+from fasbench.tools import TOOLSETS
 
 CORPUS_KINDS = ("offline", "online")
 
@@ -90,6 +92,9 @@ def plan_run(
     default ``eval-<policy family>``). Bad options and an empty choice raise a one-line ``ValueError``;
     the excluded tasks are written to ``OUT/excluded.jsonl`` before any episode runs."""
     limits = limits or Limits()
+    check_policy_spec(policy)  # a bad policy or tool set fails before any corpus is prepared
+    if toolset not in TOOLSETS:
+        raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
     if corpus not in (None, *CORPUS_KINDS):
         raise ValueError(f"--corpus must be {' or '.join(CORPUS_KINDS)}, got {corpus!r}")
     if perturb:

@@ -91,6 +91,19 @@ def make_policy(spec: str, **overrides):
     return policy_class(name).from_spec(name, kw, **fixed)
 
 
+def check_policy_spec(spec: str) -> None:
+    """A one-line ``ValueError`` for a spec whose family or parameter names are unknown, without building the
+    policy (an ``hf`` policy loads its model when built): a run checks its spec before preparing corpora."""
+    name, kw = parse_spec(spec)
+    known = {p[0] for p in policy_class(name).spec_parameters(name)}
+    unknown = sorted(set(kw) - known)
+    if unknown:
+        raise ValueError(
+            f"policy {name}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+            f"its parameters: {', '.join(sorted(known))}"
+        )
+
+
 def policy_parameters(name: str) -> list[tuple[str, str, str]]:
     """``(parameter, default, comment)`` of each spec parameter of policy family ``name``."""
     return policy_class(name).spec_parameters(name)
