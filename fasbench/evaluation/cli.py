@@ -163,7 +163,7 @@ def register(app) -> None:
                 # local import: loaded with fasbench.evaluation.evaluate above (heavy)
                 from fasbench.scoring.localization import fastcontext_summary, fastcontext_warning
 
-                typer.echo(f"FastContext run_score.py ({scoring}): " + json.dumps(fastcontext_summary(df)))
+                typer.echo(f"FastContext run_score.py ({scoring}): " + json.dumps(_rounded(fastcontext_summary(df))))
                 if warn := fastcontext_warning(df, scoring):
                     typer.echo(warn, err=True)
         typer.echo(f"{df.height} episodes summarised in {out / 'summary.parquet'}")
@@ -345,6 +345,17 @@ def register(app) -> None:
                     )
                 )
             )
+
+
+def _rounded(v, digits: int = 4):
+    """``v`` with every float rounded (nested dicts and lists): a printed summary, not a stored one."""
+    if isinstance(v, float):
+        return round(v, digits)
+    if isinstance(v, dict):
+        return {k: _rounded(x, digits) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_rounded(x, digits) for x in v]
+    return v
 
 
 def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) -> str:
