@@ -378,9 +378,11 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
 
     run = R.runs_table([out], level=level).row(0, named=True)
     df = split_failed(df)[0]  # the means are over the episodes that ran (the header gives the failed count)
+    prep = df["prepare_s"].drop_nulls() if "prepare_s" in df.columns else None
     rows = [
         (m, run[m], run[f"{m}_lo"], run[f"{m}_hi"], df[m].drop_nulls().len() if m in df.columns else run["n"])
         for m in R.RUN_METRICS
+        if m != "prepare_s" or (prep is not None and prep.len())  # a policy that prepares nothing: no row
     ]
     reward = reward or DEFAULT_REWARD
     extra = ["reward"] + [reward_column(n) for n in summary_rewards() if n != reward]  # the headline's is `reward`
@@ -388,9 +390,6 @@ def summary_text(df, out: Path, level: float = 0.95, reward: str | None = None) 
         vals = df[m].drop_nulls().cast(pl.Float64).to_list()
         mean, lo, hi = mean_ci(vals, alpha=1 - level, bounds=column_bounds(m, reward)) if vals else (None,) * 3
         rows.append((m, mean, lo, hi, len(vals)))
-    prep = df["prepare_s"].drop_nulls() if "prepare_s" in df.columns else None
-    if prep is not None and prep.len():  # index time beside the search time (wall_s leaves it out)
-        rows.insert([r[0] for r in rows].index("wall_s") + 1, ("prepare_s", float(prep.mean()), None, None, prep.len()))
     loc = [c for c in localization_columns(df) if df[c].null_count() < df.height]
     if loc:
         ci = aggregate(df, loc)

@@ -57,6 +57,7 @@ RUN_METRICS = (
     "all_gold_at_5",
     "turns",
     "wall_s",
+    "prepare_s",  # a retrieval policy's index build/load, outside wall_s: beside it, so a speed claim sees both
     "unseen_cited_share",
     "calls_nothing_new_share",
 )
@@ -286,12 +287,17 @@ def compare_runs(
                     "noise_pairs": sum(n for _, n in fl) if fl else 0,
                 }
             )
+    failed = {n: k for n, (_, k) in zip(names, split) if k}
     alone = [n for n in names[1:] if not any(r["run"] == n for r in rows)]
+    why = [f"{n} {failed[n]}" for n in [ref, *alone] if n in failed]
+    why_txt = f" (failed episodes, left out: {', '.join(why)})" if why else ""
     if alone and len(alone) == len(names) - 1:
-        raise RunError(f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}")
+        raise RunError(
+            f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}{why_txt}"
+        )
     if alone:  # one run without shared tasks does not stop the others' comparison: said in one line
         warnings.warn(
-            f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}: left out",
+            f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}{why_txt}: left out",
             stacklevel=2,
         )
     return pl.DataFrame(rows, schema_overrides={"noise_floor": pl.Float64})
