@@ -96,5 +96,8 @@ def test_profile_help_lists_every_shipped_profile():
 
     for prefix in ("sft", "rl"):
         names = {p.stem[len(prefix) + 1 :] for p in CONFIGS_DIR.glob(f"{prefix}_*.yaml")}
-        listed = set(profile_help(prefix).split("(", 1)[1].split(")", 1)[0].split(" | "))
+        text = profile_help(prefix)
+        inner = text[len("a profile (") : text.rindex(") or a YAML config file")]
+        listed = {part.split(" = ", 1)[0] for part in inner.split("; ")}
         assert names and listed == names
+        assert all(" = " in part for part in inner.split("; ")), text  # each with what it is for (its YAML's head)

@@ -222,7 +222,8 @@ def register(app) -> None:
             typer.echo(f"warning: {w.message}", err=True)
         if not table.height:
             raise R.RunError(
-                f"no {'readable ' if skipped else ''}runs found under {', '.join(map(str, dirs or R.run_roots())) or 'runs/'}"
+                f"no {'readable ' if skipped else ''}runs found under "
+                + (", ".join(map(str, dirs or R.run_roots())) or R.default_runs_text())
             )
         for m in metrics if metric else ():  # a default metric older runs lack is shown as –
             if table[m].is_null().all():

@@ -107,8 +107,17 @@ def resolve_run(run: str | Path, roots: Sequence[Path] | None = None) -> Path:
         return cands[0]
     if len(cands) > 1:
         raise RunError(f"run name {run!r} is ambiguous: {', '.join(str(c) for c in cands)}")
-    where = ", ".join(str(r) for r in (roots or run_roots())) or "no run folder yet"
-    raise RunError(f"{run}: no such run (neither a directory nor a run name under {where})")
+    where = ", ".join(str(r) for r in (roots or run_roots()))
+    raise RunError(
+        f"{run}: no such run (neither a directory nor a run name under "
+        + (where or f"{default_runs_text()}: neither exists yet")
+        + ")"
+    )
+
+
+def default_runs_text() -> str:
+    """Where runs are looked for by default, in words (both folders, whether they exist or not)."""
+    return "runs/ and $FASBENCH_CACHE/runs (default .cache/runs)"
 
 
 def run_names(dirs: Sequence[Path]) -> list[str]:

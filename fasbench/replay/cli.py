@@ -48,7 +48,9 @@ def replay_cmd(
         return
     html.parent.mkdir(parents=True, exist_ok=True)
     html.write_text(to_html(v), encoding="utf-8")
-    typer.echo(f"wrote {html} (episode {tr.task_id} of run {r.name}, {len(tr.turns)} turns)")
+    typer.echo(
+        f"wrote {html} (episode {tr.task_id} of run {r.name}, {len(tr.turns)} turn{'' if len(tr.turns) == 1 else 's'})"
+    )
 
 
 def _e2e_tree(run: Path, task: str, html: Path | None) -> None:

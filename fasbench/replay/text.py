@@ -150,7 +150,7 @@ def to_text(v: dict, width: int = 100) -> str:
 
     wrapped(
         f"run {v['run'] or '?'} · task {v['task_id']} · policy {v['policy']} · tool set {v['toolset']} · "
-        f"{len(v['turns'])} turns · stop: {v['stop_reason']}",
+        f"{len(v['turns'])} turn{'' if len(v['turns']) == 1 else 's'} · stopped={v['stop_reason']}",
         0,
         3,
     )
