@@ -120,6 +120,12 @@ def register(app) -> None:
         from fasbench.evaluation.rundir import read_run
         from fasbench.harness import Limits
 
+        if toolset.startswith("fastcontext") and reward == "relace":
+            typer.echo(
+                f"note: tool set {toolset} with the headline reward relace (the default); --reward fastcontext makes "
+                "FastContext's reward the headline, as its release scores (every reward is a column anyway)",
+                err=True,
+            )
         plan = None
         try:
             plan = plan_run(
