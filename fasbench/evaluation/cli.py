@@ -119,10 +119,11 @@ def register(app) -> None:
         from fasbench.evaluation.plan import plan_run
         from fasbench.evaluation.rundir import read_run
         from fasbench.harness import Limits
+        from fasbench.scoring.reward import DEFAULT_REWARD
 
-        if toolset.startswith("fastcontext") and reward == "relace":
+        if toolset.startswith("fastcontext") and reward == DEFAULT_REWARD:
             typer.echo(
-                f"note: tool set {toolset} with the headline reward relace (the default); --reward fastcontext makes "
+                f"note: tool set {toolset} with the headline reward {reward} (the default); --reward fastcontext makes "
                 "FastContext's reward the headline, as its release scores (every reward is a column anyway)",
                 err=True,
             )
