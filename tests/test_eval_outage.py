@@ -25,6 +25,26 @@ def _spec(port: int) -> str:
     return f"openai:model=scripted,base_url=http://127.0.0.1:{port}/v1,api_key_env=,retries=0,timeout_s=20"
 
 
+def _eval_args(tf, policy: str, out, *extra: str) -> list[str]:
+    """`fasbench eval` of the task file ``tf`` with ``policy`` into ``out``: 2 turns, one serial worker."""
+    return [
+        "eval",
+        "--tasks",
+        str(tf),
+        "--policy",
+        policy,
+        "--max-turns",
+        "2",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--backend",
+        "serial",
+        *extra,
+    ]
+
+
 def _lines(f):
     return [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
 
@@ -96,21 +116,7 @@ def test_cli_says_failed_before_the_table_exits_3_and_runs_shows_it(tmp_path, mo
     cli = CliRunner()
     r = cli.invoke(
         app,
-        [
-            "eval",
-            "--tasks",
-            str(tf),
-            "--policy",
-            _spec(port),
-            "--max-turns",
-            "2",
-            "--out",
-            str(out),
-            "--workers",
-            "1",
-            "--backend",
-            "serial",
-        ],
+        _eval_args(tf, _spec(port), out),
     )
     assert r.exit_code == 3, r.output
     lines = r.output.splitlines()
@@ -120,21 +126,7 @@ def test_cli_says_failed_before_the_table_exits_3_and_runs_shows_it(tmp_path, mo
     assert lines[table].split()[1] == "n/a", lines[table]  # no mean of 0.000 over episodes that never ran
     r = cli.invoke(
         app,
-        [
-            "eval",
-            "--tasks",
-            str(tf),
-            "--policy",
-            "heuristic:turns=2",
-            "--max-turns",
-            "2",
-            "--out",
-            str(ok),
-            "--workers",
-            "1",
-            "--backend",
-            "serial",
-        ],
+        _eval_args(tf, "heuristic:turns=2", ok),
     )
     assert r.exit_code == 0, r.output
     r = cli.invoke(app, ["runs", str(tmp_path / "runs"), "--json"])
@@ -148,21 +140,7 @@ def test_cli_says_failed_before_the_table_exits_3_and_runs_shows_it(tmp_path, mo
     with scripted_server("--turns", "2", "--port", str(port)):
         r = cli.invoke(
             app,
-            [
-                "eval",
-                "--tasks",
-                str(tf),
-                "--policy",
-                _spec(port),
-                "--max-turns",
-                "2",
-                "--out",
-                str(out),
-                "--workers",
-                "1",
-                "--backend",
-                "serial",
-            ],
+            _eval_args(tf, _spec(port), out),
         )
     assert r.exit_code == 0 and "3 episodes run in this call, 0 of 3 resumed" in r.output, r.output
     r = cli.invoke(app, ["compare", str(ok), str(out), "--metric", "file_f2"])
@@ -176,18 +154,7 @@ def test_eval_merge_says_failed_and_leaves_them_out_of_the_means(tmp_path, monke
     write_tasks(tf, toy_tasks(make_corpus(tmp_path / "corpus"))[:3])
     port, cli = free_port(), CliRunner()
     for i in (0, 1):  # the server is down: every episode fails
-        args = [
-            "eval",
-            "--tasks",
-            str(tf),
-            "--policy",
-            _spec(port),
-            "--max-turns",
-            "2",
-            "--out",
-            str(tmp_path / f"s{i}"),
-        ]
-        r = cli.invoke(app, [*args, "--workers", "1", "--backend", "serial", "--shard", f"{i}/2"])
+        r = cli.invoke(app, _eval_args(tf, _spec(port), tmp_path / f"s{i}", "--shard", f"{i}/2"))
         assert r.exit_code == 3, r.output
     r = cli.invoke(app, ["eval-merge", str(tmp_path / "m"), str(tmp_path / "s0"), str(tmp_path / "s1")])
     assert r.exit_code == 0, r.output

@@ -24,7 +24,7 @@ from plotly.subplots import make_subplots
 from fasbench.evaluation.episodes import column_bounds
 from fasbench.evaluation.runs import paired_diff
 from fasbench.rl.turn_curves import RELACE_FINDING
-from fasbench.stats.figures import HEIGHT_META, PALETTE
+from fasbench.stats.figures import HEIGHT_META, PALETTE, bottom_legend
 from fasbench.stats.findings import Findings, ci_of
 from fasbench.stats.metrics import mean_ci
 
@@ -242,7 +242,7 @@ def before_after_figure(tables: dict[str, pl.DataFrame], title: str = "before vs
         width=1000,
         height=600,
         margin=dict(t=90),
-        legend=dict(orientation="h", xref="container", x=0, yref="container", y=0, yanchor="bottom"),
+        legend=bottom_legend(),
         meta={HEIGHT_META: {"single": 3.6, "double": 3.6}},
     )
     return fig

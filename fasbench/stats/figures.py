@@ -90,6 +90,13 @@ PX_PER_IN = 96
 HEIGHT_META = "fasbench_height_in"
 
 
+def bottom_legend(**extra) -> dict:
+    """A horizontal legend at the bottom-left of the whole figure (``xref``/``yref`` ``container``): at a
+    column preset :func:`paper_layout` replaces the margins, and a container-anchored legend still makes room
+    for itself under the plot. ``extra``: further legend settings (``title``, ``itemwidth``)."""
+    return dict(orientation="h", xref="container", x=0, yref="container", y=0, yanchor="bottom", **extra)
+
+
 def preset_height(fig: go.Figure, preset: str) -> float | None:
     """The height in inches a figure asks for at ``preset`` (``fig.layout.meta["fasbench_height_in"]``:
     a number or ``{preset: inches}``), for a figure that needs more than the preset's height (a heatmap

@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 
 from fasbench.base.markup import html
 from fasbench.evaluation.episodes import view_columns
-from fasbench.stats.figures import HEIGHT_META, PALETTE
+from fasbench.stats.figures import HEIGHT_META, PALETTE, bottom_legend
 
 _SCALE = 0.01  # |differences| below this are near-white on the audit's colour scale
 
@@ -132,16 +132,7 @@ def audit_heatmap(tab: pl.DataFrame, title: str = "Cheat − honest, by reward")
         xaxis=dict(title=None, automargin=True, showgrid=False, showline=False, ticks=""),
         yaxis=dict(title=None, automargin=True, autorange="reversed", showgrid=False, showline=False, ticks=""),
         plot_bgcolor="white",
-        legend=dict(
-            title=dict(text="cell: cheat − honest (reward points)", side="top"),
-            orientation="h",
-            itemwidth=30,
-            xref="container",
-            x=0,
-            yref="container",
-            y=0,
-            yanchor="bottom",
-        ),
+        legend=bottom_legend(title=dict(text="cell: cheat − honest (reward points)", side="top"), itemwidth=30),
         width=900,
         height=160 + 52 * len(cheats),
         margin=dict(l=20, r=20, t=60, b=60),

@@ -26,7 +26,7 @@ from fasbench.policies.rag import corpus_files
 from fasbench.policies.toy import ISSUES, make_corpus, toy_tasks
 from fasbench.records import Task
 from fasbench.scoring.reward import turn_penalty
-from fasbench.stats.figures import HEIGHT_META, PALETTE, log_axis
+from fasbench.stats.figures import HEIGHT_META, PALETTE, bottom_legend, log_axis
 
 
 def study_tasks(
@@ -290,16 +290,7 @@ def pareto_figure(table: pl.DataFrame, x: str, y: str = "file_f2", title: str = 
         yaxis_title={"file_f2": "file-level F2"}.get(y, y),
         legend=dict(itemwidth=30),
         meta={HEIGHT_META: {"single": 3.0}},  # room for both legends beside and under a narrow plot
-        legend2=dict(
-            title=dict(text="heuristic turns:", side="left"),
-            orientation="h",
-            itemwidth=30,
-            xref="container",
-            x=0,
-            yref="container",
-            y=0,
-            yanchor="bottom",
-        ),
+        legend2=bottom_legend(title=dict(text="heuristic turns:", side="left"), itemwidth=30),
     )
     if x == "wall_s":
         log_axis(fig, "x")
