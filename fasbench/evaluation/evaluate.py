@@ -49,7 +49,7 @@ from fasbench.records import Task, Trace, append_jsonl, iter_jsonl, iter_traces,
 from fasbench.scoring.judge import make_judge
 from fasbench.scoring.reward import DEFAULT_REWARD, REWARDS
 from fasbench.stats.metrics import interval_method, mean_ci, paired_bootstrap
-from fasbench.tools import TOOLSETS
+from fasbench.tools import toolset_class
 
 MAIN_METRICS = ("file_f2", "file_recall", "file_precision", "line_f1", "reward_relace_f2", "turns", "wall_s")
 
@@ -189,8 +189,7 @@ def run_eval(
     to the policy's ``default_workers`` (``openai``: 1, printed) or else the CPU count.
     ``scoring`` (``fastcontext`` | ``fastcontext-all``) adds FastContext's run_score.py columns ``fc_*``
     (fasbench.scoring.localization.fastcontext_row); it changes the summary only, not the run."""
-    if toolset not in TOOLSETS:
-        raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+    toolset_class(toolset)  # an unknown name: a one-line ValueError naming the choices
     if reward not in REWARDS:
         raise ValueError(f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}")
     limits = limits or Limits()

@@ -29,7 +29,7 @@ from fasbench.harness import Limits
 from fasbench.policies import check_policy_spec
 from fasbench.records import Task, write_tasks
 from fasbench.scoring.reward import DEFAULT_REWARD
-from fasbench.tools import TOOLSETS
+from fasbench.tools import toolset_class
 
 CORPUS_KINDS = ("offline", "online")
 
@@ -93,8 +93,7 @@ def plan_run(
     the excluded tasks are written to ``OUT/excluded.jsonl`` before any episode runs."""
     limits = limits or Limits()
     check_policy_spec(policy)  # a bad policy or tool set fails before any corpus is prepared
-    if toolset not in TOOLSETS:
-        raise ValueError(f"unknown tool set {toolset!r}; choose one of {', '.join(TOOLSETS)}")
+    toolset_class(toolset)
     if corpus not in (None, *CORPUS_KINDS):
         raise ValueError(f"--corpus must be {' or '.join(CORPUS_KINDS)}, got {corpus!r}")
     if perturb:

@@ -300,15 +300,11 @@ def compare_runs(
     alone = [n for n in names[1:] if not any(r["run"] == n for r in rows)]
     why = [f"{n} {failed[n]}" for n in [ref, *alone] if n in failed]
     why_txt = f" (failed episodes, left out: {', '.join(why)})" if why else ""
-    if alone and len(alone) == len(names) - 1:
-        raise RunError(
-            f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}{why_txt}"
-        )
-    if alone:  # one run without shared tasks does not stop the others' comparison: said in one line
-        warnings.warn(
-            f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}{why_txt}: left out",
-            stacklevel=2,
-        )
+    if alone:
+        msg = f"{', '.join(alone)} share{'s' if len(alone) == 1 else ''} no task with the reference {ref}{why_txt}"
+        if len(alone) == len(names) - 1:
+            raise RunError(msg)
+        warnings.warn(msg + ": left out", stacklevel=2)  # the others' comparison goes on, said in one line
     return pl.DataFrame(rows, schema_overrides={"noise_floor": pl.Float64})
 
 
